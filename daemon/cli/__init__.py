@@ -1,0 +1,1 @@
+"""The `kernelscope` command line: one module per command group, all calling the engine."""

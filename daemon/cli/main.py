@@ -1,0 +1,54 @@
+"""Entry point of the `kernelscope` command.
+
+Exit statuses (documented in the README): 0 success, 1 usage error, 2 missing or invalid
+data. click reports usage errors with status 2 by default; this wrapper maps them to 1 so
+that 2 always means "the data is the problem".
+"""
+
+from __future__ import annotations
+
+import sys
+
+import typer
+
+from kernelscope.daemon.cli import memory, output
+from kernelscope.daemon.cli.workspace import workspace_command
+from kernelscope.daemon.engine.errors import KernelscopeError
+
+app = typer.Typer(
+    name="kernelscope",
+    help="Editor backend and CLI for GPU kernel optimization workspaces.",
+    no_args_is_help=True,
+    pretty_exceptions_enable=False,
+    add_completion=False,
+)
+app.add_typer(memory.app, name="memory")
+app.command("workspace")(workspace_command)
+
+EXIT_OK, EXIT_USAGE, EXIT_DATA = 0, 1, 2
+CLICK_USAGE_STATUS = 2  # what click/typer exit with on a usage error
+
+
+def main(argv: list[str] | None = None) -> None:
+    """Run the CLI and exit with the documented status.
+
+    typer runs in standalone mode (help, rich usage errors); the only way it exits with
+    status 2 is a usage error, because engine errors propagate as exceptions, so 2 from
+    typer is mapped to 1 and engine errors get their own status.
+    """
+    try:
+        app(args=argv, prog_name="kernelscope")
+    except SystemExit as exc:
+        code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else EXIT_USAGE)
+        sys.exit(EXIT_USAGE if code == CLICK_USAGE_STATUS else code)
+    except KernelscopeError as exc:
+        output.error(str(exc))
+        sys.exit(exc.exit_code)
+    except KeyboardInterrupt:
+        output.error("interrupted")
+        sys.exit(130)
+    sys.exit(EXIT_OK)
+
+
+if __name__ == "__main__":
+    main()

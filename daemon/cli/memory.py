@@ -1,0 +1,270 @@
+"""`kernelscope memory ...`: the memory manager from the shell.
+
+Same commands and flags as the seed's `tools/memory_manager.py` (`--workspace`,
+`--version v2 v4 v5`, `--set a.b=VALUE`, `--field`, `--unmasked-only`), so an agent can
+switch by changing the program name; plus `--json` everywhere, `next-version` and
+`mask-half`.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+
+from kernelscope.daemon.cli import output
+from kernelscope.daemon.engine.errors import DataError, UsageError
+from kernelscope.daemon.engine.memory import MemoryManager
+from kernelscope.daemon.engine.workspace import Workspace
+
+app = typer.Typer(
+    help="Read and change memory/v<N>.json records (a superset of the seed's memory_manager.py).",
+    no_args_is_help=True,
+)
+
+WorkspaceOpt = Annotated[
+    Path, typer.Option("--workspace", "-w", help="Optimization workspace directory.")
+]
+JsonOpt = Annotated[bool, typer.Option("--json", help="Print JSON for scripts and agents.")]
+VersionsOpt = Annotated[
+    Optional[list[str]],  # noqa: UP045 - typer inspects the annotation at runtime
+    typer.Option("--version", "-v", help="Version(s), e.g. --version v2 v4 v5."),
+]
+MoreVersionsArg = Annotated[
+    Optional[list[str]],  # noqa: UP045
+    typer.Argument(help="More versions (so '--version v2 v4 v5' works as in the seed).", show_default=False),
+]
+
+
+def _manager(workspace: Path) -> MemoryManager:
+    return MemoryManager(workspace)
+
+
+def _versions(option: list[str] | None, extra: list[str] | None) -> list[str]:
+    versions = [*(option or []), *(extra or [])]
+    if not versions:
+        raise UsageError("give at least one version, e.g. --version v2 v4")
+    return versions
+
+
+def _report_errors(errors: list[str]) -> None:
+    for message in errors:
+        output.warn(f"skipped unreadable memory file {message}")
+
+
+@app.command()
+def init(workspace: WorkspaceOpt = Path("."), json_out: JsonOpt = False) -> None:
+    """Create the memory/ directory."""
+    path = _manager(workspace).init()
+    if json_out:
+        output.print_json({"memory_dir": str(path)})
+    else:
+        output.info(f"Initialized memory directory: {path}")
+
+
+@app.command()
+def create(
+    version: Annotated[str, typer.Option("--version", "-v", help="Version to create, e.g. v3.")],
+    workspace: WorkspaceOpt = Path("."),
+    force: Annotated[bool, typer.Option("--force", help="Overwrite an existing file.")] = False,
+    json_out: JsonOpt = False,
+) -> None:
+    """Create memory/<version>.json from the schema template."""
+    path = _manager(workspace).create(version, force=force)
+    if json_out:
+        output.print_json({"created": str(path)})
+    else:
+        output.info(f"Created: {path}")
+
+
+@app.command()
+def read(
+    workspace: WorkspaceOpt = Path("."),
+    version: Annotated[Optional[str], typer.Option("--version", "-v", help="One version.")] = None,  # noqa: UP045
+    field: Annotated[
+        Optional[str],  # noqa: UP045
+        typer.Option("--field", "-f", help="Dotted field, e.g. performance.tflops."),
+    ] = None,
+    unmasked_only: Annotated[
+        bool, typer.Option("--unmasked-only", help="Only unmasked versions (the default).")
+    ] = False,
+    include_masked: Annotated[
+        bool, typer.Option("--include-masked", help="Also read masked versions.")
+    ] = False,
+    json_out: JsonOpt = False,
+) -> None:
+    """Print one version (or all unmasked ones) as JSON. Reading a masked version is an error."""
+    if unmasked_only and include_masked:
+        raise UsageError("--unmasked-only and --include-masked contradict each other")
+    manager = _manager(workspace)
+    if version is not None:
+        output.print_json(manager.read(version, field, include_masked=include_masked))
+        return
+    results, errors = manager.read_all(field, include_masked=include_masked)
+    _report_errors(errors)
+    if not results and not errors:
+        raise DataError(f"no memory files in {manager.memory_dir}")
+    output.print_json(results)
+
+
+@app.command()
+def update(
+    version: Annotated[str, typer.Option("--version", "-v", help="Version to update.")],
+    assignments: Annotated[
+        list[str], typer.Option("--set", "-s", help="KEY=VALUE (dotted key, JSON-typed value); repeatable.")
+    ],
+    workspace: WorkspaceOpt = Path("."),
+    json_out: JsonOpt = False,
+) -> None:
+    """Set fields: all assignments are applied in one atomic write, or none."""
+    manager = _manager(workspace)
+    data = manager.update(version, assignments)
+    if json_out:
+        output.print_json(data)
+    else:
+        output.info(f"Updated: {manager.path_of(version)}")
+
+
+def _mask_command(masked: bool):  # type: ignore[no-untyped-def]
+    verb = "Masked" if masked else "Unmasked"
+
+    def command(
+        version: VersionsOpt = None,
+        more: MoreVersionsArg = None,
+        workspace: WorkspaceOpt = Path("."),
+        include_baseline: Annotated[
+            bool, typer.Option("--include-baseline", help="Allow masking v0 (normally refused).")
+        ] = False,
+        json_out: JsonOpt = False,
+    ) -> None:
+        manager = _manager(workspace)
+        versions = _versions(version, more)
+        changed = manager.set_masked(versions, masked, allow_baseline=include_baseline)
+        if json_out:
+            output.print_json({"changed": changed, "requested": versions, "masked": masked})
+            return
+        for item in versions:
+            state = verb if item in changed else f"Already {verb.lower()}"
+            output.info(f"{state}: {manager.path_of(item)}")
+
+    command.__doc__ = f"Set masked={str(masked).lower()} on versions (only that key changes)."
+    return command
+
+
+app.command("mask")(_mask_command(True))
+app.command("unmask")(_mask_command(False))
+
+
+@app.command("list")
+def list_versions(workspace: WorkspaceOpt = Path("."), json_out: JsonOpt = False) -> None:
+    """List versions: masked, gate result, latency, speedup vs v0."""
+    rows = _manager(workspace).summaries()
+    if json_out:
+        output.print_json(rows)
+        return
+    if not rows:
+        raise DataError(f"no memory files in {_manager(workspace).memory_dir}")
+    output.print_table(
+        None,
+        ["version", "masked", "gate", "latency (us)", "speedup vs v0"],
+        [
+            [
+                row.version,
+                "yes" if row.masked else "",
+                row.gate or "-",
+                output.fmt(row.latency_us, ".3f"),
+                output.fmt(row.speedup_vs_v0, ".3f", "x"),
+            ]
+            if row.error is None
+            else [row.version, "?", "CORRUPT", "-", row.error]
+            for row in rows
+        ],
+    )
+
+
+@app.command()
+def summary(workspace: WorkspaceOpt = Path("."), json_out: JsonOpt = False) -> None:
+    """A table of every version with its metrics, plus the README's targets."""
+    ws = Workspace(workspace)
+    info = ws.summary()
+    if json_out:
+        output.print_json(info)
+        return
+    if info.readme and info.readme.stop_conditions:
+        targets = ", ".join(c.text.split(":", 1)[-1].strip() for c in info.readme.stop_conditions)
+        output.info(f"Targets: {targets}")
+    for message in info.warnings:
+        output.warn(message)
+    if not info.versions:
+        raise DataError(f"no memory files in {ws.memory_dir}")
+    output.print_table(
+        f"{ws.root.name}: next version {info.next_version}, {info.masked_count} masked",
+        ["version", "masked", "latency (us)", "TFLOPS", "GB/s", "speedup", "gate", "action"],
+        [
+            [
+                row.version,
+                "yes" if row.masked else "",
+                output.fmt(row.latency_us, ".3f"),
+                output.fmt(row.tflops, ".1f"),
+                output.fmt(row.bandwidth_gbps, ".1f"),
+                output.fmt(row.speedup_vs_v0, ".3f", "x"),
+                row.gate or "-",
+                row.action or "",
+            ]
+            if row.error is None
+            else [row.version, "?", "-", "-", "-", "-", "CORRUPT", row.error]
+            for row in info.versions
+        ],
+    )
+
+
+@app.command()
+def latest(workspace: WorkspaceOpt = Path("."), json_out: JsonOpt = False) -> None:
+    """Print the latest unmasked version."""
+    version = _manager(workspace).latest_unmasked()
+    if version is None:
+        raise DataError("no unmasked iterations found")
+    if json_out:
+        output.print_json({"latest": version})
+    else:
+        print(version)
+
+
+@app.command("next-version")
+def next_version(workspace: WorkspaceOpt = Path("."), json_out: JsonOpt = False) -> None:
+    """Print the next version: highest on disk (masked, unmasked or corrupt) + 1."""
+    version = _manager(workspace).next_version()
+    if json_out:
+        output.print_json({"next_version": version})
+    else:
+        print(version)
+
+
+@app.command("mask-half")
+def mask_half(
+    workspace: WorkspaceOpt = Path("."),
+    seed: Annotated[
+        Optional[int],  # noqa: UP045
+        typer.Option("--seed", help="Random seed (reported; pass it back to repeat a choice)."),
+    ] = None,
+    dry_run: Annotated[bool, typer.Option("--dry-run", help="Show the choice, write nothing.")] = False,
+    force: Annotated[bool, typer.Option("--force", help="Skip unreadable memory files.")] = False,
+    json_out: JsonOpt = False,
+) -> None:
+    """Mask half of the unmasked versions other than v0 and the current best."""
+    ws = Workspace(workspace)
+    kind = ws.readme().primary_kind if ws.readme_path.is_file() else None
+    result = ws.memory.mask_half(kind, seed=seed, dry_run=dry_run, force=force)
+    if json_out:
+        output.print_json(result)
+        return
+    prefix = "Would mask" if dry_run else "Masked"
+    output.info(f"{prefix}: {', '.join(result.masked) or 'nothing'} (seed {result.seed})")
+    output.info(f"Candidates: {', '.join(result.candidates) or 'none'}")
+    output.info(f"Kept as best: {result.best_version or '-'} ({result.best_rule})")
+    if result.pitfall_recorded_in and not dry_run:
+        output.info(f"Recorded in {result.pitfall_recorded_in}.pitfalls_and_fixes")
+    for version in result.skipped_corrupt:
+        output.warn(f"skipped unreadable {version}")
+    output.info(f"Next version: {result.next_version}")

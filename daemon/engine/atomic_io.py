@@ -1,0 +1,80 @@
+"""Crash-safe, concurrency-safe file writes for workspaces.
+
+Agents, the CLI and the daemon all write `memory/v*.json`. A write goes to a temp file in
+the same directory, is fsynced, renamed over the target (atomic on POSIX) and the
+directory is fsynced, so a crash at any instant leaves either the old or the new content.
+Read-modify-write sequences run under a per-workspace lock (`filelock`, an fcntl lock), so
+concurrent writers never lose an update.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from filelock import FileLock
+
+LOCK_NAME = ".kernelscope.lock"
+TEMP_PREFIX = ".kernelscope-tmp-"
+
+
+def fsync_directory(directory: Path) -> None:
+    """Flush a directory entry (the rename) to disk."""
+    fd = os.open(directory, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def atomic_write_bytes(path: Path, data: bytes) -> None:
+    """Replace `path` with `data` so that readers and crashes see old or new, never half."""
+    directory = path.parent
+    directory.mkdir(parents=True, exist_ok=True)
+    fd, temp_name = tempfile.mkstemp(prefix=TEMP_PREFIX + path.name + ".", dir=directory)
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(data)
+            handle.flush()
+            os.fsync(handle.fileno())
+        if path.exists():
+            with contextlib.suppress(OSError):
+                os.chmod(temp_name, path.stat().st_mode & 0o7777)
+        os.replace(temp_name, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(temp_name)
+        raise
+    fsync_directory(directory)
+
+
+def atomic_write_text(path: Path, text: str) -> None:
+    atomic_write_bytes(path, text.encode("utf-8"))
+
+
+def detect_indent(text: str) -> int:
+    """The indent width a JSON file was written with (2 if it cannot be told)."""
+    for line in text.splitlines()[1:]:
+        stripped = line.lstrip(" ")
+        if stripped and len(stripped) != len(line):
+            return len(line) - len(stripped)
+    return 2
+
+
+def dump_json(data: Any, indent: int = 2) -> str:
+    """JSON the way the seed's memory manager writes it: indented, UTF-8, final newline."""
+    return json.dumps(data, indent=indent, ensure_ascii=False, allow_nan=False) + "\n"
+
+
+@contextlib.contextmanager
+def workspace_lock(lock_dir: Path, timeout: float = 60.0) -> Iterator[None]:
+    """Hold the workspace's write lock (a file in `lock_dir`, shared by all processes)."""
+    lock_dir.mkdir(parents=True, exist_ok=True)
+    lock = FileLock(str(lock_dir / LOCK_NAME), timeout=timeout)
+    with lock:
+        yield

@@ -1,0 +1,25 @@
+"""Errors the engine raises, each carrying the CLI exit status it maps to.
+
+Exit statuses are part of the contract agents rely on: 0 success, 1 usage error (bad
+arguments), 2 missing or invalid data (no such version, corrupt file, refused operation).
+"""
+
+from __future__ import annotations
+
+
+class KernelscopeError(Exception):
+    """Base class: a clear message for a person, and the exit status for a script."""
+
+    exit_code: int = 2
+
+
+class UsageError(KernelscopeError):
+    """The request itself is wrong (bad version string, malformed --set)."""
+
+    exit_code = 1
+
+
+class DataError(KernelscopeError):
+    """The workspace data is missing or invalid, or the operation is refused on it."""
+
+    exit_code = 2

@@ -1,0 +1,118 @@
+"""Finds the Triton kernels in kernel.py by parsing it, never importing it.
+
+Importing kernel.py would run user code (and pull in torch/triton) inside the daemon. The
+`ast` module is enough: a kernel is a function decorated with `triton.jit`,
+`triton.autotune` or `triton.heuristics`, under whatever alias the file imported triton
+(`import triton as tr`, `from triton import jit as J`, `triton.runtime.jit`...).
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+from kernelscope.protocol.workspace import KernelInfo, KernelScan, SourceError
+
+KERNEL_DECORATORS = frozenset({"jit", "autotune", "heuristics"})
+
+
+def scan_kernel_file(path: Path) -> KernelScan:
+    """Scan a kernel file; a missing or unparsable file yields `error`, never an exception."""
+    try:
+        source = path.read_text(encoding="utf-8", errors="replace")
+    except OSError as exc:
+        return KernelScan(
+            path=str(path),
+            error=SourceError(path=str(path), message=f"cannot read: {exc.strerror or exc}"),
+        )
+    return scan_kernel_source(source, str(path))
+
+
+def scan_kernel_source(source: str, path: str = "kernel.py") -> KernelScan:
+    """Scan kernel source text."""
+    try:
+        tree = ast.parse(source, filename=path)
+    except SyntaxError as exc:
+        return KernelScan(
+            path=path,
+            error=SourceError(
+                path=path,
+                message=f"{exc.msg} (line {exc.lineno})",
+                line=exc.lineno,
+                column=(exc.offset - 1) if exc.offset else None,
+            ),
+        )
+    except ValueError as exc:  # e.g. source contains NUL bytes
+        return KernelScan(path=path, error=SourceError(path=path, message=str(exc)))
+    aliases = _triton_aliases(tree)
+    lines = source.splitlines()
+    kernels: list[KernelInfo] = []
+    for node in ast.walk(tree):
+        if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            continue
+        names = [_resolve(_dotted(d), aliases) for d in node.decorator_list]
+        triton_names = [n for n in names if n and _is_kernel_decorator(n)]
+        if not triton_names:
+            continue
+        kernels.append(
+            KernelInfo(
+                name=node.name,
+                decorators=triton_names,
+                decorator_line=min(d.lineno for d in node.decorator_list),
+                def_line=node.lineno,
+                name_column=_name_column(lines, node),
+                end_line=node.end_lineno or node.lineno,
+                autotuned=any(n.endswith(".autotune") for n in triton_names),
+            )
+        )
+    kernels.sort(key=lambda k: k.def_line)
+    return KernelScan(path=path, kernels=kernels)
+
+
+def _triton_aliases(tree: ast.Module) -> dict[str, str]:
+    """Local name -> fully qualified triton name, from the file's imports."""
+    aliases: dict[str, str] = {}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                if alias.name == "triton" or alias.name.startswith("triton."):
+                    local = alias.asname or alias.name.split(".")[0]
+                    aliases[local] = alias.name if alias.asname else alias.name.split(".")[0]
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            if node.module == "triton" or node.module.startswith("triton."):
+                for alias in node.names:
+                    aliases[alias.asname or alias.name] = f"{node.module}.{alias.name}"
+    return aliases
+
+
+def _dotted(node: ast.expr) -> str | None:
+    if isinstance(node, ast.Call):
+        node = node.func
+    parts: list[str] = []
+    while isinstance(node, ast.Attribute):
+        parts.append(node.attr)
+        node = node.value
+    if isinstance(node, ast.Name):
+        parts.append(node.id)
+        return ".".join(reversed(parts))
+    return None
+
+
+def _resolve(name: str | None, aliases: dict[str, str]) -> str | None:
+    if name is None:
+        return None
+    head, _, rest = name.partition(".")
+    if head in aliases:
+        return aliases[head] + ("." + rest if rest else "")
+    return name
+
+
+def _is_kernel_decorator(qualified: str) -> bool:
+    parts = qualified.split(".")
+    return parts[0] == "triton" and parts[-1] in KERNEL_DECORATORS
+
+
+def _name_column(lines: list[str], node: ast.FunctionDef | ast.AsyncFunctionDef) -> int:
+    line = lines[node.lineno - 1] if 0 < node.lineno <= len(lines) else ""
+    marker = line.find("def " + node.name)
+    return marker + 4 if marker >= 0 else node.col_offset

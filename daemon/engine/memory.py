@@ -1,0 +1,516 @@
+"""The memory manager: reads and changes `memory/v<N>.json` records safely.
+
+A superset of the seed's `tools/memory_manager.py` (same commands and flags), with what
+that script lacks: atomic writes under a per-workspace lock (no torn files, no lost
+updates), numeric version order (v10 after v9), corrupt files reported by name instead of
+crashing every command, and `mask-half` as one recorded, reproducible operation.
+
+Records are edited as the raw JSON objects they are on disk, so masking or updating one
+field keeps every other key, unknown keys and key order; the indent the file was written
+with is kept too. No operation deletes a file.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import random
+import re
+import secrets
+from collections.abc import Iterable
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+from pydantic import ValidationError
+
+from kernelscope.daemon.engine.atomic_io import (
+    atomic_write_text,
+    detect_indent,
+    dump_json,
+    workspace_lock,
+)
+from kernelscope.daemon.engine.errors import DataError, UsageError
+from kernelscope.protocol.commands import MaskHalfResult
+from kernelscope.protocol.memory import (
+    MemoryRecord,
+    format_version,
+    memory_schema_template,
+    parse_version,
+)
+from kernelscope.protocol.workspace import MetricKind, VersionSummary
+
+MEMORY_DIR = "memory"
+_FILE_RE = re.compile(r"^v(\d+)\.json$")
+BASELINE = "v0"
+
+
+def utc_now_iso() -> str:
+    return datetime.now(timezone.utc).isoformat()
+
+
+@dataclass(frozen=True)
+class MemoryEntry:
+    """One memory file as found on disk: parsed, or with the reason it could not be."""
+
+    number: int
+    path: Path
+    raw: dict[str, Any] | None
+    record: MemoryRecord | None
+    error: str | None
+    indent: int = 2
+
+    @property
+    def version(self) -> str:
+        return format_version(self.number)
+
+    @property
+    def ok(self) -> bool:
+        return self.record is not None
+
+    @property
+    def masked(self) -> bool:
+        return bool(self.record and self.record.is_masked)
+
+
+def normalize_version(version: str) -> str:
+    """Accept `v3`, `V3` or `3`; return `v3`. Anything else is a usage error."""
+    text = str(version).strip()
+    if text.isdigit():
+        text = "v" + text
+    text = text[:1].lower() + text[1:]
+    try:
+        return format_version(parse_version(text))
+    except ValueError as exc:
+        raise UsageError(str(exc)) from None
+
+
+def parse_cli_value(raw: str) -> Any:
+    """A `--set` value, JSON-typed, compatible with the seed's memory manager.
+
+    `null`/`none` -> None, `true`/`false` (any case) -> bool, JSON numbers, arrays and
+    objects as JSON, a quoted JSON string to force a string (`'"42"'`); anything else is kept
+    as the plain string. NaN and Infinity are refused: they are not JSON.
+    """
+    lowered = raw.strip().lower()
+    if lowered in ("null", "none"):
+        return None
+    if lowered in ("true", "false"):
+        return lowered == "true"
+
+    def _refuse_constant(name: str) -> Any:
+        raise UsageError(f"{name} is not a JSON value; quote it to store the string")
+
+    try:
+        return json.loads(raw, parse_constant=_refuse_constant)
+    except json.JSONDecodeError:
+        if lowered in ("nan", "inf", "-inf", "infinity", "-infinity"):
+            raise UsageError(f"{raw!r} is not a finite number") from None
+        return raw
+
+
+def parse_assignment(assignment: str) -> tuple[list[str], Any]:
+    """`a.b.c=VALUE` -> (["a", "b", "c"], typed value)."""
+    if "=" not in assignment:
+        raise UsageError(f"invalid --set {assignment!r}: expected KEY=VALUE, e.g. performance.tflops=150.2")
+    key, raw_value = assignment.split("=", 1)
+    path = [part.strip() for part in key.strip().split(".")]
+    if not path or any(not part for part in path):
+        raise UsageError(f"invalid --set key {key!r}: expected dotted names like a.b.c")
+    return path, parse_cli_value(raw_value)
+
+
+def get_path(data: Any, path: list[str]) -> Any:
+    """The value at a dotted path (list elements by index). KeyError names the failing part."""
+    current = data
+    for part in path:
+        if isinstance(current, dict) and part in current:
+            current = current[part]
+        elif isinstance(current, list) and part.isdigit() and int(part) < len(current):
+            current = current[int(part)]
+        else:
+            raise KeyError(f"field '{'.'.join(path)}' not found (failed at '{part}')")
+    return current
+
+
+def set_path(data: dict[str, Any], path: list[str], value: Any) -> None:
+    """Set a dotted path, creating missing objects but never overwriting a non-object."""
+    current: Any = data
+    for depth, part in enumerate(path[:-1]):
+        if isinstance(current, list) and part.isdigit() and int(part) < len(current):
+            current = current[int(part)]
+            continue
+        if not isinstance(current, dict):
+            raise DataError(f"cannot set '{'.'.join(path)}': '{'.'.join(path[:depth])}' is not an object")
+        if part not in current or current[part] is None:
+            current[part] = {}
+        elif not isinstance(current[part], (dict, list)):
+            where = ".".join(path[: depth + 1])
+            raise DataError(
+                f"cannot set '{'.'.join(path)}': '{where}' holds {type(current[part]).__name__} "
+                f"{current[part]!r}, not an object (set '{where}' itself to replace it)"
+            )
+        current = current[part]
+    last = path[-1]
+    if isinstance(current, list) and last.isdigit() and int(last) < len(current):
+        current[int(last)] = value
+    elif isinstance(current, dict):
+        current[last] = value
+    else:
+        raise DataError(f"cannot set '{'.'.join(path)}': its parent is not an object")
+
+
+class MemoryManager:
+    """All reads and writes of one workspace's `memory/` directory."""
+
+    def __init__(self, workspace: Path | str) -> None:
+        self.workspace = Path(workspace).resolve()
+        self.memory_dir = self.workspace / MEMORY_DIR
+
+    # -- reading --------------------------------------------------------------------
+
+    def path_of(self, version: str) -> Path:
+        return self.memory_dir / f"{normalize_version(version)}.json"
+
+    def scan(self) -> list[MemoryEntry]:
+        """Every `v<N>.json`, numerically sorted; corrupt files carry their error."""
+        if not self.memory_dir.is_dir():
+            return []
+        entries: list[MemoryEntry] = []
+        for path in self.memory_dir.iterdir():
+            match = _FILE_RE.match(path.name)
+            if match and path.is_file():
+                entries.append(self._load(int(match.group(1)), path))
+        entries.sort(key=lambda entry: entry.number)
+        return entries
+
+    def _load(self, number: int, path: Path) -> MemoryEntry:
+        try:
+            text = path.read_text(encoding="utf-8")
+            raw = json.loads(text)
+        except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+            return MemoryEntry(number, path, None, None, f"{path.name}: not valid JSON ({exc})")
+        if not isinstance(raw, dict):
+            return MemoryEntry(
+                number, path, None, None, f"{path.name}: expected a JSON object, got {type(raw).__name__}"
+            )
+        data = raw if "version" in raw else {"version": format_version(number), **raw}
+        try:
+            record = MemoryRecord.model_validate(data)
+        except ValidationError as exc:
+            first = exc.errors()[0]
+            where = ".".join(str(p) for p in first["loc"]) or "record"
+            return MemoryEntry(number, path, raw, None, f"{path.name}: invalid {where}: {first['msg']}")
+        if record.number != number:
+            return MemoryEntry(
+                number, path, raw, None,
+                f"{path.name}: file says version {record.version!r}, its name says {format_version(number)}",
+            )
+        return MemoryEntry(number, path, raw, record, None, detect_indent(text))
+
+    def entry(self, version: str) -> MemoryEntry:
+        """One version's entry; DataError when it does not exist or cannot be read."""
+        normalized = normalize_version(version)
+        path = self.memory_dir / f"{normalized}.json"
+        if not path.is_file():
+            raise DataError(f"{normalized} not found: no file {path}")
+        entry = self._load(parse_version(normalized), path)
+        if entry.error:
+            raise DataError(f"{entry.error}")
+        return entry
+
+    def read(self, version: str, field: str | None = None, include_masked: bool = False) -> Any:
+        """A version's record (or one dotted field of it). Masked versions need `include_masked`."""
+        entry = self.entry(version)
+        if entry.masked and not include_masked:
+            raise DataError(
+                f"{entry.version} is masked: its experience is hidden from the active memory "
+                "(pass --include-masked to read it anyway, or unmask it)"
+            )
+        assert entry.raw is not None
+        return self._field(entry, field)
+
+    def read_all(
+        self, field: str | None = None, include_masked: bool = False
+    ) -> tuple[list[Any], list[str]]:
+        """All readable records (unmasked only by default) and the errors of the others."""
+        results: list[Any] = []
+        errors: list[str] = []
+        for entry in self.scan():
+            if entry.error:
+                errors.append(entry.error)
+                continue
+            if entry.masked and not include_masked:
+                continue
+            if field is None:
+                results.append(entry.raw)
+            else:
+                try:
+                    value = self._field(entry, field)
+                except DataError:
+                    value = None
+                results.append({"version": entry.version, field: value})
+        return results, errors
+
+    @staticmethod
+    def _field(entry: MemoryEntry, field: str | None) -> Any:
+        if field is None:
+            return entry.raw
+        try:
+            return get_path(entry.raw, [p for p in field.split(".")])
+        except KeyError as exc:
+            raise DataError(f"{entry.version}: {exc.args[0]}") from None
+
+    def next_version(self) -> str:
+        """One past the highest version on disk, masked, unmasked or corrupt alike."""
+        entries = self.scan()
+        return format_version(entries[-1].number + 1 if entries else 0)
+
+    def latest_unmasked(self) -> str | None:
+        for entry in reversed(self.scan()):
+            if entry.ok and not entry.masked:
+                return entry.version
+        return None
+
+    def summaries(self) -> list[VersionSummary]:
+        """One row per version for `list`/`summary`: gate, metrics, speedup vs v0."""
+        entries = self.scan()
+        baseline = next((e for e in entries if e.number == 0 and e.record), None)
+        base_latency = baseline.record.metric("latency_us") if baseline and baseline.record else None
+        rows: list[VersionSummary] = []
+        for entry in entries:
+            record = entry.record
+            if record is None:
+                rows.append(
+                    VersionSummary(version=entry.version, masked=False, path=str(entry.path), error=entry.error)
+                )
+                continue
+            latency = record.metric("latency_us")
+            speedup = base_latency / latency if base_latency and latency else None
+            action = None
+            optimization = record.optimization
+            if optimization is not None:
+                value = (
+                    optimization.get("action_category")
+                    if isinstance(optimization, dict)
+                    else optimization.action_category
+                )
+                action = None if value is None else str(value)
+            rows.append(
+                VersionSummary(
+                    version=entry.version,
+                    masked=record.is_masked,
+                    gate=record.gate_result,
+                    latency_us=latency,
+                    tflops=record.metric("tflops"),
+                    bandwidth_gbps=record.metric("bandwidth_gbps"),
+                    speedup_vs_v0=speedup,
+                    action=action,
+                    path=str(entry.path),
+                )
+            )
+        return rows
+
+    # -- writing --------------------------------------------------------------------
+
+    def _lock(self) -> Any:
+        return workspace_lock(self.memory_dir)
+
+    def _write(self, path: Path, data: dict[str, Any], indent: int = 2) -> None:
+        atomic_write_text(path, dump_json(data, indent))
+
+    def _read_raw_for_update(self, version: str) -> tuple[Path, dict[str, Any], int]:
+        entry = self.entry(version)
+        assert entry.raw is not None
+        return entry.path, entry.raw, entry.indent
+
+    def init(self) -> Path:
+        self.memory_dir.mkdir(parents=True, exist_ok=True)
+        return self.memory_dir
+
+    def create(self, version: str, force: bool = False) -> Path:
+        """A new record from the schema template; refuses to overwrite unless `force`."""
+        normalized = normalize_version(version)
+        with self._lock():
+            path = self.memory_dir / f"{normalized}.json"
+            if path.exists() and not force:
+                raise DataError(f"{path} already exists (use --force to overwrite it)")
+            self._write(path, memory_schema_template(normalized, utc_now_iso()))
+        return path
+
+    def write_record(self, version: str, data: dict[str, Any], overwrite: bool = False) -> Path:
+        """Write a whole record (used by workflows); validated before anything is written."""
+        normalized = normalize_version(version)
+        payload = {"version": normalized, **{k: v for k, v in data.items() if k != "version"}}
+        try:
+            MemoryRecord.model_validate(payload)
+            dump_json(payload)
+        except (ValidationError, ValueError) as exc:
+            raise DataError(f"refusing to write invalid record {normalized}: {exc}") from None
+        with self._lock():
+            path = self.memory_dir / f"{normalized}.json"
+            if path.exists() and not overwrite:
+                raise DataError(f"{path} already exists")
+            self._write(path, payload)
+        return path
+
+    def update(self, version: str, assignments: Iterable[str]) -> dict[str, Any]:
+        """Apply `a.b=VALUE` assignments atomically: all of them are written, or none."""
+        parsed = [parse_assignment(item) for item in assignments]
+        if not parsed:
+            raise UsageError("nothing to update: give at least one --set KEY=VALUE")
+        for path, value in parsed:
+            if path == ["version"]:
+                raise UsageError("the version field follows the file name and cannot be --set")
+            if path == ["masked"] and not isinstance(value, bool):
+                raise UsageError("masked must be true or false")
+        with self._lock():
+            file_path, data, indent = self._read_raw_for_update(version)
+            for path, value in parsed:
+                set_path(data, path, value)
+            try:
+                MemoryRecord.model_validate(data)
+                text = dump_json(data, indent)
+            except (ValidationError, ValueError) as exc:
+                raise DataError(f"update would make {file_path.name} invalid: {exc}") from None
+            atomic_write_text(file_path, text)
+        return data
+
+    def set_masked(
+        self, versions: Iterable[str], masked: bool, allow_baseline: bool = False
+    ) -> list[str]:
+        """Mask or unmask versions (only the `masked` key changes). All are checked first."""
+        normalized = list(dict.fromkeys(normalize_version(v) for v in versions))
+        if not normalized:
+            raise UsageError("no versions given")
+        if masked and BASELINE in normalized and not allow_baseline:
+            raise UsageError(
+                "refusing to mask v0, the baseline (the restart workflow forbids it); "
+                "pass --include-baseline if you really mean it"
+            )
+        changed: list[str] = []
+        with self._lock():
+            loaded = [self._read_raw_for_update(v) for v in normalized]  # all exist and parse
+            for version, (path, data, indent) in zip(normalized, loaded):
+                if data.get("masked") is masked:
+                    continue
+                data["masked"] = masked
+                atomic_write_text(path, dump_json(data, indent))
+                changed.append(version)
+        return changed
+
+    # -- mask-half --------------------------------------------------------------------
+
+    def best_version(
+        self, entries: list[MemoryEntry], kind: MetricKind | None
+    ) -> tuple[str | None, str]:
+        """The current best among unmasked versions whose gate passed, and the rule used.
+
+        Judged on the README's first stop condition: highest `tflops`, highest
+        `bandwidth_gbps`, or lowest `latency_us`; with no stop conditions, lowest latency.
+        When no passing version has the metric, the latest passing version is kept.
+        """
+        metric, higher_better = {
+            "tflops": ("tflops", True),
+            "bandwidth": ("bandwidth_gbps", True),
+            "latency": ("latency_us", False),
+            None: ("latency_us", False),
+        }[kind]
+        passing = [e for e in entries if e.record and not e.masked and e.record.gate_passed]
+        scored = [(e, e.record.metric(metric)) for e in passing if e.record]
+        scored = [(e, value) for e, value in scored if value is not None and math.isfinite(value)]
+        direction = "highest" if higher_better else "lowest"
+        if scored:
+            best = max(scored, key=lambda item: ((item[1] if higher_better else -item[1]), item[0].number))
+            return best[0].version, f"{direction} performance.{metric} among versions whose quality gate passed"
+        if passing:
+            return passing[-1].version, (
+                f"no passing version records performance.{metric}: kept the latest passing version"
+            )
+        return None, "no version has a passing quality gate: no best version to keep"
+
+    def mask_half(
+        self,
+        kind: MetricKind | None,
+        seed: int | None = None,
+        dry_run: bool = False,
+        force: bool = False,
+    ) -> MaskHalfResult:
+        """Mask half of the optimization experience, as the partial-restart seed asks.
+
+        Candidates are the unmasked versions other than v0 and the current best; half of
+        them (rounded down) are chosen with a seeded RNG and masked, and an entry saying
+        what was masked, with the seed and time, is appended to the latest unmasked
+        record's `pitfalls_and_fixes`. Corrupt files make it refuse unless `force`.
+        """
+        seed = secrets.randbits(32) if seed is None else seed
+        with self._lock():
+            entries = self.scan()
+            corrupt = [e.version for e in entries if e.error]
+            if corrupt and not force:
+                raise DataError(
+                    "refusing to mask-half with unreadable memory files: "
+                    + "; ".join(e.error or "" for e in entries if e.error)
+                    + " (fix them, or pass --force to skip them)"
+                )
+            best, rule = self.best_version(entries, kind)
+            candidates = [
+                e.version for e in entries if e.ok and not e.masked and e.number != 0 and e.version != best
+            ]
+            count = len(candidates) // 2
+            chosen = sorted(random.Random(seed).sample(candidates, count), key=parse_version)
+            remaining = [e for e in entries if e.ok and not e.masked and e.version not in chosen]
+            pitfall_target = remaining[-1].version if remaining else None
+            result = MaskHalfResult(
+                workspace=str(self.workspace),
+                seed=seed,
+                candidates=candidates,
+                masked=chosen,
+                best_version=best,
+                best_metric=kind,
+                best_rule=rule,
+                pitfall_recorded_in=pitfall_target if chosen else None,
+                next_version=format_version(entries[-1].number + 1 if entries else 0),
+                dry_run=dry_run,
+                skipped_corrupt=corrupt,
+            )
+            if dry_run or not chosen:
+                return result
+            self._record_restart(result, pitfall_target)
+            for version in chosen:
+                path, data, indent = self._read_raw_for_update(version)
+                data["masked"] = True
+                atomic_write_text(path, dump_json(data, indent))
+        return result
+
+    def _record_restart(self, result: MaskHalfResult, target: str | None) -> None:
+        if target is None:
+            return
+        path, data, indent = self._read_raw_for_update(target)
+        pitfalls = data.get("pitfalls_and_fixes")
+        if pitfalls is None:
+            pitfalls = data["pitfalls_and_fixes"] = []
+        if not isinstance(pitfalls, list):
+            raise DataError(
+                f"{path.name}: pitfalls_and_fixes is {type(pitfalls).__name__}, not a list; "
+                "cannot record the partial restart (nothing was masked)"
+            )
+        now = utc_now_iso()
+        pitfalls.append(
+            {
+                "error_type": "partial_restart",
+                "error_message": f"Partial restart: masked {', '.join(result.masked)} "
+                f"of {len(result.candidates)} candidates (seed {result.seed}) at {now}",
+                "root_cause": "No new actionable optimization direction; masking half of the "
+                "memory to break stale conclusions",
+                "fix_applied": f"kernelscope memory mask-half --seed {result.seed}",
+                "lesson": "Masked records are historical hints hidden from the active memory; "
+                "unmask them to restore",
+                "masked_versions": result.masked,
+                "seed": result.seed,
+                "best_version_kept": result.best_version,
+                "timestamp": now,
+            }
+        )
+        atomic_write_text(path, dump_json(data, indent))

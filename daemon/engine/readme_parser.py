@@ -1,0 +1,390 @@
+"""Reads a workspace README.md as people and agents write it.
+
+Real READMEs (atrex-style gpu-kernel-optimizer workspaces) are free-form Markdown:
+`## Target` bullets, a correctness threshold such as `rel_err < 0.01`, hardware figures cited
+as `<metric>: <value> <unit> <- <source>` (or `UNKNOWN`), and `## Stop Conditions` bullets
+such as `- memory-bound target: bandwidth >= 3.87TB/s`. This module extracts them without
+ever rewriting the file. An optional fenced block tagged `kernelscope` holding JSON (see the
+README's "Machine-readable block") wins over the prose when present.
+
+Nothing here raises on odd input: problems become `warnings` (e.g. no stop conditions) or
+`errors` (e.g. an invalid machine block) on the returned `ReadmeInfo`.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from pathlib import Path
+from typing import Any
+
+from pydantic import ValidationError
+
+from kernelscope.protocol.workspace import (
+    CorrectnessThreshold,
+    HardwareSpec,
+    ReadmeInfo,
+    StopCondition,
+    TargetInfo,
+)
+
+_HEADING = re.compile(r"^(#{1,6})\s+(.*?)\s*#*\s*$")
+_BULLET = re.compile(r"^\s*(?:[-*+]|\d+[.)])\s+(.*)$")
+_KEY_VALUE = re.compile(r"^\**([A-Za-z][\w /-]*?)\**\s*:\s*(.*)$")
+_PLACEHOLDER = re.compile(r"<[^<>\n]*[A-Za-z][^<>\n]*>")
+_NUMBER = r"(\d+(?:\.\d+)?(?:[eE][-+]?\d+)?|\.\d+)"
+_COMPARATOR = r"(>=|<=|≥|≤|=>|=<|>|<)"
+_UNIT = r"(TB/s|GB/s|MB/s|TFLOP/s|TFLOPS|TFLOPs|TOPS|T|ms|us|µs|μs|ns)"
+_CONDITION = re.compile(_COMPARATOR + r"\s*" + _NUMBER + r"\s*" + _UNIT + r"(?![A-Za-z/])")
+_REL_ERR = re.compile(r"\b(rel(?:ative)?[_ ]err(?:or)?)\s*" + _COMPARATOR + r"\s*" + _NUMBER, re.I)
+_SPEC_KNOWN = re.compile(
+    r"^\s*(?:[-*+]\s+)?\**(?P<metric>[^:\n<]+?)\**\s*:\s*(?P<value>[-+]?"
+    + _NUMBER
+    + r")\s*(?P<unit>[^\s<]+)?\s*<-\s*(?P<source>.+?)\s*$"
+)
+_SPEC_UNKNOWN = re.compile(
+    r"^\s*(?:[-*+]\s+)?\**(?P<metric>[^:\n<]+?)\**\s*:\s*UNKNOWN\b(?:.*?<-\s*(?P<source>.+?))?\s*$"
+)
+_DTYPE_BEFORE = re.compile(r"\b(fp64|fp32|tf32|fp16|bf16|fp8|fp4|int8|int4|e4m3|e5m2)\b", re.I)
+_MACHINE_FENCE = re.compile(r"^\s*(```|~~~)\s*kernelscope\s*$")
+
+_COMPARATOR_CANON = {"≥": ">=", "≤": "<=", "=>": ">=", "=<": "<="}
+_UNIT_KIND_SCALE: dict[str, tuple[str, float]] = {
+    "tb/s": ("bandwidth", 1000.0),
+    "gb/s": ("bandwidth", 1.0),
+    "mb/s": ("bandwidth", 0.001),
+    "tflop/s": ("tflops", 1.0),
+    "tflops": ("tflops", 1.0),
+    "tops": ("tflops", 1.0),
+    "t": ("tflops", 1.0),
+    "ms": ("latency", 1000.0),
+    "us": ("latency", 1.0),
+    "µs": ("latency", 1.0),
+    "μs": ("latency", 1.0),
+    "ns": ("latency", 0.001),
+}
+_TARGET_KEYS = {
+    "platform": "platform",
+    "gpu": "platform",
+    "arch": "arch",
+    "architecture": "arch",
+    "framework": "framework",
+    "dtype": "dtype",
+    "kernel type": "kernel_type",
+    "kernel_type": "kernel_type",
+}
+
+
+def parse_readme_file(path: Path) -> ReadmeInfo:
+    """Parse README.md at `path`; a missing or unreadable file is an error on the result."""
+    try:
+        text = path.read_text(encoding="utf-8", errors="replace")
+    except OSError as exc:
+        return ReadmeInfo(path=str(path), errors=[f"cannot read {path}: {exc.strerror or exc}"])
+    return parse_readme(text, str(path))
+
+
+def parse_readme(text: str, path: str = "README.md") -> ReadmeInfo:
+    """Parse README text. Never raises for content; see the module docstring."""
+    lines = text.splitlines()
+    sections = _split_sections(lines)
+    warnings: list[str] = []
+    errors: list[str] = []
+
+    target = _parse_target(sections, warnings)
+    stop_conditions = _parse_stop_conditions(sections, warnings)
+    threshold = _parse_threshold(lines)
+    specs = _parse_hardware_specs(lines)
+    digest = _targets_digest(sections, specs, lines)
+
+    info = ReadmeInfo(
+        path=path,
+        target=target,
+        correctness_threshold=threshold,
+        hardware_specs=specs,
+        stop_conditions=stop_conditions,
+        targets_digest=digest,
+        warnings=warnings,
+        errors=errors,
+    )
+    block = _find_machine_block(lines)
+    if block is not None:
+        _apply_machine_block(info, *block)
+    if not info.stop_conditions:
+        info.warnings.append(
+            "README has no stop conditions: add bullets under '## Stop Conditions' such as "
+            "'- memory-bound target: bandwidth >= 3.87TB/s' (or a ```kernelscope block); "
+            "without them kernelscope cannot tell when the target is met"
+        )
+    return info
+
+
+# -- sections ---------------------------------------------------------------------------
+
+
+class _Section:
+    def __init__(self, title: str, start: int) -> None:
+        self.title = title
+        self.key = title.strip().lower()
+        self.start = start  # 0-based index of the first body line
+        self.lines: list[str] = []
+
+
+def _split_sections(lines: list[str]) -> list[_Section]:
+    sections = [_Section("", 0)]
+    in_fence = False
+    for index, line in enumerate(lines):
+        if line.lstrip().startswith(("```", "~~~")):
+            in_fence = not in_fence
+        match = None if in_fence else _HEADING.match(line)
+        if match:
+            sections.append(_Section(match.group(2), index + 1))
+        else:
+            sections[-1].lines.append(line)
+    return sections
+
+
+def _sections_named(sections: list[_Section], *needles: str) -> list[_Section]:
+    return [s for s in sections if any(needle in s.key for needle in needles)]
+
+
+def _bullets(section: _Section) -> list[tuple[int, str]]:
+    """(1-based line, text) of each bullet, with continuation lines folded in."""
+    found: list[tuple[int, str]] = []
+    for offset, line in enumerate(section.lines):
+        match = _BULLET.match(line)
+        if match:
+            found.append((section.start + offset + 1, match.group(1).strip()))
+        elif found and line.startswith(("  ", "\t")) and line.strip():
+            line_no, text = found[-1]
+            found[-1] = (line_no, f"{text} {line.strip()}")
+    return found
+
+
+# -- target -----------------------------------------------------------------------------
+
+
+def _parse_target(sections: list[_Section], warnings: list[str]) -> TargetInfo:
+    values: dict[str, str] = {}
+    other: dict[str, str] = {}
+    # `## Target` first; `## Task Context` (atrex template) only fills what is missing.
+    for section in _sections_named(sections, "target") + _sections_named(sections, "context"):
+        if "stop" in section.key or "isa" in section.key:
+            continue
+        for line_no, bullet in _bullets(section):
+            match = _KEY_VALUE.match(bullet)
+            if not match:
+                continue
+            key = match.group(1).strip().lower().replace("_", " ")
+            value = match.group(2).strip()
+            if not value:
+                continue
+            if _PLACEHOLDER.search(value) and _PLACEHOLDER.sub("", value).strip(" /.,") == "":
+                warnings.append(f"README line {line_no}: '{key}' is still a template placeholder")
+                continue
+            field = _TARGET_KEYS.get(key) or _TARGET_KEYS.get(key.replace(" ", "_"))
+            if field:
+                values.setdefault(field, value)
+            else:
+                other.setdefault(key, value)
+    return TargetInfo(**values, other=other)
+
+
+# -- stop conditions --------------------------------------------------------------------
+
+
+def parse_condition(text: str, line: int | None = None) -> StopCondition | None:
+    """One stop condition from a bullet's text, or None when it states no target."""
+    match = _CONDITION.search(text)
+    if not match:
+        return None
+    comparator = _COMPARATOR_CANON.get(match.group(1), match.group(1))
+    value = float(match.group(2))
+    unit = match.group(3)
+    kind, scale = _UNIT_KIND_SCALE[unit.lower()]
+    head = text[: match.start()]
+    label = text.split(":", 1)[0].strip() if ":" in head else None
+    dtype = None
+    if kind == "tflops":
+        dtypes = _DTYPE_BEFORE.findall(head)
+        dtype = dtypes[-1].lower() if dtypes else None
+    return StopCondition(
+        kind=kind,  # type: ignore[arg-type]
+        comparator=comparator,  # type: ignore[arg-type]
+        value=value,
+        unit=unit,
+        normalized_value=value * scale,
+        dtype=dtype,
+        label=label,
+        text=text,
+        line=line,
+    )
+
+
+def _parse_stop_conditions(sections: list[_Section], warnings: list[str]) -> list[StopCondition]:
+    conditions: list[StopCondition] = []
+    for section in _sections_named(sections, "stop condition"):
+        for line_no, bullet in _bullets(section):
+            if _PLACEHOLDER.search(bullet):
+                warnings.append(
+                    f"README line {line_no}: stop condition is still a template placeholder: "
+                    f"{bullet[:80]}"
+                )
+                continue
+            condition = parse_condition(bullet, line_no)
+            if condition is not None:
+                conditions.append(condition)
+    return conditions
+
+
+# -- threshold and hardware specs -------------------------------------------------------
+
+
+def _parse_threshold(lines: list[str]) -> CorrectnessThreshold | None:
+    for index, line in enumerate(lines):
+        if _PLACEHOLDER.fullmatch(line.strip()):
+            continue
+        match = _REL_ERR.search(line)
+        if match:
+            comparator = _COMPARATOR_CANON.get(match.group(2), match.group(2))
+            if comparator not in ("<", "<="):
+                continue
+            return CorrectnessThreshold(
+                metric="rel_err",
+                comparator=comparator,  # type: ignore[arg-type]
+                value=float(match.group(3)),
+                line=index + 1,
+            )
+    return None
+
+
+def _parse_hardware_specs(lines: list[str]) -> list[HardwareSpec]:
+    specs: list[HardwareSpec] = []
+    for index, line in enumerate(lines):
+        known = _SPEC_KNOWN.match(line)
+        if known:
+            specs.append(
+                HardwareSpec(
+                    metric=known.group("metric").strip(),
+                    value=float(known.group("value")),
+                    unit=known.group("unit"),
+                    source=known.group("source").strip(),
+                    known=True,
+                    line=index + 1,
+                )
+            )
+            continue
+        unknown = _SPEC_UNKNOWN.match(line)
+        if unknown:
+            source = unknown.group("source")
+            specs.append(
+                HardwareSpec(
+                    metric=unknown.group("metric").strip(),
+                    known=False,
+                    source=source.strip() if source else None,
+                    line=index + 1,
+                )
+            )
+    return specs
+
+
+def _targets_digest(sections: list[_Section], specs: list[HardwareSpec], lines: list[str]) -> str:
+    """A hash of what an agent must not change: targets, stop conditions, hardware specs."""
+    hasher = hashlib.sha256()
+    for section in sections:
+        if ("target" in section.key and "isa" not in section.key) or "stop" in section.key:
+            hasher.update(section.key.encode())
+            for line in section.lines:
+                hasher.update(line.rstrip().encode() + b"\n")
+    for spec in specs:
+        if spec.line is not None:
+            hasher.update(lines[spec.line - 1].rstrip().encode() + b"\n")
+    block = _find_machine_block(lines)
+    if block is not None:
+        hasher.update(block[0].encode())
+    return hasher.hexdigest()
+
+
+# -- machine-readable block -------------------------------------------------------------
+
+
+def _find_machine_block(lines: list[str]) -> tuple[str, int] | None:
+    for index, line in enumerate(lines):
+        match = _MACHINE_FENCE.match(line)
+        if not match:
+            continue
+        fence = match.group(1)
+        body: list[str] = []
+        for inner in lines[index + 1 :]:
+            if inner.strip().startswith(fence):
+                return "\n".join(body), index + 1
+            body.append(inner)
+        return "\n".join(body), index + 1  # unterminated: parse what is there
+    return None
+
+
+def _apply_machine_block(info: ReadmeInfo, body: str, line: int) -> None:
+    """Let the machine block override what the prose said, field by field."""
+    try:
+        data: Any = json.loads(body)
+    except json.JSONDecodeError as exc:
+        info.errors.append(
+            f"README line {line + exc.lineno}: the ```kernelscope block is not valid JSON "
+            f"({exc.msg}); using the Markdown sections instead"
+        )
+        return
+    if not isinstance(data, dict):
+        info.errors.append(f"README line {line}: the ```kernelscope block must be a JSON object")
+        return
+    try:
+        if "target" in data:
+            info.target = TargetInfo.model_validate(data["target"])
+        if "stop_conditions" in data:
+            info.stop_conditions = [
+                _block_condition(item, line) for item in _as_list(data["stop_conditions"])
+            ]
+        if "correctness_threshold" in data:
+            threshold = data["correctness_threshold"]
+            if isinstance(threshold, (int, float)):
+                threshold = {"value": threshold}
+            info.correctness_threshold = CorrectnessThreshold.model_validate(
+                {"line": line, **threshold}
+            )
+        if "hardware_specs" in data:
+            info.hardware_specs = [
+                HardwareSpec.model_validate({"line": line, **item})
+                for item in _as_list(data["hardware_specs"])
+            ]
+    except (ValidationError, ValueError, TypeError) as exc:
+        info.errors.append(f"README line {line}: invalid ```kernelscope block: {exc}")
+        return
+    info.machine_block = True
+
+
+def _as_list(value: Any) -> list[Any]:
+    if not isinstance(value, list):
+        raise ValueError(f"expected a list, got {type(value).__name__}")
+    return value
+
+
+def _block_condition(item: Any, line: int) -> StopCondition:
+    """A stop condition from the block: a string like the prose, or an object."""
+    if isinstance(item, str):
+        condition = parse_condition(item, line)
+        if condition is None:
+            raise ValueError(f"cannot read stop condition {item!r}")
+        return condition
+    if not isinstance(item, dict):
+        raise ValueError(f"stop condition must be a string or object, got {item!r}")
+    text = f"{item.get('metric', '')} {item.get('op', item.get('comparator', '>='))} " + (
+        f"{item.get('value')}{item.get('unit', '')}"
+    )
+    condition = parse_condition(text, line)
+    if condition is None:
+        raise ValueError(f"cannot read stop condition {item!r}: need op, value and unit")
+    if item.get("dtype"):
+        condition.dtype = str(item["dtype"])
+    if item.get("label"):
+        condition.label = str(item["label"])
+    return condition

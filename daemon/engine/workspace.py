@@ -1,0 +1,100 @@
+"""Finds the pieces of an optimization workspace and summarises it, without importing
+kernel.py: README.md (targets), kernel.py (kernels, by ast), memory/ (iterations) and the
+git repository the workspace lives in."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from kernelscope.daemon.engine.kernel_scan import scan_kernel_file
+from kernelscope.daemon.engine.memory import MEMORY_DIR, MemoryManager
+from kernelscope.daemon.engine.readme_parser import parse_readme_file
+from kernelscope.protocol.workspace import KernelScan, ReadmeInfo, WorkspaceSummary
+
+README_NAME = "README.md"
+KERNEL_NAME = "kernel.py"
+
+
+def find_git_root(start: Path) -> Path | None:
+    """The nearest directory at or above `start` holding `.git` (a dir, or a worktree file)."""
+    for candidate in [start, *start.parents]:
+        if (candidate / ".git").exists():
+            return candidate
+    return None
+
+
+@dataclass
+class Workspace:
+    """One optimization workspace rooted at a directory."""
+
+    root: Path
+
+    def __post_init__(self) -> None:
+        self.root = Path(self.root).expanduser().resolve()
+
+    @property
+    def readme_path(self) -> Path:
+        return self.root / README_NAME
+
+    @property
+    def kernel_path(self) -> Path:
+        return self.root / KERNEL_NAME
+
+    @property
+    def memory_dir(self) -> Path:
+        return self.root / MEMORY_DIR
+
+    @property
+    def memory(self) -> MemoryManager:
+        return MemoryManager(self.root)
+
+    @property
+    def git_root(self) -> Path | None:
+        return find_git_root(self.root)
+
+    def is_optimization_workspace(self) -> bool:
+        """kernel.py and memory/ both present, or a README with a ```kernelscope block."""
+        if self.kernel_path.is_file() and self.memory_dir.is_dir():
+            return True
+        return self.readme_path.is_file() and self.readme().machine_block
+
+    def readme(self) -> ReadmeInfo:
+        return parse_readme_file(self.readme_path)
+
+    def kernels(self) -> KernelScan:
+        return scan_kernel_file(self.kernel_path)
+
+    def summary(self) -> WorkspaceSummary:
+        """Everything at a glance; missing pieces become warnings, never exceptions."""
+        warnings: list[str] = []
+        if not self.root.is_dir():
+            warnings.append(f"workspace {self.root} does not exist")
+        readme = self.readme() if self.readme_path.is_file() else None
+        if readme is None:
+            warnings.append(f"no {README_NAME} in {self.root}: targets and stop conditions unknown")
+        else:
+            warnings.extend(readme.warnings)
+            warnings.extend(readme.errors)
+        kernels = self.kernels() if self.kernel_path.is_file() else None
+        if kernels is None:
+            warnings.append(f"no {KERNEL_NAME} in {self.root}")
+        elif kernels.error:
+            warnings.append(f"{KERNEL_NAME}: {kernels.error.message}")
+        memory = self.memory
+        versions = memory.summaries()
+        warnings.extend(v.error for v in versions if v.error)
+        git_root = self.git_root
+        return WorkspaceSummary(
+            root=str(self.root),
+            readme_path=str(self.readme_path) if readme else None,
+            kernel_path=str(self.kernel_path) if kernels else None,
+            memory_dir=str(self.memory_dir) if self.memory_dir.is_dir() else None,
+            git_root=str(git_root) if git_root else None,
+            readme=readme,
+            kernels=kernels,
+            versions=versions,
+            next_version=memory.next_version(),
+            masked_count=sum(1 for v in versions if v.masked),
+            warnings=warnings,
+        )

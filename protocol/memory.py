@@ -1,0 +1,224 @@
+"""Shapes of the per-iteration memory records (`memory/v<N>.json`).
+
+The fields are the ones seen in real optimization workspaces (the atrex-style
+gpu-kernel-optimizer writes them through its `memory_manager.py`). Everything but
+`version` is optional, unknown keys are kept, and numbers are typed loosely
+(`int | float | str`) because agents write what they write: a record with
+`"latency_us": "12.5"` must still load and round-trip unchanged. Use `as_float` when a
+number is needed.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from typing import Any, Union
+
+from pydantic import Field, field_validator
+
+from kernelscope.protocol._open_model import OpenRecord
+
+# A loosely typed scalar: kept exactly as written (smart union keeps ints as ints).
+Scalar = Union[bool, int, float, str, None]  # noqa: UP007 - pydantic needs the runtime Union
+
+_VERSION_RE = re.compile(r"^v(\d+)$")
+
+
+def as_float(value: Any) -> float | None:
+    """A finite float from a loosely typed number (`12`, `12.5`, `"12.5"`, `"12.5 us"`)."""
+    if isinstance(value, bool) or value is None:
+        return None
+    if isinstance(value, (int, float)):
+        number = float(value)
+    elif isinstance(value, str):
+        match = re.match(r"^\s*([-+]?\d+(?:\.\d*)?(?:[eE][-+]?\d+)?)", value)
+        if not match:
+            return None
+        number = float(match.group(1))
+    else:
+        return None
+    return number if math.isfinite(number) else None
+
+
+def parse_version(version: str) -> int:
+    """`"v12"` -> 12. Raises ValueError for anything else (so v10 sorts after v9)."""
+    match = _VERSION_RE.match(version.strip()) if isinstance(version, str) else None
+    if not match:
+        raise ValueError(f"invalid version {version!r}: expected 'v<N>' such as v0, v7, v12")
+    return int(match.group(1))
+
+
+def format_version(number: int) -> str:
+    """12 -> `"v12"`."""
+    if number < 0:
+        raise ValueError(f"version number must be >= 0, got {number}")
+    return f"v{number}"
+
+
+class ComparisonWithPrevious(OpenRecord):
+    """Deltas against the previous iteration, as the optimizer records them."""
+
+    latency_delta: Scalar = None
+    tflops_delta: Scalar = None
+    bandwidth_delta: Scalar = None
+
+
+class Performance(OpenRecord):
+    """Measured performance of one iteration."""
+
+    latency_us: Scalar = None
+    tflops: Scalar = None
+    bandwidth_gbps: Scalar = None
+    tflops_peak_utilization_pct: Scalar = None
+    bandwidth_peak_utilization_pct: Scalar = None
+    comparison_with_previous: ComparisonWithPrevious | dict[str, Any] | str | None = None
+    latency_us_by_shape: dict[str, Any] | list[Any] | None = None
+
+
+class Optimization(OpenRecord):
+    """What the iteration changed and why."""
+
+    action_category: Scalar = None
+    action_description: Scalar = None
+    expected_impact: Scalar = None
+    risks_and_rollback: Scalar = None
+
+
+class ProfileEvidence(OpenRecord):
+    """Profiler evidence behind the iteration's decision."""
+
+    tool_used: Scalar = None
+    evidence_summary: Scalar = None
+    bottleneck_type: Scalar = None
+    evidence_chain: Scalar | list[Any] | dict[str, Any] = None
+
+
+class Correctness(OpenRecord):
+    """Correctness against the reference: `status` is PASS, FAIL or TIMEOUT_FAIL."""
+
+    rel_err: Scalar = None
+    status: Scalar = None
+
+
+class QualityGate(OpenRecord):
+    """The quality gate verdict (`result` PASS/FAIL) and why it failed."""
+
+    result: Scalar = None
+    failure_reason: Scalar = None
+
+
+class PitfallAndFix(OpenRecord):
+    """One lesson: what went wrong, why, and what fixed it."""
+
+    error_type: Scalar = None
+    error_message: Scalar = None
+    root_cause: Scalar = None
+    fix_applied: Scalar = None
+    lesson: Scalar = None
+
+
+class MemoryRecord(OpenRecord):
+    """One `memory/v<N>.json` record.
+
+    Only `version` is required. Sub-objects are typed where their shape is known and
+    fall back to plain JSON when a tool wrote something else (a string instead of an
+    object), so no real record is rejected for its style.
+    """
+
+    version: str = Field(description="'v<N>'; v0 is the baseline")
+    masked: bool | None = None
+    timestamp: Scalar = None
+    performance: Performance | dict[str, Any] | None = None
+    optimization: Optimization | dict[str, Any] | None = None
+    profile_evidence: ProfileEvidence | dict[str, Any] | None = None
+    correctness: Correctness | dict[str, Any] | None = None
+    isa_metric_progress: list[Any] | None = None
+    search_log: list[Any] | None = None
+    pitfalls_and_fixes: list[PitfallAndFix | Any] | None = None
+    references: list[Any] | None = None
+    quality_gate: QualityGate | dict[str, Any] | None = None
+    open_directions: list[Any] | None = None
+    git_commit_hash: Scalar = None
+
+    @field_validator("version")
+    @classmethod
+    def _version_is_v_n(cls, value: str) -> str:
+        parse_version(value)
+        return value
+
+    @property
+    def number(self) -> int:
+        """The numeric version (v12 -> 12)."""
+        return parse_version(self.version)
+
+    @property
+    def is_masked(self) -> bool:
+        return bool(self.masked)
+
+    @property
+    def gate_result(self) -> str | None:
+        """`quality_gate.result` upper-cased, else `correctness.status`, else None."""
+        for section, key in (("quality_gate", "result"), ("correctness", "status")):
+            value = _get(getattr(self, section), key)
+            if isinstance(value, str) and value.strip():
+                return value.strip().upper()
+        return None
+
+    @property
+    def gate_passed(self) -> bool:
+        return self.gate_result == "PASS"
+
+    def metric(self, name: str) -> float | None:
+        """A performance metric as a float (`latency_us`, `tflops`, `bandwidth_gbps`...)."""
+        return as_float(_get(self.performance, name))
+
+
+def _get(section: Any, key: str) -> Any:
+    if section is None:
+        return None
+    if isinstance(section, dict):
+        return section.get(key)
+    return getattr(section, key, None)
+
+
+def memory_schema_template(version: str, timestamp: str) -> dict[str, Any]:
+    """The empty record `memory create` writes: the same keys as the seed's template."""
+    parse_version(version)
+    return {
+        "version": version,
+        "masked": False,
+        "timestamp": timestamp,
+        "performance": {
+            "latency_us": None,
+            "tflops": None,
+            "bandwidth_gbps": None,
+            "tflops_peak_utilization_pct": None,
+            "bandwidth_peak_utilization_pct": None,
+            "comparison_with_previous": {
+                "latency_delta": None,
+                "tflops_delta": None,
+                "bandwidth_delta": None,
+            },
+            "latency_us_by_shape": {},
+        },
+        "optimization": {
+            "action_category": None,
+            "action_description": None,
+            "expected_impact": None,
+            "risks_and_rollback": None,
+        },
+        "profile_evidence": {
+            "tool_used": None,
+            "evidence_summary": None,
+            "bottleneck_type": None,
+            "evidence_chain": None,
+        },
+        "correctness": {"rel_err": None, "status": None},
+        "isa_metric_progress": [],
+        "search_log": [],
+        "pitfalls_and_fixes": [],
+        "references": [],
+        "quality_gate": {"result": None, "failure_reason": None},
+        "open_directions": [],
+        "git_commit_hash": None,
+    }

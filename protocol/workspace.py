@@ -1,0 +1,163 @@
+"""Shapes of what kernelscope reads from a workspace: targets, stop conditions, hardware
+specs and kernels. These are produced by the workspace reader and sent to editors, so they
+are plain data with no behaviour beyond simple derived values."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+MetricKind = Literal["bandwidth", "tflops", "latency"]
+Comparator = Literal[">=", ">", "<=", "<"]
+
+# Canonical units stop conditions are normalised to, so they compare with measurements.
+CANONICAL_UNIT: dict[str, str] = {"bandwidth": "GB/s", "tflops": "TFLOPS", "latency": "us"}
+
+
+class _Data(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class TargetInfo(_Data):
+    """The `## Target` section: what is being optimized and where."""
+
+    platform: str | None = None
+    arch: str | None = None
+    framework: str | None = None
+    dtype: str | None = None
+    kernel_type: str | None = None
+    other: dict[str, str] = Field(default_factory=dict, description="other `key: value` bullets")
+
+
+class StopCondition(_Data):
+    """One target from `## Stop Conditions`, e.g. `bandwidth >= 3.87TB/s`.
+
+    `value`/`unit` are as written; `normalized_value` is in `CANONICAL_UNIT[kind]`
+    (GB/s, TFLOPS, us) so it can be compared with a measurement directly.
+    """
+
+    kind: MetricKind
+    comparator: Comparator
+    value: float
+    unit: str
+    normalized_value: float
+    dtype: str | None = None
+    label: str | None = None
+    text: str = ""
+    line: int | None = Field(default=None, description="1-based line in README.md")
+
+    def is_met(self, measured: float | None) -> bool:
+        """Whether a measurement (in the canonical unit) satisfies this condition."""
+        if measured is None:
+            return False
+        target = self.normalized_value
+        return {
+            ">=": measured >= target,
+            ">": measured > target,
+            "<=": measured <= target,
+            "<": measured < target,
+        }[self.comparator]
+
+
+class CorrectnessThreshold(_Data):
+    """The correctness threshold, e.g. `rel_err < 0.01`."""
+
+    metric: str = "rel_err"
+    comparator: Comparator = "<"
+    value: float
+    line: int | None = None
+
+
+class HardwareSpec(_Data):
+    """A cited hardware figure: `<metric>: <value> <unit> <- <source>` or `UNKNOWN`."""
+
+    metric: str
+    value: float | None = None
+    unit: str | None = None
+    source: str | None = None
+    known: bool = True
+    line: int | None = None
+
+
+class ReadmeInfo(_Data):
+    """Everything kernelscope understands in a workspace README."""
+
+    path: str
+    target: TargetInfo = Field(default_factory=TargetInfo)
+    correctness_threshold: CorrectnessThreshold | None = None
+    hardware_specs: list[HardwareSpec] = Field(default_factory=list)
+    stop_conditions: list[StopCondition] = Field(default_factory=list)
+    machine_block: bool = Field(
+        default=False, description="a ```kernelscope block was found and took precedence"
+    )
+    targets_digest: str = Field(
+        default="", description="sha256 of the target, stop-condition and hardware-spec text"
+    )
+    warnings: list[str] = Field(default_factory=list)
+    errors: list[str] = Field(default_factory=list)
+
+    @property
+    def primary_kind(self) -> MetricKind | None:
+        """The kind of the first stop condition: what 'best' means for this workspace."""
+        return self.stop_conditions[0].kind if self.stop_conditions else None
+
+
+class SourceError(_Data):
+    """A file that could not be parsed, with the position to show in an editor."""
+
+    path: str
+    message: str
+    line: int | None = None
+    column: int | None = None
+
+
+class KernelInfo(_Data):
+    """A Triton kernel function found in kernel.py (by parsing, never importing)."""
+
+    name: str
+    decorators: list[str] = Field(description="decorator names as resolved, e.g. triton.jit")
+    decorator_line: int = Field(description="1-based line of the first decorator")
+    def_line: int = Field(description="1-based line of the `def`")
+    name_column: int = Field(description="0-based column of the function name")
+    end_line: int
+    autotuned: bool = False
+
+
+class KernelScan(_Data):
+    """Result of scanning kernel.py: the kernels, or the syntax error that stopped it."""
+
+    path: str
+    kernels: list[KernelInfo] = Field(default_factory=list)
+    error: SourceError | None = None
+
+
+class VersionSummary(_Data):
+    """One memory version as listed by `kernelscope memory list`."""
+
+    version: str
+    masked: bool
+    gate: str | None = None
+    latency_us: float | None = None
+    tflops: float | None = None
+    bandwidth_gbps: float | None = None
+    speedup_vs_v0: float | None = None
+    action: str | None = None
+    path: str
+    error: str | None = Field(default=None, description="why the file could not be read")
+
+
+class WorkspaceSummary(_Data):
+    """A workspace at a glance: where its files are, its targets, kernels and memory."""
+
+    root: str
+    readme_path: str | None = None
+    kernel_path: str | None = None
+    memory_dir: str | None = None
+    git_root: str | None = None
+    readme: ReadmeInfo | None = None
+    kernels: KernelScan | None = None
+    versions: list[VersionSummary] = Field(default_factory=list)
+    next_version: str = "v0"
+    masked_count: int = 0
+    warnings: list[str] = Field(default_factory=list)
