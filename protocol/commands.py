@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
-from pydantic import BaseModel, ConfigDict, Field
-
 from kernelscope.protocol.workspace import MetricKind
+from pydantic import BaseModel, ConfigDict, Field
 
 
 class MaskHalfResult(BaseModel):

@@ -14,9 +14,8 @@ import math
 import re
 from typing import Any, Union
 
-from pydantic import Field, field_validator
-
 from kernelscope.protocol._open_model import OpenRecord
+from pydantic import Field, field_validator
 
 # A loosely typed scalar: kept exactly as written (smart union keeps ints as ints).
 Scalar = Union[bool, int, float, str, None]  # noqa: UP007 - pydantic needs the runtime Union
@@ -71,8 +70,8 @@ class Performance(OpenRecord):
     bandwidth_gbps: Scalar = None
     tflops_peak_utilization_pct: Scalar = None
     bandwidth_peak_utilization_pct: Scalar = None
-    comparison_with_previous: ComparisonWithPrevious | dict[str, Any] | str | None = None
-    latency_us_by_shape: dict[str, Any] | list[Any] | None = None
+    comparison_with_previous: ComparisonWithPrevious | Any = None
+    latency_us_by_shape: Any = None
 
 
 class Optimization(OpenRecord):
@@ -90,7 +89,7 @@ class ProfileEvidence(OpenRecord):
     tool_used: Scalar = None
     evidence_summary: Scalar = None
     bottleneck_type: Scalar = None
-    evidence_chain: Scalar | list[Any] | dict[str, Any] = None
+    evidence_chain: Any = None
 
 
 class Correctness(OpenRecord):
@@ -122,22 +121,23 @@ class MemoryRecord(OpenRecord):
 
     Only `version` is required. Sub-objects are typed where their shape is known and
     fall back to plain JSON when a tool wrote something else (a string instead of an
-    object), so no real record is rejected for its style.
+    object, a number as a string), so no real record is rejected for its style and none
+    is altered by a load/dump round trip.
     """
 
     version: str = Field(description="'v<N>'; v0 is the baseline")
-    masked: bool | None = None
+    masked: Any = None
     timestamp: Scalar = None
-    performance: Performance | dict[str, Any] | None = None
-    optimization: Optimization | dict[str, Any] | None = None
-    profile_evidence: ProfileEvidence | dict[str, Any] | None = None
-    correctness: Correctness | dict[str, Any] | None = None
-    isa_metric_progress: list[Any] | None = None
-    search_log: list[Any] | None = None
-    pitfalls_and_fixes: list[PitfallAndFix | Any] | None = None
-    references: list[Any] | None = None
-    quality_gate: QualityGate | dict[str, Any] | None = None
-    open_directions: list[Any] | None = None
+    performance: Performance | Any = None
+    optimization: Optimization | Any = None
+    profile_evidence: ProfileEvidence | Any = None
+    correctness: Correctness | Any = None
+    isa_metric_progress: Any = None
+    search_log: Any = None
+    pitfalls_and_fixes: list[PitfallAndFix | Any] | Any = None
+    references: Any = None
+    quality_gate: QualityGate | Any = None
+    open_directions: Any = None
     git_commit_hash: Scalar = None
 
     @field_validator("version")
@@ -153,7 +153,10 @@ class MemoryRecord(OpenRecord):
 
     @property
     def is_masked(self) -> bool:
-        return bool(self.masked)
+        """`masked: true` (or the string "true", as some tools write it)."""
+        if isinstance(self.masked, str):
+            return self.masked.strip().lower() == "true"
+        return self.masked is True
 
     @property
     def gate_result(self) -> str | None:

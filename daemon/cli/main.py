@@ -10,7 +10,6 @@ from __future__ import annotations
 import sys
 
 import typer
-
 from kernelscope.daemon.cli import memory, output
 from kernelscope.daemon.cli.workspace import workspace_command
 from kernelscope.daemon.engine.errors import KernelscopeError

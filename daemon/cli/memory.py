@@ -12,7 +12,6 @@ from pathlib import Path
 from typing import Annotated, Optional
 
 import typer
-
 from kernelscope.daemon.cli import output
 from kernelscope.daemon.engine.errors import DataError, UsageError
 from kernelscope.daemon.engine.memory import MemoryManager
@@ -23,9 +22,7 @@ app = typer.Typer(
     no_args_is_help=True,
 )
 
-WorkspaceOpt = Annotated[
-    Path, typer.Option("--workspace", "-w", help="Optimization workspace directory.")
-]
+WorkspaceOpt = Annotated[Path, typer.Option("--workspace", "-w", help="Optimization workspace directory.")]
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print JSON for scripts and agents.")]
 VersionsOpt = Annotated[
     Optional[list[str]],  # noqa: UP045 - typer inspects the annotation at runtime

@@ -4,13 +4,15 @@ people, errors on stderr. Keeping this in one place keeps `--json` output unifor
 from __future__ import annotations
 
 import json
+import sys
 from typing import Any
 
 from pydantic import BaseModel
 from rich.console import Console
 from rich.table import Table
 
-stdout = Console(highlight=False, soft_wrap=True)
+# Pipes and CI logs get a wide console so tables are not folded at rich's 80-column default.
+stdout = Console(highlight=False, soft_wrap=True, width=None if sys.stdout.isatty() else 160)
 stderr = Console(stderr=True, highlight=False, soft_wrap=True)
 
 

@@ -6,7 +6,6 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
-
 from kernelscope.daemon.cli import output
 from kernelscope.daemon.engine.workspace import Workspace
 
@@ -34,7 +33,10 @@ def workspace_command(
             output.info(f"Correctness: {th.metric} {th.comparator} {th.value:g}")
     if info.kernels and not info.kernels.error:
         for k in info.kernels.kernels:
-            output.info(f"Kernel: {k.name} (def line {k.def_line}, {', '.join(k.decorators)})")
-    output.info(f"Memory: {len(info.versions)} versions, {info.masked_count} masked, next {info.next_version}")
+            decorators = ", ".join(k.decorators)
+            output.info(f"Kernel: {k.name} (def line {k.def_line}, {decorators})")
+    output.info(
+        f"Memory: {len(info.versions)} versions, {info.masked_count} masked, next {info.next_version}"
+    )
     for message in info.warnings:
         output.warn(message)

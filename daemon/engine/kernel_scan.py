@@ -78,10 +78,14 @@ def _triton_aliases(tree: ast.Module) -> dict[str, str]:
                 if alias.name == "triton" or alias.name.startswith("triton."):
                     local = alias.asname or alias.name.split(".")[0]
                     aliases[local] = alias.name if alias.asname else alias.name.split(".")[0]
-        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
-            if node.module == "triton" or node.module.startswith("triton."):
-                for alias in node.names:
-                    aliases[alias.asname or alias.name] = f"{node.module}.{alias.name}"
+        elif (
+            isinstance(node, ast.ImportFrom)
+            and node.module
+            and node.level == 0
+            and (node.module == "triton" or node.module.startswith("triton."))
+        ):
+            for alias in node.names:
+                aliases[alias.asname or alias.name] = f"{node.module}.{alias.name}"
     return aliases
 
 

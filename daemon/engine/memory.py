@@ -12,20 +12,20 @@ with is kept too. No operation deletes a file.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import math
 import random
 import re
 import secrets
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from pydantic import ValidationError
-
 from kernelscope.daemon.engine.atomic_io import (
+    TEMP_PREFIX,
     atomic_write_text,
     detect_indent,
     dump_json,
@@ -40,6 +40,7 @@ from kernelscope.protocol.memory import (
     parse_version,
 )
 from kernelscope.protocol.workspace import MetricKind, VersionSummary
+from pydantic import ValidationError
 
 MEMORY_DIR = "memory"
 _FILE_RE = re.compile(r"^v(\d+)\.json$")
@@ -204,7 +205,10 @@ class MemoryManager:
             return MemoryEntry(number, path, raw, None, f"{path.name}: invalid {where}: {first['msg']}")
         if record.number != number:
             return MemoryEntry(
-                number, path, raw, None,
+                number,
+                path,
+                raw,
+                None,
                 f"{path.name}: file says version {record.version!r}, its name says {format_version(number)}",
             )
         return MemoryEntry(number, path, raw, record, None, detect_indent(text))
@@ -231,9 +235,7 @@ class MemoryManager:
         assert entry.raw is not None
         return self._field(entry, field)
 
-    def read_all(
-        self, field: str | None = None, include_masked: bool = False
-    ) -> tuple[list[Any], list[str]]:
+    def read_all(self, field: str | None = None, include_masked: bool = False) -> tuple[list[Any], list[str]]:
         """All readable records (unmasked only by default) and the errors of the others."""
         results: list[Any] = []
         errors: list[str] = []
@@ -283,7 +285,9 @@ class MemoryManager:
             record = entry.record
             if record is None:
                 rows.append(
-                    VersionSummary(version=entry.version, masked=False, path=str(entry.path), error=entry.error)
+                    VersionSummary(
+                        version=entry.version, masked=False, path=str(entry.path), error=entry.error
+                    )
                 )
                 continue
             latency = record.metric("latency_us")
@@ -314,8 +318,15 @@ class MemoryManager:
 
     # -- writing --------------------------------------------------------------------
 
-    def _lock(self) -> Any:
-        return workspace_lock(self.memory_dir)
+    @contextlib.contextmanager
+    def _lock(self) -> Iterator[None]:
+        """The workspace write lock. Every memory write happens under it, so a temp file
+        found while holding it is the orphan of a writer that was killed: remove it."""
+        with workspace_lock(self.memory_dir):
+            for orphan in self.memory_dir.glob(TEMP_PREFIX + "*"):
+                with contextlib.suppress(OSError):
+                    orphan.unlink()
+            yield
 
     def _write(self, path: Path, data: dict[str, Any], indent: int = 2) -> None:
         atomic_write_text(path, dump_json(data, indent))
@@ -377,9 +388,7 @@ class MemoryManager:
             atomic_write_text(file_path, text)
         return data
 
-    def set_masked(
-        self, versions: Iterable[str], masked: bool, allow_baseline: bool = False
-    ) -> list[str]:
+    def set_masked(self, versions: Iterable[str], masked: bool, allow_baseline: bool = False) -> list[str]:
         """Mask or unmask versions (only the `masked` key changes). All are checked first."""
         normalized = list(dict.fromkeys(normalize_version(v) for v in versions))
         if not normalized:
@@ -392,7 +401,7 @@ class MemoryManager:
         changed: list[str] = []
         with self._lock():
             loaded = [self._read_raw_for_update(v) for v in normalized]  # all exist and parse
-            for version, (path, data, indent) in zip(normalized, loaded):
+            for version, (path, data, indent) in zip(normalized, loaded, strict=True):
                 if data.get("masked") is masked:
                     continue
                 data["masked"] = masked
@@ -402,9 +411,7 @@ class MemoryManager:
 
     # -- mask-half --------------------------------------------------------------------
 
-    def best_version(
-        self, entries: list[MemoryEntry], kind: MetricKind | None
-    ) -> tuple[str | None, str]:
+    def best_version(self, entries: list[MemoryEntry], kind: MetricKind | None) -> tuple[str | None, str]:
         """The current best among unmasked versions whose gate passed, and the rule used.
 
         Judged on the README's first stop condition: highest `tflops`, highest
@@ -423,7 +430,9 @@ class MemoryManager:
         direction = "highest" if higher_better else "lowest"
         if scored:
             best = max(scored, key=lambda item: ((item[1] if higher_better else -item[1]), item[0].number))
-            return best[0].version, f"{direction} performance.{metric} among versions whose quality gate passed"
+            return best[
+                0
+            ].version, f"{direction} performance.{metric} among versions whose quality gate passed"
         if passing:
             return passing[-1].version, (
                 f"no passing version records performance.{metric}: kept the latest passing version"

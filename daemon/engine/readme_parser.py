@@ -19,8 +19,6 @@ import re
 from pathlib import Path
 from typing import Any
 
-from pydantic import ValidationError
-
 from kernelscope.protocol.workspace import (
     CorrectnessThreshold,
     HardwareSpec,
@@ -28,6 +26,7 @@ from kernelscope.protocol.workspace import (
     StopCondition,
     TargetInfo,
 )
+from pydantic import ValidationError
 
 _HEADING = re.compile(r"^(#{1,6})\s+(.*?)\s*#*\s*$")
 _BULLET = re.compile(r"^\s*(?:[-*+]|\d+[.)])\s+(.*)$")
@@ -47,6 +46,7 @@ _SPEC_UNKNOWN = re.compile(
     r"^\s*(?:[-*+]\s+)?\**(?P<metric>[^:\n<]+?)\**\s*:\s*UNKNOWN\b(?:.*?<-\s*(?P<source>.+?))?\s*$"
 )
 _DTYPE_BEFORE = re.compile(r"\b(fp64|fp32|tf32|fp16|bf16|fp8|fp4|int8|int4|e4m3|e5m2)\b", re.I)
+_TRAILING_NOTE = re.compile(r"\s*\((?:parsed|derived|from|see|e\.g\.)[^()]*\)\s*$", re.I)
 _MACHINE_FENCE = re.compile(r"^\s*(```|~~~)\s*kernelscope\s*$")
 
 _COMPARATOR_CANON = {"≥": ">=", "≤": "<=", "=>": ">=", "=<": "<="}
@@ -152,7 +152,13 @@ def _sections_named(sections: list[_Section], *needles: str) -> list[_Section]:
 def _bullets(section: _Section) -> list[tuple[int, str]]:
     """(1-based line, text) of each bullet, with continuation lines folded in."""
     found: list[tuple[int, str]] = []
+    in_fence = False
     for offset, line in enumerate(section.lines):
+        if line.lstrip().startswith(("```", "~~~")):
+            in_fence = not in_fence
+            continue
+        if in_fence:
+            continue
         match = _BULLET.match(line)
         if match:
             found.append((section.start + offset + 1, match.group(1).strip()))
@@ -177,7 +183,7 @@ def _parse_target(sections: list[_Section], warnings: list[str]) -> TargetInfo:
             if not match:
                 continue
             key = match.group(1).strip().lower().replace("_", " ")
-            value = match.group(2).strip()
+            value = _TRAILING_NOTE.sub("", match.group(2).strip())
             if not value:
                 continue
             if _PLACEHOLDER.search(value) and _PLACEHOLDER.sub("", value).strip(" /.,") == "":
@@ -228,8 +234,7 @@ def _parse_stop_conditions(sections: list[_Section], warnings: list[str]) -> lis
         for line_no, bullet in _bullets(section):
             if _PLACEHOLDER.search(bullet):
                 warnings.append(
-                    f"README line {line_no}: stop condition is still a template placeholder: "
-                    f"{bullet[:80]}"
+                    f"README line {line_no}: stop condition is still a template placeholder: {bullet[:80]}"
                 )
                 continue
             condition = parse_condition(bullet, line_no)
@@ -348,9 +353,7 @@ def _apply_machine_block(info: ReadmeInfo, body: str, line: int) -> None:
             threshold = data["correctness_threshold"]
             if isinstance(threshold, (int, float)):
                 threshold = {"value": threshold}
-            info.correctness_threshold = CorrectnessThreshold.model_validate(
-                {"line": line, **threshold}
-            )
+            info.correctness_threshold = CorrectnessThreshold.model_validate({"line": line, **threshold})
         if "hardware_specs" in data:
             info.hardware_specs = [
                 HardwareSpec.model_validate({"line": line, **item})

@@ -1,0 +1,2 @@
+"""Runs kernels: the benchmark and correctness harness (in a subprocess, never inside the
+daemon), roofline maths, and the example workspaces' helpers."""

@@ -1,0 +1,37 @@
+#!/usr/bin/env bash
+# Creates .venv (if needed) and installs kernelscope with the given extras.
+# Used by scripts/demo.sh and scripts/test.sh; safe to re-run (skips when up to date).
+#
+#   scripts/bootstrap.sh [EXTRAS]      e.g. scripts/bootstrap.sh dev,bench
+#
+# Without an NVIDIA GPU, torch is pinned to the CPU build (torch==2.13.0): an unpinned
+# torch would pull a multi-GB CUDA build. Set KERNELSCOPE_TORCH to override the spec.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+extras="${1:-}"
+python="${PYTHON:-python3}"
+venv="${KERNELSCOPE_VENV:-.venv}"
+
+if [ ! -x "$venv/bin/python" ]; then
+  "$python" -m venv "$venv"
+  "$venv/bin/python" -m pip install -q --upgrade pip >/dev/null
+fi
+
+if command -v nvidia-smi >/dev/null 2>&1 && nvidia-smi -L >/dev/null 2>&1; then
+  torch_spec="${KERNELSCOPE_TORCH:-torch}"
+else
+  torch_spec="${KERNELSCOPE_TORCH:-torch==2.13.0}"
+fi
+
+spec="."
+[ -n "$extras" ] && spec=".[$extras]"
+stamp="$venv/.kernelscope-installed"
+want="$(cat pyproject.toml | sha256sum | cut -c1-16) $extras $torch_spec"
+if [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$want" ]; then
+  exit 0
+fi
+pkgs=(-e "$spec")
+case ",$extras," in *,bench,*) pkgs=("$torch_spec" "${pkgs[@]}") ;; esac
+"$venv/bin/python" -m pip install -q "${pkgs[@]}" 2>&1 | grep -v "is ignored: it is neither a file nor a directory" || true
+"$venv/bin/python" -c "import kernelscope.daemon, kernelscope.protocol, kernelscope.kernels" 
+echo "$want" > "$stamp"

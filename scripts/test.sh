@@ -1,0 +1,16 @@
+#!/usr/bin/env bash
+# The test command: set up .venv with the dev and bench extras, lint, run the test suite.
+# Extra arguments go to pytest (e.g. scripts/test.sh -k memory).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+scripts/bootstrap.sh "dev,bench,postgres"
+.venv/bin/ruff check .
+set +e
+.venv/bin/python -m pytest -q "$@"
+status=$?
+set -e
+if [ "$status" -eq 5 ]; then
+  echo "pytest collected no tests" >&2
+  exit 1
+fi
+exit "$status"

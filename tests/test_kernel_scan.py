@@ -1,0 +1,77 @@
+"""Kernel discovery in kernel.py by parsing, under every import style."""
+
+from __future__ import annotations
+
+from kernelscope.daemon.engine.kernel_scan import scan_kernel_source
+
+SOURCE = """
+import triton
+import triton as tr
+import triton.language as tl
+from triton import jit as J, heuristics
+from triton.runtime.jit import jit as runtime_jit
+import functools
+
+
+@triton.jit
+def plain(x_ptr):
+    pass
+
+
+@tr.autotune(configs=[tr.Config({"BLOCK": 64})], key=["n"])
+@tr.jit
+def tuned(x_ptr, n, BLOCK: tl.constexpr):
+    pass
+
+
+@heuristics({"EVEN": lambda args: args["n"] % 2 == 0})
+@J(do_not_specialize=["n"])
+def heuristic(x_ptr, n):
+    pass
+
+
+@runtime_jit
+def via_runtime(x):
+    pass
+
+
+@functools.lru_cache
+def not_a_kernel():
+    pass
+
+
+def wrapper(x):
+    return plain[(1,)](x)
+"""
+
+
+def test_finds_every_kernel_under_any_alias() -> None:
+    scan = scan_kernel_source(SOURCE)
+    assert scan.error is None
+    names = [k.name for k in scan.kernels]
+    assert names == ["plain", "tuned", "heuristic", "via_runtime"]
+    plain, tuned, heuristic, via_runtime = scan.kernels
+    assert (plain.decorator_line, plain.def_line) == (10, 11)
+    assert (tuned.decorator_line, tuned.def_line) == (15, 17)
+    assert tuned.autotuned and tuned.decorators == ["triton.autotune", "triton.jit"]
+    assert heuristic.decorators == ["triton.heuristics", "triton.jit"]
+    assert via_runtime.decorators == ["triton.runtime.jit.jit"]
+    assert plain.name_column == 4
+    assert SOURCE.splitlines()[plain.def_line - 1][plain.name_column :].startswith("plain")
+
+
+def test_syntax_error_reports_the_line() -> None:
+    scan = scan_kernel_source("import triton\n\n@triton.jit\ndef broken(:\n    pass\n")
+    assert scan.kernels == []
+    assert scan.error is not None and scan.error.line == 4
+    assert "line 4" in scan.error.message
+
+
+def test_nul_bytes_are_an_error_not_a_crash() -> None:
+    scan = scan_kernel_source("x = 1\x00\n")
+    assert scan.error is not None
+
+
+def test_same_name_jit_from_other_library_is_not_a_kernel() -> None:
+    scan = scan_kernel_source("from numba import jit\n\n@jit\ndef f():\n    pass\n")
+    assert scan.kernels == []

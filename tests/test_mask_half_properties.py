@@ -1,0 +1,90 @@
+"""Invariants of mask-half over arbitrary memory histories (hypothesis)."""
+
+from __future__ import annotations
+
+import json
+import tempfile
+from pathlib import Path
+
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from kernelscope.daemon.engine.memory import MemoryManager
+
+record_strategy = st.fixed_dictionaries(
+    {
+        "masked": st.booleans(),
+        "gate": st.sampled_from(["PASS", "FAIL", None]),
+        "latency": st.one_of(st.none(), st.floats(1, 1000, allow_nan=False)),
+        "bandwidth": st.one_of(st.none(), st.floats(1, 5000, allow_nan=False)),
+    }
+)
+
+
+def _write(ws: Path, records: list[dict]) -> None:
+    memory = ws / "memory"
+    memory.mkdir(parents=True)
+    for number, spec in enumerate(records):
+        data = {
+            "version": f"v{number}",
+            "masked": spec["masked"] and number != 0,
+            "performance": {"latency_us": spec["latency"], "bandwidth_gbps": spec["bandwidth"]},
+            "quality_gate": {"result": spec["gate"]},
+            "pitfalls_and_fixes": [],
+            "unknown_key": {"kept": number},
+        }
+        (memory / f"v{number}.json").write_text(json.dumps(data, indent=2) + "\n")
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    records=st.lists(record_strategy, min_size=1, max_size=14),
+    kind=st.sampled_from([None, "latency", "bandwidth", "tflops"]),
+    seed=st.integers(0, 2**32 - 1),
+)
+def test_mask_half_invariants(records: list[dict], kind: str | None, seed: int) -> None:
+    with tempfile.TemporaryDirectory() as tmp:
+        ws = Path(tmp)
+        _write(ws, records)
+        manager = MemoryManager(ws)
+        before = {p.name: json.loads(p.read_text()) for p in (ws / "memory").glob("*.json")}
+        next_before = manager.next_version()
+
+        dry = manager.mask_half(kind, seed=seed, dry_run=True)  # type: ignore[arg-type]
+        assert {p.name: json.loads(p.read_text()) for p in (ws / "memory").glob("*.json")} == before
+        result = manager.mask_half(kind, seed=seed)  # type: ignore[arg-type]
+        assert result.masked == dry.masked  # the seed reproduces the choice
+
+        # never v0, never the best; exactly half the candidates, rounded down
+        assert "v0" not in result.masked
+        assert result.best_version is None or result.best_version not in result.masked
+        assert len(result.masked) == len(result.candidates) // 2
+        if len(result.candidates) >= 2:
+            assert len(result.masked) >= 1
+        assert set(result.masked) <= set(result.candidates)
+        # the best really is the best passing unmasked version by the documented rule
+        if result.best_version is not None:
+            best = before[f"{result.best_version}.json"]
+            assert best["quality_gate"]["result"] == "PASS" and not best["masked"]
+
+        after = {p.name: json.loads(p.read_text()) for p in (ws / "memory").glob("*.json")}
+        assert set(after) == set(before)  # nothing deleted, nothing new
+        for name, data in after.items():
+            version = name[:-5]
+            expected = dict(before[name])
+            if version in result.masked:
+                expected["masked"] = True
+            if version == result.pitfall_recorded_in:
+                assert data["pitfalls_and_fixes"][-1]["masked_versions"] == result.masked
+                expected["pitfalls_and_fixes"] = data["pitfalls_and_fixes"]
+            assert data == expected, name  # only `masked` (and the one pitfall entry) changed
+            assert list(data) == list(before[name])  # key order kept
+
+        assert manager.next_version() == next_before  # never decreases
+        if result.masked:
+            manager.set_masked(result.masked, masked=False)
+            restored = {p.name: json.loads(p.read_text()) for p in (ws / "memory").glob("*.json")}
+            for name, data in restored.items():
+                expected = dict(before[name])
+                if name[:-5] == result.pitfall_recorded_in:
+                    expected["pitfalls_and_fixes"] = data["pitfalls_and_fixes"]
+                assert data == expected  # unmask restores

@@ -1,0 +1,178 @@
+"""`kernelscope memory ...` end to end: seed-compatible flags, exit codes, corrupt files."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+from tests.conftest import write_record
+
+
+def test_seed_compatible_workflow(tmp_path: Path, cli) -> None:  # type: ignore[no-untyped-def]
+    ws = str(tmp_path)
+    assert cli("memory", "init", "--workspace", ws).exit_code == 0
+    for version in ("v0", "v1", "v2"):
+        assert cli("memory", "create", "--workspace", ws, "--version", version).exit_code == 0
+    again = cli("memory", "create", "--workspace", ws, "--version", "v1")
+    assert again.exit_code == 2 and "already exists" in again.stderr
+    result = cli(
+        "memory",
+        "update",
+        "--workspace",
+        ws,
+        "--version",
+        "v1",
+        "--set",
+        "performance.tflops=150.2",
+        "--set",
+        "correctness.status=PASS",
+        "--set",
+        'open_directions=[{"direction": "tma"}]',
+        "--set",
+        "notes.deep.key=null",
+    )
+    assert result.exit_code == 0, result.stderr
+    data = cli("memory", "read", "--workspace", ws, "--version", "v1").json()
+    assert data["performance"]["tflops"] == 150.2
+    assert data["correctness"]["status"] == "PASS"
+    assert data["open_directions"] == [{"direction": "tma"}]
+    assert data["notes"] == {"deep": {"key": None}}
+    field = cli("memory", "read", "--workspace", ws, "--version", "v1", "--field", "performance.tflops")
+    assert field.json() == 150.2
+    # the seed's `--version v1 v2` form: several versions after one flag
+    masked = cli("memory", "mask", "--workspace", ws, "--version", "v1", "v2")
+    assert masked.exit_code == 0, masked.stderr
+    assert cli("memory", "latest", "--workspace", ws).stdout.strip() == "v0"
+    hidden = cli("memory", "read", "--workspace", ws, "--version", "v1")
+    assert hidden.exit_code == 2 and "masked" in hidden.stderr
+    shown = cli("memory", "read", "--workspace", ws, "--version", "v1", "--include-masked")
+    assert shown.exit_code == 0
+    unmasked_only = cli("memory", "read", "--workspace", ws, "--unmasked-only").json()
+    assert [r["version"] for r in unmasked_only] == ["v0"]
+    assert cli("memory", "unmask", "--workspace", ws, "--version", "v2").exit_code == 0
+    assert cli("memory", "latest", "--workspace", ws, "--json").json() == {"latest": "v2"}
+    assert cli("memory", "next-version", "--workspace", ws).stdout.strip() == "v3"
+
+
+def test_exit_codes(tmp_path: Path, cli) -> None:  # type: ignore[no-untyped-def]
+    ws = str(tmp_path)
+    write_record(tmp_path, 0)
+    assert cli("memory", "read", "-w", ws, "--version", "v9").exit_code == 2
+    assert cli("memory", "read", "-w", ws, "--version", "banana").exit_code == 1
+    assert cli("memory", "update", "-w", ws, "--version", "v0", "--set", "novalue").exit_code == 1
+    assert cli("memory", "update", "-w", ws, "--version", "v0", "--set", "x=NaN").exit_code == 1
+    assert cli("memory", "frobnicate").exit_code == 1
+    assert cli("memory", "mask", "-w", ws, "--no-such-flag").exit_code == 1
+    refused = cli("memory", "mask", "-w", ws, "--version", "v0")
+    assert refused.exit_code == 1 and "baseline" in refused.stderr
+    assert json.loads((tmp_path / "memory" / "v0.json").read_text()).get("masked") is None
+
+
+def test_update_refuses_to_clobber_a_non_object(tmp_path: Path, cli) -> None:  # type: ignore[no-untyped-def]
+    path = write_record(tmp_path, 1, performance="not measured")
+    before = path.read_bytes()
+    result = cli("memory", "update", "-w", str(tmp_path), "--version", "v1", "--set", "performance.tflops=3")
+    assert result.exit_code == 2 and "not an object" in result.stderr
+    assert path.read_bytes() == before
+
+
+def test_update_is_all_or_nothing(tmp_path: Path, cli) -> None:  # type: ignore[no-untyped-def]
+    path = write_record(tmp_path, 1, performance="n/a")
+    before = path.read_bytes()
+    result = cli(
+        "memory",
+        "update",
+        "-w",
+        str(tmp_path),
+        "--version",
+        "v1",
+        "--set",
+        "score=1.5",
+        "--set",
+        "performance.tflops=3",
+    )
+    assert result.exit_code == 2
+    assert path.read_bytes() == before
+
+
+def test_versions_sort_numerically_and_next_counts_masked_and_corrupt(tmp_path: Path, cli) -> None:  # type: ignore[no-untyped-def]
+    for number in (0, 1, 2, 9, 10):
+        write_record(tmp_path, number, quality_gate={"result": "PASS"})
+    (tmp_path / "memory" / "v11.json").write_text('{"version": "v11", "masked": true')  # torn
+    (tmp_path / "memory" / "notes.json").write_text("{}")
+    listing = cli("memory", "list", "-w", str(tmp_path), "--json")
+    assert listing.exit_code == 0
+    rows = listing.json()
+    assert [r["version"] for r in rows] == ["v0", "v1", "v2", "v9", "v10", "v11"]
+    assert rows[-1]["error"] and "v11.json" in rows[-1]["error"]
+    assert cli("memory", "next-version", "-w", str(tmp_path)).stdout.strip() == "v12"
+    read_all = cli("memory", "read", "-w", str(tmp_path))
+    assert read_all.exit_code == 0 and "v11.json" in read_all.stderr
+    assert [r["version"] for r in read_all.json()] == ["v0", "v1", "v2", "v9", "v10"]
+    table = cli("memory", "list", "-w", str(tmp_path))
+    assert table.exit_code == 0 and "CORRUPT" in table.stdout
+
+
+def test_corrupt_file_makes_mask_half_refuse_unless_forced(tmp_path: Path, cli) -> None:  # type: ignore[no-untyped-def]
+    for number in range(6):
+        write_record(
+            tmp_path, number, quality_gate={"result": "PASS"}, performance={"latency_us": 10 - number}
+        )
+    corrupt = tmp_path / "memory" / "v7.json"
+    corrupt.write_text("{not json")
+    refused = cli("memory", "mask-half", "-w", str(tmp_path), "--seed", "1")
+    assert refused.exit_code == 2 and "v7.json" in refused.stderr
+    assert not any(json.loads(p.read_text()).get("masked") for p in (tmp_path / "memory").glob("v[0-6].json"))
+    forced = cli("memory", "mask-half", "-w", str(tmp_path), "--seed", "1", "--force", "--json")
+    assert forced.exit_code == 0, forced.stderr
+    result = forced.json()
+    assert result["skipped_corrupt"] == ["v7"] and result["next_version"] == "v8"
+    assert corrupt.read_text() == "{not json"
+
+
+def test_mask_changes_only_the_masked_key(vector_add_ws: Path, cli) -> None:  # type: ignore[no-untyped-def]
+    path = vector_add_ws / "memory" / "v2.json"
+    original = path.read_text()
+    assert cli("memory", "mask", "-w", str(vector_add_ws), "--version", "v2").exit_code == 0
+    changed = path.read_text()
+    assert changed == original.replace('"masked": false', '"masked": true')
+    assert cli("memory", "unmask", "-w", str(vector_add_ws), "--version", "v2").exit_code == 0
+    assert path.read_text() == original
+
+
+def test_mask_half_on_example(vector_add_ws: Path, cli) -> None:  # type: ignore[no-untyped-def]
+    before = {p.name: json.loads(p.read_text()) for p in (vector_add_ws / "memory").glob("*.json")}
+    dry = cli("memory", "mask-half", "-w", str(vector_add_ws), "--seed", "7", "--dry-run", "--json").json()
+    assert {p.name: json.loads(p.read_text()) for p in (vector_add_ws / "memory").glob("*.json")} == before
+    # README's first stop condition is bandwidth: v4 (4043 GB/s, gate PASS) is the best
+    assert dry["best_version"] == "v4" and dry["best_metric"] == "bandwidth"
+    assert dry["candidates"] == ["v1", "v2", "v3"] and len(dry["masked"]) == 1
+    real = cli("memory", "mask-half", "-w", str(vector_add_ws), "--seed", "7", "--json").json()
+    assert real["masked"] == dry["masked"] and real["seed"] == 7
+    assert real["next_version"] == "v5"
+    latest = json.loads((vector_add_ws / "memory" / "v4.json").read_text())
+    entry = latest["pitfalls_and_fixes"][-1]
+    assert entry["masked_versions"] == real["masked"] and entry["seed"] == 7
+    human = cli("memory", "summary", "-w", str(vector_add_ws))
+    assert human.exit_code == 0 and "1 masked" in human.stdout
+
+
+def test_console_script_runs_as_a_real_process(vector_add_ws: Path) -> None:
+    exe = Path(sys.executable).with_name("kernelscope")
+    proc = subprocess.run(
+        [str(exe), "memory", "list", "--workspace", str(vector_add_ws), "--json"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert [row["version"] for row in json.loads(proc.stdout)] == ["v0", "v1", "v2", "v3", "v4"]
+    bad = subprocess.run(
+        [str(exe), "memory", "read", "-w", str(vector_add_ws), "--version", "v99"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert bad.returncode == 2 and "v99 not found" in bad.stderr
