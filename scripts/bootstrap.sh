@@ -32,6 +32,12 @@ if [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$want" ]; then
 fi
 pkgs=(-e "$spec")
 case ",$extras," in *,bench,*) pkgs=("$torch_spec" "${pkgs[@]}") ;; esac
-"$venv/bin/python" -m pip install -q "${pkgs[@]}" 2>&1 | grep -v "is ignored: it is neither a file nor a directory" || true
+log="$venv/pip-install.log"
+echo "kernelscope: installing ${pkgs[*]} into $venv (log: $log)" >&2
+if ! "$venv/bin/python" -m pip install "${pkgs[@]}" >"$log" 2>&1; then
+  grep -v "is ignored: it is neither a file nor a directory" "$log" | tail -40 >&2
+  echo "kernelscope: pip install failed (full log: $log)" >&2
+  exit 1
+fi
 "$venv/bin/python" -c "import kernelscope.daemon, kernelscope.protocol, kernelscope.kernels" 
 echo "$want" > "$stamp"
