@@ -14,7 +14,7 @@ venv="${KERNELSCOPE_VENV:-.venv}"
 
 if [ ! -x "$venv/bin/python" ]; then
   "$python" -m venv "$venv"
-  "$venv/bin/python" -m pip install -q --upgrade pip >/dev/null
+  "$venv/bin/python" -m pip install -q --upgrade pip >/dev/null 2>&1 || true
 fi
 
 if command -v nvidia-smi >/dev/null 2>&1 && nvidia-smi -L >/dev/null 2>&1; then
