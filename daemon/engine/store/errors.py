@@ -1,0 +1,30 @@
+"""Store errors. They subclass the built-in exceptions the original raised (ValueError for a
+duplicate id or bad value, KeyError for a missing id), so callers written against the seed's
+API keep catching them, and KernelscopeError so the CLI maps them to exit statuses."""
+
+from __future__ import annotations
+
+from kernelscope.daemon.engine.errors import DataError, UsageError
+
+
+class StoreError(DataError):
+    """The database cannot be used (not a database, newer schema, unreachable server)."""
+
+
+class InvalidExperiment(UsageError, ValueError):
+    """A record or update that fails validation; nothing was written."""
+
+
+class InvalidQuery(UsageError, ValueError):
+    """An unknown filter or a bad filter value."""
+
+
+class ExperimentNotFound(DataError, KeyError):
+    """No experiment with that id."""
+
+    def __str__(self) -> str:  # KeyError would repr() the message
+        return str(self.args[0]) if self.args else "experiment not found"
+
+
+class DuplicateExperiment(DataError, ValueError):
+    """An experiment with that id already exists (the original raised ValueError too)."""

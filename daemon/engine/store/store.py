@@ -1,0 +1,555 @@
+"""The experiment store on SQLAlchemy 2 Core: SQLite by default, PostgreSQL with the same code.
+
+Why not the seed's single JSON file: it is reloaded on every call (top-20 at 100k records
+takes hundreds of milliseconds) and two writers racing can lose an update. Here every call is
+one indexed query, and writes are transactions: on SQLite `BEGIN IMMEDIATE` in WAL mode with
+a busy timeout (writers queue, readers never block), on PostgreSQL row locks. Engines are
+per process id, so a store object survives `fork()` without sharing a connection.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import math
+import os
+from collections.abc import Iterable, Iterator
+from pathlib import Path
+from typing import Any
+
+from kernelscope.daemon.engine.store.config import resolve_db_url
+from kernelscope.daemon.engine.store.errors import (
+    DuplicateExperiment,
+    ExperimentNotFound,
+    InvalidExperiment,
+    InvalidQuery,
+    StoreError,
+)
+from kernelscope.daemon.engine.store.schema import (
+    MIGRATIONS,
+    SCHEMA_VERSION,
+    experiment_kernels,
+    experiments,
+    schema_version,
+)
+from kernelscope.protocol.experiment import (
+    TOP_KEYS,
+    FailureCategory,
+    KernelExperiment,
+    KernelSummary,
+    Lineage,
+    failure_category,
+)
+from pydantic import ValidationError
+from sqlalchemy import (
+    Connection,
+    Engine,
+    and_,
+    case,
+    create_engine,
+    delete,
+    event,
+    exists,
+    func,
+    insert,
+    inspect,
+    or_,
+    select,
+    text,
+    update,
+)
+from sqlalchemy.engine import make_url
+from sqlalchemy.exc import DBAPIError, IntegrityError, OperationalError
+
+E = experiments.c
+K = experiment_kernels.c
+
+_EQUALITY_FILTERS = {
+    "operator_sig": E.operator_sig,
+    "dtype_sig": E.dtype_sig,
+    "env": E.env,
+    "base_commit": E.base_commit,
+    "status": E.status,
+    "workspace": E.workspace,
+    "pid": E.pid,
+    "memory_version": E.memory_version,
+}
+FILTER_NAMES = frozenset(
+    [*_EQUALITY_FILTERS, "is_buggy", "kernel", "min_score", "max_score", "text", "tag"]
+)
+_STATUSES = {"new", "running", "done", "failed", "timeout"}
+_JSON_COLUMNS = {"kernels": "kernels_json", "metrics": "metrics_json", "tags": "tags_json"}
+_ROW_COLUMNS = [c for c in experiments.c if c.name != "seq"]
+
+
+def _row_to_dict(row: Any) -> dict[str, Any]:
+    data = dict(row._mapping)
+    data.pop("seq", None)
+    for field, column in _JSON_COLUMNS.items():
+        data[field] = json.loads(data.pop(column))
+    return data
+
+
+def _experiment_to_row(exp: KernelExperiment) -> dict[str, Any]:
+    data = exp.model_dump(mode="json")
+    for field, column in _JSON_COLUMNS.items():
+        data[column] = json.dumps(data.pop(field), ensure_ascii=False)
+    return data
+
+
+class ExperimentStore:
+    """One experiment database. Cheap to create; opens lazily; safe across fork()."""
+
+    def __init__(self, url: str | None = None) -> None:
+        self.url = resolve_db_url(url)
+        self._backend = make_url(self.url).get_backend_name()
+        self._engine_obj: Engine | None = None
+        self._engine_pid: int | None = None
+        self._schema_checked = False
+
+    def __repr__(self) -> str:
+        return f"ExperimentStore({make_url(self.url).render_as_string(hide_password=True)!r})"
+
+    @property
+    def is_sqlite(self) -> bool:
+        return self._backend == "sqlite"
+
+    # -- connections --------------------------------------------------------------------
+
+    def _make_engine(self) -> Engine:
+        if self.is_sqlite:
+            database = make_url(self.url).database
+            if database and database != ":memory:":
+                path = Path(database)
+                path.parent.mkdir(parents=True, exist_ok=True)
+                if path.exists() and path.is_dir():
+                    raise StoreError(f"{path} is a directory, not a database file")
+            engine = create_engine(self.url, connect_args={"timeout": 60})
+            event.listen(engine, "connect", _sqlite_on_connect)
+            event.listen(engine, "begin", _sqlite_on_begin)
+            return engine
+        try:
+            return create_engine(self.url, pool_pre_ping=True)
+        except ModuleNotFoundError as exc:
+            raise StoreError(
+                f"no driver for {self._backend}: install kernelscope[postgres] ({exc.name} missing)"
+            ) from None
+
+    @property
+    def engine(self) -> Engine:
+        pid = os.getpid()
+        if self._engine_obj is None or self._engine_pid != pid:
+            if self._engine_obj is not None:
+                # Forked child: drop the parent's pooled connections without closing them.
+                self._engine_obj.dispose(close=False)
+            self._engine_obj = self._make_engine()
+            self._engine_pid = pid
+        if not self._schema_checked:
+            self._schema_checked = True
+            try:
+                self._migrate()
+            except BaseException:
+                self._schema_checked = False
+                raise
+        return self._engine_obj
+
+    def close(self) -> None:
+        if self._engine_obj is not None and self._engine_pid == os.getpid():
+            self._engine_obj.dispose()
+        self._engine_obj = None
+
+    @contextlib.contextmanager
+    def _reading(self) -> Iterator[Connection]:
+        with self._translate_errors(), self.engine.connect() as conn:
+            yield conn
+
+    @contextlib.contextmanager
+    def _writing(self) -> Iterator[Connection]:
+        with self._translate_errors(), self.engine.connect() as conn:
+            conn = conn.execution_options(kernelscope_write=True)
+            with conn.begin():
+                yield conn
+
+    @contextlib.contextmanager
+    def _translate_errors(self) -> Iterator[None]:
+        try:
+            yield
+        except (DBAPIError, OperationalError) as exc:
+            message = str(exc.orig) if getattr(exc, "orig", None) is not None else str(exc)
+            if "file is not a database" in message or "not a database" in message:
+                raise StoreError(f"{self._where()} is not a SQLite database ({message})") from None
+            if isinstance(exc, IntegrityError):
+                raise
+            raise StoreError(f"database error on {self._where()}: {message}") from None
+
+    def _where(self) -> str:
+        url = make_url(self.url)
+        return url.database if self.is_sqlite else url.render_as_string(hide_password=True)
+
+    # -- schema -----------------------------------------------------------------------
+
+    def _migrate(self) -> None:
+        assert self._engine_obj is not None
+        with self._translate_errors(), self._engine_obj.connect() as conn:
+            conn = conn.execution_options(kernelscope_write=True)
+            with conn.begin():
+                if not self.is_sqlite:
+                    conn.execute(text("SELECT pg_advisory_xact_lock(7283945)"))
+                tables = set(inspect(conn).get_table_names())
+                if "schema_version" not in tables:
+                    if tables - {"experiments", "experiment_kernels"}:
+                        raise StoreError(
+                            f"{self._where()} is a database but not a kernelscope experiment store "
+                            f"(it has tables {sorted(tables)[:5]}); use another --db"
+                        )
+                    schema_version.create(conn)
+                    conn.execute(insert(schema_version).values(id=1, version=0))
+                current = conn.execute(select(schema_version.c.version)).scalar_one()
+                if current > SCHEMA_VERSION:
+                    raise StoreError(
+                        f"{self._where()} has schema version {current}, newer than this kernelscope "
+                        f"understands ({SCHEMA_VERSION}); upgrade kernelscope to use it"
+                    )
+                for version in range(current, SCHEMA_VERSION):
+                    MIGRATIONS[version](conn)
+                if current < SCHEMA_VERSION:
+                    conn.execute(update(schema_version).values(version=SCHEMA_VERSION))
+
+    def schema_version(self) -> int:
+        with self._reading() as conn:
+            return int(conn.execute(select(schema_version.c.version)).scalar_one())
+
+    def integrity_check(self) -> list[str]:
+        """Problems found by the database's own check ([] when healthy)."""
+        with self._reading() as conn:
+            if self.is_sqlite:
+                rows = [r[0] for r in conn.exec_driver_sql("PRAGMA integrity_check").fetchall()]
+                problems = [r for r in rows if r != "ok"]
+            else:
+                conn.execute(text("SELECT 1"))
+                problems = []
+            orphans = conn.execute(
+                select(func.count())
+                .select_from(experiment_kernels)
+                .where(~exists().where(E.seq == K.exp_seq))
+            ).scalar_one()
+        if orphans:
+            problems.append(f"{orphans} kernel rows point to no experiment")
+        return problems
+
+    # -- writes ---------------------------------------------------------------------------
+
+    def create_experiment(self, exp: KernelExperiment | dict[str, Any]) -> KernelExperiment:
+        """Store a new experiment. A duplicate id raises DuplicateExperiment (a ValueError)."""
+        record = self._validated(exp)
+        with self._writing() as conn:
+            self._insert(conn, record)
+        return record
+
+    def _insert(self, conn: Connection, record: KernelExperiment) -> None:
+        try:
+            with conn.begin_nested() if not self.is_sqlite else contextlib.nullcontext():
+                seq = conn.execute(
+                    insert(experiments).values(**_experiment_to_row(record))
+                ).inserted_primary_key[0]
+        except IntegrityError:
+            raise DuplicateExperiment(f"experiment with id '{record.id}' already exists") from None
+        self._insert_kernels(conn, seq, record)
+
+    @staticmethod
+    def _insert_kernels(conn: Connection, seq: int, record: KernelExperiment) -> None:
+        kernels = list(dict.fromkeys(record.kernels))
+        if kernels:
+            conn.execute(
+                insert(experiment_kernels),
+                [{"exp_seq": seq, "workspace": record.workspace, "kernel": k} for k in kernels],
+            )
+
+    def update_experiment(self, exp_id: str, **fields: Any) -> KernelExperiment:
+        """Change fields of a stored experiment; validated first, nothing written on error."""
+        if "id" in fields and fields["id"] != exp_id:
+            raise InvalidExperiment("the id of an experiment cannot be changed")
+        unknown = sorted(set(fields) - set(KernelExperiment.model_fields))
+        if unknown:
+            raise InvalidExperiment(f"unknown field(s) {', '.join(unknown)}")
+        with self._writing() as conn:
+            row = conn.execute(
+                select(experiments).where(E.id == exp_id).with_for_update()
+            ).first()
+            if row is None:
+                raise ExperimentNotFound(f"experiment with id '{exp_id}' not found")
+            merged = {**_row_to_dict(row), **fields}
+            record = self._validated(merged)
+            values = _experiment_to_row(record)
+            values.pop("id")
+            conn.execute(update(experiments).where(E.seq == row.seq).values(**values))
+            if {"kernels", "workspace"} & set(fields):
+                conn.execute(delete(experiment_kernels).where(K.exp_seq == row.seq))
+                self._insert_kernels(conn, row.seq, record)
+        return record
+
+    def delete_experiment(self, exp_id: str) -> None:
+        """Remove an experiment (the seed's API has it; the CLI does not expose it)."""
+        with self._writing() as conn:
+            seq = conn.execute(select(E.seq).where(E.id == exp_id)).scalar()
+            if seq is None:
+                raise ExperimentNotFound(f"experiment with id '{exp_id}' not found")
+            conn.execute(delete(experiment_kernels).where(K.exp_seq == seq))
+            conn.execute(delete(experiments).where(E.seq == seq))
+
+    def import_experiments(
+        self, records: Iterable[KernelExperiment], replace: bool = False
+    ) -> dict[str, int]:
+        """Insert many records in one transaction; existing ids are skipped (or replaced)."""
+        counts = {"inserted": 0, "skipped": 0, "replaced": 0}
+        with self._writing() as conn:
+            for record in records:
+                existing = conn.execute(select(E.seq).where(E.id == record.id)).scalar()
+                if existing is not None and not replace:
+                    counts["skipped"] += 1
+                    continue
+                if existing is not None:
+                    conn.execute(delete(experiment_kernels).where(K.exp_seq == existing))
+                    conn.execute(delete(experiments).where(E.seq == existing))
+                    counts["replaced"] += 1
+                else:
+                    counts["inserted"] += 1
+                self._insert(conn, record)
+        return counts
+
+    @staticmethod
+    def _validated(data: KernelExperiment | dict[str, Any]) -> KernelExperiment:
+        try:
+            if isinstance(data, KernelExperiment):
+                return KernelExperiment.model_validate(data.model_dump())
+            return KernelExperiment.model_validate(data)
+        except ValidationError as exc:
+            details = "; ".join(
+                f"{'.'.join(str(p) for p in err['loc']) or 'record'}: {err['msg']}"
+                for err in exc.errors()
+            )
+            raise InvalidExperiment(f"invalid experiment: {details}") from None
+
+    # -- reads ------------------------------------------------------------------------
+
+    def get_experiment(self, exp_id: str) -> KernelExperiment | None:
+        with self._reading() as conn:
+            row = conn.execute(select(*_ROW_COLUMNS).where(E.id == exp_id)).first()
+        return None if row is None else KernelExperiment.model_validate(_row_to_dict(row))
+
+    def require(self, exp_id: str) -> KernelExperiment:
+        found = self.get_experiment(exp_id)
+        if found is None:
+            raise ExperimentNotFound(f"experiment with id '{exp_id}' not found")
+        return found
+
+    def _conditions(self, filters: dict[str, Any]) -> list[Any]:
+        unknown = sorted(set(filters) - FILTER_NAMES)
+        if unknown:
+            raise InvalidQuery(
+                f"unknown filter(s) {', '.join(unknown)}; known: {', '.join(sorted(FILTER_NAMES))}"
+            )
+        conditions: list[Any] = []
+        for name, value in filters.items():
+            if value is None:
+                continue
+            if name in _EQUALITY_FILTERS:
+                if not isinstance(value, str):
+                    raise InvalidQuery(f"filter {name} must be a string, got {type(value).__name__}")
+                if name == "status" and value not in _STATUSES:
+                    raise InvalidQuery(f"status must be one of {sorted(_STATUSES)}, got {value!r}")
+                conditions.append(_EQUALITY_FILTERS[name] == value)
+            elif name == "is_buggy":
+                if not isinstance(value, bool):
+                    raise InvalidQuery("filter is_buggy must be true or false")
+                conditions.append(E.is_buggy == value)
+            elif name in ("min_score", "max_score"):
+                if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+                    raise InvalidQuery(f"filter {name} must be a finite number, got {value!r}")
+                conditions.append(E.score >= value if name == "min_score" else E.score <= value)
+            elif name == "kernel":
+                if not isinstance(value, str):
+                    raise InvalidQuery("filter kernel must be a string")
+                conditions.append(exists().where(and_(K.exp_seq == E.seq, K.kernel == value)))
+            elif name in ("text", "tag"):
+                if not isinstance(value, str):
+                    raise InvalidQuery(f"filter {name} must be a string")
+                if name == "tag":
+                    conditions.append(E.tags_json.contains(json.dumps(value), autoescape=True))
+                else:
+                    needle = value.lower()
+                    conditions.append(
+                        or_(
+                            func.lower(E.change_summary).contains(needle, autoescape=True),
+                            func.lower(E.detailed_description).contains(needle, autoescape=True),
+                        )
+                    )
+        return conditions
+
+    def list_experiments(
+        self, limit: int | None = None, offset: int = 0, **filters: Any
+    ) -> list[KernelExperiment]:
+        """Experiments matching all filters, oldest first (the order they were recorded)."""
+        query = select(*_ROW_COLUMNS).where(*self._conditions(filters)).order_by(E.seq)
+        if limit is not None:
+            query = query.limit(max(0, int(limit)))
+        if offset:
+            query = query.offset(max(0, int(offset)))
+        with self._reading() as conn:
+            rows = conn.execute(query).fetchall()
+        return [KernelExperiment.model_validate(_row_to_dict(r)) for r in rows]
+
+    def count(self, **filters: Any) -> int:
+        with self._reading() as conn:
+            return int(
+                conn.execute(
+                    select(func.count()).select_from(experiments).where(*self._conditions(filters))
+                ).scalar_one()
+            )
+
+    def _top_query(self, max_results: int, include_buggy: bool, filters: dict[str, Any], columns: Any):
+        conditions = self._conditions(filters)
+        if not include_buggy and "is_buggy" not in filters:
+            conditions.append(E.is_buggy == False)  # noqa: E712 - SQL expression
+        conditions.append(E.score.is_not(None))
+        return (
+            select(*columns)
+            .where(*conditions)
+            .order_by(E.score.desc(), E.seq.desc())
+            .limit(max(0, int(max_results)))
+        )
+
+    def top(
+        self, max_results: int = 20, include_buggy: bool = False, **filters: Any
+    ) -> list[KernelExperiment]:
+        """Highest-scoring experiments as full records (buggy runs excluded by default)."""
+        query = self._top_query(max_results, include_buggy, filters, _ROW_COLUMNS)
+        with self._reading() as conn:
+            rows = conn.execute(query).fetchall()
+        return [KernelExperiment.model_validate(_row_to_dict(r)) for r in rows]
+
+    def top_experiments(
+        self, max_results: int = 20, include_buggy: bool = False, **filters: Any
+    ) -> list[dict[str, Any]]:
+        """The seed's top_experiments: dicts of the key fields, best score first."""
+        columns = [getattr(E, key) for key in TOP_KEYS]
+        query = self._top_query(max_results, include_buggy, filters, columns)
+        with self._reading() as conn:
+            return [dict(row._mapping) for row in conn.execute(query)]
+
+    def lineage(self, exp_id: str) -> Lineage:
+        """Ancestors through `pid` (parent first) and descendants (breadth first)."""
+        experiment = self.require(exp_id)
+        ancestors: list[KernelExperiment] = []
+        seen = {experiment.id}
+        missing: str | None = None
+        parent_id = experiment.pid
+        while parent_id and parent_id not in seen:
+            parent = self.get_experiment(parent_id)
+            if parent is None:
+                missing = parent_id
+                break
+            ancestors.append(parent)
+            seen.add(parent.id)
+            parent_id = parent.pid
+        descendants: list[KernelExperiment] = []
+        frontier = [experiment.id]
+        visited = {experiment.id}
+        while frontier:
+            with self._reading() as conn:
+                rows = conn.execute(
+                    select(*_ROW_COLUMNS).where(E.pid.in_(frontier)).order_by(E.seq)
+                ).fetchall()
+            children = [KernelExperiment.model_validate(_row_to_dict(r)) for r in rows]
+            children = [c for c in children if c.id not in visited]
+            visited.update(c.id for c in children)
+            descendants.extend(children)
+            frontier = [c.id for c in children]
+        return Lineage(
+            experiment=experiment, ancestors=ancestors, descendants=descendants, missing_parent=missing
+        )
+
+    def failures(self, **filters: Any) -> dict[FailureCategory, list[KernelExperiment]]:
+        """Experiments grouped by the seed's categories (improvements left out)."""
+        groups: dict[FailureCategory, list[KernelExperiment]] = {
+            "buggy": [],
+            "regressive": [],
+            "slight_regression": [],
+            "marginal": [],
+        }
+        for exp in self.list_experiments(**filters):
+            category = failure_category(exp.score, exp.is_buggy)
+            if category in groups:
+                groups[category].append(exp)
+        return groups
+
+    def kernel_summaries(self, workspace: str) -> list[KernelSummary]:
+        """Per kernel of a workspace: best, latest, runs and failures, in one query.
+
+        This is what code lenses call on every refresh, so it is a single indexed query
+        with window functions rather than a loop over experiments.
+        """
+        failed = case((or_(E.is_buggy == True, E.status.in_(("failed", "timeout"))), 1), else_=0)  # noqa: E712
+        unusable = case((and_(E.is_buggy == False, E.score.is_not(None)), 0), else_=1)  # noqa: E712
+        ranked = (
+            select(
+                K.kernel,
+                E.id,
+                E.score,
+                E.memory_version,
+                E.status,
+                unusable.label("unusable"),
+                func.row_number()
+                .over(partition_by=K.kernel, order_by=(unusable, E.score.desc(), E.seq.desc()))
+                .label("best_rank"),
+                func.row_number()
+                .over(partition_by=K.kernel, order_by=(E.created_at.desc(), E.seq.desc()))
+                .label("latest_rank"),
+                func.count().over(partition_by=K.kernel).label("runs"),
+                func.sum(failed).over(partition_by=K.kernel).label("failures"),
+            )
+            .select_from(experiment_kernels.join(experiments, E.seq == K.exp_seq))
+            .where(K.workspace == workspace)
+            .subquery()
+        )
+        query = select(ranked).where(or_(ranked.c.best_rank == 1, ranked.c.latest_rank == 1))
+        with self._reading() as conn:
+            rows = conn.execute(query).fetchall()
+        summaries: dict[str, KernelSummary] = {}
+        for row in rows:
+            summary = summaries.setdefault(
+                row.kernel,
+                KernelSummary(kernel=row.kernel, runs=int(row.runs), failures=int(row.failures or 0)),
+            )
+            if row.best_rank == 1 and not row.unusable:
+                summary.best_id, summary.best_score = row.id, row.score
+                summary.best_version = row.memory_version
+            if row.latest_rank == 1:
+                summary.latest_id, summary.latest_score = row.id, row.score
+                summary.latest_version, summary.latest_status = row.memory_version, row.status
+        return sorted(summaries.values(), key=lambda s: s.kernel)
+
+
+def _sqlite_on_connect(dbapi_connection: Any, _record: Any) -> None:
+    """WAL (readers never block writers), NORMAL sync (no fsync per commit in WAL; a commit
+    survives a process crash, and the database is never corrupted by a power loss), a busy
+    timeout so concurrent writers queue instead of failing, and manual transactions so that
+    writes can take the lock up front with BEGIN IMMEDIATE."""
+    dbapi_connection.isolation_level = None
+    cursor = dbapi_connection.cursor()
+    try:
+        cursor.execute("PRAGMA busy_timeout=60000")
+        cursor.execute("PRAGMA journal_mode=WAL")
+        sync = os.environ.get("KERNELSCOPE_SQLITE_SYNC", "NORMAL").upper()
+        if sync not in ("OFF", "NORMAL", "FULL", "EXTRA"):
+            sync = "NORMAL"
+        cursor.execute(f"PRAGMA synchronous={sync}")
+    finally:
+        cursor.close()
+
+
+def _sqlite_on_begin(conn: Connection) -> None:
+    if conn.get_execution_options().get("kernelscope_write"):
+        conn.exec_driver_sql("BEGIN IMMEDIATE")
+    else:
+        conn.exec_driver_sql("BEGIN")

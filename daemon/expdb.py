@@ -1,0 +1,116 @@
+"""The kernel experiment history API, with the seed's names.
+
+    from kernelscope.daemon.expdb import (
+        KernelExperiment, create_experiment, get_experiment, list_experiments,
+        top_experiments, update_experiment, delete_experiment, lineage,
+        failure_category, kernel_summaries,
+    )
+
+Calls match the public original (the Apex kernel-exp-history `kernel_exp_dataclass.py`)
+call for call: `create_experiment(exp)`, `get_experiment(id)` (None when missing),
+`list_experiments()`, `top_experiments(max_results=20)` (dicts of the key fields),
+`update_experiment(id, **changes)` (returns the updated record; KeyError when missing),
+`delete_experiment(id)`. Filters, `include_buggy`, `lineage` and per-kernel summaries are
+kernelscope's additions. The database is chosen as `resolve_db_url` documents
+(`KERNELSCOPE_DB_URL`, config file, per-user SQLite); `use_database(url)` switches it.
+Safe from several processes at once, including processes forked after the first call.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+from kernelscope.daemon.engine.store import ExperimentStore
+from kernelscope.protocol.experiment import (
+    FailureCategory,
+    KernelExperiment,
+    KernelSummary,
+    Lineage,
+    failure_category,
+)
+
+__all__ = [
+    "ExperimentStore",
+    "FailureCategory",
+    "KernelExperiment",
+    "KernelSummary",
+    "Lineage",
+    "create_experiment",
+    "current_store",
+    "delete_experiment",
+    "failure_category",
+    "failures",
+    "get_experiment",
+    "kernel_summaries",
+    "lineage",
+    "list_experiments",
+    "top_experiments",
+    "update_experiment",
+    "use_database",
+]
+
+_store: ExperimentStore | None = None
+_store_key: tuple[str | None, str | None] | None = None
+_explicit_url: str | None = None
+
+
+def use_database(url: str | None) -> ExperimentStore:
+    """Point the module-level API at a database (None: back to the default resolution)."""
+    global _explicit_url, _store
+    _explicit_url = url
+    _store = None
+    return current_store()
+
+
+def current_store() -> ExperimentStore:
+    """The store the module-level functions use; re-resolved if KERNELSCOPE_DB_URL changes."""
+    global _store, _store_key
+    key = (_explicit_url, os.environ.get("KERNELSCOPE_DB_URL"))
+    if _store is None or _store_key != key:
+        _store = ExperimentStore(_explicit_url)
+        _store_key = key
+    return _store
+
+
+def create_experiment(exp: KernelExperiment) -> None:
+    """Store a new experiment. A duplicate id raises ValueError, like the original."""
+    current_store().create_experiment(exp)
+
+
+def get_experiment(exp_id: str) -> KernelExperiment | None:
+    return current_store().get_experiment(exp_id)
+
+
+def list_experiments(**filters: Any) -> list[KernelExperiment]:
+    """All experiments (oldest first), optionally filtered: operator_sig, dtype_sig, env,
+    base_commit, status, kernel, workspace, is_buggy, min_score, max_score, text, tag."""
+    return current_store().list_experiments(**filters)
+
+
+def top_experiments(
+    max_results: int = 20, include_buggy: bool = False, **filters: Any
+) -> list[dict[str, object]]:
+    """Best-scoring experiments as dicts of the key fields; buggy runs excluded by default."""
+    return current_store().top_experiments(max_results, include_buggy=include_buggy, **filters)
+
+
+def update_experiment(exp_id: str, **changes: Any) -> KernelExperiment:
+    """Validated update; unknown fields or bad values raise and write nothing."""
+    return current_store().update_experiment(exp_id, **changes)
+
+
+def delete_experiment(exp_id: str) -> None:
+    current_store().delete_experiment(exp_id)
+
+
+def lineage(exp_id: str) -> Lineage:
+    return current_store().lineage(exp_id)
+
+
+def failures(**filters: Any) -> dict[FailureCategory, list[KernelExperiment]]:
+    return current_store().failures(**filters)
+
+
+def kernel_summaries(workspace: str) -> list[KernelSummary]:
+    return current_store().kernel_summaries(workspace)
