@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-from kernelscope.protocol.workspace import MetricKind
 from pydantic import BaseModel, ConfigDict, Field
+
+from kernelscope.protocol.workspace import MetricKind
 
 
 class MaskHalfResult(BaseModel):

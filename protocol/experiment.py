@@ -26,9 +26,7 @@ from pydantic import (
 )
 
 ExperimentStatus = Literal["new", "running", "done", "failed", "timeout"]
-FailureCategory = Literal[
-    "buggy", "regressive", "slight_regression", "marginal", "improvement", "unscored"
-]
+FailureCategory = Literal["buggy", "regressive", "slight_regression", "marginal", "improvement", "unscored"]
 
 SUMMARY_MAX_CHARS = 80
 # Failure categories from the seed: regressive below 0.98, marginal within 0.99-1.01.
@@ -191,6 +189,4 @@ class Lineage(BaseModel):
     experiment: KernelExperiment
     ancestors: list[KernelExperiment] = Field(default_factory=list)
     descendants: list[KernelExperiment] = Field(default_factory=list)
-    missing_parent: str | None = Field(
-        default=None, description="a pid that points to no stored experiment"
-    )
+    missing_parent: str | None = Field(default=None, description="a pid that points to no stored experiment")

@@ -14,8 +14,9 @@ import math
 import re
 from typing import Any, Union
 
-from kernelscope.protocol._open_model import OpenRecord
 from pydantic import Field, field_validator
+
+from kernelscope.protocol._open_model import OpenRecord
 
 # A loosely typed scalar: kept exactly as written (smart union keeps ints as ints).
 Scalar = Union[bool, int, float, str, None]  # noqa: UP007 - pydantic needs the runtime Union

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+
 from kernelscope.daemon.cli.main import main
 
 REPO_ROOT = Path(__file__).resolve().parent.parent

@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+
 from kernelscope.protocol import MemoryRecord, as_float, parse_version
 
 EXAMPLE_MEMORY = Path(__file__).resolve().parent.parent / "examples" / "vector_add" / "memory"

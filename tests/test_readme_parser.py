@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+
 from kernelscope.daemon.engine.readme_parser import parse_condition, parse_readme, parse_readme_file
 
 ATREX_FILLED = """# Kernel Opt Session Configuration

@@ -10,7 +10,8 @@ from __future__ import annotations
 import sys
 
 import typer
-from kernelscope.daemon.cli import memory, output
+
+from kernelscope.daemon.cli import exp, memory, output
 from kernelscope.daemon.cli.workspace import workspace_command
 from kernelscope.daemon.engine.errors import KernelscopeError
 
@@ -22,6 +23,7 @@ app = typer.Typer(
     add_completion=False,
 )
 app.add_typer(memory.app, name="memory")
+app.add_typer(exp.app, name="exp")
 app.command("workspace")(workspace_command)
 
 EXIT_OK, EXIT_USAGE, EXIT_DATA = 0, 1, 2

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Annotated, Optional
 
 import typer
+
 from kernelscope.daemon.cli import output
 from kernelscope.daemon.engine.errors import DataError, UsageError
 from kernelscope.daemon.engine.memory import MemoryManager

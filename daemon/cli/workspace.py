@@ -6,6 +6,7 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
+
 from kernelscope.daemon.cli import output
 from kernelscope.daemon.engine.workspace import Workspace
 

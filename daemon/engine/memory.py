@@ -24,6 +24,8 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
+from pydantic import ValidationError
+
 from kernelscope.daemon.engine.atomic_io import (
     TEMP_PREFIX,
     atomic_write_text,
@@ -40,7 +42,6 @@ from kernelscope.protocol.memory import (
     parse_version,
 )
 from kernelscope.protocol.workspace import MetricKind, VersionSummary
-from pydantic import ValidationError
 
 MEMORY_DIR = "memory"
 _FILE_RE = re.compile(r"^v(\d+)\.json$")

@@ -19,6 +19,8 @@ import re
 from pathlib import Path
 from typing import Any
 
+from pydantic import ValidationError
+
 from kernelscope.protocol.workspace import (
     CorrectnessThreshold,
     HardwareSpec,
@@ -26,7 +28,6 @@ from kernelscope.protocol.workspace import (
     StopCondition,
     TargetInfo,
 )
-from pydantic import ValidationError
 
 _HEADING = re.compile(r"^(#{1,6})\s+(.*?)\s*#*\s*$")
 _BULLET = re.compile(r"^\s*(?:[-*+]|\d+[.)])\s+(.*)$")

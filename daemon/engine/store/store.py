@@ -17,6 +17,27 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
+from pydantic import ValidationError
+from sqlalchemy import (
+    Connection,
+    Engine,
+    and_,
+    case,
+    create_engine,
+    delete,
+    event,
+    exists,
+    func,
+    insert,
+    inspect,
+    or_,
+    select,
+    text,
+    update,
+)
+from sqlalchemy.engine import make_url
+from sqlalchemy.exc import DBAPIError, IntegrityError, OperationalError
+
 from kernelscope.daemon.engine.store.config import resolve_db_url
 from kernelscope.daemon.engine.store.errors import (
     DuplicateExperiment,
@@ -40,26 +61,6 @@ from kernelscope.protocol.experiment import (
     Lineage,
     failure_category,
 )
-from pydantic import ValidationError
-from sqlalchemy import (
-    Connection,
-    Engine,
-    and_,
-    case,
-    create_engine,
-    delete,
-    event,
-    exists,
-    func,
-    insert,
-    inspect,
-    or_,
-    select,
-    text,
-    update,
-)
-from sqlalchemy.engine import make_url
-from sqlalchemy.exc import DBAPIError, IntegrityError, OperationalError
 
 E = experiments.c
 K = experiment_kernels.c
@@ -74,9 +75,7 @@ _EQUALITY_FILTERS = {
     "pid": E.pid,
     "memory_version": E.memory_version,
 }
-FILTER_NAMES = frozenset(
-    [*_EQUALITY_FILTERS, "is_buggy", "kernel", "min_score", "max_score", "text", "tag"]
-)
+FILTER_NAMES = frozenset([*_EQUALITY_FILTERS, "is_buggy", "kernel", "min_score", "max_score", "text", "tag"])
 _STATUSES = {"new", "running", "done", "failed", "timeout"}
 _JSON_COLUMNS = {"kernels": "kernels_json", "metrics": "metrics_json", "tags": "tags_json"}
 _ROW_COLUMNS = [c for c in experiments.c if c.name != "seq"]
@@ -273,9 +272,7 @@ class ExperimentStore:
         if unknown:
             raise InvalidExperiment(f"unknown field(s) {', '.join(unknown)}")
         with self._writing() as conn:
-            row = conn.execute(
-                select(experiments).where(E.id == exp_id).with_for_update()
-            ).first()
+            row = conn.execute(select(experiments).where(E.id == exp_id).with_for_update()).first()
             if row is None:
                 raise ExperimentNotFound(f"experiment with id '{exp_id}' not found")
             merged = {**_row_to_dict(row), **fields}
@@ -325,8 +322,7 @@ class ExperimentStore:
             return KernelExperiment.model_validate(data)
         except ValidationError as exc:
             details = "; ".join(
-                f"{'.'.join(str(p) for p in err['loc']) or 'record'}: {err['msg']}"
-                for err in exc.errors()
+                f"{'.'.join(str(p) for p in err['loc']) or 'record'}: {err['msg']}" for err in exc.errors()
             )
             raise InvalidExperiment(f"invalid experiment: {details}") from None
 

@@ -1,0 +1,420 @@
+"""`kernelscope exp ...`: the experiment history from the shell.
+
+Every command takes `--db URL` (else KERNELSCOPE_DB_URL, the config file, or the per-user
+SQLite default) and `--json`.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+
+from kernelscope.daemon.cli import output
+from kernelscope.daemon.engine.errors import UsageError
+from kernelscope.daemon.engine.store import ExperimentStore
+from kernelscope.daemon.engine.store.shim import write_shim
+from kernelscope.daemon.engine.store.transfer import read_records, to_csv, to_json_lines
+from kernelscope.protocol.experiment import KernelExperiment, failure_category
+
+app = typer.Typer(help="Kernel experiment history (the seed's kernel-exp-history API).", no_args_is_help=True)
+
+DbOpt = Annotated[
+    Optional[str],  # noqa: UP045 - typer reads the annotation at runtime
+    typer.Option("--db", help="Database URL or SQLite path (default: KERNELSCOPE_DB_URL, config, XDG)."),
+]
+JsonOpt = Annotated[bool, typer.Option("--json", help="Print JSON for scripts and agents.")]
+OptStr = Optional[str]  # noqa: UP045
+OptFloat = Optional[float]  # noqa: UP045
+OptBool = Optional[bool]  # noqa: UP045
+
+
+def _store(db: str | None) -> ExperimentStore:
+    return ExperimentStore(db)
+
+
+def _filters(
+    operator_sig: str | None = None,
+    dtype_sig: str | None = None,
+    env: str | None = None,
+    base_commit: str | None = None,
+    status: str | None = None,
+    kernel: str | None = None,
+    workspace: str | None = None,
+    buggy: bool | None = None,
+    min_score: float | None = None,
+    max_score: float | None = None,
+    text: str | None = None,
+    tag: str | None = None,
+) -> dict[str, object]:
+    if workspace is not None:
+        workspace = str(Path(workspace).expanduser().resolve())
+    values = {
+        "operator_sig": operator_sig,
+        "dtype_sig": dtype_sig,
+        "env": env,
+        "base_commit": base_commit,
+        "status": status,
+        "kernel": kernel,
+        "workspace": workspace,
+        "is_buggy": buggy,
+        "min_score": min_score,
+        "max_score": max_score,
+        "text": text,
+        "tag": tag,
+    }
+    return {k: v for k, v in values.items() if v is not None}
+
+
+FOperator = Annotated[OptStr, typer.Option("--operator-sig", help="Exact operator signature.")]
+FDtype = Annotated[OptStr, typer.Option("--dtype-sig")]
+FEnv = Annotated[OptStr, typer.Option("--env")]
+FCommit = Annotated[OptStr, typer.Option("--base-commit")]
+FStatus = Annotated[OptStr, typer.Option("--status", help="new, running, done, failed or timeout.")]
+FKernel = Annotated[OptStr, typer.Option("--kernel", help="Kernel function name.")]
+FWorkspace = Annotated[OptStr, typer.Option("--workspace", "-w", help="Workspace directory.")]
+FBuggy = Annotated[OptBool, typer.Option("--buggy/--not-buggy", help="Only buggy / non-buggy runs.")]
+FMin = Annotated[OptFloat, typer.Option("--min-score")]
+FMax = Annotated[OptFloat, typer.Option("--max-score")]
+FText = Annotated[OptStr, typer.Option("--text", help="Substring of summary or description.")]
+FTag = Annotated[OptStr, typer.Option("--tag")]
+
+
+def _score(value: float | None) -> str:
+    return "-" if value is None else f"{value:.4f}x"
+
+
+def _table(records: list[KernelExperiment], title: str | None = None) -> None:
+    output.print_table(
+        title,
+        ["id", "score", "category", "status", "version", "kernels", "summary"],
+        [
+            [
+                r.id,
+                _score(r.score),
+                failure_category(r.score, r.is_buggy),
+                r.status,
+                r.memory_version or "-",
+                ",".join(r.kernels),
+                r.change_summary,
+            ]
+            for r in records
+        ],
+    )
+
+
+@app.command()
+def top(
+    max_results: Annotated[int, typer.Option("--max-results", "-n", min=0)] = 20,
+    include_buggy: Annotated[bool, typer.Option("--include-buggy")] = False,
+    operator_sig: FOperator = None,
+    dtype_sig: FDtype = None,
+    env: FEnv = None,
+    base_commit: FCommit = None,
+    status: FStatus = None,
+    kernel: FKernel = None,
+    workspace: FWorkspace = None,
+    min_score: FMin = None,
+    max_score: FMax = None,
+    text: FText = None,
+    tag: FTag = None,
+    db: DbOpt = None,
+    json_out: JsonOpt = False,
+) -> None:
+    """Best experiments first (buggy runs excluded unless --include-buggy)."""
+    filters = _filters(
+        operator_sig,
+        dtype_sig,
+        env,
+        base_commit,
+        status,
+        kernel,
+        workspace,
+        None,
+        min_score,
+        max_score,
+        text,
+        tag,
+    )
+    records = _store(db).top(max_results, include_buggy=include_buggy, **filters)
+    if json_out:
+        output.print_json([r.to_dict() for r in records])
+    else:
+        _table(records, f"top {len(records)}")
+
+
+@app.command("list")
+def list_command(
+    operator_sig: FOperator = None,
+    dtype_sig: FDtype = None,
+    env: FEnv = None,
+    base_commit: FCommit = None,
+    status: FStatus = None,
+    kernel: FKernel = None,
+    workspace: FWorkspace = None,
+    buggy: FBuggy = None,
+    min_score: FMin = None,
+    max_score: FMax = None,
+    text: FText = None,
+    tag: FTag = None,
+    limit: Annotated[Optional[int], typer.Option("--limit", min=0)] = None,  # noqa: UP045
+    db: DbOpt = None,
+    json_out: JsonOpt = False,
+) -> None:
+    """Experiments matching the filters, in the order they were recorded."""
+    filters = _filters(
+        operator_sig,
+        dtype_sig,
+        env,
+        base_commit,
+        status,
+        kernel,
+        workspace,
+        buggy,
+        min_score,
+        max_score,
+        text,
+        tag,
+    )
+    records = _store(db).list_experiments(limit=limit, **filters)
+    if json_out:
+        output.print_json([r.to_dict() for r in records])
+    else:
+        _table(records, f"{len(records)} experiments")
+
+
+@app.command()
+def show(
+    exp_id: Annotated[str, typer.Argument(help="Experiment id.")], db: DbOpt = None, json_out: JsonOpt = False
+) -> None:
+    """One experiment in full."""
+    record = _store(db).require(exp_id)
+    if json_out:
+        output.print_json(record.to_dict())
+        return
+    for key, value in record.to_dict().items():
+        shown = json.dumps(value, ensure_ascii=False) if isinstance(value, (list, dict)) else value
+        output.info(f"{key}: {shown}")
+
+
+def _read_text_option(value: str | None) -> str | None:
+    """`@FILE` reads the text from a file (handy for diffs and long descriptions)."""
+    if value is not None and value.startswith("@"):
+        path = Path(value[1:])
+        try:
+            return path.read_text(encoding="utf-8")
+        except OSError as exc:
+            raise UsageError(f"cannot read {path}: {exc.strerror or exc}") from None
+    return value
+
+
+@app.command()
+def record(
+    change_summary: Annotated[str, typer.Option("--summary", "-m", help="One line, <= 80 chars.")],
+    score: Annotated[OptFloat, typer.Option("--score", help="Speedup vs baseline.")] = None,
+    detailed_description: Annotated[OptStr, typer.Option("--description", help="Text or @FILE.")] = None,
+    code_change: Annotated[OptStr, typer.Option("--code-change", help="Diff text or @FILE.")] = None,
+    raw_result: Annotated[OptStr, typer.Option("--raw-result", help="Text or @FILE.")] = None,
+    profiling_info: Annotated[OptStr, typer.Option("--profiling-info", help="Text or @FILE.")] = None,
+    operator_sig: FOperator = None,
+    dtype_sig: FDtype = None,
+    env: FEnv = None,
+    base_commit: FCommit = None,
+    status: Annotated[str, typer.Option("--status")] = "done",
+    buggy: Annotated[bool, typer.Option("--buggy", help="The run crashed or was incorrect.")] = False,
+    error_message: Annotated[OptStr, typer.Option("--error")] = None,
+    pid: Annotated[OptStr, typer.Option("--pid", help="Parent experiment id.")] = None,
+    exp_id: Annotated[OptStr, typer.Option("--id", help="Explicit id (default: random).")] = None,
+    kernels: Annotated[Optional[list[str]], typer.Option("--kernel", help="Repeatable.")] = None,  # noqa: UP045
+    workspace: FWorkspace = None,
+    memory_version: Annotated[OptStr, typer.Option("--memory-version")] = None,
+    tags: Annotated[Optional[list[str]], typer.Option("--tag", help="Repeatable.")] = None,  # noqa: UP045
+    metrics: Annotated[OptStr, typer.Option("--metrics", help="JSON object or @FILE.")] = None,
+    db: DbOpt = None,
+    json_out: JsonOpt = False,
+) -> None:
+    """Record one experiment (failures too: use --buggy and --error)."""
+    if score is not None and not math.isfinite(score):
+        raise UsageError(f"--score must be a finite number, got {score}")
+    metrics_text = _read_text_option(metrics)
+    try:
+        metrics_value = json.loads(metrics_text) if metrics_text else {}
+    except json.JSONDecodeError as exc:
+        raise UsageError(f"--metrics is not valid JSON: {exc}") from None
+    fields: dict[str, object] = {
+        "change_summary": change_summary,
+        "score": score,
+        "detailed_description": _read_text_option(detailed_description) or "",
+        "code_change": _read_text_option(code_change) or "",
+        "raw_result": _read_text_option(raw_result) or "",
+        "profiling_info": _read_text_option(profiling_info) or "",
+        "operator_sig": operator_sig or "",
+        "dtype_sig": dtype_sig or "",
+        "env": env or "",
+        "base_commit": base_commit or "",
+        "status": status,
+        "is_buggy": buggy,
+        "error_message": error_message or "",
+        "pid": pid or "",
+        "kernels": kernels or [],
+        "workspace": str(Path(workspace).expanduser().resolve()) if workspace else "",
+        "memory_version": memory_version,
+        "tags": tags or [],
+        "metrics": metrics_value,
+    }
+    if exp_id:
+        fields["id"] = exp_id
+    created = _store(db).create_experiment(fields)
+    if json_out:
+        output.print_json(created.to_dict())
+    else:
+        output.info(f"Recorded {created.id} ({_score(created.score)}, {created.category})")
+
+
+@app.command("update")
+def update_command(
+    exp_id: Annotated[str, typer.Argument(help="Experiment id.")],
+    assignments: Annotated[
+        list[str], typer.Option("--set", "-s", help="FIELD=VALUE (JSON-typed); repeatable.")
+    ],
+    db: DbOpt = None,
+    json_out: JsonOpt = False,
+) -> None:
+    """Change fields of an experiment; validated, nothing written on error."""
+    from kernelscope.daemon.engine.memory import parse_cli_value
+
+    changes: dict[str, object] = {}
+    for item in assignments:
+        if "=" not in item:
+            raise UsageError(f"invalid --set {item!r}: expected FIELD=VALUE")
+        key, raw = item.split("=", 1)
+        value = parse_cli_value(raw)
+        if key.strip() in {
+            "change_summary",
+            "detailed_description",
+            "code_change",
+            "raw_result",
+            "profiling_info",
+            "operator_sig",
+            "dtype_sig",
+            "env",
+            "base_commit",
+            "error_message",
+            "pid",
+            "workspace",
+            "memory_version",
+            "created_at",
+        }:
+            value = raw if value is not None else None
+        changes[key.strip()] = value
+    updated = _store(db).update_experiment(exp_id, **changes)
+    if json_out:
+        output.print_json(updated.to_dict())
+    else:
+        output.info(f"Updated {updated.id}")
+
+
+@app.command()
+def lineage(exp_id: Annotated[str, typer.Argument()], db: DbOpt = None, json_out: JsonOpt = False) -> None:
+    """Ancestors and descendants of an experiment through pid."""
+    result = _store(db).lineage(exp_id)
+    if json_out:
+        output.print_json(result)
+        return
+    chain = [*reversed(result.ancestors), result.experiment]
+    output.info(" -> ".join(f"{e.id} ({_score(e.score)})" for e in chain))
+    if result.missing_parent:
+        output.warn(f"parent {result.missing_parent} is not in the database")
+    if result.descendants:
+        _table(result.descendants, "descendants")
+
+
+@app.command()
+def failures(
+    operator_sig: FOperator = None,
+    kernel: FKernel = None,
+    workspace: FWorkspace = None,
+    db: DbOpt = None,
+    json_out: JsonOpt = False,
+) -> None:
+    """What not to do: buggy, regressive, slightly regressive and marginal experiments."""
+    groups = _store(db).failures(**_filters(operator_sig=operator_sig, kernel=kernel, workspace=workspace))
+    if json_out:
+        output.print_json({k: [r.to_dict() for r in v] for k, v in groups.items()})
+        return
+    for category, records in groups.items():
+        if records:
+            _table(records, f"{category} ({len(records)})")
+
+
+@app.command()
+def summary(workspace: FWorkspace = ".", db: DbOpt = None, json_out: JsonOpt = False) -> None:
+    """Per-kernel best / latest / runs / failures for a workspace (what code lenses show)."""
+    path = str(Path(workspace or ".").expanduser().resolve())
+    rows = _store(db).kernel_summaries(path)
+    if json_out:
+        output.print_json(rows)
+        return
+    output.print_table(
+        path,
+        ["kernel", "best", "latest", "runs", "failed"],
+        [
+            [
+                s.kernel,
+                f"{_score(s.best_score)} {s.best_version or ''}".strip(),
+                f"{_score(s.latest_score)} {s.latest_version or ''}".strip(),
+                str(s.runs),
+                str(s.failures),
+            ]
+            for s in rows
+        ],
+    )
+
+
+@app.command("import")
+def import_command(
+    path: Annotated[Path, typer.Argument(help="Seed JSON database or JSON-lines file.")],
+    replace: Annotated[bool, typer.Option("--replace", help="Overwrite records with the same id.")] = False,
+    db: DbOpt = None,
+    json_out: JsonOpt = False,
+) -> None:
+    """Import records; all are validated first and nothing is written if any is invalid."""
+    counts = _store(db).import_experiments(read_records(path), replace=replace)
+    if json_out:
+        output.print_json(counts)
+    else:
+        output.info(", ".join(f"{v} {k}" for k, v in counts.items()))
+
+
+@app.command("export")
+def export_command(
+    path: Annotated[Path, typer.Argument(help="Output file ('-' for stdout).")],
+    fmt: Annotated[str, typer.Option("--format", help="jsonl or csv (default: from the suffix).")] = "",
+    db: DbOpt = None,
+) -> None:
+    """Export every experiment as JSON lines or CSV."""
+    from kernelscope.daemon.engine.atomic_io import atomic_write_text
+
+    chosen = fmt or ("csv" if path.suffix.lower() == ".csv" else "jsonl")
+    if chosen not in ("jsonl", "csv"):
+        raise UsageError(f"--format must be jsonl or csv, got {chosen!r}")
+    records = _store(db).list_experiments()
+    content = to_csv(records) if chosen == "csv" else to_json_lines(records)
+    if str(path) == "-":
+        print(content, end="")
+    else:
+        atomic_write_text(path, content)
+        output.stderr.print(f"exported {len(records)} experiments to {path}")
+
+
+@app.command()
+def shim(
+    directory: Annotated[Path, typer.Argument(help="Where to write kernel_exp_dataclass.py.")],
+    db: DbOpt = None,
+) -> None:
+    """Write a kernel_exp_dataclass.py that forwards the seed's API to kernelscope."""
+    target = write_shim(directory, db)
+    output.info(f"Wrote {target}")
