@@ -56,3 +56,20 @@ def write_record(ws: Path, version: int, **fields: object) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps({"version": f"v{version}", **fields}, indent=2) + "\n")
     return path
+
+
+@pytest.fixture(params=["sqlite", "postgres"])
+def db_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    """The store suite runs twice: against SQLite and against a real PostgreSQL server."""
+    from tests.store_backends import backend_url
+
+    return backend_url(request.param, tmp_path)
+
+
+@pytest.fixture
+def store(db_url: str):  # type: ignore[no-untyped-def]
+    from kernelscope.daemon.engine.store import ExperimentStore
+
+    opened = ExperimentStore(db_url)
+    yield opened
+    opened.close()

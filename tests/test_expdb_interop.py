@@ -1,0 +1,219 @@
+"""Interop with the seed: its JSON database, its module API through the shim, the CLI."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+from kernelscope.daemon.engine.store import ExperimentStore
+
+SEED_RECORD = {
+    "score": 1.25,
+    "raw_result": "shape=128x128 speedup=1.3; shape=256x256 speedup=1.2",
+    "dtype_sig": "fp16",
+    "env": "MI300X, ROCm 7.0.0",
+    "is_buggy": False,
+    "error_message": "",
+    "change_summary": "tuned block size and vectorized loads",
+    "detailed_description": "Adjusted kernel launch for better wave occupancy on MI300X.",
+    "code_change": "(diff patch here)",
+    "base_commit": "abcdef1234567890",
+    "operator_sig": "attention_ragged.cu: paged_attention_ll4mi",
+    "profiling_info": "SQ busy 75%, TCP 65%, TCC 55%",
+    "status": "new",
+    "id": "0123456789abcdef",
+    "pid": "",
+    "created_at": "2026-01-05T10:00:00.000000Z",
+}
+
+# What a skill written against the original module does, unchanged.
+SKILL_SCRIPT = r"""
+import json
+from kernel_exp_dataclass import (KernelExperiment, create_experiment, get_experiment,
+    list_experiments, top_experiments, update_experiment, delete_experiment)
+
+exp = KernelExperiment(score=1.25, raw_result="r", dtype_sig="fp16", env="H200", is_buggy=False,
+    error_message="", change_summary="tuned block size", detailed_description="d",
+    code_change="diff", base_commit="abc", operator_sig="op.py: k", profiling_info="p", status="new")
+assert len(exp.id) == 16 and int(exp.id, 16) >= 0 and exp.pid == "" and exp.created_at.endswith("Z")
+create_experiment(exp)
+try:
+    create_experiment(exp)
+    raise SystemExit("duplicate accepted")
+except ValueError:
+    pass
+assert get_experiment(exp.id).to_dict() == exp.to_dict()
+assert get_experiment("ffffffffffffffff") is None
+assert KernelExperiment.from_dict(exp.to_dict()) == exp
+top = top_experiments(max_results=20)
+assert sorted(top[0]) == ["base_commit", "change_summary", "detailed_description", "dtype_sig",
+    "env", "id", "operator_sig", "profiling_info", "raw_result", "score"]
+updated = update_experiment(exp.id, score=1.5, raw_result="re-measured")
+assert updated.score == 1.5
+try:
+    update_experiment("ffffffffffffffff", score=2.0)
+    raise SystemExit("missing id accepted")
+except KeyError:
+    pass
+child = KernelExperiment(score=0.8, raw_result="", dtype_sig="fp16", env="H200", is_buggy=False,
+    error_message="", change_summary="child", detailed_description="", code_change="",
+    base_commit="abc", operator_sig="op.py: k", profiling_info="", status="done", pid=exp.id)
+create_experiment(child)
+delete_experiment(child.id)
+print(json.dumps({"count": len(list_experiments()), "score": get_experiment(exp.id).score}))
+"""
+
+
+def test_shim_runs_a_seed_skill_unchanged(tmp_path: Path, cli) -> None:  # type: ignore[no-untyped-def]
+    db = tmp_path / "team.sqlite"
+    skill = tmp_path / "skill"
+    result = cli("exp", "shim", str(skill), "--db", str(db))
+    assert result.exit_code == 0, result.stderr
+    (skill / "run.py").write_text(SKILL_SCRIPT)
+    proc = subprocess.run([sys.executable, "run.py"], cwd=skill, capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    assert json.loads(proc.stdout) == {"count": 1, "score": 1.5}
+    assert ExperimentStore(str(db)).count() == 1
+
+
+def test_import_seed_database_then_export(tmp_path: Path, cli) -> None:  # type: ignore[no-untyped-def]
+    seed_db = tmp_path / "kernel_experiments_db.json"
+    second = {
+        **SEED_RECORD,
+        "id": "fedcba9876543210",
+        "pid": SEED_RECORD["id"],
+        "score": 0.7,
+        "change_summary": "manual unroll - crashed",
+        "is_buggy": True,
+        "status": "failed",
+    }
+    seed_db.write_text(json.dumps({r["id"]: r for r in (SEED_RECORD, second)}, indent=2, sort_keys=True))
+    db = str(tmp_path / "x.sqlite")
+    first = cli("exp", "import", str(seed_db), "--db", db, "--json")
+    assert first.exit_code == 0, first.stderr
+    assert first.json() == {"inserted": 2, "skipped": 0, "replaced": 0}
+    again = cli("exp", "import", str(seed_db), "--db", db, "--json")
+    assert again.json() == {"inserted": 0, "skipped": 2, "replaced": 0}  # idempotent
+    shown = cli("exp", "show", SEED_RECORD["id"], "--db", db, "--json").json()
+    assert {k: shown[k] for k in SEED_RECORD} == SEED_RECORD
+
+    jsonl = tmp_path / "out.jsonl"
+    assert cli("exp", "export", str(jsonl), "--db", db).exit_code == 0
+    lines = [json.loads(line) for line in jsonl.read_text().splitlines()]
+    assert [line["id"] for line in lines] == [SEED_RECORD["id"], second["id"]]
+    other = str(tmp_path / "y.sqlite")
+    assert cli("exp", "import", str(jsonl), "--db", other).exit_code == 0
+    assert ExperimentStore(other).list_experiments() == ExperimentStore(db).list_experiments()
+
+    csv_path = tmp_path / "out.csv"
+    assert cli("exp", "export", str(csv_path), "--db", db).exit_code == 0
+    rows = list(csv.DictReader(io.StringIO(csv_path.read_text())))
+    assert [r["id"] for r in rows] == [SEED_RECORD["id"], second["id"]]
+    assert rows[1]["is_buggy"] == "True" and json.loads(rows[0]["kernels"]) == []
+
+
+def test_import_with_one_bad_record_imports_nothing(tmp_path: Path, cli) -> None:  # type: ignore[no-untyped-def]
+    lines = [json.dumps({**SEED_RECORD, "id": f"{i:016x}"}) for i in range(5)]
+    lines.append(json.dumps({**SEED_RECORD, "id": "bad", "score": -3}))
+    source = tmp_path / "in.jsonl"
+    source.write_text("\n".join(lines) + "\n")
+    db = str(tmp_path / "x.sqlite")
+    result = cli("exp", "import", str(source), "--db", db)
+    assert result.exit_code == 1 and "in.jsonl:6" in result.stderr and "nothing imported" in result.stderr
+    assert ExperimentStore(db).count() == 0
+    broken = tmp_path / "broken.json"
+    broken.write_text('{"a": ')
+    assert cli("exp", "import", str(broken), "--db", db).exit_code == 1
+
+
+def test_cli_commands(tmp_path: Path, vector_add_ws: Path, cli) -> None:  # type: ignore[no-untyped-def]
+    db = str(tmp_path / "cli.sqlite")
+    ws = str(vector_add_ws)
+    base = cli(
+        "exp",
+        "record",
+        "--db",
+        db,
+        "-m",
+        "BLOCK_SIZE 4096 - +16%",
+        "--score",
+        "1.16",
+        "--kernel",
+        "add_kernel",
+        "-w",
+        ws,
+        "--memory-version",
+        "v1",
+        "--operator-sig",
+        "add",
+        "--json",
+    )
+    assert base.exit_code == 0, base.stderr
+    parent = base.json()["id"]
+    assert re.fullmatch(r"[0-9a-f]{16}", parent)
+    diff = tmp_path / "change.diff"
+    diff.write_text("--- a/kernel.py\n+++ b/kernel.py\n")
+    child = cli(
+        "exp",
+        "record",
+        "--db",
+        db,
+        "-m",
+        "persistent loop - wrong tail",
+        "--score",
+        "0",
+        "--buggy",
+        "--status",
+        "failed",
+        "--error",
+        "rel_err 0.31",
+        "--pid",
+        parent,
+        "--kernel",
+        "add_kernel",
+        "-w",
+        ws,
+        "--memory-version",
+        "v3",
+        "--code-change",
+        f"@{diff}",
+        "--json",
+    ).json()
+    assert child["code_change"].startswith("--- a/kernel.py")
+    assert [t["id"] for t in cli("exp", "top", "--db", db, "--json").json()] == [parent]
+    assert len(cli("exp", "top", "--db", db, "--include-buggy", "--json").json()) == 2
+    assert [e["id"] for e in cli("exp", "list", "--db", db, "--buggy", "--json").json()] == [child["id"]]
+    lineage = cli("exp", "lineage", parent, "--db", db, "--json").json()
+    assert [d["id"] for d in lineage["descendants"]] == [child["id"]]
+    failures = cli("exp", "failures", "--db", db, "--json").json()
+    assert [e["id"] for e in failures["buggy"]] == [child["id"]]
+    summary = cli("exp", "summary", "-w", ws, "--db", db, "--json").json()
+    assert summary == [
+        {
+            "kernel": "add_kernel",
+            "runs": 2,
+            "failures": 1,
+            "best_id": parent,
+            "best_score": 1.16,
+            "best_version": "v1",
+            "latest_id": child["id"],
+            "latest_score": 0.0,
+            "latest_version": "v3",
+            "latest_status": "failed",
+        }
+    ]
+    updated = cli(
+        "exp", "update", parent, "--db", db, "--set", "score=1.2", "--set", 'tags=["re-measured"]', "--json"
+    )
+    assert updated.exit_code == 0 and updated.json()["score"] == 1.2
+    assert cli("exp", "update", parent, "--db", db, "--set", "nope=1").exit_code == 1
+    assert cli("exp", "update", parent, "--db", db, "--set", "score=-1").exit_code == 1
+    assert cli("exp", "show", "ffffffffffffffff", "--db", db).exit_code == 2
+    assert cli("exp", "list", "--db", db, "--status", "exploded").exit_code == 1
+    human = cli("exp", "top", "--db", db)
+    assert human.exit_code == 0 and "BLOCK_SIZE 4096" in human.stdout
