@@ -41,7 +41,7 @@ def test_four_processes_500_ops_each(db_url: str) -> None:
     records = store.list_experiments()
     assert len(records) == PROCESSES * OPS_PER_PROCESS // 2
     for record in records:
-        worker, index = record.id[1:].split("-")
+        _worker_id, index = record.id[1:].split("-")
         assert record.score == pytest.approx(1.0 + int(index) / 1000) and record.status == "done"
     summaries = {s.kernel: s.runs for s in store.kernel_summaries("/ws")}
     assert summaries == {f"k{w}": OPS_PER_PROCESS // 2 for w in range(PROCESSES)}
