@@ -20,7 +20,9 @@ def reset_postgres(url: str) -> None:
     try:
         with engine.begin() as conn:
             conn.execute(
-                text("DROP TABLE IF EXISTS experiment_kernels, experiments, schema_version, other_app")
+                text(
+                    "DROP TABLE IF EXISTS kernel_stats, experiment_kernels, experiments, schema_version, other_app"
+                )
             )
     finally:
         engine.dispose()

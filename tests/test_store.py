@@ -239,6 +239,16 @@ def test_kernel_summaries_match_a_direct_computation(store: ExperimentStore) -> 
         assert s.best_score == max(r.score for r in good)  # type: ignore[type-var]
         assert s.latest_id == mine[-1].id and s.latest_version == mine[-1].memory_version
     assert store.kernel_summaries("/nowhere") == []
+    # updates and deletes that lower a best score keep the digest consistent
+    best = max(
+        (r for r in records if r.workspace == "/ws" and "a" in r.kernels and not r.is_buggy),
+        key=lambda r: r.score,
+    )  # type: ignore[arg-type,return-value]
+    store.update_experiment(best.id, score=0.1)
+    store.delete_experiment(records[-1].id)
+    store.update_experiment(records[3].id, is_buggy=True, status="failed", score=0.0)
+    assert store.kernel_stats_mismatches() == []
+    assert {s.kernel: s for s in store.kernel_summaries("/ws")}["a"].best_id != best.id
 
 
 def test_update_of_kernels_moves_summary_rows(store: ExperimentStore) -> None:
@@ -247,3 +257,16 @@ def test_update_of_kernels_moves_summary_rows(store: ExperimentStore) -> None:
     store.update_experiment(record.id, kernels=["new"])
     assert [s.kernel for s in store.kernel_summaries("/ws")] == ["new"]
     assert [e.id for e in store.list_experiments(kernel="new")] == [record.id]
+    assert store.kernel_stats_mismatches() == []
+
+
+def test_import_replace_and_skip(store: ExperimentStore) -> None:
+    first = [exp(id=f"{i:016x}", kernels=["k"], workspace="/ws", score=1.0 + i / 10) for i in range(5)]
+    assert store.import_experiments(first) == {"inserted": 5, "skipped": 0, "replaced": 0}
+    changed = [first[0].model_copy(update={"score": 9.0}), exp(id="new1", kernels=["k"], workspace="/ws")]
+    assert store.import_experiments(changed) == {"inserted": 1, "skipped": 1, "replaced": 0}
+    assert store.require(first[0].id).score == 1.0
+    assert store.import_experiments(changed, replace=True) == {"inserted": 0, "skipped": 0, "replaced": 2}
+    assert store.require(first[0].id).score == 9.0
+    assert store.kernel_summaries("/ws")[0].best_score == 9.0 and store.kernel_summaries("/ws")[0].runs == 6
+    assert store.kernel_stats_mismatches() == []

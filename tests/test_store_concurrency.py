@@ -46,6 +46,7 @@ def test_four_processes_500_ops_each(db_url: str) -> None:
     summaries = {s.kernel: s.runs for s in store.kernel_summaries("/ws")}
     assert summaries == {f"k{w}": OPS_PER_PROCESS // 2 for w in range(PROCESSES)}
     assert store.integrity_check() == []
+    assert store.kernel_stats_mismatches() == []
 
 
 def _forked_child(worker: int) -> None:

@@ -78,10 +78,34 @@ experiment_kernels = Table(
 )
 
 
+# Per (workspace, kernel) digest kept current inside every write transaction, so the code
+# lens query is a primary-key lookup instead of a scan of the kernel's history.
+kernel_stats = Table(
+    "kernel_stats",
+    metadata,
+    Column("workspace", Text, primary_key=True),
+    Column("kernel", String(200), primary_key=True),
+    Column("runs", Integer, nullable=False),
+    Column("failures", Integer, nullable=False),
+    Column("best_seq", Integer, nullable=True),
+    Column("best_score", Float, nullable=True),
+    Column("latest_seq", Integer, nullable=False),
+    Column("latest_created", String(40), nullable=False),
+)
+
+
 def _migration_1(conn: Connection) -> None:
     """Initial schema."""
     metadata.create_all(conn, tables=[experiments, experiment_kernels])
 
 
-MIGRATIONS: list[Callable[[Connection], None]] = [_migration_1]
+def _migration_2(conn: Connection) -> None:
+    """Add kernel_stats and fill it from the existing history."""
+    from kernelscope.daemon.engine.store.kernel_stats import recompute_all
+
+    metadata.create_all(conn, tables=[kernel_stats])
+    recompute_all(conn)
+
+
+MIGRATIONS: list[Callable[[Connection], None]] = [_migration_1, _migration_2]
 SCHEMA_VERSION = len(MIGRATIONS)

@@ -1,0 +1,122 @@
+"""Keeps `kernel_stats` (runs, failures, best and latest per workspace kernel) current.
+
+Inserts update it incrementally with one upsert per kernel; updates and deletes, which can
+lower a best score, recompute the affected kernels from their history. Both happen inside
+the caller's write transaction, so the digest never disagrees with the rows it summarises.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+from sqlalchemy import Connection, and_, case, delete, insert, or_, select
+from sqlalchemy.dialects import postgresql, sqlite
+
+from kernelscope.daemon.engine.store.schema import experiment_kernels, experiments, kernel_stats
+
+E = experiments.c
+K = experiment_kernels.c
+S = kernel_stats.c
+_FAILED_STATUSES = ("failed", "timeout")
+_upserts: dict[str, Any] = {}
+
+
+def is_failure(is_buggy: bool, status: str) -> bool:
+    return bool(is_buggy) or status in _FAILED_STATUSES
+
+
+def _upsert_statement(dialect: str) -> Any:
+    """INSERT ... ON CONFLICT DO UPDATE that folds one new experiment into a kernel's digest."""
+    if dialect not in _upserts:
+        module = sqlite if dialect == "sqlite" else postgresql
+        stmt = module.insert(kernel_stats)
+        new = stmt.excluded
+        better = and_(new.best_seq.is_not(None), or_(S.best_score.is_(None), new.best_score >= S.best_score))
+        newer = new.latest_created >= S.latest_created
+        _upserts[dialect] = stmt.on_conflict_do_update(
+            index_elements=[S.workspace, S.kernel],
+            set_={
+                "runs": S.runs + new.runs,
+                "failures": S.failures + new.failures,
+                "best_seq": case((better, new.best_seq), else_=S.best_seq),
+                "best_score": case((better, new.best_score), else_=S.best_score),
+                "latest_seq": case((newer, new.latest_seq), else_=S.latest_seq),
+                "latest_created": case((newer, new.latest_created), else_=S.latest_created),
+            },
+        )
+    return _upserts[dialect]
+
+
+def record_insert(conn: Connection, seq: int, row: dict[str, Any], kernels: Iterable[str]) -> None:
+    """Fold a newly inserted experiment into the digest of each of its kernels."""
+    usable = not row["is_buggy"] and row["score"] is not None
+    params = [
+        {
+            "workspace": row["workspace"],
+            "kernel": kernel,
+            "runs": 1,
+            "failures": int(is_failure(row["is_buggy"], row["status"])),
+            "best_seq": seq if usable else None,
+            "best_score": row["score"] if usable else None,
+            "latest_seq": seq,
+            "latest_created": row["created_at"],
+        }
+        for kernel in kernels
+    ]
+    if params:
+        conn.execute(_upsert_statement(conn.dialect.name), params)
+
+
+def affected_pairs(conn: Connection, seqs: Iterable[int]) -> set[tuple[str, str]]:
+    seq_list = list(seqs)
+    if not seq_list:
+        return set()
+    rows = conn.execute(select(K.workspace, K.kernel).where(K.exp_seq.in_(seq_list))).all()
+    return {(w, k) for w, k in rows}
+
+
+def compute_digest(conn: Connection, workspace: str, kernel: str) -> dict[str, Any] | None:
+    """A kernel's digest computed from its history (None when it has no experiments)."""
+    rows = conn.execute(
+        select(E.seq, E.score, E.is_buggy, E.status, E.created_at)
+        .select_from(experiment_kernels.join(experiments, E.seq == K.exp_seq))
+        .where(and_(K.workspace == workspace, K.kernel == kernel))
+        .order_by(E.seq)
+    ).all()
+    if not rows:
+        return None
+    best = None
+    latest = rows[0]
+    for row in rows:
+        if not row.is_buggy and row.score is not None and (best is None or row.score >= best.score):
+            best = row
+        if row.created_at >= latest.created_at:
+            latest = row
+    return {
+        "workspace": workspace,
+        "kernel": kernel,
+        "runs": len(rows),
+        "failures": sum(1 for r in rows if is_failure(r.is_buggy, r.status)),
+        "best_seq": best.seq if best else None,
+        "best_score": best.score if best else None,
+        "latest_seq": latest.seq,
+        "latest_created": latest.created_at,
+    }
+
+
+def recompute(conn: Connection, pairs: Iterable[tuple[str, str]]) -> None:
+    """Rebuild the digest of the given (workspace, kernel) pairs from their history."""
+    for workspace, kernel in pairs:
+        conn.execute(delete(kernel_stats).where(and_(S.workspace == workspace, S.kernel == kernel)))
+        digest = compute_digest(conn, workspace, kernel)
+        if digest is not None:
+            conn.execute(insert(kernel_stats).values(**digest))
+
+
+def all_pairs(conn: Connection) -> list[tuple[str, str]]:
+    return [(w, k) for w, k in conn.execute(select(K.workspace, K.kernel).distinct()).all()]
+
+
+def recompute_all(conn: Connection) -> None:
+    recompute(conn, all_pairs(conn))
