@@ -26,7 +26,7 @@ def is_failure(is_buggy: bool, status: str) -> bool:
     return bool(is_buggy) or status in _FAILED_STATUSES
 
 
-def _upsert_statement(dialect: str) -> Any:
+def upsert_statement(dialect: str) -> Any:
     """INSERT ... ON CONFLICT DO UPDATE that folds one new experiment into a kernel's digest."""
     if dialect not in _upserts:
         module = sqlite if dialect == "sqlite" else postgresql
@@ -65,7 +65,7 @@ def record_insert(conn: Connection, seq: int, row: dict[str, Any], kernels: Iter
         for kernel in kernels
     ]
     if params:
-        conn.execute(_upsert_statement(conn.dialect.name), params)
+        conn.execute(upsert_statement(conn.dialect.name), params)
 
 
 def affected_pairs(conn: Connection, seqs: Iterable[int]) -> set[tuple[str, str]]:

@@ -10,9 +10,11 @@ per process id, so a store object survives `fork()` without sharing a connection
 from __future__ import annotations
 
 import contextlib
+import functools
 import json
 import math
 import os
+import sqlite3
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
@@ -252,6 +254,9 @@ class ExperimentStore:
         return record
 
     def _insert(self, conn: Connection, record: KernelExperiment) -> None:
+        if self.is_sqlite:
+            self._insert_sqlite_fast(conn, record)
+            return
         try:
             with conn.begin_nested() if not self.is_sqlite else contextlib.nullcontext():
                 # Values as parameters, not embedded in the statement: the compiled
@@ -260,6 +265,43 @@ class ExperimentStore:
         except IntegrityError:
             raise DuplicateExperiment(f"experiment with id '{record.id}' already exists") from None
         self._insert_kernels(conn, seq, record)
+
+    def _insert_sqlite_fast(self, conn: Connection, record: KernelExperiment) -> None:
+        """The hot path of `create_experiment` on SQLite: the same three statements, run on
+        the driver connection inside the transaction SQLAlchemy opened. Per-statement
+        overhead of the Core execution layer dominated insert time (~0.15 ms each)."""
+        row = _experiment_to_row(record)
+        raw = conn.connection.driver_connection
+        cursor = raw.cursor()
+        try:
+            try:
+                cursor.execute(_sqlite_insert_sql(tuple(row)), row)
+            except sqlite3.IntegrityError:
+                raise DuplicateExperiment(f"experiment with id '{record.id}' already exists") from None
+            seq = cursor.lastrowid
+            kernels = list(dict.fromkeys(record.kernels))
+            if kernels:
+                cursor.executemany(
+                    "INSERT INTO experiment_kernels (exp_seq, workspace, kernel) VALUES (?, ?, ?)",
+                    [(seq, record.workspace, kernel) for kernel in kernels],
+                )
+                sql, order = _sqlite_stats_upsert()
+                usable = not record.is_buggy and record.score is not None
+                failed = int(stats.is_failure(record.is_buggy, record.status))
+                values = {
+                    "workspace": record.workspace,
+                    "runs": 1,
+                    "failures": failed,
+                    "best_seq": seq if usable else None,
+                    "best_score": record.score if usable else None,
+                    "latest_seq": seq,
+                    "latest_created": record.created_at,
+                }
+                cursor.executemany(
+                    sql, [tuple({**values, "kernel": k}[name] for name in order) for k in kernels]
+                )
+        finally:
+            cursor.close()
 
     @staticmethod
     def _insert_kernels(conn: Connection, seq: int, record: KernelExperiment, fold: bool = True) -> None:
@@ -573,6 +615,22 @@ class ExperimentStore:
             for key in sorted(set(stored) | set(fresh))
             if stored.get(key) != fresh.get(key)
         ]
+
+
+@functools.cache
+def _sqlite_insert_sql(columns: tuple[str, ...]) -> str:
+    names = ", ".join(columns)
+    params = ", ".join(f":{c}" for c in columns)
+    return f"INSERT INTO experiments ({names}) VALUES ({params})"
+
+
+@functools.cache
+def _sqlite_stats_upsert() -> tuple[str, tuple[str, ...]]:
+    """The kernel_stats upsert compiled once for SQLite, with its parameter order."""
+    from sqlalchemy.dialects import sqlite as sqlite_dialect
+
+    compiled = stats.upsert_statement("sqlite").compile(dialect=sqlite_dialect.dialect())
+    return str(compiled), tuple(compiled.positiontup or ())
 
 
 def _sqlite_on_connect(dbapi_connection: Any, _record: Any) -> None:
