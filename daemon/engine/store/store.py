@@ -603,7 +603,9 @@ class ExperimentStore:
         )
         with self._reading() as conn:
             rows = conn.execute(query).all()
-        return [KernelSummary.model_validate(dict(row._mapping)) for row in rows]
+        # Rows come from the store's own columns, already validated on write: construct
+        # without re-validating (this query runs on every lens refresh).
+        return [KernelSummary.model_construct(**dict(row._mapping)) for row in rows]
 
     def kernel_stats_mismatches(self) -> list[str]:
         """Where the digest disagrees with a recomputation from history ([] when consistent)."""
