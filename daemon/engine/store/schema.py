@@ -61,8 +61,6 @@ experiments = Table(
     Index("ix_experiments_operator", "operator_sig", "is_buggy", "score"),
     Index("ix_experiments_pid", "pid"),
     Index("ix_experiments_workspace", "workspace", "created_at"),
-    Index("ix_experiments_dtype", "dtype_sig"),
-    Index("ix_experiments_base_commit", "base_commit"),
 )
 
 # One row per (experiment, kernel) so per-kernel queries use an index, not JSON.
@@ -74,7 +72,6 @@ experiment_kernels = Table(
     Column("kernel", String(200), nullable=False),
     Index("ix_kernels_lookup", "workspace", "kernel", "exp_seq"),
     Index("ix_kernels_exp", "exp_seq"),
-    Index("ix_kernels_kernel", "kernel"),
 )
 
 
