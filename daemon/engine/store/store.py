@@ -383,6 +383,11 @@ class ExperimentStore:
             if batch:
                 touched |= self._import_batch(conn, batch, replace, counts)
             stats.recompute(conn, touched)
+        if self.is_sqlite and counts["inserted"] + counts["replaced"] > 1000:
+            # A bulk import leaves its pages in the WAL; fold them into the database now
+            # rather than charging the next small commit with a large checkpoint.
+            with self._reading() as conn:
+                conn.exec_driver_sql("PRAGMA wal_checkpoint(TRUNCATE)")
         return counts
 
     def _import_batch(
