@@ -4,7 +4,7 @@ are plain data with no behaviour beyond simple derived values."""
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -90,6 +90,11 @@ class ReadmeInfo(_Data):
     stop_conditions: list[StopCondition] = Field(default_factory=list)
     machine_block: bool = Field(
         default=False, description="a ```kernelscope block was found and took precedence"
+    )
+    bench: dict[str, Any] = Field(
+        default_factory=dict,
+        description="benchmark settings from the ```kernelscope block: entry_point, reference, "
+        "baseline, gate_command, timeout_s",
     )
     targets_digest: str = Field(
         default="", description="sha256 of the target, stop-condition and hardware-spec text"

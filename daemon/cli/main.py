@@ -12,6 +12,7 @@ import sys
 import typer
 
 from kernelscope.daemon.cli import exp, memory, output
+from kernelscope.daemon.cli.bench import bench_command
 from kernelscope.daemon.cli.workspace import workspace_command
 from kernelscope.daemon.engine.errors import KernelscopeError
 
@@ -25,6 +26,7 @@ app = typer.Typer(
 app.add_typer(memory.app, name="memory")
 app.add_typer(exp.app, name="exp")
 app.command("workspace")(workspace_command)
+app.command("bench")(bench_command)
 
 EXIT_OK, EXIT_USAGE, EXIT_DATA = 0, 1, 2
 CLICK_USAGE_STATUS = 2  # what click/typer exit with on a usage error
@@ -37,14 +39,18 @@ def main(argv: list[str] | None = None) -> None:
     status 2 is a usage error, because engine errors propagate as exceptions, so 2 from
     typer is mapped to 1 and engine errors get their own status.
     """
+    args = sys.argv[1:] if argv is None else argv
+    # `kernelscope bench` documents 2 for usage errors (its 1 would be ambiguous with a
+    # kernel's own exit statuses in scripts); every other command uses 1.
+    usage_status = 2 if args[:1] == ["bench"] else EXIT_USAGE
     try:
-        app(args=argv, prog_name="kernelscope")
+        app(args=args, prog_name="kernelscope")
     except SystemExit as exc:
         code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else EXIT_USAGE)
-        sys.exit(EXIT_USAGE if code == CLICK_USAGE_STATUS else code)
+        sys.exit(usage_status if code == CLICK_USAGE_STATUS else code)
     except KernelscopeError as exc:
         output.error(str(exc))
-        sys.exit(exc.exit_code)
+        sys.exit(usage_status if exc.exit_code == EXIT_USAGE else exc.exit_code)
     except KeyboardInterrupt:
         output.error("interrupted")
         sys.exit(130)

@@ -355,6 +355,10 @@ def _apply_machine_block(info: ReadmeInfo, body: str, line: int) -> None:
             if isinstance(threshold, (int, float)):
                 threshold = {"value": threshold}
             info.correctness_threshold = CorrectnessThreshold.model_validate({"line": line, **threshold})
+        if "bench" in data:
+            if not isinstance(data["bench"], dict):
+                raise ValueError("bench must be an object")
+            info.bench = data["bench"]
         if "hardware_specs" in data:
             info.hardware_specs = [
                 HardwareSpec.model_validate({"line": line, **item})

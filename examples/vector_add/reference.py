@@ -2,6 +2,12 @@
 
 import torch
 
+# Small shapes for the CPU interpreter (TRITON_INTERPRET=1): correctness, not speed.
+CPU_CONFIGS = [
+    {"name": "n=4096", "n": 4096, "dtype": "float32"},
+    {"name": "n=5000", "n": 5000, "dtype": "float16"},
+]
+
 CONFIGS = [
     {"name": "n=98304", "n": 98304, "dtype": "float32"},
     {"name": "n=1048576", "n": 1048576, "dtype": "float32"},
@@ -22,7 +28,7 @@ def reference(x, y):
 
 
 def bytes_moved(config):
-    return 3 * config["n"] * torch.tensor([], dtype=getattr(torch, config["dtype"])).element_size()
+    return 3 * config["n"] * getattr(torch, config["dtype"]).itemsize
 
 
 def flops(config):

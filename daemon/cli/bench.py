@@ -1,0 +1,132 @@
+"""`kernelscope bench`: run the harness on a workspace and print the result.
+
+Exit statuses: 0 the gate passed, 3 it failed (wrong result, a cheat, a crash, a hang, a
+compile error), 2 a usage or setup error (no such workspace, no reference module, a
+configuration the CPU interpreter cannot run).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+
+from kernelscope.daemon.cli import output
+from kernelscope.daemon.engine.bench import BenchRequest, run_benchmark
+from kernelscope.protocol.bench import BenchResult
+
+EXIT_PASS, EXIT_SETUP, EXIT_GATE_FAILED = 0, 2, 3
+_SETUP_KINDS = {"setup", "unsupported"}
+
+
+def exit_status(result: BenchResult) -> int:
+    if result.passed:
+        return EXIT_PASS
+    if result.error is not None and result.error.kind in _SETUP_KINDS:
+        return EXIT_SETUP
+    return EXIT_GATE_FAILED
+
+
+def bench_command(
+    workspace: Annotated[Path, typer.Option("--workspace", "-w", help="Workspace directory.")] = Path("."),
+    candidate: Annotated[
+        Optional[Path],  # noqa: UP045 - typer reads the annotation at runtime
+        typer.Option("--candidate", "-c", help="Kernel file to measure (default: kernel.py)."),
+    ] = None,
+    baseline: Annotated[
+        Optional[str],  # noqa: UP045
+        typer.Option("--baseline", help="'reference' or a kernel file (default: baseline.py if present)."),
+    ] = None,
+    entry: Annotated[Optional[str], typer.Option("--entry", help="Entry point (default kernel_fn).")] = None,  # noqa: UP045
+    mode: Annotated[str, typer.Option("--mode", help="auto, gpu or interpreter.")] = "auto",
+    python: Annotated[
+        Optional[str],  # noqa: UP045
+        typer.Option(
+            "--python", help="Interpreter with torch/triton (default: $KERNELSCOPE_BENCH_PYTHON or this one)."
+        ),
+    ] = None,
+    seeds: Annotated[int, typer.Option("--seeds", min=1, help="Input seeds per configuration.")] = 3,
+    timeout: Annotated[float, typer.Option("--timeout", min=1, help="Wall-clock limit in seconds.")] = 900.0,
+    memory_limit_mb: Annotated[
+        Optional[int],  # noqa: UP045
+        typer.Option("--memory-limit-mb", min=64, help="Address-space cap for the benchmark process."),
+    ] = None,
+    gate_command: Annotated[
+        Optional[str],  # noqa: UP045
+        typer.Option("--gate-command", help="The workspace's own gate, e.g. 'python test_kernel.py'."),
+    ] = None,
+    json_out: Annotated[bool, typer.Option("--json", help="Print the BenchResult as JSON.")] = False,
+) -> None:
+    """Benchmark and gate the kernel: correctness on several seeds, then A/B timing."""
+    if mode not in ("auto", "gpu", "interpreter"):
+        raise typer.BadParameter("must be auto, gpu or interpreter", param_hint="--mode")
+    result = run_benchmark(
+        BenchRequest(
+            workspace=workspace,
+            candidate=candidate,
+            baseline=baseline,
+            entry=entry,
+            mode=mode,
+            python=python,
+            timeout_s=timeout,
+            memory_limit_mb=memory_limit_mb,
+            seeds=seeds,
+            gate_command=gate_command,
+        )
+    )
+    if json_out:
+        print(result.model_dump_json(indent=2))
+    else:
+        print_result(result)
+    raise typer.Exit(exit_status(result))
+
+
+def print_result(result: BenchResult) -> None:
+    verdict = "PASS" if result.passed else ("FAIL" if result.status != "unsupported" else "UNSUPPORTED")
+    output.info(f"{verdict}  mode={result.mode}  candidate={result.candidate}  baseline={result.baseline}")
+    if result.configs:
+        output.print_table(
+            None,
+            [
+                "config",
+                "gate",
+                "rel_err",
+                "candidate ms",
+                "baseline ms",
+                "speedup",
+                "GB/s",
+                "TFLOP/s",
+                "% peak",
+            ],
+            [
+                [
+                    c.name,
+                    "pass" if c.passed else "FAIL",
+                    output.fmt(c.rel_err, ".2e"),
+                    output.fmt(c.candidate_ms, ".4f"),
+                    output.fmt(c.baseline_ms, ".4f"),
+                    output.fmt(c.speedup, ".3f", "x"),
+                    output.fmt(c.gbps, ".1f"),
+                    output.fmt(c.tflops, ".2f"),
+                    output.fmt(
+                        (c.bandwidth_fraction or c.tflops_fraction)
+                        and 100 * (c.bandwidth_fraction or c.tflops_fraction or 0),
+                        ".1f",
+                        "%",
+                    ),
+                ]
+                for c in result.configs
+            ],
+        )
+    if result.score is not None:
+        ci = f" (95% CI {result.score_ci[0]:.3f}-{result.score_ci[1]:.3f})" if result.score_ci else ""
+        output.info(
+            f"score (geometric-mean speedup): {result.score:.3f}x{ci}{'  NOISY' if result.noisy else ''}"
+        )
+    if result.error:
+        output.error(f"[{result.error.kind}] {result.error.message}")
+        if result.error.stderr_tail:
+            output.stderr.print(result.error.stderr_tail[-1500:], markup=False)
+    for message in result.messages:
+        output.warn(message)

@@ -1,0 +1,363 @@
+"""Runs the benchmark harness in a child process and reads its `BenchResult`.
+
+The daemon and the CLI never import torch, triton or the user's kernel: they start
+`python -m kernelscope.kernels.runner` with the workspace's interpreter (configurable, since
+kernel engineers keep torch/triton/CUDA in their own environment) in its own process group,
+with a wall-clock timeout, an optional memory cap and its output going to files (so a kernel
+that prints gigabytes cannot fill the caller's memory). Whatever happens to the child, the
+caller gets a `BenchResult`: a crash, a hang or an OOM kill is classified, with the tail of
+the child's stderr.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import shlex
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from pydantic import ValidationError
+
+from kernelscope.daemon.engine.errors import UsageError
+from kernelscope.daemon.engine.readme_parser import parse_readme_file
+from kernelscope.protocol.bench import BenchError, BenchResult, ConfigResult
+from kernelscope.protocol.workspace import ReadmeInfo
+
+STDERR_TAIL_BYTES = 4000
+ENV_PYTHON = "KERNELSCOPE_BENCH_PYTHON"
+
+
+@dataclass
+class BenchRequest:
+    """What to benchmark. Paths default from the workspace and its README's block."""
+
+    workspace: Path
+    candidate: Path | None = None  # default: WORKSPACE/kernel.py
+    baseline: str | None = None  # 'reference', a kernel file; default baseline.py if present
+    reference: Path | None = None  # default: WORKSPACE/reference.py
+    entry: str | None = None  # default: kernel_fn
+    mode: str = "auto"  # auto | gpu | interpreter
+    python: str | None = None  # default: $KERNELSCOPE_BENCH_PYTHON or this interpreter
+    timeout_s: float = 900.0
+    memory_limit_mb: int | None = None
+    seeds: int = 3
+    gate_command: str | None = None
+    gate_timeout_s: float = 600.0
+    extra_args: list[str] = field(default_factory=list)
+
+
+def _peaks(readme: ReadmeInfo) -> tuple[float | None, float | None]:
+    """Peak bandwidth (GB/s) and TFLOPS from the README's hardware specs, if cited."""
+    bandwidth = tflops = None
+    dtype = (readme.target.dtype or "").lower()
+    for spec in readme.hardware_specs:
+        if not spec.known or spec.value is None or not spec.unit:
+            continue
+        unit = spec.unit.lower()
+        if unit in ("tb/s", "gb/s") and bandwidth is None and "l2" not in spec.metric.lower():
+            bandwidth = spec.value * (1000.0 if unit == "tb/s" else 1.0)
+        if unit in ("t", "tflops", "tflop/s") and (
+            tflops is None or (dtype and dtype in spec.metric.lower())
+        ):
+            tflops = spec.value
+    return bandwidth, tflops
+
+
+def _resolve(request: BenchRequest) -> tuple[BenchRequest, ReadmeInfo | None]:
+    workspace = request.workspace.expanduser().resolve()
+    if not workspace.is_dir():
+        raise UsageError(f"workspace {workspace} does not exist")
+    readme = parse_readme_file(workspace / "README.md") if (workspace / "README.md").is_file() else None
+    settings = readme.bench if readme else {}
+    candidate = (request.candidate or workspace / "kernel.py").expanduser().resolve()
+    if not candidate.is_file():
+        raise UsageError(f"candidate {candidate} does not exist")
+    baseline = request.baseline or settings.get("baseline")
+    if baseline is None:
+        baseline = str(workspace / "baseline.py") if (workspace / "baseline.py").is_file() else "reference"
+    if baseline != "reference":
+        path = Path(baseline).expanduser()
+        if not path.is_absolute() and not path.exists():
+            path = workspace / path  # relative to the workspace (README block) if not to cwd
+        if not path.is_file():
+            raise UsageError(f"baseline {path} does not exist")
+        baseline = str(path.resolve())
+    reference = request.reference or (workspace / settings.get("reference", "reference.py"))
+    resolved = BenchRequest(
+        workspace=workspace,
+        candidate=candidate,
+        baseline=baseline,
+        reference=Path(reference).resolve(),
+        entry=request.entry or settings.get("entry_point", "kernel_fn"),
+        mode=request.mode,
+        python=request.python or os.environ.get(ENV_PYTHON) or sys.executable,
+        timeout_s=float(settings.get("timeout_s", request.timeout_s)),
+        memory_limit_mb=request.memory_limit_mb,
+        seeds=request.seeds,
+        gate_command=request.gate_command or settings.get("gate_command"),
+        gate_timeout_s=request.gate_timeout_s,
+        extra_args=list(request.extra_args),
+    )
+    return resolved, readme
+
+
+def _tail(path: Path) -> str:
+    with contextlib.suppress(OSError), path.open("rb") as handle:
+        handle.seek(0, os.SEEK_END)
+        size = handle.tell()
+        handle.seek(max(0, size - STDERR_TAIL_BYTES))
+        return handle.read().decode("utf-8", errors="replace")
+    return ""
+
+
+def _limit_memory(megabytes: int | None):  # type: ignore[no-untyped-def]
+    def apply() -> None:
+        if megabytes:
+            import resource
+
+            limit = megabytes * 1024 * 1024
+            resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
+
+    return apply
+
+
+@dataclass
+class ChildOutcome:
+    returncode: int | None
+    timed_out: bool
+    cancelled: bool
+    output_tail: str
+    duration_s: float
+
+
+def run_child(
+    argv: list[str],
+    cwd: Path,
+    timeout_s: float,
+    memory_limit_mb: int | None = None,
+    cancel: threading.Event | None = None,
+    env: dict[str, str] | None = None,
+) -> ChildOutcome:
+    """Run a command in its own process group with a timeout; output goes to a file."""
+    started = time.perf_counter()
+    with tempfile.TemporaryDirectory(prefix="kernelscope-child-") as tmp:
+        log = Path(tmp) / "output.log"
+        with log.open("wb") as sink:
+            process = subprocess.Popen(
+                argv,
+                cwd=cwd,
+                stdin=subprocess.DEVNULL,
+                stdout=sink,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
+                preexec_fn=_limit_memory(memory_limit_mb) if memory_limit_mb else None,
+                env=env,
+            )
+            timed_out = cancelled = False
+            deadline = started + timeout_s
+            while True:
+                try:
+                    process.wait(timeout=0.05)
+                    break
+                except subprocess.TimeoutExpired:
+                    pass
+                if cancel is not None and cancel.is_set():
+                    cancelled = True
+                elif time.perf_counter() > deadline:
+                    timed_out = True
+                else:
+                    continue
+                with contextlib.suppress(ProcessLookupError):
+                    os.killpg(process.pid, signal.SIGKILL)
+                process.wait()
+                break
+            # Reap anything the child left in its group (a forked grandchild).
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(process.pid, signal.SIGKILL)
+        return ChildOutcome(
+            process.returncode, timed_out, cancelled, _tail(log), time.perf_counter() - started
+        )
+
+
+def _failure(request: BenchRequest, kind: str, message: str, **extra: Any) -> BenchResult:
+    return BenchResult(
+        status="error",
+        passed=False,
+        mode=request.mode if request.mode in ("gpu", "interpreter") else "interpreter",  # type: ignore[arg-type]
+        workspace=str(request.workspace),
+        candidate=str(request.candidate),
+        baseline=str(request.baseline),
+        entry_point=str(request.entry),
+        error=BenchError(kind=kind, message=message, **extra),  # type: ignore[arg-type]
+    )
+
+
+def _classify_death(request: BenchRequest, outcome: ChildOutcome) -> BenchResult:
+    tail = outcome.output_tail
+    if outcome.timed_out:
+        return _failure(
+            request,
+            "timeout",
+            f"the benchmark ran past its {request.timeout_s:g} s limit and was killed",
+            stderr_tail=tail,
+        )
+    if outcome.cancelled:
+        return _failure(request, "timeout", "the benchmark was cancelled", stderr_tail=tail)
+    code = outcome.returncode or 0
+    if code < 0:
+        name = signal.Signals(-code).name if -code in signal.valid_signals() else f"signal {-code}"
+        if -code == signal.SIGKILL:
+            return _failure(
+                request,
+                "out_of_memory",
+                "the benchmark process was killed (SIGKILL), most likely for running out of memory",
+                stderr_tail=tail,
+                exit_code=code,
+            )
+        return _failure(
+            request,
+            "crash",
+            f"the benchmark process died with {name} (a crash in the kernel or a library)",
+            stderr_tail=tail,
+            exit_code=code,
+        )
+    if "MemoryError" in tail or "out of memory" in tail.lower():
+        return _failure(
+            request,
+            "out_of_memory",
+            "the benchmark process ran out of memory",
+            stderr_tail=tail,
+            exit_code=code,
+        )
+    return _failure(
+        request,
+        "exception",
+        f"the benchmark process exited with status {code} without a result",
+        stderr_tail=tail,
+        exit_code=code,
+    )
+
+
+def run_gate_command(request: BenchRequest, cancel: threading.Event | None = None) -> BenchResult | None:
+    """The workspace's own gate (e.g. `python test_kernel.py`): exit 0 passes.
+
+    When the command prints a JSON object on its last JSON line,
+    `{"passed": bool, "message": str, "configs": [{"name", "passed", "max_abs_err",
+    "max_rel_err", "message"}]}`, those details are kept. None when no command is set.
+    """
+    if not request.gate_command:
+        return None
+    argv = shlex.split(request.gate_command)
+    outcome = run_child(argv, request.workspace, request.gate_timeout_s, request.memory_limit_mb, cancel)
+    details: dict[str, Any] = {}
+    for line in reversed(outcome.output_tail.splitlines()):
+        line = line.strip()
+        if line.startswith("{"):
+            with contextlib.suppress(json.JSONDecodeError):
+                details = json.loads(line)
+                break
+    configs = []
+    for item in details.get("configs", []) if isinstance(details.get("configs"), list) else []:
+        with contextlib.suppress(ValidationError, TypeError):
+            configs.append(
+                ConfigResult(
+                    name=str(item.get("name", "?")),
+                    passed=bool(item.get("passed", False)),
+                    max_abs_err=item.get("max_abs_err"),
+                    max_rel_err=item.get("max_rel_err"),
+                )
+            )
+    passed = outcome.returncode == 0 and not outcome.timed_out and not outcome.cancelled
+    if passed:
+        return BenchResult(
+            status="ok",
+            passed=True,
+            mode="interpreter" if request.mode != "gpu" else "gpu",
+            workspace=str(request.workspace),
+            candidate=str(request.candidate),
+            baseline=str(request.baseline),
+            entry_point=str(request.entry),
+            configs=configs,
+            messages=[f"gate command passed: {request.gate_command}"],
+        )
+    if outcome.timed_out:
+        message = f"gate command timed out after {request.gate_timeout_s:g} s: {request.gate_command}"
+    else:
+        message = str(
+            details.get("message")
+            or f"gate command exited with status {outcome.returncode}: {request.gate_command}"
+        )
+    result = _failure(
+        request, "gate_command", message, stderr_tail=outcome.output_tail, exit_code=outcome.returncode
+    )
+    result.status = "gate_failed"
+    result.configs = configs
+    return result
+
+
+def run_benchmark(request: BenchRequest, cancel: threading.Event | None = None) -> BenchResult:
+    """Gate command (if any), then the harness runner; always returns a BenchResult."""
+    resolved, readme = _resolve(request)
+    gate = run_gate_command(resolved, cancel)
+    if gate is not None and not gate.passed:
+        return gate
+    if not resolved.reference or not resolved.reference.is_file():
+        if gate is not None:
+            gate.messages.append(f"no {resolved.reference} in the workspace: correctness only, no timing")
+            return gate
+        raise UsageError(f"no reference module {resolved.reference} (see the README's benchmark contract)")
+    peak_gbps, peak_tflops = _peaks(readme) if readme else (None, None)
+    with tempfile.TemporaryDirectory(prefix="kernelscope-bench-") as tmp:
+        output = Path(tmp) / "result.json"
+        argv = [
+            str(resolved.python),
+            "-m",
+            "kernelscope.kernels.runner",
+            "--workspace",
+            str(resolved.workspace),
+            "--candidate",
+            str(resolved.candidate),
+            "--baseline",
+            str(resolved.baseline),
+            "--reference",
+            str(resolved.reference),
+            "--entry",
+            str(resolved.entry),
+            "--mode",
+            resolved.mode,
+            "--seeds",
+            str(resolved.seeds),
+            "--output",
+            str(output),
+        ]
+        if readme and readme.correctness_threshold:
+            argv += ["--rel-err", str(readme.correctness_threshold.value)]
+        if peak_gbps:
+            argv += ["--peak-gbps", str(peak_gbps)]
+        if peak_tflops:
+            argv += ["--peak-tflops", str(peak_tflops)]
+        argv += resolved.extra_args
+        outcome = run_child(argv, resolved.workspace, resolved.timeout_s, resolved.memory_limit_mb, cancel)
+        if outcome.timed_out or outcome.cancelled or not output.is_file():
+            return _classify_death(resolved, outcome)
+        try:
+            result = BenchResult.model_validate_json(output.read_text(encoding="utf-8"))
+        except (ValidationError, OSError) as exc:
+            return _failure(
+                resolved,
+                "setup",
+                f"the runner wrote an unreadable result: {exc}",
+                stderr_tail=outcome.output_tail,
+            )
+    if gate is not None:
+        result.messages.insert(0, f"gate command passed: {resolved.gate_command}")
+    return result

@@ -1,0 +1,388 @@
+"""The benchmark runner: `python -m kernelscope.kernels.runner ...`, always in a child process.
+
+It imports torch, triton and the user's kernel, so it never runs inside the daemon: the
+launcher (`kernelscope.daemon.engine.bench`) starts it with the workspace's interpreter,
+a timeout and a memory cap, and reads the one JSON `BenchResult` it writes to `--output`.
+Anything the kernel does wrong becomes a classified failure in that result; if the process
+itself dies (segfault, abort, timeout, OOM kill) the launcher classifies that.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import platform
+import statistics
+import sys
+import tempfile
+import time
+import traceback
+from pathlib import Path
+from typing import Any
+
+
+def _parse_args(argv: list[str] | None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(prog="python -m kernelscope.kernels.runner")
+    parser.add_argument("--workspace", type=Path, required=True)
+    parser.add_argument("--candidate", type=Path, required=True, help="kernel file to measure")
+    parser.add_argument("--baseline", default="reference", help="'reference' or a kernel file")
+    parser.add_argument("--reference", type=Path, default=None, help="default: WORKSPACE/reference.py")
+    parser.add_argument("--entry", default="kernel_fn")
+    parser.add_argument("--mode", choices=["auto", "gpu", "interpreter"], default="auto")
+    parser.add_argument("--seeds", type=int, default=3)
+    parser.add_argument("--rel-err", type=float, default=None, help="README correctness threshold")
+    parser.add_argument("--peak-gbps", type=float, default=None)
+    parser.add_argument("--peak-tflops", type=float, default=None)
+    parser.add_argument("--warmup-ms", type=float, default=25.0)
+    parser.add_argument("--rep-ms", type=float, default=100.0)
+    parser.add_argument("--rounds", type=int, default=2, help="ABBA rounds per configuration")
+    parser.add_argument("--interpreter-reps", type=int, default=3)
+    parser.add_argument("--cuda-graph", action="store_true")
+    parser.add_argument("--noisy-threshold", type=float, default=0.05)
+    parser.add_argument("--config", action="append", default=None, help="only these config names")
+    parser.add_argument("--output", default="-", help="file for the JSON result ('-': stdout)")
+    return parser.parse_args(argv)
+
+
+def _select_mode(requested: str) -> str:
+    """Decide gpu vs interpreter before triton is imported (TRITON_INTERPRET is read then)."""
+    if requested == "interpreter" or os.environ.get("TRITON_INTERPRET") == "1":
+        os.environ["TRITON_INTERPRET"] = "1"
+        return "interpreter"
+    import torch
+
+    if torch.cuda.is_available():
+        return "gpu"
+    if requested == "gpu":
+        raise RuntimeError("--mode gpu was asked for but torch sees no CUDA device")
+    os.environ["TRITON_INTERPRET"] = "1"
+    return "interpreter"
+
+
+def _env(mode: str) -> dict[str, Any]:
+    import torch
+
+    env: dict[str, Any] = {
+        "mode": mode,
+        "python": platform.python_version(),
+        "platform": platform.platform(),
+        "torch": torch.__version__,
+        "cuda": torch.version.cuda,
+    }
+    try:
+        import triton
+
+        env["triton"] = triton.__version__
+    except Exception as exc:  # reported, not fatal
+        env["triton"] = f"unavailable: {exc}"
+    if mode == "gpu":
+        env["gpu"] = torch.cuda.get_device_name()
+        props = torch.cuda.get_device_properties(0)
+        env["gpu_memory_gb"] = round(props.total_memory / 2**30, 1)
+        env["compute_capability"] = f"{props.major}.{props.minor}"
+        try:
+            import subprocess
+
+            env["driver"] = (
+                subprocess.run(
+                    ["nvidia-smi", "--query-gpu=driver_version", "--format=csv,noheader"],
+                    capture_output=True,
+                    text=True,
+                    timeout=10,
+                )
+                .stdout.strip()
+                .splitlines()[0]
+            )
+        except Exception:
+            env["driver"] = None
+    else:
+        env["cpu_count"] = os.cpu_count()
+    return env
+
+
+def _classify(exc: BaseException) -> str:
+    import torch
+
+    if isinstance(exc, (MemoryError, torch.cuda.OutOfMemoryError)):
+        return "out_of_memory"
+    if isinstance(exc, RuntimeError) and any(
+        text in str(exc).lower() for text in ("can't allocate memory", "out of memory")
+    ):
+        return "out_of_memory"
+    module = type(exc).__module__ or ""
+    if module.startswith("triton.compiler") or type(exc).__name__ in (
+        "CompilationError",
+        "CompileTimeAssertionFailure",
+    ):
+        return "compile"
+    return "exception"
+
+
+def _sync(mode: str) -> None:
+    if mode == "gpu":
+        import torch
+
+        torch.cuda.synchronize()
+
+
+class _Runner:
+    def __init__(self, args: argparse.Namespace, mode: str) -> None:
+        self.args = args
+        self.mode = mode
+        self.device = "cuda" if mode == "gpu" else "cpu"
+
+    # -- timing ---------------------------------------------------------------------------
+
+    def _samples(self, fn: Any, inputs: tuple[Any, ...]) -> list[float]:
+        if self.mode == "gpu":
+            from triton.testing import do_bench, do_bench_cudagraph
+
+            call = lambda: fn(*inputs)  # noqa: E731
+            if self.args.cuda_graph:
+                times = do_bench_cudagraph(call, rep=self.args.rep_ms, return_mode="all")
+            else:
+                # do_bench's warmup/rep are milliseconds; it flushes L2 between runs;
+                # return_mode="all" gives every sample (the default would be the mean).
+                times = do_bench(call, warmup=self.args.warmup_ms, rep=self.args.rep_ms, return_mode="all")
+            return [float(t) for t in times]
+        samples = []
+        for _ in range(self.args.interpreter_reps):
+            start = time.perf_counter()
+            fn(*inputs)
+            samples.append((time.perf_counter() - start) * 1000.0)
+        return samples
+
+    def time_ab(self, config: dict[str, Any], problem: Any) -> tuple[list[float], list[float]]:
+        """Baseline (A) and candidate (B) interleaved as ABBA per round, so drift cancels."""
+        seed = 0
+        base_inputs = problem.make_inputs(config, seed, self.device)
+        cand_inputs = problem.make_inputs(config, seed, self.device)
+        baseline, candidate = problem.baseline(config), problem.candidate(config)
+        base: list[float] = []
+        cand: list[float] = []
+        for _ in range(max(1, self.args.rounds)):
+            base += self._samples(baseline, base_inputs)
+            cand += self._samples(candidate, cand_inputs)
+            cand += self._samples(candidate, cand_inputs)
+            base += self._samples(baseline, base_inputs)
+        return base, cand
+
+    # -- one configuration ----------------------------------------------------------------
+
+    def run_config(
+        self, config: dict[str, Any], problem: Any
+    ) -> tuple[Any, tuple[list[float], list[float]] | None]:
+        """The config's result and, when it passed the gate, its (baseline, candidate) samples."""
+        from kernelscope.kernels.gate import GateFailure, as_tensor_list, check_outputs, clone_outputs, digest
+        from kernelscope.kernels.stats import bootstrap_ratio_ci
+        from kernelscope.protocol.bench import BenchError, ConfigResult
+
+        name = str(config["name"])
+        params = {k: v for k, v in config.items() if isinstance(v, (str, int, float, bool)) and k != "name"}
+        result = ConfigResult(name=name, params=params, passed=False, seeds=list(range(self.args.seeds)))
+        candidate = problem.candidate(config)
+        seen: list[tuple[list[Any], list[Any]]] = []
+        worst = (0.0, 0.0, 0.0)
+        try:
+            for seed in result.seeds:
+                inputs = problem.make_inputs(config, seed, self.device)
+                ref_inputs = problem.make_inputs(config, seed, self.device)  # fresh for the reference
+                before = digest(inputs)
+                outputs = as_tensor_list(candidate(*inputs), "the candidate")
+                _sync(self.mode)
+                if digest(inputs) != before:
+                    raise GateFailure("cheat", f"the candidate modified its inputs in place (seed {seed})")
+                references = as_tensor_list(problem.reference(config, ref_inputs), "the reference")
+                import torch
+
+                for previous_out, previous_ref in seen:
+                    same_out = all(torch.equal(a, b) for a, b in zip(previous_out, outputs, strict=False))
+                    same_ref = all(torch.equal(a, b) for a, b in zip(previous_ref, references, strict=False))
+                    if same_out and not same_ref:
+                        raise GateFailure(
+                            "cheat",
+                            f"outputs for seed {seed} equal those of an earlier seed although the "
+                            "inputs differ (a cached answer?)",
+                        )
+                max_abs, max_rel, rel_err, rule = check_outputs(
+                    outputs, references, inputs, problem.tolerance(config), self.args.rel_err
+                )
+                worst = (max(worst[0], max_abs), max(worst[1], max_rel), max(worst[2], rel_err))
+                result.tolerance = rule
+                seen.append((clone_outputs(outputs), references))
+        except GateFailure as failure:
+            result.error = BenchError(kind=failure.kind, message=f"{name}: {failure.message}", config=name)  # type: ignore[arg-type]
+            return result, None
+        except Exception as exc:
+            result.error = BenchError(
+                kind=_classify(exc),  # type: ignore[arg-type]
+                message=f"{name}: {type(exc).__name__}: {exc}",
+                config=name,
+                traceback=traceback.format_exc(limit=8),
+            )
+            return result, None
+        result.passed = True
+        result.max_abs_err, result.max_rel_err, result.rel_err = worst
+
+        base, cand = self.time_ab(config, problem)
+        result.baseline_ms, result.candidate_ms = statistics.median(base), statistics.median(cand)
+        result.baseline_samples, result.candidate_samples = len(base), len(cand)
+        result.speedup = result.baseline_ms / result.candidate_ms
+        result.speedup_ci = bootstrap_ratio_ci(base, cand)
+        seconds = result.candidate_ms / 1000.0
+        moved, flops = problem.bytes_moved(config), problem.flops(config)
+        if moved:
+            result.gbps = moved / seconds / 1e9
+            if self.args.peak_gbps:
+                result.bandwidth_fraction = result.gbps / self.args.peak_gbps
+        if flops:
+            result.tflops = flops / seconds / 1e12
+            if self.args.peak_tflops:
+                result.tflops_fraction = result.tflops / self.args.peak_tflops
+        return result, (base, cand)
+
+
+def run(args: argparse.Namespace) -> Any:
+    from kernelscope.protocol.bench import BenchError, BenchResult
+
+    started = time.perf_counter()
+    workspace = args.workspace.resolve()
+    reference_path = (args.reference or workspace / "reference.py").resolve()
+    baseline_path = None if args.baseline == "reference" else Path(args.baseline).resolve()
+    candidate_path = args.candidate.resolve()
+    common = {
+        "workspace": str(workspace),
+        "candidate": str(candidate_path),
+        "baseline": "reference" if baseline_path is None else str(baseline_path),
+        "entry_point": args.entry,
+    }
+
+    try:
+        mode = _select_mode(args.mode)
+    except RuntimeError as exc:
+        return BenchResult(
+            status="error",
+            passed=False,
+            mode="gpu",
+            error=BenchError(kind="setup", message=str(exc)),
+            **common,
+        )
+    env = _env(mode)
+
+    def failure(kind: str, message: str, status: str = "error", tb: str | None = None) -> BenchResult:
+        return BenchResult(
+            status=status,
+            passed=False,
+            mode=mode,
+            env=env,  # type: ignore[arg-type]
+            error=BenchError(kind=kind, message=message, traceback=tb),  # type: ignore[arg-type]
+            duration_s=time.perf_counter() - started,
+            **common,
+        )
+
+    from kernelscope.kernels import interpreter_limits
+    from kernelscope.kernels.problem import KernelBenchProblem, ProblemError, load_problem
+
+    if mode == "interpreter":
+        problems = interpreter_limits.kernel_problems([p for p in (candidate_path, baseline_path) if p])
+        if problems:
+            return failure("unsupported", "; ".join(problems), status="unsupported")
+    try:
+        problem = load_problem(reference_path, candidate_path, baseline_path, args.entry)
+    except ProblemError as exc:
+        return failure("setup", str(exc))
+    except BaseException as exc:  # the kernel (or reference) does not import
+        if isinstance(exc, KeyboardInterrupt):
+            raise
+        tb = traceback.format_exc(limit=8)
+        return failure("compile", f"failed to import: {type(exc).__name__}: {exc}", tb=tb)
+
+    if isinstance(problem, KernelBenchProblem):
+        problem.prepare("cuda" if mode == "gpu" else "cpu")
+    configs = problem.configs(interpreter=mode == "interpreter")
+    if args.config:
+        configs = [c for c in configs if c["name"] in args.config]
+        if not configs:
+            return failure("setup", f"no configuration named {', '.join(args.config)}")
+    if mode == "interpreter":
+        problems = interpreter_limits.config_problems(configs)
+        if problems:
+            return failure("unsupported", "; ".join(problems), status="unsupported")
+
+    runner = _Runner(args, mode)
+    outcomes = [runner.run_config(config, problem) for config in configs]
+    return _summarise(outcomes, mode, env, common, started, args)
+
+
+def _summarise(
+    outcomes: list[tuple[Any, Any]],
+    mode: str,
+    env: dict[str, Any],
+    common: dict[str, Any],
+    started: float,
+    args: argparse.Namespace,
+) -> Any:
+    from kernelscope.kernels.stats import bootstrap_geomean_ci, geomean
+    from kernelscope.protocol.bench import BenchResult
+
+    results = [result for result, _ in outcomes]
+    passed = all(r.passed for r in results)
+    messages = []
+    if mode == "interpreter":
+        messages.append(
+            "interpreter mode (TRITON_INTERPRET=1, CPU): a correctness run; its timings are not GPU "
+            "figures and must not be compared with them"
+        )
+    score = score_ci = None
+    noisy = False
+    if passed and results:
+        samples = [pair for _, pair in outcomes if pair is not None]
+        score = geomean([r.speedup for r in results])
+        score_ci = bootstrap_geomean_ci(samples)
+        widths = [(r.speedup_ci[1] - r.speedup_ci[0]) / r.speedup for r in results if r.speedup_ci]
+        noisy = (score_ci[1] - score_ci[0]) / score > args.noisy_threshold or any(
+            w > 2 * args.noisy_threshold for w in widths
+        )
+        if noisy:
+            messages.append(
+                f"noisy: the 95% interval of the score is {score_ci[0]:.3f}-{score_ci[1]:.3f}; "
+                "re-run or raise --rep-ms/--rounds before trusting small differences"
+            )
+    first_error = next((r.error for r in results if r.error), None)
+    return BenchResult(
+        status="ok" if passed else "gate_failed",
+        passed=passed,
+        mode=mode,  # type: ignore[arg-type]
+        configs=results,
+        score=score,
+        score_ci=score_ci,
+        noisy=noisy,
+        error=first_error,
+        messages=messages,
+        env=env,
+        duration_s=time.perf_counter() - started,
+        **common,
+    )
+
+
+def _write(result: Any, destination: str) -> None:
+    text = result.model_dump_json(indent=2)
+    if destination == "-":
+        print(text)
+        return
+    path = Path(destination)
+    fd, temp = tempfile.mkstemp(dir=path.parent, prefix=".bench-")
+    with os.fdopen(fd, "w") as handle:
+        handle.write(text)
+    os.replace(temp, path)
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = _parse_args(argv)
+    result = run(args)
+    _write(result, args.output)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

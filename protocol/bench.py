@@ -1,0 +1,93 @@
+"""The benchmark result contract: what `python -m kernelscope.kernels.runner` prints.
+
+Versioned (`schema_version`): clients check it before reading. A run either measured
+something (`status` ok or gate_failed) or failed in a classified way (`error.kind`), always
+with a message a person can act on and, for crashes, the tail of the child's stderr.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+BENCH_SCHEMA_VERSION = 1
+
+BenchMode = Literal["gpu", "interpreter"]
+BenchStatus = Literal["ok", "gate_failed", "error", "unsupported"]
+ErrorKind = Literal[
+    "setup",  # bad workspace, missing files, bad arguments
+    "compile",  # kernel.py does not import, or a Triton kernel does not compile
+    "exception",  # the kernel raised while running
+    "crash",  # the child died on a signal (segfault, abort)
+    "timeout",  # the child ran past its wall-clock limit
+    "out_of_memory",  # MemoryError / CUDA OOM / killed by the memory cap
+    "wrong_result",  # outputs differ from the reference beyond tolerance
+    "cheat",  # outputs alias inputs, inputs mutated, cached answers, NaN/Inf, bad shape...
+    "unsupported",  # e.g. bf16 or multi-config autotune under the CPU interpreter
+    "gate_command",  # the workspace's own gate command failed
+]
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class BenchError(_Model):
+    """Why a run, or one configuration of it, failed."""
+
+    kind: ErrorKind
+    message: str
+    config: str | None = None
+    traceback: str | None = None
+    stderr_tail: str | None = None
+    exit_code: int | None = None
+
+
+class ConfigResult(_Model):
+    """One configuration (shape/dtype): correctness and, when it passed, timing."""
+
+    name: str
+    params: dict[str, Any] = Field(default_factory=dict)
+    passed: bool
+    error: BenchError | None = None
+    seeds: list[int] = Field(default_factory=list)
+    max_abs_err: float | None = None
+    max_rel_err: float | None = None
+    rel_err: float | None = Field(default=None, description="||out - ref||_2 / ||ref||_2, worst seed")
+    tolerance: str | None = Field(default=None, description="the rule applied, e.g. rel_err < 0.01")
+    candidate_ms: float | None = Field(default=None, description="median latency")
+    baseline_ms: float | None = None
+    candidate_samples: int = 0
+    baseline_samples: int = 0
+    speedup: float | None = Field(default=None, description="baseline_ms / candidate_ms")
+    speedup_ci: tuple[float, float] | None = None
+    gbps: float | None = None
+    tflops: float | None = None
+    bandwidth_fraction: float | None = Field(default=None, description="of the README's peak")
+    tflops_fraction: float | None = None
+
+
+class BenchResult(_Model):
+    """The outcome of benchmarking one candidate kernel against a baseline."""
+
+    schema_version: int = BENCH_SCHEMA_VERSION
+    status: BenchStatus
+    passed: bool = Field(description="the correctness gate passed for every configuration")
+    mode: BenchMode
+    workspace: str
+    candidate: str
+    baseline: str = Field(description="'reference' or the path of the baseline kernel")
+    entry_point: str
+    configs: list[ConfigResult] = Field(default_factory=list)
+    score: float | None = Field(default=None, description="geometric-mean speedup over configs")
+    score_ci: tuple[float, float] | None = Field(default=None, description="95% bootstrap interval")
+    noisy: bool = False
+    error: BenchError | None = None
+    messages: list[str] = Field(default_factory=list)
+    env: dict[str, Any] = Field(default_factory=dict)
+    duration_s: float | None = None
+
+    @property
+    def failed_configs(self) -> list[ConfigResult]:
+        return [c for c in self.configs if not c.passed]
