@@ -222,7 +222,8 @@ def main() -> None:
     rounds = ", ".join(f"{r:,.0f}" for r in normal[1])
     verdict = "ok" if normal[0] >= 5000 else "MISSED"
     print(
-        f"inserts, one commit each (WAL, synchronous=NORMAL): {normal[0]:,.0f}/s, median of "
+        f"inserts, one commit each ({'WAL, synchronous=NORMAL' if not args.db else args.db.split(':')[0]}): "
+        f"{normal[0]:,.0f}/s, median of "
         f"rounds [{rounds}]  {verdict} (>= 5,000/s)"
     )
     if full is not None:

@@ -9,7 +9,9 @@ from typing import Any
 
 from pydantic import BaseModel
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
+from rich.text import Text
 
 # Pipes and CI logs get a wide console so tables are not folded at rich's 80-column default.
 stdout = Console(highlight=False, soft_wrap=True, width=None if sys.stdout.isatty() else 160)
@@ -36,7 +38,7 @@ def print_table(title: str | None, columns: list[str], rows: list[list[str]]) ->
     for column in columns:
         table.add_column(column, overflow="fold")
     for row in rows:
-        table.add_row(*row)
+        table.add_row(*(Text(cell) for cell in row))  # cells are data, never markup
     stdout.print(table)
 
 
@@ -45,11 +47,11 @@ def fmt(value: float | None, spec: str = ".2f", suffix: str = "") -> str:
 
 
 def error(message: str) -> None:
-    stderr.print(f"[bold red]error:[/] {message}", markup=True)
+    stderr.print(f"[bold red]error:[/] {escape(message)}", markup=True)
 
 
 def warn(message: str) -> None:
-    stderr.print(f"[yellow]warning:[/] {message}", markup=True)
+    stderr.print(f"[yellow]warning:[/] {escape(message)}", markup=True)
 
 
 def info(message: str) -> None:

@@ -1,0 +1,81 @@
+"""Tiny workspaces for harness tests: a vector-add reference and kernels that misbehave."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+REFERENCE = """
+import torch
+
+CPU_CONFIGS = [{"name": "n=300", "n": 300, "dtype": "float32"}, {"name": "n=1000", "n": 1000, "dtype": "float32"}]
+CONFIGS = CPU_CONFIGS
+
+
+def make_inputs(config, seed, device):
+    g = torch.Generator().manual_seed(seed)
+    return (torch.randn(config["n"], generator=g).to(device), torch.randn(config["n"], generator=g).to(device))
+
+
+def reference(x, y):
+    return x + y
+
+
+def bytes_moved(config):
+    return 12 * config["n"]
+"""
+
+HEADER = """
+import torch
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def add_kernel(x_ptr, y_ptr, out_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = offs < n
+    tl.store(out_ptr + offs, tl.load(x_ptr + offs, mask=mask) + tl.load(y_ptr + offs, mask=mask), mask=mask)
+
+
+def add(x, y):
+    out = torch.empty_like(x)
+    add_kernel[(triton.cdiv(x.numel(), 256),)](x, y, out, x.numel(), BLOCK=256)
+    return out
+"""
+
+KERNELS: dict[str, str] = {
+    "good": HEADER + "\ndef kernel_fn(x, y):\n    return add(x, y)\n",
+    "syntax_error": "import triton\n\ndef kernel_fn(x, y:\n    return x\n",
+    "raises": HEADER + "\ndef kernel_fn(x, y):\n    raise ValueError('block size must divide n')\n",
+    "triton_error": HEADER.replace("tl.load(x_ptr + offs, mask=mask) +", "tl.no_such_op(x_ptr) +")
+    + "\ndef kernel_fn(x, y):\n    return add(x, y)\n",
+    "abort": "import os\n\ndef kernel_fn(x, y):\n    os.abort()\n",
+    "segfault": "import ctypes\n\ndef kernel_fn(x, y):\n    ctypes.string_at(0)\n",
+    "hang": "import time\n\ndef kernel_fn(x, y):\n    while True:\n        time.sleep(0.1)\n",
+    "oom": "import torch\n\ndef kernel_fn(x, y):\n    return torch.empty(2**45, dtype=torch.float32)\n",
+    "wrong": HEADER + "\ndef kernel_fn(x, y):\n    return add(x, y) * 1.01\n",
+    "mutates_input": HEADER
+    + "\ndef kernel_fn(x, y):\n    out = add(x, y)\n    x[0] += 1.0\n    return out\n",
+    "aliases_input": HEADER + "\ndef kernel_fn(x, y):\n    return x.view(-1)\n",
+    "nan": HEADER
+    + "\ndef kernel_fn(x, y):\n    out = add(x, y)\n    out[3] = float('nan')\n    return out\n",
+    "wrong_shape": HEADER + "\ndef kernel_fn(x, y):\n    return add(x, y)[:-1]\n",
+    "wrong_dtype": HEADER + "\ndef kernel_fn(x, y):\n    return add(x, y).double()\n",
+    "wrong_strides": HEADER
+    + "\ndef kernel_fn(x, y):\n    out = add(x, y)\n    buf = torch.empty(2 * out.numel())\n    buf[::2] = out\n    return buf[::2]\n",
+    "cached": HEADER
+    + "\n_cache = {}\n\ndef kernel_fn(x, y):\n    if 'out' not in _cache:\n        _cache['out'] = add(x, y)\n    return _cache['out'].clone()\n",
+    "autotuned": HEADER.replace(
+        "@triton.jit",
+        "@triton.autotune(configs=[triton.Config({}, num_warps=4), triton.Config({}, num_warps=8)], key=['n'])\n@triton.jit",
+    )
+    + "\ndef kernel_fn(x, y):\n    return add(x, y)\n",
+}
+
+
+def make_workspace(root: Path, kernel: str = "good", reference: str = REFERENCE) -> Path:
+    root.mkdir(parents=True, exist_ok=True)
+    (root / "reference.py").write_text(reference)
+    (root / "kernel.py").write_text(KERNELS[kernel])
+    (root / "README.md").write_text("# t\n## Stop Conditions\n- latency <= 10 us\n")
+    return root

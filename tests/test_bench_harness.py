@@ -1,0 +1,223 @@
+"""The benchmark harness under the CPU interpreter: contract, adapters, every failure kind,
+each cheat, A/B plumbing and the CLI's exit statuses."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from kernelscope.daemon.engine.bench import BenchRequest, run_benchmark
+from kernelscope.protocol.bench import BenchResult
+from tests.bench_fixtures import make_workspace
+from tests.conftest import EXAMPLES
+
+pytestmark = pytest.mark.slow
+
+
+def bench(ws: Path, **kwargs: object) -> BenchResult:
+    kwargs.setdefault("seeds", 2)
+    kwargs.setdefault("mode", "interpreter")
+    return run_benchmark(BenchRequest(workspace=ws, **kwargs))  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("example", ["vector_add", "softmax", "layernorm", "matmul"])
+def test_examples_pass_under_the_interpreter(example: str) -> None:
+    result = bench(EXAMPLES / example)
+    assert result.passed, result.error
+    assert result.mode == "interpreter" and result.status == "ok"
+    assert len(result.configs) == 2 and all(c.passed and c.speedup for c in result.configs)
+    assert any("not GPU figures" in m for m in result.messages)
+    assert result.env["torch"] and result.env["triton"]
+
+
+def test_ab_plumbing_slow_variant_loses(tmp_path: Path) -> None:
+    ws = EXAMPLES / "vector_add"
+    result = bench(ws, candidate=ws / "kernel_slow.py", baseline=str(ws / "kernel.py"))
+    assert result.passed and result.baseline.endswith("kernel.py")
+    assert result.score is not None and result.score < 0.8  # 16x more programs is slower
+    lo, hi = result.score_ci  # type: ignore[misc]
+    assert lo <= result.score <= hi
+    for config in result.configs:
+        assert config.candidate_samples == config.baseline_samples >= 4  # ABBA rounds
+
+
+@pytest.mark.parametrize(
+    "kernel,kind,fragment",
+    [
+        ("syntax_error", "compile", "SyntaxError"),
+        ("triton_error", "exception", "no_such_op"),
+        ("raises", "exception", "block size must divide n"),
+        ("wrong", "wrong_result", "rel_err"),
+        ("mutates_input", "cheat", "modified its inputs"),
+        ("aliases_input", "cheat", "aliases input 0"),
+        ("nan", "cheat", "NaN/Inf"),
+        ("wrong_shape", "cheat", "shape"),
+        ("wrong_dtype", "cheat", "dtype"),
+        ("wrong_strides", "cheat", "strides"),
+        ("cached", "cheat", "cached answer"),
+        ("oom", "out_of_memory", ""),
+    ],
+)
+def test_failures_are_classified(tmp_path: Path, kernel: str, kind: str, fragment: str) -> None:
+    result = bench(make_workspace(tmp_path / kernel, kernel))
+    assert not result.passed
+    assert result.error is not None and result.error.kind == kind, result.error
+    assert fragment in result.error.message
+    if kind in ("wrong_result", "cheat", "exception", "out_of_memory") and kernel not in ("syntax_error",):
+        assert result.error.config == "n=300"  # the verdict names the configuration
+        assert "n=300" in result.error.message
+
+
+@pytest.mark.parametrize("kernel,fragment", [("abort", "SIGABRT"), ("segfault", "SIGSEGV")])
+def test_crashes_become_structured_failures(tmp_path: Path, kernel: str, fragment: str) -> None:
+    result = bench(make_workspace(tmp_path / kernel, kernel))
+    assert result.error is not None and result.error.kind == "crash"
+    assert fragment in result.error.message and result.error.exit_code is not None
+    assert result.error.stderr_tail is not None
+
+
+def test_hang_times_out(tmp_path: Path) -> None:
+    result = bench(make_workspace(tmp_path / "hang", "hang"), timeout_s=20)
+    assert result.error is not None and result.error.kind == "timeout"
+    assert "20 s" in result.error.message
+
+
+def test_interpreter_limits_are_reported_clearly(tmp_path: Path) -> None:
+    tuned = bench(make_workspace(tmp_path / "tuned", "autotuned"))
+    assert tuned.status == "unsupported" and "cannot autotune" in tuned.error.message  # type: ignore[union-attr]
+    bf16 = make_workspace(
+        tmp_path / "bf16",
+        reference=(tmp_path / "tuned" / "reference.py")
+        .read_text()
+        .replace('"dtype": "float32"}, {', '"dtype": "bfloat16"}, {'),
+    )
+    result = bench(bf16)
+    assert result.status == "unsupported" and "bfloat16" in result.error.message  # type: ignore[union-attr]
+
+
+def test_setup_errors(tmp_path: Path) -> None:
+    ws = make_workspace(tmp_path / "ws")
+    (ws / "reference.py").write_text("CONFIGS = []\n")
+    result = bench(ws)
+    assert result.error is not None and result.error.kind == "setup"
+    ws2 = make_workspace(tmp_path / "ws2")
+    result = bench(ws2, entry="no_such_function")
+    assert (
+        result.error is not None
+        and result.error.kind == "setup"
+        and "no_such_function" in result.error.message
+    )
+
+
+KERNELBENCH_REFERENCE = """
+import torch
+
+class Model(torch.nn.Module):
+    def __init__(self, scale):
+        super().__init__()
+        self.scale = scale
+
+    def forward(self, x, y):
+        return (x + y) * self.scale
+
+def get_inputs():
+    return [torch.randn(512), torch.randn(512)]
+
+def get_init_inputs():
+    return [2.0]
+"""
+
+KERNELBENCH_CANDIDATE = """
+import torch
+import triton
+import triton.language as tl
+
+@triton.jit
+def fused(x_ptr, y_ptr, out_ptr, n, scale, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = offs < n
+    x = tl.load(x_ptr + offs, mask=mask)
+    y = tl.load(y_ptr + offs, mask=mask)
+    tl.store(out_ptr + offs, (x + y) * scale, mask=mask)
+
+class ModelNew(torch.nn.Module):
+    def __init__(self, scale):
+        super().__init__()
+        self.scale = scale
+
+    def forward(self, x, y):
+        out = torch.empty_like(x)
+        fused[(triton.cdiv(x.numel(), 128),)](x, y, out, x.numel(), self.scale * FACTOR, BLOCK=128)
+        return out
+
+FACTOR = 1.0
+"""
+
+
+def test_kernelbench_adapter(tmp_path: Path) -> None:
+    ws = tmp_path / "kb"
+    ws.mkdir()
+    (ws / "reference.py").write_text(KERNELBENCH_REFERENCE)
+    (ws / "kernel.py").write_text(KERNELBENCH_CANDIDATE)
+    result = bench(ws)
+    assert result.passed, result.error
+    assert [c.name for c in result.configs] == ["default"]
+    (ws / "kernel.py").write_text(KERNELBENCH_CANDIDATE.replace("FACTOR = 1.0", "FACTOR = 1.5"))
+    wrong = bench(ws)
+    assert wrong.error is not None and wrong.error.kind == "wrong_result"
+
+
+def test_gate_command_adapter(tmp_path: Path) -> None:
+    ws = make_workspace(tmp_path / "gate")
+    script = ws / "test_kernel.py"
+    script.write_text(
+        "import json, sys\n"
+        "ok = len(sys.argv) > 1 and sys.argv[1] == 'pass'\n"
+        "print('noise before the verdict')\n"
+        "print(json.dumps({'passed': ok, 'message': 'rel_err 0.2 on 4096x4096' if not ok else 'ok',\n"
+        "                  'configs': [{'name': '4096x4096', 'passed': ok, 'max_abs_err': 0.5}]}))\n"
+        "sys.exit(0 if ok else 1)\n"
+    )
+    failed = bench(ws, gate_command=f"{sys.executable} test_kernel.py fail")
+    assert failed.status == "gate_failed" and failed.error.kind == "gate_command"  # type: ignore[union-attr]
+    assert failed.error.message == "rel_err 0.2 on 4096x4096"  # type: ignore[union-attr]
+    assert failed.configs[0].name == "4096x4096" and failed.configs[0].max_abs_err == 0.5
+    passed = bench(ws, gate_command=f"{sys.executable} test_kernel.py pass")
+    assert passed.passed and passed.messages[0].startswith("gate command passed")
+    assert passed.configs and passed.configs[0].speedup is not None  # then the harness timed it
+
+
+def test_result_schema_is_stable() -> None:
+    """A change to BenchResult's JSON Schema must come with a schema_version bump and a new
+    snapshot (regenerate with KERNELSCOPE_UPDATE_SNAPSHOTS=1)."""
+    import os
+
+    snapshot = Path(__file__).parent / "snapshots" / "bench_result.schema.json"
+    current = json.dumps(BenchResult.model_json_schema(), indent=2, sort_keys=True) + "\n"
+    if os.environ.get("KERNELSCOPE_UPDATE_SNAPSHOTS"):
+        snapshot.write_text(current)
+    assert snapshot.read_text() == current
+    assert BenchResult.model_fields["schema_version"].default == 1
+
+
+def test_cli_exit_statuses(tmp_path: Path) -> None:
+    exe = Path(sys.executable).with_name("kernelscope")
+
+    def run(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([str(exe), "bench", *args], capture_output=True, text=True, timeout=300)
+
+    good = run(
+        "-w", str(make_workspace(tmp_path / "good")), "--mode", "interpreter", "--seeds", "1", "--json"
+    )
+    assert good.returncode == 0, good.stderr
+    assert json.loads(good.stdout)["passed"] is True
+    bad = run("-w", str(make_workspace(tmp_path / "bad", "wrong")), "--mode", "interpreter", "--seeds", "1")
+    assert bad.returncode == 3 and "wrong_result" in bad.stderr
+    assert run("-w", str(tmp_path / "missing")).returncode == 2
+    assert run("--no-such-flag").returncode == 2
+    unsupported = run("-w", str(make_workspace(tmp_path / "tuned", "autotuned")), "--mode", "interpreter")
+    assert unsupported.returncode == 2
