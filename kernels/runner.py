@@ -27,6 +27,7 @@ def _parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--candidate", type=Path, required=True, help="kernel file to measure")
     parser.add_argument("--baseline", default="reference", help="'reference' or a kernel file")
     parser.add_argument("--reference", type=Path, default=None, help="default: WORKSPACE/reference.py")
+    parser.add_argument("--parent", type=Path, default=None, help="also time the parent version's kernel")
     parser.add_argument("--entry", default="kernel_fn")
     parser.add_argument("--mode", choices=["auto", "gpu", "interpreter"], default="auto")
     parser.add_argument("--seeds", type=int, default=3)
@@ -126,10 +127,11 @@ def _sync(mode: str) -> None:
 
 
 class _Runner:
-    def __init__(self, args: argparse.Namespace, mode: str) -> None:
+    def __init__(self, args: argparse.Namespace, mode: str, parent_fn: Any | None = None) -> None:
         self.args = args
         self.mode = mode
         self.device = "cuda" if mode == "gpu" else "cpu"
+        self.parent_fn = parent_fn
 
     # -- timing ---------------------------------------------------------------------------
 
@@ -152,20 +154,28 @@ class _Runner:
             samples.append((time.perf_counter() - start) * 1000.0)
         return samples
 
-    def time_ab(self, config: dict[str, Any], problem: Any) -> tuple[list[float], list[float]]:
-        """Baseline (A) and candidate (B) interleaved as ABBA per round, so drift cancels."""
+    def time_ab(
+        self, config: dict[str, Any], problem: Any, parent: Any | None = None
+    ) -> tuple[list[float], list[float], list[float]]:
+        """Baseline (A), candidate (B) and optionally the parent (P), interleaved A B P P B A
+        per round (ABBA without a parent) so machine drift cancels."""
         seed = 0
         base_inputs = problem.make_inputs(config, seed, self.device)
         cand_inputs = problem.make_inputs(config, seed, self.device)
+        parent_inputs = problem.make_inputs(config, seed, self.device) if parent else None
         baseline, candidate = problem.baseline(config), problem.candidate(config)
         base: list[float] = []
         cand: list[float] = []
+        par: list[float] = []
         for _ in range(max(1, self.args.rounds)):
             base += self._samples(baseline, base_inputs)
             cand += self._samples(candidate, cand_inputs)
+            if parent is not None:
+                par += self._samples(parent, parent_inputs)
+                par += self._samples(parent, parent_inputs)
             cand += self._samples(candidate, cand_inputs)
             base += self._samples(baseline, base_inputs)
-        return base, cand
+        return base, cand, par
 
     # -- one configuration ----------------------------------------------------------------
 
@@ -224,8 +234,11 @@ class _Runner:
         result.passed = True
         result.max_abs_err, result.max_rel_err, result.rel_err = worst
 
-        base, cand = self.time_ab(config, problem)
+        base, cand, par = self.time_ab(config, problem, self.parent_fn)
         result.baseline_ms, result.candidate_ms = statistics.median(base), statistics.median(cand)
+        if par:
+            result.parent_ms = statistics.median(par)
+            result.speedup_vs_parent = result.parent_ms / result.candidate_ms
         result.baseline_samples, result.candidate_samples = len(base), len(cand)
         result.speedup = result.baseline_ms / result.candidate_ms
         result.speedup_ci = bootstrap_ratio_ci(base, cand)
@@ -309,9 +322,36 @@ def run(args: argparse.Namespace) -> Any:
         if problems:
             return failure("unsupported", "; ".join(problems), status="unsupported")
 
-    runner = _Runner(args, mode)
+    parent_fn = None
+    if args.parent is not None:
+        try:
+            from kernelscope.kernels.problem import load_module
+
+            parent_fn = getattr(load_module(args.parent.resolve(), "parent"), args.entry)
+        except BaseException as exc:  # a parent that no longer imports is reported, not fatal
+            if isinstance(exc, KeyboardInterrupt):
+                raise
+            parent_fn = None
+            common_warning = (
+                f"the parent kernel {args.parent} could not be loaded: {type(exc).__name__}: {exc}"
+            )
+        else:
+            common_warning = None
+    else:
+        common_warning = None
+    runner = _Runner(args, mode, parent_fn)
     outcomes = [runner.run_config(config, problem) for config in configs]
-    return _summarise(outcomes, mode, env, common, started, args)
+    result = _summarise(outcomes, mode, env, common, started, args)
+    if parent_fn is not None:
+        result.parent = str(args.parent.resolve())
+        ratios = [c.speedup_vs_parent for c in result.configs if c.speedup_vs_parent]
+        if result.passed and ratios and len(ratios) == len(result.configs):
+            from kernelscope.kernels.stats import geomean
+
+            result.score_vs_parent = geomean(ratios)
+    if common_warning:
+        result.messages.append(common_warning)
+    return result
 
 
 def _summarise(

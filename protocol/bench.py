@@ -62,6 +62,8 @@ class ConfigResult(_Model):
     baseline_samples: int = 0
     speedup: float | None = Field(default=None, description="baseline_ms / candidate_ms")
     speedup_ci: tuple[float, float] | None = None
+    parent_ms: float | None = Field(default=None, description="median latency of the parent version")
+    speedup_vs_parent: float | None = None
     gbps: float | None = None
     tflops: float | None = None
     bandwidth_fraction: float | None = Field(default=None, description="of the README's peak")
@@ -78,10 +80,12 @@ class BenchResult(_Model):
     workspace: str
     candidate: str
     baseline: str = Field(description="'reference' or the path of the baseline kernel")
+    parent: str | None = Field(default=None, description="the parent version's kernel, when timed too")
     entry_point: str
     configs: list[ConfigResult] = Field(default_factory=list)
     score: float | None = Field(default=None, description="geometric-mean speedup over configs")
     score_ci: tuple[float, float] | None = Field(default=None, description="95% bootstrap interval")
+    score_vs_parent: float | None = Field(default=None, description="geometric-mean speedup vs the parent")
     noisy: bool = False
     error: BenchError | None = None
     messages: list[str] = Field(default_factory=list)

@@ -25,3 +25,41 @@ class MaskHalfResult(BaseModel):
     next_version: str
     dry_run: bool = False
     skipped_corrupt: list[str] = Field(default_factory=list)
+
+
+class StopConditionStatus(BaseModel):
+    """One README stop condition against this iteration's measurement."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    text: str
+    kind: MetricKind
+    target: float = Field(description="in the canonical unit (GB/s, TFLOPS, us)")
+    unit: str
+    measured: float | None = None
+    met: bool = False
+    note: str | None = None
+
+
+class IterationResult(BaseModel):
+    """What `kernelscope iterate` did: the version written, the verdict, the commit."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    workspace: str
+    version: str
+    parent_version: str | None = None
+    passed: bool
+    mode: str
+    score: float | None = Field(default=None, description="geometric-mean speedup vs v0")
+    score_vs_parent: float | None = None
+    latency_us: float | None = None
+    memory_path: str
+    experiment_id: str | None = None
+    commit: str | None = Field(default=None, description="the commit holding kernel.py and the record")
+    failed_ref: str | None = Field(default=None, description="side ref keeping a failed kernel")
+    reverted: bool = False
+    stop_conditions: list[StopConditionStatus] = Field(default_factory=list)
+    stop_conditions_met: bool = False
+    failure: str | None = None
+    messages: list[str] = Field(default_factory=list)

@@ -13,6 +13,7 @@ import typer
 
 from kernelscope.daemon.cli import exp, memory, output
 from kernelscope.daemon.cli.bench import bench_command
+from kernelscope.daemon.cli.iterate import iterate_command
 from kernelscope.daemon.cli.workspace import workspace_command
 from kernelscope.daemon.engine.errors import KernelscopeError
 
@@ -27,6 +28,7 @@ app.add_typer(memory.app, name="memory")
 app.add_typer(exp.app, name="exp")
 app.command("workspace")(workspace_command)
 app.command("bench")(bench_command)
+app.command("iterate")(iterate_command)
 
 EXIT_OK, EXIT_USAGE, EXIT_DATA = 0, 1, 2
 CLICK_USAGE_STATUS = 2  # what click/typer exit with on a usage error

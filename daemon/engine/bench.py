@@ -44,6 +44,7 @@ class BenchRequest:
     candidate: Path | None = None  # default: WORKSPACE/kernel.py
     baseline: str | None = None  # 'reference', a kernel file; default baseline.py if present
     reference: Path | None = None  # default: WORKSPACE/reference.py
+    parent: Path | None = None  # also time this kernel (the parent version)
     entry: str | None = None  # default: kernel_fn
     mode: str = "auto"  # auto | gpu | interpreter
     python: str | None = None  # default: $KERNELSCOPE_BENCH_PYTHON or this interpreter
@@ -104,6 +105,7 @@ def _resolve(request: BenchRequest) -> tuple[BenchRequest, ReadmeInfo | None]:
         memory_limit_mb=request.memory_limit_mb,
         seeds=request.seeds,
         gate_command=request.gate_command or settings.get("gate_command"),
+        parent=request.parent,
         gate_timeout_s=request.gate_timeout_s,
         extra_args=list(request.extra_args),
     )
@@ -339,6 +341,8 @@ def run_benchmark(request: BenchRequest, cancel: threading.Event | None = None) 
             "--output",
             str(output),
         ]
+        if resolved.parent is not None:
+            argv += ["--parent", str(resolved.parent)]
         if readme and readme.correctness_threshold:
             argv += ["--rel-err", str(readme.correctness_threshold.value)]
         if peak_gbps:

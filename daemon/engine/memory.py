@@ -170,6 +170,15 @@ class MemoryManager:
         self.workspace = Path(workspace).resolve()
         self.memory_dir = self.workspace / MEMORY_DIR
 
+    @property
+    def lock_dir(self) -> Path:
+        """Where the workspace's write lock lives: inside `.git/kernelscope/` when the
+        workspace is a git repository's root (so no untracked file appears), else memory/."""
+        git_dir = self.workspace / ".git"
+        if git_dir.is_dir():
+            return git_dir / "kernelscope"
+        return self.memory_dir
+
     # -- reading --------------------------------------------------------------------
 
     def path_of(self, version: str) -> Path:
@@ -323,7 +332,7 @@ class MemoryManager:
     def _lock(self) -> Iterator[None]:
         """The workspace write lock. Every memory write happens under it, so a temp file
         found while holding it is the orphan of a writer that was killed: remove it."""
-        with workspace_lock(self.memory_dir):
+        with workspace_lock(self.lock_dir):
             for orphan in self.memory_dir.glob(TEMP_PREFIX + "*"):
                 with contextlib.suppress(OSError):
                     orphan.unlink()

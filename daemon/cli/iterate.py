@@ -1,0 +1,94 @@
+"""`kernelscope iterate`: measure kernel.py, record memory/v<N>.json and an experiment, commit.
+
+Exit statuses: 0 the iteration passed the gate, 3 it failed (recorded all the same),
+2 a setup error (no git repository, no kernel.py), 1 bad arguments.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+
+from kernelscope.daemon.cli import output
+from kernelscope.daemon.engine.iterate import IterateOptions, run_iteration
+from kernelscope.protocol.commands import IterationResult
+
+OptStr = Optional[str]  # noqa: UP045 - typer reads the annotation at runtime
+
+
+def iterate_command(
+    workspace: Annotated[Path, typer.Option("--workspace", "-w", help="Workspace directory.")] = Path("."),
+    action_category: Annotated[
+        OptStr, typer.Option("--action-category", "-a", help="e.g. tiling, vectorization.")
+    ] = None,
+    action_description: Annotated[
+        OptStr, typer.Option("--action-description", "-d", help="What changed and why.")
+    ] = None,
+    expected_impact: Annotated[OptStr, typer.Option("--expected-impact")] = None,
+    revert_on_fail: Annotated[
+        bool,
+        typer.Option(
+            "--revert-on-fail", help="Restore kernel.py to the last passing version on a failed gate."
+        ),
+    ] = False,
+    mode: Annotated[str, typer.Option("--mode", help="auto, gpu or interpreter.")] = "auto",
+    seeds: Annotated[int, typer.Option("--seeds", min=1)] = 3,
+    timeout: Annotated[float, typer.Option("--timeout", min=1)] = 900.0,
+    python: Annotated[OptStr, typer.Option("--python", help="Interpreter with torch/triton.")] = None,
+    db: Annotated[OptStr, typer.Option("--db", help="Experiment database URL or SQLite path.")] = None,
+    json_out: Annotated[bool, typer.Option("--json")] = False,
+) -> None:
+    """Run one iteration: gate + benchmark vs v0 and the parent, record, commit."""
+    if mode not in ("auto", "gpu", "interpreter"):
+        raise typer.BadParameter("must be auto, gpu or interpreter", param_hint="--mode")
+    result = run_iteration(
+        workspace,
+        IterateOptions(
+            action_category=action_category,
+            action_description=action_description,
+            expected_impact=expected_impact,
+            revert_on_fail=revert_on_fail,
+            mode=mode,
+            seeds=seeds,
+            timeout_s=timeout,
+            python=python,
+            db_url=db,
+        ),
+    )
+    if json_out:
+        print(result.model_dump_json(indent=2))
+    else:
+        print_iteration(result)
+    raise typer.Exit(0 if result.passed else 3)
+
+
+def print_iteration(result: IterationResult) -> None:
+    verdict = "PASS" if result.passed else "FAIL"
+    score = f"{result.score:.3f}x vs v0" if result.score is not None else "no score"
+    parent = (
+        f", {result.score_vs_parent:.3f}x vs {result.parent_version}"
+        if result.score_vs_parent is not None
+        else ""
+    )
+    output.info(f"{result.version}: {verdict}  {score}{parent}  ({result.mode})")
+    output.info(
+        f"memory: {result.memory_path}   experiment: {result.experiment_id}   commit: {result.commit}"
+    )
+    if result.failure:
+        output.error(result.failure)
+    if result.failed_ref:
+        output.info(
+            f"failed kernel kept at {result.failed_ref}"
+            + (" (kernel.py reverted)" if result.reverted else "")
+        )
+    for status in result.stop_conditions:
+        measured = "-" if status.measured is None else f"{status.measured:.4g}"
+        state = "met" if status.met else "not met"
+        note = f" ({status.note})" if status.note else ""
+        output.info(
+            f"stop condition {status.text!r}: {state}, measured {measured} vs {status.target:g}{note}"
+        )
+    for message in result.messages:
+        output.warn(message)

@@ -1,0 +1,353 @@
+"""run-iteration: measure the current kernel.py, record it as the next memory version, create
+the matching experiment, and commit, exactly as the optimizer workflow asks an agent to.
+
+One engine call for the CLI (`kernelscope iterate`) and the daemon. The gate and the
+benchmark run once, against the baseline (v0's kernel, from git) and the parent version
+(the latest passing version), interleaved in one run. A failed gate is recorded too
+(pitfalls_and_fixes, quality_gate, a FAIL experiment); the failed kernel is kept on a side
+ref, and kernel.py is restored to the last passing version only when asked
+(`revert_on_fail`: an agent wants that, a person editing in an editor does not).
+"""
+
+from __future__ import annotations
+
+import math
+import tempfile
+import threading
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from kernelscope.daemon.engine.bench import BenchRequest, run_benchmark
+from kernelscope.daemon.engine.errors import DataError
+from kernelscope.daemon.engine.git import FAILED_REF_PREFIX, Git
+from kernelscope.daemon.engine.memory import MemoryEntry, utc_now_iso
+from kernelscope.daemon.engine.store import ExperimentStore
+from kernelscope.daemon.engine.workspace import Workspace
+from kernelscope.protocol.bench import BenchResult, ConfigResult
+from kernelscope.protocol.commands import IterationResult, StopConditionStatus
+from kernelscope.protocol.experiment import KernelExperiment
+from kernelscope.protocol.memory import memory_schema_template
+from kernelscope.protocol.workspace import ReadmeInfo
+
+
+@dataclass
+class IterateOptions:
+    action_category: str | None = None
+    action_description: str | None = None
+    expected_impact: str | None = None
+    revert_on_fail: bool = False
+    mode: str = "auto"
+    seeds: int = 3
+    timeout_s: float = 900.0
+    python: str | None = None
+    db_url: str | None = None
+    extra_args: tuple[str, ...] = ()
+
+
+def _headline(configs: list[ConfigResult]) -> ConfigResult | None:
+    """The configuration a one-number summary reports: the largest workload (slowest)."""
+    timed = [c for c in configs if c.candidate_ms is not None]
+    return max(timed, key=lambda c: c.candidate_ms or 0.0) if timed else None
+
+
+def evaluate_stop_conditions(
+    readme: ReadmeInfo | None, bench: BenchResult
+) -> tuple[list[StopConditionStatus], bool]:
+    """Each README stop condition against the best configuration's measurement."""
+    if readme is None or not readme.stop_conditions:
+        return [], False
+    statuses = []
+    for condition in readme.stop_conditions:
+        status = StopConditionStatus(
+            text=condition.text, kind=condition.kind, target=condition.normalized_value, unit=condition.unit
+        )
+        if bench.mode != "gpu":
+            status.note = "not evaluated: interpreter timings are not GPU figures"
+        elif bench.passed:
+            values = {
+                "bandwidth": [c.gbps for c in bench.configs if c.gbps],
+                "tflops": [c.tflops for c in bench.configs if c.tflops],
+                "latency": [c.candidate_ms * 1000.0 for c in bench.configs if c.candidate_ms],
+            }[condition.kind]
+            if values:
+                status.measured = min(values) if condition.kind == "latency" else max(values)
+                status.met = condition.is_met(status.measured)
+            else:
+                status.note = "the reference module gives no bytes_moved/flops to compute this metric"
+        statuses.append(status)
+    return statuses, bool(statuses) and all(s.met for s in statuses)
+
+
+class Iteration:
+    """One run-iteration on a workspace."""
+
+    def __init__(self, workspace: Path, options: IterateOptions) -> None:
+        self.ws = Workspace(workspace)
+        self.options = options
+        self.git = Git(self.ws.root)
+        self.memory = self.ws.memory
+
+    def _baseline_and_parent(
+        self, entries: list[MemoryEntry]
+    ) -> tuple[MemoryEntry | None, MemoryEntry | None]:
+        ok = [e for e in entries if e.record is not None]
+        baseline = next((e for e in ok if e.number == 0), None)
+        passing = [
+            e
+            for e in ok
+            if e.record is not None
+            and e.record.gate_passed
+            and isinstance(e.record.git_commit_hash, str)
+            and e.record.git_commit_hash
+        ]
+        return baseline, passing[-1] if passing else None
+
+    def _kernel_at(self, entry: MemoryEntry | None, tmp: Path, name: str) -> Path | None:
+        if entry is None or entry.record is None or not isinstance(entry.record.git_commit_hash, str):
+            return None
+        content = self.git.show_file(entry.record.git_commit_hash, self.ws.kernel_path)
+        if content is None:
+            return None
+        path = tmp / f"{name}_{entry.version}.py"
+        path.write_text(content)
+        return path
+
+    def run(self, cancel: threading.Event | None = None) -> IterationResult:
+        if not self.ws.kernel_path.is_file():
+            raise DataError(f"no kernel.py in {self.ws.root}")
+        if not self.git.is_repository():
+            raise DataError(f"{self.ws.root} is not a git repository: run `git init` there first")
+        readme = self.ws.readme() if self.ws.readme_path.is_file() else None
+        entries = self.memory.scan()
+        version = self.memory.next_version()
+        baseline_entry, parent_entry = self._baseline_and_parent(entries)
+        messages: list[str] = []
+        with tempfile.TemporaryDirectory(prefix="kernelscope-iterate-") as tmp_name:
+            tmp = Path(tmp_name)
+            baseline_kernel = self._kernel_at(baseline_entry, tmp, "baseline")
+            parent_kernel = self._kernel_at(parent_entry, tmp, "parent")
+            if baseline_entry is not None and baseline_kernel is None:
+                messages.append("v0 has no committed kernel.py: timing against the reference instead")
+            bench = run_benchmark(
+                BenchRequest(
+                    workspace=self.ws.root,
+                    baseline=str(baseline_kernel) if baseline_kernel else "reference",
+                    parent=parent_kernel,
+                    mode=self.options.mode,
+                    seeds=self.options.seeds,
+                    timeout_s=self.options.timeout_s,
+                    python=self.options.python,
+                    extra_args=list(self.options.extra_args),
+                ),
+                cancel=cancel,
+            )
+        if version == "v0" and bench.passed:
+            bench.score = 1.0  # the baseline is the reference point of every later score
+        stops, stops_met = evaluate_stop_conditions(readme, bench)
+        record = self._record(version, bench, parent_entry, stops)
+        memory_path = self.memory.write_record(version, record)
+        experiment = self._experiment(version, bench, parent_entry, readme)
+        store = ExperimentStore(self.options.db_url)
+        store.create_experiment(experiment)
+
+        result = IterationResult(
+            workspace=str(self.ws.root),
+            version=version,
+            parent_version=parent_entry.version if parent_entry else None,
+            passed=bench.passed,
+            mode=bench.mode,
+            score=bench.score if bench.passed else None,
+            score_vs_parent=bench.score_vs_parent,
+            latency_us=record["performance"]["latency_us"],
+            memory_path=str(memory_path),
+            experiment_id=experiment.id,
+            stop_conditions=stops,
+            stop_conditions_met=stops_met,
+            failure=None if bench.passed else (bench.error.message if bench.error else "the gate failed"),
+            messages=messages + bench.messages,
+        )
+        summary = self._summary_line(version, bench, record)
+        if bench.passed:
+            commit = self.git.commit_paths([self.ws.kernel_path, memory_path], summary)
+        else:
+            result.failed_ref = FAILED_REF_PREFIX + version
+            self.git.store_on_side_ref(self.ws.kernel_path, result.failed_ref, f"{summary} (failed kernel)")
+            commit = self.git.commit_paths([memory_path], summary)
+            if self.options.revert_on_fail and parent_entry is not None:
+                self.git.restore_file(str(parent_entry.record.git_commit_hash), self.ws.kernel_path)  # type: ignore[union-attr]
+                result.reverted = True
+        # Record the hash in both records, then commit the memory file once more so HEAD's
+        # copy carries it too.
+        self.memory.update(version, [f'git_commit_hash="{commit}"'])
+        store.update_experiment(experiment.id, metrics={**experiment.metrics, "git_commit_hash": commit})
+        self.git.commit_paths([memory_path], f"{version}: record commit hash {commit[:12]}")
+        result.commit = commit
+        return result
+
+    # -- records ----------------------------------------------------------------------
+
+    def _action(self) -> tuple[str, str]:
+        category = self.options.action_category or (
+            "baseline" if self.memory.next_version() == "v0" else "unspecified"
+        )
+        description = self.options.action_description or "no description given"
+        return category, description
+
+    @staticmethod
+    def _summary_line(version: str, bench: BenchResult, record: dict[str, Any]) -> str:
+        category = record["optimization"]["action_category"]
+        if not bench.passed:
+            kind = bench.error.kind if bench.error else "gate"
+            return f"{version.upper()}: FAIL ({kind}) | {category}"
+        latency = record["performance"]["latency_us"]
+        perf = f"{bench.score:.3f}x vs v0" if bench.score else "measured"
+        if latency is not None:
+            perf += f", {latency:.1f}us"
+        if bench.mode != "gpu":
+            perf += " (interpreter)"
+        return f"{version.upper()}: {perf} | {category}"
+
+    def _record(
+        self,
+        version: str,
+        bench: BenchResult,
+        parent: MemoryEntry | None,
+        stops: list[StopConditionStatus],
+    ) -> dict[str, Any]:
+        record = memory_schema_template(version, utc_now_iso())
+        category, description = self._action()
+        headline = _headline(bench.configs) if bench.passed else None
+        perf = record["performance"]
+        if headline is not None and headline.candidate_ms is not None:
+            perf["latency_us"] = round(headline.candidate_ms * 1000.0, 4)
+            perf["tflops"] = headline.tflops
+            perf["bandwidth_gbps"] = headline.gbps
+            if headline.tflops_fraction is not None:
+                perf["tflops_peak_utilization_pct"] = round(100 * headline.tflops_fraction, 2)
+            if headline.bandwidth_fraction is not None:
+                perf["bandwidth_peak_utilization_pct"] = round(100 * headline.bandwidth_fraction, 2)
+            perf["latency_us_by_shape"] = {
+                c.name: round(c.candidate_ms * 1000.0, 4) for c in bench.configs if c.candidate_ms is not None
+            }
+            previous = parent.record if parent else None
+            if previous is not None:
+                deltas = perf["comparison_with_previous"]
+                for key, metric in (
+                    ("latency_delta", "latency_us"),
+                    ("tflops_delta", "tflops"),
+                    ("bandwidth_delta", "bandwidth_gbps"),
+                ):
+                    before, now = previous.metric(metric), perf[metric]
+                    deltas[key] = None if before is None or now is None else round(now - before, 4)
+                deltas["previous_version"] = parent.version if parent else None
+                deltas["speedup_vs_previous"] = bench.score_vs_parent
+        record["optimization"].update(
+            action_category=category,
+            action_description=description,
+            expected_impact=self.options.expected_impact,
+        )
+        worst_rel = max((c.rel_err for c in bench.configs if c.rel_err is not None), default=None)
+        status = (
+            "PASS"
+            if bench.passed
+            else ("TIMEOUT_FAIL" if bench.error and bench.error.kind == "timeout" else "FAIL")
+        )
+        record["correctness"] = {"rel_err": worst_rel, "status": status}
+        reason = None if bench.passed else (bench.error.message if bench.error else "gate failed")
+        record["quality_gate"] = {"result": "PASS" if bench.passed else "FAIL", "failure_reason": reason}
+        if not bench.passed:
+            record["pitfalls_and_fixes"].append(
+                {
+                    "error_type": bench.error.kind if bench.error else "gate",
+                    "error_message": reason,
+                    "root_cause": "quality gate failed on the candidate kernel.py",
+                    "fix_applied": "reverted kernel.py to the last passing version"
+                    if self.options.revert_on_fail
+                    else "none yet (kernel.py left as it was)",
+                    "lesson": None,
+                    "failed_kernel_ref": FAILED_REF_PREFIX + version,
+                }
+            )
+        record["kernelscope"] = {
+            "mode": bench.mode,
+            "score_vs_v0": bench.score,
+            "score_ci": bench.score_ci,
+            "score_vs_parent": bench.score_vs_parent,
+            "noisy": bench.noisy,
+            "stop_conditions": [s.model_dump() for s in stops],
+            "env": bench.env,
+        }
+        return record
+
+    def _experiment(
+        self, version: str, bench: BenchResult, parent: MemoryEntry | None, readme: ReadmeInfo | None
+    ) -> KernelExperiment:
+        store = ExperimentStore(self.options.db_url)
+        workspace = str(self.ws.root)
+        parent_id = ""
+        if parent is not None:
+            found = store.list_experiments(workspace=workspace, memory_version=parent.version)
+            parent_id = found[-1].id if found else ""
+        scan = self.ws.kernels()
+        kernels = [k.name for k in scan.kernels]
+        category, description = self._action()
+        parent_commit = parent.record.git_commit_hash if parent and parent.record else None
+        score = bench.score if bench.passed else 0.0
+        if score is not None and (not math.isfinite(score) or score <= 0):
+            score = None
+        env = bench.env
+        env_text = ", ".join(
+            str(v)
+            for v in (
+                env.get("gpu") or env.get("mode"),
+                f"CUDA {env.get('cuda')}" if env.get("cuda") else None,
+                f"torch {env.get('torch')}",
+                f"triton {env.get('triton')}",
+            )
+            if v
+        )
+        raw_lines = [f"Iteration {version} - {'SUCCESS' if bench.passed else 'FAIL'} ({bench.mode})"]
+        for config in bench.configs:
+            raw_lines.append(
+                f"- {config.name}: "
+                + (f"{config.speedup:.4f}x vs v0" if config.speedup else "not timed")
+                + (f", {config.speedup_vs_parent:.4f}x vs parent" if config.speedup_vs_parent else "")
+                + ("" if config.passed else f" FAIL: {config.error.message if config.error else ''}")
+            )
+        return KernelExperiment(
+            score=score,
+            raw_result="\n".join(raw_lines),
+            dtype_sig=(readme.target.dtype if readme and readme.target.dtype else ""),
+            env=env_text[:2000],
+            is_buggy=not bench.passed,
+            error_message=(bench.error.message[:4000] if bench.error else ""),
+            change_summary=f"{category}: {description}"[:80].split("\n")[0],
+            detailed_description=description,
+            code_change=self.git.diff_file(
+                str(parent_commit) if parent_commit else None, self.ws.kernel_path
+            ),
+            base_commit=str(parent_commit or self.git.head() or ""),
+            operator_sig=f"kernel.py: {', '.join(kernels)}"[:1000],
+            profiling_info="not profiled: kernelscope iterate measures latency, GB/s and TFLOP/s only",
+            status="done"
+            if bench.passed
+            else ("timeout" if bench.error and bench.error.kind == "timeout" else "failed"),
+            pid=parent_id,
+            workspace=workspace,
+            kernels=kernels,
+            memory_version=version,
+            metrics={
+                "mode": bench.mode,
+                "score_ci": bench.score_ci,
+                "score_vs_parent": bench.score_vs_parent,
+                "configs": {c.name: c.model_dump(exclude={"error"}) for c in bench.configs},
+            },
+            tags=[bench.mode, category],
+        )
+
+
+def run_iteration(
+    workspace: Path, options: IterateOptions, cancel: threading.Event | None = None
+) -> IterationResult:
+    return Iteration(workspace, options).run(cancel)
