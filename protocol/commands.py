@@ -63,3 +63,27 @@ class IterationResult(BaseModel):
     stop_conditions_met: bool = False
     failure: str | None = None
     messages: list[str] = Field(default_factory=list)
+
+
+class RestartReport(BaseModel):
+    """The partial restart, phase by phase, with every hard-constraint violation named."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    workspace: str
+    mask: MaskHalfResult
+    next_version: str
+    brief_path: str
+    agent_command: list[str]
+    agent_exit_code: int | None = None
+    agent_timed_out: bool = False
+    agent_cancelled: bool = False
+    violations: list[str] = Field(default_factory=list)
+    completed: bool = Field(description="every completion criterion holds and nothing was violated")
+    # The seed's return fields.
+    latest_memory_path: str | None = None
+    performance_summary: str | None = None
+    action_taken: str | None = None
+    gate_result: str | None = None
+    commit_hash: str | None = None
+    stop_conditions_met: bool | None = None

@@ -13,7 +13,9 @@ import typer
 
 from kernelscope.daemon.cli import exp, memory, output
 from kernelscope.daemon.cli.bench import bench_command
+from kernelscope.daemon.cli.demo import demo_command
 from kernelscope.daemon.cli.iterate import iterate_command
+from kernelscope.daemon.cli.restart import restart_command
 from kernelscope.daemon.cli.workspace import workspace_command
 from kernelscope.daemon.engine.errors import KernelscopeError
 
@@ -28,7 +30,9 @@ app.add_typer(memory.app, name="memory")
 app.add_typer(exp.app, name="exp")
 app.command("workspace")(workspace_command)
 app.command("bench")(bench_command)
+app.command("demo")(demo_command)
 app.command("iterate")(iterate_command)
+app.command("restart")(restart_command)
 
 EXIT_OK, EXIT_USAGE, EXIT_DATA = 0, 1, 2
 CLICK_USAGE_STATUS = 2  # what click/typer exit with on a usage error

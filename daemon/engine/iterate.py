@@ -221,11 +221,12 @@ class Iteration:
         perf = record["performance"]
         if headline is not None and headline.candidate_ms is not None:
             perf["latency_us"] = round(headline.candidate_ms * 1000.0, 4)
-            perf["tflops"] = headline.tflops
-            perf["bandwidth_gbps"] = headline.gbps
-            if headline.tflops_fraction is not None:
+            if bench.mode == "gpu":  # interpreter throughput is not a GPU figure: leave it out
+                perf["tflops"] = headline.tflops
+                perf["bandwidth_gbps"] = headline.gbps
+            if headline.tflops_fraction is not None and bench.mode == "gpu":
                 perf["tflops_peak_utilization_pct"] = round(100 * headline.tflops_fraction, 2)
-            if headline.bandwidth_fraction is not None:
+            if headline.bandwidth_fraction is not None and bench.mode == "gpu":
                 perf["bandwidth_peak_utilization_pct"] = round(100 * headline.bandwidth_fraction, 2)
             perf["latency_us_by_shape"] = {
                 c.name: round(c.candidate_ms * 1000.0, 4) for c in bench.configs if c.candidate_ms is not None

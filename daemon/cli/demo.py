@@ -1,0 +1,46 @@
+"""`kernelscope demo`: the main job on the embedded defaults (SQLite, the CPU interpreter
+when there is no GPU)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+
+from kernelscope.daemon.cli import output
+from kernelscope.daemon.cli.memory import summary as memory_summary
+from kernelscope.daemon.engine.demo import run_demo
+
+OptPath = Optional[Path]  # noqa: UP045 - typer reads the annotation at runtime
+
+
+def demo_command(
+    directory: Annotated[
+        OptPath, typer.Option("--dir", help="Where to create the demo (default: a temp dir).")
+    ] = None,
+    db: Annotated[Optional[str], typer.Option("--db", help="Experiment DB (default: inside --dir).")] = None,  # noqa: UP045
+    mode: Annotated[str, typer.Option("--mode", help="auto, gpu or interpreter.")] = "auto",
+    examples: Annotated[
+        OptPath, typer.Option("--examples", help="The examples/ folder of a checkout.")
+    ] = None,
+) -> None:
+    """Create a workspace, record v0 and three measured improvements, mask half, show the lenses."""
+    result = run_demo(directory, db, mode=mode, examples=examples, progress=output.info)
+    output.info("")
+    memory_summary(workspace=result.workspace, json_out=False)
+    output.info("")
+    output.info("Code lenses an editor shows in kernel.py:")
+    output.info(f"  [top of file] {result.file_lens}")
+    for kernel, text in result.kernel_lenses.items():
+        output.info(f"  [above {kernel}] {text}")
+    output.info("")
+    output.info(f"Workspace: {result.workspace}")
+    output.info(f"Experiments: {result.db_url}")
+    output.info("Explore it:")
+    output.info(f"  kernelscope memory summary -w {result.workspace}")
+    output.info(f"  kernelscope exp summary -w {result.workspace} --db {result.db_url}")
+    output.info(f"  kernelscope bench -w {result.workspace}")
+    output.info(f"  cd {result.workspace} && git log --oneline")
+    output.info("Editors: the LSP server (`kernelscope serve`, issue #6) is not built yet; the lens texts")
+    output.info("above are computed by the same engine it will use.")

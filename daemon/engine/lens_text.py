@@ -1,0 +1,128 @@
+"""The one-line summaries an editor shows above each kernel and at the top of kernel.py.
+
+Shared by the LSP code lenses, inlay hints and hover, and by `kernelscope demo`. They work
+on a workspace kernelscope has never seen: the memory records alone carry the scores
+(speedup vs v0 from latency when both have it, else the ratio of the README's target
+metric); experiments in the store, when present, add per-kernel detail.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from kernelscope.daemon.engine.memory import MemoryEntry
+from kernelscope.daemon.engine.workspace import Workspace
+from kernelscope.protocol.experiment import KernelSummary
+from kernelscope.protocol.workspace import ReadmeInfo
+
+_METRIC_OF_KIND = {"bandwidth": "bandwidth_gbps", "tflops": "tflops", "latency": "latency_us"}
+
+
+@dataclass
+class VersionScore:
+    version: str
+    score: float | None
+    passed: bool
+
+
+def memory_scores(entries: list[MemoryEntry], readme: ReadmeInfo | None) -> list[VersionScore]:
+    """A score per readable version: v0 latency / vN latency, else vN metric / v0 metric."""
+    records = [e for e in entries if e.record is not None]
+    base = next((e.record for e in records if e.number == 0), None)
+    kind = readme.primary_kind if readme else None
+    scores = []
+    for entry in records:
+        record = entry.record
+        assert record is not None
+        score = None
+        if base is not None:
+            base_latency, latency = base.metric("latency_us"), record.metric("latency_us")
+            if base_latency and latency:
+                score = base_latency / latency
+            elif kind in ("bandwidth", "tflops"):
+                metric = _METRIC_OF_KIND[kind]
+                base_value, value = base.metric(metric), record.metric(metric)
+                if base_value and value:
+                    score = value / base_value
+        scores.append(VersionScore(entry.version, score, record.gate_passed))
+    return scores
+
+
+def kernel_lens(summary: KernelSummary | None, scores: list[VersionScore]) -> str:
+    """`best 1.42x v7 | latest 0.97x v9 | 12 runs, 2 failed` for one kernel."""
+    if summary is not None and summary.runs:
+        best = (
+            f"best {summary.best_score:.2f}x {summary.best_version or ''}".rstrip()
+            if summary.best_score is not None
+            else "best -"
+        )
+        latest = (
+            f"latest {summary.latest_score:.2f}x {summary.latest_version or ''}".rstrip()
+            if summary.latest_score is not None and summary.latest_status not in ("failed", "timeout")
+            else f"latest FAILED {summary.latest_version or ''}".rstrip()
+        )
+        return f"{best} | {latest} | {summary.runs} runs, {summary.failures} failed"
+    tried = [s for s in scores if s.version != "v0"]
+    if not tried:
+        return "no iterations yet"
+    scored = [s for s in tried if s.passed and s.score is not None]
+    best = max(scored, key=lambda s: s.score or 0.0) if scored else None
+    last = tried[-1]
+    failed = sum(1 for s in tried if not s.passed)
+    best_text = f"best {best.score:.2f}x {best.version}" if best else "best -"
+    if last.passed and last.score is not None:
+        latest_text = f"latest {last.score:.2f}x {last.version}"
+    else:
+        latest_text = f"latest {'FAILED' if not last.passed else '-'} {last.version}"
+    return f"{best_text} | {latest_text} | {len(tried)} runs, {failed} failed"
+
+
+def _mode(entry: MemoryEntry) -> str | None:
+    extra = getattr(entry.record, "kernelscope", None) if entry.record else None
+    return extra.get("mode") if isinstance(extra, dict) else None
+
+
+def file_lens(ws: Workspace) -> str:
+    """Target vs best with the roofline fraction, next version and masked count."""
+    readme = ws.readme() if ws.readme_path.is_file() else None
+    entries = ws.memory.scan()
+    parts = []
+    condition = readme.stop_conditions[0] if readme and readme.stop_conditions else None
+    if condition is not None:
+        metric = _METRIC_OF_KIND[condition.kind]
+        passing = [
+            e for e in entries if e.record and e.record.gate_passed and e.record.metric(metric) is not None
+        ]
+        target = f"target {condition.kind} {condition.comparator} {condition.value:g}{condition.unit}"
+        if passing:
+            pick = min if condition.kind == "latency" else max
+            best = pick(passing, key=lambda e: e.record.metric(metric) or 0.0)  # type: ignore[union-attr]
+            value = best.record.metric(metric)  # type: ignore[union-attr]
+            assert value is not None
+            fraction = (
+                (condition.normalized_value / value)
+                if condition.kind == "latency"
+                else (value / condition.normalized_value)
+            )
+            unit = {"bandwidth": "GB/s", "tflops": "TFLOPS", "latency": "us"}[condition.kind]
+            met = " (met)" if condition.is_met(value) else ""
+            parts.append(
+                f"{target} | best {value:.4g} {unit} {best.version}, {100 * fraction:.0f}% of target{met}"
+            )
+            pct_key = {
+                "bandwidth": "bandwidth_peak_utilization_pct",
+                "tflops": "tflops_peak_utilization_pct",
+            }.get(condition.kind)
+            pct = best.record.metric(pct_key) if pct_key and best.record else None  # type: ignore[arg-type]
+            if pct is not None:
+                parts.append(f"roofline {pct:.0f}%")
+        elif any(_mode(e) == "interpreter" for e in entries):
+            parts.append(f"{target} | interpreter runs only (CPU timings are not GPU figures)")
+        else:
+            parts.append(f"{target} | no passing measurement yet")
+    else:
+        parts.append("no stop conditions in README.md")
+    parts.append(f"next {ws.memory.next_version()}")
+    masked = sum(1 for e in entries if e.masked)
+    parts.append(f"{masked} masked")
+    return " | ".join(parts)

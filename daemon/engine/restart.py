@@ -1,0 +1,352 @@
+"""The partial-restart workflow (seed: gpu-kernel-partial-restart) as one call.
+
+Phase 1 reads the README and hashes its targets, reviews memory, masks half of it (seeded,
+recorded) and computes the next version. Phase 2 launches the configured agent in the
+workspace with a brief holding everything the seed lists (also as environment variables),
+streaming its output, with a timeout and cancellation. Phase 3 checks mechanically what the
+seed only asks for: targets unchanged, no memory file deleted, v0 not masked, no new
+workspace, kernel.py not reverted to the baseline, and v<N+1> written with a result. Nothing
+the agent did is undone: violations are reported, by name.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import shlex
+import signal
+import subprocess
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from kernelscope.daemon.engine.errors import DataError, UsageError
+from kernelscope.daemon.engine.git import Git
+from kernelscope.daemon.engine.workspace import Workspace
+from kernelscope.protocol.commands import RestartReport
+
+FORBIDDEN_ACTIONS = [
+    "Do not revert kernel.py to baseline or any earlier version.",
+    "Do not create a new workspace; continue in this workspace.",
+    "Do not read masked memory/v*.json files as active data.",
+    "Do not modify README.md target thresholds or hardware specs.",
+    "Do not re-run Stage 1 baseline implementation.",
+    "Do not delete any memory/v*.json file.",
+    "Do not set masked on memory/v0.json.",
+]
+
+
+@dataclass
+class RestartOptions:
+    agent: str  # a command line; `{brief}` is replaced by the brief's path
+    seed: int | None = None
+    timeout_s: float = 3600.0
+    knowledge_base: str | None = None
+    force: bool = False  # mask-half despite unreadable memory files
+    brief_dir: Path | None = None
+
+
+def digest_experience(records: list[dict[str, Any]]) -> dict[str, list[str]]:
+    """What was tried, what worked, what failed and why, lessons, open directions."""
+    digest: dict[str, list[str]] = {
+        "tried": [],
+        "worked": [],
+        "failed": [],
+        "lessons": [],
+        "open_directions": [],
+    }
+    for record in records:
+        version = record.get("version", "?")
+        optimization = record.get("optimization") if isinstance(record.get("optimization"), dict) else {}
+        action = optimization.get("action_category") or "?"
+        description = optimization.get("action_description") or ""
+        digest["tried"].append(f"{version}: {action} - {description}".strip(" -"))
+        gate = record.get("quality_gate") if isinstance(record.get("quality_gate"), dict) else {}
+        if str(gate.get("result", "")).upper() == "PASS":
+            perf = record.get("performance") if isinstance(record.get("performance"), dict) else {}
+            digest["worked"].append(f"{version}: {action} (latency_us={perf.get('latency_us')})")
+        elif gate.get("result") is not None:
+            digest["failed"].append(f"{version}: {action}: {gate.get('failure_reason')}")
+        for item in record.get("pitfalls_and_fixes") or []:
+            if isinstance(item, dict):
+                lesson = item.get("lesson") or item.get("root_cause") or item.get("error_message")
+                if lesson:
+                    digest["lessons"].append(f"{version}: {lesson}")
+        for direction in record.get("open_directions") or []:
+            digest["open_directions"].append(
+                f"{version}: {direction if isinstance(direction, str) else json.dumps(direction)}"
+            )
+    return digest
+
+
+class PartialRestart:
+    def __init__(self, workspace: Path, options: RestartOptions) -> None:
+        self.ws = Workspace(workspace)
+        self.options = options
+
+    # -- phase 1 ------------------------------------------------------------------------
+
+    def _snapshot(self) -> dict[str, Any]:
+        readme = self.ws.readme() if self.ws.readme_path.is_file() else None
+        entries = self.ws.memory.scan()
+        parent = self.ws.root.parent
+        return {
+            "targets_digest": readme.targets_digest if readme else None,
+            "memory_files": sorted(e.path.name for e in entries),
+            "v0_masked": next((e.masked for e in entries if e.number == 0), False),
+            "siblings": sorted(p.name for p in parent.iterdir() if p.is_dir()) if parent.is_dir() else [],
+            "kernel": self.ws.kernel_path.read_text(encoding="utf-8", errors="replace")
+            if self.ws.kernel_path.is_file()
+            else None,
+            "head": Git(self.ws.root).head() if Git(self.ws.root).is_repository() else None,
+        }
+
+    def _baseline_kernel(self) -> str | None:
+        entries = self.ws.memory.scan()
+        v0 = next((e for e in entries if e.number == 0 and e.record), None)
+        commit = v0.record.git_commit_hash if v0 and v0.record else None
+        if not isinstance(commit, str) or not commit:
+            return None
+        return Git(self.ws.root).show_file(commit, self.ws.kernel_path)
+
+    def _brief(self, next_version: str, mask_seed: int) -> tuple[Path, dict[str, str]]:
+        readme = self.ws.readme()
+        records, _ = self.ws.memory.read_all()
+        unmasked = [str(self.ws.memory.path_of(r["version"])) for r in records]
+        digest = digest_experience(records)
+        stop_conditions = [c.text for c in readme.stop_conditions]
+        kb = self.options.knowledge_base or os.environ.get("KERNELSCOPE_KB", "")
+        brief = {
+            "workspace": str(self.ws.root),
+            "readme": str(self.ws.readme_path),
+            "kernel": str(self.ws.kernel_path),
+            "unmasked_memory_files": unmasked,
+            "experience": digest,
+            "platform": readme.target.platform,
+            "framework": readme.target.framework,
+            "next_version": next_version,
+            "knowledge_base": kb,
+            "stop_conditions": stop_conditions,
+            "forbidden": FORBIDDEN_ACTIONS,
+            "mask_seed": mask_seed,
+        }
+        directory = (
+            self.options.brief_dir
+            or Path(os.environ.get("XDG_STATE_HOME") or Path.home() / ".local" / "state")
+            / "kernelscope"
+            / "briefs"
+        )
+        directory.mkdir(parents=True, exist_ok=True)
+        stamp = time.strftime("%Y%m%dT%H%M%S")
+        path = directory / f"{self.ws.root.name}-{next_version}-{stamp}.md"
+        lines = [
+            f"# Partial restart brief: {self.ws.root.name}, starting at {next_version}",
+            "",
+            "You are a fresh optimization agent. Continue the gpu-kernel-profile-optimizer workflow "
+            "(Stage 1 Profile on the current kernel.py, then Stages 2-6) in this workspace.",
+            "",
+            f"- workspace: {self.ws.root}",
+            f"- README (targets, hardware specs, stop conditions): {self.ws.readme_path}",
+            f"- starting point: {self.ws.kernel_path} (the current kernel, not the baseline)",
+            f"- platform: {readme.target.platform or 'see README'}",
+            f"- framework: {readme.target.framework or 'see README'}",
+            f"- first iteration: {next_version} (record it with `kernelscope iterate`)",
+            f"- knowledge base: {kb or 'not configured'}",
+            "",
+            "## Stop conditions",
+            *[f"- {text}" for text in stop_conditions or ["(none found in README.md)"]],
+            "",
+            "## Unmasked memory (treat as historical hints, not proof)",
+            *[f"- {p}" for p in unmasked],
+            "",
+            *[
+                line
+                for title, key in (
+                    ("What was tried", "tried"),
+                    ("What worked", "worked"),
+                    ("What failed and why", "failed"),
+                    ("Lessons", "lessons"),
+                    ("Open directions", "open_directions"),
+                )
+                for line in [f"## {title}", *[f"- {item}" for item in digest[key] or ["(none recorded)"]], ""]
+            ],
+            "## Forbidden",
+            *[f"- {rule}" for rule in FORBIDDEN_ACTIONS],
+            "",
+            "Return: latest memory/v<N>.json path, performance summary, optimization action taken, "
+            "quality gate result, git commit hash, and whether the stop conditions are met.",
+            "",
+            "```json",
+            json.dumps(brief, indent=2),
+            "```",
+        ]
+        path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+        env = {
+            "KERNELSCOPE_BRIEF": str(path),
+            "KERNELSCOPE_WORKSPACE": str(self.ws.root),
+            "KERNELSCOPE_README": str(self.ws.readme_path),
+            "KERNELSCOPE_KERNEL": str(self.ws.kernel_path),
+            "KERNELSCOPE_MEMORY_FILES": os.pathsep.join(unmasked),
+            "KERNELSCOPE_NEXT_VERSION": next_version,
+            "KERNELSCOPE_PLATFORM": readme.target.platform or "",
+            "KERNELSCOPE_FRAMEWORK": readme.target.framework or "",
+            "KERNELSCOPE_KB": kb,
+            "KERNELSCOPE_STOP_CONDITIONS": json.dumps(stop_conditions),
+        }
+        return path, env
+
+    # -- phase 2 ------------------------------------------------------------------------
+
+    def _launch(
+        self,
+        argv: list[str],
+        env: dict[str, str],
+        on_output: Callable[[str], None] | None,
+        cancel: threading.Event | None,
+    ) -> tuple[int | None, bool, bool]:
+        process = subprocess.Popen(
+            argv,
+            cwd=self.ws.root,
+            env={**os.environ, **env},
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+        timed_out = cancelled = False
+        deadline = time.monotonic() + self.options.timeout_s
+        stop = threading.Event()
+
+        def pump() -> None:
+            assert process.stdout is not None
+            for raw in iter(process.stdout.readline, b""):
+                if on_output is not None:
+                    on_output(raw.decode("utf-8", errors="replace").rstrip("\n"))
+            stop.set()
+
+        reader = threading.Thread(target=pump, daemon=True)
+        reader.start()
+        while process.poll() is None:
+            if cancel is not None and cancel.is_set():
+                cancelled = True
+            elif time.monotonic() > deadline:
+                timed_out = True
+            if cancelled or timed_out:
+                with contextlib.suppress(ProcessLookupError):
+                    os.killpg(process.pid, signal.SIGKILL)
+                process.wait()
+                break
+            time.sleep(0.05)
+        reader.join(timeout=5)
+        return (None if (timed_out or cancelled) else process.returncode), timed_out, cancelled
+
+    # -- phase 3 ------------------------------------------------------------------------
+
+    def _verify(
+        self, before: dict[str, Any], baseline_kernel: str | None, next_version: str, masked: list[str]
+    ) -> tuple[list[str], dict[str, Any]]:
+        violations: list[str] = []
+        after = self._snapshot()
+        if before["targets_digest"] != after["targets_digest"]:
+            violations.append(
+                "README.md targets changed (stop conditions, target or hardware specs were edited)"
+            )
+        deleted = sorted(set(before["memory_files"]) - set(after["memory_files"]))
+        if deleted:
+            violations.append(f"memory files deleted: {', '.join(deleted)}")
+        if after["v0_masked"] and not before["v0_masked"]:
+            violations.append("memory/v0.json (the baseline) was masked")
+        new_dirs = sorted(set(after["siblings"]) - set(before["siblings"]))
+        if new_dirs:
+            violations.append(f"new workspace directories created next to this one: {', '.join(new_dirs)}")
+        if (
+            baseline_kernel is not None
+            and after["kernel"] is not None
+            and after["kernel"] == baseline_kernel
+            and before["kernel"] != baseline_kernel
+        ):
+            violations.append("kernel.py was reverted to the baseline (v0) version")
+        unmasked_again = [v for v in masked if not self.ws.memory.entry(v).masked] if masked else []
+        if unmasked_again:
+            violations.append(f"masked versions were unmasked: {', '.join(unmasked_again)}")
+        returned: dict[str, Any] = {}
+        target = self.ws.memory.memory_dir / f"{next_version}.json"
+        if not target.is_file():
+            violations.append(f"{next_version} was not written: the agent returned no iteration")
+        else:
+            try:
+                record = self.ws.memory.entry(next_version).record
+            except DataError as exc:
+                violations.append(f"{next_version} is unreadable: {exc}")
+                record = None
+            if record is not None:
+                gate = record.gate_result
+                if gate is None and record.metric("latency_us") is None:
+                    violations.append(f"{next_version} holds no result (no quality gate, no performance)")
+                optimization = record.optimization
+                action = (
+                    optimization.get("action_category")
+                    if isinstance(optimization, dict)
+                    else getattr(optimization, "action_category", None)
+                )
+                kernelscope = getattr(record, "kernelscope", None) or {}
+                stops = kernelscope.get("stop_conditions") if isinstance(kernelscope, dict) else None
+                returned = {
+                    "latest_memory_path": str(target),
+                    "performance_summary": (
+                        f"latency {record.metric('latency_us')} us, {record.metric('tflops')} TFLOPS, "
+                        f"{record.metric('bandwidth_gbps')} GB/s"
+                    ),
+                    "action_taken": None if action is None else str(action),
+                    "gate_result": gate,
+                    "commit_hash": record.git_commit_hash
+                    if isinstance(record.git_commit_hash, str)
+                    else None,
+                    "stop_conditions_met": bool(stops) and all(s.get("met") for s in stops)
+                    if stops
+                    else None,
+                }
+        return violations, returned
+
+    def run(
+        self, on_output: Callable[[str], None] | None = None, cancel: threading.Event | None = None
+    ) -> RestartReport:
+        if not self.ws.readme_path.is_file():
+            raise DataError(f"no README.md in {self.ws.root}: the restart needs its targets")
+        argv = shlex.split(self.options.agent)
+        if not argv:
+            raise UsageError("no agent command: pass --agent or set agent in the kernelscope config")
+        before = self._snapshot()
+        baseline_kernel = self._baseline_kernel()
+        readme = self.ws.readme()
+        mask = self.ws.memory.mask_half(readme.primary_kind, seed=self.options.seed, force=self.options.force)
+        next_version = self.ws.memory.next_version()
+        brief_path, env = self._brief(next_version, mask.seed)
+        argv = [part.replace("{brief}", str(brief_path)) for part in argv]
+        before["memory_files"] = sorted(e.path.name for e in self.ws.memory.scan())
+        before["targets_digest"] = readme.targets_digest
+        code, timed_out, cancelled = self._launch(argv, env, on_output, cancel)
+        violations, returned = self._verify(before, baseline_kernel, next_version, mask.masked)
+        if timed_out:
+            violations.insert(0, f"the agent ran past its {self.options.timeout_s:g} s limit and was stopped")
+        if cancelled:
+            violations.insert(0, "the agent was cancelled")
+        if code not in (None, 0):
+            violations.append(f"the agent exited with status {code}")
+        return RestartReport(
+            workspace=str(self.ws.root),
+            mask=mask,
+            next_version=next_version,
+            brief_path=str(brief_path),
+            agent_command=argv,
+            agent_exit_code=code,
+            agent_timed_out=timed_out,
+            agent_cancelled=cancelled,
+            violations=violations,
+            completed=not violations,
+            **returned,
+        )
