@@ -289,6 +289,14 @@ class Iteration:
         parent_id = ""
         if parent is not None:
             found = store.list_experiments(workspace=workspace, memory_version=parent.version)
+            if not found and parent.record is not None:
+                # The workspace may have moved: the parent's commit identifies its experiment.
+                commit = parent.record.git_commit_hash
+                found = [
+                    e
+                    for e in store.list_experiments(memory_version=parent.version)
+                    if commit and e.metrics.get("git_commit_hash") == commit
+                ]
             parent_id = found[-1].id if found else ""
         scan = self.ws.kernels()
         kernels = [k.name for k in scan.kernels]

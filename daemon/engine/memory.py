@@ -443,6 +443,16 @@ class MemoryManager:
             return best[
                 0
             ].version, f"{direction} performance.{metric} among versions whose quality gate passed"
+        if metric != "latency_us":
+            # e.g. CPU-interpreter runs record latency but no GPU throughput figures
+            latencies = [(e, e.record.metric("latency_us")) for e in passing if e.record]
+            latencies = [(e, v) for e, v in latencies if v is not None and math.isfinite(v)]
+            if latencies:
+                best = min(latencies, key=lambda item: (item[1], -item[0].number))
+                return best[0].version, (
+                    f"no passing version records performance.{metric}: lowest performance.latency_us "
+                    "among versions whose quality gate passed"
+                )
         if passing:
             return passing[-1].version, (
                 f"no passing version records performance.{metric}: kept the latest passing version"

@@ -327,8 +327,13 @@ class PartialRestart:
         next_version = self.ws.memory.next_version()
         brief_path, env = self._brief(next_version, mask.seed)
         argv = [part.replace("{brief}", str(brief_path)) for part in argv]
-        before["memory_files"] = sorted(e.path.name for e in self.ws.memory.scan())
-        before["targets_digest"] = readme.targets_digest
+        # What the agent starts from: after the mask and the brief were written.
+        started = self._snapshot()
+        before.update(
+            memory_files=started["memory_files"],
+            siblings=started["siblings"],
+            targets_digest=readme.targets_digest,
+        )
         code, timed_out, cancelled = self._launch(argv, env, on_output, cancel)
         violations, returned = self._verify(before, baseline_kernel, next_version, mask.masked)
         if timed_out:

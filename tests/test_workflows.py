@@ -1,0 +1,242 @@
+"""run-iteration, the verified partial restart with scripted agents, and the demo."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from kernelscope.daemon.engine.demo import kernel_with_block, run_demo
+from kernelscope.daemon.engine.git import Git
+from kernelscope.daemon.engine.iterate import IterateOptions, run_iteration
+from kernelscope.daemon.engine.restart import PartialRestart, RestartOptions
+from kernelscope.daemon.engine.store import ExperimentStore
+from tests.conftest import EXAMPLES
+
+pytestmark = pytest.mark.slow
+KERNEL = (EXAMPLES / "vector_add" / "kernel.py").read_text()
+KELNERSCOPE = str(Path(sys.executable).with_name("kernelscope"))
+
+
+def iterate(ws: Path, db: str, category: str, **kwargs: object):  # type: ignore[no-untyped-def]
+    return run_iteration(
+        ws,
+        IterateOptions(
+            action_category=category,
+            action_description=f"{category} step",
+            mode="interpreter",
+            seeds=1,
+            db_url=db,
+            **kwargs,
+        ),  # type: ignore[arg-type]
+    )
+
+
+@pytest.fixture(scope="module")
+def prepared(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A git workspace with v0 (BLOCK 64), v1 (128), v2 (256), v3 (1024) recorded by iterate."""
+    root = tmp_path_factory.mktemp("prepared")
+    ws = root / "kernel_opt_vector_add"
+    ws.mkdir()
+    for name in ("README.md", "reference.py"):
+        shutil.copy(EXAMPLES / "vector_add" / name, ws / name)
+    git = Git(ws)
+    git.init()
+    git.commit_paths([ws / "README.md", ws / "reference.py"], "init")
+    db = str(root / "exp.sqlite")
+    for block, category in ((64, "baseline"), (128, "block_size"), (256, "block_size"), (1024, "block_size")):
+        (ws / "kernel.py").write_text(kernel_with_block(KERNEL, block))
+        assert iterate(ws, db, category).passed
+    return root
+
+
+@pytest.fixture
+def workspace(prepared: Path, tmp_path: Path) -> tuple[Path, str]:
+    root = tmp_path / "root"
+    shutil.copytree(prepared, root)
+    return root / "kernel_opt_vector_add", str(root / "exp.sqlite")
+
+
+def test_iterate_records_memory_experiment_and_commits(workspace: tuple[Path, str]) -> None:
+    ws, db = workspace
+    (ws / "kernel.py").write_text(kernel_with_block(KERNEL, 4096))
+    result = iterate(ws, db, "block_size")
+    assert result.passed and result.version == "v4" and result.parent_version == "v3"
+    assert result.score is not None and result.score > 1.0 and result.score_vs_parent is not None
+    record = json.loads((ws / "memory" / "v4.json").read_text())
+    assert set(record["performance"]["latency_us_by_shape"]) == {"n=4096", "n=5000"}
+    assert record["performance"]["comparison_with_previous"]["previous_version"] == "v3"
+    assert record["optimization"]["action_category"] == "block_size"
+    assert record["correctness"]["status"] == "PASS" and record["quality_gate"]["result"] == "PASS"
+    git = Git(ws)
+    assert record["git_commit_hash"] == result.commit
+    assert git.show_file(result.commit, ws / "kernel.py") == (ws / "kernel.py").read_text()
+    subject = git.run("log", "-1", "--format=%s", result.commit)
+    assert subject.startswith("V4: ") and subject.endswith("| block_size")
+    assert git.run("status", "--porcelain") == ""  # everything it wrote is committed
+    store = ExperimentStore(db)
+    experiment = store.require(result.experiment_id)  # type: ignore[arg-type]
+    parent = store.list_experiments(memory_version="v3")[0]  # recorded before the copy moved it
+    assert experiment.pid == parent.id and experiment.score == pytest.approx(result.score)
+    assert "BLOCK_SIZE=4096" in experiment.code_change and experiment.base_commit
+    assert experiment.kernels == ["add_kernel"] and experiment.metrics["git_commit_hash"] == result.commit
+    assert [s.kernel for s in store.kernel_summaries(str(ws))] == ["add_kernel"]
+
+
+def test_failed_gate_is_recorded_and_kernel_kept(workspace: tuple[Path, str]) -> None:
+    ws, db = workspace
+    broken = KERNEL.replace("x + y", "x - y")
+    (ws / "kernel.py").write_text(broken)
+    result = iterate(ws, db, "fusion")
+    assert not result.passed and result.failed_ref == "refs/kernelscope/failed/v4"
+    assert (ws / "kernel.py").read_text() == broken  # a person's edit is left alone
+    record = json.loads((ws / "memory" / "v4.json").read_text())
+    assert (
+        record["quality_gate"]["result"] == "FAIL" and "differs" in record["quality_gate"]["failure_reason"]
+    )
+    assert record["pitfalls_and_fixes"][0]["failed_kernel_ref"] == "refs/kernelscope/failed/v4"
+    git = Git(ws)
+    assert git.show_file("refs/kernelscope/failed/v4", ws / "kernel.py") == broken
+    experiment = ExperimentStore(db).require(result.experiment_id)  # type: ignore[arg-type]
+    assert experiment.is_buggy and experiment.status == "failed" and "x - y" in experiment.code_change
+    # an agent asks for the revert
+    again = iterate(ws, db, "fusion", revert_on_fail=True)
+    assert again.version == "v5" and again.reverted
+    assert (ws / "kernel.py").read_text() == kernel_with_block(KERNEL, 1024)  # v3, the last passing
+
+
+def test_iterate_refuses_without_git(tmp_path: Path) -> None:
+    from kernelscope.daemon.engine.errors import DataError
+
+    shutil.copytree(EXAMPLES / "vector_add", tmp_path / "ws")
+    with pytest.raises(DataError, match="not a git repository"):
+        iterate(tmp_path / "ws", str(tmp_path / "x.sqlite"), "x")
+
+
+def agent_script(tmp_path: Path, body: str) -> str:
+    script = tmp_path / "agent.py"
+    script.write_text(textwrap.dedent(body))
+    return f"{sys.executable} {script}"
+
+
+HONEST = f"""
+    import os, subprocess, sys, re
+    ws = os.environ["KERNELSCOPE_WORKSPACE"]
+    assert os.environ["KERNELSCOPE_NEXT_VERSION"] == "v4"
+    brief = open(os.environ["KERNELSCOPE_BRIEF"]).read()
+    assert "Forbidden" in brief and "bandwidth >= 4.32TB/s" in brief
+    path = os.path.join(ws, "kernel.py")
+    source = open(path).read()
+    source = re.sub(r"BLOCK_SIZE=\\d+\\)", "BLOCK_SIZE=4096)", source)
+    source = re.sub(r"cdiv\\(n_elements, \\d+\\)", "cdiv(n_elements, 4096)", source)
+    open(path, "w").write(source)
+    print("agent: trying BLOCK_SIZE=4096", flush=True)
+    sys.exit(subprocess.call([{KELNERSCOPE!r}, "iterate", "-w", ws, "-a", "block_size", "-d", "BLOCK 4096",
+                              "--mode", "interpreter", "--seeds", "1", "--db", os.environ["DB"]]))
+"""
+
+
+def restart(ws: Path, db: str, agent: str, timeout: float = 120.0, lines: list[str] | None = None):  # type: ignore[no-untyped-def]
+    import os
+
+    os.environ["DB"] = db
+    return PartialRestart(
+        ws, RestartOptions(agent=agent, seed=1, timeout_s=timeout, brief_dir=ws.parent.parent / "briefs")
+    ).run(on_output=(lines.append if lines is not None else None))
+
+
+def test_honest_agent_completes(workspace: tuple[Path, str], tmp_path: Path) -> None:
+    ws, db = workspace
+    lines: list[str] = []
+    report = restart(ws, db, agent_script(tmp_path, HONEST), lines=lines)
+    assert report.violations == [] and report.completed, report.violations
+    assert len(report.mask.masked) == 1 and report.mask.best_version == "v3"
+    assert report.next_version == "v4" and report.agent_exit_code == 0
+    assert "agent: trying BLOCK_SIZE=4096" in lines  # streamed
+    assert report.latest_memory_path and report.latest_memory_path.endswith("v4.json")
+    assert report.gate_result == "PASS" and report.action_taken == "block_size" and report.commit_hash
+    assert report.stop_conditions_met is False
+    brief = Path(report.brief_path).read_text()
+    offered = brief.split("## Unmasked memory")[1].split("##")[0]
+    assert f"{report.mask.masked[0]}.json" not in offered and "v3.json" in offered  # masked one not offered
+
+
+MISBEHAVING = {
+    "deletes a memory file": (
+        "import os; os.remove(os.path.join(os.environ['KERNELSCOPE_WORKSPACE'], 'memory', 'v3.json'))",
+        "memory files deleted: v3.json",
+    ),
+    "edits README thresholds": (
+        "import os; p = os.path.join(os.environ['KERNELSCOPE_WORKSPACE'], 'README.md'); "
+        "text = open(p).read(); open(p, 'w').write(text.replace('4.32TB/s', '1.0TB/s'))",
+        "README.md targets changed",
+    ),
+    "masks v0": (
+        "import os, json; p = os.path.join(os.environ['KERNELSCOPE_WORKSPACE'], 'memory', 'v0.json'); "
+        "d = json.load(open(p)); d['masked'] = True; json.dump(d, open(p, 'w'))",
+        "v0.json (the baseline) was masked",
+    ),
+    "reverts kernel.py to baseline": (
+        "import os, subprocess; ws = os.environ['KERNELSCOPE_WORKSPACE']; "
+        "import json; c = json.load(open(os.path.join(ws, 'memory', 'v0.json')))['git_commit_hash']; "
+        "open(os.path.join(ws, 'kernel.py'), 'w').write(subprocess.check_output(['git', 'show', c + ':kernel.py'], cwd=ws, text=True))",
+        "kernel.py was reverted to the baseline",
+    ),
+    "writes nothing": ("print('thinking...')", "v4 was not written"),
+    "creates a new workspace": (
+        "import os; os.mkdir(os.environ['KERNELSCOPE_WORKSPACE'] + '_iter4')",
+        "new workspace directories created",
+    ),
+}
+
+
+@pytest.mark.parametrize("name", list(MISBEHAVING))
+def test_misbehaving_agents_are_caught(workspace: tuple[Path, str], tmp_path: Path, name: str) -> None:
+    ws, db = workspace
+    code, expected = MISBEHAVING[name]
+    report = restart(ws, db, agent_script(tmp_path, code))
+    assert not report.completed
+    assert any(expected in v for v in report.violations), report.violations
+    if name == "deletes a memory file":
+        assert not (ws / "memory" / "v3.json").exists()  # reported, not silently undone
+    if name == "edits README thresholds":
+        assert "1.0TB/s" in (ws / "README.md").read_text()
+
+
+def test_hanging_agent_is_stopped(workspace: tuple[Path, str], tmp_path: Path) -> None:
+    ws, db = workspace
+    report = restart(
+        ws, db, agent_script(tmp_path, "import time\nwhile True:\n    time.sleep(1)\n"), timeout=3
+    )
+    assert report.agent_timed_out and not report.completed
+    assert "ran past its 3 s limit" in report.violations[0]
+
+
+def test_restart_cli_needs_an_agent(
+    workspace: tuple[Path, str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    ws, _ = workspace
+    monkeypatch.setenv("KERNELSCOPE_CONFIG", str(tmp_path / "none.toml"))
+    proc = subprocess.run([KELNERSCOPE, "restart", "-w", str(ws)], capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 1 and "no agent command" in proc.stderr
+    assert not any(json.loads(p.read_text()).get("masked") for p in (ws / "memory").glob("v*.json"))
+
+
+def test_demo(tmp_path: Path) -> None:
+    result = run_demo(tmp_path / "demo", None, mode="interpreter")
+    scores = [i.score for i in result.iterations]
+    assert [i.version for i in result.iterations] == ["v0", "v1", "v2", "v3"]
+    assert all(i.passed for i in result.iterations)
+    assert scores[0] == 1.0 and scores[1] < scores[2] < scores[3]  # type: ignore[operator]
+    assert result.mask is not None and len(result.mask.masked) == 1 and result.mask.best_version == "v3"
+    assert (
+        result.kernel_lenses["add_kernel"].startswith("best ")
+        and "4 runs, 0 failed" in result.kernel_lenses["add_kernel"]
+    )
+    assert "next v4 | 1 masked" in result.file_lens and "interpreter runs only" in result.file_lens
+    assert Git(result.workspace).run("status", "--porcelain") == ""
