@@ -1,15 +1,9 @@
 #!/usr/bin/env bash
-# The main job: set up .venv and show kernelscope on the shipped example workspace.
+# The main job: set up .venv (with torch/triton: the CPU build of torch when there is no
+# NVIDIA GPU) and run `kernelscope demo`: a fresh workspace from examples/vector_add, a
+# measured baseline and three improving iterations, a mask-half, and the code-lens texts.
+# Extra arguments go to `kernelscope demo` (e.g. --dir /tmp/my-demo).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-scripts/bootstrap.sh ""
-ws="$(mktemp -d)/kernel_opt_vector_add"
-cp -r examples/vector_add "$ws"
-echo "== kernelscope workspace -w $ws"
-.venv/bin/kernelscope workspace -w "$ws"
-echo
-echo "== kernelscope memory summary -w $ws"
-.venv/bin/kernelscope memory summary -w "$ws"
-echo
-echo "== kernelscope memory mask-half --dry-run --seed 7 -w $ws"
-.venv/bin/kernelscope memory mask-half --dry-run --seed 7 -w "$ws"
+scripts/bootstrap.sh "bench"
+exec .venv/bin/kernelscope demo "$@"
