@@ -10,6 +10,7 @@ itself dies (segfault, abort, timeout, OOM kill) the launcher classifies that.
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import platform
 import statistics
@@ -117,6 +118,14 @@ def _classify(exc: BaseException) -> str:
     ):
         return "compile"
     return "exception"
+
+
+PROGRESS_MARKER = "@@kernelscope-progress "
+
+
+def _progress(done: int, total: int) -> None:
+    """A line the launcher picks out of the child's output to report `done/total` configs."""
+    print(f"{PROGRESS_MARKER}{json.dumps({'done': done, 'total': total})}", flush=True)
 
 
 def _sync(mode: str) -> None:
@@ -340,7 +349,12 @@ def run(args: argparse.Namespace) -> Any:
     else:
         common_warning = None
     runner = _Runner(args, mode, parent_fn)
-    outcomes = [runner.run_config(config, problem) for config in configs]
+    outcomes = []
+    for index, config in enumerate(configs):
+        if index == 0:
+            _progress(0, len(configs))
+        outcomes.append(runner.run_config(config, problem))
+        _progress(index + 1, len(configs))
     result = _summarise(outcomes, mode, env, common, started, args)
     if parent_fn is not None:
         result.parent = str(args.parent.resolve())

@@ -21,6 +21,7 @@ import sys
 import tempfile
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -54,6 +55,7 @@ class BenchRequest:
     gate_command: str | None = None
     gate_timeout_s: float = 600.0
     extra_args: list[str] = field(default_factory=list)
+    on_progress: Callable[[int, int], None] | None = None  # (configs done, total)
 
 
 def _peaks(readme: ReadmeInfo) -> tuple[float | None, float | None]:
@@ -108,6 +110,7 @@ def _resolve(request: BenchRequest) -> tuple[BenchRequest, ReadmeInfo | None]:
         parent=request.parent,
         gate_timeout_s=request.gate_timeout_s,
         extra_args=list(request.extra_args),
+        on_progress=request.on_progress,
     )
     return resolved, readme
 
@@ -132,6 +135,25 @@ def _limit_memory(megabytes: int | None):  # type: ignore[no-untyped-def]
     return apply
 
 
+class _LineFollower:
+    """Reads complete lines appended to the child's log since the last poll (bounded)."""
+
+    def __init__(self, path: Path, on_line: Callable[[str], None] | None) -> None:
+        self.path, self.on_line, self.offset, self.partial = path, on_line, 0, b""
+
+    def poll(self) -> None:
+        if self.on_line is None:
+            return
+        with contextlib.suppress(OSError), self.path.open("rb") as handle:
+            handle.seek(self.offset)
+            chunk = handle.read(1 << 20)
+            self.offset += len(chunk)
+            *lines, self.partial = (self.partial + chunk).split(b"\n")
+            self.partial = self.partial[-65536:]
+            for line in lines:
+                self.on_line(line.decode("utf-8", errors="replace"))
+
+
 @dataclass
 class ChildOutcome:
     returncode: int | None
@@ -148,8 +170,10 @@ def run_child(
     memory_limit_mb: int | None = None,
     cancel: threading.Event | None = None,
     env: dict[str, str] | None = None,
+    on_line: Callable[[str], None] | None = None,
 ) -> ChildOutcome:
-    """Run a command in its own process group with a timeout; output goes to a file."""
+    """Run a command in its own process group with a timeout; output goes to a file (and,
+    line by line, to `on_line` while it runs)."""
     started = time.perf_counter()
     with tempfile.TemporaryDirectory(prefix="kernelscope-child-") as tmp:
         log = Path(tmp) / "output.log"
@@ -166,12 +190,14 @@ def run_child(
             )
             timed_out = cancelled = False
             deadline = started + timeout_s
+            follower = _LineFollower(log, on_line)
             while True:
                 try:
                     process.wait(timeout=0.05)
+                    follower.poll()
                     break
                 except subprocess.TimeoutExpired:
-                    pass
+                    follower.poll()
                 if cancel is not None and cancel.is_set():
                     cancelled = True
                 elif time.perf_counter() > deadline:
@@ -306,6 +332,22 @@ def run_gate_command(request: BenchRequest, cancel: threading.Event | None = Non
     return result
 
 
+PROGRESS_MARKER = "@@kernelscope-progress "
+
+
+def _progress_reader(on_progress: Callable[[int, int], None] | None) -> Callable[[str], None] | None:
+    if on_progress is None:
+        return None
+
+    def read(line: str) -> None:
+        if line.startswith(PROGRESS_MARKER):
+            with contextlib.suppress(ValueError, KeyError, TypeError):
+                data = json.loads(line[len(PROGRESS_MARKER) :])
+                on_progress(int(data["done"]), int(data["total"]))
+
+    return read
+
+
 def run_benchmark(request: BenchRequest, cancel: threading.Event | None = None) -> BenchResult:
     """Gate command (if any), then the harness runner; always returns a BenchResult."""
     resolved, readme = _resolve(request)
@@ -350,7 +392,14 @@ def run_benchmark(request: BenchRequest, cancel: threading.Event | None = None) 
         if peak_tflops:
             argv += ["--peak-tflops", str(peak_tflops)]
         argv += resolved.extra_args
-        outcome = run_child(argv, resolved.workspace, resolved.timeout_s, resolved.memory_limit_mb, cancel)
+        outcome = run_child(
+            argv,
+            resolved.workspace,
+            resolved.timeout_s,
+            resolved.memory_limit_mb,
+            cancel,
+            on_line=_progress_reader(resolved.on_progress),
+        )
         if outcome.timed_out or outcome.cancelled or not output.is_file():
             return _classify_death(resolved, outcome)
         try:

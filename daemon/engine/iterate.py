@@ -14,6 +14,7 @@ from __future__ import annotations
 import math
 import tempfile
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -43,6 +44,7 @@ class IterateOptions:
     python: str | None = None
     db_url: str | None = None
     extra_args: tuple[str, ...] = ()
+    on_progress: Callable[[int, int], None] | None = None
 
 
 def _headline(configs: list[ConfigResult]) -> ConfigResult | None:
@@ -139,6 +141,7 @@ class Iteration:
                     timeout_s=self.options.timeout_s,
                     python=self.options.python,
                     extra_args=list(self.options.extra_args),
+                    on_progress=self.options.on_progress,
                 ),
                 cancel=cancel,
             )

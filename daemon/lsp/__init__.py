@@ -1,0 +1,1 @@
+"""The LSP daemon: `kernelscope serve`. Thin feature modules over the engine."""

@@ -1,0 +1,61 @@
+"""Hover on a kernel's name: its experiments as a Markdown table."""
+
+from __future__ import annotations
+
+from kernelscope.daemon.engine.lens_text import memory_scores
+from kernelscope.daemon.engine.store import ExperimentStore, StoreError
+from kernelscope.daemon.lsp.state import WorkspaceState
+from kernelscope.protocol.lsp import HistoryEntry, HistoryResult
+
+
+def _cell(text: str) -> str:
+    return text.replace("|", "\\|").replace("\n", " ")[:80]
+
+
+def history(state: WorkspaceState, kernel: str | None) -> HistoryResult:
+    ws = state.workspace
+    entries: list[HistoryEntry] = []
+    try:
+        store = ExperimentStore(state.settings.db_url)
+        experiments = store.list_experiments(workspace=str(ws.root), **({"kernel": kernel} if kernel else {}))
+    except StoreError:
+        experiments = []
+    for exp in experiments:
+        entries.append(
+            HistoryEntry(
+                version=exp.memory_version,
+                score=exp.score,
+                status=exp.status,
+                summary=exp.change_summary,
+                experiment_id=exp.id,
+            )
+        )
+    if not entries:  # a workspace kernelscope has never seen: its memory records
+        readme = ws.readme() if ws.readme_path.is_file() else None
+        records = {e.version: e for e in ws.memory.scan()}
+        for score in memory_scores(list(records.values()), readme):
+            record = records[score.version].record
+            action = ""
+            if record is not None and isinstance(record.optimization, dict):
+                action = str(record.optimization.get("action_description") or "")
+            elif record is not None and record.optimization is not None:
+                action = str(getattr(record.optimization, "action_description", "") or "")
+            entries.append(
+                HistoryEntry(
+                    version=score.version,
+                    score=score.score,
+                    status="PASS" if score.passed else "FAIL",
+                    summary=action,
+                )
+            )
+    title = f"**{kernel}**" if kernel else f"**{ws.root.name}**"
+    lines = [
+        f"{title}: {len(entries)} experiments",
+        "",
+        "| version | score | status | summary |",
+        "|---|---:|---|---|",
+    ]
+    for entry in entries[-30:]:
+        score = "-" if entry.score is None else f"{entry.score:.3f}x"
+        lines.append(f"| {entry.version or '-'} | {score} | {entry.status} | {_cell(entry.summary)} |")
+    return HistoryResult(workspace=str(ws.root), kernel=kernel, entries=entries, markdown="\n".join(lines))

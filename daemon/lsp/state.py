@@ -1,0 +1,110 @@
+"""What the daemon knows between requests: the optimization workspaces among the editor's
+folders, their settings, the latest background probe and the running jobs.
+
+Worker threads change state and then ask the event loop (`ServerState.on_loop`) to talk to
+the client: pygls must only be driven from its event loop.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+import uuid
+from collections.abc import Callable
+from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+from urllib.parse import unquote, urlparse
+
+from kernelscope.daemon.engine.workspace import Workspace
+from kernelscope.protocol.bench import BenchResult
+from kernelscope.protocol.lsp import Settings
+
+
+def uri_to_path(uri_or_path: str) -> Path:
+    if uri_or_path.startswith("file://"):
+        return Path(unquote(urlparse(uri_or_path).path))
+    return Path(uri_or_path)
+
+
+@dataclass
+class Job:
+    job_id: str
+    workspace: Path
+    kind: str
+    cancel: threading.Event = field(default_factory=threading.Event)
+    future: Future[Any] | None = None
+    done_configs: int = 0
+    total_configs: int = 0
+
+
+@dataclass
+class WorkspaceState:
+    root: Path
+    settings: Settings = field(default_factory=Settings)
+    probe: BenchResult | None = None
+    stale: bool = False
+    job: Job | None = None
+
+    @property
+    def workspace(self) -> Workspace:
+        return Workspace(self.root)
+
+
+class ServerState:
+    def __init__(self) -> None:
+        self.folders: list[Path] = []
+        self.workspaces: dict[Path, WorkspaceState] = {}
+        self.default_settings = Settings()
+        self.loop: asyncio.AbstractEventLoop | None = None
+        self.jobs: dict[str, Job] = {}
+        # Commands and file work; a separate single worker serialises benchmarks (one GPU).
+        self.workers = ThreadPoolExecutor(max_workers=4, thread_name_prefix="kernelscope-job")
+        self.gpu_queue = ThreadPoolExecutor(max_workers=1, thread_name_prefix="kernelscope-bench")
+        self.lock = threading.RLock()
+
+    def on_loop(self, callback: Callable[[], None]) -> None:
+        if self.loop is not None and not self.loop.is_closed():
+            self.loop.call_soon_threadsafe(callback)
+
+    def set_folders(self, folders: list[Path]) -> None:
+        self.folders = [f.resolve() for f in folders]
+        self.rescan()
+
+    def rescan(self) -> None:
+        """Every folder (or direct child) holding kernel.py and memory/ (or a README block)."""
+        found: dict[Path, WorkspaceState] = {}
+        for folder in self.folders:
+            candidates = [folder, *(p for p in folder.iterdir() if p.is_dir())] if folder.is_dir() else []
+            for candidate in candidates:
+                if Workspace(candidate).is_optimization_workspace():
+                    found[candidate] = self.workspaces.get(candidate) or WorkspaceState(
+                        candidate, self.default_settings.model_copy()
+                    )
+        self.workspaces = found
+
+    def workspace_of(self, path: Path) -> WorkspaceState | None:
+        path = path.resolve()
+        for root, state in self.workspaces.items():
+            if path == root or root in path.parents:
+                return state
+        return None
+
+    def inside_folders(self, path: Path) -> bool:
+        """Whether a path (symlinks resolved) lies inside one of the editor's folders."""
+        resolved = path.resolve()
+        return any(resolved == f or f in resolved.parents for f in self.folders)
+
+    def new_job(self, state: WorkspaceState, kind: str) -> Job:
+        job = Job(job_id=uuid.uuid4().hex[:12], workspace=state.root, kind=kind)
+        with self.lock:
+            self.jobs[job.job_id] = job
+        return job
+
+    def finish_job(self, job: Job) -> None:
+        with self.lock:
+            self.jobs.pop(job.job_id, None)
+            state = self.workspaces.get(job.workspace)
+            if state is not None and state.job is job:
+                state.job = None

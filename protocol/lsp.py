@@ -1,0 +1,143 @@
+"""The daemon's command parameters, results and settings: the contract editor clients code
+against (`kernelscope schema` prints their JSON Schema). Every command takes one object."""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from kernelscope.protocol.bench import BenchResult
+from kernelscope.protocol.commands import IterationResult, MaskHalfResult, RestartReport
+from kernelscope.protocol.experiment import KernelExperiment
+
+
+class _Params(BaseModel):
+    """Unknown fields are refused, so a typo in a client is an InvalidParams, not a no-op."""
+
+    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+
+
+class WorkspaceParams(_Params):
+    workspace: str = Field(description="the workspace folder (path or file:// URI)")
+
+
+class MaskHalfParams(WorkspaceParams):
+    dry_run: bool = Field(default=False, alias="dryRun")
+    seed: int | None = None
+    force: bool = False
+
+
+class UnmaskParams(WorkspaceParams):
+    versions: list[str] = Field(min_length=1)
+
+
+class RecordExperimentParams(WorkspaceParams):
+    change_summary: str = Field(alias="changeSummary")
+    score: float | None = None
+    detailed_description: str = Field(default="", alias="detailedDescription")
+    kernels: list[str] = Field(default_factory=list)
+    memory_version: str | None = Field(default=None, alias="memoryVersion")
+    is_buggy: bool = Field(default=False, alias="isBuggy")
+    error_message: str = Field(default="", alias="errorMessage")
+    status: Literal["new", "running", "done", "failed", "timeout"] = "done"
+    pid: str = ""
+    tags: list[str] = Field(default_factory=list)
+
+
+class RunIterationParams(WorkspaceParams):
+    action_category: str | None = Field(default=None, alias="actionCategory")
+    action_description: str | None = Field(default=None, alias="actionDescription")
+    revert_on_fail: bool = Field(default=False, alias="revertOnFail")
+
+
+class RestartParams(WorkspaceParams):
+    seed: int | None = None
+    timeout_s: float = Field(default=3600.0, gt=0, alias="timeoutS")
+
+
+class BenchmarkParams(WorkspaceParams):
+    candidate: str | None = None
+
+
+class ShowHistoryParams(WorkspaceParams):
+    kernel: str | None = None
+
+
+class TopExperimentsParams(_Params):
+    workspace: str | None = None
+    max_results: int = Field(default=20, ge=0, le=1000, alias="maxResults")
+    operator_sig: str | None = Field(default=None, alias="operatorSig")
+    kernel: str | None = None
+    include_buggy: bool = Field(default=False, alias="includeBuggy")
+
+
+class CancelParams(_Params):
+    workspace: str | None = Field(default=None, description="cancel this workspace's job; all when omitted")
+
+
+class UnmaskResult(BaseModel):
+    changed: list[str]
+
+
+class HistoryEntry(BaseModel):
+    version: str | None
+    score: float | None
+    status: str
+    summary: str
+    experiment_id: str | None = None
+
+
+class HistoryResult(BaseModel):
+    workspace: str
+    kernel: str | None
+    entries: list[HistoryEntry]
+    markdown: str
+
+
+class CancelResult(BaseModel):
+    cancelled: list[str]
+
+
+class JobStarted(BaseModel):
+    """Long commands return at once; their outcome arrives as `kernelscope/jobFinished`."""
+
+    job_id: str
+    workspace: str
+    kind: str
+
+
+class Settings(BaseModel):
+    """Per-folder settings: initializationOptions, then `workspace/configuration` section
+    `kernelscope`. Invalid values are reported to the user and the defaults are kept."""
+
+    model_config = ConfigDict(extra="ignore", populate_by_name=True)
+
+    db_url: str | None = Field(default=None, alias="dbUrl")
+    python: str | None = Field(default=None, description="interpreter with torch/triton for benchmarks")
+    bench_on_save: bool = Field(default=True, alias="benchOnSave")
+    trusted: bool = Field(default=False, description="the client says the workspace is trusted")
+    mode: Literal["auto", "gpu", "interpreter"] = "auto"
+    debounce_ms: int = Field(default=400, ge=0, le=60_000, alias="debounceMs")
+    timeout_s: float = Field(default=900.0, gt=0, alias="timeoutS")
+    seeds: int = Field(default=2, ge=1, le=20)
+    agent: str | None = Field(default=None, description="restart agent command (user settings only)")
+
+
+COMMAND_MODELS: dict[str, tuple[type[BaseModel], Any]] = {
+    "kernelscope.maskHalf": (MaskHalfParams, MaskHalfResult),
+    "kernelscope.unmask": (UnmaskParams, UnmaskResult),
+    "kernelscope.recordExperiment": (RecordExperimentParams, KernelExperiment),
+    "kernelscope.runIteration": (RunIterationParams, JobStarted),
+    "kernelscope.restart": (RestartParams, JobStarted),
+    "kernelscope.benchmark": (BenchmarkParams, JobStarted),
+    "kernelscope.showHistory": (ShowHistoryParams, HistoryResult),
+    "kernelscope.topExperiments": (TopExperimentsParams, list[KernelExperiment]),
+    "kernelscope.cancel": (CancelParams, CancelResult),
+}
+# What `kernelscope/jobFinished` carries in `result` for each long command.
+JOB_RESULTS: dict[str, Any] = {
+    "runIteration": IterationResult,
+    "restart": RestartReport,
+    "benchmark": BenchResult,
+}
