@@ -16,6 +16,7 @@ from kernelscope.daemon.cli.bench import bench_command
 from kernelscope.daemon.cli.demo import demo_command
 from kernelscope.daemon.cli.iterate import iterate_command
 from kernelscope.daemon.cli.restart import restart_command
+from kernelscope.daemon.cli.serve import schema_command, serve_command
 from kernelscope.daemon.cli.workspace import workspace_command
 from kernelscope.daemon.engine.errors import KernelscopeError
 
@@ -33,6 +34,8 @@ app.command("bench")(bench_command)
 app.command("demo")(demo_command)
 app.command("iterate")(iterate_command)
 app.command("restart")(restart_command)
+app.command("serve")(serve_command)
+app.command("schema")(schema_command)
 
 EXIT_OK, EXIT_USAGE, EXIT_DATA = 0, 1, 2
 CLICK_USAGE_STATUS = 2  # what click/typer exit with on a usage error

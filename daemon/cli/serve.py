@@ -1,0 +1,43 @@
+"""`kernelscope serve` and `kernelscope schema`."""
+
+from __future__ import annotations
+
+import json
+from typing import Annotated
+
+import typer
+
+
+def serve_command(
+    tcp: Annotated[bool, typer.Option("--tcp", help="Listen on 127.0.0.1 instead of stdio.")] = False,
+    port: Annotated[int, typer.Option("--port", min=1, max=65535)] = 2087,
+) -> None:
+    """Run the LSP daemon (stdio by default; --tcp binds 127.0.0.1 only)."""
+    from kernelscope.daemon.lsp.server import serve
+
+    serve(tcp=tcp, port=port)
+
+
+def schema_command() -> None:
+    """Print the JSON Schema of every command's parameters and result, and the settings."""
+    from pydantic import TypeAdapter
+
+    from kernelscope.protocol.lsp import COMMAND_MODELS, JOB_RESULTS, Settings
+
+    document = {
+        "commands": {
+            name: {
+                "params": params.model_json_schema(by_alias=True),
+                "result": TypeAdapter(result).json_schema(by_alias=True),
+            }
+            for name, (params, result) in COMMAND_MODELS.items()
+        },
+        "notifications": {
+            "kernelscope/jobFinished": {
+                "description": "{jobId, workspace, kind, cancelled, result | error}",
+                "results": {kind: TypeAdapter(model).json_schema() for kind, model in JOB_RESULTS.items()},
+            }
+        },
+        "settings": Settings.model_json_schema(by_alias=True),
+    }
+    print(json.dumps(document, indent=2))

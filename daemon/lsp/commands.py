@@ -1,0 +1,153 @@
+"""workspace/executeCommand handlers: validate the one parameter object with its protocol
+model (InvalidParams naming the field, nothing changed), then call the engine."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ValidationError
+from pygls.exceptions import JsonRpcInvalidParams
+
+from kernelscope.daemon.engine.config import user_config
+from kernelscope.daemon.engine.errors import KernelscopeError
+from kernelscope.daemon.engine.store import ExperimentStore
+from kernelscope.daemon.lsp.hover import history
+from kernelscope.daemon.lsp.jobs import Jobs
+from kernelscope.daemon.lsp.state import ServerState, WorkspaceState, uri_to_path
+from kernelscope.protocol import lsp as p
+
+
+def parse(model: type[BaseModel], args: tuple[Any, ...]) -> Any:
+    if len(args) != 1 or not isinstance(args[0], dict):
+        raise JsonRpcInvalidParams(
+            message=f"expected one object argument ({model.__name__}), got {len(args)} arguments"
+        )
+    try:
+        return model.model_validate(args[0])
+    except ValidationError as exc:
+        problems = "; ".join(
+            f"{'.'.join(str(part) for part in err['loc']) or '(object)'}: {err['msg']}"
+            for err in exc.errors()
+        )
+        raise JsonRpcInvalidParams(message=f"invalid {model.__name__}: {problems}") from None
+
+
+class Commands:
+    def __init__(self, state: ServerState, jobs: Jobs) -> None:
+        self.state = state
+        self.jobs = jobs
+
+    def _workspace(self, value: str) -> WorkspaceState:
+        path = uri_to_path(value)
+        if not self.state.inside_folders(path):
+            raise JsonRpcInvalidParams(message=f"workspace: {path} is outside the editor's workspace folders")
+        ws = self.state.workspace_of(path)
+        if ws is None:
+            self.state.rescan()
+            ws = self.state.workspace_of(path)
+        if ws is None:
+            raise JsonRpcInvalidParams(
+                message=f"workspace: {path} is not an optimization workspace (no kernel.py and memory/)"
+            )
+        return ws
+
+    @staticmethod
+    def _engine(call: Any) -> Any:
+        try:
+            return call()
+        except KernelscopeError as exc:  # refused by the engine: nothing changed
+            raise JsonRpcInvalidParams(message=str(exc)) from None
+
+    def mask_half(self, *args: Any) -> Any:
+        params = parse(p.MaskHalfParams, args)
+        ws = self._workspace(params.workspace)
+        readme = ws.workspace.readme() if ws.workspace.readme_path.is_file() else None
+        result = self._engine(
+            lambda: ws.workspace.memory.mask_half(
+                readme.primary_kind if readme else None,
+                seed=params.seed,
+                dry_run=params.dry_run,
+                force=params.force,
+            )
+        )
+        return result.model_dump(mode="json")
+
+    def unmask(self, *args: Any) -> Any:
+        params = parse(p.UnmaskParams, args)
+        ws = self._workspace(params.workspace)
+        changed = self._engine(lambda: ws.workspace.memory.set_masked(params.versions, masked=False))
+        return p.UnmaskResult(changed=changed).model_dump(mode="json")
+
+    def record_experiment(self, *args: Any) -> Any:
+        params = parse(p.RecordExperimentParams, args)
+        ws = self._workspace(params.workspace)
+        fields = params.model_dump(exclude={"workspace"})
+        fields["workspace"] = str(ws.root)
+        store = ExperimentStore(ws.settings.db_url)
+        created = self._engine(lambda: store.create_experiment(fields))
+        return created.model_dump(mode="json")
+
+    def run_iteration(self, *args: Any) -> Any:
+        params = parse(p.RunIterationParams, args)
+        ws = self._workspace(params.workspace)
+        job = self.jobs.iterate(ws, params.action_category, params.action_description, params.revert_on_fail)
+        return p.JobStarted(job_id=job.job_id, workspace=str(ws.root), kind="runIteration").model_dump()
+
+    def restart(self, *args: Any) -> Any:
+        params = parse(p.RestartParams, args)
+        ws = self._workspace(params.workspace)
+        # Only the user's settings or config file name the agent: never the workspace.
+        agent = ws.settings.agent or self._engine(user_config).get("agent")
+        if not agent:
+            raise JsonRpcInvalidParams(
+                message="agent: no restart agent configured (set kernelscope.agent in your "
+                "editor's user settings or agent in ~/.config/kernelscope/config.toml)"
+            )
+        job = self.jobs.restart(ws, agent, params.seed, params.timeout_s)
+        return p.JobStarted(job_id=job.job_id, workspace=str(ws.root), kind="restart").model_dump()
+
+    def benchmark(self, *args: Any) -> Any:
+        params = parse(p.BenchmarkParams, args)
+        ws = self._workspace(params.workspace)
+        candidate = None
+        if params.candidate:
+            candidate = uri_to_path(params.candidate)
+            if not self.state.inside_folders(candidate) or not candidate.is_file():
+                raise JsonRpcInvalidParams(
+                    message=f"candidate: {candidate} is not a file inside the workspace folders"
+                )
+        job = self.jobs.benchmark(ws, candidate=candidate, probe=candidate is None)
+        return p.JobStarted(job_id=job.job_id, workspace=str(ws.root), kind="benchmark").model_dump()
+
+    def show_history(self, *args: Any) -> Any:
+        params = parse(p.ShowHistoryParams, args)
+        ws = self._workspace(params.workspace)
+        return history(ws, params.kernel).model_dump(mode="json")
+
+    def top_experiments(self, *args: Any) -> Any:
+        params = parse(p.TopExperimentsParams, args)
+        filters: dict[str, Any] = {}
+        settings = self.state.default_settings
+        if params.workspace:
+            ws = self._workspace(params.workspace)
+            filters["workspace"] = str(ws.root)
+            settings = ws.settings
+        if params.operator_sig:
+            filters["operator_sig"] = params.operator_sig
+        if params.kernel:
+            filters["kernel"] = params.kernel
+        store = ExperimentStore(settings.db_url)
+        records = self._engine(
+            lambda: store.top(params.max_results, include_buggy=params.include_buggy, **filters)
+        )
+        return [r.model_dump(mode="json") for r in records]
+
+    def cancel(self, *args: Any) -> Any:
+        params = parse(p.CancelParams, args) if args else p.CancelParams()
+        workspace = self._workspace(params.workspace).root if params.workspace else None
+        return p.CancelResult(cancelled=self.jobs.cancel(workspace)).model_dump()
+
+
+def resolve_path(value: str) -> Path:
+    return uri_to_path(value)

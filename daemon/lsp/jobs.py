@@ -1,0 +1,216 @@
+"""Long work off the event loop: benchmarks (one at a time, across all workspaces: one GPU),
+iterations and restarts, each cancellable, reporting `$/progress`, and announcing its end
+with a `kernelscope/jobFinished` notification."""
+
+from __future__ import annotations
+
+import logging
+import tempfile
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+from lsprotocol import types
+from pygls.lsp.server import LanguageServer
+
+from kernelscope.daemon.engine.bench import BenchRequest, run_benchmark
+from kernelscope.daemon.engine.errors import KernelscopeError
+from kernelscope.daemon.engine.git import Git
+from kernelscope.daemon.engine.iterate import IterateOptions, run_iteration
+from kernelscope.daemon.engine.restart import PartialRestart, RestartOptions
+from kernelscope.daemon.lsp.state import Job, ServerState, WorkspaceState
+
+log = logging.getLogger("kernelscope.lsp")
+JOB_FINISHED = "kernelscope/jobFinished"
+
+
+class Jobs:
+    def __init__(self, server: LanguageServer, state: ServerState, refresh: Any) -> None:
+        self.server = server
+        self.state = state
+        self.refresh = refresh  # callable(WorkspaceState) run on the loop
+        self.pending_saves: dict[Path, threading.Timer] = {}
+
+    # -- plumbing ---------------------------------------------------------------------
+
+    def _progress(
+        self, token: str, kind: str, title: str, message: str | None = None, percentage: int | None = None
+    ) -> None:
+        def send() -> None:
+            progress = self.server.work_done_progress
+            if kind == "begin":
+                progress.begin(
+                    token, types.WorkDoneProgressBegin(title=title, cancellable=True, message=message)
+                )
+            elif kind == "report":
+                progress.report(token, types.WorkDoneProgressReport(message=message, percentage=percentage))
+            else:
+                progress.end(token, types.WorkDoneProgressEnd(message=message))
+
+        self.state.on_loop(send)
+
+    def _log(self, message: str, level: types.MessageType = types.MessageType.Info) -> None:
+        log.info(message)
+        self.state.on_loop(
+            lambda: self.server.window_log_message(types.LogMessageParams(type=level, message=message))
+        )
+
+    def start(self, ws: WorkspaceState, kind: str, work: Any, gpu: bool) -> Job:
+        """Run `work(job)` in the background; cancels the workspace's previous job first."""
+        if ws.job is not None:
+            ws.job.cancel.set()
+        job = self.state.new_job(ws, kind)
+        ws.job = job
+        token = f"kernelscope-{job.job_id}"
+        self._progress(token, "begin", f"kernelscope {kind}", message=str(ws.root.name))
+
+        def run() -> None:
+            outcome: dict[str, Any] = {"jobId": job.job_id, "workspace": str(ws.root), "kind": kind}
+            try:
+                if job.cancel.is_set():
+                    outcome["cancelled"] = True
+                else:
+                    result = work(job, token)
+                    outcome["result"] = (
+                        result.model_dump(mode="json") if hasattr(result, "model_dump") else result
+                    )
+                    outcome["cancelled"] = job.cancel.is_set()
+            except KernelscopeError as exc:
+                outcome["error"] = str(exc)
+                self._log(f"{kind} failed: {exc}", types.MessageType.Error)
+            except Exception as exc:  # the daemon stays up whatever the job does
+                log.exception("%s job crashed", kind)
+                outcome["error"] = f"{type(exc).__name__}: {exc}"
+                self._log(f"{kind} crashed: {exc}", types.MessageType.Error)
+            finally:
+                self.state.finish_job(job)
+                self._progress(token, "end", kind, message="cancelled" if job.cancel.is_set() else "done")
+                self.state.on_loop(lambda: self.server.protocol.notify(JOB_FINISHED, outcome))
+                self.state.on_loop(lambda: self.refresh(ws))
+
+        executor = self.state.gpu_queue if gpu else self.state.workers
+        job.future = executor.submit(run)
+        self.state.on_loop(lambda: self.refresh(ws))
+        return job
+
+    def _on_configs(self, ws: WorkspaceState, job: Job, token: str):  # type: ignore[no-untyped-def]
+        def report(done: int, total: int) -> None:
+            job.done_configs, job.total_configs = done, total
+            percentage = int(100 * done / total) if total else None
+            self._progress(
+                token, "report", job.kind, message=f"{done}/{total} configs", percentage=percentage
+            )
+            self.state.on_loop(lambda: self.refresh(ws))
+
+        return report
+
+    # -- the jobs -----------------------------------------------------------------------
+
+    def benchmark(self, ws: WorkspaceState, candidate: Path | None = None, probe: bool = True) -> Job:
+        """Benchmark kernel.py against the last passing version (or the reference)."""
+
+        def work(job: Job, token: str) -> Any:
+            with tempfile.TemporaryDirectory(prefix="kernelscope-probe-") as tmp:
+                baseline = self._last_passing_kernel(ws, Path(tmp))
+                result = run_benchmark(
+                    BenchRequest(
+                        workspace=ws.root,
+                        candidate=candidate,
+                        baseline=str(baseline) if baseline else "reference",
+                        mode=ws.settings.mode,
+                        python=ws.settings.python,
+                        timeout_s=ws.settings.timeout_s,
+                        seeds=ws.settings.seeds,
+                        on_progress=self._on_configs(ws, job, token),
+                    ),
+                    cancel=job.cancel,
+                )
+            if probe and not job.cancel.is_set():
+                ws.probe = result
+                ws.stale = False
+            return result
+
+        return self.start(ws, "benchmarking", work, gpu=True)
+
+    @staticmethod
+    def _last_passing_kernel(ws: WorkspaceState, tmp: Path) -> Path | None:
+        entries = ws.workspace.memory.scan()
+        passing = [
+            e
+            for e in entries
+            if e.record
+            and e.record.gate_passed
+            and isinstance(e.record.git_commit_hash, str)
+            and e.record.git_commit_hash
+        ]
+        if not passing:
+            return None
+        content = Git(ws.root).show_file(str(passing[-1].record.git_commit_hash), ws.workspace.kernel_path)  # type: ignore[union-attr]
+        if content is None:
+            return None
+        path = tmp / "last_passing_kernel.py"
+        path.write_text(content)
+        return path
+
+    def iterate(self, ws: WorkspaceState, category: str | None, description: str | None, revert: bool) -> Job:
+        def work(job: Job, token: str) -> Any:
+            return run_iteration(
+                ws.root,
+                IterateOptions(
+                    action_category=category,
+                    action_description=description,
+                    revert_on_fail=revert,
+                    mode=ws.settings.mode,
+                    seeds=ws.settings.seeds,
+                    timeout_s=ws.settings.timeout_s,
+                    python=ws.settings.python,
+                    db_url=ws.settings.db_url,
+                    on_progress=self._on_configs(ws, job, token),
+                ),
+                cancel=job.cancel,
+            )
+
+        return self.start(ws, "iterating", work, gpu=True)
+
+    def restart(self, ws: WorkspaceState, agent: str, seed: int | None, timeout_s: float) -> Job:
+        def work(job: Job, token: str) -> Any:
+            def stream(line: str) -> None:
+                self._log(f"[agent] {line}")
+
+            return PartialRestart(ws.root, RestartOptions(agent=agent, seed=seed, timeout_s=timeout_s)).run(
+                on_output=stream, cancel=job.cancel
+            )
+
+        return self.start(ws, "restarting", work, gpu=False)
+
+    # -- save -> debounce -> probe --------------------------------------------------------
+
+    def schedule_probe(self, ws: WorkspaceState) -> None:
+        """Debounced: each save restarts the timer; the probe cancels a running one."""
+        ws.stale = True
+        if not (ws.settings.bench_on_save and ws.settings.trusted):
+            return
+        with self.state.lock:
+            previous = self.pending_saves.pop(ws.root, None)
+            if previous is not None:
+                previous.cancel()
+            timer = threading.Timer(ws.settings.debounce_ms / 1000.0, lambda: self.benchmark(ws))
+            timer.daemon = True
+            self.pending_saves[ws.root] = timer
+            timer.start()
+
+    def cancel(self, workspace: Path | None) -> list[str]:
+        cancelled = []
+        with self.state.lock:
+            for job in list(self.state.jobs.values()):
+                if workspace is None or job.workspace == workspace:
+                    job.cancel.set()
+                    cancelled.append(job.job_id)
+        return cancelled
+
+
+def wait_idle(state: ServerState, timeout: float = 5.0) -> None:
+    deadline = time.monotonic() + timeout
+    while state.jobs and time.monotonic() < deadline:
+        time.sleep(0.05)

@@ -1,0 +1,269 @@
+"""`kernelscope serve`: wiring only. Each LSP feature is a few lines that call a feature
+module (lenses, hover, diagnostics, commands, jobs, watch), which call the engine.
+
+The daemon process never imports torch or triton: benchmarks run in child processes.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import sys
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+from lsprotocol import types
+from pydantic import ValidationError
+from pygls.lsp.server import LanguageServer
+
+from kernelscope.daemon.lsp import lenses
+from kernelscope.daemon.lsp.commands import Commands
+from kernelscope.daemon.lsp.diagnostics import probe_diagnostics
+from kernelscope.daemon.lsp.hover import history
+from kernelscope.daemon.lsp.jobs import Jobs
+from kernelscope.daemon.lsp.state import ServerState, WorkspaceState, uri_to_path
+from kernelscope.daemon.lsp.watch import Watcher
+from kernelscope.protocol.lsp import Settings
+
+log = logging.getLogger("kernelscope.lsp")
+VERSION = "0.1.0"
+
+
+class KernelscopeServer(LanguageServer):
+    def __init__(self) -> None:
+        super().__init__("kernelscope", VERSION)
+        self.state = ServerState()
+        self.jobs = Jobs(self, self.state, self.refresh)
+        self.commands = Commands(self.state, self.jobs)
+        self.watcher = Watcher(self.on_disk_change)
+        self.supports_inlay_refresh = False
+        self.supports_lens_refresh = False
+
+    # -- talking to the client (event loop only) ------------------------------------------
+
+    def refresh(self, ws: WorkspaceState) -> None:
+        if self.supports_lens_refresh:
+            self.workspace_code_lens_refresh(None)
+        if self.supports_inlay_refresh:
+            self.workspace_inlay_hint_refresh(None)
+        self.text_document_publish_diagnostics(
+            types.PublishDiagnosticsParams(
+                uri=ws.workspace.kernel_path.as_uri(), diagnostics=probe_diagnostics(ws)
+            )
+        )
+
+    def on_disk_change(self, root: Path, names: set[str]) -> None:
+        """From the watcher thread: an agent or git changed files of a workspace."""
+
+        def handle() -> None:
+            if any(n in ("README.md", "kernel.py") for n in names) or root not in self.state.workspaces:
+                self.state.rescan()
+            ws = self.state.workspaces.get(root)
+            if ws is None:
+                return
+            if "kernel.py" in names:
+                self.jobs.schedule_probe(ws)
+            self.refresh(ws)
+
+        self.state.on_loop(handle)
+
+    def show_warning(self, message: str) -> None:
+        self.window_show_message(types.ShowMessageParams(type=types.MessageType.Warning, message=message))
+
+
+server = KernelscopeServer()
+
+
+def _settings(raw: Any, base: Settings) -> Settings:
+    data = raw.get("kernelscope", raw) if isinstance(raw, dict) else {}
+    if not isinstance(data, dict):
+        return base
+    try:
+        return Settings.model_validate({**base.model_dump(by_alias=True), **data})
+    except ValidationError as exc:
+        problems = "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors())
+        server.show_warning(f"kernelscope: invalid settings ({problems}); keeping the previous values")
+        return base
+
+
+@server.feature(types.INITIALIZE)
+def initialize(ls: KernelscopeServer, params: types.InitializeParams) -> None:
+    folders = [uri_to_path(f.uri) for f in params.workspace_folders or []]
+    if not folders and params.root_uri:
+        folders = [uri_to_path(params.root_uri)]
+    ls.state.default_settings = _settings(params.initialization_options, Settings())
+    ls.state.set_folders(folders)
+    workspace_caps = params.capabilities.workspace
+    ls.supports_lens_refresh = bool(
+        workspace_caps and workspace_caps.code_lens and workspace_caps.code_lens.refresh_support
+    )
+    ls.supports_inlay_refresh = bool(
+        workspace_caps and workspace_caps.inlay_hint and workspace_caps.inlay_hint.refresh_support
+    )
+    if params.process_id:
+        watch_parent(params.process_id)
+
+
+@server.feature(types.INITIALIZED)
+async def initialized(ls: KernelscopeServer, params: types.InitializedParams) -> None:
+    import asyncio
+
+    ls.state.loop = asyncio.get_running_loop()
+    await load_configuration(ls)
+    ls.watcher.watch(list(ls.state.workspaces))
+    log.info("kernelscope serving %d optimization workspace(s)", len(ls.state.workspaces))
+
+
+async def load_configuration(ls: KernelscopeServer) -> None:
+    """Per-folder settings from `workspace/configuration` (section `kernelscope`)."""
+    caps = ls.client_capabilities.workspace
+    if not (caps and caps.configuration) or not ls.state.workspaces:
+        for ws in ls.state.workspaces.values():
+            ws.settings = ls.state.default_settings.model_copy()
+        return
+    roots = list(ls.state.workspaces)
+    try:
+        values = await ls.workspace_configuration_async(
+            types.ConfigurationParams(
+                items=[
+                    types.ConfigurationItem(scope_uri=root.as_uri(), section="kernelscope") for root in roots
+                ]
+            )
+        )
+    except Exception as exc:  # a client that answers badly keeps the defaults
+        log.warning("workspace/configuration failed: %s", exc)
+        return
+    for root, value in zip(roots, values or [], strict=False):
+        ls.state.workspaces[root].settings = _settings(value or {}, ls.state.default_settings)
+
+
+@server.feature(types.WORKSPACE_DID_CHANGE_CONFIGURATION)
+async def did_change_configuration(ls: KernelscopeServer, params: types.DidChangeConfigurationParams) -> None:
+    if isinstance(params.settings, dict) and params.settings:
+        ls.state.default_settings = _settings(params.settings, ls.state.default_settings)
+    await load_configuration(ls)
+    for ws in ls.state.workspaces.values():
+        ls.refresh(ws)
+
+
+@server.feature(types.WORKSPACE_DID_CHANGE_WORKSPACE_FOLDERS)
+def did_change_folders(ls: KernelscopeServer, params: types.DidChangeWorkspaceFoldersParams) -> None:
+    ls.state.set_folders([uri_to_path(f.uri) for f in ls.workspace.folders.values()])
+    ls.watcher.watch(list(ls.state.workspaces))
+
+
+def _kernel_doc(ls: KernelscopeServer, uri: str) -> WorkspaceState | None:
+    path = uri_to_path(uri)
+    ws = ls.state.workspace_of(path)
+    return ws if ws is not None and path.resolve() == ws.workspace.kernel_path else None
+
+
+@server.feature(types.TEXT_DOCUMENT_CODE_LENS)
+def code_lens(ls: KernelscopeServer, params: types.CodeLensParams) -> list[types.CodeLens] | None:
+    ws = _kernel_doc(ls, params.text_document.uri)
+    return lenses.code_lenses(ws) if ws else None
+
+
+@server.feature(types.TEXT_DOCUMENT_HOVER)
+def hover(ls: KernelscopeServer, params: types.HoverParams) -> types.Hover | None:
+    ws = _kernel_doc(ls, params.text_document.uri)
+    if ws is None:
+        return None
+    position = params.position
+    for kernel in ws.workspace.kernels().kernels:
+        start, end = kernel.name_column, kernel.name_column + len(kernel.name)
+        if position.line == kernel.def_line - 1 and start <= position.character <= end:
+            table = history(ws, kernel.name).markdown
+            return types.Hover(contents=types.MarkupContent(kind=types.MarkupKind.Markdown, value=table))
+    return None
+
+
+@server.feature(types.TEXT_DOCUMENT_INLAY_HINT)
+def inlay_hints(ls: KernelscopeServer, params: types.InlayHintParams) -> list[types.InlayHint] | None:
+    ws = _kernel_doc(ls, params.text_document.uri)
+    if ws is None:
+        return None
+    document = ls.workspace.get_text_document(params.text_document.uri)
+    lines = document.lines if document.source else ws.workspace.kernel_path.read_text().splitlines()
+    texts = lenses.kernel_summaries(ws)
+    hints = []
+    for kernel in ws.workspace.kernels().kernels:
+        line = kernel.def_line - 1
+        if not (params.range.start.line <= line <= params.range.end.line) or line >= len(lines):
+            continue
+        hints.append(
+            types.InlayHint(
+                position=types.Position(line=line, character=len(lines[line].rstrip("\r\n"))),
+                label=texts.get(kernel.name, ""),
+                padding_left=True,
+            )
+        )
+    return hints
+
+
+@server.feature(types.TEXT_DOCUMENT_DID_SAVE)
+def did_save(ls: KernelscopeServer, params: types.DidSaveTextDocumentParams) -> None:
+    ws = _kernel_doc(ls, params.text_document.uri)
+    if ws is not None:
+        ls.jobs.schedule_probe(ws)
+        ls.refresh(ws)
+
+
+@server.feature(types.TEXT_DOCUMENT_DID_OPEN)
+def did_open(ls: KernelscopeServer, params: types.DidOpenTextDocumentParams) -> None:
+    ws = _kernel_doc(ls, params.text_document.uri)
+    if ws is not None and ws.probe is not None:
+        ls.refresh(ws)
+
+
+for _name, _method in {
+    "kernelscope.maskHalf": "mask_half",
+    "kernelscope.unmask": "unmask",
+    "kernelscope.recordExperiment": "record_experiment",
+    "kernelscope.runIteration": "run_iteration",
+    "kernelscope.restart": "restart",
+    "kernelscope.benchmark": "benchmark",
+    "kernelscope.showHistory": "show_history",
+    "kernelscope.topExperiments": "top_experiments",
+    "kernelscope.cancel": "cancel",
+}.items():
+
+    def _make(method: str):  # type: ignore[no-untyped-def]
+        def handler(ls: KernelscopeServer, *args: Any) -> Any:
+            return getattr(ls.commands, method)(*args)
+
+        return handler
+
+    server.command(_name)(_make(_method))
+
+
+def watch_parent(pid: int) -> None:
+    """Exit when the editor that started us dies (pygls does not), so no daemon is orphaned."""
+
+    def poll() -> None:
+        while True:
+            time.sleep(1.0)
+            try:
+                os.kill(pid, 0)
+            except ProcessLookupError:
+                log.info("editor process %d is gone: exiting", pid)
+                os._exit(0)
+            except PermissionError:
+                pass  # alive, owned by someone else
+
+    threading.Thread(target=poll, daemon=True, name="kernelscope-parent-watch").start()
+
+
+def serve(tcp: bool = False, port: int = 2087) -> None:
+    """Run the server on stdio, or on 127.0.0.1 only with `tcp`. Logs go to stderr."""
+    logging.basicConfig(
+        stream=sys.stderr,
+        level=os.environ.get("KERNELSCOPE_LOG", "INFO"),
+        format="%(asctime)s %(name)s %(levelname)s %(message)s",
+    )
+    if tcp:
+        server.start_tcp("127.0.0.1", port)
+    else:
+        server.start_io()

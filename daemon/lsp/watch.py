@@ -1,0 +1,78 @@
+"""Watches each workspace's kernel.py, memory/ and README.md on disk (agents, `git checkout`)
+with watchfiles, debounced, and tells the server what changed."""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Callable
+from pathlib import Path
+
+from watchfiles import watch
+
+log = logging.getLogger("kernelscope.lsp")
+
+
+def _relevant(root: Path, changed: Path) -> bool:
+    try:
+        relative = changed.relative_to(root)
+    except ValueError:
+        return False
+    parts = relative.parts
+    if not parts:
+        return False
+    if parts[0] == "memory":
+        return changed.suffix == ".json" and not changed.name.startswith(".")
+    return parts[0] in ("kernel.py", "README.md") and len(parts) == 1
+
+
+class Watcher:
+    """One background thread watching all workspace roots; restarted when the set changes."""
+
+    def __init__(self, on_change: Callable[[Path, set[str]], None], debounce_ms: int = 150) -> None:
+        self.on_change = on_change
+        self.debounce_ms = debounce_ms
+        self.stop = threading.Event()
+        self.thread: threading.Thread | None = None
+        self.roots: list[Path] = []
+
+    def watch(self, roots: list[Path]) -> None:
+        if sorted(roots) == sorted(self.roots) and self.thread is not None:
+            return
+        self.close()
+        self.roots = list(roots)
+        if not roots:
+            return
+        self.stop = threading.Event()
+        self.thread = threading.Thread(
+            target=self._run, args=(list(roots), self.stop), daemon=True, name="kernelscope-watch"
+        )
+        self.thread.start()
+
+    def _run(self, roots: list[Path], stop: threading.Event) -> None:
+        try:
+            for changes in watch(
+                *roots,
+                stop_event=stop,
+                debounce=self.debounce_ms,
+                step=50,
+                rust_timeout=500,
+                yield_on_timeout=False,
+                raise_interrupt=False,
+            ):
+                by_root: dict[Path, set[str]] = {}
+                for _change, name in changes:
+                    path = Path(name)
+                    for root in roots:
+                        if _relevant(root, path):
+                            by_root.setdefault(root, set()).add(path.name)
+                for root, names in by_root.items():
+                    self.on_change(root, names)
+        except Exception:  # a vanished directory must not kill the daemon
+            log.exception("file watcher stopped")
+
+    def close(self) -> None:
+        self.stop.set()
+        if self.thread is not None:
+            self.thread.join(timeout=2)
+        self.thread = None
