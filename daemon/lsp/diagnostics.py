@@ -29,8 +29,8 @@ def probe_diagnostics(state: WorkspaceState) -> list[types.Diagnostic]:
                 message=f"benchmark gate failed: {probe.error.message}",
             )
         ]
-    if probe.baseline == "reference" or probe.score is None or probe.score_ci is None:
-        return []
+    if probe.mode != "gpu" or probe.baseline == "reference" or probe.score is None or probe.score_ci is None:
+        return []  # interpreter timings say nothing about GPU speed: no regression verdicts
     if probe.score_ci[1] < REGRESSION_BELOW:
         worst = min(
             (c for c in probe.configs if c.speedup is not None), key=lambda c: c.speedup or 1.0, default=None

@@ -4,6 +4,7 @@ with a `kernelscope/jobFinished` notification."""
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import tempfile
 import threading
@@ -31,24 +32,44 @@ class Jobs:
         self.state = state
         self.refresh = refresh  # callable(WorkspaceState) run on the loop
         self.pending_saves: dict[Path, threading.Timer] = {}
+        self.ready: dict[str, asyncio.Event] = {}
 
     # -- plumbing ---------------------------------------------------------------------
 
     def _progress(
         self, token: str, kind: str, title: str, message: str | None = None, percentage: int | None = None
     ) -> None:
-        def send() -> None:
+        """`$/progress` for a server-created token: `window/workDoneProgress/create` is
+        answered before begin, and reports/end wait for it, in order."""
+        caps = self.server.client_capabilities.window if self.server.client_capabilities else None
+        if not (caps and caps.work_done_progress):
+            return
+
+        async def send() -> None:
             progress = self.server.work_done_progress
             if kind == "begin":
-                progress.begin(
-                    token, types.WorkDoneProgressBegin(title=title, cancellable=True, message=message)
-                )
-            elif kind == "report":
+                ready = self.ready.setdefault(token, asyncio.Event())
+                try:
+                    await progress.create_async(token)
+                    progress.begin(
+                        token, types.WorkDoneProgressBegin(title=title, cancellable=True, message=message)
+                    )
+                finally:
+                    ready.set()
+                return
+            ready = self.ready.setdefault(token, asyncio.Event())
+            await ready.wait()
+            if kind == "report":
                 progress.report(token, types.WorkDoneProgressReport(message=message, percentage=percentage))
             else:
                 progress.end(token, types.WorkDoneProgressEnd(message=message))
+                self.ready.pop(token, None)
 
-        self.state.on_loop(send)
+        def schedule() -> None:
+            assert self.state.loop is not None
+            self.state.loop.create_task(send())
+
+        self.state.on_loop(schedule)
 
     def _log(self, message: str, level: types.MessageType = types.MessageType.Info) -> None:
         log.info(message)

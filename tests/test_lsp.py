@@ -1,0 +1,360 @@
+"""End-to-end tests of `kernelscope serve` through a real LSP client (pytest-lsp), with VS Code
+and Neovim client capabilities, on copies of the example workspaces."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import shutil
+import sys
+from pathlib import Path
+
+import pytest
+import pytest_lsp
+from lsprotocol import types
+from pytest_lsp import ClientServerConfig, LanguageClient, client_capabilities
+
+from kernelscope.daemon.engine.demo import kernel_with_block
+from kernelscope.daemon.engine.git import Git
+from kernelscope.daemon.engine.iterate import IterateOptions, run_iteration
+from tests.conftest import EXAMPLES
+
+pytestmark = pytest.mark.slow
+ROOT = Path(__file__).resolve().parent.parent
+# The whole suite runs the server with torch and triton made unimportable in its process.
+SERVER = [sys.executable, str(Path(__file__).parent / "no_torch_server.py")]
+KERNEL = (EXAMPLES / "vector_add" / "kernel.py").read_text()
+
+
+def make_workspace(root: Path) -> tuple[Path, Path]:
+    """A git workspace with v0 and v1 recorded by iterate, plus the untouched example copy."""
+    ws = root / "kernel_opt_vector_add"
+    ws.mkdir(parents=True)
+    for name in ("README.md", "reference.py"):
+        shutil.copy(EXAMPLES / "vector_add" / name, ws / name)
+    git = Git(ws)
+    git.init()
+    git.commit_paths([ws / "README.md", ws / "reference.py"], "init")
+    db = root / "exp.sqlite"
+    for block, category in ((64, "baseline"), (1024, "block_size")):
+        (ws / "kernel.py").write_text(kernel_with_block(KERNEL, block))
+        run_iteration(
+            ws,
+            IterateOptions(
+                action_category=category,
+                action_description=f"BLOCK {block}",
+                mode="interpreter",
+                seeds=1,
+                db_url=str(db),
+            ),
+        )
+    foreign = root / "foreign_softmax"  # a workspace kernelscope never saw: memory only
+    shutil.copytree(EXAMPLES / "vector_add", foreign)
+    return ws, db
+
+
+@pytest.fixture(scope="module")
+def prepared(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    root = tmp_path_factory.mktemp("lsp")
+    make_workspace(root)
+    return root
+
+
+@pytest.fixture
+def folder(prepared: Path, tmp_path: Path) -> Path:
+    """A private copy; the store's workspace paths are moved along with it."""
+    import sqlite3
+
+    copy = tmp_path / "folder"
+    shutil.copytree(prepared, copy)
+    old, new = str(prepared / "kernel_opt_vector_add"), str(copy / "kernel_opt_vector_add")
+    with sqlite3.connect(copy / "exp.sqlite") as db:
+        for table in ("experiments", "experiment_kernels", "kernel_stats"):
+            db.execute(f"UPDATE {table} SET workspace = ? WHERE workspace = ?", (new, old))
+    return copy
+
+
+def init_params(folder: Path, editor: str) -> types.InitializeParams:
+    return types.InitializeParams(
+        capabilities=client_capabilities(editor),
+        workspace_folders=[types.WorkspaceFolder(uri=folder.as_uri(), name="folder")],
+        initialization_options={
+            "kernelscope": {
+                "dbUrl": str(folder / "exp.sqlite"),
+                "trusted": True,
+                "mode": "interpreter",
+                "seeds": 1,
+                "debounceMs": 100,
+            }
+        },
+        process_id=None,
+    )
+
+
+@pytest_lsp.fixture(
+    params=["visual_studio_code", "neovim"],
+    config=ClientServerConfig(server_command=SERVER),
+)
+async def client(lsp_client: LanguageClient, request: pytest.FixtureRequest, folder: Path):
+    lsp_client.refreshes = 0  # type: ignore[attr-defined]
+
+    @lsp_client.feature(types.WORKSPACE_CODE_LENS_REFRESH)
+    def on_refresh(params: None) -> None:
+        lsp_client.refreshes += 1  # type: ignore[attr-defined]
+
+    @lsp_client.feature(types.WORKSPACE_INLAY_HINT_REFRESH)
+    def on_inlay_refresh(params: None) -> None:
+        # Neovim declares inlay-hint refresh but not code-lens refresh: either counts.
+        lsp_client.refreshes += 1  # type: ignore[attr-defined]
+
+    lsp_client.finished = []  # type: ignore[attr-defined]
+
+    @lsp_client.feature("kernelscope/jobFinished")
+    def on_finished(*args: object) -> None:
+        params = args[-1]
+        lsp_client.finished.append(params if isinstance(params, dict) else _as_dict(params))  # type: ignore[attr-defined]
+
+    await lsp_client.initialize_session(init_params(folder, request.param))
+    lsp_client.folder = folder  # type: ignore[attr-defined]
+    yield
+    await lsp_client.shutdown_session()
+
+
+def _as_dict(value: object) -> object:
+    """pygls hands custom notifications over as named tuples: turn them into dicts."""
+    if hasattr(value, "_asdict"):
+        return {k: _as_dict(v) for k, v in value._asdict().items()}  # type: ignore[attr-defined]
+    if isinstance(value, (list, tuple)):
+        return [_as_dict(v) for v in value]
+    if hasattr(value, "__dict__"):
+        return {k: _as_dict(v) for k, v in vars(value).items()}
+    return value
+
+
+def kernel_uri(client: LanguageClient) -> str:
+    return (client.folder / "kernel_opt_vector_add" / "kernel.py").as_uri()  # type: ignore[attr-defined]
+
+
+async def lenses(client: LanguageClient, uri: str | None = None) -> list[types.CodeLens]:
+    return (
+        await client.text_document_code_lens_async(
+            types.CodeLensParams(text_document=types.TextDocumentIdentifier(uri=uri or kernel_uri(client)))
+        )
+        or []
+    )
+
+
+async def command(client: LanguageClient, name: str, *args: object) -> object:
+    return await client.workspace_execute_command_async(
+        types.ExecuteCommandParams(command=name, arguments=list(args))
+    )
+
+
+async def wait_for(predicate, timeout: float = 60.0) -> None:  # type: ignore[no-untyped-def]
+    deadline = asyncio.get_running_loop().time() + timeout
+    while not predicate():
+        if asyncio.get_running_loop().time() > deadline:
+            raise AssertionError("condition not reached in time")
+        await asyncio.sleep(0.1)
+
+
+async def test_lenses(client: LanguageClient) -> None:
+    found = await lenses(client)
+    titles = [lens.command.title for lens in found if lens.command]
+    assert any(t.startswith("target bandwidth >= 4.32TB/s") and "next v2" in t for t in titles), titles
+    assert {"Run iteration", "Mask half & restart", "Benchmark now"} <= set(titles)
+    kernel_lens = next(lens for lens in found if lens.command and lens.command.title.startswith("best "))
+    assert kernel_lens.range.start.line == 7  # the @triton.jit line above add_kernel
+    assert "| 2 runs, 0 failed" in kernel_lens.command.title
+
+
+async def test_lenses_on_a_foreign_workspace(client: LanguageClient) -> None:
+    uri = (client.folder / "foreign_softmax" / "kernel.py").as_uri()  # type: ignore[attr-defined]
+    titles = [lens.command.title for lens in await lenses(client, uri) if lens.command]
+    assert "best 1.22x v4 | latest 1.22x v4 | 4 runs, 1 failed" in titles  # memory records alone
+
+
+async def test_hover_and_inlay_hints(client: LanguageClient) -> None:
+    uri = kernel_uri(client)
+    hover = await client.text_document_hover_async(
+        types.HoverParams(
+            text_document=types.TextDocumentIdentifier(uri=uri), position=types.Position(line=8, character=6)
+        )
+    )
+    assert hover is not None and "| version | score | status | summary |" in hover.contents.value  # type: ignore[union-attr]
+    assert "| v1 |" in hover.contents.value  # type: ignore[union-attr]
+    hints = await client.text_document_inlay_hint_async(
+        types.InlayHintParams(
+            text_document=types.TextDocumentIdentifier(uri=uri),
+            range=types.Range(
+                start=types.Position(line=0, character=0), end=types.Position(line=40, character=0)
+            ),
+        )
+    )
+    assert hints and hints[0].position.line == 8 and str(hints[0].label).startswith("best ")
+
+
+async def test_commands_and_bad_parameters(client: LanguageClient) -> None:
+    ws = str(client.folder / "kernel_opt_vector_add")  # type: ignore[attr-defined]
+    dry = await command(client, "kernelscope.maskHalf", {"workspace": ws, "dryRun": True, "seed": 3})
+    assert dry["dry_run"] is True and dry["next_version"] == "v2"  # type: ignore[index]
+    history = await command(client, "kernelscope.showHistory", {"workspace": ws, "kernel": "add_kernel"})
+    assert [e["version"] for e in history["entries"]] == ["v0", "v1"]  # type: ignore[index]
+    top = await command(client, "kernelscope.topExperiments", {"workspace": ws, "maxResults": 1})
+    assert len(top) == 1 and top[0]["memory_version"] == "v1"  # type: ignore[index,arg-type]
+    recorded = await command(
+        client,
+        "kernelscope.recordExperiment",
+        {
+            "workspace": ws,
+            "changeSummary": "tried num_warps=8",
+            "score": 0.97,
+            "kernels": ["add_kernel"],
+            "memoryVersion": "v1",
+        },
+    )
+    assert recorded["score"] == 0.97  # type: ignore[index]
+    memory_before = {p.name: p.read_text() for p in (Path(ws) / "memory").glob("*.json")}
+    bad = [
+        ("kernelscope.maskHalf", {"workspace": ws, "dryRun": "maybe"}, "dryRun"),
+        ("kernelscope.maskHalf", {"workspace": ws, "bogus": 1}, "bogus"),
+        ("kernelscope.unmask", {"workspace": ws, "versions": []}, "versions"),
+        ("kernelscope.unmask", {"workspace": ws, "versions": ["v99"]}, "v99"),
+        ("kernelscope.recordExperiment", {"workspace": ws, "changeSummary": "x" * 90, "score": 1.0}, "80"),
+        ("kernelscope.showHistory", {"workspace": "/etc"}, "outside"),
+        ("kernelscope.showHistory", {"workspace": ws + "/../../.."}, "outside"),
+        ("kernelscope.topExperiments", {"maxResults": -1}, "maxResults"),
+        ("kernelscope.benchmark", "not an object", "object"),
+    ]
+    for name, params, fragment in bad:
+        with pytest.raises(Exception) as excinfo:
+            await command(client, name, params)
+        assert fragment in str(excinfo.value), (name, str(excinfo.value))
+    assert {p.name: p.read_text() for p in (Path(ws) / "memory").glob("*.json")} == memory_before
+
+
+async def test_external_write_refreshes_lenses(client: LanguageClient) -> None:
+    ws = client.folder / "kernel_opt_vector_add"  # type: ignore[attr-defined]
+    await lenses(client)
+    await asyncio.sleep(1.0)  # the watcher starts once the session is initialized
+    before = client.refreshes  # type: ignore[attr-defined]
+    record = json.loads((ws / "memory" / "v1.json").read_text())
+    record["masked"] = True
+    (ws / "memory" / "v1.json").write_text(json.dumps(record, indent=2))  # an agent's write
+    await wait_for(lambda: client.refreshes > before, timeout=10)  # type: ignore[attr-defined]
+    titles = [lens.command.title for lens in await lenses(client) if lens.command]
+    assert any("1 masked" in t for t in titles)
+
+
+async def test_save_probe_progress_and_broken_kernel_diagnostic(client: LanguageClient) -> None:
+    ws = client.folder / "kernel_opt_vector_add"  # type: ignore[attr-defined]
+    uri = kernel_uri(client)
+    path = ws / "kernel.py"
+    good = path.read_text()
+    path.write_text(good.replace("x + y", "x - y"))  # broken
+    client.text_document_did_save(
+        types.DidSaveTextDocumentParams(text_document=types.TextDocumentIdentifier(uri=uri))
+    )
+    titles = [lens.command.title for lens in await lenses(client) if lens.command]
+    assert any(t.startswith("(stale) best") for t in titles), titles  # old numbers marked stale at once
+    await wait_for(lambda: any(f["kind"] == "benchmarking" for f in client.finished), timeout=120)  # type: ignore[attr-defined]
+    await wait_for(lambda: bool(client.diagnostics.get(uri)), timeout=10)
+    diagnostic = client.diagnostics[uri][0]
+    assert diagnostic.code in ("wrong_result", "cheat") and "n=4096" in diagnostic.message
+    assert diagnostic.range.start.line == 8
+    assert any(reports for reports in client.progress_reports.values())  # $/progress was reported
+    client.finished.clear()  # type: ignore[attr-defined]
+    path.write_text(good)  # fixed
+    client.text_document_did_save(
+        types.DidSaveTextDocumentParams(text_document=types.TextDocumentIdentifier(uri=uri))
+    )
+    await wait_for(lambda: any(f["kind"] == "benchmarking" for f in client.finished), timeout=120)  # type: ignore[attr-defined]
+    try:
+        await wait_for(lambda: uri in client.diagnostics and not client.diagnostics[uri], timeout=30)
+    except AssertionError:
+        raise AssertionError((client.diagnostics.get(uri), client.finished)) from None  # type: ignore[attr-defined]
+    titles = [lens.command.title for lens in await lenses(client) if lens.command]
+    assert any(t.startswith("last probe: PASS") for t in titles), titles
+
+
+async def test_run_iteration_and_cancel(client: LanguageClient) -> None:
+    ws = str(client.folder / "kernel_opt_vector_add")  # type: ignore[attr-defined]
+    started = await command(
+        client,
+        "kernelscope.runIteration",
+        {"workspace": ws, "actionCategory": "noop", "actionDescription": "re-measure"},
+    )
+    assert started["kind"] == "runIteration"  # type: ignore[index]
+    await wait_for(lambda: bool(client.finished), timeout=120)  # type: ignore[attr-defined]
+    finished = client.finished[-1]  # type: ignore[attr-defined]
+    assert finished["result"]["version"] == "v2" and finished["result"]["passed"] is True
+    client.finished.clear()  # type: ignore[attr-defined]
+    await command(client, "kernelscope.benchmark", {"workspace": ws})
+    cancelled = await command(client, "kernelscope.cancel", {"workspace": ws})
+    assert cancelled["cancelled"]  # type: ignore[index]
+    await wait_for(lambda: bool(client.finished), timeout=60)  # type: ignore[attr-defined]
+    assert client.finished[-1]["cancelled"] is True or "error" in client.finished[-1]  # type: ignore[attr-defined]
+
+
+def _frame(payload: dict) -> bytes:
+    body = json.dumps(payload).encode()
+    return f"Content-Length: {len(body)}\r\n\r\n".encode() + body
+
+
+def test_server_exits_when_the_editor_dies(tmp_path: Path) -> None:
+    import subprocess
+    import time
+
+    editor = subprocess.Popen(["sleep", "60"])
+    server = subprocess.Popen(
+        SERVER, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL
+    )
+    try:
+        assert server.stdin is not None
+        server.stdin.write(
+            _frame(
+                {
+                    "jsonrpc": "2.0",
+                    "id": 1,
+                    "method": "initialize",
+                    "params": {"processId": editor.pid, "rootUri": tmp_path.as_uri(), "capabilities": {}},
+                }
+            )
+        )
+        server.stdin.flush()
+        time.sleep(3)
+        assert server.poll() is None  # alive while the editor lives
+        editor.kill()
+        editor.wait()
+        server.wait(timeout=10)  # no orphan: it noticed and exited
+        assert server.returncode == 0
+    finally:
+        for process in (server, editor):
+            if process.poll() is None:
+                process.kill()
+
+
+def test_tcp_binds_loopback_only(tmp_path: Path) -> None:
+    import socket
+    import subprocess
+    import time
+
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    server = subprocess.Popen(
+        [str(Path(sys.executable).with_name("kernelscope")), "serve", "--tcp", "--port", str(port)],
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        deadline = time.monotonic() + 20
+        local: list[str] = []
+        while not local:
+            assert time.monotonic() < deadline, "server did not listen"
+            time.sleep(0.2)
+            sockets = subprocess.run(["ss", "-ltnH"], capture_output=True, text=True).stdout.splitlines()
+            local = [line.split()[3] for line in sockets if line.split()[3].endswith(f":{port}")]
+        assert local == [f"127.0.0.1:{port}"], local  # loopback only, never 0.0.0.0
+    finally:
+        server.kill()
+        server.wait()
