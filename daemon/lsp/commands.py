@@ -34,9 +34,10 @@ def parse(model: type[BaseModel], args: tuple[Any, ...]) -> Any:
 
 
 class Commands:
-    def __init__(self, state: ServerState, jobs: Jobs) -> None:
+    def __init__(self, state: ServerState, jobs: Jobs, refresh: Any) -> None:
         self.state = state
         self.jobs = jobs
+        self.refresh = refresh  # called on the event loop after a command changed data
 
     def _workspace(self, value: str) -> WorkspaceState:
         path = uri_to_path(value)
@@ -71,12 +72,15 @@ class Commands:
                 force=params.force,
             )
         )
+        if not params.dry_run:
+            self.refresh(ws)
         return result.model_dump(mode="json")
 
     def unmask(self, *args: Any) -> Any:
         params = parse(p.UnmaskParams, args)
         ws = self._workspace(params.workspace)
         changed = self._engine(lambda: ws.workspace.memory.set_masked(params.versions, masked=False))
+        self.refresh(ws)
         return p.UnmaskResult(changed=changed).model_dump(mode="json")
 
     def record_experiment(self, *args: Any) -> Any:
@@ -86,6 +90,7 @@ class Commands:
         fields["workspace"] = str(ws.root)
         store = ExperimentStore(ws.settings.db_url)
         created = self._engine(lambda: store.create_experiment(fields))
+        self.refresh(ws)
         return created.model_dump(mode="json")
 
     def run_iteration(self, *args: Any) -> Any:

@@ -210,6 +210,7 @@ class Jobs:
     def schedule_probe(self, ws: WorkspaceState) -> None:
         """Debounced: each save restarts the timer; the probe cancels a running one."""
         ws.stale = True
+        ws.invalidate()
         if not (ws.settings.bench_on_save and ws.settings.trusted):
             return
         with self.state.lock:

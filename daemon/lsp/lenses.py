@@ -20,6 +20,12 @@ def _lens(line: int, title: str, command: str, arguments: list[object]) -> types
 
 def kernel_summaries(state: WorkspaceState) -> dict[str, str]:
     """Kernel name -> one-line summary (shared by lenses, inlay hints and hover)."""
+    if "summaries" not in state.cache:
+        state.cache["summaries"] = _kernel_summaries(state)
+    return state.cache["summaries"]
+
+
+def _kernel_summaries(state: WorkspaceState) -> dict[str, str]:
     ws = state.workspace
     scan = ws.kernels()
     readme = ws.readme() if ws.readme_path.is_file() else None
@@ -35,6 +41,12 @@ def kernel_summaries(state: WorkspaceState) -> dict[str, str]:
 
 
 def code_lenses(state: WorkspaceState) -> list[types.CodeLens]:
+    if "lenses" not in state.cache:
+        state.cache["lenses"] = _code_lenses(state)
+    return state.cache["lenses"]
+
+
+def _code_lenses(state: WorkspaceState) -> list[types.CodeLens]:
     ws = state.workspace
     folder = str(ws.root)
     args: list[object] = [{"workspace": folder}]

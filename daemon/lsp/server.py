@@ -36,7 +36,7 @@ class KernelscopeServer(LanguageServer):
         super().__init__("kernelscope", VERSION)
         self.state = ServerState()
         self.jobs = Jobs(self, self.state, self.refresh)
-        self.commands = Commands(self.state, self.jobs)
+        self.commands = Commands(self.state, self.jobs, self.refresh)
         self.watcher = Watcher(self.on_disk_change)
         self.supports_inlay_refresh = False
         self.supports_lens_refresh = False
@@ -44,6 +44,7 @@ class KernelscopeServer(LanguageServer):
     # -- talking to the client (event loop only) ------------------------------------------
 
     def refresh(self, ws: WorkspaceState) -> None:
+        ws.invalidate()
         if self.supports_lens_refresh:
             self.workspace_code_lens_refresh(None)
         if self.supports_inlay_refresh:

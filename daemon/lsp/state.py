@@ -46,6 +46,12 @@ class WorkspaceState:
     probe: BenchResult | None = None
     stale: bool = False
     job: Job | None = None
+    # Lens and hint texts, computed once per change: a workspace with 1,000 memory files
+    # must not be re-read on every keystroke. Invalidated by every refresh.
+    cache: dict[str, Any] = field(default_factory=dict)
+
+    def invalidate(self) -> None:
+        self.cache.clear()
 
     @property
     def workspace(self) -> Workspace:
