@@ -1,60 +1,44 @@
 """kernelscope's wire contract: pydantic models for records, command parameters and results.
 
-Imports nothing from `kernelscope.daemon` or `kernelscope.kernels`.
+Imports nothing from `kernelscope.daemon` or `kernelscope.kernels`. Names are loaded on first
+use (PEP 562), so a process that needs one model does not build all of them at start-up.
 """
 
-from kernelscope.protocol.commands import MaskHalfResult
-from kernelscope.protocol.memory import (
-    ComparisonWithPrevious,
-    Correctness,
-    MemoryRecord,
-    Optimization,
-    Performance,
-    PitfallAndFix,
-    ProfileEvidence,
-    QualityGate,
-    as_float,
-    format_version,
-    memory_schema_template,
-    parse_version,
-)
-from kernelscope.protocol.workspace import (
-    CANONICAL_UNIT,
-    CorrectnessThreshold,
-    HardwareSpec,
-    KernelInfo,
-    KernelScan,
-    ReadmeInfo,
-    SourceError,
-    StopCondition,
-    TargetInfo,
-    VersionSummary,
-    WorkspaceSummary,
-)
+from __future__ import annotations
 
-__all__ = [
-    "CANONICAL_UNIT",
-    "ComparisonWithPrevious",
-    "Correctness",
-    "CorrectnessThreshold",
-    "HardwareSpec",
-    "KernelInfo",
-    "KernelScan",
-    "MaskHalfResult",
-    "MemoryRecord",
-    "Optimization",
-    "Performance",
-    "PitfallAndFix",
-    "ProfileEvidence",
-    "QualityGate",
-    "ReadmeInfo",
-    "SourceError",
-    "StopCondition",
-    "TargetInfo",
-    "VersionSummary",
-    "WorkspaceSummary",
-    "as_float",
-    "format_version",
-    "memory_schema_template",
-    "parse_version",
-]
+import importlib
+from typing import Any
+
+_WHERE = {
+    "CANONICAL_UNIT": "workspace",
+    "ComparisonWithPrevious": "memory",
+    "Correctness": "memory",
+    "CorrectnessThreshold": "workspace",
+    "HardwareSpec": "workspace",
+    "KernelInfo": "workspace",
+    "KernelScan": "workspace",
+    "MaskHalfResult": "commands",
+    "MemoryRecord": "memory",
+    "Optimization": "memory",
+    "Performance": "memory",
+    "PitfallAndFix": "memory",
+    "ProfileEvidence": "memory",
+    "QualityGate": "memory",
+    "ReadmeInfo": "workspace",
+    "SourceError": "workspace",
+    "StopCondition": "workspace",
+    "TargetInfo": "workspace",
+    "VersionSummary": "workspace",
+    "WorkspaceSummary": "workspace",
+    "as_float": "memory",
+    "format_version": "memory",
+    "memory_schema_template": "memory",
+    "parse_version": "memory",
+}
+__all__ = sorted(_WHERE)
+
+
+def __getattr__(name: str) -> Any:
+    if name in _WHERE:
+        return getattr(importlib.import_module(f"kernelscope.protocol.{_WHERE[name]}"), name)
+    raise AttributeError(f"module 'kernelscope.protocol' has no attribute {name!r}")

@@ -10,6 +10,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from kernelscope.protocol.bench import BenchResult
 from kernelscope.protocol.commands import IterationResult, MaskHalfResult, RestartReport
 from kernelscope.protocol.experiment import KernelExperiment
+from kernelscope.protocol.settings import Settings
 
 
 class _Params(BaseModel):
@@ -107,22 +108,7 @@ class JobStarted(BaseModel):
     kind: str
 
 
-class Settings(BaseModel):
-    """Per-folder settings: initializationOptions, then `workspace/configuration` section
-    `kernelscope`. Invalid values are reported to the user and the defaults are kept."""
-
-    model_config = ConfigDict(extra="ignore", populate_by_name=True)
-
-    db_url: str | None = Field(default=None, alias="dbUrl")
-    python: str | None = Field(default=None, description="interpreter with torch/triton for benchmarks")
-    bench_on_save: bool = Field(default=True, alias="benchOnSave")
-    trusted: bool = Field(default=False, description="the client says the workspace is trusted")
-    mode: Literal["auto", "gpu", "interpreter"] = "auto"
-    debounce_ms: int = Field(default=400, ge=0, le=60_000, alias="debounceMs")
-    timeout_s: float = Field(default=900.0, gt=0, alias="timeoutS")
-    seeds: int = Field(default=2, ge=1, le=20)
-    agent: str | None = Field(default=None, description="restart agent command (user settings only)")
-
+__all__ = ["COMMAND_MODELS", "JOB_RESULTS", "Settings"]
 
 COMMAND_MODELS: dict[str, tuple[type[BaseModel], Any]] = {
     "kernelscope.maskHalf": (MaskHalfParams, MaskHalfResult),

@@ -18,6 +18,14 @@ def serve_command(
     serve(tcp=tcp, port=port)
 
 
+def _camel_properties(schema: dict) -> dict:
+    """Settings travel in camelCase (dbUrl, benchOnSave...), as editors write them."""
+    from kernelscope.protocol.settings import _camel
+
+    schema["properties"] = {_camel(k): v for k, v in schema.get("properties", {}).items()}
+    return schema
+
+
 def schema_command() -> None:
     """Print the JSON Schema of every command's parameters and result, and the settings."""
     from pydantic import TypeAdapter
@@ -38,6 +46,6 @@ def schema_command() -> None:
                 "results": {kind: TypeAdapter(model).json_schema() for kind, model in JOB_RESULTS.items()},
             }
         },
-        "settings": Settings.model_json_schema(by_alias=True),
+        "settings": _camel_properties(TypeAdapter(Settings).json_schema()),
     }
     print(json.dumps(document, indent=2))

@@ -10,7 +10,6 @@ import sys
 from typing import Any
 
 from kernelscope.daemon.engine.errors import DataError
-from kernelscope.daemon.engine.store.config import config_path
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -19,6 +18,8 @@ else:  # pragma: no cover
 
 
 def user_config() -> dict[str, Any]:
+    from kernelscope.daemon.engine.store.config import config_path
+
     path = config_path()
     if not path.is_file():
         return {}

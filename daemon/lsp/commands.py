@@ -9,13 +9,21 @@ from typing import Any
 from pydantic import BaseModel, ValidationError
 from pygls.exceptions import JsonRpcInvalidParams
 
-from kernelscope.daemon.engine.config import user_config
 from kernelscope.daemon.engine.errors import KernelscopeError
-from kernelscope.daemon.engine.store import ExperimentStore
-from kernelscope.daemon.lsp.hover import history
 from kernelscope.daemon.lsp.jobs import Jobs
 from kernelscope.daemon.lsp.state import ServerState, WorkspaceState, uri_to_path
-from kernelscope.protocol import lsp as p
+
+
+class _LazyProtocol:
+    """`kernelscope.protocol.lsp`, imported on the first command (not at server start-up)."""
+
+    def __getattr__(self, name: str) -> Any:
+        from kernelscope.protocol import lsp
+
+        return getattr(lsp, name)
+
+
+p = _LazyProtocol()
 
 
 def parse(model: type[BaseModel], args: tuple[Any, ...]) -> Any:
@@ -73,14 +81,14 @@ class Commands:
             )
         )
         if not params.dry_run:
-            self.refresh(ws)
+            self.refresh(ws, "memory")
         return result.model_dump(mode="json")
 
     def unmask(self, *args: Any) -> Any:
         params = parse(p.UnmaskParams, args)
         ws = self._workspace(params.workspace)
         changed = self._engine(lambda: ws.workspace.memory.set_masked(params.versions, masked=False))
-        self.refresh(ws)
+        self.refresh(ws, "memory")
         return p.UnmaskResult(changed=changed).model_dump(mode="json")
 
     def record_experiment(self, *args: Any) -> Any:
@@ -88,9 +96,11 @@ class Commands:
         ws = self._workspace(params.workspace)
         fields = params.model_dump(exclude={"workspace"})
         fields["workspace"] = str(ws.root)
+        from kernelscope.daemon.engine.store import ExperimentStore
+
         store = ExperimentStore(ws.settings.db_url)
         created = self._engine(lambda: store.create_experiment(fields))
-        self.refresh(ws)
+        self.refresh(ws, "store")
         return created.model_dump(mode="json")
 
     def run_iteration(self, *args: Any) -> Any:
@@ -103,6 +113,8 @@ class Commands:
         params = parse(p.RestartParams, args)
         ws = self._workspace(params.workspace)
         # Only the user's settings or config file name the agent: never the workspace.
+        from kernelscope.daemon.engine.config import user_config
+
         agent = ws.settings.agent or self._engine(user_config).get("agent")
         if not agent:
             raise JsonRpcInvalidParams(
@@ -128,6 +140,8 @@ class Commands:
     def show_history(self, *args: Any) -> Any:
         params = parse(p.ShowHistoryParams, args)
         ws = self._workspace(params.workspace)
+        from kernelscope.daemon.lsp.hover import history
+
         return history(ws, params.kernel).model_dump(mode="json")
 
     def top_experiments(self, *args: Any) -> Any:
@@ -142,6 +156,8 @@ class Commands:
             filters["operator_sig"] = params.operator_sig
         if params.kernel:
             filters["kernel"] = params.kernel
+        from kernelscope.daemon.engine.store import ExperimentStore
+
         store = ExperimentStore(settings.db_url)
         records = self._engine(
             lambda: store.top(params.max_results, include_buggy=params.include_buggy, **filters)

@@ -15,11 +15,7 @@ from typing import Any
 from lsprotocol import types
 from pygls.lsp.server import LanguageServer
 
-from kernelscope.daemon.engine.bench import BenchRequest, run_benchmark
 from kernelscope.daemon.engine.errors import KernelscopeError
-from kernelscope.daemon.engine.git import Git
-from kernelscope.daemon.engine.iterate import IterateOptions, run_iteration
-from kernelscope.daemon.engine.restart import PartialRestart, RestartOptions
 from kernelscope.daemon.lsp.state import Job, ServerState, WorkspaceState
 
 log = logging.getLogger("kernelscope.lsp")
@@ -108,7 +104,8 @@ class Jobs:
                 self.state.finish_job(job)
                 self._progress(token, "end", kind, message="cancelled" if job.cancel.is_set() else "done")
                 self.state.on_loop(lambda: self.server.protocol.notify(JOB_FINISHED, outcome))
-                self.state.on_loop(lambda: self.refresh(ws))
+                # iterations and restarts write memory and experiments
+                self.state.on_loop(lambda: self.refresh(ws, "memory", "store", "kernels"))
 
         executor = self.state.gpu_queue if gpu else self.state.workers
         job.future = executor.submit(run)
@@ -130,6 +127,8 @@ class Jobs:
 
     def benchmark(self, ws: WorkspaceState, candidate: Path | None = None, probe: bool = True) -> Job:
         """Benchmark kernel.py against the last passing version (or the reference)."""
+
+        from kernelscope.daemon.engine.bench import BenchRequest, run_benchmark
 
         def work(job: Job, token: str) -> Any:
             with tempfile.TemporaryDirectory(prefix="kernelscope-probe-") as tmp:
@@ -156,6 +155,8 @@ class Jobs:
 
     @staticmethod
     def _last_passing_kernel(ws: WorkspaceState, tmp: Path) -> Path | None:
+        from kernelscope.daemon.engine.git import Git
+
         entries = ws.workspace.memory.scan()
         passing = [
             e
@@ -175,6 +176,8 @@ class Jobs:
         return path
 
     def iterate(self, ws: WorkspaceState, category: str | None, description: str | None, revert: bool) -> Job:
+        from kernelscope.daemon.engine.iterate import IterateOptions, run_iteration
+
         def work(job: Job, token: str) -> Any:
             return run_iteration(
                 ws.root,
@@ -195,6 +198,8 @@ class Jobs:
         return self.start(ws, "iterating", work, gpu=True)
 
     def restart(self, ws: WorkspaceState, agent: str, seed: int | None, timeout_s: float) -> Job:
+        from kernelscope.daemon.engine.restart import PartialRestart, RestartOptions
+
         def work(job: Job, token: str) -> Any:
             def stream(line: str) -> None:
                 self._log(f"[agent] {line}")
@@ -210,7 +215,7 @@ class Jobs:
     def schedule_probe(self, ws: WorkspaceState) -> None:
         """Debounced: each save restarts the timer; the probe cancels a running one."""
         ws.stale = True
-        ws.invalidate()
+        ws.invalidate("kernels")  # the numbers stay cached: they are only marked stale
         if not (ws.settings.bench_on_save and ws.settings.trusted):
             return
         with self.state.lock:

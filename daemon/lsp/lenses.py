@@ -1,12 +1,18 @@
 """Code lenses: a summary above each kernel, and at the top of kernel.py the target vs best,
-action lenses, and the state of a running benchmark."""
+action lenses, and the state of a running benchmark.
+
+The expensive parts are cached per workspace and per source, so a save (which only marks
+the numbers stale) does not re-read 1,000 memory files: `memory` (file lens, scores) is
+dropped when memory/ or README.md change, `store` when experiments are written, `kernels`
+when kernel.py changes. Rendering the lens list from the cache is cheap.
+"""
 
 from __future__ import annotations
 
+from typing import Any
+
 from lsprotocol import types
 
-from kernelscope.daemon.engine.lens_text import file_lens, kernel_lens, memory_scores
-from kernelscope.daemon.engine.store import ExperimentStore, StoreError
 from kernelscope.daemon.lsp.state import WorkspaceState
 
 
@@ -18,40 +24,54 @@ def _lens(line: int, title: str, command: str, arguments: list[object]) -> types
     )
 
 
+def _cached(state: WorkspaceState, key: str, compute: Any) -> Any:
+    if key not in state.cache:
+        state.cache[key] = compute()
+    return state.cache[key]
+
+
+def _memory(state: WorkspaceState) -> tuple[str, Any]:
+    from kernelscope.daemon.engine.lens_text import file_lens, memory_scores
+
+    ws = state.workspace
+    readme = ws.readme() if ws.readme_path.is_file() else None
+    return file_lens(ws), memory_scores(ws.memory.scan(), readme)
+
+
+def _store(state: WorkspaceState) -> dict[str, Any]:
+    from kernelscope.daemon.engine.store import ExperimentStore, StoreError
+
+    try:
+        return {s.kernel: s for s in ExperimentStore(state.settings.db_url).kernel_summaries(str(state.root))}
+    except StoreError:
+        return {}
+
+
 def kernel_summaries(state: WorkspaceState) -> dict[str, str]:
     """Kernel name -> one-line summary (shared by lenses, inlay hints and hover)."""
-    if "summaries" not in state.cache:
-        state.cache["summaries"] = _kernel_summaries(state)
-    return state.cache["summaries"]
+    return _cached(state, "summaries", lambda: _kernel_summaries(state))
 
 
 def _kernel_summaries(state: WorkspaceState) -> dict[str, str]:
-    ws = state.workspace
-    scan = ws.kernels()
-    readme = ws.readme() if ws.readme_path.is_file() else None
-    scores = memory_scores(ws.memory.scan(), readme)
-    try:
-        summaries = {
-            s.kernel: s for s in ExperimentStore(state.settings.db_url).kernel_summaries(str(ws.root))
-        }
-    except StoreError:
-        summaries = {}
+    from kernelscope.daemon.engine.lens_text import kernel_lens
+
+    scan = _cached(state, "kernels", state.workspace.kernels)
+    _, scores = _cached(state, "memory", lambda: _memory(state))
+    summaries = _cached(state, "store", lambda: _store(state))
     prefix = "(stale) " if state.stale else ""
     return {k.name: prefix + kernel_lens(summaries.get(k.name), scores) for k in scan.kernels}
 
 
 def code_lenses(state: WorkspaceState) -> list[types.CodeLens]:
-    if "lenses" not in state.cache:
-        state.cache["lenses"] = _code_lenses(state)
-    return state.cache["lenses"]
+    return _cached(state, "lenses", lambda: _code_lenses(state))
 
 
 def _code_lenses(state: WorkspaceState) -> list[types.CodeLens]:
-    ws = state.workspace
-    folder = str(ws.root)
+    folder = str(state.root)
     args: list[object] = [{"workspace": folder}]
+    file_text, _ = _cached(state, "memory", lambda: _memory(state))
     lenses = [
-        _lens(0, file_lens(ws), "kernelscope.showHistory", args),
+        _lens(0, file_text, "kernelscope.showHistory", args),
         _lens(0, "Run iteration", "kernelscope.runIteration", args),
         _lens(0, "Mask half & restart", "kernelscope.restart", args),
         _lens(0, "Benchmark now", "kernelscope.benchmark", args),
@@ -65,16 +85,13 @@ def _code_lenses(state: WorkspaceState) -> list[types.CodeLens]:
     elif state.probe is not None:
         probe = state.probe
         verdict = "PASS" if probe.passed else f"FAIL ({probe.error.kind if probe.error else 'gate'})"
-        score = (
-            f" {probe.score:.2f}x vs {'reference' if probe.baseline == 'reference' else 'last passing'}"
-            if (probe.score is not None)
-            else ""
-        )
+        against = "reference" if probe.baseline == "reference" else "last passing"
+        score = f" {probe.score:.2f}x vs {against}" if probe.score is not None else ""
         stale = " (stale)" if state.stale else ""
         lenses.insert(
             0, _lens(0, f"last probe: {verdict}{score} [{probe.mode}]{stale}", "kernelscope.benchmark", args)
         )
-    scan = ws.kernels()
+    scan = _cached(state, "kernels", state.workspace.kernels)
     texts = kernel_summaries(state)
     for kernel in scan.kernels:
         lenses.append(

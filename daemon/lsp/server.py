@@ -15,17 +15,15 @@ from pathlib import Path
 from typing import Any
 
 from lsprotocol import types
-from pydantic import ValidationError
 from pygls.lsp.server import LanguageServer
 
 from kernelscope.daemon.lsp import lenses
 from kernelscope.daemon.lsp.commands import Commands
 from kernelscope.daemon.lsp.diagnostics import probe_diagnostics
-from kernelscope.daemon.lsp.hover import history
 from kernelscope.daemon.lsp.jobs import Jobs
 from kernelscope.daemon.lsp.state import ServerState, WorkspaceState, uri_to_path
 from kernelscope.daemon.lsp.watch import Watcher
-from kernelscope.protocol.lsp import Settings
+from kernelscope.protocol.settings import Settings, settings_from
 
 log = logging.getLogger("kernelscope.lsp")
 VERSION = "0.1.0"
@@ -43,8 +41,9 @@ class KernelscopeServer(LanguageServer):
 
     # -- talking to the client (event loop only) ------------------------------------------
 
-    def refresh(self, ws: WorkspaceState) -> None:
-        ws.invalidate()
+    def refresh(self, ws: WorkspaceState, *parts: str) -> None:
+        """Drop the cached parts that changed (see WorkspaceState.invalidate), tell the client."""
+        ws.invalidate(*parts)
         if self.supports_lens_refresh:
             self.workspace_code_lens_refresh(None)
         if self.supports_inlay_refresh:
@@ -64,9 +63,12 @@ class KernelscopeServer(LanguageServer):
             ws = self.state.workspaces.get(root)
             if ws is None:
                 return
+            parts = {"kernels"} if "kernel.py" in names else set()
+            if "README.md" in names or any(n.endswith(".json") for n in names):
+                parts |= {"memory", "store"}  # iterations write memory and experiments together
             if "kernel.py" in names:
                 self.jobs.schedule_probe(ws)
-            self.refresh(ws)
+            self.refresh(ws, *parts)
 
         self.state.on_loop(handle)
 
@@ -82,10 +84,9 @@ def _settings(raw: Any, base: Settings) -> Settings:
     if not isinstance(data, dict):
         return base
     try:
-        return Settings.model_validate({**base.model_dump(by_alias=True), **data})
-    except ValidationError as exc:
-        problems = "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors())
-        server.show_warning(f"kernelscope: invalid settings ({problems}); keeping the previous values")
+        return settings_from(data, base)
+    except ValueError as exc:
+        server.show_warning(f"kernelscope: invalid settings ({exc}); keeping the previous values")
         return base
 
 
@@ -146,7 +147,7 @@ async def did_change_configuration(ls: KernelscopeServer, params: types.DidChang
         ls.state.default_settings = _settings(params.settings, ls.state.default_settings)
     await load_configuration(ls)
     for ws in ls.state.workspaces.values():
-        ls.refresh(ws)
+        ls.refresh(ws, "all")  # the store, the mode... may have changed
 
 
 @server.feature(types.WORKSPACE_DID_CHANGE_WORKSPACE_FOLDERS)
@@ -176,6 +177,8 @@ def hover(ls: KernelscopeServer, params: types.HoverParams) -> types.Hover | Non
     for kernel in ws.workspace.kernels().kernels:
         start, end = kernel.name_column, kernel.name_column + len(kernel.name)
         if position.line == kernel.def_line - 1 and start <= position.character <= end:
+            from kernelscope.daemon.lsp.hover import history
+
             table = history(ws, kernel.name).markdown
             return types.Hover(contents=types.MarkupContent(kind=types.MarkupKind.Markdown, value=table))
     return None
@@ -209,7 +212,7 @@ def did_save(ls: KernelscopeServer, params: types.DidSaveTextDocumentParams) -> 
     ws = _kernel_doc(ls, params.text_document.uri)
     if ws is not None:
         ls.jobs.schedule_probe(ws)
-        ls.refresh(ws)
+        ls.refresh(ws, "kernels")
 
 
 @server.feature(types.TEXT_DOCUMENT_DID_OPEN)

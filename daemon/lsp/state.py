@@ -14,12 +14,14 @@ from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import unquote, urlparse
 
-from kernelscope.daemon.engine.workspace import Workspace
-from kernelscope.protocol.bench import BenchResult
-from kernelscope.protocol.lsp import Settings
+from kernelscope.protocol.settings import Settings
+
+if TYPE_CHECKING:
+    from kernelscope.daemon.engine.workspace import Workspace
+    from kernelscope.protocol.bench import BenchResult
 
 
 def uri_to_path(uri_or_path: str) -> Path:
@@ -50,12 +52,33 @@ class WorkspaceState:
     # must not be re-read on every keystroke. Invalidated by every refresh.
     cache: dict[str, Any] = field(default_factory=dict)
 
-    def invalidate(self) -> None:
-        self.cache.clear()
+    def invalidate(self, *parts: str) -> None:
+        """Drop the rendered lenses and texts, and the named sources ("memory", "store",
+        "kernels", or "all"). With no parts only the rendering is redone (job progress,
+        stale marks), which is cheap."""
+        if "all" in parts:
+            self.cache.clear()
+            return
+        for key in ("lenses", "summaries", *parts):
+            self.cache.pop(key, None)
 
     @property
     def workspace(self) -> Workspace:
+        from kernelscope.daemon.engine.workspace import Workspace
+
         return Workspace(self.root)
+
+
+def _is_optimization_workspace(path: Path) -> bool:
+    """kernel.py and memory/ (cheap file checks first; the README is parsed only if needed)."""
+    if (path / "kernel.py").is_file() and (path / "memory").is_dir():
+        return True
+    readme = path / "README.md"
+    if not readme.is_file() or "```kernelscope" not in readme.read_text(errors="replace"):
+        return False
+    from kernelscope.daemon.engine.workspace import Workspace
+
+    return Workspace(path).is_optimization_workspace()
 
 
 class ServerState:
@@ -84,7 +107,7 @@ class ServerState:
         for folder in self.folders:
             candidates = [folder, *(p for p in folder.iterdir() if p.is_dir())] if folder.is_dir() else []
             for candidate in candidates:
-                if Workspace(candidate).is_optimization_workspace():
+                if _is_optimization_workspace(candidate):
                     found[candidate] = self.workspaces.get(candidate) or WorkspaceState(
                         candidate, self.default_settings.model_copy()
                     )

@@ -1,0 +1,224 @@
+"""LSP daemon benchmark, against a bare pygls server in the same run.
+
+    .venv/bin/python benchmarks/lsp_bench.py [--experiments 100000] [--versions 1000] [--kernels 50]
+
+- time to answer `initialize` (process start included, median of 5 starts) and resident
+  memory after it, for kernelscope's server and for a bare pygls LanguageServer;
+- codeLens latency p50/p99 for a kernel.py with 50 kernels, in a workspace with 1,000
+  memory versions, with a store of 100,000 experiments (200 requests; each request after a
+  `didSave`-free steady state, as while typing);
+- save-to-stale-lens latency: from `didSave` to a codeLens answer marked stale (median of 50).
+
+Goals: initialize <= 1.2x the bare server, memory <= 1.3x, codeLens p99 <= 10 ms,
+save-to-stale <= 100 ms. Prints a table; not a test.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import random
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+BARE = [
+    sys.executable,
+    "-c",
+    "from pygls.lsp.server import LanguageServer; LanguageServer('bare', '0').start_io()",
+]
+KERNELSCOPE = [sys.executable, "-m", "kernelscope.daemon.lsp"]
+
+
+class Rpc:
+    """A minimal blocking JSON-RPC client over the server's stdio."""
+
+    def __init__(self, argv: list[str]) -> None:
+        self.process = subprocess.Popen(
+            argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL
+        )
+        self.next_id = 0
+
+    def send(self, payload: dict[str, Any]) -> None:
+        body = json.dumps(payload).encode()
+        assert self.process.stdin is not None
+        self.process.stdin.write(f"Content-Length: {len(body)}\r\n\r\n".encode() + body)
+        self.process.stdin.flush()
+
+    def read(self) -> dict[str, Any]:
+        assert self.process.stdout is not None
+        length = 0
+        while True:
+            line = self.process.stdout.readline()
+            if line in (b"\r\n", b"\n"):
+                break
+            if line.lower().startswith(b"content-length:"):
+                length = int(line.split(b":")[1])
+        return json.loads(self.process.stdout.read(length))
+
+    def request(self, method: str, params: Any) -> Any:
+        self.next_id += 1
+        request_id = self.next_id
+        self.send({"jsonrpc": "2.0", "id": request_id, "method": method, "params": params})
+        while True:
+            message = self.read()
+            if message.get("id") == request_id and "method" not in message:
+                return message.get("result")
+            if "method" in message and "id" in message:  # a server request: answer it
+                self.send({"jsonrpc": "2.0", "id": message["id"], "result": None})
+
+    def notify(self, method: str, params: Any) -> None:
+        self.send({"jsonrpc": "2.0", "method": method, "params": params})
+
+    def rss_mb(self) -> float:
+        for line in Path(f"/proc/{self.process.pid}/status").read_text().splitlines():
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) / 1024
+        return float("nan")
+
+    def close(self) -> None:
+        self.process.kill()
+        self.process.wait()
+
+
+def init_params(folder: Path, db: str) -> dict[str, Any]:
+    return {
+        "processId": None,
+        "rootUri": folder.as_uri(),
+        "capabilities": {},
+        "workspaceFolders": [{"uri": folder.as_uri(), "name": "bench"}],
+        "initializationOptions": {"kernelscope": {"dbUrl": db, "trusted": False}},
+    }
+
+
+def startup(argv: list[str], folder: Path, db: str, runs: int = 5) -> tuple[float, float]:
+    times, memory = [], []
+    for _ in range(runs):
+        start = time.perf_counter()
+        rpc = Rpc(argv)
+        rpc.request("initialize", init_params(folder, db))
+        times.append((time.perf_counter() - start) * 1000)
+        rpc.notify("initialized", {})
+        time.sleep(0.3)
+        memory.append(rpc.rss_mb())
+        rpc.close()
+    return statistics.median(times), statistics.median(memory)
+
+
+def build_workspace(root: Path, kernels: int, versions: int, experiments: int) -> tuple[Path, str]:
+    ws = root / "kernel_opt_big"
+    (ws / "memory").mkdir(parents=True)
+    shutil.copy(ROOT / "examples" / "vector_add" / "README.md", ws / "README.md")
+    names = [f"kernel_{i:02d}" for i in range(kernels)]
+    body = ["import triton", "import triton.language as tl", ""]
+    for name in names:
+        body += [
+            "",
+            "@triton.jit",
+            f"def {name}(x_ptr, BLOCK: tl.constexpr):",
+            "    offs = tl.arange(0, BLOCK)",
+            "    tl.store(x_ptr + offs, tl.load(x_ptr + offs) * 2)",
+            "",
+        ]
+    (ws / "kernel.py").write_text("\n".join(body))
+    rng = random.Random(1)
+    for number in range(versions):
+        record = {
+            "version": f"v{number}",
+            "masked": rng.random() < 0.3 and number > 0,
+            "performance": {
+                "latency_us": round(rng.uniform(40, 70), 2),
+                "bandwidth_gbps": rng.uniform(3000, 4300),
+            },
+            "optimization": {"action_category": "tuning", "action_description": f"attempt {number}"},
+            "quality_gate": {"result": "PASS" if rng.random() > 0.1 else "FAIL"},
+            "pitfalls_and_fixes": [],
+        }
+        (ws / "memory" / f"v{number}.json").write_text(json.dumps(record, indent=2))
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    from expdb_bench import synthetic
+
+    from kernelscope.daemon.engine.store import ExperimentStore
+
+    records = synthetic(experiments)
+    for index, record in enumerate(records):
+        if index % 100 == 0:  # 1% of the store belongs to this workspace
+            record.workspace = str(ws)
+            record.kernels = [names[index % kernels]]
+    db = str(root / "exp.sqlite")
+    ExperimentStore(db).import_experiments(records)
+    return ws, db
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--experiments", type=int, default=100_000)
+    parser.add_argument("--versions", type=int, default=1000)
+    parser.add_argument("--kernels", type=int, default=50)
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory() as tmp_name:
+        tmp = Path(tmp_name)
+        ws, db = build_workspace(tmp, args.kernels, args.versions, args.experiments)
+        bare_ms, bare_mb = startup(BARE, tmp, db)
+        ks_ms, ks_mb = startup(KERNELSCOPE, tmp, db)
+
+        rpc = Rpc(KERNELSCOPE)
+        rpc.request("initialize", init_params(tmp, db))
+        rpc.notify("initialized", {})
+        time.sleep(1.0)
+        uri = (ws / "kernel.py").as_uri()
+        params = {"textDocument": {"uri": uri}}
+        first = time.perf_counter()
+        lenses = rpc.request("textDocument/codeLens", params)
+        cold_ms = (time.perf_counter() - first) * 1000
+        assert len(lenses) == args.kernels + 4, len(lenses)
+        samples = []
+        for _ in range(200):
+            start = time.perf_counter()
+            rpc.request("textDocument/codeLens", params)
+            samples.append((time.perf_counter() - start) * 1000)
+        samples.sort()
+        p50, p99 = samples[len(samples) // 2], samples[int(len(samples) * 0.99) - 1]
+        stale = []
+        for _ in range(50):
+            start = time.perf_counter()
+            rpc.notify("textDocument/didSave", {"textDocument": {"uri": uri}})
+            result = rpc.request("textDocument/codeLens", params)
+            assert any(lens["command"]["title"].startswith("(stale)") for lens in result)
+            stale.append((time.perf_counter() - start) * 1000)
+        rpc.close()
+
+    def verdict(ok: bool) -> str:
+        return "ok" if ok else "MISSED"
+
+    print(
+        f"workspace: {args.kernels} kernels, {args.versions} memory versions, store of {args.experiments} experiments"
+    )
+    print(f"{'measure':<40} {'bare pygls':>12} {'kernelscope':>12} {'ratio':>7}  goal")
+    print(
+        f"{'initialize (ms, incl. process start)':<40} {bare_ms:>12.1f} {ks_ms:>12.1f} {ks_ms / bare_ms:>6.2f}x  "
+        f"{verdict(ks_ms / bare_ms <= 1.2)} (<= 1.2x)"
+    )
+    print(
+        f"{'resident memory (MB)':<40} {bare_mb:>12.1f} {ks_mb:>12.1f} {ks_mb / bare_mb:>6.2f}x  "
+        f"{verdict(ks_mb / bare_mb <= 1.3)} (<= 1.3x)"
+    )
+    print(f"{'codeLens first (cold) ms':<40} {'':>12} {cold_ms:>12.2f}")
+    print(f"{'codeLens p50 ms':<40} {'':>12} {p50:>12.2f}")
+    print(f"{'codeLens p99 ms':<40} {'':>12} {p99:>12.2f} {'':>7}  {verdict(p99 <= 10)} (<= 10 ms)")
+    print(
+        f"{'save -> stale lens ms (median)':<40} {'':>12} {statistics.median(stale):>12.2f} {'':>7}  "
+        f"{verdict(statistics.median(stale) <= 100)} (<= 100 ms)"
+    )
+
+
+if __name__ == "__main__":
+    main()

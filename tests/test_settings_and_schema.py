@@ -1,0 +1,51 @@
+"""Settings parsing (camelCase, strict, defaults kept on error) and `kernelscope schema`."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from kernelscope.protocol.settings import Settings, settings_from
+
+
+def test_settings_camel_case_and_unknown_keys() -> None:
+    settings = settings_from(
+        {"dbUrl": "/tmp/x.sqlite", "benchOnSave": False, "seeds": 4, "colour": "red"}, Settings()
+    )
+    assert settings.db_url == "/tmp/x.sqlite" and settings.bench_on_save is False and settings.seeds == 4
+    assert settings.trusted is False  # off unless the client says the workspace is trusted
+
+
+@pytest.mark.parametrize(
+    "bad,field",
+    [
+        ({"trusted": "yes"}, "trusted"),
+        ({"seeds": 0}, "seeds"),
+        ({"mode": "fast"}, "mode"),
+        ({"debounceMs": "abc"}, "debounce_ms"),
+        ({"timeoutS": -1}, "timeoutS"),
+    ],
+)
+def test_invalid_settings_name_the_field(bad: dict, field: str) -> None:
+    with pytest.raises(ValueError, match=field):
+        settings_from(bad, Settings())
+
+
+def test_schema_lists_every_command(cli) -> None:  # type: ignore[no-untyped-def]
+    result = cli("schema")
+    assert result.exit_code == 0
+    document = json.loads(result.stdout)
+    assert set(document["commands"]) == {
+        "kernelscope.maskHalf",
+        "kernelscope.unmask",
+        "kernelscope.recordExperiment",
+        "kernelscope.runIteration",
+        "kernelscope.restart",
+        "kernelscope.benchmark",
+        "kernelscope.showHistory",
+        "kernelscope.topExperiments",
+        "kernelscope.cancel",
+    }
+    assert "dryRun" in document["commands"]["kernelscope.maskHalf"]["params"]["properties"]
+    assert "benchOnSave" in document["settings"]["properties"]
