@@ -6,7 +6,6 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ValidationError
 from pygls.exceptions import JsonRpcInvalidParams
 
 from kernelscope.daemon.engine.errors import KernelscopeError
@@ -26,7 +25,10 @@ class _LazyProtocol:
 p = _LazyProtocol()
 
 
-def parse(model: type[BaseModel], args: tuple[Any, ...]) -> Any:
+def parse(model: Any, args: tuple[Any, ...]) -> Any:
+    """Validate the single parameter object with its pydantic model (imported lazily)."""
+    from pydantic import ValidationError
+
     if len(args) != 1 or not isinstance(args[0], dict):
         raise JsonRpcInvalidParams(
             message=f"expected one object argument ({model.__name__}), got {len(args)} arguments"
