@@ -42,5 +42,5 @@ def demo_command(
     output.info(f"  kernelscope exp summary -w {result.workspace} --db {result.db_url}")
     output.info(f"  kernelscope bench -w {result.workspace}")
     output.info(f"  cd {result.workspace} && git log --oneline")
-    output.info("Editors: the LSP server (`kernelscope serve`, issue #6) is not built yet; the lens texts")
-    output.info("above are computed by the same engine it will use.")
+    output.info("Editors: start `kernelscope serve` from your editor's LSP client with this folder open")
+    output.info("(see the README's editor section); the lens texts above are what it shows.")
