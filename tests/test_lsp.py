@@ -85,6 +85,8 @@ def init_params(folder: Path, editor: str) -> types.InitializeParams:
                 "mode": "interpreter",
                 "seeds": 1,
                 "debounceMs": 100,
+                # what an editor's *user* settings would hold; never read from the workspace
+                "agent": f"{sys.executable} -c \"print('agent says hello')\"",
             }
         },
         process_id=None,
@@ -241,7 +243,7 @@ async def test_external_write_refreshes_lenses(client: LanguageClient) -> None:
     record = json.loads((ws / "memory" / "v1.json").read_text())
     record["masked"] = True
     (ws / "memory" / "v1.json").write_text(json.dumps(record, indent=2))  # an agent's write
-    await wait_for(lambda: client.refreshes > before, timeout=10)  # type: ignore[attr-defined]
+    await wait_for(lambda: client.refreshes > before, timeout=3)  # type: ignore[attr-defined]
     titles = [lens.command.title for lens in await lenses(client) if lens.command]
     assert any("1 masked" in t for t in titles)
 
@@ -358,3 +360,14 @@ def test_tcp_binds_loopback_only(tmp_path: Path) -> None:
     finally:
         server.kill()
         server.wait()
+
+
+async def test_restart_streams_agent_output(client: LanguageClient) -> None:
+    ws = str(client.folder / "kernel_opt_vector_add")  # type: ignore[attr-defined]
+    started = await command(client, "kernelscope.restart", {"workspace": ws, "seed": 1, "timeoutS": 60})
+    assert started["kind"] == "restart"  # type: ignore[index]
+    await wait_for(lambda: bool(client.finished), timeout=60)  # type: ignore[attr-defined]
+    report = client.finished[-1]["result"]  # type: ignore[attr-defined]
+    assert report["agent_exit_code"] == 0 and not report["completed"]
+    assert any("v2 was not written" in v for v in report["violations"])  # the agent wrote nothing
+    assert any("[agent] agent says hello" in m.message for m in client.log_messages)

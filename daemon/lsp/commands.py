@@ -117,7 +117,9 @@ class Commands:
         # Only the user's settings or config file name the agent: never the workspace.
         from kernelscope.daemon.engine.config import user_config
 
-        agent = ws.settings.agent or self._engine(user_config).get("agent")
+        # initializationOptions (the editor's user settings), never per-folder configuration,
+        # which a cloned workspace can carry (.vscode/settings.json and the like).
+        agent = self.state.default_settings.agent or self._engine(user_config).get("agent")
         if not agent:
             raise JsonRpcInvalidParams(
                 message="agent: no restart agent configured (set kernelscope.agent in your "

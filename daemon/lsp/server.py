@@ -96,6 +96,7 @@ def initialize(ls: KernelscopeServer, params: types.InitializeParams) -> None:
     if not folders and params.root_uri:
         folders = [uri_to_path(params.root_uri)]
     ls.state.default_settings = _settings(params.initialization_options, Settings())
+    log.info("settings from initializationOptions: %s", ls.state.default_settings)
     ls.state.set_folders(folders)
     workspace_caps = params.capabilities.workspace
     ls.supports_lens_refresh = bool(
