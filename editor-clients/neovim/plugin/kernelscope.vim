@@ -1,0 +1,1 @@
+" kernelscope: nothing runs until require('kernelscope').setup({...}) is called.
