@@ -92,6 +92,7 @@ class HistoryEntry(BaseModel):
 class HistoryResult(BaseModel):
     workspace: str
     kernel: str | None
+    target: str | None = Field(default=None, description="target vs best, as the file lens says")
     entries: list[HistoryEntry]
     markdown: str
 

@@ -24,11 +24,22 @@ def run_emacs(script: str, tmp_path: Path) -> dict:
     ws = tmp_path / "kernel_opt_vector_add"
     shutil.copytree(EXAMPLES / "vector_add", ws)
     out = tmp_path / "result.json"
-    env = {**os.environ, "KS_OUT": str(out), "KS_WS": str(ws), "KS_DB": str(tmp_path / "exp.sqlite"),
-           "KS_EL": str(EMACS_DIR / "kernelscope.el"),
-           "KS_CMD": json.dumps([sys.executable, "-m", "kernelscope.daemon.lsp"]), "HOME": str(tmp_path)}
-    proc = subprocess.run([EMACS, "--batch", "-Q", "-l", str(EMACS_DIR / "tests" / script)], env=env,
-                          capture_output=True, text=True, timeout=180)
+    env = {
+        **os.environ,
+        "KS_OUT": str(out),
+        "KS_WS": str(ws),
+        "KS_DB": str(tmp_path / "exp.sqlite"),
+        "KS_EL": str(EMACS_DIR / "kernelscope.el"),
+        "KS_CMD": json.dumps([sys.executable, "-m", "kernelscope.daemon.lsp"]),
+        "HOME": str(tmp_path),
+    }
+    proc = subprocess.run(
+        [EMACS, "--batch", "-Q", "-l", str(EMACS_DIR / "tests" / script)],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=180,
+    )
     results = json.loads(out.read_text())
     assert proc.returncode == 0 and "error" not in results, (proc.stderr[-2000:], results)
     return results

@@ -18,7 +18,9 @@ pytestmark = pytest.mark.slow
 NVIM = shutil.which("nvim")
 
 
-@pytest.mark.skipif(NVIM is None and not os.environ.get("CI"), reason="neovim is not installed (CI installs it)")
+@pytest.mark.skipif(
+    NVIM is None and not os.environ.get("CI"), reason="neovim is not installed (CI installs it)"
+)
 def test_neovim_plugin(tmp_path: Path) -> None:
     assert NVIM is not None, "CI must install neovim"
     ws = tmp_path / "kernel_opt_vector_add"
@@ -33,8 +35,13 @@ def test_neovim_plugin(tmp_path: Path) -> None:
         "KS_CMD": json.dumps([sys.executable, "-m", "kernelscope.daemon.lsp"]),
     }
     script = REPO_ROOT / "editor-clients" / "neovim" / "tests" / "headless_test.lua"
-    proc = subprocess.run([NVIM, "--headless", "-u", "NONE", "-c", f"luafile {script}"], env=env,
-                          capture_output=True, text=True, timeout=180)
+    proc = subprocess.run(
+        [NVIM, "--headless", "-u", "NONE", "-c", f"luafile {script}"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=180,
+    )
     results = json.loads(out.read_text())
     assert proc.returncode == 0 and "error" not in results, (proc.stderr[-2000:], results)
     assert results["attached"] is True

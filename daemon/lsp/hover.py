@@ -58,4 +58,12 @@ def history(state: WorkspaceState, kernel: str | None) -> HistoryResult:
     for entry in entries[-30:]:
         score = "-" if entry.score is None else f"{entry.score:.3f}x"
         lines.append(f"| {entry.version or '-'} | {score} | {entry.status} | {_cell(entry.summary)} |")
-    return HistoryResult(workspace=str(ws.root), kernel=kernel, entries=entries, markdown="\n".join(lines))
+    from kernelscope.daemon.engine.lens_text import file_lens
+
+    return HistoryResult(
+        workspace=str(ws.root),
+        kernel=kernel,
+        entries=entries,
+        markdown="\n".join(lines),
+        target=file_lens(ws),
+    )
