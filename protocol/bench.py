@@ -95,3 +95,23 @@ class BenchResult(_Model):
     @property
     def failed_configs(self) -> list[ConfigResult]:
         return [c for c in self.configs if not c.passed]
+
+
+class RankedCandidate(_Model):
+    """One candidate of `kernelscope bench --candidates`, in rank order."""
+
+    rank: int
+    candidate: str
+    passed: bool
+    score: float | None = None
+    result: BenchResult
+
+
+class CandidatesReport(_Model):
+    """Many variants measured against one baseline, best first; failures last."""
+
+    workspace: str
+    baseline: str
+    executor: str
+    ranking: list[RankedCandidate]
+    wall_s: float | None = None

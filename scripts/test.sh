@@ -3,7 +3,7 @@
 # Extra arguments go to pytest (e.g. scripts/test.sh -k memory).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-scripts/bootstrap.sh "dev,bench,postgres"
+scripts/bootstrap.sh "dev,bench,postgres,ray"
 .venv/bin/ruff check .
 set +e
 .venv/bin/python -m pytest -q "$@"

@@ -57,29 +57,74 @@ def bench_command(
         typer.Option("--gate-command", help="The workspace's own gate, e.g. 'python test_kernel.py'."),
     ] = None,
     json_out: Annotated[bool, typer.Option("--json", help="Print the BenchResult as JSON.")] = False,
+    candidates: Annotated[
+        Optional[list[Path]],  # noqa: UP045
+        typer.Option("--candidates", help="Several kernel files (or a directory): measure and rank them."),
+    ] = None,
+    more_candidates: Annotated[
+        Optional[list[Path]],  # noqa: UP045
+        typer.Argument(help="More candidates (so '--candidates a.py b.py c.py' works).", show_default=False),
+    ] = None,
+    executor: Annotated[str, typer.Option("--executor", help="local or ray.")] = "local",
+    address: Annotated[
+        Optional[str],  # noqa: UP045
+        typer.Option("--address", help="Ray cluster address (default: start or join a local Ray)."),
+    ] = None,
 ) -> None:
     """Benchmark and gate the kernel: correctness on several seeds, then A/B timing."""
     if mode not in ("auto", "gpu", "interpreter"):
         raise typer.BadParameter("must be auto, gpu or interpreter", param_hint="--mode")
-    result = run_benchmark(
-        BenchRequest(
-            workspace=workspace,
-            candidate=candidate,
-            baseline=baseline,
-            entry=entry,
-            mode=mode,
-            python=python,
-            timeout_s=timeout,
-            memory_limit_mb=memory_limit_mb,
-            seeds=seeds,
-            gate_command=gate_command,
-        )
+    request = BenchRequest(
+        workspace=workspace,
+        candidate=candidate,
+        baseline=baseline,
+        entry=entry,
+        mode=mode,
+        python=python,
+        timeout_s=timeout,
+        memory_limit_mb=memory_limit_mb,
+        seeds=seeds,
+        gate_command=gate_command,
     )
+    if candidates or more_candidates:
+        _bench_many(request, [*(candidates or []), *(more_candidates or [])], executor, address, json_out)
+        return
+    if more_candidates is not None and not candidates:
+        raise typer.BadParameter("extra arguments need --candidates", param_hint="CANDIDATES")
+    result = run_benchmark(request)
     if json_out:
         print(result.model_dump_json(indent=2))
     else:
         print_result(result)
     raise typer.Exit(exit_status(result))
+
+
+def _bench_many(
+    request: BenchRequest, paths: list[Path], executor: str, address: str | None, json_out: bool
+) -> None:
+    from kernelscope.daemon.engine.executors import make_executor
+    from kernelscope.daemon.engine.fanout import bench_candidates, expand_candidates
+
+    report = bench_candidates(request, expand_candidates(paths), make_executor(executor, address), executor)
+    if json_out:
+        print(report.model_dump_json(indent=2))
+    else:
+        output.print_table(
+            f"{len(report.ranking)} candidates ({report.executor}, {report.wall_s:.1f} s)",
+            ["rank", "candidate", "verdict", "score", "mode", "failure"],
+            [
+                [
+                    str(r.rank),
+                    r.candidate,
+                    "PASS" if r.passed else "FAIL",
+                    output.fmt(r.score, ".3f", "x"),
+                    r.result.mode,
+                    (r.result.error.kind + ": " + r.result.error.message[:80]) if r.result.error else "",
+                ]
+                for r in report.ranking
+            ],
+        )
+    raise typer.Exit(EXIT_PASS if all(r.passed for r in report.ranking) else EXIT_GATE_FAILED)
 
 
 def print_result(result: BenchResult) -> None:

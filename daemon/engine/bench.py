@@ -56,6 +56,7 @@ class BenchRequest:
     gate_timeout_s: float = 600.0
     extra_args: list[str] = field(default_factory=list)
     on_progress: Callable[[int, int], None] | None = None  # (configs done, total)
+    env: dict[str, str] | None = None  # extra environment for the runner (e.g. a pinned GPU)
 
 
 def _peaks(readme: ReadmeInfo) -> tuple[float | None, float | None]:
@@ -111,6 +112,7 @@ def _resolve(request: BenchRequest) -> tuple[BenchRequest, ReadmeInfo | None]:
         gate_timeout_s=request.gate_timeout_s,
         extra_args=list(request.extra_args),
         on_progress=request.on_progress,
+        env=request.env,
     )
     return resolved, readme
 
@@ -398,6 +400,7 @@ def run_benchmark(request: BenchRequest, cancel: threading.Event | None = None) 
             resolved.timeout_s,
             resolved.memory_limit_mb,
             cancel,
+            env={**os.environ, **resolved.env} if resolved.env else None,
             on_line=_progress_reader(resolved.on_progress),
         )
         if outcome.timed_out or outcome.cancelled or not output.is_file():

@@ -1,0 +1,212 @@
+"""Where benchmark jobs run: on this machine (the default) or on a Ray cluster.
+
+Ray is the engine a team with several GPU machines already runs, so kernelscope schedules on
+it instead of growing a scheduler of its own. It stays optional: nothing imports `ray` unless
+the Ray executor is asked for (`pip install kernelscope[ray]`).
+
+Both executors take `BenchRequest`s and return one `BenchResult` per request, in order, with
+failures (a task error, a dead worker, a timeout) as structured failures of that request
+only. Each request is submitted once and never retried, so nothing is measured or recorded
+twice.
+"""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import threading
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import asdict, replace
+from pathlib import Path
+from typing import Any, Protocol
+
+from kernelscope.daemon.engine.bench import BenchRequest, run_benchmark
+from kernelscope.daemon.engine.errors import UsageError
+from kernelscope.protocol.bench import BenchError, BenchResult
+
+OnResult = Callable[[int, BenchResult], None]
+
+
+class Executor(Protocol):
+    def run_many(
+        self,
+        requests: list[BenchRequest],
+        on_result: OnResult | None = None,
+        cancel: threading.Event | None = None,
+    ) -> list[BenchResult]: ...
+
+
+def _failure(request: BenchRequest, kind: str, message: str) -> BenchResult:
+    return BenchResult(
+        status="error",
+        passed=False,
+        mode="gpu" if request.mode == "gpu" else "interpreter",
+        workspace=str(request.workspace),
+        candidate=str(request.candidate),
+        baseline=str(request.baseline or "reference"),
+        entry_point=str(request.entry or "kernel_fn"),
+        error=BenchError(kind=kind, message=message),  # type: ignore[arg-type]
+    )
+
+
+def local_gpu_count() -> int:
+    if shutil.which("nvidia-smi") is None:
+        return 0
+    try:
+        listing = subprocess.run(["nvidia-smi", "-L"], capture_output=True, text=True, timeout=10).stdout
+    except (OSError, subprocess.SubprocessError):
+        return 0
+    return sum(1 for line in listing.splitlines() if line.startswith("GPU "))
+
+
+class LocalExecutor:
+    """Subprocesses on this machine: one job per GPU at a time (each pinned with
+    CUDA_VISIBLE_DEVICES), or `slots` jobs at a time on CPUs (default 1)."""
+
+    def __init__(self, slots: int | None = None) -> None:
+        self.gpus = local_gpu_count()
+        self.slots = slots or max(1, self.gpus)
+
+    def run_many(
+        self,
+        requests: list[BenchRequest],
+        on_result: OnResult | None = None,
+        cancel: threading.Event | None = None,
+    ) -> list[BenchResult]:
+        free = list(range(self.slots))
+        lock = threading.Lock()
+
+        def run(index: int) -> BenchResult:
+            with lock:
+                slot = free.pop()
+            try:
+                result = _run_pinned(requests[index], slot if self.gpus else None, cancel)
+            finally:
+                with lock:
+                    free.append(slot)
+            if on_result:
+                on_result(index, result)
+            return result
+
+        with ThreadPoolExecutor(max_workers=self.slots) as pool:
+            return list(pool.map(run, range(len(requests))))
+
+
+def _run_pinned(request: BenchRequest, gpu: int | None, cancel: threading.Event | None) -> BenchResult:
+    if gpu is not None:  # the runner subprocess sees only its GPU
+        request = replace(request, env={**(request.env or {}), "CUDA_VISIBLE_DEVICES": str(gpu)})
+    return run_benchmark(request, cancel=cancel)
+
+
+def _request_to_dict(request: BenchRequest) -> dict[str, Any]:
+    data = asdict(request)
+    data.pop("on_progress", None)
+    return {k: (str(v) if isinstance(v, Path) else v) for k, v in data.items()}
+
+
+def _ray_task(data: dict[str, Any]) -> str:
+    """Runs on a Ray worker: the same harness runner, in the worker's Python environment."""
+    import sys
+
+    from kernelscope.daemon.engine.bench import BenchRequest as Request
+    from kernelscope.daemon.engine.bench import run_benchmark as run
+
+    fields = dict(data)
+    for key in ("workspace", "candidate", "reference", "parent"):
+        if fields.get(key):
+            fields[key] = Path(fields[key])
+    fields["python"] = fields.get("python") or sys.executable
+    return run(Request(**fields)).model_dump_json()
+
+
+class RayExecutor:
+    """One Ray task per candidate (its configurations form one group), each asking for one GPU
+    (or one CPU in interpreter mode), run by the same harness on the worker."""
+
+    def __init__(
+        self, address: str | None = None, timeout_s: float | None = None, **init_kwargs: Any
+    ) -> None:
+        try:
+            import ray
+        except ImportError:
+            raise UsageError("the Ray executor needs ray: pip install 'kernelscope[ray]'") from None
+        self.ray = ray
+        self.timeout_s = timeout_s
+        if not ray.is_initialized():
+            ray.init(
+                address=address,
+                ignore_reinit_error=True,
+                include_dashboard=False,
+                log_to_driver=False,
+                **init_kwargs,
+            )
+
+    def run_many(
+        self,
+        requests: list[BenchRequest],
+        on_result: OnResult | None = None,
+        cancel: threading.Event | None = None,
+    ) -> list[BenchResult]:
+        ray = self.ray
+        results: list[BenchResult | None] = [None] * len(requests)
+        refs = {}
+        cluster_gpus = ray.cluster_resources().get("GPU", 0)
+        for index, request in enumerate(requests):
+            # one GPU per task when the cluster has GPUs (mode auto) or the user asks for them
+            gpus = 1 if request.mode == "gpu" or (request.mode == "auto" and cluster_gpus > 0) else 0
+            task = ray.remote(num_gpus=gpus, num_cpus=1, max_retries=0)(_ray_task)
+            refs[task.remote(_request_to_dict(request))] = index
+        deadline_s = self.timeout_s or max((r.timeout_s for r in requests), default=900.0) + 60.0
+        import time
+
+        deadline = time.monotonic() + deadline_s
+        pending = list(refs)
+        while pending:
+            if cancel is not None and cancel.is_set():
+                for ref in pending:
+                    ray.cancel(ref, force=True)
+                    results[refs[ref]] = _failure(requests[refs[ref]], "timeout", "cancelled")
+                break
+            done, pending = ray.wait(
+                pending, num_returns=1, timeout=max(0.1, min(1.0, deadline - time.monotonic()))
+            )
+            for ref in done:
+                index = refs[ref]
+                results[index] = self._collect(ref, requests[index])
+                if on_result:
+                    on_result(index, results[index])  # type: ignore[arg-type]
+            if pending and time.monotonic() > deadline:
+                for ref in pending:
+                    ray.cancel(ref, force=True)
+                    index = refs[ref]
+                    results[index] = _failure(
+                        requests[index], "timeout", f"the Ray task did not finish within {deadline_s:g} s"
+                    )
+                break
+        return [
+            r if r is not None else _failure(requests[i], "exception", "no result")
+            for i, r in enumerate(results)
+        ]
+
+    def _collect(self, ref: Any, request: BenchRequest) -> BenchResult:
+        ray = self.ray
+        try:
+            return BenchResult.model_validate_json(ray.get(ref))
+        except ray.exceptions.WorkerCrashedError as exc:
+            return _failure(request, "crash", f"the Ray worker died while benchmarking: {exc}")
+        except ray.exceptions.RayTaskError as exc:
+            cause = getattr(exc, "cause", None)
+            if cause is not None and "died" in str(cause).lower():
+                return _failure(request, "crash", f"the Ray worker died while benchmarking: {cause}")
+            return _failure(request, "exception", f"the Ray task failed: {cause or exc}")
+        except ray.exceptions.RayError as exc:  # actor/node lost, object lost, ...
+            return _failure(request, "crash", f"Ray could not run the task: {exc}")
+
+
+def make_executor(kind: str, address: str | None = None) -> Executor:
+    if kind == "local":
+        return LocalExecutor()
+    if kind == "ray":
+        return RayExecutor(address)
+    raise UsageError(f"unknown executor {kind!r}: use local or ray")

@@ -1,0 +1,62 @@
+"""`kernelscope bench --candidates`: many variants against one baseline, ranked.
+
+Each candidate becomes one `BenchRequest` run by an executor (local subprocesses or Ray
+tasks); passing candidates are ranked by score (geometric-mean speedup), failures follow in
+the order given, each with its own structured failure.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import replace
+from pathlib import Path
+
+from kernelscope.daemon.engine.bench import BenchRequest
+from kernelscope.daemon.engine.errors import UsageError
+from kernelscope.daemon.engine.executors import Executor
+from kernelscope.protocol.bench import CandidatesReport, RankedCandidate
+
+
+def expand_candidates(paths: list[Path]) -> list[Path]:
+    """Files as given; a directory contributes its *.py files (sorted)."""
+    found: list[Path] = []
+    for path in paths:
+        path = path.expanduser().resolve()
+        if path.is_dir():
+            found.extend(sorted(p for p in path.glob("*.py") if p.is_file()))
+        elif path.is_file():
+            found.append(path)
+        else:
+            raise UsageError(f"candidate {path} does not exist")
+    if not found:
+        raise UsageError("no candidate files given")
+    return list(dict.fromkeys(found))
+
+
+def bench_candidates(
+    template: BenchRequest, candidates: list[Path], executor: Executor, executor_name: str
+) -> CandidatesReport:
+    requests = [replace(template, candidate=candidate) for candidate in candidates]
+    started = time.perf_counter()
+    results = executor.run_many(requests)
+    wall = time.perf_counter() - started
+    entries = list(zip(candidates, results, strict=True))
+    passing = sorted((e for e in entries if e[1].passed), key=lambda e: -(e[1].score or 0.0))
+    failing = [e for e in entries if not e[1].passed]
+    ranking = [
+        RankedCandidate(
+            rank=rank,
+            candidate=str(path),
+            passed=result.passed,
+            score=result.score if result.passed else None,
+            result=result,
+        )
+        for rank, (path, result) in enumerate(passing + failing, start=1)
+    ]
+    return CandidatesReport(
+        workspace=str(template.workspace),
+        baseline=str(template.baseline or "default"),
+        executor=executor_name,
+        ranking=ranking,
+        wall_s=wall,
+    )

@@ -1,0 +1,85 @@
+"""Benchmark fan-out: many candidates on the local executor and on a local Ray (CPU,
+interpreter mode) give the same verdicts and ranking; a killed Ray worker fails its task only."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+
+from kernelscope.daemon.engine.bench import BenchRequest
+from kernelscope.daemon.engine.demo import kernel_with_block
+from kernelscope.daemon.engine.executors import LocalExecutor
+from kernelscope.daemon.engine.fanout import bench_candidates, expand_candidates
+from tests.conftest import EXAMPLES
+
+pytestmark = pytest.mark.slow
+ray = pytest.importorskip("ray", reason="the ray extra is not installed")
+KERNEL = (EXAMPLES / "vector_add" / "kernel.py").read_text()
+
+KILLS_ITS_RAY_WORKER = """
+import os, signal
+# Only ever kills a Ray worker (the runner's parent on Ray), never another process.
+with open(f"/proc/{os.getppid()}/cmdline", "rb") as handle:
+    if b"ray::" in handle.read():
+        os.kill(os.getppid(), signal.SIGKILL)
+raise SystemExit("not on Ray")
+"""
+
+
+@pytest.fixture(scope="module")
+def workspace(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    ws = tmp_path_factory.mktemp("fanout") / "ws"
+    shutil.copytree(EXAMPLES / "vector_add", ws)
+    candidates = ws / "candidates"
+    candidates.mkdir()
+    for block in (64, 256, 1024):
+        (candidates / f"block_{block:04d}.py").write_text(kernel_with_block(KERNEL, block))
+    (candidates / "wrong.py").write_text(KERNEL.replace("x + y", "x - y"))
+    return ws
+
+
+@pytest.fixture(scope="module")
+def ray_executor():  # type: ignore[no-untyped-def]
+    from kernelscope.daemon.engine.executors import RayExecutor
+
+    executor = RayExecutor(num_cpus=2)
+    yield executor
+    ray.shutdown()
+
+
+def template(ws: Path) -> BenchRequest:
+    return BenchRequest(
+        workspace=ws, baseline=str(ws / "kernel_slow.py"), mode="interpreter", seeds=1, timeout_s=300
+    )
+
+
+def test_ray_and_local_agree(workspace: Path, ray_executor) -> None:  # type: ignore[no-untyped-def]
+    candidates = expand_candidates([workspace / "candidates"])
+    local = bench_candidates(template(workspace), candidates, LocalExecutor(), "local")
+    remote = bench_candidates(template(workspace), candidates, ray_executor, "ray")
+    order = [Path(r.candidate).name for r in local.ranking]
+    assert order == ["block_1024.py", "block_0256.py", "block_0064.py", "wrong.py"]
+    assert [Path(r.candidate).name for r in remote.ranking] == order
+    assert (
+        [r.passed for r in remote.ranking] == [r.passed for r in local.ranking] == [True, True, True, False]
+    )
+    assert remote.ranking[-1].result.error.kind == local.ranking[-1].result.error.kind == "wrong_result"  # type: ignore[union-attr]
+    assert len(remote.ranking) == len(candidates)  # one result per candidate, none twice
+
+
+def test_killed_worker_fails_only_its_task(workspace: Path, ray_executor) -> None:  # type: ignore[no-untyped-def]
+    killer = workspace / "killer.py"
+    killer.write_text(KILLS_ITS_RAY_WORKER)
+    candidates = [
+        workspace / "candidates" / "block_1024.py",
+        killer,
+        workspace / "candidates" / "block_0256.py",
+    ]
+    report = bench_candidates(template(workspace), candidates, ray_executor, "ray")
+    by_name = {Path(r.candidate).name: r for r in report.ranking}
+    assert by_name["block_1024.py"].passed and by_name["block_0256.py"].passed
+    failure = by_name["killer.py"].result.error
+    assert failure is not None and failure.kind == "crash" and "died" in failure.message
+    assert len(report.ranking) == 3
