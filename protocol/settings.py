@@ -27,6 +27,8 @@ class Settings:
     timeout_s: float = 900.0
     seeds: int = 2
     agent: str | None = None  # restart agent command (user settings only)
+    executor: Literal["local", "ray"] = "local"  # where background benchmarks run
+    ray_address: str | None = None  # Ray cluster address for executor "ray"
 
     def __post_init__(self) -> None:
         checks = [

@@ -131,21 +131,28 @@ class Jobs:
         from kernelscope.daemon.engine.bench import BenchRequest, run_benchmark
 
         def work(job: Job, token: str) -> Any:
-            with tempfile.TemporaryDirectory(prefix="kernelscope-probe-") as tmp:
+            # Inside the workspace's .git when there is one: Ray workers on other machines see
+            # the workspace through a shared filesystem, never this machine's /tmp.
+            shared = ws.root / ".git" / "kernelscope"
+            shared.mkdir(parents=True, exist_ok=True) if shared.parent.is_dir() else None
+            with tempfile.TemporaryDirectory(prefix="probe-", dir=shared if shared.is_dir() else None) as tmp:
                 baseline = self._last_passing_kernel(ws, Path(tmp))
-                result = run_benchmark(
-                    BenchRequest(
-                        workspace=ws.root,
-                        candidate=candidate,
-                        baseline=str(baseline) if baseline else "reference",
-                        mode=ws.settings.mode,
-                        python=ws.settings.python,
-                        timeout_s=ws.settings.timeout_s,
-                        seeds=ws.settings.seeds,
-                        on_progress=self._on_configs(ws, job, token),
-                    ),
-                    cancel=job.cancel,
+                request = BenchRequest(
+                    workspace=ws.root,
+                    candidate=candidate,
+                    baseline=str(baseline) if baseline else "reference",
+                    mode=ws.settings.mode,
+                    python=ws.settings.python,
+                    timeout_s=ws.settings.timeout_s,
+                    seeds=ws.settings.seeds,
+                    on_progress=self._on_configs(ws, job, token),
                 )
+                if ws.settings.executor == "ray":  # the team's cluster runs the probe
+                    from kernelscope.daemon.engine.executors import RayExecutor
+
+                    result = RayExecutor(ws.settings.ray_address).run_many([request], cancel=job.cancel)[0]
+                else:
+                    result = run_benchmark(request, cancel=job.cancel)
             if probe and not job.cancel.is_set():
                 ws.probe = result
                 ws.stale = False
