@@ -260,6 +260,7 @@ async def test_save_probe_progress_and_broken_kernel_diagnostic(client: Language
     titles = [lens.command.title for lens in await lenses(client) if lens.command]
     assert any(t.startswith("(stale) best") for t in titles), titles  # old numbers marked stale at once
     await wait_for(lambda: any(f["kind"] == "benchmarking" for f in client.finished), timeout=120)  # type: ignore[attr-defined]
+    assert all(f["background"] for f in client.finished)  # type: ignore[attr-defined]  # clients stay quiet
     await wait_for(lambda: bool(client.diagnostics.get(uri)), timeout=10)
     diagnostic = client.diagnostics[uri][0]
     assert diagnostic.code in ("wrong_result", "cheat") and "n=4096" in diagnostic.message
@@ -371,3 +372,78 @@ async def test_restart_streams_agent_output(client: LanguageClient) -> None:
     assert report["agent_exit_code"] == 0 and not report["completed"]
     assert any("v2 was not written" in v for v in report["violations"])  # the agent wrote nothing
     assert any("[agent] agent says hello" in m.message for m in client.log_messages)
+
+
+def _tcp_initialize(port: int, options: dict) -> dict:
+    import socket
+
+    with socket.create_connection(("127.0.0.1", port), timeout=20) as sock:
+        sock.sendall(
+            _frame(
+                {
+                    "jsonrpc": "2.0",
+                    "id": 1,
+                    "method": "initialize",
+                    "params": {
+                        "processId": None,
+                        "rootUri": None,
+                        "capabilities": {},
+                        "initializationOptions": options,
+                    },
+                }
+            )
+        )
+        data = b""
+        while b"\r\n\r\n" not in data:
+            data += sock.recv(65536)
+        header, _, body = data.partition(b"\r\n\r\n")
+        length = next(int(line.split(b":")[1]) for line in header.split(b"\r\n")
+                      if line.lower().startswith(b"content-length"))
+        while len(body) < length:
+            body += sock.recv(65536)
+        return json.loads(body[:length])
+
+
+def _start_tcp(tmp_path: Path):  # type: ignore[no-untyped-def]
+    import os
+    import socket
+    import subprocess
+    import time
+
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    env = {**os.environ, "XDG_RUNTIME_DIR": str(tmp_path)}
+    process = subprocess.Popen(
+        [str(Path(sys.executable).with_name("kernelscope")), "serve", "--tcp", "--port", str(port)],
+        env=env,
+        stderr=subprocess.DEVNULL,
+    )
+    token_file = tmp_path / "kernelscope" / f"tcp-{port}.token"
+    deadline = time.monotonic() + 20
+    while True:
+        sockets = subprocess.run(["ss", "-ltnH"], capture_output=True, text=True).stdout
+        if token_file.exists() and f"127.0.0.1:{port} " in sockets:
+            return process, port, token_file
+        assert time.monotonic() < deadline, "server did not start"
+        time.sleep(0.2)
+
+
+def test_tcp_requires_the_token_from_a_private_file(tmp_path: Path) -> None:
+    import stat
+
+    refused, port, token_file = _start_tcp(tmp_path)
+    try:
+        assert stat.S_IMODE(token_file.stat().st_mode) == 0o600
+        assert stat.S_IMODE(token_file.parent.stat().st_mode) == 0o700
+        reply = _tcp_initialize(port, {"kernelscope": {"token": "guess"}})
+        assert "error" in reply and "token" in reply["error"]["message"]
+        refused.wait(timeout=10)  # the server stops after refusing: the client gets nothing more
+    finally:
+        refused.kill()
+    accepted, port, token_file = _start_tcp(tmp_path)
+    try:
+        reply = _tcp_initialize(port, {"kernelscope": {"token": token_file.read_text().strip()}})
+        assert reply["result"]["serverInfo"]["name"] == "kernelscope"
+    finally:
+        accepted.kill()

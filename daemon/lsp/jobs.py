@@ -73,7 +73,7 @@ class Jobs:
             lambda: self.server.window_log_message(types.LogMessageParams(type=level, message=message))
         )
 
-    def start(self, ws: WorkspaceState, kind: str, work: Any, gpu: bool) -> Job:
+    def start(self, ws: WorkspaceState, kind: str, work: Any, gpu: bool, background: bool = False) -> Job:
         """Run `work(job)` in the background; cancels the workspace's previous job first."""
         if ws.job is not None:
             ws.job.cancel.set()
@@ -83,7 +83,14 @@ class Jobs:
         self._progress(token, "begin", f"kernelscope {kind}", message=str(ws.root.name))
 
         def run() -> None:
-            outcome: dict[str, Any] = {"jobId": job.job_id, "workspace": str(ws.root), "kind": kind}
+            # `background` probes (save -> re-benchmark) are not announced to the user by clients:
+            # a kernel that fails on every save must not flood the editor with messages.
+            outcome: dict[str, Any] = {
+                "jobId": job.job_id,
+                "workspace": str(ws.root),
+                "kind": kind,
+                "background": background,
+            }
             try:
                 if job.cancel.is_set():
                     outcome["cancelled"] = True
@@ -125,7 +132,9 @@ class Jobs:
 
     # -- the jobs -----------------------------------------------------------------------
 
-    def benchmark(self, ws: WorkspaceState, candidate: Path | None = None, probe: bool = True) -> Job:
+    def benchmark(
+        self, ws: WorkspaceState, candidate: Path | None = None, probe: bool = True, background: bool = False
+    ) -> Job:
         """Benchmark kernel.py against the last passing version (or the reference)."""
 
         from kernelscope.daemon.engine.bench import BenchRequest, run_benchmark
@@ -158,7 +167,7 @@ class Jobs:
                 ws.stale = False
             return result
 
-        return self.start(ws, "benchmarking", work, gpu=True)
+        return self.start(ws, "benchmarking", work, gpu=True, background=background)
 
     @staticmethod
     def _last_passing_kernel(ws: WorkspaceState, tmp: Path) -> Path | None:
@@ -229,7 +238,9 @@ class Jobs:
             previous = self.pending_saves.pop(ws.root, None)
             if previous is not None:
                 previous.cancel()
-            timer = threading.Timer(ws.settings.debounce_ms / 1000.0, lambda: self.benchmark(ws))
+            timer = threading.Timer(
+                ws.settings.debounce_ms / 1000.0, lambda: self.benchmark(ws, background=True)
+            )
             timer.daemon = True
             self.pending_saves[ws.root] = timer
             timer.start()

@@ -6,8 +6,10 @@ The daemon process never imports torch or triton: benchmarks run in child proces
 
 from __future__ import annotations
 
+import hmac
 import logging
 import os
+import secrets
 import sys
 import threading
 import time
@@ -15,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from lsprotocol import types
+from pygls.exceptions import JsonRpcInvalidRequest
 from pygls.lsp.server import LanguageServer
 
 from kernelscope.daemon.lsp import lenses
@@ -38,6 +41,7 @@ class KernelscopeServer(LanguageServer):
         self.watcher = Watcher(self.on_disk_change)
         self.supports_inlay_refresh = False
         self.supports_lens_refresh = False
+        self.tcp_token: str | None = None  # required in initializationOptions on TCP
 
     # -- talking to the client (event loop only) ------------------------------------------
 
@@ -92,6 +96,16 @@ def _settings(raw: Any, base: Settings) -> Settings:
 
 @server.feature(types.INITIALIZE)
 def initialize(ls: KernelscopeServer, params: types.InitializeParams) -> None:
+    if ls.tcp_token is not None:
+        options = params.initialization_options if isinstance(params.initialization_options, dict) else {}
+        nested = options.get("kernelscope") if isinstance(options.get("kernelscope"), dict) else {}
+        offered = str(nested.get("token") or options.get("token") or "")
+        if not hmac.compare_digest(offered, ls.tcp_token):
+            log.warning("refused a TCP connection without the right token")
+            import asyncio
+
+            asyncio.get_event_loop().call_later(0.2, os._exit, 3)  # the refused client gets nothing more
+            raise JsonRpcInvalidRequest(message="kernelscope: missing or wrong token (see the token file)")
     folders = [uri_to_path(f.uri) for f in params.workspace_folders or []]
     if not folders and params.root_uri:
         folders = [uri_to_path(params.root_uri)]
@@ -261,14 +275,35 @@ def watch_parent(pid: int) -> None:
     threading.Thread(target=poll, daemon=True, name="kernelscope-parent-watch").start()
 
 
+def token_path(port: int) -> Path:
+    base = os.environ.get("XDG_RUNTIME_DIR") or str(Path.home() / ".local" / "state")
+    return Path(base) / "kernelscope" / f"tcp-{port}.token"
+
+
+def write_token(port: int) -> tuple[str, Path]:
+    """A fresh random token in a file only this user can read (0600, in a 0700 directory)."""
+    token = secrets.token_urlsafe(32)
+    path = token_path(port)
+    path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+    os.chmod(path.parent, 0o700)
+    fd = os.open(str(path) + ".tmp", os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "w") as handle:
+        handle.write(token + "\n")
+    os.replace(str(path) + ".tmp", path)
+    return token, path
+
+
 def serve(tcp: bool = False, port: int = 2087) -> None:
-    """Run the server on stdio, or on 127.0.0.1 only with `tcp`. Logs go to stderr."""
+    """Run the server on stdio, or on 127.0.0.1 only with `tcp` (clients must send the token
+    from the token file as initializationOptions.kernelscope.token). Logs go to stderr."""
     logging.basicConfig(
         stream=sys.stderr,
         level=os.environ.get("KERNELSCOPE_LOG", "INFO"),
         format="%(asctime)s %(name)s %(levelname)s %(message)s",
     )
     if tcp:
+        server.tcp_token, path = write_token(port)
+        log.info("listening on 127.0.0.1:%d; token in %s", port, path)
         server.start_tcp("127.0.0.1", port)
     else:
         server.start_io()

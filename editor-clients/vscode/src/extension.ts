@@ -31,9 +31,11 @@ async function startClient(context: vscode.ExtensionContext): Promise<void> {
     initializationOptions: initializationOptions(current, vscode.workspace.isTrusted),
   };
   client = new LanguageClient("kernelscope", "kernelscope", serverOptions, clientOptions);
-  client.onNotification("kernelscope/jobFinished", (params: { kind: string; error?: string; cancelled?: boolean }) => {
+  client.onNotification("kernelscope/jobFinished", (params: { kind: string; error?: string; cancelled?: boolean; background?: boolean }) => {
     const outcome = params.error ?? (params.cancelled ? "cancelled" : "done");
-    vscode.window.showInformationMessage(`kernelscope ${params.kind}: ${outcome}`);
+    output.info(`${params.kind}: ${outcome}`);
+    // background probes speak through lenses and diagnostics, not pop-ups
+    if (!params.background) vscode.window.showInformationMessage(`kernelscope ${params.kind}: ${outcome}`);
     void updateStatus();
   });
   await client.start();

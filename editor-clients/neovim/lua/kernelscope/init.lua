@@ -60,7 +60,9 @@ local handlers = {
     vim.schedule(function()
       local kind = params and params.kind or "job"
       local outcome = params and (params.error or (params.cancelled and "cancelled") or "done") or "done"
-      vim.notify("kernelscope " .. kind .. ": " .. outcome, vim.log.levels.INFO)
+      if not (params and params.background) then -- background probes: lenses and diagnostics only
+        vim.notify("kernelscope " .. kind .. ": " .. outcome, vim.log.levels.INFO)
+      end
       refresh_lenses()
     end)
   end,
