@@ -151,7 +151,7 @@ class Jobs:
                     candidate=candidate,
                     baseline=str(baseline) if baseline else "reference",
                     mode=ws.settings.mode,
-                    python=ws.settings.python,
+                    python=self.trusted_python(),
                     timeout_s=ws.settings.timeout_s,
                     seeds=ws.settings.seeds,
                     on_progress=self._on_configs(ws, job, token),
@@ -168,6 +168,12 @@ class Jobs:
             return result
 
         return self.start(ws, "benchmarking", work, gpu=True, background=background)
+
+    def trusted_python(self) -> str | None:
+        """The benchmark interpreter from the user's settings (initializationOptions) only: a
+        per-folder value could come from a cloned workspace's editor settings and would make
+        the daemon run a program of the workspace's choosing."""
+        return self.state.default_settings.python
 
     @staticmethod
     def _last_passing_kernel(ws: WorkspaceState, tmp: Path) -> Path | None:
@@ -204,7 +210,7 @@ class Jobs:
                     mode=ws.settings.mode,
                     seeds=ws.settings.seeds,
                     timeout_s=ws.settings.timeout_s,
-                    python=ws.settings.python,
+                    python=self.trusted_python(),
                     db_url=ws.settings.db_url,
                     on_progress=self._on_configs(ws, job, token),
                 ),
