@@ -397,8 +397,11 @@ def _tcp_initialize(port: int, options: dict) -> dict:
         while b"\r\n\r\n" not in data:
             data += sock.recv(65536)
         header, _, body = data.partition(b"\r\n\r\n")
-        length = next(int(line.split(b":")[1]) for line in header.split(b"\r\n")
-                      if line.lower().startswith(b"content-length"))
+        length = next(
+            int(line.split(b":")[1])
+            for line in header.split(b"\r\n")
+            if line.lower().startswith(b"content-length")
+        )
         while len(body) < length:
             body += sock.recv(65536)
         return json.loads(body[:length])
