@@ -350,9 +350,8 @@ def run(args: argparse.Namespace) -> Any:
         common_warning = None
     runner = _Runner(args, mode, parent_fn)
     outcomes = []
+    _progress(0, len(configs))
     for index, config in enumerate(configs):
-        if index == 0:
-            _progress(0, len(configs))
         outcomes.append(runner.run_config(config, problem))
         _progress(index + 1, len(configs))
     result = _summarise(outcomes, mode, env, common, started, args)

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import re
 import shutil
-import subprocess
 import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -106,5 +105,4 @@ def run_demo(
     scores = memory_scores(ws.memory.scan(), readme)
     for kernel in ws.kernels().kernels:
         result.kernel_lenses[kernel.name] = kernel_lens(summaries.get(kernel.name), scores)
-    subprocess.run(["git", "log", "--oneline"], cwd=workspace, capture_output=True, check=False)
     return result

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from kernelscope.daemon.engine.memory import MemoryEntry
 from kernelscope.daemon.engine.workspace import Workspace
 from kernelscope.protocol.experiment import KernelSummary
+from kernelscope.protocol.memory import format_version
 from kernelscope.protocol.workspace import ReadmeInfo
 
 _METRIC_OF_KIND = {"bandwidth": "bandwidth_gbps", "tflops": "tflops", "latency": "latency_us"}
@@ -82,10 +83,16 @@ def _mode(entry: MemoryEntry) -> str | None:
     return extra.get("mode") if isinstance(extra, dict) else None
 
 
-def file_lens(ws: Workspace) -> str:
-    """Target vs best with the roofline fraction, next version and masked count."""
-    readme = ws.readme() if ws.readme_path.is_file() else None
-    entries = ws.memory.scan()
+def file_lens(
+    ws: Workspace, entries: list[MemoryEntry] | None = None, readme: ReadmeInfo | None = None
+) -> str:
+    """Target vs best with the roofline fraction, next version and masked count.
+
+    Callers that already scanned memory/ and parsed the README pass them in: a workspace can
+    hold a thousand memory files, and reading them once per refresh is enough."""
+    if readme is None and ws.readme_path.is_file():
+        readme = ws.readme()
+    entries = ws.memory.scan() if entries is None else entries
     parts = []
     condition = readme.stop_conditions[0] if readme and readme.stop_conditions else None
     if condition is not None:
@@ -122,7 +129,7 @@ def file_lens(ws: Workspace) -> str:
             parts.append(f"{target} | no passing measurement yet")
     else:
         parts.append("no stop conditions in README.md")
-    parts.append(f"next {ws.memory.next_version()}")
+    parts.append(f"next {format_version(entries[-1].number + 1 if entries else 0)}")
     masked = sum(1 for e in entries if e.masked)
     parts.append(f"{masked} masked")
     return " | ".join(parts)

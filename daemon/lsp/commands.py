@@ -3,7 +3,6 @@ model (InvalidParams naming the field, nothing changed), then call the engine.""
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
 from pygls.exceptions import JsonRpcInvalidParams
@@ -172,7 +171,3 @@ class Commands:
         params = parse(p.CancelParams, args) if args else p.CancelParams()
         workspace = self._workspace(params.workspace).root if params.workspace else None
         return p.CancelResult(cancelled=self.jobs.cancel(workspace)).model_dump()
-
-
-def resolve_path(value: str) -> Path:
-    return uri_to_path(value)

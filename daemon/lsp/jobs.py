@@ -8,7 +8,6 @@ import asyncio
 import logging
 import tempfile
 import threading
-import time
 from pathlib import Path
 from typing import Any
 
@@ -142,9 +141,12 @@ class Jobs:
         def work(job: Job, token: str) -> Any:
             # Inside the workspace's .git when there is one: Ray workers on other machines see
             # the workspace through a shared filesystem, never this machine's /tmp.
-            shared = ws.root / ".git" / "kernelscope"
-            shared.mkdir(parents=True, exist_ok=True) if shared.parent.is_dir() else None
-            with tempfile.TemporaryDirectory(prefix="probe-", dir=shared if shared.is_dir() else None) as tmp:
+            shared: Path | None = ws.root / ".git" / "kernelscope"
+            if shared.parent.is_dir():
+                shared.mkdir(exist_ok=True)
+            else:
+                shared = None
+            with tempfile.TemporaryDirectory(prefix="probe-", dir=shared) as tmp:
                 baseline = self._last_passing_kernel(ws, Path(tmp))
                 request = BenchRequest(
                     workspace=ws.root,
@@ -259,9 +261,3 @@ class Jobs:
                     job.cancel.set()
                     cancelled.append(job.job_id)
         return cancelled
-
-
-def wait_idle(state: ServerState, timeout: float = 5.0) -> None:
-    deadline = time.monotonic() + timeout
-    while state.jobs and time.monotonic() < deadline:
-        time.sleep(0.05)

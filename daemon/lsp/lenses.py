@@ -35,7 +35,8 @@ def _memory(state: WorkspaceState) -> tuple[str, Any]:
 
     ws = state.workspace
     readme = ws.readme() if ws.readme_path.is_file() else None
-    return file_lens(ws), memory_scores(ws.memory.scan(), readme)
+    entries = ws.memory.scan()  # once for both the file lens and the per-kernel scores
+    return file_lens(ws, entries, readme), memory_scores(entries, readme)
 
 
 def _store(state: WorkspaceState) -> dict[str, Any]:
