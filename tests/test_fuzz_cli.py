@@ -85,7 +85,18 @@ def workspace(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return ws
 
 
-def test_hostile_arguments(workspace: Path, cli, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+def test_hostile_arguments(  # type: ignore[no-untyped-def]
+    workspace: Path, cli, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Hostile arguments name relative paths (`--db --db` opens a database called "--db"):
+    # they must land in a scratch directory, never in the checkout or the user's data.
+    scratch = tmp_path / "cwd"
+    scratch.mkdir()
+    monkeypatch.chdir(scratch)
+    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "xdg-data"))
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "xdg-config"))
+    monkeypatch.delenv("KERNELSCOPE_DB_URL", raising=False)
+    monkeypatch.delenv("KERNELSCOPE_CONFIG", raising=False)
     files_before = sorted(p.name for p in (workspace / "memory").glob("*.json"))
 
     @settings(max_examples=400, deadline=None, suppress_health_check=list(HealthCheck))
