@@ -26,6 +26,7 @@ ErrorKind = Literal[
     "cheat",  # outputs alias inputs, inputs mutated, cached answers, NaN/Inf, bad shape...
     "unsupported",  # e.g. bf16 or multi-config autotune under the CPU interpreter
     "gate_command",  # the workspace's own gate command failed
+    "resource_limit",  # too many processes, too much output, a file past the size cap
 ]
 
 

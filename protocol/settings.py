@@ -25,6 +25,7 @@ class Settings:
     mode: Mode = "auto"
     debounce_ms: int = 400
     timeout_s: float = 900.0
+    memory_limit_mb: int | None = None  # resident-memory cap of a benchmark; None: half of RAM, 0: none
     seeds: int = 2
     agent: str | None = None  # restart agent command (user settings only)
     executor: Literal["local", "ray"] = "local"  # where background benchmarks run
@@ -37,6 +38,11 @@ class Settings:
             ("mode", self.mode in ("auto", "gpu", "interpreter"), "must be auto, gpu or interpreter"),
             ("debounceMs", 0 <= self.debounce_ms <= 60_000, "must be between 0 and 60000"),
             ("timeoutS", self.timeout_s > 0, "must be positive"),
+            (
+                "memoryLimitMb",
+                self.memory_limit_mb is None or self.memory_limit_mb >= 0,
+                "must be 0 (no cap) or a positive number of MB",
+            ),
             ("seeds", 1 <= self.seeds <= 20, "must be between 1 and 20"),
         ]
         problems = [f"{name}: {message}" for name, ok, message in checks if not ok]

@@ -65,6 +65,13 @@ KERNELS: dict[str, str] = {
     + "\ndef kernel_fn(x, y):\n    out = add(x, y)\n    buf = torch.empty(2 * out.numel())\n    buf[::2] = out\n    return buf[::2]\n",
     "cached": HEADER
     + "\n_cache = {}\n\ndef kernel_fn(x, y):\n    if 'out' not in _cache:\n        _cache['out'] = add(x, y)\n    return _cache['out'].clone()\n",
+    # Resource abuse: each would take the machine (and a daemon beside it) without caps.
+    "fork_bomb": "import os, time\n\ndef kernel_fn(x, y):\n    for _ in range(100000):\n"
+    "        if os.fork() == 0:\n            time.sleep(120)\n            os._exit(0)\n",
+    "prints_forever": "import sys\n\ndef kernel_fn(x, y):\n    line = 'x' * 1_000_000 + '\\n'\n"
+    "    while True:\n        sys.stdout.write(line)\n",
+    "hoards_memory": "import time, torch\n\n_held = []\n\ndef kernel_fn(x, y):\n"
+    "    _held.append(torch.ones(2**29))  # 2 GiB, every page touched\n    time.sleep(120)\n",
     "autotuned": HEADER.replace(
         "@triton.jit",
         "@triton.autotune(configs=[triton.Config({}, num_warps=4), triton.Config({}, num_warps=8)], key=['n'])\n@triton.jit",

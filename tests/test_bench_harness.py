@@ -4,6 +4,7 @@ each cheat, A/B plumbing and the CLI's exit statuses."""
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -221,3 +222,49 @@ def test_cli_exit_statuses(tmp_path: Path) -> None:
     assert run("--no-such-flag").returncode == 2
     unsupported = run("-w", str(make_workspace(tmp_path / "tuned", "autotuned")), "--mode", "interpreter")
     assert unsupported.returncode == 2
+
+
+def _alive_with(marker: str) -> list[int]:
+    """Pids whose command line mentions `marker` (the runner and anything it forked)."""
+    pids = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                cmdline = (entry / "cmdline").read_bytes()
+                state = (entry / "stat").read_text().rsplit(")", 1)[1].split()[0]
+            except (OSError, IndexError):
+                continue
+            if marker.encode() in cmdline and state != "Z":
+                pids.append(int(entry.name))
+    return pids
+
+
+@pytest.mark.parametrize(
+    "kernel,kind,fragment,limit",
+    [
+        ("fork_bomb", "resource_limit", "started more than 256 processes", None),
+        ("prints_forever", "resource_limit", "printed more than 64 MB", None),
+        ("hoards_memory", "out_of_memory", "over the 1200 MB cap", 1200),
+    ],
+)
+def test_resource_abuse_is_stopped(
+    tmp_path: Path, kernel: str, kind: str, fragment: str, limit: int | None
+) -> None:
+    """A kernel that forks without end, prints without end or holds memory is killed with its
+    whole process group, long before the timeout, and nothing of it is left running."""
+    ws = make_workspace(tmp_path / kernel, kernel)
+    result = bench(ws, timeout_s=100, memory_limit_mb=limit)
+    assert result.error is not None and result.error.kind == kind, result.error
+    assert fragment in result.error.message
+    assert _alive_with(str(ws)) == []
+    assert sum(f.stat().st_size for f in tmp_path.rglob("*") if f.is_file()) < 1 << 20
+
+
+def test_default_memory_cap_is_half_of_ram() -> None:
+    from kernelscope.daemon.engine.child_limits import ResourceLimits, default_memory_limit_mb
+
+    total_mb = os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE") // (1024 * 1024)
+    assert default_memory_limit_mb() == total_mb // 2
+    assert ResourceLimits.for_benchmark(None).memory_mb == total_mb // 2
+    assert ResourceLimits.for_benchmark(0).memory_mb is None
+    assert ResourceLimits.for_benchmark(800).memory_mb == 800

@@ -50,7 +50,11 @@ def bench_command(
     timeout: Annotated[float, typer.Option("--timeout", min=1, help="Wall-clock limit in seconds.")] = 900.0,
     memory_limit_mb: Annotated[
         Optional[int],  # noqa: UP045
-        typer.Option("--memory-limit-mb", min=64, help="Address-space cap for the benchmark process."),
+        typer.Option(
+            "--memory-limit-mb",
+            min=0,
+            help="Resident-memory cap (MB) for the benchmark's processes; default half of RAM, 0: none.",
+        ),
     ] = None,
     gate_command: Annotated[
         Optional[str],  # noqa: UP045

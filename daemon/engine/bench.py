@@ -2,9 +2,10 @@
 
 The daemon and the CLI never import torch, triton or the user's kernel: they start
 `python -m kernelscope.kernels.runner` with the workspace's interpreter (configurable, since
-kernel engineers keep torch/triton/CUDA in their own environment) in its own process group,
-with a wall-clock timeout, an optional memory cap and its output going to files (so a kernel
-that prints gigabytes cannot fill the caller's memory). Whatever happens to the child, the
+kernel engineers keep torch/triton/CUDA in their own environment) in its own session,
+with a wall-clock timeout, caps on resident memory, processes and output size
+(`child_limits`), and its output going to a file (so a kernel that prints gigabytes cannot
+fill the caller's memory). Whatever happens to the child, the
 caller gets a `BenchResult`: a crash, a hang or an OOM kill is classified, with the tail of
 the child's stderr.
 """
@@ -28,6 +29,8 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from kernelscope.daemon.engine import child_limits
+from kernelscope.daemon.engine.child_limits import ResourceLimits
 from kernelscope.daemon.engine.errors import UsageError
 from kernelscope.daemon.engine.readme_parser import parse_readme_file
 from kernelscope.protocol.bench import BenchError, BenchResult, ConfigResult
@@ -50,7 +53,7 @@ class BenchRequest:
     mode: str = "auto"  # auto | gpu | interpreter
     python: str | None = None  # default: $KERNELSCOPE_BENCH_PYTHON or this interpreter
     timeout_s: float = 900.0
-    memory_limit_mb: int | None = None
+    memory_limit_mb: int | None = None  # resident memory cap; None: half of RAM, 0: none
     seeds: int = 3
     gate_command: str | None = None
     gate_timeout_s: float = 600.0
@@ -126,17 +129,6 @@ def _tail(path: Path) -> str:
     return ""
 
 
-def _limit_memory(megabytes: int | None):  # type: ignore[no-untyped-def]
-    def apply() -> None:
-        if megabytes:
-            import resource
-
-            limit = megabytes * 1024 * 1024
-            resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
-
-    return apply
-
-
 class _LineFollower:
     """Reads complete lines appended to the child's log since the last poll (bounded)."""
 
@@ -163,19 +155,25 @@ class ChildOutcome:
     cancelled: bool
     output_tail: str
     duration_s: float
+    limit_exceeded: str | None = None  # which resource cap stopped it, as a sentence
+
+
+WATCH_INTERVAL_S = 0.25  # how often the process group's memory and size are sampled
 
 
 def run_child(
     argv: list[str],
     cwd: Path,
     timeout_s: float,
-    memory_limit_mb: int | None = None,
+    limits: ResourceLimits | None = None,
     cancel: threading.Event | None = None,
     env: dict[str, str] | None = None,
     on_line: Callable[[str], None] | None = None,
 ) -> ChildOutcome:
-    """Run a command in its own process group with a timeout; output goes to a file (and,
-    line by line, to `on_line` while it runs)."""
+    """Run a command in its own session with a timeout and resource caps; output goes to a
+    file (and, line by line, to `on_line` while it runs). Whatever the child does, its whole
+    group is gone when this returns."""
+    limits = limits or ResourceLimits()
     started = time.perf_counter()
     with tempfile.TemporaryDirectory(prefix="kernelscope-child-") as tmp:
         log = Path(tmp) / "output.log"
@@ -187,11 +185,13 @@ def run_child(
                 stdout=sink,
                 stderr=subprocess.STDOUT,
                 start_new_session=True,
-                preexec_fn=_limit_memory(memory_limit_mb) if memory_limit_mb else None,
                 env=env,
             )
+            child_limits.apply_to(process.pid, limits)
             timed_out = cancelled = False
+            exceeded: str | None = None
             deadline = started + timeout_s
+            next_watch = started + WATCH_INTERVAL_S
             follower = _LineFollower(log, on_line)
             while True:
                 try:
@@ -200,21 +200,30 @@ def run_child(
                     break
                 except subprocess.TimeoutExpired:
                     follower.poll()
+                now = time.perf_counter()
                 if cancel is not None and cancel.is_set():
                     cancelled = True
-                elif time.perf_counter() > deadline:
+                elif now > deadline:
                     timed_out = True
+                elif now >= next_watch:
+                    next_watch = now + WATCH_INTERVAL_S
+                    exceeded = child_limits.over_limit(limits, process.pid, log)
+                    if exceeded is None:
+                        continue
                 else:
                     continue
-                with contextlib.suppress(ProcessLookupError):
-                    os.killpg(process.pid, signal.SIGKILL)
+                child_limits.kill_group(process.pid)
                 process.wait()
                 break
-            # Reap anything the child left in its group (a forked grandchild).
-            with contextlib.suppress(ProcessLookupError, PermissionError):
-                os.killpg(process.pid, signal.SIGKILL)
+            # Reap anything the child left in its group or session (a forked grandchild).
+            child_limits.kill_group(process.pid)
         return ChildOutcome(
-            process.returncode, timed_out, cancelled, _tail(log), time.perf_counter() - started
+            process.returncode,
+            timed_out,
+            cancelled,
+            _tail(log),
+            time.perf_counter() - started,
+            exceeded,
         )
 
 
@@ -242,7 +251,25 @@ def _classify_death(request: BenchRequest, outcome: ChildOutcome) -> BenchResult
         )
     if outcome.cancelled:
         return _failure(request, "timeout", "the benchmark was cancelled", stderr_tail=tail)
+    if outcome.limit_exceeded:
+        kind = "out_of_memory" if "memory" in outcome.limit_exceeded else "resource_limit"
+        return _failure(
+            request,
+            kind,
+            f"the benchmark {outcome.limit_exceeded} and was killed",
+            stderr_tail=tail,
+            exit_code=outcome.returncode,
+        )
     code = outcome.returncode or 0
+    if -code == getattr(signal, "SIGXFSZ", -1):
+        return _failure(
+            request,
+            "resource_limit",
+            f"the benchmark wrote a file past the {child_limits.HARD_FILE_SIZE_MB} MB size cap "
+            "(SIGXFSZ) and was killed",
+            stderr_tail=tail,
+            exit_code=code,
+        )
     if code < 0:
         name = signal.Signals(-code).name if -code in signal.valid_signals() else f"signal {-code}"
         if -code == signal.SIGKILL:
@@ -287,7 +314,13 @@ def run_gate_command(request: BenchRequest, cancel: threading.Event | None = Non
     if not request.gate_command:
         return None
     argv = shlex.split(request.gate_command)
-    outcome = run_child(argv, request.workspace, request.gate_timeout_s, request.memory_limit_mb, cancel)
+    outcome = run_child(
+        argv,
+        request.workspace,
+        request.gate_timeout_s,
+        ResourceLimits.for_benchmark(request.memory_limit_mb),
+        cancel,
+    )
     details: dict[str, Any] = {}
     for line in reversed(outcome.output_tail.splitlines()):
         line = line.strip()
@@ -398,12 +431,12 @@ def run_benchmark(request: BenchRequest, cancel: threading.Event | None = None) 
             argv,
             resolved.workspace,
             resolved.timeout_s,
-            resolved.memory_limit_mb,
+            ResourceLimits.for_benchmark(resolved.memory_limit_mb),
             cancel,
             env={**os.environ, **resolved.env} if resolved.env else None,
             on_line=_progress_reader(resolved.on_progress),
         )
-        if outcome.timed_out or outcome.cancelled or not output.is_file():
+        if outcome.timed_out or outcome.cancelled or outcome.limit_exceeded or not output.is_file():
             return _classify_death(resolved, outcome)
         try:
             result = BenchResult.model_validate_json(output.read_text(encoding="utf-8"))

@@ -41,6 +41,7 @@ class IterateOptions:
     mode: str = "auto"
     seeds: int = 3
     timeout_s: float = 900.0
+    memory_limit_mb: int | None = None  # None: half of RAM, 0: none
     python: str | None = None
     db_url: str | None = None
     extra_args: tuple[str, ...] = ()
@@ -139,6 +140,7 @@ class Iteration:
                     mode=self.options.mode,
                     seeds=self.options.seeds,
                     timeout_s=self.options.timeout_s,
+                    memory_limit_mb=self.options.memory_limit_mb,
                     python=self.options.python,
                     extra_args=list(self.options.extra_args),
                     on_progress=self.options.on_progress,

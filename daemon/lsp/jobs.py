@@ -155,6 +155,7 @@ class Jobs:
                     mode=ws.settings.mode,
                     python=self.trusted_python(),
                     timeout_s=ws.settings.timeout_s,
+                    memory_limit_mb=ws.settings.memory_limit_mb,
                     seeds=ws.settings.seeds,
                     on_progress=self._on_configs(ws, job, token),
                 )
@@ -212,6 +213,7 @@ class Jobs:
                     mode=ws.settings.mode,
                     seeds=ws.settings.seeds,
                     timeout_s=ws.settings.timeout_s,
+                    memory_limit_mb=ws.settings.memory_limit_mb,
                     python=self.trusted_python(),
                     db_url=ws.settings.db_url,
                     on_progress=self._on_configs(ws, job, token),
