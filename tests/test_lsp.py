@@ -85,6 +85,7 @@ def init_params(folder: Path, editor: str) -> types.InitializeParams:
                 "mode": "interpreter",
                 "seeds": 1,
                 "debounceMs": 100,
+                "memoryLimitMb": 1500,
                 # what an editor's *user* settings would hold; never read from the workspace
                 "agent": f"{sys.executable} -c \"print('agent says hello')\"",
             }
@@ -278,6 +279,38 @@ async def test_save_probe_progress_and_broken_kernel_diagnostic(client: Language
         raise AssertionError((client.diagnostics.get(uri), client.finished)) from None  # type: ignore[attr-defined]
     titles = [lens.command.title for lens in await lenses(client) if lens.command]
     assert any(t.startswith("last probe: PASS") for t in titles), titles
+
+
+async def test_hostile_kernels_cannot_take_the_daemon(client: LanguageClient) -> None:
+    """Saving a kernel that forks without end, prints without end or hoards memory: each
+    background probe ends as a structured failure naming the cap, nothing of it keeps
+    running, no pop-up, and the daemon answers right after."""
+    from tests.bench_fixtures import KERNELS
+    from tests.test_bench_harness import _alive_with
+
+    ws = client.folder / "kernel_opt_vector_add"  # type: ignore[attr-defined]
+    uri = kernel_uri(client)
+    good = (ws / "kernel.py").read_text()
+    expected = {
+        "fork_bomb": "processes",
+        "prints_forever": "MB of output",
+        "hoards_memory": "1500 MB cap",
+    }
+    for kernel, fragment in expected.items():
+        client.finished.clear()  # type: ignore[attr-defined]
+        (ws / "kernel.py").write_text(KERNELS[kernel])
+        client.text_document_did_save(
+            types.DidSaveTextDocumentParams(text_document=types.TextDocumentIdentifier(uri=uri))
+        )
+        await wait_for(lambda: any(f["kind"] == "benchmarking" for f in client.finished), timeout=120)  # type: ignore[attr-defined]
+        finished = [f for f in client.finished if f["kind"] == "benchmarking"][-1]  # type: ignore[attr-defined]
+        assert finished["background"] is True
+        error = (finished.get("result") or {}).get("error") or {}
+        assert fragment in json.dumps(finished), (kernel, finished)
+        assert error.get("kind") in ("resource_limit", "out_of_memory"), (kernel, error)
+        assert _alive_with(str(ws)) == []
+        assert await lenses(client)  # still answering
+    (ws / "kernel.py").write_text(good)
 
 
 async def test_run_iteration_and_cancel(client: LanguageClient) -> None:

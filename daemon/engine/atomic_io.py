@@ -13,6 +13,7 @@ import contextlib
 import json
 import os
 import tempfile
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -21,6 +22,7 @@ from filelock import FileLock
 
 LOCK_NAME = ".kernelscope.lock"
 TEMP_PREFIX = ".kernelscope-tmp-"
+STALE_TEMP_AGE_S = 600.0  # a live write holds its temp file for milliseconds
 
 
 def fsync_directory(directory: Path) -> None:
@@ -36,6 +38,7 @@ def atomic_write_bytes(path: Path, data: bytes) -> None:
     """Replace `path` with `data` so that readers and crashes see old or new, never half."""
     directory = path.parent
     directory.mkdir(parents=True, exist_ok=True)
+    remove_stale_temps(directory)
     fd, temp_name = tempfile.mkstemp(prefix=TEMP_PREFIX + path.name + ".", dir=directory)
     try:
         with os.fdopen(fd, "wb") as handle:
@@ -51,6 +54,16 @@ def atomic_write_bytes(path: Path, data: bytes) -> None:
             os.unlink(temp_name)
         raise
     fsync_directory(directory)
+
+
+def remove_stale_temps(directory: Path) -> None:
+    """Delete temp files left by writers killed mid-write (SIGKILL skips their cleanup).
+    They never match `v*.json`, so readers ignore them; this only keeps the folder tidy."""
+    cutoff = time.time() - STALE_TEMP_AGE_S
+    for temp in directory.glob(TEMP_PREFIX + "*"):
+        with contextlib.suppress(OSError):
+            if temp.stat().st_mtime < cutoff:
+                temp.unlink()
 
 
 def atomic_write_text(path: Path, text: str) -> None:

@@ -24,9 +24,26 @@ _IDENTITY = {
 }
 
 
+_READ_ONLY = frozenset({"rev-parse", "show", "diff", "log", "cat-file", "ls-files", "status"})
+GIT_TIMEOUT_S = 120
+
+
+def _alive(pid: int) -> bool:
+    if pid <= 0:
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
 class Git:
     def __init__(self, workdir: Path) -> None:
         self.workdir = Path(workdir)
+        self._git_dir: Path | None = None
 
     def run(self, *args: str, env: dict[str, str] | None = None, check: bool = True) -> str:
         environment = dict(os.environ)
@@ -34,12 +51,92 @@ class Git:
         for key, value in _IDENTITY.items():
             environment.setdefault(key, value)
         environment.update(env or {})
-        process = subprocess.run(
-            ["git", *args], cwd=self.workdir, capture_output=True, text=True, env=environment, timeout=120
-        )
+        marker = None if args[0] in _READ_ONLY else self._begin_write()
+        try:
+            process = subprocess.Popen(
+                ["git", *args],
+                cwd=self.workdir,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                text=True,
+                env=environment,
+            )
+            if marker is not None:
+                marker.write_text(str(process.pid))
+            try:
+                stdout, stderr = process.communicate(timeout=GIT_TIMEOUT_S)
+            except subprocess.TimeoutExpired:
+                process.kill()
+                stdout, stderr = process.communicate()
+        finally:
+            if marker is not None:
+                marker.unlink(missing_ok=True)
         if check and process.returncode != 0:
-            raise DataError(f"git {' '.join(args[:3])} failed in {self.workdir}: {process.stderr.strip()}")
-        return process.stdout.strip()
+            raise DataError(f"git {' '.join(args[:3])} failed in {self.workdir}: {stderr.strip()}")
+        return stdout.strip()
+
+    # -- recovery from a kernelscope process killed in the middle of a git command ------------
+
+    def git_dir(self) -> Path | None:
+        if self._git_dir is None:
+            found = subprocess.run(
+                ["git", "rev-parse", "--absolute-git-dir"],
+                cwd=self.workdir,
+                capture_output=True,
+                text=True,
+                timeout=GIT_TIMEOUT_S,
+            )
+            self._git_dir = Path(found.stdout.strip()) if found.returncode == 0 else None
+        return self._git_dir
+
+    def _begin_write(self) -> Path | None:
+        """Clear what a killed kernelscope git command left, then leave a marker naming this
+        process (and, once started, its git child) for as long as the command runs.
+
+        git removes its `*.lock` files on a normal exit or a catchable signal, but not on
+        SIGKILL; the next `git commit` then fails with "index.lock: File exists" for ever.
+        A lock is only ours to delete when a marker says a kernelscope git command was
+        running when it was created and neither that process nor its git child is alive."""
+        git_dir = self.git_dir()
+        if git_dir is None:
+            return None
+        markers = git_dir / "kernelscope" / "git-ops"
+        try:
+            markers.mkdir(parents=True, exist_ok=True)
+            self.recover_stale_locks()
+            marker = markers / str(os.getpid())
+            marker.write_text("")
+        except OSError:
+            return None
+        return marker
+
+    def recover_stale_locks(self) -> list[Path]:
+        """Delete git lock files created during a kernelscope git command whose process (and
+        git child) are dead; returns what was removed."""
+        git_dir = self.git_dir()
+        removed: list[Path] = []
+        if git_dir is None or not (git_dir / "kernelscope" / "git-ops").is_dir():
+            return removed
+        for marker in (git_dir / "kernelscope" / "git-ops").iterdir():
+            try:
+                owner = int(marker.name)
+                child = int(marker.read_text().strip() or 0)
+                since = marker.stat().st_mtime - 1.0
+            except (OSError, ValueError):
+                continue
+            if owner == os.getpid() or _alive(owner) or _alive(child):
+                continue
+            candidates = [git_dir / "index.lock", git_dir / "HEAD.lock", git_dir / "packed-refs.lock"]
+            candidates += list((git_dir / "refs").rglob("*.lock"))
+            for lock in candidates:
+                try:
+                    if lock.stat().st_mtime >= since:
+                        lock.unlink()
+                        removed.append(lock)
+                except OSError:
+                    continue
+            marker.unlink(missing_ok=True)
+        return removed
 
     def is_repository(self) -> bool:
         return self.run("rev-parse", "--is-inside-work-tree", check=False) == "true"

@@ -1,0 +1,433 @@
+"""SIGKILL fault injection: the CLI and the daemon are killed (their whole process group, git
+children included) at random instants during mask-half, memory update, iterate and
+experiment writes. After every kill: each `memory/v*.json` is valid JSON holding its old or
+its new content, the experiment store passes SQLite's integrity check and opens, git is
+usable, and running the same operation again completes.
+
+The workspace uses a gate command (`true`) and no reference module, so an iteration takes
+half a second and the kill instants cover its whole write phase (record, store, two
+commits). KERNELSCOPE_FAULT_RUNS sets the number of kills (default 200)."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import random
+import shutil
+import signal
+import sqlite3
+import subprocess
+import sys
+import threading
+import time
+from collections import Counter, defaultdict
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.conftest import EXAMPLES
+
+pytestmark = pytest.mark.slow
+RUNS = int(os.environ.get("KERNELSCOPE_FAULT_RUNS", "200"))
+CLI = [sys.executable, "-m", "kernelscope.daemon.cli.main"]
+SERVE = [sys.executable, "-m", "kernelscope.daemon.cli.main", "serve"]
+README = """# Fault-injection workspace
+
+## Stop Conditions
+- latency <= 10 us
+
+```kernelscope
+{"bench": {"gate_command": "true"}}
+```
+"""
+
+
+def _env(home: Path) -> dict[str, str]:
+    env = dict(os.environ)
+    env.update(XDG_DATA_HOME=str(home / "data"), XDG_CONFIG_HOME=str(home / "config"))
+    env.update(XDG_RUNTIME_DIR=str(home / "run"), KERNELSCOPE_BENCH_PYTHON=sys.executable)
+    env.pop("KERNELSCOPE_DB_URL", None)
+    return env
+
+
+@pytest.fixture(scope="module")
+def template(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A git workspace with v0..v11 recorded and an experiment store beside it."""
+    root = tmp_path_factory.mktemp("fault-template")
+    ws = root / "ws"
+    ws.mkdir()
+    shutil.copy(EXAMPLES / "vector_add" / "kernel.py", ws / "kernel.py")
+    (ws / "README.md").write_text(README)
+    git = ["git", "-c", "user.name=t", "-c", "user.email=t@t"]
+    subprocess.run(["git", "init", "-q"], cwd=ws, check=True)
+    subprocess.run([*git, "add", "README.md"], cwd=ws, check=True)
+    subprocess.run([*git, "commit", "-qm", "init"], cwd=ws, check=True)
+    for category in ("baseline", "tiling"):
+        subprocess.run(
+            [*CLI, "iterate", "-w", str(ws), "--db", str(root / "exp.sqlite"), "-a", category, "-d", "x"],
+            check=True,
+            capture_output=True,
+            env=_env(root),
+        )
+    v1 = json.loads((ws / "memory" / "v1.json").read_text())
+    for n in range(2, 12):
+        (ws / "memory" / f"v{n}.json").write_text(json.dumps({**v1, "version": f"v{n}"}, indent=2) + "\n")
+    subprocess.run([*git, "add", "memory"], cwd=ws, check=True)
+    subprocess.run([*git, "commit", "-qm", "more versions"], cwd=ws, check=True)
+    return root
+
+
+# -- what each operation may change ----------------------------------------------------------
+
+
+def _without(record: dict[str, Any], *dotted: str) -> dict[str, Any]:
+    copy = json.loads(json.dumps(record))
+    for key in dotted:
+        *parents, last = key.split(".")
+        node = copy
+        for part in parents:
+            node = node.get(part, {})
+        node.pop(last, None)
+    return copy
+
+
+@dataclass
+class Operation:
+    """One write the test kills: how to run it from the CLI or the daemon, and which fields of
+    existing memory records it may change (all others must keep their old values)."""
+
+    name: str
+    cli: Callable[[Path, Path, int], list[str]]
+    lsp: tuple[str, Callable[[Path, Path, int], dict[str, Any]]] | None
+    may_change: tuple[str, ...] = ()
+    creates_versions: bool = False
+
+
+# Uninterrupted durations per (operation, cli|lsp), appended to by every rerun.
+DURATIONS: dict[tuple[str, str], list[float]] = defaultdict(list)
+
+
+OPERATIONS = [
+    Operation(
+        "mask-half",
+        lambda ws, db, i: ["memory", "mask-half", "-w", str(ws), "--seed", str(i)],
+        ("kernelscope.maskHalf", lambda ws, db, i: {"workspace": str(ws), "seed": i}),
+        may_change=("masked", "pitfalls_and_fixes"),  # the restart note goes on the newest version
+    ),
+    Operation(
+        "update",
+        lambda ws, db, i: [
+            "memory",
+            "update",
+            "-w",
+            str(ws),
+            "--version",
+            "v3",
+            "--set",
+            f'optimization.expected_impact="fault {i}"',
+            "--set",
+            f"performance.latency_us={i}.5",
+        ],
+        None,  # the daemon has no memory-update command; agents use the CLI
+        may_change=("optimization.expected_impact", "performance.latency_us"),
+    ),
+    Operation(
+        "iterate",
+        lambda ws, db, i: ["iterate", "-w", str(ws), "--db", str(db), "-a", "fault", "-d", f"run {i}"],
+        (
+            "kernelscope.runIteration",
+            lambda ws, db, i: {
+                "workspace": str(ws),
+                "actionCategory": "fault",
+                "actionDescription": f"run {i}",
+            },
+        ),
+        creates_versions=True,
+    ),
+    Operation(
+        "experiment",
+        lambda ws, db, i: [
+            "exp",
+            "record",
+            "--db",
+            str(db),
+            "-w",
+            str(ws),
+            "-m",
+            f"fault {i}",
+            "--score",
+            "1.5",
+        ],
+        (
+            "kernelscope.recordExperiment",
+            lambda ws, db, i: {"workspace": str(ws), "changeSummary": f"fault {i}", "score": 1.5},
+        ),
+    ),
+]
+
+
+def _memory(ws: Path) -> dict[str, dict[str, Any]]:
+    return {p.name: json.loads(p.read_text()) for p in sorted((ws / "memory").glob("v*.json"))}
+
+
+def check_after_kill(ws: Path, db: Path, before: dict[str, dict[str, Any]], op: Operation) -> None:
+    after_files = sorted((ws / "memory").glob("v*.json"))
+    for path in after_files:
+        try:
+            record = json.loads(path.read_text())
+        except json.JSONDecodeError as exc:
+            raise AssertionError(f"{op.name}: {path.name} is not valid JSON after the kill: {exc}") from None
+        assert isinstance(record, dict) and record.get("version") == path.stem, (op.name, path.name)
+        old = before.get(path.name)
+        if old is None:
+            assert op.creates_versions, f"{op.name} created {path.name}"
+            continue
+        if record != old:
+            assert _without(record, *op.may_change) == _without(old, *op.may_change), (
+                f"{op.name} changed {path.name} beyond {op.may_change}"
+            )
+    assert set(before) <= {p.name for p in after_files}, f"{op.name} lost a memory file"
+    with sqlite3.connect(db) as connection:
+        assert connection.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
+    from kernelscope.daemon.engine.store import ExperimentStore
+
+    ExperimentStore(str(db)).list_experiments()
+
+
+# -- running and killing ----------------------------------------------------------------------
+
+
+def _kill_group(process: subprocess.Popen[bytes]) -> None:
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(process.pid, signal.SIGKILL)
+    process.wait()
+
+
+def _frame(payload: dict[str, Any]) -> bytes:
+    body = json.dumps(payload).encode()
+    return f"Content-Length: {len(body)}\r\n\r\n".encode() + body
+
+
+class Daemon:
+    """`kernelscope serve` over stdio with just enough JSON-RPC to run one command."""
+
+    def __init__(self, root: Path, ws: Path, db: Path) -> None:
+        self.process = subprocess.Popen(
+            SERVE,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+            start_new_session=True,
+            env=_env(root),
+        )
+        self.messages: list[dict[str, Any]] = []
+        self.arrived = threading.Condition()
+        threading.Thread(target=self._read, daemon=True).start()
+        self.send(
+            {
+                "jsonrpc": "2.0",
+                "id": 1,
+                "method": "initialize",
+                "params": {
+                    "processId": None,
+                    "capabilities": {},
+                    "workspaceFolders": [{"uri": ws.as_uri(), "name": "ws"}],
+                    "initializationOptions": {"kernelscope": {"dbUrl": str(db), "mode": "interpreter"}},
+                },
+            }
+        )
+        self.wait(lambda m: m.get("id") == 1, 60)
+        self.send({"jsonrpc": "2.0", "method": "initialized", "params": {}})
+
+    def _read(self) -> None:
+        stream = self.process.stdout
+        assert stream is not None
+        while True:
+            header = b""
+            while not header.endswith(b"\r\n\r\n"):
+                byte = stream.read(1)
+                if not byte:
+                    return
+                header += byte
+            length = int(header.split(b"Content-Length:")[1].split(b"\r\n")[0])
+            message = json.loads(stream.read(length))
+            with self.arrived:
+                self.messages.append(message)
+                self.arrived.notify_all()
+
+    def send(self, payload: dict[str, Any]) -> None:
+        assert self.process.stdin is not None
+        self.process.stdin.write(_frame(payload))
+        self.process.stdin.flush()
+
+    def wait(self, predicate: Callable[[dict[str, Any]], bool], timeout: float) -> dict[str, Any]:
+        deadline = time.monotonic() + timeout
+        with self.arrived:
+            while True:
+                for message in self.messages:
+                    if predicate(message):
+                        return message
+                left = deadline - time.monotonic()
+                if left <= 0 or self.process.poll() is not None:
+                    raise AssertionError(f"no such message; got {self.messages[-5:]}")
+                self.arrived.wait(left)
+
+    def execute(self, command: str, params: dict[str, Any]) -> None:
+        self.send(
+            {
+                "jsonrpc": "2.0",
+                "id": 2,
+                "method": "workspace/executeCommand",
+                "params": {"command": command, "arguments": [params]},
+            }
+        )
+
+    def finished(self, command: str) -> Callable[[dict[str, Any]], bool]:
+        if command == "kernelscope.runIteration":  # a job: done when jobFinished arrives
+            return lambda m: m.get("method") == "kernelscope/jobFinished"
+        return lambda m: m.get("id") == 2
+
+
+def run_to_completion(root: Path, ws: Path, db: Path, op: Operation, how: str, i: int) -> float:
+    started = time.monotonic()
+    if how == "cli":
+        done = subprocess.run([*CLI, *op.cli(ws, db, i)], capture_output=True, env=_env(root), timeout=120)
+        assert done.returncode == 0, (op.name, done.stderr.decode()[-2000:])
+    else:
+        assert op.lsp is not None
+        daemon = Daemon(root, ws, db)
+        try:
+            command, params = op.lsp
+            started = time.monotonic()
+            daemon.execute(command, params(ws, db, i))
+            reply = daemon.wait(daemon.finished(command), 120)
+            assert "error" not in reply and "error" not in (reply.get("params") or {}), (op.name, reply)
+        finally:
+            _kill_group(daemon.process)
+    return time.monotonic() - started
+
+
+def _experiments(db: Path) -> int:
+    with sqlite3.connect(db) as connection:
+        return int(connection.execute("SELECT count(*) FROM experiments").fetchone()[0])
+
+
+def observe(ws: Path, db: Path, before: dict[str, dict[str, Any]], stored: int) -> list[str]:
+    """What the kill left behind, for the summary: how often each interesting state was hit."""
+    seen = []
+    if _experiments(db) != stored:
+        seen.append("experiment stored")
+    if (ws / ".git" / "index.lock").exists() or list((ws / ".git" / "refs").rglob("*.lock")):
+        seen.append("stale git lock")
+    if list((ws / "memory").glob(".kernelscope-tmp-*")):
+        seen.append("temp file left")
+    after = _memory(ws)
+    changed = [name for name in before if after.get(name) != before[name]]
+    if changed:
+        seen.append("some memory changed")
+    if set(after) - set(before):
+        seen.append("new version written")
+    return seen or ["nothing changed yet"]
+
+
+def kill_once(
+    template: Path, scratch: Path, op: Operation, how: str, i: int, rng: random.Random
+) -> list[str]:
+    shutil.copytree(template, scratch)
+    ws, db = scratch / "ws", scratch / "exp.sqlite"
+    before, stored = _memory(ws), _experiments(db)
+    # A quarter of the instants cover the whole run (start-up included); the rest its second
+    # half, where the writes are. Durations are the reruns' own, measured under the same load.
+    measured = sorted(DURATIONS[op.name, how])
+    typical = measured[len(measured) // 2]
+    delay = typical * (rng.uniform(0, 1.15) if rng.random() < 0.25 else rng.uniform(0.5, 1.15))
+    if how == "cli":
+        process = subprocess.Popen(
+            [*CLI, *op.cli(ws, db, i)],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            start_new_session=True,
+            env=_env(scratch),
+        )
+        time.sleep(delay)
+        _kill_group(process)
+    else:
+        assert op.lsp is not None
+        daemon = Daemon(scratch, ws, db)
+        command, params = op.lsp
+        daemon.execute(command, params(ws, db, i))
+        time.sleep(delay)
+        _kill_group(daemon.process)
+    check_after_kill(ws, db, before, op)
+    seen = observe(ws, db, before, stored)
+    # The rerun completes (a stale git lock left by the killed commit is recovered)...
+    DURATIONS[op.name, how].append(run_to_completion(scratch, ws, db, op, how, i + 100_000))
+    check_after_kill(ws, db, before, op)
+    # ...and git is intact.
+    fsck = subprocess.run(["git", "fsck", "--no-progress"], cwd=ws, capture_output=True, text=True)
+    assert fsck.returncode == 0, fsck.stderr
+    shutil.rmtree(scratch, ignore_errors=True)
+    return seen
+
+
+def test_sigkill_at_random_points(template: Path, tmp_path: Path) -> None:
+    plan = [(op, how) for op in OPERATIONS for how in ("cli", "lsp") if how == "cli" or op.lsp]
+    # Measure each uninterrupted operation: kill instants are drawn over its whole duration
+    # (the daemon's from the moment the command is sent).
+    for n, (op, how) in enumerate(plan):
+        scratch = tmp_path / f"measure-{n}"
+        shutil.copytree(template, scratch)
+        duration = run_to_completion(scratch, scratch / "ws", scratch / "exp.sqlite", op, how, n)
+        DURATIONS[op.name, how].append(duration)
+    rng = random.Random(20261202)
+    runs = [(plan[n % len(plan)], n, rng.random()) for n in range(RUNS)]
+    failures: list[str] = []
+    summary: Counter[str] = Counter()
+
+    def one(item: tuple[tuple[Operation, str], int, float]) -> None:
+        (op, how), n, seed = item
+        try:
+            for state in kill_once(template, tmp_path / f"kill-{n}", op, how, n, random.Random(seed)):
+                summary[f"{how} {op.name}: {state}"] += 1
+        except AssertionError as exc:
+            failures.append(f"run {n} ({how} {op.name}): {exc}")
+
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        list(pool.map(one, runs))
+    print(f"\n{RUNS} kills; states found after the kill:")
+    for state, count in sorted(summary.items()):
+        print(f"  {count:4d}  {state}")
+    assert not failures, "\n".join(failures[:10])
+
+
+def test_stale_git_lock_recovery(tmp_path: Path) -> None:
+    """A lock left by a kernelscope git command whose process died is removed; a lock with no
+    kernelscope marker (a person's git running now) is left alone and reported."""
+    from kernelscope.daemon.engine.errors import DataError
+    from kernelscope.daemon.engine.git import Git
+
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    git = Git(ws)
+    git.init()
+    (ws / "a.txt").write_text("1")
+    git.commit_paths([ws / "a.txt"], "first")
+    dead = subprocess.Popen(["true"])
+    dead.wait()
+    markers = ws / ".git" / "kernelscope" / "git-ops"
+    (markers / str(dead.pid)).write_text(str(dead.pid))
+    (ws / ".git" / "index.lock").write_text("")
+    (ws / ".git" / "refs" / "heads" / "main.lock").write_text("")
+    (ws / "a.txt").write_text("2")
+    git.commit_paths([ws / "a.txt"], "second")  # recovered, then committed
+    assert not (ws / ".git" / "index.lock").exists() and not list(markers.iterdir())
+    (ws / ".git" / "index.lock").write_text("")  # somebody's live git: no marker
+    (ws / "a.txt").write_text("3")
+    with pytest.raises(DataError, match=r"index\.lock"):
+        git.commit_paths([ws / "a.txt"], "third")
+    assert (ws / ".git" / "index.lock").exists()
