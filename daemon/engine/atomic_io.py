@@ -10,6 +10,7 @@ concurrent writers never lose an update.
 from __future__ import annotations
 
 import contextlib
+import errno
 import json
 import os
 import tempfile
@@ -19,6 +20,8 @@ from pathlib import Path
 from typing import Any
 
 from filelock import FileLock
+
+from kernelscope.daemon.engine.errors import WriteFailed
 
 LOCK_NAME = ".kernelscope.lock"
 TEMP_PREFIX = ".kernelscope-tmp-"
@@ -34,8 +37,26 @@ def fsync_directory(directory: Path) -> None:
         os.close(fd)
 
 
+def _write_failed(path: Path, exc: OSError) -> WriteFailed:
+    reason = {
+        errno.ENOSPC: "no space left on the device (disk full)",
+        errno.EDQUOT: "disk quota exceeded",
+        errno.EFBIG: "file size limit exceeded",
+        errno.EROFS: "read-only file system",
+    }.get(exc.errno or 0, exc.strerror or str(exc))
+    return WriteFailed(f"could not write {path}: {reason}; {path.name} was left as it was")
+
+
 def atomic_write_bytes(path: Path, data: bytes) -> None:
-    """Replace `path` with `data` so that readers and crashes see old or new, never half."""
+    """Replace `path` with `data` so that readers and crashes see old or new, never half.
+    A failed write (disk full, quota) raises WriteFailed and leaves no temp file behind."""
+    try:
+        _atomic_write_bytes(path, data)
+    except OSError as exc:
+        raise _write_failed(path, exc) from exc
+
+
+def _atomic_write_bytes(path: Path, data: bytes) -> None:
     directory = path.parent
     directory.mkdir(parents=True, exist_ok=True)
     remove_stale_temps(directory)
@@ -68,6 +89,33 @@ def remove_stale_temps(directory: Path) -> None:
 
 def atomic_write_text(path: Path, text: str) -> None:
     atomic_write_bytes(path, text.encode("utf-8"))
+
+
+def atomic_write_all(files: list[tuple[Path, str]]) -> None:
+    """Write several files all or nothing, as far as a failure can be undone: when one write
+    fails (disk full), the files already replaced get their old content back (the replaced
+    files' space is free again by then) and WriteFailed says so. Only a SIGKILL between two
+    renames can leave some written and some not; each file is still old or new, never half."""
+    originals = [(path, path.read_bytes() if path.exists() else None) for path, _ in files]
+    for done, (path, text) in enumerate(files):
+        try:
+            atomic_write_text(path, text)
+        except WriteFailed as failure:
+            unrestored = []
+            for earlier, old in originals[:done]:
+                try:
+                    if old is None:
+                        earlier.unlink(missing_ok=True)
+                    else:
+                        atomic_write_bytes(earlier, old)
+                except (WriteFailed, OSError):
+                    unrestored.append(earlier.name)
+            if unrestored:
+                raise WriteFailed(
+                    f"{failure}; {', '.join(unrestored)} already had the new content and could "
+                    "not be restored"
+                ) from failure
+            raise WriteFailed(f"{failure}; no file was changed") from failure
 
 
 def detect_indent(text: str) -> int:

@@ -23,3 +23,8 @@ class DataError(KernelscopeError):
     """The workspace data is missing or invalid, or the operation is refused on it."""
 
     exit_code = 2
+
+
+class WriteFailed(DataError):
+    """A write could not be completed (disk full, quota, read-only file system); the file it
+    was replacing is left as it was."""

@@ -29,6 +29,8 @@ GIT_TIMEOUT_S = 120
 
 
 def _alive(pid: int) -> bool:
+    """Whether `pid` runs. A zombie does not: a killed git whose parent died stays a zombie
+    for as long as nobody reaps it (in a container, PID 1 often never does)."""
     if pid <= 0:
         return False
     try:
@@ -37,7 +39,11 @@ def _alive(pid: int) -> bool:
         return False
     except PermissionError:
         return True
-    return True
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return True  # no /proc: trust kill(0)
+    return stat.rsplit(")", 1)[-1].split()[:1] != ["Z"]
 
 
 class Git:

@@ -28,6 +28,7 @@ from pydantic import ValidationError
 
 from kernelscope.daemon.engine.atomic_io import (
     TEMP_PREFIX,
+    atomic_write_all,
     atomic_write_text,
     detect_indent,
     dump_json,
@@ -409,14 +410,16 @@ class MemoryManager:
                 "pass --include-baseline if you really mean it"
             )
         changed: list[str] = []
+        writes: list[tuple[Path, str]] = []
         with self._lock():
             loaded = [self._read_raw_for_update(v) for v in normalized]  # all exist and parse
             for version, (path, data, indent) in zip(normalized, loaded, strict=True):
                 if data.get("masked") is masked:
                     continue
                 data["masked"] = masked
-                atomic_write_text(path, dump_json(data, indent))
+                writes.append((path, dump_json(data, indent)))
                 changed.append(version)
+            atomic_write_all(writes)
         return changed
 
     # -- mask-half --------------------------------------------------------------------
@@ -506,16 +509,18 @@ class MemoryManager:
             )
             if dry_run or not chosen:
                 return result
-            self._record_restart(result, pitfall_target)
+            writes = [note] if (note := self._record_restart(result, pitfall_target)) else []
             for version in chosen:
                 path, data, indent = self._read_raw_for_update(version)
                 data["masked"] = True
-                atomic_write_text(path, dump_json(data, indent))
+                writes.append((path, dump_json(data, indent)))
+            atomic_write_all(writes)  # a full disk half-way restores the files already written
         return result
 
-    def _record_restart(self, result: MaskHalfResult, target: str | None) -> None:
+    def _record_restart(self, result: MaskHalfResult, target: str | None) -> tuple[Path, str] | None:
+        """The restart note added to the newest remaining version (path and new text)."""
         if target is None:
-            return
+            return None
         path, data, indent = self._read_raw_for_update(target)
         pitfalls = data.get("pitfalls_and_fixes")
         if pitfalls is None:
@@ -542,4 +547,4 @@ class MemoryManager:
                 "timestamp": now,
             }
         )
-        atomic_write_text(path, dump_json(data, indent))
+        return path, dump_json(data, indent)

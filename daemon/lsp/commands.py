@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from pygls.exceptions import JsonRpcInvalidParams
+from pygls.exceptions import JsonRpcInternalError, JsonRpcInvalidParams
 
-from kernelscope.daemon.engine.errors import KernelscopeError
+from kernelscope.daemon.engine.errors import KernelscopeError, WriteFailed
 from kernelscope.daemon.lsp.jobs import Jobs
 from kernelscope.daemon.lsp.state import ServerState, WorkspaceState, uri_to_path
 
@@ -66,6 +66,8 @@ class Commands:
     def _engine(call: Any) -> Any:
         try:
             return call()
+        except WriteFailed as exc:  # disk full and the like: not the caller's fault
+            raise JsonRpcInternalError(message=str(exc)) from None
         except KernelscopeError as exc:  # refused by the engine: nothing changed
             raise JsonRpcInvalidParams(message=str(exc)) from None
 

@@ -4,11 +4,15 @@ API keep catching them, and KernelscopeError so the CLI maps them to exit status
 
 from __future__ import annotations
 
-from kernelscope.daemon.engine.errors import DataError, UsageError
+from kernelscope.daemon.engine.errors import DataError, UsageError, WriteFailed
 
 
 class StoreError(DataError):
     """The database cannot be used (not a database, newer schema, unreachable server)."""
+
+
+class StoreWriteFailed(StoreError, WriteFailed):
+    """A write transaction failed for lack of space; it was rolled back."""
 
 
 class InvalidExperiment(UsageError, ValueError):

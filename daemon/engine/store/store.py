@@ -49,6 +49,7 @@ from kernelscope.daemon.engine.store.errors import (
     InvalidExperiment,
     InvalidQuery,
     StoreError,
+    StoreWriteFailed,
 )
 from kernelscope.daemon.engine.store.schema import (
     MIGRATIONS,
@@ -195,7 +196,22 @@ class ExperimentStore:
                 raise StoreError(f"{self._where()} is not a SQLite database ({message})") from None
             if isinstance(exc, IntegrityError):
                 raise
-            raise StoreError(f"database error on {self._where()}: {message}") from None
+            raise self._store_error(message) from None
+
+    def _store_error(self, message: str) -> StoreError:
+        """A driver's error message as the StoreError a person can act on."""
+        lowered = message.lower()
+        if "disk is full" in lowered or "no space left" in lowered or "could not extend file" in lowered:
+            return StoreWriteFailed(
+                f"could not write to {self._where()}: no space left on the device (disk full); "
+                f"the transaction was rolled back and nothing was recorded ({message})"
+            )
+        if "disk i/o error" in lowered:  # SQLite's word for EFBIG, EIO and some ENOSPC
+            return StoreWriteFailed(
+                f"could not write to {self._where()}: disk I/O error (a full disk, a file size "
+                "limit or a failing device); the transaction was rolled back and nothing was recorded"
+            )
+        return StoreError(f"database error on {self._where()}: {message}")
 
     def _where(self) -> str:
         url = make_url(self.url)
@@ -306,13 +322,15 @@ class ExperimentStore:
                 try:
                     cursor.execute("BEGIN IMMEDIATE")
                 except sqlite3.DatabaseError as exc:
-                    raise StoreError(f"database error on {self._where()}: {exc}") from None
+                    raise self._store_error(str(exc)) from None
                 try:
                     yield cursor
                     cursor.execute("COMMIT")
-                except BaseException:
+                except BaseException as exc:
                     with contextlib.suppress(sqlite3.Error):
                         cursor.execute("ROLLBACK")
+                    if isinstance(exc, sqlite3.DatabaseError) and not isinstance(exc, sqlite3.IntegrityError):
+                        raise self._store_error(str(exc)) from None
                     raise
             finally:
                 cursor.close()

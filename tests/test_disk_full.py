@@ -1,0 +1,234 @@
+"""Disk full during writes: a clear error, the exit status for data problems (2), and nothing
+half-written: memory files keep their bytes, no temp file is left, the experiment store passes
+its integrity check with the rows it had, and the daemon answers the next request.
+
+The full disk is a real tmpfs of 4 MB filled to the last page, mounted in a private mount
+namespace (`unshare -rm`, or `unshare -m` as root), so nothing outside the test sees it. A
+size-limited file (RLIMIT_FSIZE) covers the same paths where no namespace can be made."""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import json
+import os
+import resource
+import shlex
+import shutil
+import sqlite3
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.test_fault_injection import README, Daemon, _env
+
+pytestmark = pytest.mark.slow
+CLI = [sys.executable, "-m", "kernelscope.daemon.cli.main"]
+
+
+def _namespace_prefix(probe_dir: Path) -> list[str] | None:
+    """A command prefix that gives the child its own mount namespace, or None."""
+    mountpoint = probe_dir / "probe-mount"
+    mountpoint.mkdir(exist_ok=True)
+    for prefix in (["unshare", "-rm"], ["unshare", "-m"]):
+        with contextlib.suppress(OSError, subprocess.SubprocessError):
+            done = subprocess.run(
+                [*prefix, "sh", "-c", f"mount -t tmpfs -o size=1m tmpfs {shlex.quote(str(mountpoint))}"],
+                capture_output=True,
+                timeout=30,
+            )
+            if done.returncode == 0:
+                return prefix
+    return None
+
+
+@pytest.fixture(scope="module")
+def template(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A git workspace with v0..v2 from iterations, v3..v7 copies of v1, and an experiment
+    store holding three rows."""
+    root = tmp_path_factory.mktemp("disk-full")
+    ws = root / "ws"
+    ws.mkdir()
+    shutil.copy(Path(__file__).parent.parent / "examples" / "vector_add" / "kernel.py", ws / "kernel.py")
+    (ws / "README.md").write_text(README)
+    for args in (
+        ["init", "-q"],
+        ["add", "README.md"],
+        ["-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "i"],
+    ):
+        subprocess.run(["git", *args], cwd=ws, check=True)
+    for category in ("baseline", "tiling", "tiling"):
+        subprocess.run(
+            [*CLI, "iterate", "-w", str(ws), "--db", str(root / "exp.sqlite"), "-a", category],
+            check=True,
+            capture_output=True,
+            env=_env(root),
+        )
+    v1 = json.loads((ws / "memory" / "v1.json").read_text())
+    for n in range(3, 8):
+        (ws / "memory" / f"v{n}.json").write_text(json.dumps({**v1, "version": f"v{n}"}, indent=2) + "\n")
+    return root
+
+
+def _filled_tmpfs_script(template: Path, mount: Path, then: str) -> str:
+    return "\n".join(
+        [
+            "set -e",
+            f"mount -t tmpfs -o size=4m tmpfs {shlex.quote(str(mount))}",
+            f"cp -a {shlex.quote(str(template))}/. {shlex.quote(str(mount))}/",
+            # fill every remaining page (dd stops at ENOSPC)
+            f"dd if=/dev/zero of={shlex.quote(str(mount / 'filler'))} bs=4096 2>/dev/null || true",
+            then,
+        ]
+    )
+
+
+def _snapshot(root: Path) -> dict[str, bytes]:
+    """Every file in memory/ (temp files included) but the lock file, which may be created."""
+    return {
+        p.name: p.read_bytes()
+        for p in sorted((root / "ws" / "memory").iterdir())
+        if p.name != ".kernelscope.lock"
+    }
+
+
+def _experiments(db: Path) -> tuple[str, int]:
+    with sqlite3.connect(db) as connection:
+        check = connection.execute("PRAGMA integrity_check").fetchone()[0]
+        return check, int(connection.execute("SELECT count(*) FROM experiments").fetchone()[0])
+
+
+CASES = {
+    "update": ["memory", "update", "-w", "{ws}", "--version", "v1", "--set", 'notes="' + "x" * 5000 + '"'],
+    "mask-half": ["memory", "mask-half", "-w", "{ws}", "--seed", "1", "--force"],
+    "iterate": ["iterate", "-w", "{ws}", "--db", "{db}", "-a", "fault"],
+    "experiment": ["exp", "record", "--db", "{db}", "-m", "on a full disk", "--score", "1.2"],
+}
+
+
+@pytest.mark.parametrize("case", list(CASES))
+def test_cli_on_a_full_disk(template: Path, tmp_path: Path, case: str) -> None:
+    prefix = _namespace_prefix(tmp_path)
+    if prefix is None:
+        pytest.skip("no mount namespace here (unshare): covered by the RLIMIT_FSIZE test")
+    mount, out = tmp_path / "mnt", tmp_path / "out"
+    mount.mkdir()
+    out.mkdir()
+    argv = [a.format(ws=mount / "ws", db=mount / "exp.sqlite") for a in CASES[case]]
+    then = (
+        f"set +e; {shlex.join([*CLI, *argv])} >{out}/stdout 2>{out}/stderr; echo $? >{out}/rc; "
+        f"cp -a {mount}/ws {mount}/exp.sqlite {out}/"
+    )
+    done = subprocess.run(
+        [*prefix, "bash", "-c", _filled_tmpfs_script(template, mount, then)],
+        capture_output=True,
+        text=True,
+        env=_env(tmp_path),
+        timeout=300,
+    )
+    assert done.returncode == 0, done.stderr
+    rc, stderr = int((out / "rc").read_text()), (out / "stderr").read_text()
+    assert rc == 2, (rc, stderr)
+    assert "disk full" in stderr and "Traceback" not in stderr, stderr
+    assert _snapshot(out) == _snapshot(template)  # byte for byte, no temp file left
+    assert _experiments(out / "exp.sqlite") == _experiments(template / "exp.sqlite")
+
+
+def test_daemon_on_a_full_disk(template: Path, tmp_path: Path) -> None:
+    """The daemon on a full disk: a write command fails with a clear error, nothing changes,
+    and the daemon keeps answering."""
+    prefix = _namespace_prefix(tmp_path)
+    if prefix is None:
+        pytest.skip("no mount namespace here (unshare): covered by the RLIMIT_FSIZE test")
+    mount = tmp_path / "mnt"
+    mount.mkdir()
+    serve = shlex.join([*CLI, "serve"])
+    script = _filled_tmpfs_script(template, mount, f"exec {serve}")
+    ws, db = mount / "ws", mount / "exp.sqlite"
+    daemon = Daemon(tmp_path, ws, db, command=[*prefix, "bash", "-c", script])
+    try:
+        for request_id, (command, params) in enumerate(
+            [
+                ("kernelscope.maskHalf", {"workspace": str(ws), "seed": 1, "force": True}),
+                (
+                    "kernelscope.recordExperiment",
+                    {"workspace": str(ws), "changeSummary": "full", "score": 1.0},
+                ),
+            ],
+            start=10,
+        ):
+            daemon.execute(command, params, request_id=request_id)
+            reply = daemon.wait(lambda m, i=request_id: m.get("id") == i, 60)
+            assert "disk full" in reply["error"]["message"], reply
+        daemon.execute("kernelscope.showHistory", {"workspace": str(ws)}, request_id=20)
+        history = daemon.wait(lambda m: m.get("id") == 20, 60)
+        assert len(history["result"]["entries"]) == 8  # still answering, nothing recorded
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(daemon.process.pid, 9)
+        daemon.process.wait()
+
+
+def _limit_file_size(limit: int):  # type: ignore[no-untyped-def]
+    def apply() -> None:
+        resource.setrlimit(resource.RLIMIT_FSIZE, (limit, limit))
+
+    return apply
+
+
+@pytest.mark.parametrize("case", ["update", "mask-half", "experiment"])
+def test_size_limited_files(template: Path, tmp_path: Path, case: str) -> None:
+    """RLIMIT_FSIZE (Python ignores SIGXFSZ, so writes fail with EFBIG): the same guarantees
+    without a mount namespace."""
+    work = tmp_path / "work"
+    shutil.copytree(template, work)
+    argv = [a.format(ws=work / "ws", db=work / "exp.sqlite") for a in CASES[case]]
+    if case == "experiment":  # a row bigger than the limit must not fit in the database
+        raw = tmp_path / "raw.txt"
+        raw.write_text("r" * 200_000)
+        argv += ["--raw-result", f"@{raw}"]
+    size = (work / "exp.sqlite").stat().st_size
+    done = subprocess.run(
+        [*CLI, *argv],
+        capture_output=True,
+        text=True,
+        env=_env(tmp_path),
+        preexec_fn=_limit_file_size(1000 if case != "experiment" else size + 4096),
+        timeout=120,
+    )
+    assert done.returncode == 2, (done.returncode, done.stderr)
+    assert "Traceback" not in done.stderr
+    expected = "nothing was recorded" if case == "experiment" else "file size limit exceeded"
+    assert expected in done.stderr, done.stderr
+    assert _snapshot(work) == _snapshot(template)
+    assert _experiments(work / "exp.sqlite") == _experiments(template / "exp.sqlite")
+
+
+def test_half_way_failure_restores_what_was_written(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Mask-half writes several files; when the disk fills after two of them, those two get
+    their old content back and the error says no file was changed."""
+    from kernelscope.daemon.engine import atomic_io
+    from kernelscope.daemon.engine.errors import WriteFailed
+    from kernelscope.daemon.engine.memory import MemoryManager
+
+    ws = tmp_path / "ws"
+    shutil.copytree(Path(__file__).parent.parent / "examples" / "vector_add", ws)
+    for n in range(5, 12):
+        record = json.loads((ws / "memory" / "v1.json").read_text())
+        (ws / "memory" / f"v{n}.json").write_text(json.dumps({**record, "version": f"v{n}"}, indent=2) + "\n")
+    before = _snapshot(tmp_path)
+    real, calls = atomic_io._atomic_write_bytes, []
+
+    def fill_after_two(path: Path, data: bytes) -> None:
+        calls.append(path.name)
+        if len(calls) == 3:
+            raise OSError(errno.ENOSPC, "No space left on device")
+        real(path, data)
+
+    monkeypatch.setattr(atomic_io, "_atomic_write_bytes", fill_after_two)
+    with pytest.raises(WriteFailed, match="no file was changed"):
+        MemoryManager(ws).mask_half(None, seed=4)
+    assert len(calls) > 3  # two written, one failed, the two restored
+    assert _snapshot(tmp_path) == before
