@@ -143,3 +143,70 @@ def test_hostile_memory_file(tmp_path_factory: pytest.TempPathFactory, content: 
         readable = False
     if not readable:  # a corrupt file is reported, never rewritten (a valid object may be masked)
         assert (ws / "memory" / "v7.json").read_bytes() == content
+
+
+_json_values = st.recursive(
+    st.none() | st.booleans() | st.floats(allow_nan=True) | st.integers() | st.text(max_size=20),
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=12), inner, max_size=4),
+    max_leaves=12,
+)
+_block_keys = st.sampled_from(
+    ["target", "stop_conditions", "correctness_threshold", "bench", "hardware_specs", "x"]
+)
+_readme_piece = st.one_of(
+    st.text(max_size=200),
+    st.sampled_from(
+        [
+            "## Stop Conditions\n",
+            "## Target\n",
+            "## Hardware Specs\n",
+            "## Correctness Threshold\n",
+            "- latency <= 10 us\n",
+            "- bandwidth >= 4.32 TB/s\n",
+            "- TFLOPS >= 1e309\n",
+            "- throughput >= -5 GB/s\n",
+            "| metric | value |\n|---|---|\n| HBM | 4.8 TB/s |\n",
+            "```kernelscope\n",
+            "```\n",
+            "<" * 5000 + "\n",
+            "\x00\n",
+        ]
+    ),
+    st.builds(
+        lambda block: "```kernelscope\n" + json.dumps(block) + "\n```\n",
+        st.dictionaries(_block_keys, _json_values, max_size=4),
+    ),
+)
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=list(HealthCheck))
+@given(st.lists(_readme_piece, max_size=12).map("".join))
+def test_hostile_readme(tmp_path_factory: pytest.TempPathFactory, readme: str) -> None:
+    """A README of any content (headings, units, machine blocks of random JSON, NUL bytes,
+    huge lines): the CLI reports it (exit 0 or 2, no traceback), the lens texts are computed,
+    and the README and memory files are never rewritten."""
+    from kernelscope.daemon.cli.main import main
+    from kernelscope.daemon.engine.lens_text import file_lens, memory_scores
+    from kernelscope.daemon.engine.workspace import Workspace
+
+    ws = tmp_path_factory.mktemp("readme") / "ws"
+    shutil.copytree(EXAMPLES / "vector_add", ws)
+    (ws / "README.md").write_text(readme, encoding="utf-8", errors="surrogatepass")
+    before = {p.name: p.read_bytes() for p in [ws / "README.md", *(ws / "memory").glob("*.json")]}
+    for argv in (
+        ["workspace", "-w", str(ws)],
+        ["memory", "mask-half", "-w", str(ws), "--seed", "1", "--dry-run"],
+        ["memory", "summary", "-w", str(ws)],
+    ):
+        try:
+            main(argv)
+            code = 0
+        except SystemExit as exc:
+            code = exc.code if isinstance(exc.code, int) else 0
+        assert code in (0, 2), (argv, code)
+    workspace = Workspace(ws)
+    parsed = workspace.readme()
+    assert isinstance(file_lens(workspace, readme=parsed), str)
+    memory_scores(workspace.memory.scan(), parsed)
+    after = {p.name: p.read_bytes() for p in [ws / "README.md", *(ws / "memory").glob("*.json")]}
+    assert after == before

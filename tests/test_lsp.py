@@ -302,14 +302,33 @@ async def test_hostile_kernels_cannot_take_the_daemon(client: LanguageClient) ->
         client.text_document_did_save(
             types.DidSaveTextDocumentParams(text_document=types.TextDocumentIdentifier(uri=uri))
         )
-        await wait_for(lambda: any(f["kind"] == "benchmarking" for f in client.finished), timeout=120)  # type: ignore[attr-defined]
-        finished = [f for f in client.finished if f["kind"] == "benchmarking"][-1]  # type: ignore[attr-defined]
+
+        # (a probe superseded by a newer one for the same file ends cancelled: skip those)
+        def probes() -> list[dict]:
+            return [f for f in client.finished if f["kind"] == "benchmarking" and not f.get("cancelled")]  # type: ignore[attr-defined]
+
+        await wait_for(lambda: bool(probes()), timeout=120)
+        finished = probes()[-1]
         assert finished["background"] is True
         error = (finished.get("result") or {}).get("error") or {}
         assert fragment in json.dumps(finished), (kernel, finished)
         assert error.get("kind") in ("resource_limit", "out_of_memory"), (kernel, error)
         assert _alive_with(str(ws)) == []
         assert await lenses(client)  # still answering
+    # A crash loop: ten saves of a kernel that fails, in quick succession. The debounce and
+    # the one-probe queue coalesce them, and nothing pops up in the editor.
+    client.finished.clear()  # type: ignore[attr-defined]
+    (ws / "kernel.py").write_text(KERNELS["raises"])
+    for _ in range(10):
+        client.text_document_did_save(
+            types.DidSaveTextDocumentParams(text_document=types.TextDocumentIdentifier(uri=uri))
+        )
+        await asyncio.sleep(0.02)
+    await wait_for(lambda: any(f["kind"] == "benchmarking" for f in client.finished), timeout=120)  # type: ignore[attr-defined]
+    await asyncio.sleep(3.0)  # room for any further probe to start and finish
+    probes = [f for f in client.finished if f["kind"] == "benchmarking"]  # type: ignore[attr-defined]
+    assert 1 <= len(probes) <= 2 and all(f["background"] for f in probes), probes
+    assert not client.messages, client.messages  # no window/showMessage at all
     (ws / "kernel.py").write_text(good)
 
 
