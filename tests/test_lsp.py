@@ -281,16 +281,30 @@ async def test_save_probe_progress_and_broken_kernel_diagnostic(client: Language
     assert any(t.startswith("last probe: PASS") for t in titles), titles
 
 
+def completed_probes(client: LanguageClient) -> list[dict]:
+    """Background probes that ran to an end (a probe superseded by a newer save of the same
+    file ends cancelled)."""
+    return [f for f in client.finished if f["kind"] == "benchmarking" and not f.get("cancelled")]  # type: ignore[attr-defined]
+
+
 async def test_hostile_kernels_cannot_take_the_daemon(client: LanguageClient) -> None:
-    """Saving a kernel that forks without end, prints without end or hoards memory: each
-    background probe ends as a structured failure naming the cap, nothing of it keeps
-    running, no pop-up, and the daemon answers right after."""
+    """Saving a kernel that forks without end, prints without end, hoards memory or never
+    returns: each background probe ends as a structured failure naming the cap (or is
+    superseded by the next save), nothing of it keeps running, nothing pops up, and the
+    daemon answers throughout."""
     from tests.bench_fixtures import KERNELS
     from tests.test_bench_harness import _alive_with
 
     ws = client.folder / "kernel_opt_vector_add"  # type: ignore[attr-defined]
     uri = kernel_uri(client)
     good = (ws / "kernel.py").read_text()
+
+    def save(source: str) -> None:
+        (ws / "kernel.py").write_text(source)
+        client.text_document_did_save(
+            types.DidSaveTextDocumentParams(text_document=types.TextDocumentIdentifier(uri=uri))
+        )
+
     expected = {
         "fork_bomb": "processes",
         "prints_forever": "MB of output",
@@ -298,33 +312,33 @@ async def test_hostile_kernels_cannot_take_the_daemon(client: LanguageClient) ->
     }
     for kernel, fragment in expected.items():
         client.finished.clear()  # type: ignore[attr-defined]
-        (ws / "kernel.py").write_text(KERNELS[kernel])
-        client.text_document_did_save(
-            types.DidSaveTextDocumentParams(text_document=types.TextDocumentIdentifier(uri=uri))
-        )
-
-        # (a probe superseded by a newer one for the same file ends cancelled: skip those)
-        def probes() -> list[dict]:
-            return [f for f in client.finished if f["kind"] == "benchmarking" and not f.get("cancelled")]  # type: ignore[attr-defined]
-
-        await wait_for(lambda: bool(probes()), timeout=120)
-        finished = probes()[-1]
+        save(KERNELS[kernel])
+        await wait_for(lambda: bool(completed_probes(client)), timeout=120)
+        finished = completed_probes(client)[-1]
         assert finished["background"] is True
         error = (finished.get("result") or {}).get("error") or {}
         assert fragment in json.dumps(finished), (kernel, finished)
         assert error.get("kind") in ("resource_limit", "out_of_memory"), (kernel, error)
         assert _alive_with(str(ws)) == []
         assert await lenses(client)  # still answering
+    # A kernel that never returns: the daemon answers while it runs, and the next save
+    # supersedes it (its whole group killed) instead of waiting out the timeout.
+    client.finished.clear()  # type: ignore[attr-defined]
+    save(KERNELS["hang"])
+    await wait_for(lambda: bool(_alive_with(str(ws))), timeout=60)
+    await asyncio.sleep(3.0)  # inside kernel_fn by now
+    assert await lenses(client)
+    save(good)
+    await wait_for(lambda: any(f["result"]["passed"] for f in completed_probes(client)), timeout=120)
+    assert any(f.get("cancelled") for f in client.finished), client.finished  # type: ignore[attr-defined]
+    assert _alive_with(str(ws)) == []
     # A crash loop: ten saves of a kernel that fails, in quick succession. The debounce and
     # the one-probe queue coalesce them, and nothing pops up in the editor.
     client.finished.clear()  # type: ignore[attr-defined]
-    (ws / "kernel.py").write_text(KERNELS["raises"])
     for _ in range(10):
-        client.text_document_did_save(
-            types.DidSaveTextDocumentParams(text_document=types.TextDocumentIdentifier(uri=uri))
-        )
+        save(KERNELS["raises"])
         await asyncio.sleep(0.02)
-    await wait_for(lambda: any(f["kind"] == "benchmarking" for f in client.finished), timeout=120)  # type: ignore[attr-defined]
+    await wait_for(lambda: bool(completed_probes(client)), timeout=120)
     await asyncio.sleep(3.0)  # room for any further probe to start and finish
     probes = [f for f in client.finished if f["kind"] == "benchmarking"]  # type: ignore[attr-defined]
     assert 1 <= len(probes) <= 2 and all(f["background"] for f in probes), probes
