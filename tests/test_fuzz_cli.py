@@ -31,9 +31,19 @@ COMMANDS = [
     ["exp", "record"],
     ["exp", "update"],
     ["exp", "lineage"],
+    ["exp", "failures"],
+    ["exp", "summary"],
+    ["exp", "import"],
+    ["exp", "export"],
+    ["exp", "shim"],
+    ["memory", "init"],
+    ["memory", "latest"],
     ["workspace"],
     ["schema"],
 ]
+# Commands that run kernels, agents or a server: fuzzed against an empty folder (and, for
+# demo, an empty examples folder), so whatever the arguments they end quickly.
+RUNNING_COMMANDS = [["bench"], ["iterate"], ["restart"], ["demo"], ["serve"]]
 FLAGS = [
     "--version",
     "--set",
@@ -114,6 +124,38 @@ def test_hostile_arguments(  # type: ignore[no-untyped-def]
     run()
     files_after = sorted(p.name for p in (workspace / "memory").glob("*.json"))
     assert set(files_before) <= set(files_after)  # nothing deleted
+
+
+def test_hostile_arguments_to_running_commands(  # type: ignore[no-untyped-def]
+    cli, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    scratch, empty = tmp_path / "cwd", tmp_path / "empty"
+    scratch.mkdir()
+    empty.mkdir()
+    monkeypatch.chdir(scratch)
+    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "xdg-data"))
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "xdg-config"))
+    monkeypatch.setenv("XDG_RUNTIME_DIR", str(tmp_path / "xdg-run"))
+    monkeypatch.delenv("KERNELSCOPE_DB_URL", raising=False)
+    monkeypatch.delenv("KERNELSCOPE_CONFIG", raising=False)
+
+    @settings(max_examples=150, deadline=None, suppress_health_check=list(HealthCheck))
+    @given(st.sampled_from(RUNNING_COMMANDS), st.lists(token, max_size=6))
+    def run(command: list[str], extra: list[str]) -> None:
+        argv = [*command, *extra]
+        if command[0] in ("bench", "iterate", "restart"):
+            argv += ["-w", str(empty)]
+        elif command[0] == "demo":
+            argv += ["--examples", str(empty), "--dir", str(tmp_path / "demo")]
+        else:  # serve: an invalid port, so it never starts listening on stdin
+            argv += ["--port", "0"]
+        result = cli(*argv)
+        assert result.exit_code in (0, 1, 2, 3), (argv, result.exit_code, result.stderr[-500:])
+        assert result.exit_code != 0, argv  # nothing to run there: never a silent success
+        assert "Traceback" not in result.stderr, (argv, result.stderr[-2000:])
+
+    run()
+    assert not list(empty.iterdir())  # nothing was created in the empty workspace
 
 
 @settings(max_examples=150, deadline=None, suppress_health_check=list(HealthCheck))
