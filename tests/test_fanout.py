@@ -83,3 +83,38 @@ def test_killed_worker_fails_only_its_task(workspace: Path, ray_executor) -> Non
     failure = by_name["killer.py"].result.error
     assert failure is not None and failure.kind == "crash" and "died" in failure.message
     assert len(report.ranking) == 3
+
+
+def test_daemon_probe_runs_on_the_ray_cluster(workspace: Path, ray_executor, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    """A save in a trusted workspace with `executor: "ray"` and `rayAddress`: the daemon joins
+    the team's cluster as a driver and its background probe runs on a Ray worker."""
+    import os
+    import signal
+
+    from tests.test_fault_injection import Daemon
+
+    address = ray.get_runtime_context().gcs_address
+    ws = tmp_path / "ws"
+    shutil.copytree(EXAMPLES / "vector_add", ws)
+    daemon = Daemon(
+        tmp_path,
+        ws,
+        tmp_path / "exp.sqlite",
+        settings={"trusted": True, "seeds": 1, "debounceMs": 50, "executor": "ray", "rayAddress": address},
+    )
+    try:
+        daemon.send(
+            {
+                "jsonrpc": "2.0",
+                "method": "textDocument/didSave",
+                "params": {"textDocument": {"uri": (ws / "kernel.py").as_uri()}},
+            }
+        )
+        finished = daemon.wait(lambda m: m.get("method") == "kernelscope/jobFinished", 300)["params"]
+        assert finished["kind"] == "benchmarking" and finished["background"] is True
+        result = finished["result"]
+        assert result["passed"] is True, result
+        assert any(m.startswith("ran on a Ray worker") for m in result["messages"]), result["messages"]
+    finally:
+        os.killpg(daemon.process.pid, signal.SIGKILL)
+        daemon.process.wait()

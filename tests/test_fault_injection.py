@@ -216,7 +216,14 @@ def _frame(payload: dict[str, Any]) -> bytes:
 class Daemon:
     """`kernelscope serve` over stdio with just enough JSON-RPC to run one command."""
 
-    def __init__(self, root: Path, ws: Path, db: Path, command: list[str] | None = None) -> None:
+    def __init__(
+        self,
+        root: Path,
+        ws: Path,
+        db: Path,
+        command: list[str] | None = None,
+        settings: dict[str, Any] | None = None,
+    ) -> None:
         self.log = root / f"daemon-{time.monotonic_ns()}.log"
         self.process = subprocess.Popen(
             command or SERVE,
@@ -238,7 +245,9 @@ class Daemon:
                     "processId": None,
                     "capabilities": {},
                     "workspaceFolders": [{"uri": ws.as_uri(), "name": "ws"}],
-                    "initializationOptions": {"kernelscope": {"dbUrl": str(db), "mode": "interpreter"}},
+                    "initializationOptions": {
+                        "kernelscope": {"dbUrl": str(db), "mode": "interpreter", **(settings or {})}
+                    },
                 },
             }
         )

@@ -117,7 +117,11 @@ def _ray_task(data: dict[str, Any]) -> str:
         if fields.get(key):
             fields[key] = Path(fields[key])
     fields["python"] = fields.get("python") or sys.executable
-    return run(Request(**fields)).model_dump_json()
+    result = run(Request(**fields))
+    import socket
+
+    result.messages.append(f"ran on a Ray worker on {socket.gethostname()}")
+    return result.model_dump_json()
 
 
 class RayExecutor:
