@@ -22,7 +22,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.test_fault_injection import README, Daemon, _env
+from tests.test_fault_injection import Daemon, _env, make_gate_only_workspace
 
 pytestmark = pytest.mark.slow
 CLI = [sys.executable, "-m", "kernelscope.daemon.cli.main"]
@@ -49,26 +49,7 @@ def template(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A git workspace with v0..v2 from iterations, v3..v7 copies of v1, and an experiment
     store holding three rows."""
     root = tmp_path_factory.mktemp("disk-full")
-    ws = root / "ws"
-    ws.mkdir()
-    shutil.copy(Path(__file__).parent.parent / "examples" / "vector_add" / "kernel.py", ws / "kernel.py")
-    (ws / "README.md").write_text(README)
-    for args in (
-        ["init", "-q"],
-        ["add", "README.md"],
-        ["-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "i"],
-    ):
-        subprocess.run(["git", *args], cwd=ws, check=True)
-    for category in ("baseline", "tiling", "tiling"):
-        subprocess.run(
-            [*CLI, "iterate", "-w", str(ws), "--db", str(root / "exp.sqlite"), "-a", category],
-            check=True,
-            capture_output=True,
-            env=_env(root),
-        )
-    v1 = json.loads((ws / "memory" / "v1.json").read_text())
-    for n in range(3, 8):
-        (ws / "memory" / f"v{n}.json").write_text(json.dumps({**v1, "version": f"v{n}"}, indent=2) + "\n")
+    make_gate_only_workspace(root, iterations=3, copies_up_to=7)
     return root
 
 

@@ -55,10 +55,10 @@ def _env(home: Path) -> dict[str, str]:
     return env
 
 
-@pytest.fixture(scope="module")
-def template(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A git workspace with v0..v11 recorded and an experiment store beside it."""
-    root = tmp_path_factory.mktemp("fault-template")
+def make_gate_only_workspace(root: Path, iterations: int, copies_up_to: int) -> Path:
+    """`root/ws`: a git workspace whose gate is `true` (no reference: half a second per
+    iteration), with v0..v<iterations-1> recorded by `kernelscope iterate` (experiments in
+    `root/exp.sqlite`) and v<iterations>..v<copies_up_to> committed copies of v1."""
     ws = root / "ws"
     ws.mkdir()
     shutil.copy(EXAMPLES / "vector_add" / "kernel.py", ws / "kernel.py")
@@ -67,18 +67,35 @@ def template(tmp_path_factory: pytest.TempPathFactory) -> Path:
     subprocess.run(["git", "init", "-q"], cwd=ws, check=True)
     subprocess.run([*git, "add", "README.md"], cwd=ws, check=True)
     subprocess.run([*git, "commit", "-qm", "init"], cwd=ws, check=True)
-    for category in ("baseline", "tiling"):
+    for n in range(iterations):
         subprocess.run(
-            [*CLI, "iterate", "-w", str(ws), "--db", str(root / "exp.sqlite"), "-a", category, "-d", "x"],
+            [
+                *CLI,
+                "iterate",
+                "-w",
+                str(ws),
+                "--db",
+                str(root / "exp.sqlite"),
+                "-a",
+                "baseline" if n == 0 else "tiling",
+            ],
             check=True,
             capture_output=True,
             env=_env(root),
         )
     v1 = json.loads((ws / "memory" / "v1.json").read_text())
-    for n in range(2, 12):
+    for n in range(iterations, copies_up_to + 1):
         (ws / "memory" / f"v{n}.json").write_text(json.dumps({**v1, "version": f"v{n}"}, indent=2) + "\n")
     subprocess.run([*git, "add", "memory"], cwd=ws, check=True)
     subprocess.run([*git, "commit", "-qm", "more versions"], cwd=ws, check=True)
+    return ws
+
+
+@pytest.fixture(scope="module")
+def template(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A git workspace with v0..v11 recorded and an experiment store beside it."""
+    root = tmp_path_factory.mktemp("fault-template")
+    make_gate_only_workspace(root, iterations=2, copies_up_to=11)
     return root
 
 

@@ -95,18 +95,32 @@ def workspace(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return ws
 
 
-def test_hostile_arguments(  # type: ignore[no-untyped-def]
-    workspace: Path, cli, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    # Hostile arguments name relative paths (`--db --db` opens a database called "--db"):
-    # they must land in a scratch directory, never in the checkout or the user's data.
+def _exit_status(argv: list[str]) -> int:
+    """`kernelscope ARGV` in-process; an exception other than SystemExit fails the test."""
+    from kernelscope.daemon.cli.main import main
+
+    try:
+        main(argv)
+    except SystemExit as exc:
+        return exc.code if isinstance(exc.code, int) else 0
+    return 0
+
+
+@pytest.fixture
+def scratch_cwd(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """Hostile arguments name relative paths (`--db --db` opens a database called "--db"):
+    they must land in a scratch directory, never in the checkout or the user's data."""
     scratch = tmp_path / "cwd"
     scratch.mkdir()
     monkeypatch.chdir(scratch)
-    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "xdg-data"))
-    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "xdg-config"))
+    for name in ("XDG_DATA_HOME", "XDG_CONFIG_HOME", "XDG_RUNTIME_DIR"):
+        monkeypatch.setenv(name, str(tmp_path / name.lower()))
     monkeypatch.delenv("KERNELSCOPE_DB_URL", raising=False)
     monkeypatch.delenv("KERNELSCOPE_CONFIG", raising=False)
+    return scratch
+
+
+def test_hostile_arguments(workspace: Path, cli, tmp_path: Path, scratch_cwd: Path) -> None:  # type: ignore[no-untyped-def]
     files_before = sorted(p.name for p in (workspace / "memory").glob("*.json"))
 
     @settings(max_examples=400, deadline=None, suppress_health_check=list(HealthCheck))
@@ -126,18 +140,9 @@ def test_hostile_arguments(  # type: ignore[no-untyped-def]
     assert set(files_before) <= set(files_after)  # nothing deleted
 
 
-def test_hostile_arguments_to_running_commands(  # type: ignore[no-untyped-def]
-    cli, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    scratch, empty = tmp_path / "cwd", tmp_path / "empty"
-    scratch.mkdir()
+def test_hostile_arguments_to_running_commands(cli, tmp_path: Path, scratch_cwd: Path) -> None:  # type: ignore[no-untyped-def]
+    empty = tmp_path / "empty"
     empty.mkdir()
-    monkeypatch.chdir(scratch)
-    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "xdg-data"))
-    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "xdg-config"))
-    monkeypatch.setenv("XDG_RUNTIME_DIR", str(tmp_path / "xdg-run"))
-    monkeypatch.delenv("KERNELSCOPE_DB_URL", raising=False)
-    monkeypatch.delenv("KERNELSCOPE_CONFIG", raising=False)
 
     @settings(max_examples=150, deadline=None, suppress_health_check=list(HealthCheck))
     @given(st.sampled_from(RUNNING_COMMANDS), st.lists(token, max_size=6))
@@ -161,7 +166,6 @@ def test_hostile_arguments_to_running_commands(  # type: ignore[no-untyped-def]
 @settings(max_examples=150, deadline=None, suppress_health_check=list(HealthCheck))
 @given(st.binary(max_size=2000) | st.text(max_size=2000).map(str.encode))
 def test_hostile_memory_file(tmp_path_factory: pytest.TempPathFactory, content: bytes) -> None:
-    from kernelscope.daemon.cli.main import main
 
     ws = tmp_path_factory.mktemp("hostile") / "ws"
     shutil.copytree(EXAMPLES / "vector_add", ws)
@@ -173,12 +177,7 @@ def test_hostile_memory_file(tmp_path_factory: pytest.TempPathFactory, content: 
         ["memory", "next-version", "-w", str(ws)],
         ["workspace", "-w", str(ws)],
     ):
-        try:
-            main(argv)
-            code = 0
-        except SystemExit as exc:
-            code = exc.code if isinstance(exc.code, int) else 0
-        assert code in (0, 2), (argv, code)
+        assert _exit_status(argv) in (0, 2), argv
     try:
         readable = isinstance(json.loads(content), dict)
     except (ValueError, UnicodeDecodeError):
@@ -227,7 +226,6 @@ def test_hostile_readme(tmp_path_factory: pytest.TempPathFactory, readme: str) -
     """A README of any content (headings, units, machine blocks of random JSON, NUL bytes,
     huge lines): the CLI reports it (exit 0 or 2, no traceback), the lens texts are computed,
     and the README and memory files are never rewritten."""
-    from kernelscope.daemon.cli.main import main
     from kernelscope.daemon.engine.lens_text import file_lens, memory_scores
     from kernelscope.daemon.engine.workspace import Workspace
 
@@ -240,12 +238,7 @@ def test_hostile_readme(tmp_path_factory: pytest.TempPathFactory, readme: str) -
         ["memory", "mask-half", "-w", str(ws), "--seed", "1", "--dry-run"],
         ["memory", "summary", "-w", str(ws)],
     ):
-        try:
-            main(argv)
-            code = 0
-        except SystemExit as exc:
-            code = exc.code if isinstance(exc.code, int) else 0
-        assert code in (0, 2), (argv, code)
+        assert _exit_status(argv) in (0, 2), argv
     workspace = Workspace(ws)
     parsed = workspace.readme()
     assert isinstance(file_lens(workspace, readme=parsed), str)
