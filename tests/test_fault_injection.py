@@ -83,11 +83,13 @@ def make_gate_only_workspace(root: Path, iterations: int, copies_up_to: int) -> 
             capture_output=True,
             env=_env(root),
         )
-    v1 = json.loads((ws / "memory" / "v1.json").read_text())
-    for n in range(iterations, copies_up_to + 1):
+    copies = range(iterations, copies_up_to + 1)
+    v1 = json.loads((ws / "memory" / "v1.json").read_text()) if copies else {}
+    for n in copies:
         (ws / "memory" / f"v{n}.json").write_text(json.dumps({**v1, "version": f"v{n}"}, indent=2) + "\n")
-    subprocess.run([*git, "add", "memory"], cwd=ws, check=True)
-    subprocess.run([*git, "commit", "-qm", "more versions"], cwd=ws, check=True)
+    if copies:
+        subprocess.run([*git, "add", "memory"], cwd=ws, check=True)
+        subprocess.run([*git, "commit", "-qm", "more versions"], cwd=ws, check=True)
     return ws
 
 
@@ -464,3 +466,40 @@ def test_stale_git_lock_recovery(tmp_path: Path) -> None:
     with pytest.raises(DataError, match=r"index\.lock"):
         git.commit_paths([ws / "a.txt"], "third")
     assert (ws / ".git" / "index.lock").exists()
+
+
+def test_concurrent_iterations_take_distinct_versions(tmp_path: Path) -> None:
+    """Three iterations at once (the daemon, the CLI and an agent may all start one): each
+    records its own version, each commits, and no git lock collision fails any of them."""
+    ws = make_gate_only_workspace(tmp_path, iterations=1, copies_up_to=0)
+    db = tmp_path / "exp.sqlite"
+    processes = [
+        subprocess.Popen(
+            [
+                *CLI,
+                "iterate",
+                "-w",
+                str(ws),
+                "--db",
+                str(db),
+                "-a",
+                "concurrent",
+                "-d",
+                f"writer {n}",
+                "--json",
+            ],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            env=_env(tmp_path),
+        )
+        for n in range(3)
+    ]
+    outputs = [p.communicate(timeout=300) for p in processes]
+    for process, (_, err) in zip(processes, outputs, strict=True):
+        assert process.returncode == 0, err.decode()[-2000:]
+    versions = sorted(json.loads(out)["version"] for out, _ in outputs)
+    assert versions == ["v1", "v2", "v3"]
+    log = subprocess.run(["git", "log", "--format=%s"], cwd=ws, capture_output=True, text=True).stdout
+    for version in versions:
+        assert f"{version.upper()}: " in log and f"{version}: record commit hash" in log
+    assert _experiments(db) == 4

@@ -14,18 +14,16 @@ import errno
 import json
 import os
 import tempfile
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from filelock import FileLock
+from filelock import FileLock, Timeout
 
-from kernelscope.daemon.engine.errors import WriteFailed
+from kernelscope.daemon.engine.errors import DataError, WriteFailed
 
 LOCK_NAME = ".kernelscope.lock"
 TEMP_PREFIX = ".kernelscope-tmp-"
-STALE_TEMP_AGE_S = 600.0  # a live write holds its temp file for milliseconds
 
 
 def fsync_directory(directory: Path) -> None:
@@ -59,7 +57,6 @@ def atomic_write_bytes(path: Path, data: bytes) -> None:
 def _atomic_write_bytes(path: Path, data: bytes) -> None:
     directory = path.parent
     directory.mkdir(parents=True, exist_ok=True)
-    remove_stale_temps(directory)
     fd, temp_name = tempfile.mkstemp(prefix=TEMP_PREFIX + path.name + ".", dir=directory)
     try:
         with os.fdopen(fd, "wb") as handle:
@@ -75,16 +72,6 @@ def _atomic_write_bytes(path: Path, data: bytes) -> None:
             os.unlink(temp_name)
         raise
     fsync_directory(directory)
-
-
-def remove_stale_temps(directory: Path) -> None:
-    """Delete temp files left by writers killed mid-write (SIGKILL skips their cleanup).
-    They never match `v*.json`, so readers ignore them; this only keeps the folder tidy."""
-    cutoff = time.time() - STALE_TEMP_AGE_S
-    for temp in directory.glob(TEMP_PREFIX + "*"):
-        with contextlib.suppress(OSError):
-            if temp.stat().st_mtime < cutoff:
-                temp.unlink()
 
 
 def atomic_write_text(path: Path, text: str) -> None:
@@ -133,9 +120,20 @@ def dump_json(data: Any, indent: int = 2) -> str:
 
 
 @contextlib.contextmanager
-def workspace_lock(lock_dir: Path, timeout: float = 60.0) -> Iterator[None]:
-    """Hold the workspace's write lock (a file in `lock_dir`, shared by all processes)."""
+def workspace_lock(lock_dir: Path, timeout: float = 60.0, name: str = LOCK_NAME) -> Iterator[None]:
+    """Hold one of the workspace's locks (a file in `lock_dir`, shared by all processes): the
+    memory write lock by default. Different names are independent locks, so a holder of one
+    may take the other (never the same one twice: flock would wait for itself)."""
     lock_dir.mkdir(parents=True, exist_ok=True)
-    lock = FileLock(str(lock_dir / LOCK_NAME), timeout=timeout)
-    with lock:
+    lock = FileLock(str(lock_dir / name), timeout=timeout)
+    try:
+        lock.acquire()
+    except Timeout:
+        raise DataError(
+            f"another kernelscope process has held {lock_dir / name} for {timeout:g} s; "
+            "try again when it is done"
+        ) from None
+    try:
         yield
+    finally:
+        lock.release()

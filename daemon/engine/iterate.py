@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from kernelscope.daemon.engine.atomic_io import workspace_lock
 from kernelscope.daemon.engine.bench import BenchRequest, run_benchmark
 from kernelscope.daemon.engine.errors import DataError
 from kernelscope.daemon.engine.git import FAILED_REF_PREFIX, Git
@@ -82,6 +83,9 @@ def evaluate_stop_conditions(
     return statuses, bool(statuses) and all(s.met for s in statuses)
 
 
+ITERATION_LOCK_NAME = ".kernelscope-iteration.lock"
+
+
 class Iteration:
     """One run-iteration on a workspace."""
 
@@ -123,7 +127,6 @@ class Iteration:
             raise DataError(f"{self.ws.root} is not a git repository: run `git init` there first")
         readme = self.ws.readme() if self.ws.readme_path.is_file() else None
         entries = self.memory.scan()
-        version = self.memory.next_version()
         baseline_entry, parent_entry = self._baseline_and_parent(entries)
         messages: list[str] = []
         with tempfile.TemporaryDirectory(prefix="kernelscope-iterate-") as tmp_name:
@@ -147,10 +150,24 @@ class Iteration:
                 ),
                 cancel=cancel,
             )
+        # The write phase runs under the workspace's iteration lock and takes its version
+        # there: an iteration started by the daemon and one started by the CLI or an agent
+        # at the same time record v<N> and v<N+1> and never commit over each other.
+        with workspace_lock(self.memory.lock_dir, timeout=600.0, name=ITERATION_LOCK_NAME):
+            return self._record(bench, readme, parent_entry, messages)
+
+    def _record(
+        self,
+        bench: BenchResult,
+        readme: ReadmeInfo | None,
+        parent_entry: MemoryEntry | None,
+        messages: list[str],
+    ) -> IterationResult:
+        version = self.memory.next_version()
         if version == "v0" and bench.passed:
             bench.score = 1.0  # the baseline is the reference point of every later score
         stops, stops_met = evaluate_stop_conditions(readme, bench)
-        record = self._record(version, bench, parent_entry, stops)
+        record = self._memory_record(version, bench, parent_entry, stops)
         memory_path = self.memory.write_record(version, record)
         experiment = self._experiment(version, bench, parent_entry, readme)
         store = ExperimentStore(self.options.db_url)
@@ -213,7 +230,7 @@ class Iteration:
             perf += " (interpreter)"
         return f"{version.upper()}: {perf} | {category}"
 
-    def _record(
+    def _memory_record(
         self,
         version: str,
         bench: BenchResult,
