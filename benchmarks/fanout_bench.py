@@ -31,6 +31,9 @@ def main() -> None:
     parser.add_argument("--candidates", type=int, default=16)
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--mode", default="interpreter")
+    parser.add_argument(
+        "--config-groups", type=int, default=2, help="also run Ray with each candidate split in N tasks"
+    )
     args = parser.parse_args()
     blocks = [32 * (2 ** (i % 8)) for i in range(args.candidates)]  # 32..4096, repeated
     with tempfile.TemporaryDirectory() as tmp_name:
@@ -48,10 +51,19 @@ def main() -> None:
         local = bench_candidates(template, candidates, LocalExecutor(slots=1), "local (1 slot)")
         ray_executor = RayExecutor(num_cpus=args.workers)
         remote = bench_candidates(template, candidates, ray_executor, f"ray ({args.workers} workers)")
+        split = None
+        if args.config_groups > 1:
+            split = bench_candidates(
+                template,
+                candidates,
+                ray_executor,
+                f"ray, {args.config_groups} groups each",
+                config_groups=args.config_groups,
+            )
 
-    def overhead(report, slots: int) -> float:  # type: ignore[no-untyped-def]
-        inside = sum(r.result.duration_s or 0.0 for r in report.ranking)
-        return (report.wall_s * slots - inside) / len(report.ranking)
+    def overhead(report, slots: int, groups: int = 1) -> float:  # type: ignore[no-untyped-def]
+        inside = sum(r.result.duration_s or 0.0 for r in report.ranking)  # merged: summed groups
+        return (report.wall_s * slots - inside) / (len(report.ranking) * groups)
 
     same_verdicts = [r.passed for r in sorted(local.ranking, key=lambda r: r.candidate)] == [
         r.passed for r in sorted(remote.ranking, key=lambda r: r.candidate)
@@ -66,6 +78,16 @@ def main() -> None:
         f"speed-up of Ray over local: {local.wall_s / remote.wall_s:.2f}x; same verdicts: {same_verdicts}; "
         f"same top-4 set: {top_local == top_remote}"
     )
+    if split is not None:
+        print(
+            f"{split.executor:<22} {split.wall_s:>8.1f} {overhead(split, args.workers, args.config_groups):>16.2f}"
+        )
+        split_verdicts = [r.passed for r in sorted(split.ranking, key=lambda r: r.candidate)]
+        print(
+            f"configuration groups vs one task per candidate: {remote.wall_s / split.wall_s:.2f}x; "
+            f"same verdicts: {split_verdicts == [r.passed for r in sorted(remote.ranking, key=lambda r: r.candidate)]}; "
+            f"same top-4 set: {top_remote == {r.candidate for r in split.ranking[:4]}}"
+        )
 
 
 if __name__ == "__main__":

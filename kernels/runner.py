@@ -21,6 +21,8 @@ import traceback
 from pathlib import Path
 from typing import Any
 
+GROUP_PREFIX = "configuration group "
+
 
 def _parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(prog="python -m kernelscope.kernels.runner")
@@ -40,8 +42,19 @@ def _parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--rounds", type=int, default=2, help="ABBA rounds per configuration")
     parser.add_argument("--interpreter-reps", type=int, default=3)
     parser.add_argument("--cuda-graph", action="store_true")
-    parser.add_argument("--noisy-threshold", type=float, default=0.05)
+    parser.add_argument("--noisy-threshold", type=float, default=None, help="default: 0.05")
     parser.add_argument("--config", action="append", default=None, help="only these config names")
+    parser.add_argument(
+        "--config-group",
+        default=None,
+        metavar="I/N",
+        help="only configurations I, I+N, I+2N... (0-based): one of N tasks splitting a run",
+    )
+    parser.add_argument(
+        "--keep-samples",
+        action="store_true",
+        help="put every timing sample in the result (to merge the groups of a split run)",
+    )
     parser.add_argument("--output", default="-", help="file for the JSON result ('-': stdout)")
     return parser.parse_args(argv)
 
@@ -249,6 +262,8 @@ class _Runner:
             result.parent_ms = statistics.median(par)
             result.speedup_vs_parent = result.parent_ms / result.candidate_ms
         result.baseline_samples, result.candidate_samples = len(base), len(cand)
+        if self.args.keep_samples:
+            result.baseline_times_ms, result.candidate_times_ms = base, cand
         result.speedup = result.baseline_ms / result.candidate_ms
         result.speedup_ci = bootstrap_ratio_ci(base, cand)
         seconds = result.candidate_ms / 1000.0
@@ -326,6 +341,24 @@ def run(args: argparse.Namespace) -> Any:
         configs = [c for c in configs if c["name"] in args.config]
         if not configs:
             return failure("setup", f"no configuration named {', '.join(args.config)}")
+    if args.config_group:
+        try:
+            index, count = (int(part) for part in args.config_group.split("/"))
+            if not 0 <= index < count:
+                raise ValueError
+        except ValueError:
+            return failure("setup", f"--config-group must be I/N with 0 <= I < N, not {args.config_group!r}")
+        configs = configs[index::count]
+        if not configs:  # more groups than configurations: this one has nothing to do
+            return BenchResult(
+                status="ok",
+                passed=True,
+                mode=mode,  # type: ignore[arg-type]
+                env=env,
+                messages=[f"{GROUP_PREFIX}{index}/{count} is empty"],
+                duration_s=time.perf_counter() - started,
+                **common,
+            )
     if mode == "interpreter":
         problems = interpreter_limits.config_problems(configs)
         if problems:
@@ -375,7 +408,7 @@ def _summarise(
     started: float,
     args: argparse.Namespace,
 ) -> Any:
-    from kernelscope.kernels.stats import bootstrap_geomean_ci, geomean
+    from kernelscope.kernels.stats import NOISY_THRESHOLD, noisy_message, score_summary
     from kernelscope.protocol.bench import BenchResult
 
     results = [result for result, _ in outcomes]
@@ -389,18 +422,14 @@ def _summarise(
     score = score_ci = None
     noisy = False
     if passed and results:
-        samples = [pair for _, pair in outcomes if pair is not None]
-        score = geomean([r.speedup for r in results])
-        score_ci = bootstrap_geomean_ci(samples)
-        widths = [(r.speedup_ci[1] - r.speedup_ci[0]) / r.speedup for r in results if r.speedup_ci]
-        noisy = (score_ci[1] - score_ci[0]) / score > args.noisy_threshold or any(
-            w > 2 * args.noisy_threshold for w in widths
+        score, score_ci, noisy = score_summary(
+            [r.speedup for r in results],
+            [r.speedup_ci for r in results],
+            [pair for _, pair in outcomes if pair is not None],
+            NOISY_THRESHOLD if args.noisy_threshold is None else args.noisy_threshold,
         )
         if noisy:
-            messages.append(
-                f"noisy: the 95% interval of the score is {score_ci[0]:.3f}-{score_ci[1]:.3f}; "
-                "re-run or raise --rep-ms/--rounds before trusting small differences"
-            )
+            messages.append(noisy_message(score_ci))
     first_error = next((r.error for r in results if r.error), None)
     return BenchResult(
         status="ok" if passed else "gate_failed",

@@ -7,6 +7,8 @@ import random
 import statistics
 from collections.abc import Sequence
 
+NOISY_THRESHOLD = 0.05  # relative width of the score's 95% interval beyond which a run is noisy
+
 
 def geomean(values: Sequence[float]) -> float:
     return math.exp(sum(math.log(v) for v in values) / len(values))
@@ -40,3 +42,32 @@ def bootstrap_geomean_ci(
         scores.append(geomean(ratios))
     scores.sort()
     return scores[int(0.025 * resamples)], scores[int(0.975 * resamples) - 1]
+
+
+def score_summary(
+    speedups: Sequence[float],
+    speedup_cis: Sequence[tuple[float, float] | None],
+    samples: Sequence[tuple[Sequence[float], Sequence[float]]],
+    noisy_threshold: float = NOISY_THRESHOLD,
+) -> tuple[float, tuple[float, float], bool]:
+    """The score (geometric-mean speedup over configurations), its bootstrap 95% interval
+    from the (baseline, candidate) timing samples of every configuration, and whether the run
+    is noisy: the score's interval, or any configuration's, too wide to trust small changes.
+    One definition for a whole run and for a run split into configuration groups."""
+    score = geomean(speedups)
+    score_ci = bootstrap_geomean_ci(samples)
+    widths = [(ci[1] - ci[0]) / value for value, ci in zip(speedups, speedup_cis, strict=True) if ci]
+    noisy = (score_ci[1] - score_ci[0]) / score > noisy_threshold or any(
+        width > 2 * noisy_threshold for width in widths
+    )
+    return score, score_ci, noisy
+
+
+NOISY_PREFIX = "noisy: "
+
+
+def noisy_message(score_ci: tuple[float, float]) -> str:
+    return (
+        f"{NOISY_PREFIX}the 95% interval of the score is {score_ci[0]:.3f}-{score_ci[1]:.3f}; "
+        "re-run or raise --rep-ms/--rounds before trusting small differences"
+    )

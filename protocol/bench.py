@@ -63,6 +63,10 @@ class ConfigResult(_Model):
     baseline_samples: int = 0
     speedup: float | None = Field(default=None, description="baseline_ms / candidate_ms")
     speedup_ci: tuple[float, float] | None = None
+    baseline_times_ms: list[float] | None = Field(
+        default=None, description="every timing sample; only while merging a run split into groups"
+    )
+    candidate_times_ms: list[float] | None = None
     parent_ms: float | None = Field(default=None, description="median latency of the parent version")
     speedup_vs_parent: float | None = None
     gbps: float | None = None

@@ -69,6 +69,22 @@ def test_ray_and_local_agree(workspace: Path, ray_executor) -> None:  # type: ig
     assert len(remote.ranking) == len(candidates)  # one result per candidate, none twice
 
 
+def test_configuration_groups_on_ray(workspace: Path, ray_executor) -> None:  # type: ignore[no-untyped-def]
+    """Each candidate x configuration group is its own Ray task; merged, the verdicts, the
+    ranking and the configurations match one local run per candidate."""
+    candidates = [workspace / "candidates" / name for name in ("block_0064.py", "wrong.py", "block_1024.py")]
+    local = bench_candidates(template(workspace), candidates, LocalExecutor(), "local")
+    split = bench_candidates(template(workspace), candidates, ray_executor, "ray", config_groups=2)
+    assert [Path(r.candidate).name for r in split.ranking] == [Path(r.candidate).name for r in local.ranking]
+    assert [Path(r.candidate).name for r in split.ranking] == ["block_1024.py", "block_0064.py", "wrong.py"]
+    for ours, theirs in zip(split.ranking, local.ranking, strict=True):
+        assert ours.passed == theirs.passed
+        assert [c.name for c in ours.result.configs] == [c.name for c in theirs.result.configs]
+    best = split.ranking[0].result
+    assert best.score_ci is not None and "measured as 2 configuration groups, one task each" in best.messages
+    assert split.ranking[-1].result.error.kind == "wrong_result"  # type: ignore[union-attr]
+
+
 def test_killed_worker_fails_only_its_task(workspace: Path, ray_executor) -> None:  # type: ignore[no-untyped-def]
     killer = workspace / "killer.py"
     killer.write_text(KILLS_ITS_RAY_WORKER)

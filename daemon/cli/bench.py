@@ -70,6 +70,14 @@ def bench_command(
         typer.Argument(help="More candidates (so '--candidates a.py b.py c.py' works).", show_default=False),
     ] = None,
     executor: Annotated[str, typer.Option("--executor", help="local or ray.")] = "local",
+    config_groups: Annotated[
+        int,
+        typer.Option(
+            "--config-groups",
+            min=1,
+            help="With --candidates: split each candidate's configurations into N tasks.",
+        ),
+    ] = 1,
     address: Annotated[
         Optional[str],  # noqa: UP045
         typer.Option("--address", help="Ray cluster address (default: start or join a local Ray)."),
@@ -91,10 +99,13 @@ def bench_command(
         gate_command=gate_command,
     )
     if candidates or more_candidates:
-        _bench_many(request, [*(candidates or []), *(more_candidates or [])], executor, address, json_out)
+        paths = [*(candidates or []), *(more_candidates or [])]
+        _bench_many(request, paths, executor, address, json_out, config_groups)
         return
     if more_candidates is not None and not candidates:
         raise typer.BadParameter("extra arguments need --candidates", param_hint="CANDIDATES")
+    if config_groups > 1:
+        raise typer.BadParameter("configuration groups need --candidates", param_hint="--config-groups")
     result = run_benchmark(request)
     if json_out:
         print(result.model_dump_json(indent=2))
@@ -104,12 +115,19 @@ def bench_command(
 
 
 def _bench_many(
-    request: BenchRequest, paths: list[Path], executor: str, address: str | None, json_out: bool
+    request: BenchRequest,
+    paths: list[Path],
+    executor: str,
+    address: str | None,
+    json_out: bool,
+    config_groups: int,
 ) -> None:
     from kernelscope.daemon.engine.executors import make_executor
     from kernelscope.daemon.engine.fanout import bench_candidates, expand_candidates
 
-    report = bench_candidates(request, expand_candidates(paths), make_executor(executor, address), executor)
+    report = bench_candidates(
+        request, expand_candidates(paths), make_executor(executor, address), executor, config_groups
+    )
     if json_out:
         print(report.model_dump_json(indent=2))
     else:

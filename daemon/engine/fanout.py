@@ -1,8 +1,9 @@
 """`kernelscope bench --candidates`: many variants against one baseline, ranked.
 
-Each candidate becomes one `BenchRequest` run by an executor (local subprocesses or Ray
-tasks); passing candidates are ranked by score (geometric-mean speedup), failures follow in
-the order given, each with its own structured failure.
+Each candidate becomes one `BenchRequest` (or one per configuration group, `config_groups`)
+run by an executor (local subprocesses or Ray tasks); passing candidates are ranked by score
+(geometric-mean speedup), failures follow in the order given, each with its own structured
+failure.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from kernelscope.daemon.engine.bench import BenchRequest
+from kernelscope.daemon.engine.config_groups import merge_results, split_request
 from kernelscope.daemon.engine.errors import UsageError
 from kernelscope.daemon.engine.executors import Executor
 from kernelscope.protocol.bench import CandidatesReport, RankedCandidate
@@ -34,12 +36,24 @@ def expand_candidates(paths: list[Path]) -> list[Path]:
 
 
 def bench_candidates(
-    template: BenchRequest, candidates: list[Path], executor: Executor, executor_name: str
+    template: BenchRequest,
+    candidates: list[Path],
+    executor: Executor,
+    executor_name: str,
+    config_groups: int = 1,
 ) -> CandidatesReport:
-    requests = [replace(template, candidate=candidate) for candidate in candidates]
+    """Every candidate x configuration group is one executor task; the groups of a candidate
+    are merged back into its one result before ranking."""
+    requests = [
+        split_request(replace(template, candidate=candidate), config_groups) for candidate in candidates
+    ]
     started = time.perf_counter()
-    results = executor.run_many(requests)
+    flat = executor.run_many([request for groups in requests for request in groups])
     wall = time.perf_counter() - started
+    results = []
+    for groups in requests:
+        results.append(merge_results(flat[: len(groups)]))
+        flat = flat[len(groups) :]
     entries = list(zip(candidates, results, strict=True))
     passing = sorted((e for e in entries if e[1].passed), key=lambda e: -(e[1].score or 0.0))
     failing = [e for e in entries if not e[1].passed]

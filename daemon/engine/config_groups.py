@@ -1,0 +1,107 @@
+"""Splitting one candidate's benchmark into configuration groups, and merging them back.
+
+On a cluster, a candidate with many shapes need not run them one after another: group I of N
+runs configurations I, I+N, I+2N... as its own task (`--config-group I/N`). Each
+configuration's speedup is still measured within one task, candidate and baseline
+interleaved on the same device, so groups can land on different machines. The merged result
+is what one run would have given: configurations in their original order, the score as the
+geometric mean over all of them, and its bootstrap interval recomputed from every timing
+sample (the groups return them with `--keep-samples`; the merge drops them again).
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from kernelscope.daemon.engine.bench import BenchRequest
+from kernelscope.kernels.runner import GROUP_PREFIX
+from kernelscope.kernels.stats import NOISY_PREFIX, geomean, noisy_message, score_summary
+from kernelscope.protocol.bench import BenchResult, ConfigResult
+
+
+def split_request(request: BenchRequest, groups: int) -> list[BenchRequest]:
+    """One request per configuration group (the request itself when groups is 1)."""
+    if groups <= 1:
+        return [request]
+    return [
+        replace(
+            request,
+            extra_args=[*request.extra_args, "--config-group", f"{index}/{groups}", "--keep-samples"],
+        )
+        for index in range(groups)
+    ]
+
+
+def _in_original_order(parts: list[BenchResult]) -> list[ConfigResult]:
+    """Group I's k-th configuration was configuration I + k*N of the whole run."""
+    count = len(parts)
+    indexed = [
+        (index + position * count, config)
+        for index, part in enumerate(parts)
+        for position, config in enumerate(part.configs)
+    ]
+    return [config for _, config in sorted(indexed, key=lambda item: item[0])]
+
+
+def merge_results(parts: list[BenchResult]) -> BenchResult:
+    """The groups of one candidate as one BenchResult."""
+    if len(parts) == 1:
+        return parts[0]
+    # A failure of the whole run (import, crash, timeout, unsupported) happens in every group
+    # that reached it: report the first, naming its group.
+    for index, part in enumerate(parts):
+        if part.status in ("error", "unsupported"):
+            merged = part.model_copy(deep=True)
+            merged.messages.append(f"{GROUP_PREFIX}{index}/{len(parts)} failed as a whole")
+            return merged
+    configs = _in_original_order(parts)
+    passed = all(part.passed for part in parts)
+    score = score_ci = None
+    noisy = False
+    # Per-group notes (an empty group, a group's own noise verdict) give way to the merged ones.
+    messages = list(
+        dict.fromkeys(
+            m
+            for part in parts
+            for m in part.messages
+            if not m.startswith(GROUP_PREFIX) and not m.startswith(NOISY_PREFIX)
+        )
+    )
+    if passed and configs:
+        samples = [(c.baseline_times_ms or [], c.candidate_times_ms or []) for c in configs]
+        if all(base and cand for base, cand in samples):
+            score, score_ci, noisy = score_summary(
+                [c.speedup or 0.0 for c in configs], [c.speedup_ci for c in configs], samples
+            )
+            if noisy:
+                messages.append(noisy_message(score_ci))
+        else:  # a group from an older runner without samples: the score, no interval
+            score = geomean([c.speedup or 0.0 for c in configs])
+    score_vs_parent = None
+    ratios = [c.speedup_vs_parent for c in configs if c.speedup_vs_parent]
+    if passed and configs and len(ratios) == len(configs):
+        score_vs_parent = geomean(ratios)
+    for config in configs:
+        config.baseline_times_ms = config.candidate_times_ms = None
+    first = parts[0]
+    messages.append(f"measured as {len(parts)} configuration groups, one task each")
+    return BenchResult(
+        status="ok" if passed else "gate_failed",
+        passed=passed,
+        mode=first.mode,
+        workspace=first.workspace,
+        candidate=first.candidate,
+        baseline=first.baseline,
+        entry_point=first.entry_point,
+        parent=first.parent,
+        configs=configs,
+        score=score,
+        score_ci=score_ci,
+        score_vs_parent=score_vs_parent,
+        noisy=noisy,
+        error=next((c.error for c in configs if c.error), None)
+        or next((p.error for p in parts if p.error), None),
+        messages=messages,
+        env=first.env,
+        duration_s=sum(p.duration_s or 0.0 for p in parts),
+    )
