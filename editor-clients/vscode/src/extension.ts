@@ -17,6 +17,7 @@ function settings(): Record<string, unknown> {
     command: config.get<string[]>("command") ?? ["kernelscope", "serve"],
     dbUrl: config.get("dbUrl"), python: config.get("python"), benchOnSave: config.get("benchOnSave"),
     mode: config.get("mode"), agent: config.get("agent"),
+    timeoutS: config.get("timeoutS"), memoryLimitMb: config.get("memoryLimitMb"),
   };
 }
 

@@ -57,7 +57,7 @@ export function chartPoints(history: HistoryResult): { label: string; score: num
 
 /** Settings sent as initializationOptions; background benchmarks only when trusted. */
 export function initializationOptions(settings: Record<string, unknown>, trusted: boolean): Record<string, unknown> {
-  const keys = ["dbUrl", "python", "benchOnSave", "mode", "agent"];
+  const keys = ["dbUrl", "python", "benchOnSave", "mode", "agent", "timeoutS", "memoryLimitMb"];
   const options: Record<string, unknown> = { trusted };
   for (const key of keys) {
     if (settings[key] !== undefined && settings[key] !== null) options[key] = settings[key];

@@ -45,4 +45,6 @@ test("chartPoints orders versions numerically and skips unscored", () => {
 test("initializationOptions carry trust and drop unset settings", () => {
   assert.deepEqual(initializationOptions({ dbUrl: "/x.sqlite", python: null, mode: "auto" }, false),
     { kernelscope: { trusted: false, dbUrl: "/x.sqlite", mode: "auto" } });
+  assert.deepEqual(initializationOptions({ memoryLimitMb: 0, timeoutS: 60, agent: undefined }, true),
+    { kernelscope: { trusted: true, memoryLimitMb: 0, timeoutS: 60 } });
 });
