@@ -4,9 +4,10 @@ A kernel under test is arbitrary code: it may allocate without bound, fork in a 
 gigabytes. The daemon runs for days, so such a child must be stopped before it takes the
 machine (and the daemon with it). Three mechanisms, cheapest first:
 
-- rlimits set on the child right after it starts: RLIMIT_FSIZE (no file the child writes, its captured
-  output included, grows past a hard cap; the child gets SIGXFSZ) and, for users other than
-  root, RLIMIT_NPROC (fork fails once the user has too many processes);
+- rlimits set on the child right after it starts: RLIMIT_FSIZE (no file the child writes,
+  its captured output included, grows past a hard cap: SIGXFSZ, or EFBIG in programs such as
+  Python that ignore that signal) and, for users other than root, RLIMIT_NPROC (fork fails
+  once the user has too many processes);
 - a watchdog in the parent that samples the child's whole process group from /proc a few
   times a second: resident memory (RSS, not address space: CUDA reserves terabytes of
   virtual memory, so RLIMIT_AS would break every GPU run), process count and output size;
