@@ -190,6 +190,10 @@ def test_gate_command_adapter(tmp_path: Path) -> None:
     passed = bench(ws, gate_command=f"{sys.executable} test_kernel.py pass")
     assert passed.passed and passed.messages[0].startswith("gate command passed")
     assert passed.configs and passed.configs[0].speedup is not None  # then the harness timed it
+    # the workspace's gate is user code too: the same caps apply and the verdict names them
+    (ws / "noisy_gate.py").write_text("import sys\nwhile True:\n    sys.stdout.write('y' * 1_000_000)\n")
+    capped = bench(ws, gate_command=f"{sys.executable} noisy_gate.py")
+    assert capped.status == "gate_failed" and "printed more than 64 MB" in capped.error.message  # type: ignore[union-attr]
 
 
 def test_result_schema_is_stable() -> None:

@@ -354,6 +354,8 @@ def run_gate_command(request: BenchRequest, cancel: threading.Event | None = Non
         )
     if outcome.timed_out:
         message = f"gate command timed out after {request.gate_timeout_s:g} s: {request.gate_command}"
+    elif outcome.limit_exceeded:
+        message = f"gate command {outcome.limit_exceeded} and was killed: {request.gate_command}"
     else:
         message = str(
             details.get("message")
