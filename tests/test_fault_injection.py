@@ -211,7 +211,7 @@ def check_after_kill(ws: Path, db: Path, before: dict[str, dict[str, Any]], op: 
                 f"{op.name} changed {path.name} beyond {op.may_change}"
             )
     assert set(before) <= {p.name for p in after_files}, f"{op.name} lost a memory file"
-    with sqlite3.connect(db) as connection:
+    with contextlib.closing(sqlite3.connect(db)) as connection:
         assert connection.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
     from kernelscope.daemon.engine.store import ExperimentStore
 
@@ -346,13 +346,24 @@ def run_to_completion(root: Path, ws: Path, db: Path, op: Operation, how: str, i
 
 
 def _experiments(db: Path) -> int:
-    with sqlite3.connect(db) as connection:
+    with contextlib.closing(sqlite3.connect(db)) as connection:
         return int(connection.execute("SELECT count(*) FROM experiments").fetchone()[0])
+
+
+def _planned_mask(ws: Path, seed: int) -> set[str]:
+    """The files mask-half with this seed would mask (a dry run: nothing written)."""
+    from kernelscope.daemon.engine.workspace import Workspace
+
+    workspace = Workspace(ws)
+    plan = workspace.memory.mask_half(workspace.readme().primary_kind, seed=seed, dry_run=True)
+    return {f"{version}.json" for version in plan.masked}
 
 
 def observe(ws: Path, db: Path, before: dict[str, dict[str, Any]], stored: int) -> list[str]:
     """What the kill left behind, for the summary: how often each interesting state was hit."""
     seen = []
+    if (ws / "memory" / ".kernelscope-journal.json").exists():
+        seen.append("journal left (replayed by the next read)")
     if _experiments(db) != stored:
         seen.append("experiment stored")
     if (ws / ".git" / "index.lock").exists() or list((ws / ".git" / "refs").rglob("*.lock")):
@@ -374,6 +385,7 @@ def kill_once(
     shutil.copytree(template, scratch)
     ws, db = scratch / "ws", scratch / "exp.sqlite"
     before, stored = _memory(ws), _experiments(db)
+    planned = _planned_mask(ws, i) if op.name == "mask-half" else set()
     # A quarter of the instants cover the whole run (start-up included); the rest its second
     # half, where the writes are. Durations are the reruns' own, measured under the same load.
     measured = sorted(DURATIONS[op.name, how])
@@ -398,6 +410,16 @@ def kill_once(
         _kill_group(daemon.process)
     check_after_kill(ws, db, before, op)
     seen = observe(ws, db, before, stored)
+    if op.name == "mask-half":
+        # All or nothing, as soon as kernelscope reads the workspace: a journal left by the
+        # kill is replayed, so the masked set is the old one or the old one plus the plan.
+        from kernelscope.daemon.engine.memory import MemoryManager
+
+        MemoryManager(ws).scan()
+        masked = {name for name, record in _memory(ws).items() if record.get("masked")}
+        was = {name for name, record in before.items() if record.get("masked")}
+        assert masked in (was, was | planned), (sorted(was), sorted(planned), sorted(masked))
+        assert not (ws / "memory" / ".kernelscope-journal.json").exists()
     # The rerun completes (a stale git lock left by the killed commit is recovered)...
     DURATIONS[op.name, how].append(run_to_completion(scratch, ws, db, op, how, i + 100_000))
     check_after_kill(ws, db, before, op)
@@ -503,3 +525,49 @@ def test_concurrent_iterations_take_distinct_versions(tmp_path: Path) -> None:
     for version in versions:
         assert f"{version.upper()}: " in log and f"{version}: record commit hash" in log
     assert _experiments(db) == 4
+
+
+class _Killed(BaseException):
+    """Stands for SIGKILL inside one process: nothing after it runs, no cleanup."""
+
+
+def test_interrupted_multi_file_write_is_finished_by_the_next_reader(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Mask-half dies after its journal, its restart note and one masked file: the next read (any kernelscope
+    command, the daemon's lens refresh) finishes it; a journal kernelscope did not write
+    (names outside v<N>.json) is dropped without effect."""
+    from kernelscope.daemon.engine import atomic_io
+    from kernelscope.daemon.engine.memory import MemoryManager
+
+    ws = make_gate_only_workspace(tmp_path, iterations=2, copies_up_to=9)
+    planned = _planned_mask(ws, 5)
+    assert len(planned) >= 2
+    before = _memory(ws)
+    real, calls = atomic_io.atomic_write_text, []
+
+    def dies_on_fourth(path: Path, text: str) -> None:  # journal, restart note, one file, dies
+        calls.append(path.name)
+        if len(calls) == 4:
+            raise _Killed
+        real(path, text)
+
+    monkeypatch.setattr(atomic_io, "atomic_write_text", dies_on_fourth)
+    with pytest.raises(_Killed):
+        MemoryManager(ws).mask_half("latency", seed=5)
+    monkeypatch.setattr(atomic_io, "atomic_write_text", real)
+    journal = ws / "memory" / atomic_io.JOURNAL_NAME
+    assert journal.exists() and calls[0] == atomic_io.JOURNAL_NAME
+    half_done = {n for n, r in _memory(ws).items() if r.get("masked")}
+    assert half_done and half_done != planned  # some written, some not: as a kill leaves it
+    MemoryManager(ws).scan()
+    assert {n for n, r in _memory(ws).items() if r.get("masked")} == planned
+    notes = [p for r in _memory(ws).values() for p in r.get("pitfalls_and_fixes", [])]
+    assert [p["error_type"] for p in notes].count("partial_restart") == 1
+    assert not journal.exists()
+
+    journal.write_text(json.dumps({"files": {"../../escape.json": "{}", "v1.json": "{}"}}))
+    snapshot = _memory(ws)
+    MemoryManager(ws).scan()
+    assert not journal.exists() and _memory(ws) == snapshot and not (tmp_path / "escape.json").exists()
+    assert before != snapshot

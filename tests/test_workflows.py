@@ -233,7 +233,11 @@ def test_demo(tmp_path: Path) -> None:
     assert [i.version for i in result.iterations] == ["v0", "v1", "v2", "v3"]
     assert all(i.passed for i in result.iterations)
     assert scores[0] == 1.0 and scores[1] < scores[2] < scores[3]  # type: ignore[operator]
-    assert result.mask is not None and len(result.mask.masked) == 1 and result.mask.best_version == "v3"
+    # The best is judged on the recorded latency of the largest configuration; under the CPU
+    # interpreter that is usually v3, but timing noise may flip close versions, so check the rule.
+    latencies = {i.version: i.latency_us for i in result.iterations}
+    fastest = min(latencies, key=lambda v: latencies[v])  # type: ignore[arg-type,return-value]
+    assert result.mask is not None and len(result.mask.masked) == 1 and result.mask.best_version == fastest
     assert (
         result.kernel_lenses["add_kernel"].startswith("best ")
         and "4 runs, 0 failed" in result.kernel_lenses["add_kernel"]

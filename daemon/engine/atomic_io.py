@@ -13,6 +13,7 @@ import contextlib
 import errno
 import json
 import os
+import re
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
@@ -78,12 +79,25 @@ def atomic_write_text(path: Path, text: str) -> None:
     atomic_write_bytes(path, text.encode("utf-8"))
 
 
+JOURNAL_NAME = ".kernelscope-journal.json"
+
+
 def atomic_write_all(files: list[tuple[Path, str]]) -> None:
-    """Write several files all or nothing, as far as a failure can be undone: when one write
-    fails (disk full), the files already replaced get their old content back (the replaced
-    files' space is free again by then) and WriteFailed says so. Only a SIGKILL between two
-    renames can leave some written and some not; each file is still old or new, never half."""
+    """Write several files of one directory all or nothing.
+
+    Crash: the new contents first go to a journal (itself written atomically), then each file
+    is replaced, then the journal is deleted. A writer killed in between leaves the journal,
+    and `replay_journal` (run by the next reader or writer under the workspace lock) finishes
+    the job, so nobody sees some files written and others not. Failure (disk full): the files
+    already replaced get their old content back and WriteFailed says so."""
+    if not files:
+        return
+    directory = files[0][0].parent
+    if any(path.parent != directory for path, _ in files):
+        raise ValueError("atomic_write_all writes files of one directory")
     originals = [(path, path.read_bytes() if path.exists() else None) for path, _ in files]
+    journal = directory / JOURNAL_NAME
+    atomic_write_text(journal, json.dumps({"files": {path.name: text for path, text in files}}))
     for done, (path, text) in enumerate(files):
         try:
             atomic_write_text(path, text)
@@ -97,12 +111,41 @@ def atomic_write_all(files: list[tuple[Path, str]]) -> None:
                         atomic_write_bytes(earlier, old)
                 except (WriteFailed, OSError):
                     unrestored.append(earlier.name)
+            journal.unlink(missing_ok=True)
             if unrestored:
                 raise WriteFailed(
                     f"{failure}; {', '.join(unrestored)} already had the new content and could "
                     "not be restored"
                 ) from failure
             raise WriteFailed(f"{failure}; no file was changed") from failure
+    journal.unlink()
+    fsync_directory(directory)
+
+
+def replay_journal(directory: Path, names: re.Pattern[str]) -> list[str]:
+    """Finish a multi-file write interrupted by a crash (call under the workspace lock).
+    Returns the names written. A journal that does not parse, or names a file outside
+    `names`, is not one kernelscope completed (it writes them atomically): it is removed
+    without effect."""
+    journal = directory / JOURNAL_NAME
+    try:
+        data = json.loads(journal.read_text(encoding="utf-8"))
+        files = data["files"]
+        if not isinstance(files, dict) or not all(
+            isinstance(name, str) and names.fullmatch(name) and isinstance(text, str)
+            for name, text in files.items()
+        ):
+            raise ValueError("not a kernelscope journal")
+    except FileNotFoundError:
+        return []
+    except (OSError, ValueError, KeyError, TypeError):
+        journal.unlink(missing_ok=True)
+        return []
+    for name, text in files.items():
+        atomic_write_text(directory / name, text)
+    journal.unlink()
+    fsync_directory(directory)
+    return list(files)
 
 
 def detect_indent(text: str) -> int:

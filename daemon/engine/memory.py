@@ -27,14 +27,16 @@ from typing import Any
 from pydantic import ValidationError
 
 from kernelscope.daemon.engine.atomic_io import (
+    JOURNAL_NAME,
     TEMP_PREFIX,
     atomic_write_all,
     atomic_write_text,
     detect_indent,
     dump_json,
+    replay_journal,
     workspace_lock,
 )
-from kernelscope.daemon.engine.errors import DataError, UsageError
+from kernelscope.daemon.engine.errors import DataError, KernelscopeError, UsageError
 from kernelscope.protocol.commands import MaskHalfResult
 from kernelscope.protocol.memory import (
     MemoryRecord,
@@ -189,6 +191,9 @@ class MemoryManager:
         """Every `v<N>.json`, numerically sorted; corrupt files carry their error."""
         if not self.memory_dir.is_dir():
             return []
+        if (self.memory_dir / JOURNAL_NAME).exists():  # a mask-half cut short: finish it first
+            with contextlib.suppress(KernelscopeError, OSError), self._lock():
+                pass  # (on a read-only file system: read what is there)
         entries: list[MemoryEntry] = []
         for path in self.memory_dir.iterdir():
             match = _FILE_RE.match(path.name)
@@ -337,6 +342,7 @@ class MemoryManager:
             for orphan in self.memory_dir.glob(TEMP_PREFIX + "*"):
                 with contextlib.suppress(OSError):
                     orphan.unlink()
+            replay_journal(self.memory_dir, _FILE_RE)
             yield
 
     def _write(self, path: Path, data: dict[str, Any], indent: int = 2) -> None:
