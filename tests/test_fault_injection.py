@@ -19,7 +19,6 @@ import signal
 import sqlite3
 import subprocess
 import sys
-import threading
 import time
 from collections import Counter, defaultdict
 from collections.abc import Callable
@@ -31,6 +30,7 @@ from typing import Any
 import pytest
 
 from tests.conftest import EXAMPLES
+from tests.stdio_client import StdioClient
 
 pytestmark = pytest.mark.slow
 RUNS = int(os.environ.get("KERNELSCOPE_FAULT_RUNS", "200"))
@@ -227,13 +227,9 @@ def _kill_group(process: subprocess.Popen[bytes]) -> None:
     process.wait()
 
 
-def _frame(payload: dict[str, Any]) -> bytes:
-    body = json.dumps(payload).encode()
-    return f"Content-Length: {len(body)}\r\n\r\n".encode() + body
-
-
-class Daemon:
-    """`kernelscope serve` over stdio with just enough JSON-RPC to run one command."""
+class Daemon(StdioClient):
+    """`kernelscope serve` (or `command`, which ends by starting it) with the workspace folder
+    `ws` initialized; its stderr goes to a log under `root` for failure messages."""
 
     def __init__(
         self,
@@ -243,69 +239,10 @@ class Daemon:
         command: list[str] | None = None,
         settings: dict[str, Any] | None = None,
     ) -> None:
-        self.log = root / f"daemon-{time.monotonic_ns()}.log"
-        self.process = subprocess.Popen(
-            command or SERVE,
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            stderr=self.log.open("wb"),
-            start_new_session=True,
-            env=_env(root),
+        super().__init__(
+            command or SERVE, env=_env(root), log=root / f"daemon-{time.monotonic_ns()}.log", new_session=True
         )
-        self.messages: list[dict[str, Any]] = []
-        self.arrived = threading.Condition()
-        threading.Thread(target=self._read, daemon=True).start()
-        self.send(
-            {
-                "jsonrpc": "2.0",
-                "id": 1,
-                "method": "initialize",
-                "params": {
-                    "processId": None,
-                    "capabilities": {},
-                    "workspaceFolders": [{"uri": ws.as_uri(), "name": "ws"}],
-                    "initializationOptions": {
-                        "kernelscope": {"dbUrl": str(db), "mode": "interpreter", **(settings or {})}
-                    },
-                },
-            }
-        )
-        self.wait(lambda m: m.get("id") == 1, 60)
-        self.send({"jsonrpc": "2.0", "method": "initialized", "params": {}})
-
-    def _read(self) -> None:
-        stream = self.process.stdout
-        assert stream is not None
-        while True:
-            header = b""
-            while not header.endswith(b"\r\n\r\n"):
-                byte = stream.read(1)
-                if not byte:
-                    return
-                header += byte
-            length = int(header.split(b"Content-Length:")[1].split(b"\r\n")[0])
-            message = json.loads(stream.read(length))
-            with self.arrived:
-                self.messages.append(message)
-                self.arrived.notify_all()
-
-    def send(self, payload: dict[str, Any]) -> None:
-        assert self.process.stdin is not None
-        self.process.stdin.write(_frame(payload))
-        self.process.stdin.flush()
-
-    def wait(self, predicate: Callable[[dict[str, Any]], bool], timeout: float) -> dict[str, Any]:
-        deadline = time.monotonic() + timeout
-        with self.arrived:
-            while True:
-                for message in self.messages:
-                    if predicate(message):
-                        return message
-                left = deadline - time.monotonic()
-                if left <= 0 or self.process.poll() is not None:
-                    log = self.log.read_text(errors="replace")[-3000:]
-                    raise AssertionError(f"no such message; got {self.messages[-5:]}; stderr: {log}")
-                self.arrived.wait(left)
+        self.initialize(ws, {"dbUrl": str(db), "mode": "interpreter", **(settings or {})})
 
     def execute(self, command: str, params: dict[str, Any], request_id: int = 2) -> None:
         self.send(

@@ -5,9 +5,7 @@ hypothesis; the server answers or ignores each, never dies, and stays responsive
 from __future__ import annotations
 
 import json
-import subprocess
 import sys
-import threading
 import time
 from pathlib import Path
 
@@ -16,58 +14,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from tests.conftest import EXAMPLES
+from tests.stdio_client import StdioClient
 
 pytestmark = pytest.mark.slow
 SERVER = [sys.executable, str(Path(__file__).parent / "no_torch_server.py")]
-
-
-class Pipe:
-    def __init__(self) -> None:
-        self.process = subprocess.Popen(
-            SERVER, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL
-        )
-        self.responses: dict[object, dict] = {}
-        self.lock = threading.Lock()
-        threading.Thread(target=self._read, daemon=True).start()
-
-    def _read(self) -> None:
-        stream = self.process.stdout
-        assert stream is not None
-        while True:
-            length = None
-            while True:
-                line = stream.readline()
-                if not line:
-                    return
-                if line in (b"\r\n", b"\n"):
-                    break
-                if line.lower().startswith(b"content-length:"):
-                    length = int(line.split(b":")[1])
-            if length is None:
-                continue
-            message = json.loads(stream.read(length))
-            if "id" in message and "method" not in message:
-                with self.lock:
-                    self.responses[message["id"]] = message
-            elif "method" in message and "id" in message:  # a server request: answer it
-                self.send_raw(json.dumps({"jsonrpc": "2.0", "id": message["id"], "result": None}).encode())
-
-    def send_raw(self, body: bytes) -> None:
-        assert self.process.stdin is not None
-        self.process.stdin.write(b"Content-Length: %d\r\n\r\n" % len(body) + body)
-        self.process.stdin.flush()
-
-    def request(self, request_id: object, method: str, params: object, timeout: float = 30.0) -> dict:
-        self.send_raw(
-            json.dumps({"jsonrpc": "2.0", "id": request_id, "method": method, "params": params}).encode()
-        )
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            with self.lock:
-                if request_id in self.responses:
-                    return self.responses.pop(request_id)
-            time.sleep(0.01)
-        raise AssertionError(f"no answer to {method} within {timeout} s")
 
 
 @pytest.fixture(scope="module")
@@ -76,19 +26,9 @@ def server(tmp_path_factory: pytest.TempPathFactory):  # type: ignore[no-untyped
 
     folder = tmp_path_factory.mktemp("fuzz")
     shutil.copytree(EXAMPLES / "vector_add", folder / "ws")
-    pipe = Pipe()
-    reply = pipe.request(
-        0,
-        "initialize",
-        {
-            "processId": None,
-            "rootUri": folder.as_uri(),
-            "capabilities": {},
-            "initializationOptions": {"kernelscope": {"dbUrl": str(folder / "x.sqlite")}},
-        },
-    )
+    pipe = StdioClient(SERVER)
+    reply = pipe.initialize(folder, {"dbUrl": str(folder / "x.sqlite")})
     assert "result" in reply
-    pipe.send_raw(json.dumps({"jsonrpc": "2.0", "method": "initialized", "params": {}}).encode())
     pipe.folder = folder  # type: ignore[attr-defined]
     yield pipe
     pipe.process.kill()

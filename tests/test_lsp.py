@@ -18,6 +18,7 @@ from kernelscope.daemon.engine.demo import kernel_with_block
 from kernelscope.daemon.engine.git import Git
 from kernelscope.daemon.engine.iterate import IterateOptions, run_iteration
 from tests.conftest import EXAMPLES
+from tests.stdio_client import frame
 
 pytestmark = pytest.mark.slow
 ROOT = Path(__file__).resolve().parent.parent
@@ -365,11 +366,6 @@ async def test_run_iteration_and_cancel(client: LanguageClient) -> None:
     assert client.finished[-1]["cancelled"] is True or "error" in client.finished[-1]  # type: ignore[attr-defined]
 
 
-def _frame(payload: dict) -> bytes:
-    body = json.dumps(payload).encode()
-    return f"Content-Length: {len(body)}\r\n\r\n".encode() + body
-
-
 def test_server_exits_when_the_editor_dies(tmp_path: Path) -> None:
     import subprocess
     import time
@@ -381,7 +377,7 @@ def test_server_exits_when_the_editor_dies(tmp_path: Path) -> None:
     try:
         assert server.stdin is not None
         server.stdin.write(
-            _frame(
+            frame(
                 {
                     "jsonrpc": "2.0",
                     "id": 1,
@@ -445,7 +441,7 @@ def _tcp_initialize(port: int, options: dict) -> dict:
 
     with socket.create_connection(("127.0.0.1", port), timeout=20) as sock:
         sock.sendall(
-            _frame(
+            frame(
                 {
                     "jsonrpc": "2.0",
                     "id": 1,
