@@ -27,19 +27,7 @@ sys.path.insert(0, str(ROOT))
 from kernelscope.daemon.engine import child_limits  # noqa: E402
 from kernelscope.daemon.engine.bench import BenchRequest, run_benchmark, run_child  # noqa: E402
 from kernelscope.daemon.engine.child_limits import ResourceLimits  # noqa: E402
-from tests.bench_fixtures import make_workspace  # noqa: E402
-
-
-def _left_behind(marker: str) -> int:
-    count = 0
-    for entry in Path("/proc").iterdir():
-        if entry.name.isdigit():
-            try:
-                if marker.encode() in (entry / "cmdline").read_bytes():
-                    count += 1
-            except OSError:
-                continue
-    return count
+from tests.bench_fixtures import alive_with, make_workspace  # noqa: E402
 
 
 def abuse(tmp: Path) -> None:
@@ -56,7 +44,7 @@ def abuse(tmp: Path) -> None:
         wall = time.perf_counter() - started
         error = result.error
         print(
-            f"{kernel:17s} {error.kind if error else 'passed':16s} {wall:6.1f}  {_left_behind(str(ws)):4d}  "
+            f"{kernel:17s} {error.kind if error else 'passed':16s} {wall:6.1f}  {len(alive_with(str(ws))):4d}  "
             f"{error.message[:70] if error else ''}"
         )
 

@@ -86,3 +86,21 @@ def make_workspace(root: Path, kernel: str = "good", reference: str = REFERENCE)
     (root / "kernel.py").write_text(KERNELS[kernel])
     (root / "README.md").write_text("# t\n## Stop Conditions\n- latency <= 10 us\n")
     return root
+
+
+def alive_with(marker: str) -> list[int]:
+    """Pids of live (not zombie) processes whose command line mentions `marker`: a runner
+    started for a workspace and anything it forked carry the workspace's path."""
+    from kernelscope.daemon.engine.child_limits import stat_fields
+
+    pids = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                cmdline = (entry / "cmdline").read_bytes()
+            except OSError:
+                continue
+            fields = stat_fields(int(entry.name))
+            if marker.encode() in cmdline and fields and fields[0] != "Z":
+                pids.append(int(entry.name))
+    return pids

@@ -13,7 +13,7 @@ import pytest
 
 from kernelscope.daemon.engine.bench import BenchRequest, run_benchmark
 from kernelscope.protocol.bench import BenchResult
-from tests.bench_fixtures import make_workspace
+from tests.bench_fixtures import alive_with, make_workspace
 from tests.conftest import EXAMPLES
 
 pytestmark = pytest.mark.slow
@@ -228,21 +228,6 @@ def test_cli_exit_statuses(tmp_path: Path) -> None:
     assert unsupported.returncode == 2
 
 
-def _alive_with(marker: str) -> list[int]:
-    """Pids whose command line mentions `marker` (the runner and anything it forked)."""
-    pids = []
-    for entry in Path("/proc").iterdir():
-        if entry.name.isdigit():
-            try:
-                cmdline = (entry / "cmdline").read_bytes()
-                state = (entry / "stat").read_text().rsplit(")", 1)[1].split()[0]
-            except (OSError, IndexError):
-                continue
-            if marker.encode() in cmdline and state != "Z":
-                pids.append(int(entry.name))
-    return pids
-
-
 @pytest.mark.parametrize(
     "kernel,kind,fragment,limit",
     [
@@ -260,7 +245,7 @@ def test_resource_abuse_is_stopped(
     result = bench(ws, timeout_s=100, memory_limit_mb=limit)
     assert result.error is not None and result.error.kind == kind, result.error
     assert fragment in result.error.message
-    assert _alive_with(str(ws)) == []
+    assert alive_with(str(ws)) == []
     assert sum(f.stat().st_size for f in tmp_path.rglob("*") if f.is_file()) < 1 << 20
 
 

@@ -293,8 +293,7 @@ async def test_hostile_kernels_cannot_take_the_daemon(client: LanguageClient) ->
     returns: each background probe ends as a structured failure naming the cap (or is
     superseded by the next save), nothing of it keeps running, nothing pops up, and the
     daemon answers throughout."""
-    from tests.bench_fixtures import KERNELS
-    from tests.test_bench_harness import _alive_with
+    from tests.bench_fixtures import KERNELS, alive_with
 
     ws = client.folder / "kernel_opt_vector_add"  # type: ignore[attr-defined]
     uri = kernel_uri(client)
@@ -320,19 +319,19 @@ async def test_hostile_kernels_cannot_take_the_daemon(client: LanguageClient) ->
         error = (finished.get("result") or {}).get("error") or {}
         assert fragment in json.dumps(finished), (kernel, finished)
         assert error.get("kind") in ("resource_limit", "out_of_memory"), (kernel, error)
-        assert _alive_with(str(ws)) == []
+        assert alive_with(str(ws)) == []
         assert await lenses(client)  # still answering
     # A kernel that never returns: the daemon answers while it runs, and the next save
     # supersedes it (its whole group killed) instead of waiting out the timeout.
     client.finished.clear()  # type: ignore[attr-defined]
     save(KERNELS["hang"])
-    await wait_for(lambda: bool(_alive_with(str(ws))), timeout=60)
+    await wait_for(lambda: bool(alive_with(str(ws))), timeout=60)
     await asyncio.sleep(3.0)  # inside kernel_fn by now
     assert await lenses(client)
     save(good)
     await wait_for(lambda: any(f["result"]["passed"] for f in completed_probes(client)), timeout=120)
     assert any(f.get("cancelled") for f in client.finished), client.finished  # type: ignore[attr-defined]
-    assert _alive_with(str(ws)) == []
+    assert alive_with(str(ws)) == []
     # A crash loop: ten saves of a kernel that fails, in quick succession. The debounce and
     # the one-probe queue coalesce them, and nothing pops up in the editor.
     client.finished.clear()  # type: ignore[attr-defined]

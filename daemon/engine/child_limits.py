@@ -23,6 +23,7 @@ import contextlib
 import os
 import resource
 import signal
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -62,13 +63,27 @@ class GroupUsage:
     rss_mb: float
 
 
-def _stat_fields(pid_dir: Path) -> list[str] | None:
+def stat_fields(pid: int) -> list[str] | None:
+    """/proc/<pid>/stat after the command name: state, ppid, pgrp, session, ... (see proc(5));
+    None when the process is gone or there is no /proc."""
     try:
-        raw = (pid_dir / "stat").read_bytes()
+        raw = (_PROC / str(pid) / "stat").read_bytes()
     except OSError:
         return None
     # The command name is in parentheses and may contain spaces or ')'.
     return raw[raw.rfind(b")") + 2 :].decode("ascii", errors="replace").split()
+
+
+def _in_group(group: int) -> Iterator[tuple[int, list[str]]]:
+    """(pid, stat fields) of every process in `group`'s process group or session (a child
+    that calls setpgid stays in the session), zombies included."""
+    with contextlib.suppress(OSError):
+        for entry in os.scandir(_PROC):
+            if not entry.name.isdigit():
+                continue
+            fields = stat_fields(int(entry.name))
+            if fields and len(fields) >= 22 and group in (int(fields[2]), int(fields[3])):
+                yield int(entry.name), fields
 
 
 _PAGE_MB = (os.sysconf("SC_PAGE_SIZE") if hasattr(os, "sysconf") else 4096) / (1024 * 1024)
@@ -93,20 +108,9 @@ def group_usage(group: int, exact_above_mb: float | None = None) -> GroupUsage |
     `exact_above_mb` the memory is recomputed from PSS (slower, and only needed then)."""
     if not _PROC.is_dir():
         return None
-    pids: list[int] = []
-    pages = 0
-    with contextlib.suppress(OSError):
-        for entry in os.scandir(_PROC):
-            if not entry.name.isdigit():
-                continue
-            fields = _stat_fields(Path(entry.path))
-            if not fields or len(fields) < 22:
-                continue
-            state, pgrp, session = fields[0], fields[2], fields[3]
-            if state in ("Z", "X") or (int(pgrp) != group and int(session) != group):
-                continue
-            pids.append(int(entry.name))
-            pages += int(fields[21])
+    live = [(pid, fields) for pid, fields in _in_group(group) if fields[0] not in ("Z", "X")]
+    pids = [pid for pid, _ in live]
+    pages = sum(int(fields[21]) for _, fields in live)
     rss_mb = pages * _PAGE_MB
     if exact_above_mb is not None and rss_mb > exact_above_mb:
         pss = [_pss_mb(pid) for pid in pids]
@@ -118,16 +122,7 @@ def group_usage(group: int, exact_above_mb: float | None = None) -> GroupUsage |
 def members(group: int) -> list[int]:
     """Pids in `group`'s process group or session (zombies included: they still need a kill
     of their parent to go away)."""
-    found: list[int] = []
-    if not _PROC.is_dir():
-        return found
-    with contextlib.suppress(OSError):
-        for entry in os.scandir(_PROC):
-            if entry.name.isdigit():
-                fields = _stat_fields(Path(entry.path))
-                if fields and len(fields) > 3 and group in (int(fields[2]), int(fields[3])):
-                    found.append(int(entry.name))
-    return found
+    return [pid for pid, _ in _in_group(group)] if _PROC.is_dir() else []
 
 
 def kill_group(group: int, rounds: int = 50) -> None:

@@ -13,6 +13,7 @@ import subprocess
 import tempfile
 from pathlib import Path
 
+from kernelscope.daemon.engine.child_limits import stat_fields
 from kernelscope.daemon.engine.errors import DataError
 
 FAILED_REF_PREFIX = "refs/kernelscope/failed/"
@@ -39,11 +40,8 @@ def _alive(pid: int) -> bool:
         return False
     except PermissionError:
         return True
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return True  # no /proc: trust kill(0)
-    return stat.rsplit(")", 1)[-1].split()[:1] != ["Z"]
+    fields = stat_fields(pid)
+    return fields is None or fields[0] != "Z"  # no /proc: trust kill(0)
 
 
 class Git:
