@@ -244,3 +244,22 @@ def test_demo(tmp_path: Path) -> None:
     )
     assert "next v4 | 1 masked" in result.file_lens and "interpreter runs only" in result.file_lens
     assert Git(result.workspace).run("status", "--porcelain") == ""
+
+
+def test_unnamed_first_iteration_is_the_baseline_in_both_records(tmp_path: Path) -> None:
+    """Without --action-category, v0 is "baseline" in its memory record and its experiment
+    alike (the experiment used to be built after v0.json existed and said "unspecified")."""
+    import subprocess
+
+    from kernelscope.daemon.engine.store import ExperimentStore
+    from tests.test_fault_injection import CLI, _env, make_gate_only_workspace
+
+    ws = make_gate_only_workspace(tmp_path, iterations=0, copies_up_to=-1)
+    db = tmp_path / "exp.sqlite"
+    subprocess.run(
+        [*CLI, "iterate", "-w", str(ws), "--db", str(db)], check=True, capture_output=True, env=_env(tmp_path)
+    )
+    record = json.loads((ws / "memory" / "v0.json").read_text())
+    assert record["optimization"]["action_category"] == "baseline"
+    (experiment,) = ExperimentStore(str(db)).list_experiments()
+    assert experiment.change_summary.startswith("baseline: ")

@@ -169,8 +169,8 @@ class Iteration:
         stops, stops_met = evaluate_stop_conditions(readme, bench)
         record = self._memory_record(version, bench, parent_entry, stops)
         memory_path = self.memory.write_record(version, record)
-        experiment = self._experiment(version, bench, parent_entry, readme)
         store = ExperimentStore(self.options.db_url)
+        experiment = self._experiment(store, version, bench, parent_entry, readme)
         store.create_experiment(experiment)
 
         result = IterationResult(
@@ -209,10 +209,9 @@ class Iteration:
 
     # -- records ----------------------------------------------------------------------
 
-    def _action(self) -> tuple[str, str]:
-        category = self.options.action_category or (
-            "baseline" if self.memory.next_version() == "v0" else "unspecified"
-        )
+    def _action(self, version: str) -> tuple[str, str]:
+        """The action category and description; an unnamed first iteration is the baseline."""
+        category = self.options.action_category or ("baseline" if version == "v0" else "unspecified")
         description = self.options.action_description or "no description given"
         return category, description
 
@@ -238,7 +237,7 @@ class Iteration:
         stops: list[StopConditionStatus],
     ) -> dict[str, Any]:
         record = memory_schema_template(version, utc_now_iso())
-        category, description = self._action()
+        category, description = self._action(version)
         headline = _headline(bench.configs) if bench.passed else None
         perf = record["performance"]
         if headline is not None and headline.candidate_ms is not None:
@@ -304,9 +303,13 @@ class Iteration:
         return record
 
     def _experiment(
-        self, version: str, bench: BenchResult, parent: MemoryEntry | None, readme: ReadmeInfo | None
+        self,
+        store: ExperimentStore,
+        version: str,
+        bench: BenchResult,
+        parent: MemoryEntry | None,
+        readme: ReadmeInfo | None,
     ) -> KernelExperiment:
-        store = ExperimentStore(self.options.db_url)
         workspace = str(self.ws.root)
         parent_id = ""
         if parent is not None:
@@ -322,7 +325,7 @@ class Iteration:
             parent_id = found[-1].id if found else ""
         scan = self.ws.kernels()
         kernels = [k.name for k in scan.kernels]
-        category, description = self._action()
+        category, description = self._action(version)
         parent_commit = parent.record.git_commit_hash if parent and parent.record else None
         score = bench.score if bench.passed else 0.0
         if score is not None and (not math.isfinite(score) or score <= 0):
