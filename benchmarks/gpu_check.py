@@ -29,6 +29,22 @@ AA_TOLERANCE = 0.02
 DIRECT_TOLERANCE = 0.02
 
 
+def _against_kernel(ws: Path, candidate: Path) -> Any:
+    """`candidate` timed against the workspace's own kernel.py on the GPU."""
+    from kernelscope.daemon.engine.bench import BenchRequest, run_benchmark
+
+    return run_benchmark(
+        BenchRequest(
+            workspace=ws,
+            candidate=candidate,
+            baseline=str(ws / "kernel.py"),
+            mode="gpu",
+            seeds=1,
+            timeout_s=300,
+        )
+    )
+
+
 def _load(path: Path, name: str) -> Any:
     spec = importlib.util.spec_from_file_location(name, path)
     assert spec and spec.loader
@@ -92,32 +108,14 @@ def main() -> int:
             },
             env=main_run.env,
         )
-        slow = run_benchmark(
-            BenchRequest(
-                workspace=ws,
-                candidate=ws / "kernel_slow.py",
-                baseline=str(ws / "kernel.py"),
-                mode="gpu",
-                seeds=1,
-                timeout_s=300,
-            )
-        )
+        slow = _against_kernel(ws, ws / "kernel_slow.py")
         check(
             f"{name}: slow variant loses",
             slow.passed and (slow.score or 9) < 1.0,
             score=slow.score,
             error=slow.error and slow.error.message,
         )
-        aa = run_benchmark(
-            BenchRequest(
-                workspace=ws,
-                candidate=ws / "kernel.py",
-                baseline=str(ws / "kernel.py"),
-                mode="gpu",
-                seeds=1,
-                timeout_s=300,
-            )
-        )
+        aa = _against_kernel(ws, ws / "kernel.py")
         ratios = {c.name: c.speedup for c in aa.configs}
         check(
             f"{name}: A/A ratio 1.00 +/- {AA_TOLERANCE}",
