@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import json
+import os
 import shutil
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -73,3 +75,20 @@ def store(db_url: str):  # type: ignore[no-untyped-def]
     opened = ExperimentStore(db_url)
     yield opened
     opened.close()
+
+
+def editor_session(tmp_path: Path, **extra_env: str) -> tuple[Path, Path, dict[str, str]]:
+    """For the headless editor tests: a copy of the vector-add workspace, the file the editor
+    script writes its findings to, and the environment the scripts read (KS_*)."""
+    ws = tmp_path / "kernel_opt_vector_add"
+    shutil.copytree(EXAMPLES / "vector_add", ws)
+    out = tmp_path / "result.json"
+    env = {
+        **os.environ,
+        "KS_OUT": str(out),
+        "KS_WS": str(ws),
+        "KS_DB": str(tmp_path / "exp.sqlite"),
+        "KS_CMD": json.dumps([sys.executable, "-m", "kernelscope.daemon.lsp"]),
+        **extra_env,
+    }
+    return ws, out, env

@@ -7,12 +7,11 @@ import json
 import os
 import shutil
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
-from tests.conftest import EXAMPLES, REPO_ROOT
+from tests.conftest import REPO_ROOT, editor_session
 
 pytestmark = pytest.mark.slow
 EMACS = shutil.which("emacs")
@@ -21,18 +20,7 @@ EMACS_DIR = REPO_ROOT / "editor-clients" / "emacs"
 
 def run_emacs(script: str, tmp_path: Path) -> dict:
     assert EMACS is not None, "CI must install emacs-nox, elpa-lsp-mode and elpa-eglot"
-    ws = tmp_path / "kernel_opt_vector_add"
-    shutil.copytree(EXAMPLES / "vector_add", ws)
-    out = tmp_path / "result.json"
-    env = {
-        **os.environ,
-        "KS_OUT": str(out),
-        "KS_WS": str(ws),
-        "KS_DB": str(tmp_path / "exp.sqlite"),
-        "KS_EL": str(EMACS_DIR / "kernelscope.el"),
-        "KS_CMD": json.dumps([sys.executable, "-m", "kernelscope.daemon.lsp"]),
-        "HOME": str(tmp_path),
-    }
+    _, out, env = editor_session(tmp_path, KS_EL=str(EMACS_DIR / "kernelscope.el"), HOME=str(tmp_path))
     proc = subprocess.run(
         [EMACS, "--batch", "-Q", "-l", str(EMACS_DIR / "tests" / script)],
         env=env,

@@ -7,12 +7,11 @@ import json
 import os
 import shutil
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
-from tests.conftest import EXAMPLES, REPO_ROOT
+from tests.conftest import REPO_ROOT, editor_session
 
 pytestmark = pytest.mark.slow
 NVIM = shutil.which("nvim")
@@ -23,17 +22,7 @@ NVIM = shutil.which("nvim")
 )
 def test_neovim_plugin(tmp_path: Path) -> None:
     assert NVIM is not None, "CI must install neovim"
-    ws = tmp_path / "kernel_opt_vector_add"
-    shutil.copytree(EXAMPLES / "vector_add", ws)
-    out = tmp_path / "result.json"
-    env = {
-        **os.environ,
-        "KS_OUT": str(out),
-        "KS_WS": str(ws),
-        "KS_DB": str(tmp_path / "exp.sqlite"),
-        "KS_PLUGIN": str(REPO_ROOT / "editor-clients" / "neovim"),
-        "KS_CMD": json.dumps([sys.executable, "-m", "kernelscope.daemon.lsp"]),
-    }
+    _, out, env = editor_session(tmp_path, KS_PLUGIN=str(REPO_ROOT / "editor-clients" / "neovim"))
     script = REPO_ROOT / "editor-clients" / "neovim" / "tests" / "headless_test.lua"
     proc = subprocess.run(
         [NVIM, "--headless", "-u", "NONE", "-c", f"luafile {script}"],

@@ -2,13 +2,8 @@
 ;; Driven by tests/test_editor_emacs.py: opens kernel.py of $KS_WS, starts lsp-mode with the
 ;; kernelscope client only, asks for code lenses and runs a command; writes JSON to $KS_OUT.
 
-(require 'package)
-;; Debian's elpa-* packages live here; -Q skips the site start-up that would add them.
-(add-to-list 'package-directory-list "/usr/share/emacs/site-lisp/elpa")
-(package-initialize)
-(require 'json)
+(load (expand-file-name "harness.el" (file-name-directory load-file-name)))
 (require 'lsp-mode)
-(load (getenv "KS_EL"))
 
 (setq lsp-auto-guess-root t
       lsp-enable-snippet nil
@@ -16,16 +11,7 @@
       lsp-enable-file-watchers nil
       lsp-keep-workspace-alive nil
       lsp-enabled-clients '(kernelscope)
-      lsp-session-file (make-temp-file "lsp-session")
-      kernelscope-command (append (json-read-from-string (getenv "KS_CMD")) nil)
-      kernelscope-initialization-options
-      (list :kernelscope (list :dbUrl (getenv "KS_DB") :mode "interpreter")))
-
-(defvar ks-result (list))
-
-(defun ks-finish (code)
-  (with-temp-file (getenv "KS_OUT") (insert (json-encode ks-result)))
-  (kill-emacs code))
+      lsp-session-file (make-temp-file "lsp-session"))
 
 (condition-case err
     (progn

@@ -2,22 +2,8 @@
 ;; eglot shows no code lenses: hover on a kernel name carries its experiment table.
 ;; Driven by tests/test_editor_emacs.py; writes JSON to $KS_OUT.
 
-(require 'package)
-(add-to-list 'package-directory-list "/usr/share/emacs/site-lisp/elpa")
-(package-initialize)
-(require 'json)
+(load (expand-file-name "harness.el" (file-name-directory load-file-name)))
 (require 'eglot)
-(load (getenv "KS_EL"))
-
-(setq kernelscope-command (append (json-read-from-string (getenv "KS_CMD")) nil)
-      kernelscope-initialization-options
-      (list :kernelscope (list :dbUrl (getenv "KS_DB") :mode "interpreter")))
-
-(defvar ks-result (list))
-
-(defun ks-finish (code)
-  (with-temp-file (getenv "KS_OUT") (insert (json-encode ks-result)))
-  (kill-emacs code))
 
 (condition-case err
     (progn

@@ -1,0 +1,22 @@
+;;; harness.el --- shared set-up of the `emacs --batch' tests -*- lexical-binding: t; -*-
+;; Loaded first by batch-test.el (lsp-mode) and eglot-test.el: Debian's ELPA packages,
+;; kernelscope.el from $KS_EL (its client definitions wait for lsp-mode or eglot to load), the
+;; daemon command and settings from $KS_CMD/$KS_DB, and `ks-finish', which writes
+;; `ks-result' as JSON to $KS_OUT and exits.
+
+(require 'package)
+;; Debian's elpa-* packages live here; -Q skips the site start-up that would add them.
+(add-to-list 'package-directory-list "/usr/share/emacs/site-lisp/elpa")
+(package-initialize)
+(require 'json)
+(load (getenv "KS_EL"))
+
+(setq kernelscope-command (append (json-read-from-string (getenv "KS_CMD")) nil)
+      kernelscope-initialization-options
+      (list :kernelscope (list :dbUrl (getenv "KS_DB") :mode "interpreter")))
+
+(defvar ks-result (list))
+
+(defun ks-finish (code)
+  (with-temp-file (getenv "KS_OUT") (insert (json-encode ks-result)))
+  (kill-emacs code))
