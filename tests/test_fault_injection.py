@@ -425,6 +425,16 @@ def test_stale_git_lock_recovery(tmp_path: Path) -> None:
     with pytest.raises(DataError, match=r"index\.lock"):
         git.commit_paths([ws / "a.txt"], "third")
     assert (ws / ".git" / "index.lock").exists()
+    # A loaded machine can delay the marker's rewrite (child pid, start time) past the moment
+    # git took its lock: the lock is judged against the recorded start, not the file's mtime.
+    (ws / ".git" / "index.lock").unlink()
+    lock = ws / ".git" / "index.lock"
+    lock.write_text("")
+    taken = lock.stat().st_mtime
+    os.utime(lock, (taken - 5, taken - 5))  # taken 5 s before the marker file was written
+    (markers / str(dead.pid)).write_text(f"{dead.pid} {taken - 6}")  # started 6 s before
+    git.commit_paths([ws / "a.txt"], "third")
+    assert not lock.exists() and not list(markers.iterdir())
 
 
 def test_concurrent_iterations_take_distinct_versions(tmp_path: Path) -> None:

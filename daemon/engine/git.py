@@ -11,6 +11,7 @@ from __future__ import annotations
 import os
 import subprocess
 import tempfile
+import time
 from pathlib import Path
 
 from kernelscope.daemon.engine.child_limits import stat_fields
@@ -56,6 +57,7 @@ class Git:
             environment.setdefault(key, value)
         environment.update(env or {})
         marker = None if args[0] in _READ_ONLY else self._begin_write()
+        started = time.time()  # before git can create any lock
         try:
             process = subprocess.Popen(
                 ["git", *args],
@@ -66,7 +68,9 @@ class Git:
                 env=environment,
             )
             if marker is not None:
-                marker.write_text(str(process.pid))
+                # The start time goes in the file: its mtime is that of this write, which a
+                # loaded machine may delay past the moment git created its lock.
+                marker.write_text(f"{process.pid} {started}")
             try:
                 stdout, stderr = process.communicate(timeout=GIT_TIMEOUT_S)
             except subprocess.TimeoutExpired:
@@ -124,8 +128,9 @@ class Git:
         for marker in (git_dir / "kernelscope" / "git-ops").iterdir():
             try:
                 owner = int(marker.name)
-                child = int(marker.read_text().strip() or 0)
-                since = marker.stat().st_mtime - 1.0
+                content = marker.read_text().split()  # "" until git runs, then "CHILD STARTED"
+                child = int(content[0]) if content else 0
+                since = (float(content[1]) if len(content) > 1 else marker.stat().st_mtime) - 1.0
             except (OSError, ValueError):
                 continue
             if owner == os.getpid() or _alive(owner) or _alive(child):
