@@ -1,61 +1,129 @@
-"""The daemon's per-folder settings: a dataclass structured by cattrs with a camelCase hook,
-as jedi-language-server does. cattrs is already loaded by pygls, so the server reads its
-settings without building pydantic models at start-up (initialize stays as fast as a bare
-pygls server's). Invalid values raise ValueError naming the field; the server then shows a
-message and keeps the previous settings."""
+"""The daemon's settings, split by who may set them.
+
+A workspace is often a repository cloned from someone else, and editors forward whatever its
+files say (VS Code's `.vscode/settings.json` reaches the server through
+`workspace/configuration`, declared keys or not). So:
+
+- `UserSettings` (which interpreter runs benchmarks, whether the workspace is trusted to run
+  kernel.py at all, where probes run, where experiments are stored, the restart agent, the
+  resource caps) come only from the user: `initializationOptions`, which the editor builds
+  from its *user* settings, or the user's config file. A folder answer never changes them.
+- `FolderSettings` (mode, seeds, debounce, whether to benchmark on save) may come from the
+  folder: they change how a run looks, not what runs or where. `benchOnSave` is a request
+  that `UserSettings.trusted` still gates.
+
+Both are dataclasses structured by cattrs with a camelCase hook, as jedi-language-server
+does; cattrs is already loaded by pygls, so the server reads its settings without building
+pydantic models at start-up. Invalid values raise ValueError naming the field; the server
+then shows a message and keeps the previous settings. `Settings` is the effective view of one
+workspace (user + folder), built by `Settings.compose`, never parsed from a client directly.
+"""
 
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, fields
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar
 
 import cattrs
 from cattrs.gen import make_dict_structure_fn, override
 from cattrs.v import format_exception
 
 Mode = Literal["auto", "gpu", "interpreter"]
+Executor = Literal["local", "ray"]
 
 
 @dataclass
-class Settings:
+class UserSettings:
+    """Settings that decide what runs, where, and with what limits: the user's alone."""
+
     db_url: str | None = None  # experiment store URL or SQLite path
     python: str | None = None  # interpreter with torch/triton for benchmarks
-    bench_on_save: bool = True
-    trusted: bool = False  # the client says the workspace is trusted (re-benchmark on save)
-    mode: Mode = "auto"
-    debounce_ms: int = 400
+    trusted: bool = False  # the editor says the workspace is trusted (kernel.py may run on save)
+    agent: str | None = None  # restart agent command
+    executor: Executor = "local"  # where background benchmarks run
+    ray_address: str | None = None  # Ray cluster address for executor "ray"
     timeout_s: float = 900.0
     memory_limit_mb: int | None = None  # resident-memory cap of a benchmark; None: half of RAM, 0: none
-    seeds: int = 2
-    agent: str | None = None  # restart agent command (user settings only)
-    executor: Literal["local", "ray"] = "local"  # where background benchmarks run
-    ray_address: str | None = None  # Ray cluster address for executor "ray"
 
     def __post_init__(self) -> None:
-        checks = [
-            ("benchOnSave", isinstance(self.bench_on_save, bool), "must be true or false"),
-            ("trusted", isinstance(self.trusted, bool), "must be true or false"),
-            ("mode", self.mode in ("auto", "gpu", "interpreter"), "must be auto, gpu or interpreter"),
-            ("debounceMs", 0 <= self.debounce_ms <= 60_000, "must be between 0 and 60000"),
-            ("timeoutS", self.timeout_s > 0, "must be positive"),
-            (
-                "memoryLimitMb",
-                self.memory_limit_mb is None or self.memory_limit_mb >= 0,
-                "must be 0 (no cap) or a positive number of MB",
-            ),
-            ("seeds", 1 <= self.seeds <= 20, "must be between 1 and 20"),
-        ]
-        problems = [f"{name}: {message}" for name, ok, message in checks if not ok]
-        if problems:
-            raise ValueError("; ".join(problems))
+        _check(
+            [
+                ("trusted", isinstance(self.trusted, bool), "must be true or false"),
+                ("executor", self.executor in ("local", "ray"), "must be local or ray"),
+                ("timeoutS", self.timeout_s > 0, "must be positive"),
+                (
+                    "memoryLimitMb",
+                    self.memory_limit_mb is None or self.memory_limit_mb >= 0,
+                    "must be 0 (no cap) or a positive number of MB",
+                ),
+            ]
+        )
 
-    def model_copy(self) -> Settings:
-        return Settings(**asdict(self))
+
+@dataclass
+class FolderSettings:
+    """Settings a workspace folder may choose: how runs look, never what runs."""
+
+    bench_on_save: bool = True  # a request: only trusted workspaces are benchmarked on save
+    mode: Mode = "auto"
+    debounce_ms: int = 400
+    seeds: int = 2
+
+    def __post_init__(self) -> None:
+        _check(
+            [
+                ("benchOnSave", isinstance(self.bench_on_save, bool), "must be true or false"),
+                ("mode", self.mode in ("auto", "gpu", "interpreter"), "must be auto, gpu or interpreter"),
+                ("debounceMs", 0 <= self.debounce_ms <= 60_000, "must be between 0 and 60000"),
+                ("seeds", 1 <= self.seeds <= 20, "must be between 1 and 20"),
+            ]
+        )
+
+
+@dataclass(frozen=True)
+class Settings:
+    """The effective settings of one workspace: the user's, then the folder's. Read-only."""
+
+    db_url: str | None = None
+    python: str | None = None
+    trusted: bool = False
+    agent: str | None = None
+    executor: Executor = "local"
+    ray_address: str | None = None
+    timeout_s: float = 900.0
+    memory_limit_mb: int | None = None
+    bench_on_save: bool = True
+    mode: Mode = "auto"
+    debounce_ms: int = 400
+    seeds: int = 2
+
+    @classmethod
+    def compose(cls, user: UserSettings, folder: FolderSettings) -> Settings:
+        return cls(**asdict(user), **asdict(folder))
+
+    @property
+    def runs_on_save(self) -> bool:
+        """Whether a save may run kernel.py: the folder may ask, only the user may allow."""
+        return self.bench_on_save and self.trusted
+
+
+USER_KEYS = frozenset(f.name for f in fields(UserSettings))
+FOLDER_KEYS = frozenset(f.name for f in fields(FolderSettings))
+
+
+def _check(checks: list[tuple[str, bool, str]]) -> None:
+    problems = [f"{name}: {message}" for name, ok, message in checks if not ok]
+    if problems:
+        raise ValueError("; ".join(problems))
 
 
 def _camel(name: str) -> str:
     head, *rest = name.split("_")
     return head + "".join(part.title() for part in rest)
+
+
+def _snake(name: str) -> str:
+    return "".join(f"_{c.lower()}" if c.isupper() else c for c in name)
 
 
 def _strict_bool(value: Any, _type: Any) -> bool:
@@ -65,13 +133,14 @@ def _strict_bool(value: Any, _type: Any) -> bool:
 
 
 _converter = cattrs.Converter(forbid_extra_keys=False)
-_converter.register_structure_hook(bool, _strict_bool)  # before the Settings hook is generated
-_converter.register_structure_hook(
-    Settings,
-    make_dict_structure_fn(
-        Settings, _converter, **{f.name: override(rename=_camel(f.name)) for f in fields(Settings)}
-    ),
-)
+_converter.register_structure_hook(bool, _strict_bool)  # before the dataclass hooks are generated
+for _cls in (UserSettings, FolderSettings):
+    _converter.register_structure_hook(
+        _cls,
+        make_dict_structure_fn(
+            _cls, _converter, **{f.name: override(rename=_camel(f.name)) for f in fields(_cls)}
+        ),
+    )
 
 
 def _format(exc: BaseException, type_: Any) -> str:
@@ -80,12 +149,48 @@ def _format(exc: BaseException, type_: Any) -> str:
     return format_exception(exc, type_)
 
 
-def settings_from(data: dict[str, Any], base: Settings) -> Settings:
-    """`base` updated with the camelCase (or snake_case) keys in `data`; unknown keys ignored."""
+_T = TypeVar("_T", UserSettings, FolderSettings)
+
+
+def _structure(cls: type[_T], data: dict[str, Any], base: _T) -> _T:
     merged = {_camel(k): v for k, v in asdict(base).items()}
-    merged.update({_camel(k): v for k, v in data.items()})
+    merged.update({_camel(_snake(k)): v for k, v in data.items()})
     try:
-        return _converter.structure(merged, Settings)
+        return _converter.structure(merged, cls)
     except cattrs.BaseValidationError as exc:
         messages = "; ".join(cattrs.transform_error(exc, format_exception=_format))
         raise ValueError(messages) from None
+
+
+def _known(data: dict[str, Any], keys: frozenset[str]) -> dict[str, Any]:
+    return {k: v for k, v in data.items() if isinstance(k, str) and _snake(k) in keys}
+
+
+def user_settings_from(
+    data: dict[str, Any], user: UserSettings | None = None, folder: FolderSettings | None = None
+) -> tuple[UserSettings, FolderSettings]:
+    """From the user (initializationOptions, the user's config file): user settings and the
+    folder defaults, camelCase or snake_case keys; unknown keys ignored."""
+    return (
+        _structure(UserSettings, _known(data, USER_KEYS), user or UserSettings()),
+        _structure(FolderSettings, _known(data, FOLDER_KEYS), folder or FolderSettings()),
+    )
+
+
+def folder_settings_from(data: dict[str, Any], base: FolderSettings) -> tuple[FolderSettings, list[str]]:
+    """From a folder (`workspace/configuration`, `didChangeConfiguration`): only folder keys
+    are read. The second value names the keys ignored: user-only ones (`trusted`, `python`,
+    `rayAddress`...) a folder may not set, and unknown ones."""
+    ignored = sorted(str(k) for k in data if not (isinstance(k, str) and _snake(k) in FOLDER_KEYS))
+    return _structure(FolderSettings, _known(data, FOLDER_KEYS), base), ignored
+
+
+def settings_from(data: dict[str, Any], base: Settings | None = None) -> Settings:
+    """Effective settings from one trusted (user) source: for tests and the CLI."""
+    base = base or Settings()
+    user, folder = user_settings_from(
+        data,
+        UserSettings(**{k: getattr(base, k) for k in USER_KEYS}),
+        FolderSettings(**{k: getattr(base, k) for k in FOLDER_KEYS}),
+    )
+    return Settings.compose(user, folder)

@@ -31,6 +31,7 @@ def schema_command() -> None:
     from pydantic import TypeAdapter
 
     from kernelscope.protocol.lsp import COMMAND_MODELS, JOB_RESULTS, Settings
+    from kernelscope.protocol.settings import FolderSettings, UserSettings
 
     document = {
         "commands": {
@@ -47,5 +48,9 @@ def schema_command() -> None:
             }
         },
         "settings": _camel_properties(TypeAdapter(Settings).json_schema()),
+        # Who may set what: user settings only from initializationOptions or the user's
+        # config file; folder settings also from workspace/configuration.
+        "userSettings": _camel_properties(TypeAdapter(UserSettings).json_schema()),
+        "folderSettings": _camel_properties(TypeAdapter(FolderSettings).json_schema()),
     }
     print(json.dumps(document, indent=2))

@@ -120,7 +120,7 @@ class Commands:
 
         # initializationOptions (the editor's user settings), never per-folder configuration,
         # which a cloned workspace can carry (.vscode/settings.json and the like).
-        agent = self.state.default_settings.agent or self._engine(user_config).get("agent")
+        agent = self.state.user.agent or self._engine(user_config).get("agent")
         if not agent:
             raise JsonRpcInvalidParams(
                 message="agent: no restart agent configured (set kernelscope.agent in your "

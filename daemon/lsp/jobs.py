@@ -176,7 +176,7 @@ class Jobs:
         """The benchmark interpreter from the user's settings (initializationOptions) only: a
         per-folder value could come from a cloned workspace's editor settings and would make
         the daemon run a program of the workspace's choosing."""
-        return self.state.default_settings.python
+        return self.state.user.python
 
     @staticmethod
     def _last_passing_kernel(ws: WorkspaceState, tmp: Path) -> Path | None:
@@ -242,7 +242,7 @@ class Jobs:
         """Debounced: each save restarts the timer; the probe cancels a running one."""
         ws.stale = True
         ws.invalidate("kernels")  # the numbers stay cached: they are only marked stale
-        if not (ws.settings.bench_on_save and ws.settings.trusted):
+        if not ws.settings.runs_on_save:
             return
         with self.state.lock:
             previous = self.pending_saves.pop(ws.root, None)

@@ -20,13 +20,12 @@ from lsprotocol import types
 from pygls.exceptions import JsonRpcInvalidRequest
 from pygls.lsp.server import LanguageServer
 
-from kernelscope.daemon.lsp import lenses
+from kernelscope.daemon.lsp import configuration, lenses
 from kernelscope.daemon.lsp.commands import Commands
 from kernelscope.daemon.lsp.diagnostics import probe_diagnostics
 from kernelscope.daemon.lsp.jobs import Jobs
 from kernelscope.daemon.lsp.state import ServerState, WorkspaceState, uri_to_path
 from kernelscope.daemon.lsp.watch import Watcher
-from kernelscope.protocol.settings import Settings, settings_from
 
 log = logging.getLogger("kernelscope.lsp")
 VERSION = "0.1.0"
@@ -83,17 +82,6 @@ class KernelscopeServer(LanguageServer):
 server = KernelscopeServer()
 
 
-def _settings(raw: Any, base: Settings) -> Settings:
-    data = raw.get("kernelscope", raw) if isinstance(raw, dict) else {}
-    if not isinstance(data, dict):
-        return base
-    try:
-        return settings_from(data, base)
-    except ValueError as exc:
-        server.show_warning(f"kernelscope: invalid settings ({exc}); keeping the previous values")
-        return base
-
-
 @server.feature(types.INITIALIZE)
 def initialize(ls: KernelscopeServer, params: types.InitializeParams) -> None:
     if ls.tcp_token is not None:
@@ -109,8 +97,7 @@ def initialize(ls: KernelscopeServer, params: types.InitializeParams) -> None:
     folders = [uri_to_path(f.uri) for f in params.workspace_folders or []]
     if not folders and params.root_uri:
         folders = [uri_to_path(params.root_uri)]
-    ls.state.default_settings = _settings(params.initialization_options, Settings())
-    log.info("settings from initializationOptions: %s", ls.state.default_settings)
+    configuration.apply_initialization_options(ls.state, params.initialization_options, ls.show_warning)
     ls.state.set_folders(folders)
     workspace_caps = params.capabilities.workspace
     ls.supports_lens_refresh = bool(
@@ -128,41 +115,19 @@ async def initialized(ls: KernelscopeServer, params: types.InitializedParams) ->
     import asyncio
 
     ls.state.loop = asyncio.get_running_loop()
-    await load_configuration(ls)
+    # Watch first: whatever the client does with the configuration request below, agents'
+    # writes to memory/ must refresh the lenses.
     ls.watcher.watch(list(ls.state.workspaces))
+    await configuration.load_folder_configuration(ls, ls.state, ls.show_warning)
     log.info("kernelscope serving %d optimization workspace(s)", len(ls.state.workspaces))
-
-
-async def load_configuration(ls: KernelscopeServer) -> None:
-    """Per-folder settings from `workspace/configuration` (section `kernelscope`)."""
-    caps = ls.client_capabilities.workspace
-    if not (caps and caps.configuration) or not ls.state.workspaces:
-        for ws in ls.state.workspaces.values():
-            ws.settings = ls.state.default_settings.model_copy()
-        return
-    roots = list(ls.state.workspaces)
-    try:
-        values = await ls.workspace_configuration_async(
-            types.ConfigurationParams(
-                items=[
-                    types.ConfigurationItem(scope_uri=root.as_uri(), section="kernelscope") for root in roots
-                ]
-            )
-        )
-    except Exception as exc:  # a client that answers badly keeps the defaults
-        log.warning("workspace/configuration failed: %s", exc)
-        return
-    for root, value in zip(roots, values or [], strict=False):
-        ls.state.workspaces[root].settings = _settings(value or {}, ls.state.default_settings)
 
 
 @server.feature(types.WORKSPACE_DID_CHANGE_CONFIGURATION)
 async def did_change_configuration(ls: KernelscopeServer, params: types.DidChangeConfigurationParams) -> None:
-    if isinstance(params.settings, dict) and params.settings:
-        ls.state.default_settings = _settings(params.settings, ls.state.default_settings)
-    await load_configuration(ls)
+    configuration.apply_change_payload(ls.state, params.settings, ls.show_warning)
+    await configuration.load_folder_configuration(ls, ls.state, ls.show_warning)
     for ws in ls.state.workspaces.values():
-        ls.refresh(ws, "all")  # the store, the mode... may have changed
+        ls.refresh(ws, "all")  # the mode, the seeds... may have changed
 
 
 @server.feature(types.WORKSPACE_DID_CHANGE_WORKSPACE_FOLDERS)

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from urllib.parse import unquote, urlparse
 
-from kernelscope.protocol.settings import Settings
+from kernelscope.protocol.settings import FolderSettings, Settings, UserSettings
 
 if TYPE_CHECKING:
     from kernelscope.daemon.engine.workspace import Workspace
@@ -44,7 +44,9 @@ class Job:
 @dataclass
 class WorkspaceState:
     root: Path
+    # Effective settings: the user's (ServerState.user) composed with this folder's own.
     settings: Settings = field(default_factory=Settings)
+    folder: FolderSettings = field(default_factory=FolderSettings)
     probe: BenchResult | None = None
     stale: bool = False
     job: Job | None = None
@@ -85,7 +87,11 @@ class ServerState:
     def __init__(self) -> None:
         self.folders: list[Path] = []
         self.workspaces: dict[Path, WorkspaceState] = {}
-        self.default_settings = Settings()
+        # Who may set what (protocol/settings.py): the user through initializationOptions,
+        # a folder through workspace/configuration (folder keys only).
+        self.user = UserSettings()
+        self.folder_defaults = FolderSettings()
+        self.ignored_keys_logged: set[tuple[str, str]] = set()
         self.loop: asyncio.AbstractEventLoop | None = None
         self.jobs: dict[str, Job] = {}
         # Commands and file work; a separate single worker serialises benchmarks (one GPU).
@@ -109,9 +115,18 @@ class ServerState:
             for candidate in candidates:
                 if _is_optimization_workspace(candidate):
                     found[candidate] = self.workspaces.get(candidate) or WorkspaceState(
-                        candidate, self.default_settings.model_copy()
+                        candidate, self.default_settings, self.folder_defaults
                     )
         self.workspaces = found
+
+    @property
+    def default_settings(self) -> Settings:
+        """What a workspace gets before (or without) its folder's own answer."""
+        return Settings.compose(self.user, self.folder_defaults)
+
+    def set_folder_settings(self, ws: WorkspaceState, folder: FolderSettings) -> None:
+        ws.folder = folder
+        ws.settings = Settings.compose(self.user, folder)
 
     def workspace_of(self, path: Path) -> WorkspaceState | None:
         path = path.resolve()

@@ -4,21 +4,28 @@
 import * as fs from "fs";
 import * as vscode from "vscode";
 import { ExecuteCommandRequest, LanguageClient, LanguageClientOptions, ServerOptions } from "vscode-languageclient/node";
-import { HistoryResult, MaskHalfResult, findWorkspace, initializationOptions, maskConfirmation, recordParams, statusText } from "./pure";
+import { FOLDER_KEYS, HistoryResult, MaskHalfResult, USER_KEYS, findWorkspace, folderSettingsOnly, initializationOptions, maskConfirmation, recordParams, statusText } from "./pure";
 import { showHistoryPanel } from "./history";
 
 let client: LanguageClient | undefined;
 let output: vscode.LogOutputChannel;
 let status: vscode.StatusBarItem;
 
+/** The user's own value of a setting (user settings, else the default): never a workspace's,
+ * whatever scope VS Code applies (settings that decide what runs are the user's alone). */
+function userValue<T>(config: vscode.WorkspaceConfiguration, key: string): T | undefined {
+  const inspected = config.inspect<T>(key);
+  return inspected?.globalValue ?? inspected?.defaultValue;
+}
+
 function settings(): Record<string, unknown> {
   const config = vscode.workspace.getConfiguration("kernelscope");
-  return {
-    command: config.get<string[]>("command") ?? ["kernelscope", "serve"],
-    dbUrl: config.get("dbUrl"), python: config.get("python"), benchOnSave: config.get("benchOnSave"),
-    mode: config.get("mode"), agent: config.get("agent"),
-    timeoutS: config.get("timeoutS"), memoryLimitMb: config.get("memoryLimitMb"),
+  const values: Record<string, unknown> = {
+    command: userValue<string[]>(config, "command") ?? ["kernelscope", "serve"],
   };
+  for (const key of USER_KEYS) values[key] = userValue(config, key);
+  for (const key of FOLDER_KEYS) values[key] = config.get(key);
+  return values;
 }
 
 async function startClient(context: vscode.ExtensionContext): Promise<void> {
@@ -30,6 +37,15 @@ async function startClient(context: vscode.ExtensionContext): Promise<void> {
     outputChannel: output,
     // Background benchmarks run kernel.py: only in trusted workspaces.
     initializationOptions: initializationOptions(current, vscode.workspace.isTrusted),
+    middleware: {
+      workspace: {
+        // Folder answers carry folder keys only (the server ignores the rest anyway).
+        configuration: async (params, token, next) => {
+          const answer = await next(params, token);
+          return Array.isArray(answer) ? answer.map(folderSettingsOnly) : answer;
+        },
+      },
+    },
   };
   client = new LanguageClient("kernelscope", "kernelscope", serverOptions, clientOptions);
   client.onNotification("kernelscope/jobFinished", (params: { kind: string; error?: string; cancelled?: boolean; background?: boolean }) => {

@@ -55,12 +55,28 @@ export function chartPoints(history: HistoryResult): { label: string; score: num
     .map((e) => ({ label: e.version ?? "?", score: e.score as number }));
 }
 
-/** Settings sent as initializationOptions; background benchmarks only when trusted. */
+/** Settings only the user may set (never a workspace's .vscode/settings.json): what runs,
+ * where, with which limits. Trust is not among them: it comes from `workspace.isTrusted`. */
+export const USER_KEYS = ["dbUrl", "python", "agent", "executor", "rayAddress", "timeoutS", "memoryLimitMb"];
+/** Settings a workspace folder may choose (how runs look, never what runs). */
+export const FOLDER_KEYS = ["benchOnSave", "mode", "seeds", "debounceMs"];
+
+/** Settings sent as initializationOptions: trust from VS Code's workspace trust only (a
+ * `trusted` key in the settings is ignored); background benchmarks only when trusted. */
 export function initializationOptions(settings: Record<string, unknown>, trusted: boolean): Record<string, unknown> {
-  const keys = ["dbUrl", "python", "benchOnSave", "mode", "agent", "timeoutS", "memoryLimitMb"];
   const options: Record<string, unknown> = { trusted };
-  for (const key of keys) {
+  for (const key of [...USER_KEYS, ...FOLDER_KEYS]) {
     if (settings[key] !== undefined && settings[key] !== null) options[key] = settings[key];
   }
   return { kernelscope: options };
+}
+
+/** A `workspace/configuration` answer cut down to the folder keys: VS Code's default handler
+ * forwards whatever a repository's .vscode/settings.json puts under `kernelscope`. */
+export function folderSettingsOnly(value: unknown): unknown {
+  if (value === null || typeof value !== "object" || Array.isArray(value)) return value;
+  const source = value as Record<string, unknown>;
+  const kept: Record<string, unknown> = {};
+  for (const key of FOLDER_KEYS) if (source[key] !== undefined) kept[key] = source[key];
+  return kept;
 }

@@ -1,6 +1,6 @@
 import { strict as assert } from "node:assert";
 import { test } from "node:test";
-import { chartPoints, findWorkspace, initializationOptions, maskConfirmation, recordParams, statusText } from "../src/pure";
+import { chartPoints, findWorkspace, folderSettingsOnly, initializationOptions, maskConfirmation, recordParams, statusText } from "../src/pure";
 
 test("findWorkspace walks up to kernel.py + memory/", () => {
   const present = new Set(["/a/ws/kernel.py", "/a/ws/memory"]);
@@ -47,4 +47,15 @@ test("initializationOptions carry trust and drop unset settings", () => {
     { kernelscope: { trusted: false, dbUrl: "/x.sqlite", mode: "auto" } });
   assert.deepEqual(initializationOptions({ memoryLimitMb: 0, timeoutS: 60, agent: undefined }, true),
     { kernelscope: { trusted: true, memoryLimitMb: 0, timeoutS: 60 } });
+});
+
+test("initializationOptions take trust from workspace trust only", () => {
+  assert.deepEqual(initializationOptions({ trusted: true, python: "/usr/bin/python3", seeds: 3 }, false),
+    { kernelscope: { trusted: false, python: "/usr/bin/python3", seeds: 3 } });
+});
+
+test("folderSettingsOnly keeps folder keys, drops trust, interpreter, executor and unknown keys", () => {
+  assert.deepEqual(folderSettingsOnly({ trusted: true, benchOnSave: true, python: "/bin/sh", rayAddress: "x:1", mode: "gpu", colour: 1 }),
+    { benchOnSave: true, mode: "gpu" });
+  assert.equal(folderSettingsOnly(null), null);
 });

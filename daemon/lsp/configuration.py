@@ -1,0 +1,129 @@
+"""Reading the daemon's settings from the client, by who may set what (protocol/settings.py).
+
+- `initializationOptions` are the user's: they set `UserSettings` and the folder defaults.
+- `workspace/configuration` answers and `didChangeConfiguration` payloads are the folder's
+  (editors fill them from workspace files such as `.vscode/settings.json`): only
+  `FolderSettings` keys are read; `trusted`, `python`, `rayAddress`, `dbUrl` and any unknown
+  key there are ignored and logged once per folder and key.
+
+The daemon never waits on the client without a limit: a client that answers
+`workspace/configuration` with null, garbage or not at all leaves the defaults in place
+after `CONFIGURATION_TIMEOUT_S`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from lsprotocol import types
+from pygls.lsp.server import LanguageServer
+
+from kernelscope.daemon.lsp.state import ServerState
+from kernelscope.protocol.settings import FolderSettings, folder_settings_from, user_settings_from
+
+log = logging.getLogger("kernelscope.lsp")
+CONFIGURATION_TIMEOUT_S = 3.0
+Warn = Callable[[str], None]
+
+
+def _section(raw: Any) -> dict[str, Any] | None:
+    """The `kernelscope` section of a client's settings object (or the object itself)."""
+    if not isinstance(raw, dict):
+        return None
+    data = raw.get("kernelscope", raw)
+    return data if isinstance(data, dict) else None
+
+
+def apply_initialization_options(state: ServerState, raw: Any, warn: Warn) -> None:
+    """The user's settings, from `initializationOptions`; invalid ones keep the defaults."""
+    data = _section(raw) or {}
+    try:
+        state.user, state.folder_defaults = user_settings_from(data)
+    except ValueError as exc:
+        warn(f"kernelscope: invalid settings ({exc}); keeping the defaults")
+    log.info(
+        "user settings from initializationOptions: %s; folder defaults: %s", state.user, state.folder_defaults
+    )
+
+
+def _folder_settings(
+    state: ServerState, where: str, raw: Any, base: FolderSettings, warn: Warn
+) -> FolderSettings:
+    data = _section(raw)
+    if data is None:
+        if raw is not None:
+            _log_once(
+                state,
+                where,
+                "(answer)",
+                f"ignored a malformed configuration answer for {where}: {raw!r:.200}",
+            )
+        return base
+    try:
+        folder, ignored = folder_settings_from(data, base)
+    except ValueError as exc:
+        warn(f"kernelscope: invalid settings for {where} ({exc}); keeping the previous values")
+        return base
+    for key in ignored:
+        _log_once(
+            state,
+            where,
+            key,
+            f"ignored '{key}' from the configuration of {where}: a folder may set only "
+            "benchOnSave, mode, seeds and debounceMs (trust, interpreter, executor, store and "
+            "caps come from the user's settings)",
+        )
+    return folder
+
+
+def _log_once(state: ServerState, where: str, key: str, message: str) -> None:
+    if (where, key) not in state.ignored_keys_logged:
+        state.ignored_keys_logged.add((where, key))
+        log.warning(message)
+
+
+def apply_change_payload(state: ServerState, raw: Any, warn: Warn) -> None:
+    """A `didChangeConfiguration` payload: folder defaults only (it carries workspace values)."""
+    if isinstance(raw, dict) and raw:
+        state.folder_defaults = _folder_settings(
+            state, "didChangeConfiguration", raw, state.folder_defaults, warn
+        )
+    for ws in state.workspaces.values():
+        state.set_folder_settings(ws, state.folder_defaults)
+
+
+async def load_folder_configuration(ls: LanguageServer, state: ServerState, warn: Warn) -> None:
+    """Each workspace's folder settings from `workspace/configuration` (section `kernelscope`),
+    bounded by CONFIGURATION_TIMEOUT_S; any failure keeps the folder defaults."""
+    for ws in state.workspaces.values():
+        state.set_folder_settings(ws, state.folder_defaults)
+    caps = ls.client_capabilities.workspace if ls.client_capabilities else None
+    if not (caps and caps.configuration) or not state.workspaces:
+        return
+    roots: list[Path] = list(state.workspaces)
+    params = types.ConfigurationParams(
+        items=[types.ConfigurationItem(scope_uri=root.as_uri(), section="kernelscope") for root in roots]
+    )
+    try:
+        values = await asyncio.wait_for(ls.workspace_configuration_async(params), CONFIGURATION_TIMEOUT_S)
+    except asyncio.TimeoutError:
+        log.warning(
+            "workspace/configuration got no answer in %.0f s: folder defaults kept", CONFIGURATION_TIMEOUT_S
+        )
+        return
+    except Exception as exc:  # a client that answers badly keeps the defaults
+        log.warning("workspace/configuration failed (%s): folder defaults kept", exc)
+        return
+    if not isinstance(values, (list, tuple)):
+        log.warning("workspace/configuration answered %r, not a list: folder defaults kept", values)
+        return
+    for root, value in zip(roots, values, strict=False):
+        ws = state.workspaces.get(root)
+        if ws is not None:
+            state.set_folder_settings(
+                ws, _folder_settings(state, str(root), value, state.folder_defaults, warn)
+            )

@@ -1,0 +1,228 @@
+"""Who may set what, through a real LSP client (pytest-lsp): a folder's `workspace/configuration`
+answer never grants trust, never picks the interpreter, the executor, the Ray cluster or the
+store; and a client that answers configuration with null, garbage or never does not stop the
+daemon from watching the workspace."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import shutil
+import sys
+from pathlib import Path
+
+import pytest
+import pytest_lsp
+from lsprotocol import types
+from pytest_lsp import ClientServerConfig, LanguageClient, client_capabilities
+
+from kernelscope.protocol.settings import FolderSettings, folder_settings_from, user_settings_from
+from tests.conftest import EXAMPLES
+from tests.test_lsp import _as_dict
+
+SERVER = [sys.executable, str(Path(__file__).parent / "no_torch_server.py")]
+
+# What a cloned repository's .vscode/settings.json (or any folder answer) might claim.
+HOSTILE_FOLDER_ANSWER = {
+    "trusted": True,
+    "benchOnSave": True,
+    "python": "/bin/false",
+    "agent": "rm -rf ~",
+    "executor": "ray",
+    "rayAddress": "127.0.0.1:9",
+    "dbUrl": "postgresql://attacker.invalid/steal",
+    "memoryLimitMb": 0,
+    "timeoutS": 1e9,
+    "debounceMs": 50,
+    "colour": "red",
+}
+
+
+def test_folder_answer_sets_folder_keys_only() -> None:
+    folder, ignored = folder_settings_from(HOSTILE_FOLDER_ANSWER, FolderSettings())
+    assert folder == FolderSettings(bench_on_save=True, debounce_ms=50)
+    assert ignored == sorted(set(HOSTILE_FOLDER_ANSWER) - {"benchOnSave", "debounceMs"})
+
+
+def test_user_settings_carry_folder_defaults() -> None:
+    user, folder = user_settings_from({"trusted": True, "python": "/usr/bin/python3", "mode": "interpreter"})
+    assert user.trusted and user.python == "/usr/bin/python3" and folder.mode == "interpreter"
+    with pytest.raises(ValueError, match="executor"):
+        user_settings_from({"executor": "slurm"})
+
+
+@pytest.fixture
+def workspace(tmp_path: Path) -> Path:
+    """The vector-add example whose kernel.py leaves a mark outside the workspace when run."""
+    ws = tmp_path / "folder" / "kernel_opt_vector_add"
+    shutil.copytree(EXAMPLES / "vector_add", ws)
+    return ws
+
+
+def marked_kernel(ws: Path) -> Path:
+    marker = ws.parent.parent / "kernel-ran"
+    source = (ws / "kernel.py").read_text()
+    (ws / "kernel.py").write_text(
+        source + f"\nimport pathlib\npathlib.Path({str(marker)!r}).write_text('ran')\n"
+    )
+    return marker
+
+
+def init_params(ws: Path, editor: str, user: dict) -> types.InitializeParams:
+    return types.InitializeParams(
+        capabilities=client_capabilities(editor),
+        workspace_folders=[types.WorkspaceFolder(uri=ws.parent.as_uri(), name="folder")],
+        initialization_options={
+            "kernelscope": {
+                "dbUrl": str(ws.parent.parent / "exp.sqlite"),
+                "mode": "interpreter",
+                "seeds": 1,
+                "debounceMs": 100,
+                "memoryLimitMb": 1500,
+                **user,
+            }
+        },
+        process_id=None,
+    )
+
+
+@pytest_lsp.fixture(params=["visual_studio_code", "neovim"], config=ClientServerConfig(server_command=SERVER))
+async def client(lsp_client: LanguageClient, request: pytest.FixtureRequest):
+    lsp_client.editor = request.param  # type: ignore[attr-defined]
+    lsp_client.finished = []  # type: ignore[attr-defined]
+    lsp_client.refreshes = 0  # type: ignore[attr-defined]
+    lsp_client.answer = None  # type: ignore[attr-defined]  # set by each test
+
+    @lsp_client.feature("kernelscope/jobFinished")
+    def on_finished(*args: object) -> None:
+        lsp_client.finished.append(args[-1])  # type: ignore[attr-defined]
+
+    @lsp_client.feature(types.WORKSPACE_CODE_LENS_REFRESH)
+    def on_refresh(params: None) -> None:
+        lsp_client.refreshes += 1  # type: ignore[attr-defined]
+
+    @lsp_client.feature(types.WORKSPACE_INLAY_HINT_REFRESH)
+    def on_inlay_refresh(params: None) -> None:
+        lsp_client.refreshes += 1  # type: ignore[attr-defined]
+
+    lsp_client.protocol.fm.features.pop(types.WORKSPACE_CONFIGURATION)  # pytest-lsp's default answer
+
+    @lsp_client.feature(types.WORKSPACE_CONFIGURATION)
+    async def configuration(params: types.ConfigurationParams) -> object:
+        answer = asyncio.ensure_future(lsp_client.answer(params))  # type: ignore[attr-defined]
+        released = asyncio.ensure_future(release.wait())
+        await asyncio.wait([answer, released], return_when=asyncio.FIRST_COMPLETED)
+        released.cancel()
+        if not answer.done():  # a client that never answered: answer at teardown, late
+            answer.cancel()
+            return []
+        return answer.result()
+
+    release = asyncio.Event()
+    yield
+    release.set()
+    await asyncio.sleep(0.1)
+    await lsp_client.shutdown_session()
+
+
+def save(client: LanguageClient, ws: Path) -> None:
+    client.text_document_did_save(
+        types.DidSaveTextDocumentParams(
+            text_document=types.TextDocumentIdentifier(uri=(ws / "kernel.py").as_uri())
+        )
+    )
+
+
+async def wait_for(predicate, timeout: float) -> bool:  # type: ignore[no-untyped-def]
+    deadline = asyncio.get_running_loop().time() + timeout
+    while not predicate():
+        if asyncio.get_running_loop().time() > deadline:
+            return False
+        await asyncio.sleep(0.1)
+    return True
+
+
+@pytest.mark.slow
+async def test_folder_answer_cannot_grant_trust(client: LanguageClient, workspace: Path) -> None:
+    """The user did not trust the workspace; its folder settings claim trust: nothing runs."""
+    marker = marked_kernel(workspace)
+    asked: list[types.ConfigurationParams] = []
+
+    async def answer(params: types.ConfigurationParams) -> list[dict]:
+        asked.append(params)
+        return [{"kernelscope": HOSTILE_FOLDER_ANSWER} for _ in params.items]
+
+    client.answer = answer  # type: ignore[attr-defined]
+    await client.initialize_session(init_params(workspace, client.editor, {"trusted": False}))  # type: ignore[attr-defined]
+    assert await wait_for(lambda: bool(asked), timeout=10), "the server never asked for configuration"
+    save(client, workspace)
+    await asyncio.sleep(4.0)  # the folder's debounce would be 50 ms
+    assert not marker.exists(), "kernel.py ran in a workspace the user did not trust"
+    assert client.finished == []  # type: ignore[attr-defined]
+    # an explicit user command still works: showHistory answers from the records alone
+    history = await client.workspace_execute_command_async(
+        types.ExecuteCommandParams(
+            command="kernelscope.showHistory", arguments=[{"workspace": str(workspace)}]
+        )
+    )
+    assert history["entries"]  # type: ignore[index]
+
+
+@pytest.mark.slow
+async def test_folder_answer_cannot_pick_executor_or_interpreter(
+    client: LanguageClient, workspace: Path
+) -> None:
+    """The user trusts the workspace; the folder asks for a foreign Ray cluster and /bin/false:
+    the probe still runs locally, with the user's interpreter, and passes."""
+    marker = marked_kernel(workspace)
+
+    async def answer(params: types.ConfigurationParams) -> list[dict]:
+        return [dict(HOSTILE_FOLDER_ANSWER) for _ in params.items]
+
+    client.answer = answer  # type: ignore[attr-defined]
+    await client.initialize_session(init_params(workspace, client.editor, {"trusted": True}))  # type: ignore[attr-defined]
+    await asyncio.sleep(0.5)
+    save(client, workspace)
+    assert await wait_for(lambda: bool(client.finished), timeout=120)  # type: ignore[attr-defined]
+    finished = _as_dict(client.finished[0])  # type: ignore[attr-defined]
+    assert isinstance(finished, dict)
+    assert "error" not in finished, finished
+    result = finished["result"]
+    assert result["passed"] is True, result
+    assert not any("Ray" in m for m in result.get("messages", [])), result["messages"]
+    assert marker.exists()  # it did run: trust came from the user
+    assert not (workspace.parent.parent / "attacker.invalid").exists()
+
+
+async def null_answer(params: types.ConfigurationParams) -> None:
+    return None
+
+
+async def garbage_answer(params: types.ConfigurationParams) -> object:
+    return {"not": "a list"}
+
+
+async def no_answer(params: types.ConfigurationParams) -> object:
+    await asyncio.sleep(3600)
+    return []
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("answer", [null_answer, garbage_answer, no_answer], ids=["null", "garbage", "never"])
+async def test_bad_configuration_answers_do_not_stop_the_watcher(
+    client: LanguageClient, workspace: Path, answer: object
+) -> None:
+    client.answer = answer  # type: ignore[attr-defined]
+    await client.initialize_session(init_params(workspace, client.editor, {"trusted": False}))  # type: ignore[attr-defined]
+    await asyncio.sleep(1.0)
+    before = client.refreshes  # type: ignore[attr-defined]
+    record = json.loads((workspace / "memory" / "v1.json").read_text())
+    record["masked"] = True
+    (workspace / "memory" / "v1.json").write_text(json.dumps(record, indent=2))  # an agent's write
+    assert await wait_for(lambda: client.refreshes > before, timeout=5), "memory/ change never refreshed"  # type: ignore[attr-defined]
+    lenses = await client.text_document_code_lens_async(
+        types.CodeLensParams(
+            text_document=types.TextDocumentIdentifier(uri=(workspace / "kernel.py").as_uri())
+        )
+    )
+    assert any(lens.command and "1 masked" in lens.command.title for lens in lenses or [])
