@@ -48,11 +48,13 @@ def test_extension_unit_tests(built_extension: Path) -> None:
     assert "# fail 0" in result.stdout and "# pass 8" in result.stdout
 
 
-@pytest.mark.skipif(
+E2E = pytest.mark.skipif(
     not (IN_CI or os.environ.get("KERNELSCOPE_E2E_VSCODE")),
     reason="set KERNELSCOPE_E2E_VSCODE=1 (installs code-server) to run locally; CI runs it",
 )
-def test_vscode_end_to_end(built_extension: Path, tmp_path: Path) -> None:
+
+
+def _code_server() -> Path:
     prefix = REPO_ROOT / ".cache" / "code-server"
     setup = subprocess.run(
         ["bash", str(EXTENSION / "e2e" / "setup-code-server.sh"), str(prefix)],
@@ -61,31 +63,82 @@ def test_vscode_end_to_end(built_extension: Path, tmp_path: Path) -> None:
         timeout=1500,
     )
     assert setup.returncode == 0, setup.stderr[-3000:]
-    ws = tmp_path / "kernel_opt_vector_add"
-    shutil.copytree(EXAMPLES / "vector_add", ws)
+    return prefix / "node_modules" / ".bin" / "code-server"
+
+
+def _run_e2e(
+    extension: Path, ws: Path, tmp_path: Path, screenshot: Path, scenario: str = "trusted"
+) -> tuple[subprocess.CompletedProcess[str], dict]:
     report = tmp_path / "report.json"
-    screenshot = EXTENSION / "e2e" / "screenshot.png"
     command = json.dumps([sys.executable, "-m", "kernelscope.daemon.lsp"])
     run = subprocess.run(
         [
             "node",
             str(EXTENSION / "e2e" / "run.mjs"),
-            str(prefix / "node_modules" / ".bin" / "code-server"),
-            str(built_extension),
+            str(_code_server()),
+            str(extension),
             str(ws),
             command,
             str(tmp_path / "exp.sqlite"),
             str(screenshot),
             str(report),
+            scenario,
         ],
         capture_output=True,
         text=True,
         timeout=600,
         cwd=EXTENSION,
     )
-    results = json.loads(report.read_text())
+    return run, json.loads(report.read_text())
+
+
+@E2E
+def test_vscode_end_to_end(built_extension: Path, tmp_path: Path) -> None:
+    ws = tmp_path / "kernel_opt_vector_add"
+    shutil.copytree(EXAMPLES / "vector_add", ws)
+    screenshot = EXTENSION / "e2e" / "screenshot.png"
+    run, results = _run_e2e(built_extension, ws, tmp_path, screenshot)
     assert run.returncode == 0 and results["error"] is None, (results, run.stderr[-3000:])
     assert any(text.startswith("target bandwidth >= 4.32TB/s") for text in results["lenses"])
     assert "best 1.22x v4 | latest 1.22x v4 | 4 runs, 1 failed" in results["lenses"]
     assert results["notification"].startswith("top experiments:")
     assert screenshot.stat().st_size > 10_000
+
+
+@E2E
+def test_vscode_workspace_settings_cannot_claim_trust(built_extension: Path, tmp_path: Path) -> None:
+    """A cloned repository whose .vscode/settings.json claims trust, names an interpreter, a
+    daemon command and a Ray cluster, opened in an untrusted (restricted) window: the user's
+    daemon starts, lenses show, and saving kernel.py runs nothing."""
+    ws = tmp_path / "kernel_opt_vector_add"
+    shutil.copytree(EXAMPLES / "vector_add", ws)
+    ran, hijacked = tmp_path / "kernel-ran", tmp_path / "command-hijacked"
+    kernel = ws / "kernel.py"
+    kernel.write_text(
+        kernel.read_text() + f"\nimport pathlib\npathlib.Path({str(ran)!r}).write_text('ran')\n"
+    )
+    (ws / ".vscode").mkdir()
+    (ws / ".vscode" / "settings.json").write_text(
+        json.dumps(
+            {
+                "kernelscope.trusted": True,
+                "kernelscope.benchOnSave": True,
+                "kernelscope.debounceMs": 50,
+                "kernelscope.mode": "interpreter",
+                "kernelscope.python": sys.executable,
+                "kernelscope.command": [
+                    "sh",
+                    "-c",
+                    f"touch {hijacked}; exec {sys.executable} -m kernelscope.daemon.lsp",
+                ],
+                "kernelscope.executor": "ray",
+                "kernelscope.rayAddress": "127.0.0.1:9",
+            }
+        )
+    )
+    run, results = _run_e2e(built_extension, ws, tmp_path, tmp_path / "untrusted.png", "untrusted")
+    assert run.returncode == 0 and results["error"] is None, (results, run.stderr[-3000:])
+    assert "best 1.22x v4 | latest 1.22x v4 | 4 runs, 1 failed" in results["lenses"]
+    assert results["saved"] and "# edited in an untrusted window" in kernel.read_text()
+    assert not hijacked.exists(), "the daemon was started with the workspace's command"
+    assert not ran.exists(), "saving kernel.py in an untrusted workspace ran it"

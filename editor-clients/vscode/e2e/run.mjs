@@ -1,7 +1,10 @@
 // End-to-end test in a real VS Code (code-server) driven by Debian's Chromium through
 // playwright-core: open an example workspace, wait for the lens text above a kernel, run a
 // palette command, see its result, save a screenshot. Writes a JSON report.
-//   node run.mjs <code-server bin> <vsix> <workspace> <kernelscope cmd JSON> <db> <screenshot> <report>
+//   node run.mjs <code-server bin> <vsix> <workspace> <kernelscope cmd JSON> <db> <screenshot> <report> [scenario]
+// scenario "untrusted": workspace trust on and the folder not trusted (restricted mode); after
+// the lens shows, kernel.py is edited and saved, and nothing else is done (the caller checks
+// that the save ran nothing).
 import { chromium } from "playwright-core";
 import { spawn, execFileSync } from "node:child_process";
 import { mkdtempSync, mkdirSync, writeFileSync } from "node:fs";
@@ -9,8 +12,9 @@ import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 
-const [codeServer, vsix, workspace, commandJson, db, screenshot, reportPath] = process.argv.slice(2);
-const report = { lenses: [], notification: null, error: null };
+const [codeServer, vsix, workspace, commandJson, db, screenshot, reportPath, scenario = "trusted"] = process.argv.slice(2);
+const untrusted = scenario === "untrusted";
+const report = { lenses: [], notification: null, saved: false, error: null };
 const state = mkdtempSync(join(tmpdir(), "ks-code-server-"));
 const extensions = join(state, "extensions");
 const userData = join(state, "user-data");
@@ -19,7 +23,9 @@ writeFileSync(join(userData, "User", "settings.json"), JSON.stringify({
   "kernelscope.command": JSON.parse(commandJson),
   "kernelscope.dbUrl": db,
   "kernelscope.mode": "interpreter",
-  "security.workspace.trust.enabled": false,
+  "security.workspace.trust.enabled": untrusted,
+  "security.workspace.trust.startupPrompt": "never",
+  "security.workspace.trust.emptyWindow": false,
   "workbench.startupEditor": "none",
   "workbench.tips.enabled": false,
   "telemetry.telemetryLevel": "off",
@@ -55,13 +61,22 @@ try {
   await lens.waitFor({ timeout: 120_000 });
   report.lenses = await page.locator(".codelens-decoration").allInnerTexts();
 
-  await page.keyboard.press("F1");
-  await page.keyboard.type("Kernelscope: Top Experiments");
-  await page.waitForTimeout(500);
-  await page.keyboard.press("Enter");
-  const note = page.locator(".notification-list-item", { hasText: "top experiments" }).first();
-  await note.waitFor({ timeout: 60_000 });
-  report.notification = await note.innerText();
+  if (untrusted) {
+    await page.locator(".monaco-editor .view-lines").first().click();
+    await page.keyboard.press("Control+End");
+    await page.keyboard.type("\n# edited in an untrusted window\n");
+    await page.keyboard.press("Control+S");
+    await page.waitForTimeout(10_000);  // far past the debounce and a vector-add probe
+    report.saved = true;
+  } else {
+    await page.keyboard.press("F1");
+    await page.keyboard.type("Kernelscope: Top Experiments");
+    await page.waitForTimeout(500);
+    await page.keyboard.press("Enter");
+    const note = page.locator(".notification-list-item", { hasText: "top experiments" }).first();
+    await note.waitFor({ timeout: 60_000 });
+    report.notification = await note.innerText();
+  }
   await page.screenshot({ path: screenshot });
 } catch (error) {
   report.error = String(error && error.stack || error);
