@@ -192,8 +192,17 @@ def _no_grad(model: Any, inputs: tuple[Any, ...]) -> Any:
 
 
 def load_problem(
-    reference_path: Path, candidate_path: Path, baseline_path: Path | None, entry: str
+    reference_path: Path,
+    candidate_path: Path,
+    baseline_path: Path | None,
+    entry: str,
+    workspace: Path | None = None,
 ) -> Problem:
+    if workspace is not None:  # layouts recognised by their files, not by the reference module
+        from kernelscope.kernels.sol_execbench import SolExecBenchProblem, is_sol_workspace
+
+        if is_sol_workspace(workspace):
+            return SolExecBenchProblem.load(workspace, reference_path, candidate_path, baseline_path, entry)
     reference = load_module(reference_path, "reference")
     candidate = load_module(candidate_path, "candidate")
     baseline = load_module(baseline_path, "baseline") if baseline_path else None

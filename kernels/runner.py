@@ -124,6 +124,9 @@ def _classify(exc: BaseException) -> str:
         text in str(exc).lower() for text in ("can't allocate memory", "out of memory")
     ):
         return "out_of_memory"
+    bench_kind = getattr(exc, "bench_kind", None)  # e.g. an input the problem cannot build
+    if bench_kind in ("unsupported", "setup"):
+        return str(bench_kind)
     module = type(exc).__module__ or ""
     if module.startswith("triton.compiler") or type(exc).__name__ in (
         "CompilationError",
@@ -212,6 +215,7 @@ class _Runner:
         name = str(config["name"])
         params = {k: v for k, v in config.items() if isinstance(v, (str, int, float, bool)) and k != "name"}
         result = ConfigResult(name=name, params=params, passed=False, seeds=list(range(self.args.seeds)))
+        result.shrunk_for_interpreter = config.get("shrunk_for_interpreter")
         candidate = problem.candidate(config)
         seen: list[tuple[list[Any], list[Any]]] = []
         worst = (0.0, 0.0, 0.0)
@@ -325,7 +329,7 @@ def run(args: argparse.Namespace) -> Any:
         if problems:
             return failure("unsupported", "; ".join(problems), status="unsupported")
     try:
-        problem = load_problem(reference_path, candidate_path, baseline_path, args.entry)
+        problem = load_problem(reference_path, candidate_path, baseline_path, args.entry, workspace=workspace)
     except ProblemError as exc:
         return failure("setup", str(exc))
     except BaseException as exc:  # the kernel (or reference) does not import
@@ -333,6 +337,7 @@ def run(args: argparse.Namespace) -> Any:
             raise
         tb = traceback.format_exc(limit=8)
         return failure("compile", f"failed to import: {type(exc).__name__}: {exc}", tb=tb)
+    common["entry_point"] = getattr(problem, "entry_label", None) or args.entry  # what was called
 
     if isinstance(problem, KernelBenchProblem):
         problem.prepare("cuda" if mode == "gpu" else "cpu")
@@ -431,8 +436,10 @@ def _summarise(
         if noisy:
             messages.append(noisy_message(score_ci))
     first_error = next((r.error for r in results if r.error), None)
+    failed = [r for r in results if not r.passed]
+    unsupported = bool(failed) and all(r.error and r.error.kind == "unsupported" for r in failed)
     return BenchResult(
-        status="ok" if passed else "gate_failed",
+        status="ok" if passed else ("unsupported" if unsupported else "gate_failed"),
         passed=passed,
         mode=mode,  # type: ignore[arg-type]
         configs=results,

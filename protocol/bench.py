@@ -73,6 +73,10 @@ class ConfigResult(_Model):
     tflops: float | None = None
     bandwidth_fraction: float | None = Field(default=None, description="of the README's peak")
     tflops_fraction: float | None = None
+    shrunk_for_interpreter: dict[str, list[int]] | None = Field(
+        default=None,
+        description="axes the CPU interpreter ran smaller: {axis: [original, used]} (var axes only)",
+    )
 
 
 class BenchResult(_Model):
