@@ -79,6 +79,33 @@ class ConfigResult(_Model):
     )
 
 
+class GateReport(_Model):
+    """What the workspace's own gate command reported about itself.
+
+    Read from the lines it prints: `<prefix> RESULT_JSON=<json>` (atrex's `test_kernel.py`
+    prints `[test_kernel] RESULT_JSON={...}` after running the SOL-ExecBench evaluator) or a
+    bare JSON object on the last JSON line. Kept whole so a client sees the gate's own
+    numbers next to (or, when the harness did not run, instead of) the harness's.
+    """
+
+    command: str
+    source: str | None = Field(default=None, description="the line's prefix, e.g. 'test_kernel'")
+    exit_code: int | None = None
+    total: int | None = Field(default=None, description="workloads evaluated")
+    passed: int | None = Field(default=None, description="workloads that passed")
+    all_pass: bool | None = None
+    failures: list[str] = Field(default_factory=list)
+    latency_us_by_shape: dict[str, float] = Field(
+        default_factory=dict, description="per-workload latency in microseconds, by workload id"
+    )
+    latency_us_geomean: float | None = None
+    latency_us_arith_mean: float | None = None
+    speedup_vs_ref_geomean: float | None = None
+    max_abs_err: float | None = None
+    max_rel_err: float | None = None
+    extra: dict[str, Any] = Field(default_factory=dict, description="other keys the gate printed")
+
+
 class BenchResult(_Model):
     """The outcome of benchmarking one candidate kernel against a baseline."""
 
@@ -100,6 +127,7 @@ class BenchResult(_Model):
     messages: list[str] = Field(default_factory=list)
     env: dict[str, Any] = Field(default_factory=dict)
     duration_s: float | None = None
+    gate: GateReport | None = Field(default=None, description="the workspace gate command's own report")
 
     @property
     def failed_configs(self) -> list[ConfigResult]:

@@ -32,8 +32,17 @@ from pydantic import ValidationError
 from kernelscope.daemon.engine import child_limits
 from kernelscope.daemon.engine.child_limits import ResourceLimits
 from kernelscope.daemon.engine.errors import UsageError
+from kernelscope.daemon.engine.gate_output import (
+    GateLines,
+    configs_from_json_line,
+    configs_from_report,
+    measured_by,
+    report_from,
+    summary,
+)
 from kernelscope.daemon.engine.readme_parser import parse_readme_file
-from kernelscope.protocol.bench import BenchError, BenchResult, ConfigResult
+from kernelscope.daemon.engine.scratch import Scratch, scratch_copy
+from kernelscope.protocol.bench import BenchError, BenchResult
 from kernelscope.protocol.workspace import ReadmeInfo
 
 STDERR_TAIL_BYTES = 4000
@@ -129,6 +138,9 @@ def _tail(path: Path) -> str:
     return ""
 
 
+MAX_PARTIAL_LINE = 1 << 20  # a gate's RESULT_JSON line with many workloads fits
+
+
 class _LineFollower:
     """Reads complete lines appended to the child's log since the last poll (bounded)."""
 
@@ -143,9 +155,16 @@ class _LineFollower:
             chunk = handle.read(1 << 20)
             self.offset += len(chunk)
             *lines, self.partial = (self.partial + chunk).split(b"\n")
-            self.partial = self.partial[-65536:]
+            self.partial = self.partial[-MAX_PARTIAL_LINE:]
             for line in lines:
                 self.on_line(line.decode("utf-8", errors="replace"))
+
+    def flush(self) -> None:
+        """The last line, when the child exited without ending it with a newline."""
+        self.poll()
+        if self.on_line is not None and self.partial:
+            line, self.partial = self.partial, b""
+            self.on_line(line.decode("utf-8", errors="replace"))
 
 
 @dataclass
@@ -172,8 +191,14 @@ def run_child(
 ) -> ChildOutcome:
     """Run a command in its own session with a timeout and resource caps; output goes to a
     file (and, line by line, to `on_line` while it runs). Whatever the child does, its whole
-    group is gone when this returns."""
+    group is gone when this returns.
+
+    `cwd` should be a scratch copy (`scratch.scratch_copy`), never the workspace: nothing
+    kernelscope runs may write there. The child never writes bytecode files
+    (PYTHONDONTWRITEBYTECODE=1), so a file it imports from outside its cwd (a candidate
+    elsewhere, the editor's last-passing kernel) gains no `__pycache__/` next to it."""
     limits = limits or ResourceLimits()
+    env = {**(os.environ if env is None else env), "PYTHONDONTWRITEBYTECODE": "1"}
     started = time.perf_counter()
     with tempfile.TemporaryDirectory(prefix="kernelscope-child-") as tmp:
         log = Path(tmp) / "output.log"
@@ -217,6 +242,7 @@ def run_child(
                 break
             # Reap anything the child left in its group or session (a forked grandchild).
             child_limits.kill_group(process.pid)
+            follower.flush()
         return ChildOutcome(
             process.returncode,
             timed_out,
@@ -304,68 +330,112 @@ def _classify_death(request: BenchRequest, outcome: ChildOutcome) -> BenchResult
     )
 
 
-def run_gate_command(request: BenchRequest, cancel: threading.Event | None = None) -> BenchResult | None:
-    """The workspace's own gate (e.g. `python test_kernel.py`): exit 0 passes.
+def _gate_mode(request: BenchRequest, env: dict[str, str]) -> str:
+    """What a gate measured on: the requested mode, else the interpreter when the gate runs
+    with TRITON_INTERPRET=1 or no GPU device node exists, else the GPU."""
+    if request.mode in ("gpu", "interpreter"):
+        return request.mode
+    if env.get("TRITON_INTERPRET") == "1":
+        return "interpreter"
+    gpu = any(os.path.exists(node) for node in ("/dev/nvidiactl", "/dev/kfd", "/dev/dxg"))
+    return "gpu" if gpu else "interpreter"
 
-    When the command prints a JSON object on its last JSON line,
-    `{"passed": bool, "message": str, "configs": [{"name", "passed", "max_abs_err",
-    "max_rel_err", "message"}]}`, those details are kept. None when no command is set.
+
+def run_gate_command(request: BenchRequest, cancel: threading.Event | None = None) -> BenchResult | None:
+    """The workspace's own gate (e.g. `python test_kernel.py --no-memory`): exit 0 passes.
+
+    It runs in a scratch copy of the workspace (`scratch.scratch_copy`): a gate is the
+    workspace owner's program and writes where it likes (atrex's test_kernel.py leaves
+    `traces.jsonl` and `submission.json` in its cwd), but nothing kernelscope runs may change
+    the workspace. A word of the command naming a path inside the workspace is pointed into
+    the copy; `python` is whatever PATH finds.
+
+    What the gate prints is read line by line (`gate_output`): a `<prefix> RESULT_JSON={...}`
+    line gives per-workload latencies (one configuration each), the geomean speedup vs the
+    gate's reference (the score), errors and named failures; a bare JSON line
+    `{"passed", "message", "configs": [...]}` gives per-configuration verdicts. Either one
+    saying it did not pass fails the gate even on exit status 0. None when no command is set.
     """
     if not request.gate_command:
         return None
-    argv = shlex.split(request.gate_command)
-    outcome = run_child(
-        argv,
-        request.workspace,
-        request.gate_timeout_s,
-        ResourceLimits.for_benchmark(request.memory_limit_mb),
-        cancel,
-    )
-    details: dict[str, Any] = {}
-    for line in reversed(outcome.output_tail.splitlines()):
-        line = line.strip()
-        if line.startswith("{"):
-            with contextlib.suppress(json.JSONDecodeError):
-                details = json.loads(line)
-                break
-    configs = []
-    for item in details.get("configs", []) if isinstance(details.get("configs"), list) else []:
-        with contextlib.suppress(ValidationError, TypeError):
-            configs.append(
-                ConfigResult(
-                    name=str(item.get("name", "?")),
-                    passed=bool(item.get("passed", False)),
-                    max_abs_err=item.get("max_abs_err"),
-                    max_rel_err=item.get("max_rel_err"),
-                )
+    command = request.gate_command
+    try:
+        words = shlex.split(command)
+    except ValueError as exc:
+        raise UsageError(f"the gate command {command!r} is not valid shell words: {exc}") from None
+    if not words:
+        raise UsageError("the gate command is empty")
+    workspace = request.workspace.expanduser().resolve()
+    lines = GateLines()
+    with scratch_copy(workspace, prefix="kernelscope-gate-") as scratch:
+        env = scratch.env(request.env)
+        mode = _gate_mode(request, env)
+        try:
+            outcome = run_child(
+                [scratch.map_argument(word) for word in words],
+                scratch.root,
+                request.gate_timeout_s,
+                ResourceLimits.for_benchmark(request.memory_limit_mb),
+                cancel,
+                env=env,
+                on_line=lines.feed,
             )
-    passed = outcome.returncode == 0 and not outcome.timed_out and not outcome.cancelled
-    if passed:
+        except OSError as exc:  # no such program, not executable
+            result = _failure(request, "gate_command", f"the gate command could not start: {exc}")
+            result.status, result.mode = "gate_failed", mode  # type: ignore[assignment]
+            return result
+    report = None
+    if lines.result_json is not None:
+        report = report_from(command, lines.result_json[0], lines.result_json[1], outcome.returncode)
+    details = lines.json_line or {}
+    by = measured_by(words, report.source if report else None)
+    configs = configs_from_report(report, workspace) if report else configs_from_json_line(details)
+    finished = not (outcome.timed_out or outcome.cancelled or outcome.limit_exceeded)
+    says_failed = (report is not None and report.all_pass is False) or (
+        report is None and details.get("passed") is False
+    )
+    messages = [summary(report, by)] if report else []
+    if finished and outcome.returncode == 0 and not says_failed:
+        timed = report is not None and bool(report.latency_us_by_shape)
+        speedup = report.speedup_vs_ref_geomean if report else None
+        if timed and mode == "interpreter":
+            messages.append("interpreter mode: the gate's timings are CPU figures, not GPU ones")
         return BenchResult(
             status="ok",
             passed=True,
-            mode="interpreter" if request.mode != "gpu" else "gpu",
-            workspace=str(request.workspace),
+            mode=mode,  # type: ignore[arg-type]
+            workspace=str(workspace),
             candidate=str(request.candidate),
-            baseline=str(request.baseline),
+            # the gate's speedup is against its own reference (SOL-ExecBench's reference.py)
+            baseline="reference" if timed else str(request.baseline),
             entry_point=str(request.entry),
             configs=configs,
-            messages=[f"gate command passed: {request.gate_command}"],
+            score=speedup if timed and speedup else None,
+            messages=[f"gate command passed: {command}", *messages],
+            gate=report,
         )
     if outcome.timed_out:
-        message = f"gate command timed out after {request.gate_timeout_s:g} s: {request.gate_command}"
+        message = f"gate command timed out after {request.gate_timeout_s:g} s: {command}"
+    elif outcome.cancelled:
+        message = f"gate command was cancelled: {command}"
     elif outcome.limit_exceeded:
-        message = f"gate command {outcome.limit_exceeded} and was killed: {request.gate_command}"
+        message = f"gate command {outcome.limit_exceeded} and was killed: {command}"
+    elif report is not None and report.failures:
+        count = f"{len(report.failures)} of {report.total}" if report.total else str(len(report.failures))
+        named = "; ".join(report.failures)
+        message = f"{by} failed {count} workloads: {named[:2000]}"
+    elif report is not None and says_failed:
+        message = f"{by} reported all_pass=false (exit status {outcome.returncode}): {command}"
     else:
         message = str(
-            details.get("message")
-            or f"gate command exited with status {outcome.returncode}: {request.gate_command}"
+            details.get("message") or f"gate command exited with status {outcome.returncode}: {command}"
         )
     result = _failure(
         request, "gate_command", message, stderr_tail=outcome.output_tail, exit_code=outcome.returncode
     )
-    result.status = "gate_failed"
-    result.configs = configs
+    result.status, result.mode = "gate_failed", mode  # type: ignore[assignment]
+    result.workspace = str(workspace)
+    result.configs, result.messages, result.gate = configs, messages, report
     return result
 
 
@@ -386,16 +456,45 @@ def _progress_reader(on_progress: Callable[[int, int], None] | None) -> Callable
 
 
 def run_benchmark(request: BenchRequest, cancel: threading.Event | None = None) -> BenchResult:
-    """Gate command (if any), then the harness runner; always returns a BenchResult."""
+    """Gate command (if any), then the harness runner; always returns a BenchResult.
+
+    Each command runs in its own scratch copy of the workspace; both copies are taken before
+    either command starts, so the gate and the harness judge the same files even while an
+    agent keeps editing the workspace.
+    """
     resolved, readme = _resolve(request)
-    gate = run_gate_command(resolved, cancel)
-    if gate is not None and not gate.passed:
-        return gate
-    if not resolved.reference or not resolved.reference.is_file():
-        if gate is not None:
-            gate.messages.append(f"no {resolved.reference} in the workspace: correctness only, no timing")
-            return gate
+    has_reference = bool(resolved.reference and resolved.reference.is_file())
+    if not has_reference and not resolved.gate_command:
         raise UsageError(f"no reference module {resolved.reference} (see the README's benchmark contract)")
+    with contextlib.ExitStack() as stack:
+        scratch = stack.enter_context(scratch_copy(resolved.workspace)) if has_reference else None
+        gate = run_gate_command(resolved, cancel)
+        if gate is not None and not gate.passed:
+            return gate
+        if scratch is None:
+            assert gate is not None
+            if gate.gate is None or not gate.gate.latency_us_by_shape:
+                gate.messages.append(f"no {resolved.reference} in the workspace: correctness only, no timing")
+            return gate
+        result = _run_harness(resolved, readme, scratch, cancel)
+    if gate is None:
+        return result
+    gate_timed = gate.gate is not None and bool(gate.gate.latency_us_by_shape)
+    if gate_timed and result.error is not None and result.error.kind == "setup":
+        # The harness cannot read this workspace's reference (a contract it has no adapter
+        # for); the gate measured it: its numbers are the result, and the reason is kept.
+        gate.messages.append(f"the harness could not run this workspace ({result.error.message})")
+        return gate
+    result.gate = gate.gate
+    result.messages[0:0] = gate.messages  # "gate command passed: ..." and the gate's numbers
+    return result
+
+
+def _run_harness(
+    resolved: BenchRequest, readme: ReadmeInfo | None, scratch: Scratch, cancel: threading.Event | None
+) -> BenchResult:
+    """The harness runner in `scratch`: every path it is given that the copy holds points
+    into the copy; paths in its result are reported as the workspace's own."""
     peak_gbps, peak_tflops = _peaks(readme) if readme else (None, None)
     with tempfile.TemporaryDirectory(prefix="kernelscope-bench-") as tmp:
         output = Path(tmp) / "result.json"
@@ -404,13 +503,13 @@ def run_benchmark(request: BenchRequest, cancel: threading.Event | None = None) 
             "-m",
             "kernelscope.kernels.runner",
             "--workspace",
-            str(resolved.workspace),
+            str(scratch.root),
             "--candidate",
-            str(resolved.candidate),
+            str(scratch.map(resolved.candidate)),
             "--baseline",
-            str(resolved.baseline),
+            "reference" if resolved.baseline == "reference" else str(scratch.map(resolved.baseline)),
             "--reference",
-            str(resolved.reference),
+            str(scratch.map(resolved.reference)),
             "--entry",
             str(resolved.entry),
             "--mode",
@@ -421,7 +520,7 @@ def run_benchmark(request: BenchRequest, cancel: threading.Event | None = None) 
             str(output),
         ]
         if resolved.parent is not None:
-            argv += ["--parent", str(resolved.parent)]
+            argv += ["--parent", str(scratch.map(resolved.parent))]
         if readme and readme.correctness_threshold:
             argv += ["--rel-err", str(readme.correctness_threshold.value)]
         if peak_gbps:
@@ -431,13 +530,14 @@ def run_benchmark(request: BenchRequest, cancel: threading.Event | None = None) 
         argv += resolved.extra_args
         outcome = run_child(
             argv,
-            resolved.workspace,
+            scratch.root,
             resolved.timeout_s,
             ResourceLimits.for_benchmark(resolved.memory_limit_mb),
             cancel,
-            env={**os.environ, **resolved.env} if resolved.env else None,
+            env=scratch.env(resolved.env),
             on_line=_progress_reader(resolved.on_progress),
         )
+        outcome.output_tail = scratch.restore_text(outcome.output_tail)
         if outcome.timed_out or outcome.cancelled or outcome.limit_exceeded or not output.is_file():
             return _classify_death(resolved, outcome)
         try:
@@ -449,6 +549,4 @@ def run_benchmark(request: BenchRequest, cancel: threading.Event | None = None) 
                 f"the runner wrote an unreadable result: {exc}",
                 stderr_tail=outcome.output_tail,
             )
-    if gate is not None:
-        result.messages.insert(0, f"gate command passed: {resolved.gate_command}")
-    return result
+    return BenchResult.model_validate(scratch.restore(result.model_dump()))

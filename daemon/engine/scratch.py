@@ -1,0 +1,262 @@
+"""Scratch copies: every command kernelscope runs on a workspace runs in a copy of it.
+
+A workspace belongs to the agent or person optimizing it; kernelscope only observes it unless
+asked to write (iterate, mask-half, record). The commands it runs are not so polite: atrex's
+`test_kernel.py` writes `traces.jsonl` and `submission.json` into its working directory (and
+`memory/v<N>.json` without `--no-memory`), Python drops `__pycache__/` next to every module it
+imports, and a kernel may write wherever it likes relative to its file. So the gate command,
+the harness runner and the editor's background probes run in a temporary copy outside the
+workspace, with `PYTHONDONTWRITEBYTECODE=1` and cache directories kept out of the workspace,
+and the copy is deleted afterwards.
+
+What is copied: in a git work tree, the files git would show, i.e. tracked files plus
+untracked files that are not ignored (`git ls-files --cached --others --exclude-standard`).
+That is what the workspace's own tools treat as the workspace: ignored files are outputs
+(`traces.jsonl`, `submission.json`, `*.ncu-rep`, caches) or the orchestrator's runtime
+symlinks (`/reference`, `/gpu-wiki`, `/reference-projects`: whole source trees), none of
+which a gate reads. Outside git, a plain copy that skips `.git` and cache or environment
+directories (`__pycache__`, `.venv`, `node_modules`, any directory holding `pyvenv.cfg`).
+Symbolic links are copied as links (never followed into a directory), re-pointed so that a
+link into the workspace lands in the copy and a link out of it still reaches its target.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+import stat
+import subprocess
+import sys
+import tempfile
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+SKIP_DIRS = frozenset(
+    {
+        ".git",
+        "__pycache__",
+        ".venv",
+        "venv",
+        "node_modules",
+        ".mypy_cache",
+        ".pytest_cache",
+        ".ruff_cache",
+        ".tox",
+        ".nox",
+        ".ipynb_checkpoints",
+    }
+)
+GIT_TIMEOUT_S = 60.0
+GIT_LS_FILES = (
+    "git",
+    "-c",
+    "core.quotepath=off",
+    "ls-files",
+    "-z",
+    "--cached",
+    "--others",
+    "--exclude-standard",
+)
+# Where Python, Triton and torch put caches; any of them pointing into the workspace is moved
+# into the scratch directory (a relative value already resolves there: the child's cwd).
+CACHE_VARIABLES = ("TRITON_CACHE_DIR", "TRITON_DUMP_DIR", "TRITON_OVERRIDE_DIR", "TORCHINDUCTOR_CACHE_DIR")
+
+
+def _inside(path: Path, root: Path) -> bool:
+    return path == root or root in path.parents
+
+
+def _git_listing(workspace: Path) -> list[str] | None:
+    """Tracked plus untracked-but-not-ignored paths relative to `workspace`; None when it is not
+    in a git work tree (or git is missing or lists nothing, e.g. a folder a parent repository
+    ignores): the caller then walks the tree instead."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("GIT_")}  # no inherited GIT_DIR
+    try:
+        done = subprocess.run(
+            [*GIT_LS_FILES],
+            cwd=workspace,
+            env=env,
+            capture_output=True,
+            timeout=GIT_TIMEOUT_S,
+            check=False,
+        )
+    except (OSError, subprocess.SubprocessError):
+        return None
+    if done.returncode != 0:
+        return None
+    names = sorted({n for n in done.stdout.decode("utf-8", "surrogateescape").split("\0") if n})
+    return names or None
+
+
+def _is_environment(directory: Path) -> bool:
+    return (directory / "pyvenv.cfg").is_file()
+
+
+def _walk(workspace: Path) -> list[str]:
+    """Every file (and link) under `workspace` except .git and cache/environment directories."""
+    names: list[str] = []
+    for current, dirs, files in os.walk(workspace, followlinks=False):
+        here = Path(current)
+        kept = []
+        for name in dirs:
+            path = here / name
+            if path.is_symlink():
+                names.append(path.relative_to(workspace).as_posix())  # copied as a link
+            elif name not in SKIP_DIRS and not _is_environment(path):
+                kept.append(name)
+        dirs[:] = kept
+        names.extend((here / name).relative_to(workspace).as_posix() for name in files)
+    return sorted(names)
+
+
+def workspace_files(workspace: Path) -> list[str]:
+    """The relative paths a scratch copy of `workspace` holds (see the module docstring)."""
+    listed = _git_listing(workspace)
+    return listed if listed is not None else _walk(workspace)
+
+
+def _copy_link(source: Path, target: Path, workspace: Path, root: Path) -> None:
+    link = os.readlink(source)
+    resolved = (source.parent / link).resolve() if not os.path.isabs(link) else Path(link).resolve()
+    if _inside(resolved, workspace):
+        # into the workspace: the same place in the copy (relative links already are)
+        new = link if not os.path.isabs(link) else str(root / resolved.relative_to(workspace))
+    else:
+        new = str(resolved)  # out of the workspace: the original target, absolute
+    os.symlink(new, target)
+
+
+def _copy_tree(source: Path, target: Path) -> None:
+    """A directory git lists as one entry (a submodule): copied whole, links as links."""
+
+    def ignore(directory: str, names: list[str]) -> set[str]:
+        return {n for n in names if n in SKIP_DIRS or _is_environment(Path(directory) / n)}
+
+    shutil.copytree(source, target, symlinks=True, ignore=ignore, dirs_exist_ok=True)
+
+
+def copy_workspace(workspace: Path, root: Path) -> int:
+    """Copy `workspace` (resolved) into the new directory `root`; returns the files copied.
+    A path that vanished since it was listed (an agent deleting a file) is skipped."""
+    root.mkdir(parents=True)
+    copied = 0
+    for name in workspace_files(workspace):
+        source, target = workspace / name, root / name
+        target.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            if source.is_symlink():
+                _copy_link(source, target, workspace, root)
+            elif source.is_dir():
+                _copy_tree(source, target)
+            elif source.is_file():
+                shutil.copy2(source, target)
+            else:
+                continue
+        except FileNotFoundError:
+            continue
+        copied += 1
+    return copied
+
+
+def _make_removable(function: Any, path: str, _exc: Any) -> None:
+    """rmtree's error hook: a child may leave read-only directories behind."""
+    with contextlib.suppress(OSError):
+        os.chmod(os.path.dirname(path), stat.S_IRWXU)
+        os.chmod(path, stat.S_IRWXU)
+        function(path)
+
+
+def remove_tree(path: Path) -> None:
+    """Delete a scratch directory whatever permissions the child left on it."""
+    if sys.version_info >= (3, 12):
+        shutil.rmtree(path, onexc=_make_removable)
+    else:
+        shutil.rmtree(path, onerror=_make_removable)
+
+
+@dataclass(frozen=True)
+class Scratch:
+    """A scratch copy of `workspace` at `root` (both resolved), and a private `cache` folder."""
+
+    workspace: Path
+    root: Path
+    cache: Path
+
+    def map(self, path: Path | str | None) -> Path | None:
+        """Where a child should read `path`: its copy when the copy holds it, otherwise the
+        original (outside the workspace, or not copied: a read-only use, e.g. the editor's
+        last-passing kernel under `.git/kernelscope/`)."""
+        if path is None:
+            return None
+        original = Path(path).expanduser().resolve()
+        if not _inside(original, self.workspace):
+            return original
+        copy = self.root / original.relative_to(self.workspace)
+        return copy if copy.exists() else original
+
+    def map_argument(self, argument: str) -> str:
+        """A command-line word naming a path inside the workspace, pointed into the copy."""
+        prefix = str(self.workspace)
+        if argument == prefix or argument.startswith(prefix + os.sep):
+            return str(self.root) + argument[len(prefix) :]
+        return argument
+
+    def restore_text(self, text: str) -> str:
+        """Paths of the copy in a message or traceback, shown as the workspace's own."""
+        return text.replace(str(self.root), str(self.workspace))
+
+    def restore(self, value: Any) -> Any:
+        """`restore_text` through a JSON-like value (a dumped result)."""
+        if isinstance(value, str):
+            return self.restore_text(value)
+        if isinstance(value, list):
+            return [self.restore(v) for v in value]
+        if isinstance(value, dict):
+            return {k: self.restore(v) for k, v in value.items()}
+        return value
+
+    def env(
+        self, extra: Mapping[str, str] | None = None, base: Mapping[str, str] | None = None
+    ) -> dict[str, str]:
+        """The child's environment: ours plus `extra`, no bytecode files, PWD the copy, and
+        any cache directory that would land in the workspace moved into the scratch folder."""
+        env = dict(os.environ if base is None else base)
+        env.update(extra or {})
+        env["PYTHONDONTWRITEBYTECODE"] = "1"
+        env["PWD"] = str(self.root)
+        for name in CACHE_VARIABLES:
+            value = env.get(name)
+            if value and os.path.isabs(value) and _inside(Path(value).resolve(), self.workspace):
+                env[name] = str(self.cache / name.lower())
+        # Triton's default cache is $TRITON_HOME or $HOME, then .triton/cache: fine unless that
+        # home is the workspace or inside it.
+        home = env.get("TRITON_HOME") or env.get("HOME")
+        if "TRITON_CACHE_DIR" not in env and home and _inside(Path(home).resolve(), self.workspace):
+            env["TRITON_CACHE_DIR"] = str(self.cache / "triton")
+        return env
+
+
+@contextlib.contextmanager
+def scratch_copy(workspace: Path, prefix: str = "kernelscope-scratch-") -> Iterator[Scratch]:
+    """A fresh copy of `workspace` in a temporary directory outside it, deleted on exit.
+
+    The copy keeps the workspace's folder name (`<tmp>/<name>/`): some gates and agents read
+    it (`kernel_opt_<name>`)."""
+    workspace = workspace.expanduser().resolve()
+    parent = Path(tempfile.mkdtemp(prefix=prefix)).resolve()
+    if _inside(parent, workspace):  # TMPDIR inside the workspace would defeat the point
+        shutil.rmtree(parent, ignore_errors=True)
+        fallback = "/tmp" if os.path.isdir("/tmp") else None
+        parent = Path(tempfile.mkdtemp(prefix=prefix, dir=fallback)).resolve()
+    try:
+        root = parent / (workspace.name or "workspace")
+        copy_workspace(workspace, root)
+        cache = parent / "cache"
+        cache.mkdir()
+        yield Scratch(workspace=workspace, root=root, cache=cache)
+    finally:
+        with contextlib.suppress(OSError):
+            remove_tree(parent)
