@@ -26,11 +26,15 @@ class WorkspaceParams(_Params):
 class MaskHalfParams(WorkspaceParams):
     dry_run: bool = Field(default=False, alias="dryRun")
     seed: int | None = None
-    force: bool = False
+    force: bool = Field(
+        default=False,
+        description="skip unreadable memory files, and write even when an orchestrator drives the workspace",
+    )
 
 
 class UnmaskParams(WorkspaceParams):
     versions: list[str] = Field(min_length=1)
+    force: bool = Field(default=False, description="write even when an orchestrator drives the workspace")
 
 
 class RecordExperimentParams(WorkspaceParams):
@@ -50,11 +54,13 @@ class RunIterationParams(WorkspaceParams):
     action_category: str | None = Field(default=None, alias="actionCategory")
     action_description: str | None = Field(default=None, alias="actionDescription")
     revert_on_fail: bool = Field(default=False, alias="revertOnFail")
+    force: bool = Field(default=False, description="write even when an orchestrator drives the workspace")
 
 
 class RestartParams(WorkspaceParams):
     seed: int | None = None
     timeout_s: float = Field(default=3600.0, gt=0, alias="timeoutS")
+    force: bool = Field(default=False, description="write even when an orchestrator drives the workspace")
 
 
 class BenchmarkParams(WorkspaceParams):

@@ -99,6 +99,17 @@ class ReadmeInfo(_Data):
     targets_digest: str = Field(
         default="", description="sha256 of the target, stop-condition and hardware-spec text"
     )
+    goal: str | None = Field(
+        default=None, description="the `## Goal` section's first statement (today's atrex READMEs)"
+    )
+    workload_count: int | None = Field(
+        default=None, description="`Workloads (shape set): N ...` in `## Config`"
+    )
+    stated_stop_conditions: list[str] = Field(
+        default_factory=list,
+        description="stop conditions stated in words (e.g. `Target utilization stop condition: 90%`) "
+        "that name no measurable threshold kernelscope can check",
+    )
     warnings: list[str] = Field(default_factory=list)
     errors: list[str] = Field(default_factory=list)
 
@@ -150,12 +161,58 @@ class VersionSummary(_Data):
     action: str | None = None
     path: str
     error: str | None = Field(default=None, description="why the file could not be read")
+    outcome: str | None = Field(
+        default=None, description="an episode outcome that promoted nothing: pivot, blocked, rejected..."
+    )
+    carried_from: str | None = Field(
+        default=None, description="its performance numbers are this version's, carried forward (not measured)"
+    )
+    speedup_vs_reference: float | None = Field(default=None, description="performance.speedup_vs_ref_geomean")
+    experiments: int | None = Field(default=None, description="experience.experiments recorded by the agent")
+    open_directions: int | None = None
+
+
+WorkspaceKind = Literal["atrex-v0.1", "sol-execbench", "atrex-bench", "kernelbench", "native"]
+
+
+class TargetSource(_Data):
+    """Where one target or stop condition was stated."""
+
+    text: str
+    source: str = Field(description="README.md line N, config.json, definition.json, the machine block...")
+
+
+class Supervisor(_Data):
+    """The orchestrator that drives a workspace: kernelscope only observes it by default."""
+
+    name: str = Field(description="e.g. 'atrex long-horizon supervisor'")
+    evidence: list[str] = Field(
+        description="the files that show it (.atrex_long_horizon/, memory/live.json...)"
+    )
+    running: bool = Field(default=False, description="an episode is in flight now")
+
+
+class WorkspaceProfile(_Data):
+    """What kind of workspace this is and what it is optimizing for, from the files present."""
+
+    kind: WorkspaceKind
+    harness: str = Field(description="how `kernelscope bench` measures it (the contract it uses)")
+    target_platform: str | None = None
+    framework: str | None = None
+    goal: str | None = None
+    workload_count: int | None = None
+    stop_conditions: list[TargetSource] = Field(default_factory=list)
+    targets_digest: str = Field(description="sha256 over every stated target (never of nothing)")
+    digest_sources: list[str] = Field(description="what the digest covers (README sections, files)")
+    supervisor: Supervisor | None = None
 
 
 class WorkspaceSummary(_Data):
     """A workspace at a glance: where its files are, its targets, kernels and memory."""
 
     root: str
+    kind: WorkspaceKind = "native"
+    profile: WorkspaceProfile | None = None
     readme_path: str | None = None
     kernel_path: str | None = None
     memory_dir: str | None = None

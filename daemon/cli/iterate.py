@@ -38,6 +38,13 @@ def iterate_command(
     timeout: Annotated[float, typer.Option("--timeout", min=1)] = 900.0,
     python: Annotated[OptStr, typer.Option("--python", help="Interpreter with torch/triton.")] = None,
     db: Annotated[OptStr, typer.Option("--db", help="Experiment database URL or SQLite path.")] = None,
+    force: Annotated[
+        bool,
+        typer.Option(
+            "--force",
+            help="Record and commit even when an orchestrator drives the workspace (never its next version).",
+        ),
+    ] = False,
     json_out: Annotated[bool, typer.Option("--json")] = False,
 ) -> None:
     """Run one iteration: gate + benchmark vs v0 and the parent, record, commit."""
@@ -55,6 +62,7 @@ def iterate_command(
             timeout_s=timeout,
             python=python,
             db_url=db,
+            force=force,
         ),
     )
     if json_out:

@@ -134,11 +134,16 @@ def _mask_command(masked: bool):  # type: ignore[no-untyped-def]
         include_baseline: Annotated[
             bool, typer.Option("--include-baseline", help="Allow masking v0 (normally refused).")
         ] = False,
+        force: Annotated[
+            bool, typer.Option("--force", help="Write even when an orchestrator drives the workspace.")
+        ] = False,
         json_out: JsonOpt = False,
     ) -> None:
         manager = _manager(workspace)
         versions = _versions(version, more)
-        changed = manager.set_masked(versions, masked, allow_baseline=include_baseline)
+        changed = manager.set_masked(
+            versions, masked, allow_baseline=include_baseline, allow_supervised=force
+        )
         if json_out:
             output.print_json({"changed": changed, "requested": versions, "masked": masked})
             return
@@ -198,20 +203,39 @@ def summary(workspace: WorkspaceOpt = Path("."), json_out: JsonOpt = False) -> N
         raise DataError(f"no memory files in {ws.memory_dir}")
     output.print_table(
         f"{ws.root.name}: next version {info.next_version}, {info.masked_count} masked",
-        ["version", "masked", "latency (us)", "TFLOPS", "GB/s", "speedup", "gate", "action"],
+        [
+            "version",
+            "masked",
+            "latency (us)",
+            "TFLOPS",
+            "GB/s",
+            "vs v0",
+            "vs ref",
+            "gate",
+            "outcome",
+            "experiments",
+            "open dirs",
+            "action",
+        ],
         [
             [
                 row.version,
                 "yes" if row.masked else "",
-                output.fmt(row.latency_us, ".3f"),
+                output.fmt(row.latency_us, ".3f")
+                if row.carried_from is None
+                else f"(from {row.carried_from})",
                 output.fmt(row.tflops, ".1f"),
                 output.fmt(row.bandwidth_gbps, ".1f"),
                 output.fmt(row.speedup_vs_v0, ".3f", "x"),
+                output.fmt(row.speedup_vs_reference, ".2f", "x"),
                 row.gate or "-",
+                row.outcome or "",
+                str(row.experiments or ""),
+                str(row.open_directions or ""),
                 row.action or "",
             ]
             if row.error is None
-            else [row.version, "?", "-", "-", "-", "-", "CORRUPT", row.error]
+            else [row.version, "?", "-", "-", "-", "-", "-", "CORRUPT", "", "", "", row.error]
             for row in info.versions
         ],
     )
@@ -247,13 +271,19 @@ def mask_half(
         typer.Option("--seed", help="Random seed (reported; pass it back to repeat a choice)."),
     ] = None,
     dry_run: Annotated[bool, typer.Option("--dry-run", help="Show the choice, write nothing.")] = False,
-    force: Annotated[bool, typer.Option("--force", help="Skip unreadable memory files.")] = False,
+    force: Annotated[
+        bool,
+        typer.Option(
+            "--force",
+            help="Skip unreadable memory files, and write even when an orchestrator drives the workspace.",
+        ),
+    ] = False,
     json_out: JsonOpt = False,
 ) -> None:
     """Mask half of the unmasked versions other than v0 and the current best."""
     ws = Workspace(workspace)
     kind = ws.readme().primary_kind if ws.readme_path.is_file() else None
-    result = ws.memory.mask_half(kind, seed=seed, dry_run=dry_run, force=force)
+    result = ws.memory.mask_half(kind, seed=seed, dry_run=dry_run, force=force, allow_supervised=force)
     if json_out:
         output.print_json(result)
         return

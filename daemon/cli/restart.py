@@ -33,7 +33,11 @@ def restart_command(
     ] = 3600.0,
     knowledge_base: Annotated[OptStr, typer.Option("--kb", help="Knowledge-base path for the brief.")] = None,
     force: Annotated[
-        bool, typer.Option("--force", help="mask-half despite unreadable memory files.")
+        bool,
+        typer.Option(
+            "--force",
+            help="mask-half despite unreadable memory files, and when an orchestrator drives the workspace.",
+        ),
     ] = False,
     json_out: Annotated[bool, typer.Option("--json")] = False,
 ) -> None:

@@ -22,6 +22,7 @@ from typing import Any
 from kernelscope.daemon.engine.atomic_io import workspace_lock
 from kernelscope.daemon.engine.bench import BenchRequest, run_benchmark
 from kernelscope.daemon.engine.errors import DataError
+from kernelscope.daemon.engine.formats.atrex import refuse_if_supervised, reserved_versions
 from kernelscope.daemon.engine.git import FAILED_REF_PREFIX, Git
 from kernelscope.daemon.engine.memory import MemoryEntry, utc_now_iso
 from kernelscope.daemon.engine.store import ExperimentStore
@@ -29,7 +30,7 @@ from kernelscope.daemon.engine.workspace import Workspace
 from kernelscope.protocol.bench import BenchResult, ConfigResult
 from kernelscope.protocol.commands import IterationResult, StopConditionStatus
 from kernelscope.protocol.experiment import KernelExperiment
-from kernelscope.protocol.memory import memory_schema_template
+from kernelscope.protocol.memory import format_version, memory_schema_template, parse_version
 from kernelscope.protocol.workspace import ReadmeInfo
 
 
@@ -47,6 +48,7 @@ class IterateOptions:
     db_url: str | None = None
     extra_args: tuple[str, ...] = ()
     on_progress: Callable[[int, int], None] | None = None
+    force: bool = False  # write even when an orchestrator drives the workspace
 
 
 def _headline(configs: list[ConfigResult]) -> ConfigResult | None:
@@ -125,6 +127,9 @@ class Iteration:
             raise DataError(f"no kernel.py in {self.ws.root}")
         if not self.git.is_repository():
             raise DataError(f"{self.ws.root} is not a git repository: run `git init` there first")
+        refuse_if_supervised(
+            self.ws.root, "run an iteration (record a version and commit it)", self.options.force
+        )
         readme = self.ws.readme() if self.ws.readme_path.is_file() else None
         entries = self.memory.scan()
         baseline_entry, parent_entry = self._baseline_and_parent(entries)
@@ -163,7 +168,7 @@ class Iteration:
         parent_entry: MemoryEntry | None,
         messages: list[str],
     ) -> IterationResult:
-        version = self.memory.next_version()
+        version = self._free_version()
         if version == "v0" and bench.passed:
             bench.score = 1.0  # the baseline is the reference point of every later score
         stops, stops_met = evaluate_stop_conditions(readme, bench)
@@ -206,6 +211,15 @@ class Iteration:
         self.git.commit_paths([memory_path], f"{version}: record commit hash {commit[:12]}")
         result.commit = commit
         return result
+
+    def _free_version(self) -> str:
+        """The next version, never one a supervisor's running episode will write (when the
+        user forced an iteration into a supervised workspace)."""
+        number = parse_version(self.memory.next_version())
+        reserved = reserved_versions(self.ws.root)
+        while number in reserved:
+            number += 1
+        return format_version(number)
 
     # -- records ----------------------------------------------------------------------
 

@@ -9,7 +9,9 @@ metric); experiments in the store, when present, add per-kernel detail.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path
 
+from kernelscope.daemon.engine.formats import atrex
 from kernelscope.daemon.engine.memory import MemoryEntry
 from kernelscope.daemon.engine.workspace import Workspace
 from kernelscope.protocol.experiment import KernelSummary
@@ -24,6 +26,8 @@ class VersionScore:
     version: str
     score: float | None
     passed: bool
+    label: str | None = None  # "pivot", "blocked"...: an episode outcome, not a failed kernel
+    carried_from: str | None = None  # its numbers are another version's, carried forward
 
 
 def memory_scores(entries: list[MemoryEntry], readme: ReadmeInfo | None) -> list[VersionScore]:
@@ -36,6 +40,12 @@ def memory_scores(entries: list[MemoryEntry], readme: ReadmeInfo | None) -> list
         record = entry.record
         assert record is not None
         score = None
+        outcome = atrex.record_outcome(record)
+        if not outcome.measured:  # a carried-forward latency is not this version's measurement
+            scores.append(
+                VersionScore(entry.version, None, record.gate_passed, outcome.label, outcome.carried_from)
+            )
+            continue
         if base is not None:
             base_latency, latency = base.metric("latency_us"), record.metric("latency_us")
             if base_latency and latency:
@@ -45,7 +55,7 @@ def memory_scores(entries: list[MemoryEntry], readme: ReadmeInfo | None) -> list
                 base_value, value = base.metric(metric), record.metric(metric)
                 if base_value and value:
                     score = value / base_value
-        scores.append(VersionScore(entry.version, score, record.gate_passed))
+        scores.append(VersionScore(entry.version, score, record.gate_passed, outcome.label))
     return scores
 
 
@@ -69,13 +79,22 @@ def kernel_lens(summary: KernelSummary | None, scores: list[VersionScore]) -> st
     scored = [s for s in tried if s.passed and s.score is not None]
     best = max(scored, key=lambda s: s.score or 0.0) if scored else None
     last = tried[-1]
-    failed = sum(1 for s in tried if not s.passed)
+    # A pivot or blocked episode is an outcome of the search, not a kernel that failed its gate.
+    outcomes: dict[str, int] = {}
+    for s in tried:
+        if s.label:
+            outcomes[s.label] = outcomes.get(s.label, 0) + 1
+    failed = sum(1 for s in tried if not s.passed and not s.label)
     best_text = f"best {best.score:.2f}x {best.version}" if best else "best -"
-    if last.passed and last.score is not None:
+    if last.label:
+        carried = f", kept {last.carried_from}" if last.carried_from else ""
+        latest_text = f"latest {last.version} {last.label}{carried}"
+    elif last.passed and last.score is not None:
         latest_text = f"latest {last.score:.2f}x {last.version}"
     else:
         latest_text = f"latest {'FAILED' if not last.passed else '-'} {last.version}"
-    return f"{best_text} | {latest_text} | {len(tried)} runs, {failed} failed"
+    extra = "".join(f", {count} {label}" for label, count in sorted(outcomes.items()))
+    return f"{best_text} | {latest_text} | {len(tried)} runs, {failed} failed{extra}"
 
 
 def _mode(entry: MemoryEntry) -> str | None:
@@ -98,7 +117,12 @@ def file_lens(
     if condition is not None:
         metric = _METRIC_OF_KIND[condition.kind]
         passing = [
-            e for e in entries if e.record and e.record.gate_passed and e.record.metric(metric) is not None
+            e
+            for e in entries
+            if e.record
+            and e.record.gate_passed
+            and e.record.metric(metric) is not None
+            and atrex.record_outcome(e.record).measured
         ]
         target = f"target {condition.kind} {condition.comparator} {condition.value:g}{condition.unit}"
         if passing:
@@ -127,9 +151,74 @@ def file_lens(
             parts.append(f"{target} | interpreter runs only (CPU timings are not GPU figures)")
         else:
             parts.append(f"{target} | no passing measurement yet")
+    elif readme is not None and readme.goal:
+        parts.append(_goal_progress(readme.goal, entries))
     else:
         parts.append("no stop conditions in README.md")
-    parts.append(f"next {format_version(entries[-1].number + 1 if entries else 0)}")
+    live = atrex.live_episode(ws.memory_dir)
+    if live is not None:
+        parts.append(f"running: {live.describe()}")
+    next_text = f"next {format_version(entries[-1].number + 1 if entries else 0)}"
+    if atrex.supervisor(ws.root) is not None:
+        next_text += " (the supervisor's; kernelscope observes)"
+    parts.append(next_text)
     masked = sum(1 for e in entries if e.masked)
     parts.append(f"{masked} masked")
     return " | ".join(parts)
+
+
+def _goal_progress(goal: str, entries: list[MemoryEntry]) -> str:
+    """A README that states a goal instead of a threshold (today's atrex: minimize the geomean
+    latency over the workloads): the best measured latency and its speedup vs the reference."""
+    text = goal if len(goal) <= 60 else goal[:59] + "…"
+    measured = [
+        (e, e.record.metric("latency_us"))
+        for e in entries
+        if e.record and e.record.gate_passed and atrex.record_outcome(e.record).measured
+    ]
+    measured = [(e, value) for e, value in measured if value is not None]
+    if not measured:
+        return f"goal: {text} | no passing measurement yet"
+    best, latency = min(measured, key=lambda item: item[1])
+    speedup = atrex.speedup_vs_reference(best.record) if best.record else None
+    versus = f", {speedup:.2f}x vs reference" if speedup is not None else ""
+    return f"goal: {text} | best {latency:.4g} us {best.version}{versus}"
+
+
+def recorded_notes(root: Path, entries: list[MemoryEntry], versions: int = 4) -> list[str]:
+    """Markdown lines for hover: what the agents recorded for the newest `versions` versions
+    (experiments with their decision and result, open directions, the episode outcome,
+    per-workload latency), and the running episode. Nothing when the records hold none."""
+    lines: list[str] = []
+    live = atrex.live_episode(root / "memory")
+    if live is not None:
+        lines += [f"**running now**: {live.describe()}", ""]
+    recorded = [e for e in entries if e.record is not None and not e.masked]
+    for entry in reversed(recorded[-versions:]):
+        record = entry.record
+        assert record is not None
+        outcome = atrex.record_outcome(record)
+        notes = atrex.experiments(record)
+        directions = atrex.open_directions(record)
+        shapes = atrex.latency_by_shape(record)
+        journal = atrex.journal_of(root, entry.version)
+        if not (notes or directions or shapes or outcome.label or journal):
+            continue
+        gate = record.gate_result or "?"
+        head = f"**{entry.version}** {gate}"
+        if outcome.describe():
+            head += f", {outcome.describe()}"
+        lines.append(head)
+        lines += [f"- {note.line()}" for note in notes[:8]]
+        if len(notes) > 8:
+            lines.append(f"- … {len(notes) - 8} more experiments")
+        if shapes:
+            kind = "carried" if outcome.carried_from else "measured"
+            cells = " · ".join(f"{name[:8]} {value:.3g} us" for name, value in list(shapes.items())[:6])
+            lines.append(f"- per workload ({kind}): {cells}")
+        if journal is not None and journal.summary:
+            lines.append(f"- episode {journal.episode} {journal.state}: {journal.summary}")
+        if directions:
+            lines.append(f"- open directions: {'; '.join(directions[:3])}")
+        lines.append("")
+    return lines

@@ -37,6 +37,7 @@ from kernelscope.daemon.engine.atomic_io import (
     workspace_lock,
 )
 from kernelscope.daemon.engine.errors import DataError, KernelscopeError, UsageError
+from kernelscope.daemon.engine.formats import atrex
 from kernelscope.protocol.commands import MaskHalfResult
 from kernelscope.protocol.memory import (
     MemoryRecord,
@@ -306,8 +307,11 @@ class MemoryManager:
                     )
                 )
                 continue
-            latency = record.metric("latency_us")
+            outcome = atrex.record_outcome(record)
+            latency = record.metric("latency_us") if outcome.measured else None
             speedup = base_latency / latency if base_latency and latency else None
+            notes = atrex.experiments(record)
+            directions = atrex.open_directions(record)
             action = None
             optimization = record.optimization
             if optimization is not None:
@@ -328,6 +332,11 @@ class MemoryManager:
                     speedup_vs_v0=speedup,
                     action=action,
                     path=str(entry.path),
+                    outcome=outcome.label,
+                    carried_from=outcome.carried_from,
+                    speedup_vs_reference=atrex.speedup_vs_reference(record) if outcome.measured else None,
+                    experiments=len(notes) if notes else None,
+                    open_directions=len(directions) if directions else None,
                 )
             )
         return rows
@@ -405,8 +414,17 @@ class MemoryManager:
             atomic_write_text(file_path, text)
         return data
 
-    def set_masked(self, versions: Iterable[str], masked: bool, allow_baseline: bool = False) -> list[str]:
+    def set_masked(
+        self,
+        versions: Iterable[str],
+        masked: bool,
+        allow_baseline: bool = False,
+        allow_supervised: bool = False,
+    ) -> list[str]:
         """Mask or unmask versions (only the `masked` key changes). All are checked first."""
+        from kernelscope.daemon.engine.formats.atrex import refuse_if_supervised
+
+        refuse_if_supervised(self.workspace, "mask or unmask memory records", allow_supervised)
         normalized = list(dict.fromkeys(normalize_version(v) for v in versions))
         if not normalized:
             raise UsageError("no versions given")
@@ -474,14 +492,20 @@ class MemoryManager:
         seed: int | None = None,
         dry_run: bool = False,
         force: bool = False,
+        allow_supervised: bool = False,
     ) -> MaskHalfResult:
         """Mask half of the optimization experience, as the partial-restart seed asks.
 
         Candidates are the unmasked versions other than v0 and the current best; half of
         them (rounded down) are chosen with a seeded RNG and masked, and an entry saying
         what was masked, with the seed and time, is appended to the latest unmasked
-        record's `pitfalls_and_fixes`. Corrupt files make it refuse unless `force`.
+        record's `pitfalls_and_fixes`. Corrupt files make it refuse unless `force`; a
+        workspace an orchestrator drives, unless `allow_supervised` (formats.atrex).
         """
+        if not dry_run:
+            from kernelscope.daemon.engine.formats.atrex import refuse_if_supervised
+
+            refuse_if_supervised(self.workspace, "mask half of the memory", allow_supervised)
         seed = secrets.randbits(32) if seed is None else seed
         with self._lock():
             entries = self.scan()

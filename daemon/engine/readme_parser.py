@@ -74,7 +74,15 @@ _TARGET_KEYS = {
     "dtype": "dtype",
     "kernel type": "kernel_type",
     "kernel_type": "kernel_type",
+    "runtime architecture": "arch",
 }
+# Sections that state targets: the seed's `## Target` / `## Task Context`, and today's atrex
+# READMEs' `## Config` (SOL-ExecBench seeds) and `## Campaign` (Atrex-Bench seeds).
+_TARGET_SECTIONS = ("target", "context", "config", "campaign")
+_DIGEST_SECTIONS = ("goal", "config", "campaign", "ground truth")
+_BACKTICKED = re.compile(r"^`([^`]*)`")
+_WORKLOADS = re.compile(r"^workloads?\b[^:]*:\s*`?(\d+)\b", re.I)
+_BOLD_LEAD = re.compile(r"^\*\*(.+?)\*\*")
 
 
 def parse_readme_file(path: Path) -> ReadmeInfo:
@@ -95,6 +103,7 @@ def parse_readme(text: str, path: str = "README.md") -> ReadmeInfo:
 
     target = _parse_target(sections, warnings)
     stop_conditions = _parse_stop_conditions(sections, warnings)
+    stated = _stated_stop_conditions(sections, stop_conditions)
     threshold = _parse_threshold(lines)
     specs = _parse_hardware_specs(lines)
     digest = _targets_digest(sections, specs, lines)
@@ -106,13 +115,23 @@ def parse_readme(text: str, path: str = "README.md") -> ReadmeInfo:
         hardware_specs=specs,
         stop_conditions=stop_conditions,
         targets_digest=digest,
+        goal=_parse_goal(sections),
+        workload_count=_parse_workload_count(sections),
+        stated_stop_conditions=stated,
         warnings=warnings,
         errors=errors,
     )
     block = _find_machine_block(lines)
     if block is not None:
         _apply_machine_block(info, *block)
-    if not info.stop_conditions:
+    if not info.stop_conditions and (info.goal or info.stated_stop_conditions):
+        info.warnings.append(
+            "README states a goal but no measurable stop condition: kernelscope shows progress "
+            "against the goal (today's atrex keeps numeric stop conditions as orchestrator flags "
+            "such as --max-iters, --max-stall, --target-util); add a ```kernelscope block with "
+            "stop_conditions to have the target checked"
+        )
+    elif not info.stop_conditions:
         info.warnings.append(
             "README has no stop conditions: add bullets under '## Stop Conditions' such as "
             "'- memory-bound target: bandwidth >= 3.87TB/s' (or a ```kernelscope block); "
@@ -175,8 +194,9 @@ def _bullets(section: _Section) -> list[tuple[int, str]]:
 def _parse_target(sections: list[_Section], warnings: list[str]) -> TargetInfo:
     values: dict[str, str] = {}
     other: dict[str, str] = {}
-    # `## Target` first; `## Task Context` (atrex template) only fills what is missing.
-    for section in _sections_named(sections, "target") + _sections_named(sections, "context"):
+    # `## Target` first; `## Task Context` (atrex template) and today's `## Config` /
+    # `## Campaign` only fill what is missing.
+    for section in [s for needle in _TARGET_SECTIONS for s in _sections_named(sections, needle)]:
         if "stop" in section.key or "isa" in section.key:
             continue
         for line_no, bullet in _bullets(section):
@@ -184,7 +204,12 @@ def _parse_target(sections: list[_Section], warnings: list[str]) -> TargetInfo:
             if not match:
                 continue
             key = match.group(1).strip().lower().replace("_", " ")
+            if key.startswith("target ") and key[len("target ") :] in _TARGET_KEYS:
+                key = key[len("target ") :]  # `Target platform: \`B200\``
             value = _TRAILING_NOTE.sub("", match.group(2).strip())
+            quoted = _BACKTICKED.match(value)
+            if quoted:
+                value = quoted.group(1).strip()  # `\`Triton\` (V0 starts as PyTorch; ...)`
             if not value:
                 continue
             if _PLACEHOLDER.search(value) and _PLACEHOLDER.sub("", value).strip(" /.,") == "":
@@ -196,6 +221,29 @@ def _parse_target(sections: list[_Section], warnings: list[str]) -> TargetInfo:
             else:
                 other.setdefault(key, value)
     return TargetInfo(**values, other=other)
+
+
+def _parse_goal(sections: list[_Section]) -> str | None:
+    """The first statement of `## Goal`: its bold lead when it has one, else its first sentence."""
+    for section in _sections_named(sections, "goal"):
+        text = " ".join(line.strip() for line in section.lines if line.strip())
+        if not text:
+            continue
+        bold = _BOLD_LEAD.match(text)
+        if bold:
+            return bold.group(1).strip()
+        return re.split(r"(?<=[.!?])\s|\s\(", text, maxsplit=1)[0].strip()[:200]
+    return None
+
+
+def _parse_workload_count(sections: list[_Section]) -> int | None:
+    """`Workloads (shape set): 3 in workload.jsonl` in `## Config` -> 3."""
+    for section in [s for needle in _TARGET_SECTIONS for s in _sections_named(sections, needle)]:
+        for _, bullet in _bullets(section):
+            match = _WORKLOADS.match(bullet)
+            if match:
+                return int(match.group(1))
+    return None
 
 
 # -- stop conditions --------------------------------------------------------------------
@@ -242,6 +290,24 @@ def _parse_stop_conditions(sections: list[_Section], warnings: list[str]) -> lis
             if condition is not None:
                 conditions.append(condition)
     return conditions
+
+
+def _stated_stop_conditions(sections: list[_Section], parsed: list[StopCondition]) -> list[str]:
+    """Stop conditions stated in words: bullets of a stop-conditions section that name no
+    measurable threshold, and `... stop condition: ...` bullets elsewhere (Atrex-Bench's
+    `## Campaign` has `Target utilization stop condition: 90%`)."""
+    parsed_lines = {c.line for c in parsed}
+    stated: list[str] = []
+    for section in sections:
+        in_stop = "stop condition" in section.key
+        if not (in_stop or any(needle in section.key for needle in _TARGET_SECTIONS)):
+            continue
+        for line_no, bullet in _bullets(section):
+            if line_no in parsed_lines or _PLACEHOLDER.search(bullet):
+                continue
+            if in_stop or "stop condition" in bullet.lower():
+                stated.append(bullet.replace("`", "")[:200])
+    return stated
 
 
 # -- threshold and hardware specs -------------------------------------------------------
@@ -299,7 +365,11 @@ def _targets_digest(sections: list[_Section], specs: list[HardwareSpec], lines: 
     """A hash of what an agent must not change: targets, stop conditions, hardware specs."""
     hasher = hashlib.sha256()
     for section in sections:
-        if ("target" in section.key and "isa" not in section.key) or "stop" in section.key:
+        if (
+            ("target" in section.key and "isa" not in section.key)
+            or "stop" in section.key
+            or any(needle in section.key for needle in _DIGEST_SECTIONS)
+        ):
             hasher.update(section.key.encode())
             for line in section.lines:
                 hasher.update(line.rstrip().encode() + b"\n")

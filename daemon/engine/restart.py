@@ -25,6 +25,8 @@ from pathlib import Path
 from typing import Any
 
 from kernelscope.daemon.engine.errors import DataError, UsageError
+from kernelscope.daemon.engine.formats import atrex
+from kernelscope.daemon.engine.formats.atrex import refuse_if_supervised
 from kernelscope.daemon.engine.git import Git
 from kernelscope.daemon.engine.workspace import Workspace
 from kernelscope.protocol.commands import RestartReport
@@ -46,7 +48,7 @@ class RestartOptions:
     seed: int | None = None
     timeout_s: float = 3600.0
     knowledge_base: str | None = None
-    force: bool = False  # mask-half despite unreadable memory files
+    force: bool = False  # mask-half despite unreadable memory files, and in a supervised workspace
     brief_dir: Path | None = None
 
 
@@ -58,15 +60,20 @@ def digest_experience(records: list[dict[str, Any]]) -> dict[str, list[str]]:
         "failed": [],
         "lessons": [],
         "open_directions": [],
+        "experiments": [],
     }
     for record in records:
         version = record.get("version", "?")
         optimization = record.get("optimization") if isinstance(record.get("optimization"), dict) else {}
         action = optimization.get("action_category") or "?"
         description = optimization.get("action_description") or ""
-        digest["tried"].append(f"{version}: {action} - {description}".strip(" -"))
+        outcome = atrex.record_outcome(record)
+        label = f" [{outcome.describe()}]" if outcome.describe() else ""
+        digest["tried"].append(f"{version}: {action} - {description}".strip(" -") + label)
+        for note in atrex.experiments(record):
+            digest["experiments"].append(f"{version}: {note.line()}")
         gate = record.get("quality_gate") if isinstance(record.get("quality_gate"), dict) else {}
-        if str(gate.get("result", "")).upper() == "PASS":
+        if str(gate.get("result", "")).upper() == "PASS" and outcome.measured:
             perf = record.get("performance") if isinstance(record.get("performance"), dict) else {}
             digest["worked"].append(f"{version}: {action} (latency_us={perf.get('latency_us')})")
         elif gate.get("result") is not None:
@@ -76,11 +83,34 @@ def digest_experience(records: list[dict[str, Any]]) -> dict[str, list[str]]:
                 lesson = item.get("lesson") or item.get("root_cause") or item.get("error_message")
                 if lesson:
                     digest["lessons"].append(f"{version}: {lesson}")
-        for direction in record.get("open_directions") or []:
-            digest["open_directions"].append(
-                f"{version}: {direction if isinstance(direction, str) else json.dumps(direction)}"
-            )
+        for direction in atrex.open_directions(record):
+            digest["open_directions"].append(f"{version}: {direction}")
     return digest
+
+
+# What a fresh agent is told to do, per workspace kind (today's atrex removed the seed's
+# single-agent stages for its own layouts; kernelscope describes the workflow that fits).
+WORKFLOW_OF_KIND = {
+    "sol-execbench": (
+        "Continue optimizing this SOL-ExecBench op: edit only kernel.py's destination-passing "
+        "`run(*inputs, *outputs)`; the ground truth (definition.json, reference.py, workload.jsonl) "
+        "is immutable. Validate and benchmark every iteration with `python test_kernel.py "
+        "--version v<N>` (every workload must pass under its own tolerance); the goal is the "
+        "lowest geomean latency over the workloads."
+    ),
+    "atrex-bench": (
+        "Continue optimizing this Atrex-Bench problem: edit kernel.py, validate and benchmark with "
+        "the workspace's `python test_kernel.py`; the problem files are immutable."
+    ),
+    "kernelbench": (
+        "Continue optimizing this KernelBench problem: `ModelNew` in kernel.py must match the "
+        "reference `Model` on `get_inputs()`; measure with `kernelscope bench`."
+    ),
+}
+DEFAULT_WORKFLOW = (
+    "Continue the gpu-kernel-profile-optimizer workflow (Stage 1 Profile on the current kernel.py, "
+    "then Stages 2-6) in this workspace."
+)
 
 
 class PartialRestart:
@@ -95,7 +125,7 @@ class PartialRestart:
         entries = self.ws.memory.scan()
         parent = self.ws.root.parent
         return {
-            "targets_digest": readme.targets_digest if readme else None,
+            "targets_digest": self.ws.profile(readme).targets_digest,
             "memory_files": sorted(e.path.name for e in entries),
             "v0_masked": next((e.masked for e in entries if e.number == 0), False),
             "siblings": sorted(p.name for p in parent.iterdir() if p.is_dir()) if parent.is_dir() else [],
@@ -118,7 +148,10 @@ class PartialRestart:
         records, _ = self.ws.memory.read_all()
         unmasked = [str(self.ws.memory.path_of(r["version"])) for r in records]
         digest = digest_experience(records)
-        stop_conditions = [c.text for c in readme.stop_conditions]
+        profile = self.ws.profile(readme)
+        stop_conditions = [c.text for c in profile.stop_conditions]
+        if profile.goal:
+            stop_conditions.insert(0, f"goal: {profile.goal}")
         kb = self.options.knowledge_base or os.environ.get("KERNELSCOPE_KB", "")
         brief = {
             "workspace": str(self.ws.root),
@@ -126,8 +159,9 @@ class PartialRestart:
             "kernel": str(self.ws.kernel_path),
             "unmasked_memory_files": unmasked,
             "experience": digest,
-            "platform": readme.target.platform,
-            "framework": readme.target.framework,
+            "kind": profile.kind,
+            "platform": profile.target_platform,
+            "framework": profile.framework,
             "next_version": next_version,
             "knowledge_base": kb,
             "stop_conditions": stop_conditions,
@@ -146,18 +180,18 @@ class PartialRestart:
         lines = [
             f"# Partial restart brief: {self.ws.root.name}, starting at {next_version}",
             "",
-            "You are a fresh optimization agent. Continue the gpu-kernel-profile-optimizer workflow "
-            "(Stage 1 Profile on the current kernel.py, then Stages 2-6) in this workspace.",
+            "You are a fresh optimization agent. " + WORKFLOW_OF_KIND.get(profile.kind, DEFAULT_WORKFLOW),
             "",
             f"- workspace: {self.ws.root}",
             f"- README (targets, hardware specs, stop conditions): {self.ws.readme_path}",
             f"- starting point: {self.ws.kernel_path} (the current kernel, not the baseline)",
-            f"- platform: {readme.target.platform or 'see README'}",
-            f"- framework: {readme.target.framework or 'see README'}",
+            f"- workspace kind: {profile.kind}",
+            f"- platform: {profile.target_platform or 'see README'}",
+            f"- framework: {profile.framework or 'see README'}",
             f"- first iteration: {next_version} (record it with `kernelscope iterate`)",
             f"- knowledge base: {kb or 'not configured'}",
             "",
-            "## Stop conditions",
+            "## Goal and stop conditions",
             *[f"- {text}" for text in stop_conditions or ["(none found in README.md)"]],
             "",
             "## Unmasked memory (treat as historical hints, not proof)",
@@ -167,6 +201,7 @@ class PartialRestart:
                 line
                 for title, key in (
                     ("What was tried", "tried"),
+                    ("Experiments the agents recorded", "experiments"),
                     ("What worked", "worked"),
                     ("What failed and why", "failed"),
                     ("Lessons", "lessons"),
@@ -192,8 +227,8 @@ class PartialRestart:
             "KERNELSCOPE_KERNEL": str(self.ws.kernel_path),
             "KERNELSCOPE_MEMORY_FILES": os.pathsep.join(unmasked),
             "KERNELSCOPE_NEXT_VERSION": next_version,
-            "KERNELSCOPE_PLATFORM": readme.target.platform or "",
-            "KERNELSCOPE_FRAMEWORK": readme.target.framework or "",
+            "KERNELSCOPE_PLATFORM": profile.target_platform or "",
+            "KERNELSCOPE_FRAMEWORK": profile.framework or "",
             "KERNELSCOPE_KB": kb,
             "KERNELSCOPE_STOP_CONDITIONS": json.dumps(stop_conditions),
         }
@@ -253,7 +288,8 @@ class PartialRestart:
         after = self._snapshot()
         if before["targets_digest"] != after["targets_digest"]:
             violations.append(
-                "README.md targets changed (stop conditions, target or hardware specs were edited)"
+                "targets changed (README target, goal, stop conditions or hardware specs, or a "
+                "ground-truth file such as definition.json or workload.jsonl, was edited)"
             )
         deleted = sorted(set(before["memory_files"]) - set(after["memory_files"]))
         if deleted:
@@ -320,10 +356,18 @@ class PartialRestart:
         argv = shlex.split(self.options.agent)
         if not argv:
             raise UsageError("no agent command: pass --agent or set agent in the kernelscope config")
+        refuse_if_supervised(
+            self.ws.root, "restart (mask half of the memory and launch an agent)", self.options.force
+        )
         before = self._snapshot()
         baseline_kernel = self._baseline_kernel()
         readme = self.ws.readme()
-        mask = self.ws.memory.mask_half(readme.primary_kind, seed=self.options.seed, force=self.options.force)
+        mask = self.ws.memory.mask_half(
+            readme.primary_kind,
+            seed=self.options.seed,
+            force=self.options.force,
+            allow_supervised=self.options.force,
+        )
         next_version = self.ws.memory.next_version()
         brief_path, env = self._brief(next_version, mask.seed)
         argv = [part.replace("{brief}", str(brief_path)) for part in argv]
@@ -332,7 +376,7 @@ class PartialRestart:
         before.update(
             memory_files=started["memory_files"],
             siblings=started["siblings"],
-            targets_digest=readme.targets_digest,
+            targets_digest=self.ws.profile(readme).targets_digest,
         )
         code, timed_out, cancelled = self._launch(argv, env, on_output, cancel)
         violations, returned = self._verify(before, baseline_kernel, next_version, mask.masked)

@@ -10,7 +10,7 @@ from pathlib import Path
 from kernelscope.daemon.engine.kernel_scan import scan_kernel_file
 from kernelscope.daemon.engine.memory import MEMORY_DIR, MemoryManager
 from kernelscope.daemon.engine.readme_parser import parse_readme_file
-from kernelscope.protocol.workspace import KernelScan, ReadmeInfo, WorkspaceSummary
+from kernelscope.protocol.workspace import KernelScan, ReadmeInfo, WorkspaceProfile, WorkspaceSummary
 
 README_NAME = "README.md"
 KERNEL_NAME = "kernel.py"
@@ -65,6 +65,14 @@ class Workspace:
     def kernels(self) -> KernelScan:
         return scan_kernel_file(self.kernel_path)
 
+    def profile(self, readme: ReadmeInfo | None = None) -> WorkspaceProfile:
+        """Its kind, targets from wherever they are stated, and who drives it."""
+        from kernelscope.daemon.engine.formats.kinds import profile
+
+        if readme is None and self.readme_path.is_file():
+            readme = self.readme()
+        return profile(self.root, readme)
+
     def summary(self) -> WorkspaceSummary:
         """Everything at a glance; missing pieces become warnings, never exceptions."""
         warnings: list[str] = []
@@ -85,8 +93,16 @@ class Workspace:
         versions = memory.summaries()
         warnings.extend(v.error for v in versions if v.error)
         git_root = self.git_root
+        profile = self.profile(readme)
+        if profile.supervisor is not None:
+            warnings.append(
+                f"driven by the {profile.supervisor.name} ({', '.join(profile.supervisor.evidence)}): "
+                "kernelscope observes it; iterate, mask-half and restart refuse without --force"
+            )
         return WorkspaceSummary(
             root=str(self.root),
+            kind=profile.kind,
+            profile=profile,
             readme_path=str(self.readme_path) if readme else None,
             kernel_path=str(self.kernel_path) if kernels else None,
             memory_dir=str(self.memory_dir) if self.memory_dir.is_dir() else None,

@@ -62,6 +62,12 @@ class Commands:
             )
         return ws
 
+    def _observer_guard(self, ws: WorkspaceState, action: str, force: bool) -> None:
+        """Refuse (InvalidParams, nothing started) a write into a workspace an orchestrator drives."""
+        from kernelscope.daemon.engine.formats.atrex import refuse_if_supervised
+
+        self._engine(lambda: refuse_if_supervised(ws.root, action, force))
+
     @staticmethod
     def _engine(call: Any) -> Any:
         try:
@@ -81,6 +87,7 @@ class Commands:
                 seed=params.seed,
                 dry_run=params.dry_run,
                 force=params.force,
+                allow_supervised=params.force,
             )
         )
         if not params.dry_run:
@@ -90,7 +97,11 @@ class Commands:
     def unmask(self, *args: Any) -> Any:
         params = parse(p.UnmaskParams, args)
         ws = self._workspace(params.workspace)
-        changed = self._engine(lambda: ws.workspace.memory.set_masked(params.versions, masked=False))
+        changed = self._engine(
+            lambda: ws.workspace.memory.set_masked(
+                params.versions, masked=False, allow_supervised=params.force
+            )
+        )
         self.refresh(ws, "memory")
         return p.UnmaskResult(changed=changed).model_dump(mode="json")
 
@@ -109,7 +120,10 @@ class Commands:
     def run_iteration(self, *args: Any) -> Any:
         params = parse(p.RunIterationParams, args)
         ws = self._workspace(params.workspace)
-        job = self.jobs.iterate(ws, params.action_category, params.action_description, params.revert_on_fail)
+        self._observer_guard(ws, "run an iteration", params.force)
+        job = self.jobs.iterate(
+            ws, params.action_category, params.action_description, params.revert_on_fail, params.force
+        )
         return p.JobStarted(job_id=job.job_id, workspace=str(ws.root), kind="runIteration").model_dump()
 
     def restart(self, *args: Any) -> Any:
@@ -126,7 +140,8 @@ class Commands:
                 message="agent: no restart agent configured (set kernelscope.agent in your "
                 "editor's user settings or agent in ~/.config/kernelscope/config.toml)"
             )
-        job = self.jobs.restart(ws, agent, params.seed, params.timeout_s)
+        self._observer_guard(ws, "restart", params.force)
+        job = self.jobs.restart(ws, agent, params.seed, params.timeout_s, params.force)
         return p.JobStarted(job_id=job.job_id, workspace=str(ws.root), kind="restart").model_dump()
 
     def benchmark(self, *args: Any) -> Any:

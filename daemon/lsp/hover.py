@@ -15,6 +15,7 @@ def _cell(text: str) -> str:
 def history(state: WorkspaceState, kernel: str | None) -> HistoryResult:
     ws = state.workspace
     entries: list[HistoryEntry] = []
+    records = {e.version: e for e in ws.memory.scan()}
     try:
         store = ExperimentStore(state.settings.db_url)
         experiments = store.list_experiments(workspace=str(ws.root), **({"kernel": kernel} if kernel else {}))
@@ -32,7 +33,6 @@ def history(state: WorkspaceState, kernel: str | None) -> HistoryResult:
         )
     if not entries:  # a workspace kernelscope has never seen: its memory records
         readme = ws.readme() if ws.readme_path.is_file() else None
-        records = {e.version: e for e in ws.memory.scan()}
         for score in memory_scores(list(records.values()), readme):
             record = records[score.version].record
             action = ""
@@ -44,7 +44,7 @@ def history(state: WorkspaceState, kernel: str | None) -> HistoryResult:
                 HistoryEntry(
                     version=score.version,
                     score=score.score,
-                    status="PASS" if score.passed else "FAIL",
+                    status=score.label.upper() if score.label else "PASS" if score.passed else "FAIL",
                     summary=action,
                 )
             )
@@ -58,7 +58,11 @@ def history(state: WorkspaceState, kernel: str | None) -> HistoryResult:
     for entry in entries[-30:]:
         score = "-" if entry.score is None else f"{entry.score:.3f}x"
         lines.append(f"| {entry.version or '-'} | {score} | {entry.status} | {_cell(entry.summary)} |")
-    from kernelscope.daemon.engine.lens_text import file_lens
+    from kernelscope.daemon.engine.lens_text import file_lens, recorded_notes
+
+    notes = recorded_notes(ws.root, list(records.values()))
+    if notes:
+        lines += ["", "**Recorded by the agents** (newest first)", "", *notes]
 
     return HistoryResult(
         workspace=str(ws.root),

@@ -200,7 +200,14 @@ class Jobs:
         path.write_text(content)
         return path
 
-    def iterate(self, ws: WorkspaceState, category: str | None, description: str | None, revert: bool) -> Job:
+    def iterate(
+        self,
+        ws: WorkspaceState,
+        category: str | None,
+        description: str | None,
+        revert: bool,
+        force: bool = False,
+    ) -> Job:
         from kernelscope.daemon.engine.iterate import IterateOptions, run_iteration
 
         def work(job: Job, token: str) -> Any:
@@ -217,22 +224,25 @@ class Jobs:
                     python=self.trusted_python(),
                     db_url=ws.settings.db_url,
                     on_progress=self._on_configs(ws, job, token),
+                    force=force,
                 ),
                 cancel=job.cancel,
             )
 
         return self.start(ws, "iterating", work, gpu=True)
 
-    def restart(self, ws: WorkspaceState, agent: str, seed: int | None, timeout_s: float) -> Job:
+    def restart(
+        self, ws: WorkspaceState, agent: str, seed: int | None, timeout_s: float, force: bool = False
+    ) -> Job:
         from kernelscope.daemon.engine.restart import PartialRestart, RestartOptions
 
         def work(job: Job, token: str) -> Any:
             def stream(line: str) -> None:
                 self._log(f"[agent] {line}")
 
-            return PartialRestart(ws.root, RestartOptions(agent=agent, seed=seed, timeout_s=timeout_s)).run(
-                on_output=stream, cancel=job.cancel
-            )
+            return PartialRestart(
+                ws.root, RestartOptions(agent=agent, seed=seed, timeout_s=timeout_s, force=force)
+            ).run(on_output=stream, cancel=job.cancel)
 
         return self.start(ws, "restarting", work, gpu=False)
 
