@@ -56,6 +56,22 @@ def _parse_args(argv: list[str] | None) -> argparse.Namespace:
         help="put every timing sample in the result (to merge the groups of a split run)",
     )
     parser.add_argument("--output", default="-", help="file for the JSON result ('-': stdout)")
+    parser.add_argument(
+        "--problem-size",
+        action="append",
+        default=[],
+        metavar="NAME=VALUE",
+        help="set an integer constant of the reference module (KernelBench's batch_size, dim...)",
+    )
+    parser.add_argument(
+        "--precision", choices=["fp32", "fp16", "bf16"], default=None, help="KernelBench's precision"
+    )
+    parser.add_argument(
+        "--memory-cap-mb",
+        type=int,
+        default=None,
+        help="the launcher's memory cap: a problem whose estimated footprint exceeds it is refused",
+    )
     return parser.parse_args(argv)
 
 
@@ -204,6 +220,16 @@ class _Runner:
 
     # -- one configuration ----------------------------------------------------------------
 
+    def _tolerance(self, problem: Any, config: dict[str, Any]) -> dict[str, float] | None:
+        """The reference module's tolerance; without one, the README's threshold (applied by
+        the gate); without that either, the contract's own default (KernelBench's per
+        precision), else None for the gate's per-dtype defaults."""
+        declared = problem.tolerance(config)
+        if declared is None and self.args.rel_err is None:
+            default = getattr(problem, "default_tolerance", None)
+            return default(config) if default is not None else None
+        return declared
+
     def run_config(
         self, config: dict[str, Any], problem: Any
     ) -> tuple[Any, tuple[list[float], list[float]] | None]:
@@ -241,7 +267,7 @@ class _Runner:
                             "inputs differ (a cached answer?)",
                         )
                 max_abs, max_rel, rel_err, rule = check_outputs(
-                    outputs, references, inputs, problem.tolerance(config), self.args.rel_err
+                    outputs, references, inputs, self._tolerance(problem, config), self.args.rel_err
                 )
                 worst = (max(worst[0], max_abs), max(worst[1], max_rel), max(worst[2], rel_err))
                 result.tolerance = rule
@@ -323,13 +349,27 @@ def run(args: argparse.Namespace) -> Any:
 
     from kernelscope.kernels import interpreter_limits
     from kernelscope.kernels.problem import KernelBenchProblem, ProblemError, load_problem
+    from kernelscope.kernels.sizing import SizeError, check_memory, parse_problem_sizes
+
+    try:
+        sizes = parse_problem_sizes(args.problem_size)
+    except SizeError as exc:
+        return failure("setup", str(exc))
 
     if mode == "interpreter":
         problems = interpreter_limits.kernel_problems([p for p in (candidate_path, baseline_path) if p])
         if problems:
             return failure("unsupported", "; ".join(problems), status="unsupported")
     try:
-        problem = load_problem(reference_path, candidate_path, baseline_path, args.entry, workspace=workspace)
+        problem = load_problem(
+            reference_path,
+            candidate_path,
+            baseline_path,
+            args.entry,
+            workspace=workspace,
+            sizes=sizes,
+            precision=args.precision,
+        )
     except ProblemError as exc:
         return failure("setup", str(exc))
     except BaseException as exc:  # the kernel (or reference) does not import
@@ -339,6 +379,12 @@ def run(args: argparse.Namespace) -> Any:
         return failure("compile", f"failed to import: {type(exc).__name__}: {exc}", tb=tb)
     common["entry_point"] = getattr(problem, "entry_label", None) or args.entry  # what was called
 
+    # Before any of the problem's tensors exists: a problem too large for the memory cap is
+    # refused in seconds with its size, not killed by the cap a minute later.
+    timing_sets = 3 if args.parent is not None else 2
+    too_large, notes = check_memory(problem, mode, args.seeds, timing_sets, args.memory_cap_mb)
+    if too_large:
+        return failure("setup", too_large)
     if isinstance(problem, KernelBenchProblem):
         problem.prepare("cuda" if mode == "gpu" else "cpu")
     configs = problem.configs(interpreter=mode == "interpreter")
@@ -402,6 +448,7 @@ def run(args: argparse.Namespace) -> Any:
             result.score_vs_parent = geomean(ratios)
     if common_warning:
         result.messages.append(common_warning)
+    result.messages.extend(notes)
     return result
 
 

@@ -2,30 +2,70 @@
 
 Exit statuses: 0 the gate passed, 3 it failed (wrong result, a cheat, a crash, a hang, a
 compile error), 2 a usage or setup error (no such workspace, no reference module, a
-configuration the CPU interpreter cannot run).
+configuration the CPU interpreter cannot run, a problem too large for the memory cap),
+4 a resource cap stopped the run (out of memory, too many processes, too much output): not
+a verdict on the answer.
+
+With `--json` every outcome prints exactly one JSON document on stdout: the `BenchResult`
+(status "error" and `error.kind`/`error.message` for a setup error), or, for a usage error
+found before any run (a bad flag), `{"schema_version", "status": "error", "passed": false,
+"error": {"kind": "setup", "message"}}`.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import Annotated, Any, Optional
 
 import typer
 
 from kernelscope.daemon.cli import output
-from kernelscope.daemon.engine.bench import BenchRequest, run_benchmark
-from kernelscope.protocol.bench import BenchResult
+from kernelscope.daemon.engine.bench import PRECISIONS, BenchRequest, run_benchmark
+from kernelscope.daemon.engine.errors import KernelscopeError
+from kernelscope.kernels.sizing import SizeError, parse_problem_sizes
+from kernelscope.protocol.bench import BENCH_SCHEMA_VERSION, BenchError, BenchResult
 
-EXIT_PASS, EXIT_SETUP, EXIT_GATE_FAILED = 0, 2, 3
+EXIT_PASS, EXIT_SETUP, EXIT_GATE_FAILED, EXIT_RESOURCE = 0, 2, 3, 4
 _SETUP_KINDS = {"setup", "unsupported"}
+_RESOURCE_KINDS = {"out_of_memory", "resource_limit"}
 
 
 def exit_status(result: BenchResult) -> int:
+    """A resource cap is not a wrong answer: a script must tell "shrink the problem or raise
+    the cap" (4) from "the kernel is wrong" (3)."""
     if result.passed:
         return EXIT_PASS
     if result.error is not None and result.error.kind in _SETUP_KINDS:
         return EXIT_SETUP
+    if result.error is not None and result.error.kind in _RESOURCE_KINDS:
+        return EXIT_RESOURCE
     return EXIT_GATE_FAILED
+
+
+def usage_error_document(message: str) -> dict[str, Any]:
+    """The one JSON document `--json` prints for a usage error found before any run: the
+    fields of a `BenchResult` that mean something without one."""
+    return {
+        "schema_version": BENCH_SCHEMA_VERSION,
+        "status": "error",
+        "passed": False,
+        "error": {"kind": "setup", "message": message},
+    }
+
+
+def _setup_error_result(request: BenchRequest, message: str) -> BenchResult:
+    """A setup error the engine raised (no such workspace, reference or candidate), as the
+    `BenchResult` a run would have printed; fields not resolved yet are empty."""
+    return BenchResult(
+        status="error",
+        passed=False,
+        mode="gpu" if request.mode == "gpu" else "interpreter",
+        workspace=str(request.workspace),
+        candidate=str(request.candidate or ""),
+        baseline=str(request.baseline or ""),
+        entry_point=str(request.entry or ""),
+        error=BenchError(kind="setup", message=message),
+    )
 
 
 def bench_command(
@@ -82,14 +122,53 @@ def bench_command(
         Optional[str],  # noqa: UP045
         typer.Option("--address", help="Ray cluster address (default: start or join a local Ray)."),
     ] = None,
+    reference: Annotated[
+        Optional[Path],  # noqa: UP045
+        typer.Option(
+            "--reference",
+            help="Reference module, any file name (a KernelBench problem as it is); relative to "
+            "the current directory or the workspace. Default: the README block's "
+            '"reference", else reference.py.',
+        ),
+    ] = None,
+    problem_size: Annotated[
+        Optional[list[str]],  # noqa: UP045
+        typer.Option(
+            "--problem-size",
+            metavar="NAME=VALUE",
+            help="Set an integer constant of the reference module before its inputs are built "
+            "(KernelBench: batch_size=16, dim=1024). Repeatable.",
+        ),
+    ] = None,
+    precision: Annotated[
+        Optional[str],  # noqa: UP045
+        typer.Option(
+            "--precision",
+            help="KernelBench precision: fp32 (default), fp16 or bf16; inputs and models are cast, "
+            "the tolerance follows (1e-4, 1e-2, 1e-2).",
+        ),
+    ] = None,
 ) -> None:
-    """Benchmark and gate the kernel: correctness on several seeds, then A/B timing."""
+    """Benchmark and gate the kernel: correctness on several seeds, then A/B timing.
+
+    Exit statuses: 0 passed; 3 failed (wrong result, cheat, crash, hang, compile error);
+    2 usage or setup error (including a problem too large for the memory cap, refused before
+    it runs); 4 a resource cap stopped the run (out of memory, processes, output).
+    """
     if mode not in ("auto", "gpu", "interpreter"):
         raise typer.BadParameter("must be auto, gpu or interpreter", param_hint="--mode")
+    if precision is not None and precision not in PRECISIONS:
+        raise typer.BadParameter(f"must be one of {', '.join(PRECISIONS)}", param_hint="--precision")
+    try:
+        sizes = parse_problem_sizes(problem_size or [])
+    except SizeError as exc:
+        message = str(exc).removeprefix("--problem-size ")  # click names the option itself
+        raise typer.BadParameter(message, param_hint="--problem-size") from None
     request = BenchRequest(
         workspace=workspace,
         candidate=candidate,
         baseline=baseline,
+        reference=reference,
         entry=entry,
         mode=mode,
         python=python,
@@ -97,7 +176,27 @@ def bench_command(
         memory_limit_mb=memory_limit_mb,
         seeds=seeds,
         gate_command=gate_command,
+        problem_sizes=sizes,
+        precision=precision,
     )
+    try:
+        _bench(request, json_out, candidates, more_candidates, executor, address, config_groups)
+    except KernelscopeError as exc:
+        if not json_out:
+            raise  # main prints it and exits with its status
+        output.print_json(_setup_error_result(request, str(exc)))
+        raise typer.Exit(EXIT_SETUP) from None
+
+
+def _bench(
+    request: BenchRequest,
+    json_out: bool,
+    candidates: list[Path] | None,
+    more_candidates: list[Path] | None,
+    executor: str,
+    address: str | None,
+    config_groups: int,
+) -> None:
     if candidates or more_candidates:
         paths = [*(candidates or []), *(more_candidates or [])]
         _bench_many(request, paths, executor, address, json_out, config_groups)

@@ -52,6 +52,8 @@ def main(argv: list[str] | None = None) -> None:
     # `kernelscope bench` documents 2 for usage errors (its 1 would be ambiguous with a
     # kernel's own exit statuses in scripts); every other command uses 1.
     usage_status = 2 if args[:1] == ["bench"] else EXIT_USAGE
+    if args[:1] == ["bench"] and "--json" in args:
+        sys.exit(_bench_json(args))
     try:
         app(args=args, prog_name="kernelscope")
     except SystemExit as exc:
@@ -64,6 +66,26 @@ def main(argv: list[str] | None = None) -> None:
         output.error("interrupted")
         sys.exit(130)
     sys.exit(EXIT_OK)
+
+
+def _bench_json(args: list[str]) -> int:
+    """`kernelscope bench ... --json`: exactly one JSON document on stdout whatever happens, a
+    bad flag included (click would print usage text on stderr and nothing on stdout, which
+    leaves an agent parsing stdout with nothing to read). Non-standalone mode hands click's
+    usage errors back here instead of printing them."""
+    from kernelscope.daemon.cli.bench import EXIT_SETUP, usage_error_document
+
+    # click's ClickException, whether typer vendors click (0.2x) or uses it (older releases)
+    usage_errors = tuple(c for c in typer.BadParameter.__mro__ if c.__name__ == "ClickException")
+    try:
+        code = app(args=args, prog_name="kernelscope", standalone_mode=False)
+    except usage_errors as exc:
+        output.print_json(usage_error_document(exc.format_message()))  # type: ignore[attr-defined]
+        return EXIT_SETUP
+    except typer.Abort:
+        output.error("interrupted")
+        return 130
+    return code if isinstance(code, int) else EXIT_OK
 
 
 if __name__ == "__main__":

@@ -69,6 +69,50 @@ class BenchRequest:
     extra_args: list[str] = field(default_factory=list)
     on_progress: Callable[[int, int], None] | None = None  # (configs done, total)
     env: dict[str, str] | None = None  # extra environment for the runner (e.g. a pinned GPU)
+    # integer constants of the reference module to replace (KernelBench's batch_size, dim...),
+    # over the README block's "problem_sizes"
+    problem_sizes: dict[str, int] = field(default_factory=dict)
+    precision: str | None = None  # KernelBench's fp32 | fp16 | bf16; default the README's, else fp32
+
+
+PRECISIONS = ("fp32", "fp16", "bf16")
+
+
+def _reference_path(given: Path | None, settings: dict[str, Any], workspace: Path) -> Path:
+    """`--reference FILE` (any name: a KernelBench problem keeps its own) relative to the
+    current directory when it is there, else to the workspace; else the README block's
+    `"reference"` (relative to the workspace); else `reference.py`."""
+    if given is not None:
+        path = Path(given).expanduser()
+        if not path.is_absolute() and not path.exists():
+            path = workspace / path
+        if not path.is_file():
+            raise UsageError(
+                f"reference {given} does not exist (looked in the current directory and in {workspace})"
+            )
+        return path.resolve()
+    named = settings.get("reference", "reference.py")
+    if not isinstance(named, str) or not named:
+        raise UsageError('the README block\'s "bench": {"reference": ...} must be a file name')
+    return (workspace / Path(named).expanduser()).resolve()
+
+
+def _problem_settings(request: BenchRequest, settings: dict[str, Any]) -> tuple[dict[str, int], str | None]:
+    """`--problem-size` over the README block's `"problem_sizes"`, and the precision; checked
+    here so a bad value is a usage error before any process starts."""
+    sizes = settings.get("problem_sizes", {})
+    if not isinstance(sizes, dict) or not all(
+        isinstance(k, str) and k.isidentifier() and isinstance(v, int) and not isinstance(v, bool)
+        for k, v in sizes.items()
+    ):
+        raise UsageError('the README block\'s "bench": {"problem_sizes": ...} must map names to integers')
+    for name, value in request.problem_sizes.items():
+        if not name.isidentifier() or isinstance(value, bool) or not isinstance(value, int):
+            raise UsageError(f"problem size {name}={value!r}: expected an identifier and an integer")
+    precision = request.precision or settings.get("precision")
+    if precision is not None and precision not in PRECISIONS:
+        raise UsageError(f"precision {precision!r} is not one of {', '.join(PRECISIONS)}")
+    return {**sizes, **request.problem_sizes}, precision
 
 
 def _peaks(readme: ReadmeInfo) -> tuple[float | None, float | None]:
@@ -107,12 +151,13 @@ def _resolve(request: BenchRequest) -> tuple[BenchRequest, ReadmeInfo | None]:
         if not path.is_file():
             raise UsageError(f"baseline {path} does not exist")
         baseline = str(path.resolve())
-    reference = request.reference or (workspace / settings.get("reference", "reference.py"))
+    reference = _reference_path(request.reference, settings, workspace)
+    problem_sizes, precision = _problem_settings(request, settings)
     resolved = BenchRequest(
         workspace=workspace,
         candidate=candidate,
         baseline=baseline,
-        reference=Path(reference).resolve(),
+        reference=reference,
         entry=request.entry or settings.get("entry_point", "kernel_fn"),
         mode=request.mode,
         python=request.python or os.environ.get(ENV_PYTHON) or sys.executable,
@@ -125,6 +170,8 @@ def _resolve(request: BenchRequest) -> tuple[BenchRequest, ReadmeInfo | None]:
         extra_args=list(request.extra_args),
         on_progress=request.on_progress,
         env=request.env,
+        problem_sizes=problem_sizes,
+        precision=precision,
     )
     return resolved, readme
 
@@ -527,6 +574,13 @@ def _run_harness(
             argv += ["--peak-gbps", str(peak_gbps)]
         if peak_tflops:
             argv += ["--peak-tflops", str(peak_tflops)]
+        for name, value in resolved.problem_sizes.items():
+            argv += ["--problem-size", f"{name}={value}"]
+        if resolved.precision:
+            argv += ["--precision", resolved.precision]
+        cap_mb = ResourceLimits.for_benchmark(resolved.memory_limit_mb).memory_mb
+        if cap_mb:  # the runner refuses a problem it can tell will not fit, before allocating
+            argv += ["--memory-cap-mb", str(cap_mb)]
         argv += resolved.extra_args
         outcome = run_child(
             argv,
