@@ -19,12 +19,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-# How many float64-sized copies of one output the comparison adds at its peak: in
-# `gate.check_outputs` the output and the reference upcast to float64, their difference and the
-# temporaries of `torch.where`, `abs` and the relative-error division. Calibrated on the CPU:
-# fp32 ReLU problems of 100 and 200 MB per tensor, 1 and 3 seeds, peaked within -2%..+8% of
-# this model's total plus the runtime's own memory (`tests/test_kernelbench.py` re-measures).
-COMPARISON_FLOAT64_COPIES = 7
+# The comparison (`gate._compare`) works on slices of 4M elements: a few float32/float64
+# temporaries of one slice each, at most this much beside the tensors it compares.
+COMPARISON_SLICE_BYTES = 6 * 8 * (1 << 22)
 
 _HOOK = "__kernelscope_problem_size__"
 
@@ -241,43 +238,43 @@ def gb(size: float) -> str:
     return f"{size / 1e9:.2f} GB" if size >= 1e8 else f"{size / 1e6:.1f} MB"
 
 
-def harness_footprint(sizes: ProblemSizes, seeds: int, models: int, timing_input_sets: int) -> Footprint:
+def harness_footprint(
+    sizes: ProblemSizes, seeds: int, models: int, timing_input_sets: int, interpreter: bool = False
+) -> Footprint:
     """What `runner._Runner.run_config` holds at its peak, from one seed's sizes:
 
-    - two input sets during the gate (the candidate's and a fresh one for the reference),
-      still alive while the configuration is timed;
-    - the candidate's and the reference's outputs of every seed (earlier seeds' are kept to
-      catch a cached answer);
-    - then the larger of: the float64 copies `gate.check_outputs` compares in, or the input
-      sets the A/B timing builds plus one output;
-    - every model's parameters (reference, candidate, baseline when it is a kernel).
+    - the gate (one seed at a time, digests kept instead of earlier seeds' outputs): one
+      input set, the reference's and the candidate's outputs, and the comparison's slices;
+    - the timing (one input set shared by baseline, candidate and parent, perturbed in place):
+      the hidden audit's fresh input set beside it, with its output and the reference's;
+    - every model's parameters (reference, candidate, baseline when it is a kernel);
+    - under the CPU interpreter, Triton's own working copies while a kernel runs: about two
+      of each launch's tensors (measured: a plain reference + candidate call of a ReLU holds
+      7 tensors, 3 of them its own).
 
-    Keep it in step with the runner: `tests/test_kernelbench.py` checks it against a
-    measured peak.
+    So the peak is two input sets and two outputs whatever the number of seeds or timed
+    sets (`seeds` and `timing_input_sets` no longer add to it). Keep it in step with the
+    runner: `tests/test_kernelbench.py` checks it against a measured peak.
     """
-    seeds = max(1, seeds)
-    comparison = COMPARISON_FLOAT64_COPIES * 8 * sizes.largest_output_elements
-    timing = timing_input_sets * sizes.input_bytes + sizes.output_bytes
+    del seeds, timing_input_sets  # the runner keeps digests, not copies, of both
+    slices = min(sizes.output_bytes, COMPARISON_SLICE_BYTES)
     parts = [
         (
-            f"2 x {gb(sizes.input_bytes)} of inputs (the candidate's and the reference's)",
+            f"2 x {gb(sizes.input_bytes)} of inputs (the timed set and the hidden audit's fresh one)",
             2 * sizes.input_bytes,
         ),
         (
-            f"{2 * seeds} x {gb(sizes.output_bytes)} of outputs (the candidate's and the reference's "
-            f"for {seeds} seed{'s' if seeds > 1 else ''}, kept to catch a cached answer)",
-            2 * seeds * sizes.output_bytes,
+            f"2 x {gb(sizes.output_bytes)} of outputs (the candidate's and the reference's)",
+            2 * sizes.output_bytes,
         ),
+        ("the comparison's working slices", slices),
+        (f"{models} x {gb(sizes.param_bytes)} of parameters ({models} models)", models * sizes.param_bytes),
     ]
-    if comparison >= timing:
+    if interpreter:
+        launch = sizes.input_bytes + sizes.output_bytes
         parts.append(
-            (f"{COMPARISON_FLOAT64_COPIES} float64 copies of the output for the comparison", comparison)
+            (f"the Triton interpreter's copies of a launch's tensors (2 x {gb(launch)})", 2 * launch)
         )
-    else:
-        parts.append((f"{timing_input_sets} more input sets and an output for the A/B timing", timing))
-    parts.append(
-        (f"{models} x {gb(sizes.param_bytes)} of parameters ({models} models)", models * sizes.param_bytes)
-    )
     return Footprint(parts)
 
 
@@ -329,7 +326,7 @@ def check_memory(
             f"device ({type(exc).__name__}: {str(exc)[:200]})"
         ]
     models = int(getattr(problem, "model_count", 2))
-    footprint = harness_footprint(sizes, seeds, models, timing_input_sets)
+    footprint = harness_footprint(sizes, seeds, models, timing_input_sets, interpreter=mode == "interpreter")
     hint = describe_constants(problem.ref) if hasattr(problem, "ref") else "see the reference module"
     cap = cap_mb * 1024 * 1024 if cap_mb else None
     cap_text = f"the {cap_mb} MB memory cap ({gb(cap or 0)}, --memory-limit-mb)"

@@ -63,6 +63,15 @@ def score_summary(
     return score, score_ci, noisy
 
 
+def verdict_of(score: float, score_ci: tuple[float, float], noise_band: tuple[float, float]) -> str:
+    """ "faster", "slower" or "no measurable change": a score inside the run's own A/A noise band,
+    or whose interval holds 1.0, is no change at all."""
+    low, high = noise_band
+    if low <= score <= high or score_ci[0] <= 1.0 <= score_ci[1]:
+        return "no measurable change"
+    return "faster" if score > 1.0 else "slower"
+
+
 NOISY_PREFIX = "noisy: "
 
 

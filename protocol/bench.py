@@ -23,7 +23,9 @@ ErrorKind = Literal[
     "timeout",  # the child ran past its wall-clock limit
     "out_of_memory",  # MemoryError / CUDA OOM / killed by the memory cap
     "wrong_result",  # outputs differ from the reference beyond tolerance
-    "cheat",  # outputs alias inputs, inputs mutated, cached answers, NaN/Inf, bad shape...
+    "wrong_layout",  # the right values in another memory layout (strides differ from the reference)
+    "no_kernel",  # no Triton launch in a checked or timed call, or the launches do nothing
+    "cheat",  # views of inputs, inputs mutated, cached/replayed answers, patched clocks, threads...
     "unsupported",  # e.g. bf16 or multi-config autotune under the CPU interpreter
     "gate_command",  # the workspace's own gate command failed
     "resource_limit",  # too many processes, too much output, a file past the size cap
@@ -73,6 +75,22 @@ class ConfigResult(_Model):
     tflops: float | None = None
     bandwidth_fraction: float | None = Field(default=None, description="of the README's peak")
     tflops_fraction: float | None = None
+    launches_per_call: int | None = Field(
+        default=None, description="Triton kernel launches of the candidate in a checked call"
+    )
+    timed_launches: list[int] | None = Field(
+        default=None, description="[min, max] Triton launches per timed call of the candidate"
+    )
+    timed_outputs_checked: int | None = Field(
+        default=None,
+        description="timed calls whose output was verified against the reference (sampled + hidden audit)",
+    )
+    candidate_kernel_ms: float | None = Field(
+        default=None,
+        description="GPU: median summed time of the candidate's Triton launches per call (kernel only; "
+        "candidate_ms is launch-inclusive)",
+    )
+    notes: list[str] | None = None
     shrunk_for_interpreter: dict[str, list[int]] | None = Field(
         default=None,
         description="axes the CPU interpreter ran smaller: {axis: [original, used]} (var axes only)",
@@ -123,6 +141,15 @@ class BenchResult(_Model):
     score_ci: tuple[float, float] | None = Field(default=None, description="95% bootstrap interval")
     score_vs_parent: float | None = Field(default=None, description="geometric-mean speedup vs the parent")
     noisy: bool = False
+    noise_band: tuple[float, float] | None = Field(
+        default=None,
+        description="95% interval of this run's A/A ratio (the baseline timed against itself): "
+        "the smallest change this run can tell apart from noise",
+    )
+    verdict: Literal["faster", "slower", "no measurable change", "not comparable"] | None = None
+    comparable: bool = Field(
+        default=True, description="false under the CPU interpreter: the score must not rank candidates"
+    )
     error: BenchError | None = None
     messages: list[str] = Field(default_factory=list)
     env: dict[str, Any] = Field(default_factory=dict)
@@ -152,3 +179,9 @@ class CandidatesReport(_Model):
     executor: str
     ranking: list[RankedCandidate]
     wall_s: float | None = None
+    comparable: bool = Field(
+        default=True,
+        description="false when a result is an interpreter run: then the ranking is by gate verdict "
+        "only (passing first, in the order given), never by timing",
+    )
+    messages: list[str] = Field(default_factory=list)

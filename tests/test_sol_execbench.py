@@ -125,9 +125,16 @@ def test_safetensors_workload_is_reported_unsupported_with_the_reason(tmp_path: 
 
 
 @pytest.mark.slow
-def test_sol_seed_v0_wrapper_passes(tmp_path: Path) -> None:
-    """V0 as sol_seed writes it: the reference renamed `_ref` inside a DPS `run`."""
+def test_sol_seed_v0_wrapper_is_no_kernel_unless_marked(tmp_path: Path) -> None:
+    """V0 as sol_seed writes it: the reference renamed `_ref` inside a DPS `run`, PyTorch only.
+    No Triton, no score: it fails as no_kernel; marked as the deliberate framework baseline
+    it passes."""
     ws = make_sol_workspace(tmp_path / "ws", "v0")
+    code, result, stderr = bench_cli(ws, "--seeds", "1")
+    assert result["passed"] is False and result["error"]["kind"] == "no_kernel", (stderr, result.get("error"))
+    kernel = ws / "kernel.py"
+    kernel.write_text("# kernelscope: framework-baseline\n" + kernel.read_text())
+    subprocess.run(["git", "commit", "-qam", "mark the V0 wrapper"], cwd=ws, check=True, capture_output=True)
     code, result, stderr = bench_cli(ws, "--seeds", "1")
     assert code == 0, (stderr, result.get("error"))
     assert len(result["configs"]) == len(WORKLOADS) and result["passed"]

@@ -245,6 +245,8 @@ def _bench_many(
                 for r in report.ranking
             ],
         )
+        for message in report.messages:
+            output.warn(message)
     raise typer.Exit(EXIT_PASS if all(r.passed for r in report.ranking) else EXIT_GATE_FAILED)
 
 

@@ -15,7 +15,7 @@ from dataclasses import replace
 
 from kernelscope.daemon.engine.bench import BenchRequest
 from kernelscope.kernels.runner import GROUP_PREFIX
-from kernelscope.kernels.stats import NOISY_PREFIX, geomean, noisy_message, score_summary
+from kernelscope.kernels.stats import NOISY_PREFIX, geomean, noisy_message, score_summary, verdict_of
 from kernelscope.protocol.bench import BenchResult, ConfigResult
 
 
@@ -84,6 +84,14 @@ def merge_results(parts: list[BenchResult]) -> BenchResult:
     for config in configs:
         config.baseline_times_ms = config.candidate_times_ms = None
     first = parts[0]
+    comparable = all(part.comparable for part in parts)
+    bands = [part.noise_band for part in parts if part.noise_band]
+    # The groups' A/A bands, widened to cover them all: the merged run is no surer than its
+    # noisiest group.
+    noise_band = (min(b[0] for b in bands), max(b[1] for b in bands)) if bands else None
+    verdict = None
+    if score is not None and score_ci is not None and noise_band is not None:
+        verdict = verdict_of(score, score_ci, noise_band) if comparable else "not comparable"
     messages.append(f"measured as {len(parts)} configuration groups, one task each")
     return BenchResult(
         status="ok" if passed else "gate_failed",
@@ -99,6 +107,9 @@ def merge_results(parts: list[BenchResult]) -> BenchResult:
         score_ci=score_ci,
         score_vs_parent=score_vs_parent,
         noisy=noisy,
+        noise_band=noise_band,
+        verdict=verdict,
+        comparable=comparable,
         error=next((c.error for c in configs if c.error), None)
         or next((p.error for p in parts if p.error), None),
         messages=messages,

@@ -3,7 +3,8 @@
 Each candidate becomes one `BenchRequest` (or one per configuration group, `config_groups`)
 run by an executor (local subprocesses or Ray tasks); passing candidates are ranked by score
 (geometric-mean speedup), failures follow in the order given, each with its own structured
-failure.
+failure. Interpreter timings never rank: under the CPU interpreter passing candidates keep the
+order given (a cheat that skips the interpreter would otherwise come first).
 """
 
 from __future__ import annotations
@@ -55,8 +56,17 @@ def bench_candidates(
         results.append(merge_results(flat[: len(groups)]))
         flat = flat[len(groups) :]
     entries = list(zip(candidates, results, strict=True))
-    passing = sorted((e for e in entries if e[1].passed), key=lambda e: -(e[1].score or 0.0))
+    comparable = all(result.comparable for result in results)
+    passing = [e for e in entries if e[1].passed]
+    if comparable:
+        passing.sort(key=lambda e: -(e[1].score or 0.0))
     failing = [e for e in entries if not e[1].passed]
+    messages = []
+    if not comparable:
+        messages.append(
+            "timing is not comparable under the CPU interpreter: candidates are ranked by gate verdict "
+            "only (passing first, in the order given); measure on a GPU to rank by score"
+        )
     ranking = [
         RankedCandidate(
             rank=rank,
@@ -73,4 +83,6 @@ def bench_candidates(
         executor=executor_name,
         ranking=ranking,
         wall_s=wall,
+        comparable=comparable,
+        messages=messages,
     )

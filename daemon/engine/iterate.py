@@ -311,6 +311,9 @@ class Iteration:
             "score_ci": bench.score_ci,
             "score_vs_parent": bench.score_vs_parent,
             "noisy": bench.noisy,
+            "noise_band": bench.noise_band,
+            "verdict": bench.verdict,
+            "comparable": bench.comparable,
             "stop_conditions": [s.model_dump() for s in stops],
             "env": bench.env,
         }

@@ -28,6 +28,7 @@ class VersionScore:
     passed: bool
     label: str | None = None  # "pivot", "blocked"...: an episode outcome, not a failed kernel
     carried_from: str | None = None  # its numbers are another version's, carried forward
+    unchanged: bool = False  # within its run's own A/A noise band: no measurable change
 
 
 def memory_scores(entries: list[MemoryEntry], readme: ReadmeInfo | None) -> list[VersionScore]:
@@ -55,7 +56,11 @@ def memory_scores(entries: list[MemoryEntry], readme: ReadmeInfo | None) -> list
                 base_value, value = base.metric(metric), record.metric(metric)
                 if base_value and value:
                     score = value / base_value
-        scores.append(VersionScore(entry.version, score, record.gate_passed, outcome.label))
+        extra = getattr(record, "kernelscope", None)
+        unchanged = isinstance(extra, dict) and extra.get("verdict") == "no measurable change"
+        scores.append(
+            VersionScore(entry.version, score, record.gate_passed, outcome.label, unchanged=unchanged)
+        )
     return scores
 
 
@@ -91,6 +96,8 @@ def kernel_lens(summary: KernelSummary | None, scores: list[VersionScore]) -> st
         latest_text = f"latest {last.version} {last.label}{carried}"
     elif last.passed and last.score is not None:
         latest_text = f"latest {last.score:.2f}x {last.version}"
+        if last.unchanged:
+            latest_text += " (no measurable change)"
     else:
         latest_text = f"latest {'FAILED' if not last.passed else '-'} {last.version}"
     extra = "".join(f", {count} {label}" for label, count in sorted(outcomes.items()))

@@ -88,6 +88,10 @@ def _code_lenses(state: WorkspaceState) -> list[types.CodeLens]:
         verdict = "PASS" if probe.passed else f"FAIL ({probe.error.kind if probe.error else 'gate'})"
         against = "reference" if probe.baseline == "reference" else "last passing"
         score = f" {probe.score:.2f}x vs {against}" if probe.score is not None else ""
+        if probe.verdict == "no measurable change":
+            score += " (no measurable change)"
+        elif probe.score is not None and not probe.comparable:
+            score += " (not comparable)"
         stale = " (stale)" if state.stale else ""
         lenses.insert(
             0, _lens(0, f"last probe: {verdict}{score} [{probe.mode}]{stale}", "kernelscope.benchmark", args)

@@ -1,0 +1,357 @@
+"""Timed calls that are real calls (runner child only).
+
+Every timed call goes through `Timer.run`, which lets a `TimedCallChecks` act between calls,
+outside the timed region:
+
+- before each call the inputs are *perturbed in place* (a few elements of every floating or
+  integer tensor swapped with others of the same tensor: same buffers, same value
+  distribution, new values), so a candidate that caches its answer by input pointer or by
+  input value returns a stale output, and one that skips work on repeated inputs has none;
+- a few calls chosen at random are *verified*: the reference's answer for exactly the inputs
+  the call gets is computed before it (untimed), the output is compared with it afterwards,
+  and the inputs must be unchanged by the call; a wrong output is re-checked with a fresh
+  call, so a replayed or lazily produced output is told apart from a problem whose inputs
+  cannot be perturbed;
+- at a random point a *hidden audit call* runs the candidate on fresh inputs (new buffers,
+  new values) and checks it, untimed;
+- the candidate must launch at least one Triton kernel in every timed call.
+
+On a GPU the loop is the harness's own (not `do_bench`): L2 is flushed before every timed call
+in plain and CUDA-graph mode alike (tritonbench #519: do_bench_cudagraph did not), persisting
+L2 is reset, each call is bracketed by CUDA events and synchronized (launch-inclusive time),
+and a separate pass records events around each Triton launch (kernel-only time, tritonbench
+#386: do_bench includes CPU launch overhead).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import random
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import torch
+
+from kernelscope.kernels.integrity import Guard, perf_counter
+
+
+class TimedCheckFailure(Exception):
+    def __init__(self, kind: str, message: str) -> None:
+        super().__init__(message)
+        self.kind = kind
+        self.message = message
+
+
+@dataclass
+class Timed:
+    samples_ms: list[float] = field(default_factory=list)
+    kernel_ms: list[float] = field(default_factory=list)  # GPU: summed Triton launch times per call
+    launches: list[int] = field(default_factory=list)  # Triton launches per timed call
+
+
+def perturb_(inputs: tuple[Any, ...], rng: random.Random, swaps: int = 8) -> bool:
+    """Swap a few elements of every contiguous tensor input with others of the same tensor, in
+    place. Returns whether anything could be perturbed."""
+    changed = False
+    for value in inputs:
+        if not isinstance(value, torch.Tensor) or value.numel() < 2 or not value.is_contiguous():
+            continue
+        if value.dtype == torch.bool or value.is_complex():
+            continue
+        flat = value.view(-1)
+        count = min(swaps, flat.numel() // 2)
+        picks = (
+            rng.sample(range(flat.numel()), 2 * count)
+            if flat.numel() <= 10**6
+            else [rng.randrange(flat.numel()) for _ in range(2 * count)]
+        )
+        left = torch.tensor(picks[:count], device=flat.device)
+        right = torch.tensor(picks[count:], device=flat.device)
+        with torch.no_grad():
+            a, b = flat[left].clone(), flat[right].clone()
+            flat[left] = b
+            flat[right] = a
+        changed = True
+    return changed
+
+
+_RESET: list[Callable[[], Any] | None] = []
+
+
+def _persisting_l2_reset() -> Callable[[], Any] | None:
+    """`cudaCtxResetPersistingL2Cache` of the CUDA runtime this process loaded (torch's
+    cudart bindings do not include it), found once; None where there is none."""
+    if _RESET:
+        return _RESET[0]
+    found = None
+    with contextlib.suppress(Exception):
+        import ctypes
+
+        with open("/proc/self/maps", encoding="utf-8") as maps:
+            paths = sorted({line.split()[-1] for line in maps if "libcudart" in line and "/" in line})
+        if paths:
+            function = ctypes.CDLL(paths[0]).cudaCtxResetPersistingL2Cache
+            function.restype = ctypes.c_int
+            found = function
+    _RESET.append(found)
+    return found
+
+
+class Timer:
+    """Runs timed calls: the interpreter's wall-clock loop, or the GPU loop described above."""
+
+    def __init__(
+        self, mode: str, guard: Guard, reps: int, warmup_ms: float, rep_ms: float, graph: bool
+    ) -> None:
+        self.mode = mode
+        self.guard = guard
+        self.reps = reps
+        self.warmup_ms = warmup_ms
+        self.rep_ms = rep_ms
+        self.graph = graph
+        self._flush: torch.Tensor | None = None
+        self._calls_per_phase: dict[int, int] = {}
+
+    # -- GPU plumbing -----------------------------------------------------------------------
+
+    def _flush_l2(self) -> None:
+        if self._flush is None:
+            props = torch.cuda.get_device_properties(torch.cuda.current_device())
+            size = max(int(getattr(props, "L2_cache_size", 0) or 0) * 2, 256 * 2**20)
+            self._flush = torch.empty(size, dtype=torch.int8, device="cuda")
+        self._flush.zero_()
+        reset = _persisting_l2_reset()
+        if reset is not None:  # persisting L2 lines would survive the flush
+            reset()
+
+    def _gpu_calls(self, fn: Callable[[], Any]) -> int:
+        """How many timed calls fit in rep_ms, from a short warmup (at least 10, at most 1000)."""
+        key = id(fn)
+        if key not in self._calls_per_phase:
+            start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+            fn()
+            torch.cuda.synchronize()
+            start.record()
+            for _ in range(5):
+                fn()
+            end.record()
+            torch.cuda.synchronize()
+            estimate = max(start.elapsed_time(end) / 5, 1e-3)
+            warm_calls = int(self.warmup_ms / estimate)
+            for _ in range(min(warm_calls, 1000)):
+                fn()
+            self._calls_per_phase[key] = max(10, min(1000, int(self.rep_ms / estimate)))
+        return self._calls_per_phase[key]
+
+    # -- the loop --------------------------------------------------------------------------
+
+    def run(
+        self,
+        fn: Callable[..., Any],
+        inputs: tuple[Any, ...],
+        checks: TimedCallChecks | None = None,
+        counted: bool = False,
+    ) -> Timed:
+        """Time `fn(*inputs)`. `checks` acts between calls; `counted` counts Triton launches
+        (the candidate's calls: every one must launch at least one)."""
+        timed = Timed()
+        call = lambda: fn(*inputs)  # noqa: E731
+        gpu = self.mode == "gpu"
+        calls = self._gpu_calls(call) if gpu else self.reps
+        graph = self._capture(call) if gpu and self.graph else None
+        for index in range(calls):
+            if checks is not None:
+                checks.before(index)
+            if gpu:
+                self._flush_l2()
+                start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+            with self.guard.launches.counting() as launches:
+                if gpu:
+                    start.record()
+                    out = graph.replay() if graph is not None else call()
+                    end.record()
+                    torch.cuda.synchronize()
+                    elapsed = start.elapsed_time(end)
+                else:
+                    began = perf_counter()
+                    out = call()
+                    elapsed = (perf_counter() - began) * 1000.0
+                count = launches.count
+            timed.samples_ms.append(elapsed)
+            if counted and graph is None:
+                timed.launches.append(count)
+                if count == 0:
+                    raise TimedCheckFailure(
+                        "no_kernel", f"timed call {index} launched no Triton kernel (the checked calls did)"
+                    )
+            if checks is not None:
+                checks.after(index, graph.output if graph is not None else out)
+                out = None  # released before the audit allocates its own inputs and outputs
+                checks.audit_point(index)
+        if gpu and counted and graph is None:
+            timed.kernel_ms = self._kernel_only(call, max(5, min(calls, 20)))
+        return timed
+
+    def _kernel_only(self, call: Callable[[], Any], calls: int) -> list[float]:
+        """Per call, the summed time of its Triton launches (CUDA events around each launch)."""
+        pending: list[tuple[torch.cuda.Event, torch.cuda.Event]] = []
+
+        def around(launch: Callable[[], Any]) -> Any:
+            before, after = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+            before.record()
+            result = launch()
+            after.record()
+            pending.append((before, after))
+            return result
+
+        totals = []
+        self.guard.launches.on_launch = around
+        try:
+            for _ in range(calls):
+                self._flush_l2()
+                pending.clear()
+                with self.guard.launches.counting():
+                    call()
+                torch.cuda.synchronize()
+                totals.append(sum(a.elapsed_time(b) for a, b in pending))
+        finally:
+            self.guard.launches.on_launch = None
+        return totals
+
+    def _capture(self, call: Callable[[], Any]) -> _Graph:
+        side = torch.cuda.Stream()
+        side.wait_stream(torch.cuda.current_stream())
+        with torch.cuda.stream(side):
+            for _ in range(3):
+                call()
+        torch.cuda.current_stream().wait_stream(side)
+        graph = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(graph):
+            output = call()
+        return _Graph(graph, output)
+
+
+@dataclass
+class _Graph:
+    graph: Any
+    output: Any
+
+    def replay(self) -> Any:
+        self.graph.replay()
+        return self.output
+
+
+class TimedCallChecks:
+    """Between timed calls: perturb the inputs, verify sampled outputs, run the hidden audit."""
+
+    def __init__(
+        self,
+        inputs: tuple[Any, ...],
+        reference: Callable[[tuple[Any, ...]], list[torch.Tensor]],
+        fresh_inputs: Callable[[int], tuple[Any, ...]],
+        candidate: Callable[..., Any],
+        compare: Callable[[list[torch.Tensor], list[torch.Tensor], tuple[Any, ...]], None],
+        outputs_of: Callable[[Any], list[torch.Tensor]],
+        digest: Callable[[Any], str],
+        guard: Guard,
+        rng: random.Random,
+        calls: int,
+        verified: int = 2,
+        sync: Callable[[], None] = lambda: None,
+        require_launches: bool = True,
+    ) -> None:
+        self.inputs = inputs
+        self.reference = reference
+        self.fresh_inputs = fresh_inputs
+        self.candidate = candidate
+        self.compare = compare
+        self.outputs_of = outputs_of
+        self.digest = digest
+        self.guard = guard
+        self.rng = rng
+        self.sync = sync
+        self.require_launches = require_launches
+        self.perturb = True
+        self.notes: list[str] = []
+        upper = max(calls, 1)
+        self.verified = set(rng.sample(range(1, upper), min(verified, upper - 1))) if upper > 1 else {0}
+        self.audit_at = rng.randrange(upper)
+        self._snapshot: tuple[list[torch.Tensor], str] | None = None
+        self.checked_calls = 0
+        self.audited = False
+
+    def before(self, index: int) -> None:
+        if index > 0 and self.perturb:
+            self.perturb = perturb_(self.inputs, self.rng)
+        if index in self.verified:
+            # The reference's answer for exactly these inputs, computed before the call (untimed):
+            # one output kept instead of a copy of every input.
+            before = self.digest(self.inputs)
+            expected = self.reference(self.inputs)
+            if self.digest(self.inputs) == before:
+                self._snapshot = (expected, before)
+
+    def after(self, index: int, output: Any) -> None:
+        self.sync()
+        found = self.guard.check(f"after timed call {index}")
+        if found:
+            raise TimedCheckFailure("cheat", found)
+        if index in self.verified and self._snapshot is not None:
+            expected, before = self._snapshot
+            self._snapshot = None
+            outputs = self.outputs_of(output)
+            if self.digest(self.inputs) != before:
+                raise TimedCheckFailure("cheat", f"timed call {index} modified its inputs in place")
+            try:
+                self.compare(outputs, expected, self.inputs)
+            except TimedCheckFailure:
+                raise
+            except Exception as timed_error:
+                del outputs
+                self._recheck(index, expected, timed_error)
+            del expected
+            self.checked_calls += 1
+
+    def audit_point(self, index: int) -> None:
+        """After a timed call (its output released): the hidden audit, once per configuration."""
+        if index == self.audit_at and not self.audited:
+            self.audited = True  # once per configuration: an interpreted call can take seconds
+            self._audit(index)
+
+    def _recheck(self, index: int, expected: list[torch.Tensor], timed_error: Exception) -> None:
+        """A timed output was wrong: a fresh call on the same (unchanged) inputs tells a replayed
+        or lazy output (fresh call right) from inputs the problem cannot take perturbed (wrong too)."""
+        fresh = tuple(v.detach().clone() if isinstance(v, torch.Tensor) else v for v in self.inputs)
+        try:
+            self.compare(self.outputs_of(self.candidate(*fresh)), expected, fresh)
+        except Exception:
+            self.perturb = False
+            self.notes.append(
+                "the inputs could not be perturbed between timed calls (the problem's inputs have "
+                "structure the reference relies on): timed outputs were checked by the hidden audit only"
+            )
+            return
+        raise TimedCheckFailure(
+            "cheat",
+            f"timed call {index} returned a wrong output for the inputs it was given ({timed_error}), "
+            "while a fresh call on the same inputs is right: a replayed, cached or lazily computed output",
+        )
+
+    def _audit(self, index: int) -> None:
+        fresh = self.fresh_inputs(10_000 + index)
+        with self.guard.launches.counting() as launches:
+            output = self.candidate(*fresh)
+            self.sync()
+        if launches.count == 0 and self.require_launches:
+            raise TimedCheckFailure(
+                "no_kernel", "the hidden audit call inside the timed loop launched no Triton kernel"
+            )
+        try:
+            self.compare(self.outputs_of(output), self.reference(fresh), fresh)
+        except Exception as exc:
+            raise TimedCheckFailure(
+                "cheat",
+                f"the hidden audit call (fresh inputs, at timed call {index}) got a wrong output: {exc}",
+            ) from None
+        self.checked_calls += 1

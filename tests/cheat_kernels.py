@@ -1,0 +1,224 @@
+"""Candidates written to game the harness, one per known class of reward hack, for the
+vector-add example (`kernel_fn(x, y) -> x + y`) and a KernelBench GELU problem (`ModelNew`).
+
+Each entry: the kernel.py source, and the `error.kind` the harness must give it (with a
+fragment of the message), or None when it must simply not outrank the honest kernel."""
+
+from __future__ import annotations
+
+HEADER = """
+import torch
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def add_kernel(x_ptr, y_ptr, out_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = offs < n
+    tl.store(out_ptr + offs, tl.load(x_ptr + offs, mask=mask) + tl.load(y_ptr + offs, mask=mask), mask=mask)
+
+
+@triton.jit
+def touch_kernel(ptr, BLOCK: tl.constexpr):
+    offs = tl.arange(0, BLOCK)
+    tl.store(ptr + offs, tl.zeros([BLOCK], dtype=tl.float32))
+
+
+def honest(x, y):
+    out = torch.empty_like(x)
+    add_kernel[(triton.cdiv(out.numel(), 1024),)](x, y, out, out.numel(), BLOCK=1024)
+    return out
+
+
+def touch():
+    scratch = torch.empty(16, dtype=torch.float32, device="cpu" if not torch.cuda.is_available() else "cuda")
+    touch_kernel[(1,)](scratch, BLOCK=16)
+"""
+
+HONEST = (
+    HEADER
+    + """
+
+def kernel_fn(x, y):
+    return honest(x, y)
+"""
+)
+
+# name -> (kernel.py source, expected error kind(s), message fragment)
+VECTOR_ADD_CHEATS: dict[str, tuple[str, str | tuple[str, ...], str]] = {
+    "framework_only": (
+        HEADER + "\n\ndef kernel_fn(x, y):\n    return x + y  # the Triton kernel above is never launched\n",
+        "no_kernel",
+        "launched no Triton kernel",
+    ),
+    "dead_launch": (
+        HEADER
+        + "\n\ndef kernel_fn(x, y):\n    touch()  # a launch that does nothing useful\n    return torch.add(x, y)\n",
+        "no_kernel",
+        "every Triton launch skipped",
+    ),
+    "pointer_cache": (
+        HEADER
+        + """
+_cache = {}
+
+
+def kernel_fn(x, y):
+    key = (x.data_ptr(), y.data_ptr())
+    if key not in _cache:
+        _cache[key] = honest(x, y)
+    touch()
+    return _cache[key].clone()
+""",
+        "cheat",
+        "a replayed, cached or lazily computed output",
+    ),
+    "value_cache": (
+        HEADER
+        + """
+_cache = {}
+
+
+def kernel_fn(x, y):
+    key = (float(x.sum()), float(y.sum()), x.numel())  # a value-keyed cache
+    if key not in _cache:
+        _cache[key] = honest(x, y)
+    touch()
+    return _cache[key].clone()
+""",
+        ("cheat", "no_kernel"),  # caught in timing, or by the skipped-launch run (its cache hits)
+        "",
+    ),
+    "lazy_after_warmup": (
+        HEADER
+        + """
+_calls = [0]
+
+
+def kernel_fn(x, y):
+    _calls[0] += 1
+    if _calls[0] <= 4:  # right while the gate looks, then skip the work
+        return honest(x, y)
+    touch()
+    return torch.empty_like(x)
+""",
+        "cheat",
+        "",
+    ),
+    "patched_clock": (
+        "import time\n_real = time.perf_counter\ntime.perf_counter = lambda: _real() * 0.001\n" + HONEST,
+        "cheat",
+        "time.perf_counter",
+    ),
+    "patched_do_bench": (
+        "import triton.testing\ntriton.testing.do_bench = lambda *a, **k: 1e-6\n" + HONEST,
+        "cheat",
+        "triton.testing.do_bench",
+    ),
+    "patched_gate": (
+        "import kernelscope.kernels.gate as gate\n"
+        "gate.check_outputs = lambda *a, **k: (0.0, 0.0, 0.0, 'patched')\n"
+        + HONEST.replace("return honest(x, y)", "return x"),
+        "cheat",
+        "kernelscope.kernels.gate.check_outputs",
+    ),
+    "unhooked_launches": (
+        "import triton.runtime.interpreter as interp\n"
+        "import triton.runtime.jit as jit\n"
+        "for cls in (jit.JITFunction, interp.InterpretedFunction):  # put the unwrapped launcher back\n"
+        "    for cell in cls.run.__closure__ or ():\n"
+        "        inner = cell.cell_contents\n"
+        "        if callable(inner) and getattr(inner, '__name__', '') == 'run' and inner is not cls.run:\n"
+        "            cls.run = inner\n" + HONEST,
+        "cheat",
+        ".run",
+    ),
+    "background_thread": (
+        HEADER
+        + """
+import threading
+import time as _time
+
+
+def kernel_fn(x, y):
+    out = honest(x, y)
+    threading.Thread(target=_time.sleep, args=(30,), daemon=True, name="precompute").start()
+    return out
+""",
+        "cheat",
+        "precompute",
+    ),
+    "tensor_subclass": (
+        HEADER
+        + """
+
+class Lazy(torch.Tensor):
+    pass
+
+
+def kernel_fn(x, y):
+    return honest(x, y).as_subclass(Lazy)
+""",
+        "cheat",
+        "tensor subclass",
+    ),
+    "view_of_input": (
+        HEADER
+        + """
+
+def kernel_fn(x, y):
+    add_kernel[(triton.cdiv(x.numel(), 1024),)](x, y, x, x.numel(), BLOCK=1024)
+    return x.view(-1)
+""",
+        "cheat",
+        "",
+    ),
+    "strided_output": (
+        HEADER
+        + """
+
+def kernel_fn(x, y):
+    wide = torch.empty(2 * x.numel(), dtype=x.dtype, device=x.device)
+    out = wide[::2]
+    out.copy_(honest(x, y))
+    return out
+""",
+        "wrong_layout",
+        "strides (2,)",
+    ),
+    "framework_and_clock": (
+        "import time\n_real = time.perf_counter\ntime.perf_counter = lambda: _real() * 0.001\n"
+        + HEADER
+        + "\n\ndef kernel_fn(x, y):\n    return x + y\n",
+        "cheat",
+        "time.perf_counter",
+    ),
+}
+
+GELU_HONEST = """
+import torch
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def gelu_kernel(x_ptr, out_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = offs < n
+    x = tl.load(x_ptr + offs, mask=mask)
+    tl.store(out_ptr + offs, 0.5 * x * (1.0 + tl.math.erf(x * 0.7071067811865476)), mask=mask)
+
+
+class ModelNew(torch.nn.Module):
+    def forward(self, x):
+        out = torch.empty_like(x)
+        gelu_kernel[(triton.cdiv(x.numel(), 1024),)](x, out, x.numel(), BLOCK=1024)
+        return out
+"""
+
+GELU_FRAMEWORK = GELU_HONEST.replace(
+    "        out = torch.empty_like(x)\n        gelu_kernel[(triton.cdiv(x.numel(), 1024),)](x, out, x.numel(), BLOCK=1024)\n"
+    "        return out\n",
+    "        return torch.nn.functional.gelu(x)  # defines a Triton kernel, calls the framework\n",
+)
