@@ -6,8 +6,15 @@
    A/B timing of kernel.py against the reference, and of kernel_slow.py against kernel.py.
 2. An A/A test per example: kernel.py as both baseline and candidate; every per-config
    ratio must be 1.00 +/- 0.02.
-3. The harness's candidate median against a direct `triton.testing.do_bench(...,
-   return_mode="median")` call on the same kernel and inputs, in this process: within 2%.
+3. The harness's kernel-only median (CUDA events around each Triton launch, L2 flushed before
+   every call) against a direct `triton.testing.do_bench(..., return_mode="median")` call on
+   the same kernel and inputs, in this process: within 10%; and kernel-only <= the
+   launch-inclusive median.
+4. L2 is flushed before every timed call: on an L2-resident vector add the harness's
+   kernel-only time is not below the hot-cache time of `do_bench_cudagraph` (which does not
+   flush); `--cuda-graph` runs pass with a flush too.
+5. Every reward hack of tests/cheat_kernels.py (and the GPU-only ones: a side stream, a
+   patched `Event.elapsed_time`) fails with its kind on the GPU; the honest kernel passes.
 
 Writes one JSON report and exits 0 when every check passed, 1 otherwise, 2 without a GPU.
 Budget: well under 8 minutes on one GPU (short `rep` windows, the GPU-size CONFIGS).
@@ -26,7 +33,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLES = ["vector_add", "softmax", "layernorm", "matmul"]
 AA_TOLERANCE = 0.02
-DIRECT_TOLERANCE = 0.02
+DIRECT_TOLERANCE = 0.10
 
 
 def _against_kernel(ws: Path, candidate: Path) -> Any:
@@ -62,6 +69,62 @@ def direct_median_ms(example: Path, config: dict[str, Any]) -> float:
     return float(
         triton.testing.do_bench(lambda: kernel.kernel_fn(*inputs), warmup=25, rep=100, return_mode="median")
     )
+
+
+def flush_check(check: Any) -> None:
+    """A vector add small enough to stay in L2: timed hot (do_bench_cudagraph does not flush)
+    it is faster than the harness's kernel-only time, which flushes before every call."""
+    import torch
+    import triton.testing
+
+    from kernelscope.daemon.engine.bench import BenchRequest, run_benchmark
+
+    ws = ROOT / "examples" / "vector_add"
+    kernel = _load(ws / "kernel.py", "flush_kernel")
+    x = torch.rand(98304, device="cuda")
+    y = torch.rand(98304, device="cuda")
+    hot = float(triton.testing.do_bench_cudagraph(lambda: kernel.kernel_fn(x, y), rep=50))
+    run = run_benchmark(BenchRequest(workspace=ws, mode="gpu", seeds=1, timeout_s=300))
+    first = run.configs[0] if run.configs else None
+    check(
+        "vector_add: L2 flushed before every timed call (not faster than a hot-cache graph replay)",
+        first is not None
+        and first.candidate_kernel_ms is not None
+        and first.candidate_kernel_ms >= 0.9 * hot,
+        kernel_ms=first and first.candidate_kernel_ms,
+        hot_graph_ms=hot,
+    )
+
+
+def cheats_check(check: Any) -> None:
+    """The reward hacks of tests/cheat_kernels.py on the GPU: each fails with its kind."""
+    import shutil
+    import tempfile
+
+    sys.path.insert(0, str(ROOT))
+    from kernelscope.daemon.engine.bench import BenchRequest, run_benchmark
+    from tests.cheat_kernels import GPU_ONLY_CHEATS, HONEST, VECTOR_ADD_CHEATS
+
+    with tempfile.TemporaryDirectory() as tmp:
+        for name, (source, kind, fragment) in {
+            "honest": (HONEST, None, ""),
+            **VECTOR_ADD_CHEATS,
+            **GPU_ONLY_CHEATS,
+        }.items():
+            ws = Path(tmp) / name
+            shutil.copytree(ROOT / "examples" / "vector_add", ws)
+            (ws / "kernel.py").write_text(source)
+            result = run_benchmark(BenchRequest(workspace=ws, mode="gpu", seeds=2, timeout_s=300))
+            kinds = (kind,) if isinstance(kind, str) else kind
+            got = result.error.kind if result.error else None
+            ok = result.passed if kind is None else (not result.passed and got in kinds)
+            check(
+                f"cheat {name}: {'passes' if kind is None else 'fails as ' + '/'.join(kinds)}",
+                ok and (kind is None or fragment in (result.error.message if result.error else "")),
+                got=got,
+                message=result.error and result.error.message[:200],
+                score=result.score,
+            )
 
 
 def main() -> int:
@@ -126,16 +189,33 @@ def main() -> int:
         )
         reference = _load(ws / "reference.py", f"cfg_{name}")
         for config in reference.CONFIGS:
-            harness = next((c.candidate_ms for c in main_run.configs if c.name == config["name"]), None)
+            measured = next((c for c in main_run.configs if c.name == config["name"]), None)
+            kernel_ms = measured.candidate_kernel_ms if measured else None
             direct = direct_median_ms(ws, config)
-            deviation = None if harness is None else abs(harness - direct) / direct
+            deviation = None if kernel_ms is None else abs(kernel_ms - direct) / direct
             check(
-                f"{name} {config['name']}: harness median vs direct do_bench median",
-                deviation is not None and deviation <= DIRECT_TOLERANCE,
-                harness_ms=harness,
+                f"{name} {config['name']}: harness kernel-only median vs direct do_bench median",
+                deviation is not None
+                and deviation <= DIRECT_TOLERANCE
+                and measured is not None
+                and kernel_ms <= (measured.candidate_ms or 0.0) * 1.02,
+                kernel_ms=kernel_ms,
+                launch_inclusive_ms=measured and measured.candidate_ms,
                 direct_ms=direct,
                 deviation=deviation,
             )
+        graph_run = run_benchmark(
+            BenchRequest(workspace=ws, mode="gpu", seeds=1, timeout_s=300, extra_args=["--cuda-graph"])
+        )
+        check(
+            f"{name}: --cuda-graph (L2 flushed before every replay) passes",
+            graph_run.passed,
+            score=graph_run.score,
+            error=graph_run.error and graph_run.error.message,
+        )
+
+    flush_check(check)
+    cheats_check(check)
 
     report["passed"] = failures == 0
     report["failures"] = failures

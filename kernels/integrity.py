@@ -236,6 +236,7 @@ class StreamWatch:
     def __init__(self) -> None:
         self.created = 0
         self.enabled = False
+        self.suspended = False
         try:
             import torch
 
@@ -246,7 +247,8 @@ class StreamWatch:
             watch = self
 
             def new(cls: Any, *args: Any, **kwargs: Any) -> Any:
-                watch.created += 1
+                if not watch.suspended:
+                    watch.created += 1
                 return original_new(cls, *args, **kwargs)
 
             stream_cls.__new__ = new  # type: ignore[method-assign]
@@ -254,6 +256,15 @@ class StreamWatch:
             self.enabled = True
         except Exception:  # no CUDA build: nothing to watch
             self.enabled = False
+
+    @contextmanager
+    def paused(self) -> Iterator[None]:
+        """The harness's own streams (CUDA-graph capture) are not counted."""
+        self.suspended = True
+        try:
+            yield
+        finally:
+            self.suspended = False
 
     def problems(self) -> list[str]:
         if not self.enabled:

@@ -125,9 +125,9 @@ class Timer:
         if reset is not None:  # persisting L2 lines would survive the flush
             reset()
 
-    def _gpu_calls(self, fn: Callable[[], Any]) -> int:
-        """How many timed calls fit in rep_ms, from a short warmup (at least 10, at most 1000)."""
-        key = id(fn)
+    def _gpu_calls(self, fn: Callable[[], Any], key: int) -> int:
+        """How many timed calls fit in rep_ms, from a short warmup (at least 10, at most 1000);
+        estimated once per function timed (`key`)."""
         if key not in self._calls_per_phase:
             start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
             fn()
@@ -158,7 +158,7 @@ class Timer:
         timed = Timed()
         call = lambda: fn(*inputs)  # noqa: E731
         gpu = self.mode == "gpu"
-        calls = self._gpu_calls(call) if gpu else self.reps
+        calls = self._gpu_calls(call, id(fn)) if gpu else self.reps
         graph = self._capture(call) if gpu and self.graph else None
         for index in range(calls):
             if checks is not None:
@@ -220,6 +220,10 @@ class Timer:
         return totals
 
     def _capture(self, call: Callable[[], Any]) -> _Graph:
+        with self.guard.streams.paused():  # the harness's own capture stream is not the candidate's
+            return self._capture_on_side_stream(call)
+
+    def _capture_on_side_stream(self, call: Callable[[], Any]) -> _Graph:
         side = torch.cuda.Stream()
         side.wait_stream(torch.cuda.current_stream())
         with torch.cuda.stream(side):

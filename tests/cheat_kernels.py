@@ -222,3 +222,25 @@ GELU_FRAMEWORK = GELU_HONEST.replace(
     "        return out\n",
     "        return torch.nn.functional.gelu(x)  # defines a Triton kernel, calls the framework\n",
 )
+
+# Only meaningful with a CUDA device (benchmarks/gpu_check.py runs them there).
+GPU_ONLY_CHEATS: dict[str, tuple[str, str | tuple[str, ...], str]] = {
+    "side_stream": (
+        HEADER
+        + """
+_side = torch.cuda.Stream()
+
+
+def kernel_fn(x, y):
+    with torch.cuda.stream(_side):  # work the timed region on the default stream never waits for
+        return honest(x, y)
+""",
+        "cheat",
+        "stream",
+    ),
+    "patched_elapsed_time": (
+        "import torch\ntorch.cuda.Event.elapsed_time = lambda self, other: 1e-6\n" + HONEST,
+        "cheat",
+        "torch.cuda.Event.elapsed_time",
+    ),
+}

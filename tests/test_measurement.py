@@ -1,0 +1,98 @@
+"""How sure a number is, and what the comparison does, without running a benchmark: the
+verdict against the run's own A/A noise band, the lenses that show it, the sliced comparison
+(same figures as a float64 one, on fp32 and fp16), wrong layouts and input perturbation."""
+
+from __future__ import annotations
+
+import json
+import random
+import shutil
+from pathlib import Path
+
+import pytest
+import torch
+
+from kernelscope.daemon.engine.lens_text import kernel_lens, memory_scores
+from kernelscope.daemon.engine.workspace import Workspace
+from kernelscope.kernels import gate
+from kernelscope.kernels.stats import verdict_of
+from kernelscope.kernels.timing import perturb_
+from tests.conftest import EXAMPLES
+
+
+@pytest.mark.parametrize(
+    "score,ci,band,expected",
+    [
+        (1.01, (0.99, 1.03), (0.97, 1.04), "no measurable change"),  # inside the band
+        (1.05, (0.99, 1.10), (0.98, 1.02), "no measurable change"),  # interval holds 1.0
+        (1.30, (1.25, 1.35), (0.97, 1.03), "faster"),
+        (0.70, (0.66, 0.74), (0.97, 1.03), "slower"),
+    ],
+)
+def test_verdict_against_the_noise_band(score: float, ci: tuple, band: tuple, expected: str) -> None:
+    assert verdict_of(score, ci, band) == expected
+
+
+def test_kernel_lens_says_no_measurable_change(tmp_path: Path) -> None:
+    ws = tmp_path / "ws"
+    shutil.copytree(EXAMPLES / "vector_add", ws)
+    record = json.loads((ws / "memory" / "v4.json").read_text())
+    record["kernelscope"] = {"verdict": "no measurable change", "noise_band": [0.97, 1.03]}
+    (ws / "memory" / "v4.json").write_text(json.dumps(record))
+    workspace = Workspace(ws)
+    text = kernel_lens(None, memory_scores(workspace.memory.scan(), workspace.readme()))
+    assert "latest 1.22x v4 (no measurable change)" in text
+
+
+def _float64_figures(out: torch.Tensor, ref: torch.Tensor) -> tuple[float, float, float]:
+    """What the comparison computed before it worked in slices: float64 copies of both."""
+    o, r = out.double(), ref.double()
+    diff = (o - r).abs()
+    return float(diff.max()), float((diff / r.abs().clamp_min(1e-12)).max()), float(diff.norm() / r.norm())
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float16])
+def test_sliced_comparison_matches_float64(monkeypatch: pytest.MonkeyPatch, dtype: torch.dtype) -> None:
+    monkeypatch.setattr(gate, "CHUNK_ELEMENTS", 1000)  # several slices
+    torch.manual_seed(0)
+    ref = torch.randn(4321).to(dtype)
+    out = (ref.float() + 1e-3 * torch.randn(4321)).to(dtype)
+    max_abs, max_rel, rel_err, ok, _ = gate._compare(out, ref, {"rel_err": 0.01})
+    expected = _float64_figures(out, ref)
+    assert ok
+    assert max_abs == pytest.approx(expected[0], rel=1e-3)
+    assert max_rel == pytest.approx(expected[1], rel=1e-3)
+    assert rel_err == pytest.approx(expected[2], rel=1e-3)
+
+
+def test_transposed_right_answer_is_wrong_layout() -> None:
+    ref = torch.arange(12.0).reshape(3, 4)
+    out = ref.t().contiguous().t()  # the same values, column-major
+    with pytest.raises(gate.GateFailure) as failure:
+        gate.check_outputs([out], [ref], (), None, None)
+    assert (
+        failure.value.kind == "wrong_layout"
+        and "(1, 3)" in failure.value.message
+        and "(4, 1)" in failure.value.message
+    )
+    wrong = out * 2
+    with pytest.raises(gate.GateFailure) as failure:
+        gate.check_outputs([wrong], [ref], (), None, None)
+    assert failure.value.kind == "wrong_result"
+
+
+def test_subclass_output_is_a_cheat() -> None:
+    class Lazy(torch.Tensor):
+        pass
+
+    with pytest.raises(gate.GateFailure, match="tensor subclass"):
+        gate.as_tensor_list(torch.ones(3).as_subclass(Lazy), "the candidate")
+
+
+def test_perturbation_keeps_buffers_and_values_changes_order() -> None:
+    x = torch.arange(1000.0)
+    pointer, values = x.data_ptr(), sorted(x.tolist())
+    before = x.clone()
+    assert perturb_((x, 3, torch.ones(5, dtype=torch.bool)), random.Random(1))
+    assert x.data_ptr() == pointer and sorted(x.tolist()) == values  # same buffer, same multiset
+    assert not torch.equal(x, before)
