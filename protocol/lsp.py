@@ -11,6 +11,7 @@ from kernelscope.protocol.bench import BenchResult
 from kernelscope.protocol.commands import IterationResult, MaskHalfResult, RestartReport
 from kernelscope.protocol.experiment import KernelExperiment
 from kernelscope.protocol.settings import Settings
+from kernelscope.protocol.vocabulary import COMMANDS, JOB_KINDS, JobKind
 
 
 class _Params(BaseModel):
@@ -108,29 +109,64 @@ class CancelResult(BaseModel):
 
 
 class JobStarted(BaseModel):
-    """Long commands return at once; their outcome arrives as `kernelscope/jobFinished`."""
+    """Long commands return at once; their outcome arrives as `kernelscope/jobFinished` with
+    the same `job_id` and `kind`."""
 
     job_id: str
     workspace: str
-    kind: str
+    kind: JobKind
 
 
-__all__ = ["COMMAND_MODELS", "JOB_RESULTS", "Settings"]
+class JobFinished(BaseModel):
+    """`kernelscope/jobFinished`: how a job ended. `background` jobs (save -> re-benchmark)
+    speak through lenses and diagnostics; clients do not pop them up."""
 
-COMMAND_MODELS: dict[str, tuple[type[BaseModel], Any]] = {
-    "kernelscope.maskHalf": (MaskHalfParams, MaskHalfResult),
-    "kernelscope.unmask": (UnmaskParams, UnmaskResult),
-    "kernelscope.recordExperiment": (RecordExperimentParams, KernelExperiment),
-    "kernelscope.runIteration": (RunIterationParams, JobStarted),
-    "kernelscope.restart": (RestartParams, JobStarted),
-    "kernelscope.benchmark": (BenchmarkParams, JobStarted),
-    "kernelscope.showHistory": (ShowHistoryParams, HistoryResult),
-    "kernelscope.topExperiments": (TopExperimentsParams, list[KernelExperiment]),
-    "kernelscope.cancel": (CancelParams, CancelResult),
+    model_config = ConfigDict(populate_by_name=True)
+
+    job_id: str = Field(alias="jobId")
+    workspace: str
+    kind: JobKind
+    background: bool = False
+    cancelled: bool = False
+    result: dict[str, Any] | None = Field(
+        default=None, description="the job's result (see JOB_RESULTS by kind); absent on error"
+    )
+    error: str | None = None
+
+
+class WorkspaceEntry(BaseModel):
+    """One optimization workspace among the editor's folders (`kernelscope/workspaces`)."""
+
+    workspace: str
+    kernel: str = Field(description="its kernel.py")
+
+
+class WorkspacesResult(BaseModel):
+    workspaces: list[WorkspaceEntry]
+
+
+__all__ = ["COMMAND_MODELS", "JOB_RESULTS", "JobFinished", "Settings", "WorkspacesResult"]
+
+_RESULTS: dict[str, Any] = {
+    "kernelscope.maskHalf": MaskHalfResult,
+    "kernelscope.unmask": UnmaskResult,
+    "kernelscope.recordExperiment": KernelExperiment,
+    "kernelscope.runIteration": JobStarted,
+    "kernelscope.restart": JobStarted,
+    "kernelscope.benchmark": JobStarted,
+    "kernelscope.showHistory": HistoryResult,
+    "kernelscope.topExperiments": list[KernelExperiment],
+    "kernelscope.cancel": CancelResult,
 }
-# What `kernelscope/jobFinished` carries in `result` for each long command.
+# Built from the one vocabulary (protocol/vocabulary.py): a command added there without a
+# params model here fails at import, not at run time.
+COMMAND_MODELS: dict[str, tuple[type[BaseModel], Any]] = {
+    name: (globals()[params], _RESULTS[name]) for name, (params, _method, _kind) in COMMANDS.items()
+}
+# What `kernelscope/jobFinished` carries in `result` for each job kind.
 JOB_RESULTS: dict[str, Any] = {
     "runIteration": IterationResult,
     "restart": RestartReport,
     "benchmark": BenchResult,
 }
+assert set(JOB_RESULTS) == set(JOB_KINDS)

@@ -129,7 +129,7 @@ def test_daemon_probe_runs_on_the_ray_cluster(workspace: Path, ray_executor, tmp
             }
         )
         finished = daemon.wait(lambda m: m.get("method") == "kernelscope/jobFinished", 300)["params"]
-        assert finished["kind"] == "benchmarking" and finished["background"] is True
+        assert finished["kind"] == "benchmark" and finished["background"] is True
         result = finished["result"]
         assert result["passed"] is True, result
         assert any(m.startswith("ran on a Ray worker") for m in result["messages"]), result["messages"]

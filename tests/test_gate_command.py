@@ -385,6 +385,6 @@ async def test_a_save_triggered_probe_leaves_the_tree_unchanged(
         assert asyncio.get_running_loop().time() < deadline, "no probe finished"
         await asyncio.sleep(0.1)
     finished = probe_client.finished[0]  # type: ignore[attr-defined]
-    assert finished["kind"] == "benchmarking" and finished["background"]
+    assert finished["kind"] == "benchmark" and finished["background"]
     assert finished["result"]["passed"] is True, finished
     assert tree_digest(ws) == before and git_status(ws) == status

@@ -261,7 +261,7 @@ async def test_save_probe_progress_and_broken_kernel_diagnostic(client: Language
     )
     titles = [lens.command.title for lens in await lenses(client) if lens.command]
     assert any(t.startswith("(stale) best") for t in titles), titles  # old numbers marked stale at once
-    await wait_for(lambda: any(f["kind"] == "benchmarking" for f in client.finished), timeout=120)  # type: ignore[attr-defined]
+    await wait_for(lambda: any(f["kind"] == "benchmark" for f in client.finished), timeout=120)  # type: ignore[attr-defined]
     assert all(f["background"] for f in client.finished)  # type: ignore[attr-defined]  # clients stay quiet
     await wait_for(lambda: bool(client.diagnostics.get(uri)), timeout=10)
     diagnostic = client.diagnostics[uri][0]
@@ -273,7 +273,7 @@ async def test_save_probe_progress_and_broken_kernel_diagnostic(client: Language
     client.text_document_did_save(
         types.DidSaveTextDocumentParams(text_document=types.TextDocumentIdentifier(uri=uri))
     )
-    await wait_for(lambda: any(f["kind"] == "benchmarking" for f in client.finished), timeout=120)  # type: ignore[attr-defined]
+    await wait_for(lambda: any(f["kind"] == "benchmark" for f in client.finished), timeout=120)  # type: ignore[attr-defined]
     try:
         await wait_for(lambda: uri in client.diagnostics and not client.diagnostics[uri], timeout=30)
     except AssertionError:
@@ -285,7 +285,7 @@ async def test_save_probe_progress_and_broken_kernel_diagnostic(client: Language
 def completed_probes(client: LanguageClient) -> list[dict]:
     """Background probes that ran to an end (a probe superseded by a newer save of the same
     file ends cancelled)."""
-    return [f for f in client.finished if f["kind"] == "benchmarking" and not f.get("cancelled")]  # type: ignore[attr-defined]
+    return [f for f in client.finished if f["kind"] == "benchmark" and not f.get("cancelled")]  # type: ignore[attr-defined]
 
 
 async def test_hostile_kernels_cannot_take_the_daemon(client: LanguageClient) -> None:
@@ -340,7 +340,7 @@ async def test_hostile_kernels_cannot_take_the_daemon(client: LanguageClient) ->
         await asyncio.sleep(0.02)
     await wait_for(lambda: bool(completed_probes(client)), timeout=120)
     await asyncio.sleep(3.0)  # room for any further probe to start and finish
-    probes = [f for f in client.finished if f["kind"] == "benchmarking"]  # type: ignore[attr-defined]
+    probes = [f for f in client.finished if f["kind"] == "benchmark"]  # type: ignore[attr-defined]
     assert 1 <= len(probes) <= 2 and all(f["background"] for f in probes), probes
     assert not client.messages, client.messages  # no window/showMessage at all
     (ws / "kernel.py").write_text(good)

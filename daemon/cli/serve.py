@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
@@ -26,11 +26,36 @@ def _camel_properties(schema: dict) -> dict:
     return schema
 
 
-def schema_command() -> None:
+def commands_document() -> dict[str, Any]:
+    """What clients need to call the daemon, from the one vocabulary (protocol/vocabulary.py):
+    command names, the job kind each starts, the notification and request names. Written to
+    editor-clients/commands.json (`kernelscope schema --commands`), which clients read instead
+    of hand-copied names; tests/test_vocabulary.py keeps the file current."""
+    from kernelscope.protocol.vocabulary import COMMANDS, JOB_FINISHED, JOB_KINDS, WORKSPACES_REQUEST
+
+    return {
+        "commands": {name: {"job": kind} for name, (_model, _method, kind) in COMMANDS.items()},
+        "jobKinds": list(JOB_KINDS),
+        "notifications": {"jobFinished": JOB_FINISHED},
+        "requests": {"workspaces": WORKSPACES_REQUEST},
+    }
+
+
+def schema_command(
+    commands: Annotated[
+        bool,
+        typer.Option(
+            "--commands", help="Print only the command and job names (editor-clients/commands.json)."
+        ),
+    ] = False,
+) -> None:
     """Print the JSON Schema of every command's parameters and result, and the settings."""
+    if commands:
+        print(json.dumps(commands_document(), indent=2))
+        return
     from pydantic import TypeAdapter
 
-    from kernelscope.protocol.lsp import COMMAND_MODELS, JOB_RESULTS, Settings
+    from kernelscope.protocol.lsp import COMMAND_MODELS, JOB_RESULTS, JobFinished, Settings, WorkspacesResult
     from kernelscope.protocol.settings import FolderSettings, UserSettings
 
     document = {
@@ -43,10 +68,11 @@ def schema_command() -> None:
         },
         "notifications": {
             "kernelscope/jobFinished": {
-                "description": "{jobId, workspace, kind, cancelled, result | error}",
+                "schema": JobFinished.model_json_schema(by_alias=True),
                 "results": {kind: TypeAdapter(model).json_schema() for kind, model in JOB_RESULTS.items()},
             }
         },
+        "requests": {"kernelscope/workspaces": {"result": WorkspacesResult.model_json_schema()}},
         "settings": _camel_properties(TypeAdapter(Settings).json_schema()),
         # Who may set what: user settings only from initializationOptions or the user's
         # config file; folder settings also from workspace/configuration.

@@ -28,3 +28,9 @@ class DataError(KernelscopeError):
 class WriteFailed(DataError):
     """A write could not be completed (disk full, quota, read-only file system); the file it
     was replacing is left as it was."""
+
+
+class Cancelled(KernelscopeError):
+    """The user cancelled the work; nothing was written."""
+
+    exit_code = 130

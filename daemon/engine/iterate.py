@@ -21,7 +21,7 @@ from typing import Any
 
 from kernelscope.daemon.engine.atomic_io import workspace_lock
 from kernelscope.daemon.engine.bench import BenchRequest, run_benchmark
-from kernelscope.daemon.engine.errors import DataError
+from kernelscope.daemon.engine.errors import Cancelled, DataError
 from kernelscope.daemon.engine.formats.atrex import refuse_if_supervised, reserved_versions
 from kernelscope.daemon.engine.git import FAILED_REF_PREFIX, Git
 from kernelscope.daemon.engine.memory import MemoryEntry, utc_now_iso
@@ -155,6 +155,9 @@ class Iteration:
                 ),
                 cancel=cancel,
             )
+        if cancel is not None and cancel.is_set():
+            # The user asked to stop: a cancelled run measured nothing, so nothing is recorded.
+            raise Cancelled("the iteration was cancelled before it recorded anything; nothing was written")
         # The write phase runs under the workspace's iteration lock and takes its version
         # there: an iteration started by the daemon and one started by the CLI or an agent
         # at the same time record v<N> and v<N+1> and never commit over each other.

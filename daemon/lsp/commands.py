@@ -1,5 +1,6 @@
-"""workspace/executeCommand handlers: validate the one parameter object with its protocol
-model (InvalidParams naming the field, nothing changed), then call the engine."""
+"""workspace/executeCommand handlers: the server validates the one parameter object with its
+protocol model (InvalidParams naming the field, nothing changed) and hands the parsed model to
+the method of the same name (protocol/vocabulary.COMMANDS), which calls the engine."""
 
 from __future__ import annotations
 
@@ -43,10 +44,14 @@ def parse(model: Any, args: tuple[Any, ...]) -> Any:
 
 
 class Commands:
+    """One method per command of protocol/vocabulary.COMMANDS, taking its parsed params model.
+    They run on a worker thread (they may wait on the workspace lock or SQLite's busy
+    timeout): anything that talks to the client goes through `state.on_loop`."""
+
     def __init__(self, state: ServerState, jobs: Jobs, refresh: Any) -> None:
         self.state = state
         self.jobs = jobs
-        self.refresh = refresh  # called on the event loop after a command changed data
+        self.refresh = refresh  # run on the event loop (state.on_loop) after a command changed data
 
     def _workspace(self, value: str) -> WorkspaceState:
         path = uri_to_path(value)
@@ -77,8 +82,7 @@ class Commands:
         except KernelscopeError as exc:  # refused by the engine: nothing changed
             raise JsonRpcInvalidParams(message=str(exc)) from None
 
-    def mask_half(self, *args: Any) -> Any:
-        params = parse(p.MaskHalfParams, args)
+    def mask_half(self, params: Any) -> Any:
         ws = self._workspace(params.workspace)
         readme = ws.workspace.readme() if ws.workspace.readme_path.is_file() else None
         result = self._engine(
@@ -91,22 +95,20 @@ class Commands:
             )
         )
         if not params.dry_run:
-            self.refresh(ws, "memory")
+            self.state.on_loop(lambda: self.refresh(ws, "memory"))
         return result.model_dump(mode="json")
 
-    def unmask(self, *args: Any) -> Any:
-        params = parse(p.UnmaskParams, args)
+    def unmask(self, params: Any) -> Any:
         ws = self._workspace(params.workspace)
         changed = self._engine(
             lambda: ws.workspace.memory.set_masked(
                 params.versions, masked=False, allow_supervised=params.force
             )
         )
-        self.refresh(ws, "memory")
+        self.state.on_loop(lambda: self.refresh(ws, "memory"))
         return p.UnmaskResult(changed=changed).model_dump(mode="json")
 
-    def record_experiment(self, *args: Any) -> Any:
-        params = parse(p.RecordExperimentParams, args)
+    def record_experiment(self, params: Any) -> Any:
         ws = self._workspace(params.workspace)
         fields = params.model_dump(exclude={"workspace"})
         fields["workspace"] = str(ws.root)
@@ -114,11 +116,10 @@ class Commands:
 
         store = ExperimentStore(ws.settings.db_url)
         created = self._engine(lambda: store.create_experiment(fields))
-        self.refresh(ws, "store")
+        self.state.on_loop(lambda: self.refresh(ws, "store"))
         return created.model_dump(mode="json")
 
-    def run_iteration(self, *args: Any) -> Any:
-        params = parse(p.RunIterationParams, args)
+    def run_iteration(self, params: Any) -> Any:
         ws = self._workspace(params.workspace)
         self._observer_guard(ws, "run an iteration", params.force)
         job = self.jobs.iterate(
@@ -126,8 +127,7 @@ class Commands:
         )
         return p.JobStarted(job_id=job.job_id, workspace=str(ws.root), kind="runIteration").model_dump()
 
-    def restart(self, *args: Any) -> Any:
-        params = parse(p.RestartParams, args)
+    def restart(self, params: Any) -> Any:
         ws = self._workspace(params.workspace)
         # Only the user's settings or config file name the agent: never the workspace.
         from kernelscope.daemon.engine.config import user_config
@@ -144,8 +144,7 @@ class Commands:
         job = self.jobs.restart(ws, agent, params.seed, params.timeout_s, params.force)
         return p.JobStarted(job_id=job.job_id, workspace=str(ws.root), kind="restart").model_dump()
 
-    def benchmark(self, *args: Any) -> Any:
-        params = parse(p.BenchmarkParams, args)
+    def benchmark(self, params: Any) -> Any:
         ws = self._workspace(params.workspace)
         candidate = None
         if params.candidate:
@@ -157,15 +156,13 @@ class Commands:
         job = self.jobs.benchmark(ws, candidate=candidate, probe=candidate is None)
         return p.JobStarted(job_id=job.job_id, workspace=str(ws.root), kind="benchmark").model_dump()
 
-    def show_history(self, *args: Any) -> Any:
-        params = parse(p.ShowHistoryParams, args)
+    def show_history(self, params: Any) -> Any:
         ws = self._workspace(params.workspace)
         from kernelscope.daemon.lsp.hover import history
 
         return history(ws, params.kernel).model_dump(mode="json")
 
-    def top_experiments(self, *args: Any) -> Any:
-        params = parse(p.TopExperimentsParams, args)
+    def top_experiments(self, params: Any) -> Any:
         filters: dict[str, Any] = {}
         settings = self.state.default_settings
         if params.workspace:
@@ -184,7 +181,6 @@ class Commands:
         )
         return [r.model_dump(mode="json") for r in records]
 
-    def cancel(self, *args: Any) -> Any:
-        params = parse(p.CancelParams, args) if args else p.CancelParams()
+    def cancel(self, params: Any) -> Any:
         workspace = self._workspace(params.workspace).root if params.workspace else None
         return p.CancelResult(cancelled=self.jobs.cancel(workspace)).model_dump()

@@ -1,24 +1,32 @@
 """Long work off the event loop: benchmarks (one at a time, across all workspaces: one GPU),
-iterations and restarts, each cancellable, reporting `$/progress`, and announcing its end
-with a `kernelscope/jobFinished` notification."""
+iterations and restarts, each cancellable (the `kernelscope.cancel` command, or Cancel on its
+progress: `window/workDoneProgress/cancel` for its token), reporting `$/progress`, and
+announcing its end with a typed `kernelscope/jobFinished` (protocol.lsp.JobFinished) whose
+`kind` is the one the start answer gave (protocol/vocabulary.JobKind).
+
+Everything that talks to the client runs on the event loop; tasks created there are kept
+until done and their failures logged. The save debounce is a `call_later` on the loop."""
 
 from __future__ import annotations
 
 import asyncio
 import logging
 import tempfile
-import threading
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from lsprotocol import types
 from pygls.lsp.server import LanguageServer
 
-from kernelscope.daemon.engine.errors import KernelscopeError
+from kernelscope.daemon.engine.errors import Cancelled, KernelscopeError
 from kernelscope.daemon.lsp.state import Job, ServerState, WorkspaceState
+from kernelscope.protocol.vocabulary import JobKind
 
 log = logging.getLogger("kernelscope.lsp")
 JOB_FINISHED = "kernelscope/jobFinished"
+PROGRESS_CREATE_TIMEOUT_S = 3.0  # a client that never answers window/workDoneProgress/create
+TOKEN_PREFIX = "kernelscope-"
 
 
 class Jobs:
@@ -26,8 +34,22 @@ class Jobs:
         self.server = server
         self.state = state
         self.refresh = refresh  # callable(WorkspaceState) run on the loop
-        self.pending_saves: dict[Path, threading.Timer] = {}
+        self.pending_saves: dict[Path, asyncio.TimerHandle] = {}
         self.ready: dict[str, asyncio.Event] = {}
+        self.tasks: set[asyncio.Task[Any]] = set()  # kept until done: a dropped task can vanish
+
+    def spawn(self, coroutine: Any) -> asyncio.Task[Any]:
+        """A task on the loop, kept until done, its failure logged (never silent)."""
+        assert self.state.loop is not None
+        task = self.state.loop.create_task(coroutine)
+        self.tasks.add(task)
+        task.add_done_callback(self._task_done)
+        return task
+
+    def _task_done(self, task: asyncio.Task[Any]) -> None:
+        self.tasks.discard(task)
+        if not task.cancelled() and task.exception() is not None:
+            log.error("a kernelscope task failed", exc_info=task.exception())
 
     # -- plumbing ---------------------------------------------------------------------
 
@@ -45,15 +67,24 @@ class Jobs:
             if kind == "begin":
                 ready = self.ready.setdefault(token, asyncio.Event())
                 try:
-                    await progress.create_async(token)
+                    # Bounded: a client that never answers gets no progress, not a stuck job.
+                    await asyncio.wait_for(progress.create_async(token), PROGRESS_CREATE_TIMEOUT_S)
                     progress.begin(
                         token, types.WorkDoneProgressBegin(title=title, cancellable=True, message=message)
                     )
+                except Exception as exc:  # timeout or a malformed answer: the job runs without
+                    log.warning("no progress for %s: window/workDoneProgress/create failed (%s)", token, exc)
+                    self.ready.pop(token, None)
+                    return
                 finally:
                     ready.set()
                 return
-            ready = self.ready.setdefault(token, asyncio.Event())
+            ready = self.ready.get(token)
+            if ready is None:
+                return  # no progress for this token (never created, or already ended)
             await ready.wait()
+            if token not in self.ready:
+                return
             if kind == "report":
                 progress.report(token, types.WorkDoneProgressReport(message=message, percentage=percentage))
             else:
@@ -61,8 +92,9 @@ class Jobs:
                 self.ready.pop(token, None)
 
         def schedule() -> None:
-            assert self.state.loop is not None
-            self.state.loop.create_task(send())
+            if kind == "begin":
+                self.ready.setdefault(token, asyncio.Event())
+            self.spawn(send())
 
         self.state.on_loop(schedule)
 
@@ -72,20 +104,21 @@ class Jobs:
             lambda: self.server.window_log_message(types.LogMessageParams(type=level, message=message))
         )
 
-    def start(self, ws: WorkspaceState, kind: str, work: Any, gpu: bool, background: bool = False) -> Job:
+    def start(self, ws: WorkspaceState, kind: JobKind, work: Any, gpu: bool, background: bool = False) -> Job:
         """Run `work(job)` in the background; cancels the workspace's previous job first."""
         if ws.job is not None:
             ws.job.cancel.set()
         job = self.state.new_job(ws, kind)
         ws.job = job
-        token = f"kernelscope-{job.job_id}"
+        ws.last_outcome = None
+        token = TOKEN_PREFIX + job.job_id
         self._progress(token, "begin", f"kernelscope {kind}", message=str(ws.root.name))
 
         def run() -> None:
             # `background` probes (save -> re-benchmark) are not announced to the user by clients:
             # a kernel that fails on every save must not flood the editor with messages.
             outcome: dict[str, Any] = {
-                "jobId": job.job_id,
+                "job_id": job.job_id,
                 "workspace": str(ws.root),
                 "kind": kind,
                 "background": background,
@@ -99,6 +132,8 @@ class Jobs:
                         result.model_dump(mode="json") if hasattr(result, "model_dump") else result
                     )
                     outcome["cancelled"] = job.cancel.is_set()
+            except Cancelled:
+                outcome["cancelled"] = True
             except KernelscopeError as exc:
                 outcome["error"] = str(exc)
                 self._log(f"{kind} failed: {exc}", types.MessageType.Error)
@@ -108,8 +143,12 @@ class Jobs:
                 self._log(f"{kind} crashed: {exc}", types.MessageType.Error)
             finally:
                 self.state.finish_job(job)
+                ws.last_outcome = (
+                    kind,
+                    "cancelled" if job.cancel.is_set() else "error" if "error" in outcome else "done",
+                )
                 self._progress(token, "end", kind, message="cancelled" if job.cancel.is_set() else "done")
-                self.state.on_loop(lambda: self.server.protocol.notify(JOB_FINISHED, outcome))
+                self.state.on_loop(lambda: self._notify_finished(outcome))
                 # iterations and restarts write memory and experiments
                 self.state.on_loop(lambda: self.refresh(ws, "memory", "store", "kernels"))
 
@@ -118,7 +157,16 @@ class Jobs:
         self.state.on_loop(lambda: self.refresh(ws))
         return job
 
-    def _on_configs(self, ws: WorkspaceState, job: Job, token: str):  # type: ignore[no-untyped-def]
+    def _notify_finished(self, outcome: dict[str, Any]) -> None:
+        """The typed notification (protocol.lsp.JobFinished), validated before it is sent."""
+        from kernelscope.protocol.lsp import JobFinished
+
+        finished = JobFinished.model_validate(outcome)
+        self.server.protocol.notify(
+            JOB_FINISHED, finished.model_dump(mode="json", by_alias=True, exclude_none=True)
+        )
+
+    def _on_configs(self, ws: WorkspaceState, job: Job, token: str) -> Callable[[int, int], None]:
         def report(done: int, total: int) -> None:
             job.done_configs, job.total_configs = done, total
             percentage = int(100 * done / total) if total else None
@@ -170,7 +218,7 @@ class Jobs:
                 ws.stale = False
             return result
 
-        return self.start(ws, "benchmarking", work, gpu=True, background=background)
+        return self.start(ws, "benchmark", work, gpu=True, background=background)
 
     def trusted_python(self) -> str | None:
         """The benchmark interpreter from the user's settings (initializationOptions) only: a
@@ -229,7 +277,7 @@ class Jobs:
                 cancel=job.cancel,
             )
 
-        return self.start(ws, "iterating", work, gpu=True)
+        return self.start(ws, "runIteration", work, gpu=True)
 
     def restart(
         self, ws: WorkspaceState, agent: str, seed: int | None, timeout_s: float, force: bool = False
@@ -244,26 +292,38 @@ class Jobs:
                 ws.root, RestartOptions(agent=agent, seed=seed, timeout_s=timeout_s, force=force)
             ).run(on_output=stream, cancel=job.cancel)
 
-        return self.start(ws, "restarting", work, gpu=False)
+        return self.start(ws, "restart", work, gpu=False)
 
     # -- save -> debounce -> probe --------------------------------------------------------
 
     def schedule_probe(self, ws: WorkspaceState) -> None:
-        """Debounced: each save restarts the timer; the probe cancels a running one."""
+        """Debounced on the event loop (call it there): each save restarts the delay; the
+        probe it starts cancels a running one."""
         ws.stale = True
         ws.invalidate("kernels")  # the numbers stay cached: they are only marked stale
-        if not ws.settings.runs_on_save:
+        if not ws.settings.runs_on_save or self.state.loop is None:
             return
+        previous = self.pending_saves.pop(ws.root, None)
+        if previous is not None:
+            previous.cancel()
+
+        def fire() -> None:
+            self.pending_saves.pop(ws.root, None)
+            self.benchmark(ws, background=True)
+
+        self.pending_saves[ws.root] = self.state.loop.call_later(ws.settings.debounce_ms / 1000.0, fire)
+
+    def cancel_token(self, token: str | int) -> list[str]:
+        """Cancel on a progress notification (`window/workDoneProgress/cancel`): the job that
+        owns the token, killed with its whole process group by the engine's watchdog."""
+        if not isinstance(token, str) or not token.startswith(TOKEN_PREFIX):
+            return []
         with self.state.lock:
-            previous = self.pending_saves.pop(ws.root, None)
-            if previous is not None:
-                previous.cancel()
-            timer = threading.Timer(
-                ws.settings.debounce_ms / 1000.0, lambda: self.benchmark(ws, background=True)
-            )
-            timer.daemon = True
-            self.pending_saves[ws.root] = timer
-            timer.start()
+            job = self.state.jobs.get(token[len(TOKEN_PREFIX) :])
+            if job is None:
+                return []
+            job.cancel.set()
+            return [job.job_id]
 
     def cancel(self, workspace: Path | None) -> list[str]:
         cancelled = []

@@ -78,6 +78,8 @@ def _code_lenses(state: WorkspaceState) -> list[types.CodeLens]:
         _lens(0, "Benchmark now", "kernelscope.benchmark", args),
     ]
     job = state.job
+    if job is None and state.last_outcome is not None and state.last_outcome[1] == "cancelled":
+        lenses.insert(0, _lens(0, f"{state.last_outcome[0]} cancelled", "kernelscope.benchmark", args))
     if job is not None:
         total = f"/{job.total_configs}" if job.total_configs else ""
         lenses.insert(

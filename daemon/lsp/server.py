@@ -26,6 +26,7 @@ from kernelscope.daemon.lsp.diagnostics import probe_diagnostics
 from kernelscope.daemon.lsp.jobs import Jobs
 from kernelscope.daemon.lsp.state import ServerState, WorkspaceState, uri_to_path
 from kernelscope.daemon.lsp.watch import Watcher
+from kernelscope.protocol.vocabulary import COMMANDS, WORKSPACES_REQUEST
 
 log = logging.getLogger("kernelscope.lsp")
 VERSION = "0.1.0"
@@ -202,25 +203,49 @@ def did_open(ls: KernelscopeServer, params: types.DidOpenTextDocumentParams) -> 
         ls.refresh(ws)
 
 
-for _name, _method in {
-    "kernelscope.maskHalf": "mask_half",
-    "kernelscope.unmask": "unmask",
-    "kernelscope.recordExperiment": "record_experiment",
-    "kernelscope.runIteration": "run_iteration",
-    "kernelscope.restart": "restart",
-    "kernelscope.benchmark": "benchmark",
-    "kernelscope.showHistory": "show_history",
-    "kernelscope.topExperiments": "top_experiments",
-    "kernelscope.cancel": "cancel",
-}.items():
+def _command_handler(model_name: str, method_name: str) -> Any:
+    """One handler per command of the vocabulary: the one parameter object is parsed with its
+    protocol model on the loop (InvalidParams naming the field), then the method runs on a
+    worker thread, so a command waiting on the workspace lock or SQLite's busy timeout never
+    holds up lenses, hover or cancel."""
 
-    def _make(method: str):  # type: ignore[no-untyped-def]
-        def handler(ls: KernelscopeServer, *args: Any) -> Any:
-            return getattr(ls.commands, method)(*args)
+    async def handler(ls: KernelscopeServer, *args: Any) -> Any:
+        import asyncio
 
-        return handler
+        from kernelscope.daemon.lsp.commands import parse
+        from kernelscope.protocol import lsp as protocol
 
-    server.command(_name)(_make(_method))
+        model = getattr(protocol, model_name)
+        params = model() if not args and model_name == "CancelParams" else parse(model, args)
+        method = getattr(ls.commands, method_name)
+        return await asyncio.get_running_loop().run_in_executor(ls.state.command_pool, method, params)
+
+    return handler
+
+
+for _name, (_model, _method, _kind) in COMMANDS.items():
+    server.command(_name)(_command_handler(_model, _method))
+
+
+@server.feature(types.WINDOW_WORK_DONE_PROGRESS_CANCEL)
+def progress_cancel(ls: KernelscopeServer, params: types.WorkDoneProgressCancelParams) -> None:
+    """Cancel on a job's progress: the job that owns the token stops (its process group is
+    killed) and ends `cancelled`."""
+    cancelled = ls.jobs.cancel_token(params.token)
+    log.info("progress %s cancelled by the client: job(s) %s", params.token, cancelled or "none")
+
+
+@server.feature(WORKSPACES_REQUEST)
+def workspaces(ls: KernelscopeServer, params: Any) -> dict[str, Any]:
+    """Which of the editor's folders are optimization workspaces: clients ask instead of
+    guessing from the files they see."""
+    ls.state.rescan()
+    return {
+        "workspaces": [
+            {"workspace": str(root), "kernel": str(state.workspace.kernel_path)}
+            for root, state in sorted(ls.state.workspaces.items())
+        ]
+    }
 
 
 def watch_parent(pid: int) -> None:

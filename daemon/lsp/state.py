@@ -50,6 +50,7 @@ class WorkspaceState:
     probe: BenchResult | None = None
     stale: bool = False
     job: Job | None = None
+    last_outcome: tuple[str, str] | None = None  # (job kind, done|cancelled|error) of the last job
     # Lens and hint texts, computed once per change: a workspace with 1,000 memory files
     # must not be re-read on every keystroke. Invalidated by every refresh.
     cache: dict[str, Any] = field(default_factory=dict)
@@ -96,6 +97,8 @@ class ServerState:
         self.jobs: dict[str, Job] = {}
         # Commands and file work; a separate single worker serialises benchmarks (one GPU).
         self.workers = ThreadPoolExecutor(max_workers=4, thread_name_prefix="kernelscope-job")
+        # Commands (mask-half, record, history...) run here, off the event loop.
+        self.command_pool = ThreadPoolExecutor(max_workers=4, thread_name_prefix="kernelscope-command")
         self.gpu_queue = ThreadPoolExecutor(max_workers=1, thread_name_prefix="kernelscope-bench")
         self.lock = threading.RLock()
 

@@ -1,0 +1,36 @@
+"""The daemon's command and job vocabulary in one place, free of pydantic so the server can
+register its commands at start-up without importing the models (initialize stays as fast as
+a bare pygls server's).
+
+- `COMMANDS`: every `workspace/executeCommand` name, the protocol model of its one parameter
+  object (in `protocol/lsp.py`) and the `Commands` method that handles it.
+- `JobKind`: the one name of a long job, shared by the command's start answer
+  (`JobStarted.kind`), its progress title, `kernelscope/jobFinished` and `kernelscope schema`.
+
+Clients read the names from the server (`executeCommandProvider`, `kernelscope/workspaces`)
+or from `editor-clients/commands.json`, which `kernelscope schema --commands` writes from this
+module (a test keeps it current); none hand-copies them.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+# command name -> (params model in protocol/lsp.py, Commands method, job kind it starts or None)
+COMMANDS: dict[str, tuple[str, str, str | None]] = {
+    "kernelscope.maskHalf": ("MaskHalfParams", "mask_half", None),
+    "kernelscope.unmask": ("UnmaskParams", "unmask", None),
+    "kernelscope.recordExperiment": ("RecordExperimentParams", "record_experiment", None),
+    "kernelscope.runIteration": ("RunIterationParams", "run_iteration", "runIteration"),
+    "kernelscope.restart": ("RestartParams", "restart", "restart"),
+    "kernelscope.benchmark": ("BenchmarkParams", "benchmark", "benchmark"),
+    "kernelscope.showHistory": ("ShowHistoryParams", "show_history", None),
+    "kernelscope.topExperiments": ("TopExperimentsParams", "top_experiments", None),
+    "kernelscope.cancel": ("CancelParams", "cancel", None),
+}
+
+JobKind = Literal["benchmark", "runIteration", "restart"]
+JOB_KINDS: tuple[str, ...] = ("benchmark", "runIteration", "restart")
+
+JOB_FINISHED = "kernelscope/jobFinished"
+WORKSPACES_REQUEST = "kernelscope/workspaces"

@@ -1,0 +1,200 @@
+"""The daemon's seams, through a real LSP client (pytest-lsp): one command and job vocabulary
+(start answer, progress, jobFinished and schema agree), Cancel on a job's progress stops it
+(benchmark, iteration, restart), a command waiting on the workspace lock does not hold up
+lenses and hover, and clients can ask which folders are optimization workspaces."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import shutil
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import pytest
+import pytest_lsp
+from lsprotocol import types
+from pytest_lsp import ClientServerConfig, LanguageClient, client_capabilities
+
+from kernelscope.daemon.engine.atomic_io import workspace_lock
+from kernelscope.daemon.engine.memory import MemoryManager
+from kernelscope.protocol.vocabulary import COMMANDS, JOB_KINDS
+from tests.bench_fixtures import KERNELS, alive_with
+from tests.conftest import EXAMPLES, REPO_ROOT
+from tests.test_lsp import _as_dict
+
+pytestmark = pytest.mark.slow
+SERVER = [sys.executable, str(Path(__file__).parent / "no_torch_server.py")]
+
+
+def test_commands_json_is_current() -> None:
+    """editor-clients/commands.json is what `kernelscope schema --commands` writes."""
+    from kernelscope.daemon.cli.serve import commands_document
+    from kernelscope.protocol.lsp import COMMAND_MODELS, JOB_RESULTS
+
+    on_disk = json.loads((REPO_ROOT / "editor-clients" / "commands.json").read_text())
+    assert on_disk == commands_document(), (
+        "regenerate: kernelscope schema --commands > editor-clients/commands.json"
+    )
+    assert set(COMMAND_MODELS) == set(COMMANDS) and set(JOB_RESULTS) == set(JOB_KINDS)
+
+
+@pytest.fixture
+def folder(tmp_path: Path) -> Path:
+    root = tmp_path / "folder"
+    shutil.copytree(EXAMPLES / "vector_add", root / "kernel_opt_vector_add")
+    subprocess.run(["git", "init", "-q"], cwd=root / "kernel_opt_vector_add", check=True)
+    # A workspace with a README block and no memory/ yet: the server says it is one.
+    fresh = root / "kernel_opt_new"
+    fresh.mkdir()
+    shutil.copy(EXAMPLES / "vector_add" / "kernel.py", fresh / "kernel.py")
+    (fresh / "README.md").write_text('# new\n\n```kernelscope\n{"target": {"platform": "H100"}}\n```\n')
+    return root
+
+
+@pytest_lsp.fixture(params=["visual_studio_code", "neovim"], config=ClientServerConfig(server_command=SERVER))
+async def client(lsp_client: LanguageClient, request: pytest.FixtureRequest, folder: Path, tmp_path: Path):
+    lsp_client.folder = folder  # type: ignore[attr-defined]
+    lsp_client.finished = []  # type: ignore[attr-defined]
+
+    @lsp_client.feature("kernelscope/jobFinished")
+    def on_finished(*args: object) -> None:
+        lsp_client.finished.append(_as_dict(args[-1]))  # type: ignore[attr-defined]
+
+    @lsp_client.feature(types.WORKSPACE_CODE_LENS_REFRESH)
+    def on_refresh(params: None) -> None:
+        return None
+
+    @lsp_client.feature(types.WORKSPACE_INLAY_HINT_REFRESH)
+    def on_inlay_refresh(params: None) -> None:
+        return None
+
+    result = await lsp_client.initialize_session(
+        types.InitializeParams(
+            capabilities=client_capabilities(request.param),
+            workspace_folders=[types.WorkspaceFolder(uri=folder.as_uri(), name="folder")],
+            initialization_options={
+                "kernelscope": {
+                    "dbUrl": str(tmp_path / "exp.sqlite"),
+                    "trusted": True,
+                    "mode": "interpreter",
+                    "seeds": 1,
+                    "benchOnSave": False,
+                    "agent": f"{sys.executable} -c \"import time; print('thinking', flush=True); time.sleep(300)\"",
+                }
+            },
+            process_id=None,
+        )
+    )
+    lsp_client.capabilities_result = result  # type: ignore[attr-defined]
+    yield
+    await lsp_client.shutdown_session()
+
+
+def ws_of(client: LanguageClient) -> Path:
+    return client.folder / "kernel_opt_vector_add"  # type: ignore[attr-defined]
+
+
+async def command(client: LanguageClient, name: str, params: dict) -> object:
+    return await client.workspace_execute_command_async(
+        types.ExecuteCommandParams(command=name, arguments=[params])
+    )
+
+
+async def wait_for(predicate, timeout: float) -> None:  # type: ignore[no-untyped-def]
+    deadline = asyncio.get_running_loop().time() + timeout
+    while not predicate():
+        if asyncio.get_running_loop().time() > deadline:
+            raise AssertionError("condition not reached in time")
+        await asyncio.sleep(0.05)
+
+
+async def test_executed_commands_are_the_vocabulary(client: LanguageClient) -> None:
+    provider = client.capabilities_result.capabilities.execute_command_provider  # type: ignore[attr-defined]
+    assert provider is not None and set(provider.commands) == set(COMMANDS)
+
+
+async def test_workspaces_request(client: LanguageClient) -> None:
+    answer = await client.protocol.send_request_async("kernelscope/workspaces", {})
+    found = {Path(entry.workspace).name for entry in answer.workspaces}
+    assert found == {"kernel_opt_vector_add", "kernel_opt_new"}
+
+
+@pytest.mark.parametrize("job", ["benchmark", "runIteration", "restart"])
+async def test_cancel_on_progress_stops_the_job(client: LanguageClient, job: str) -> None:
+    """Cancel on the job's progress (window/workDoneProgress/cancel): the job's process group
+    is killed, the job ends `cancelled` with the kind its start answer gave, the lens says so."""
+    ws = ws_of(client)
+    (ws / "kernel.py").write_text(KERNELS["hang"])
+    name = {"benchmark": "kernelscope.benchmark", "runIteration": "kernelscope.runIteration"}.get(
+        job, "kernelscope.restart"
+    )
+    params: dict = {"workspace": str(ws)}
+    if job == "restart":
+        params["seed"] = 1
+    started = await command(client, name, params)
+    assert started["kind"] == job  # type: ignore[index]
+    token = f"kernelscope-{started['job_id']}"  # type: ignore[index]
+    await wait_for(lambda: token in client.progress_reports, timeout=30)
+    await asyncio.sleep(2.0)  # the child is running (a hanging kernel, or the agent)
+    cancelled_at = time.monotonic()
+    client.protocol.notify("window/workDoneProgress/cancel", types.WorkDoneProgressCancelParams(token=token))
+    await wait_for(lambda: bool(client.finished), timeout=20)  # type: ignore[attr-defined]
+    elapsed = time.monotonic() - cancelled_at
+    finished = client.finished[0]  # type: ignore[attr-defined]
+    assert finished["kind"] == job and finished["jobId"] == started["job_id"] and finished["cancelled"]  # type: ignore[index]
+    assert elapsed < 10, elapsed  # "within a second or two" here; generous on a shared machine
+    lenses = await client.text_document_code_lens_async(
+        types.CodeLensParams(text_document=types.TextDocumentIdentifier(uri=(ws / "kernel.py").as_uri()))
+    )
+    assert any(lens.command and lens.command.title == f"{job} cancelled" for lens in lenses or [])
+    assert alive_with(str(ws)) == []
+    assert not (ws / "memory" / "v5.json").exists()  # a cancelled iteration records nothing
+
+
+async def test_a_command_waiting_on_the_lock_does_not_block_lenses(client: LanguageClient) -> None:
+    """The workspace's memory lock held for 10 s by another process's write: mask-half waits
+    for it on a worker thread while lenses and hover keep answering."""
+    ws = ws_of(client)
+    uri = (ws / "kernel.py").as_uri()
+    release = threading.Event()
+    held = threading.Event()
+
+    def hold() -> None:
+        with workspace_lock(MemoryManager(ws).lock_dir):
+            held.set()
+            release.wait(10)
+
+    holder = threading.Thread(target=hold)
+    holder.start()
+    held.wait(5)
+    try:
+        mask = asyncio.ensure_future(
+            command(client, "kernelscope.maskHalf", {"workspace": str(ws), "seed": 1})
+        )
+        await asyncio.sleep(0.5)
+        slowest = 0.0
+        for _ in range(10):
+            began = time.monotonic()
+            lenses = await client.text_document_code_lens_async(
+                types.CodeLensParams(text_document=types.TextDocumentIdentifier(uri=uri))
+            )
+            hover = await client.text_document_hover_async(
+                types.HoverParams(
+                    text_document=types.TextDocumentIdentifier(uri=uri),
+                    position=types.Position(line=8, character=6),
+                )
+            )
+            slowest = max(slowest, time.monotonic() - began)
+            assert lenses and hover is not None
+            await asyncio.sleep(0.3)
+        assert not mask.done()  # still waiting for the lock
+        assert slowest < 2.0, slowest
+    finally:
+        release.set()
+        holder.join()
+    result = await asyncio.wait_for(mask, 30)
+    assert result["seed"] == 1  # type: ignore[index]
