@@ -94,6 +94,12 @@ async def client(lsp_client: LanguageClient, request: pytest.FixtureRequest, fol
     await lsp_client.shutdown_session()
 
 
+@pytest_lsp.fixture(config=ClientServerConfig(server_command=SERVER))
+async def bare_client(lsp_client: LanguageClient):
+    """A client the test sets up itself (its own handlers, then initialize)."""
+    yield
+
+
 def ws_of(client: LanguageClient) -> Path:
     return client.folder / "kernel_opt_vector_add"  # type: ignore[attr-defined]
 
@@ -198,3 +204,54 @@ async def test_a_command_waiting_on_the_lock_does_not_block_lenses(client: Langu
         holder.join()
     result = await asyncio.wait_for(mask, 30)
     assert result["seed"] == 1  # type: ignore[index]
+
+
+@pytest.mark.parametrize("answer", ["never", "garbage"])
+async def test_a_client_that_answers_progress_badly_does_not_stall_jobs(
+    bare_client: LanguageClient, folder: Path, tmp_path: Path, answer: str
+) -> None:
+    """window/workDoneProgress/create never answered (or answered with garbage): the job runs
+    (without progress, or with it) and still finishes."""
+    lsp_client = bare_client
+    release = asyncio.Event()
+    lsp_client.protocol.fm.features.pop(types.WINDOW_WORK_DONE_PROGRESS_CREATE, None)
+
+    @lsp_client.feature(types.WINDOW_WORK_DONE_PROGRESS_CREATE)
+    async def create(params: types.WorkDoneProgressCreateParams) -> object:
+        if answer == "garbage":
+            return {"not": "null"}  # the answer must be null
+        await release.wait()
+        return None
+
+    finished: list = []
+
+    @lsp_client.feature("kernelscope/jobFinished")
+    def on_finished(*args: object) -> None:
+        finished.append(_as_dict(args[-1]))
+
+    for method in (types.WORKSPACE_CODE_LENS_REFRESH, types.WORKSPACE_INLAY_HINT_REFRESH):
+        lsp_client.feature(method)(lambda params: None)
+    await lsp_client.initialize_session(
+        types.InitializeParams(
+            capabilities=client_capabilities("visual_studio_code"),
+            workspace_folders=[types.WorkspaceFolder(uri=folder.as_uri(), name="folder")],
+            initialization_options={
+                "kernelscope": {
+                    "dbUrl": str(tmp_path / "exp.sqlite"),
+                    "trusted": True,
+                    "mode": "interpreter",
+                    "seeds": 1,
+                }
+            },
+            process_id=None,
+        )
+    )
+    try:
+        ws = folder / "kernel_opt_vector_add"
+        started = await command(lsp_client, "kernelscope.benchmark", {"workspace": str(ws)})
+        await wait_for(lambda: bool(finished), timeout=120)
+        assert finished[0]["jobId"] == started["job_id"] and finished[0]["result"]["passed"]  # type: ignore[index]
+    finally:
+        release.set()
+        await asyncio.sleep(0.1)
+        await lsp_client.shutdown_session()
