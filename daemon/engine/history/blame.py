@@ -1,0 +1,242 @@
+"""Performance blame: for each line of the editor's kernel.py, the version that introduced it
+and what that version measured against its parent.
+
+`git blame --porcelain` runs once per history state on HEAD's committed kernel.py; each
+commit it names becomes a version through, in order: the records' `git_commit_hash`, the
+commit subject (`V3: ...` as kernelscope iterate writes, `v2: kernel candidate`, atrex's
+`episode 2: promote verified long-horizon candidate`), or the kernel.py blob the commit holds
+(a squash-merged atrex candidate has the blob of the commit its record names). A commit none
+of these explain is shown as plain git (short hash and subject). The editor's buffer is
+mapped onto HEAD's lines with difflib, cached per buffer text: a line not in HEAD is
+unsaved/unmeasured, and when a failed version introduced the same line, the hint says so.
+"""
+
+from __future__ import annotations
+
+import difflib
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, TypeVar
+
+from kernelscope.daemon.engine.history import gitdata
+from kernelscope.daemon.engine.history.timeline import History, short
+from kernelscope.protocol.history import BlameLine, VersionEffect
+
+T = TypeVar("T")
+BUFFER_MEMO_SIZE = 8
+
+
+def buffer_memo(history: History, feature: str, buffer: str | None, compute: Callable[[], T]) -> T:
+    """A per-buffer result, kept for the last few buffer texts of this history state (the
+    editor asks for hints at every cursor move; the text changes far less often)."""
+    table: dict[Any, Any] = history.memo.setdefault(("buffers", feature), {})
+    key = buffer if buffer is None else hash(buffer)
+    found = table.get(key)
+    if found is not None and found[0] == buffer:
+        table[key] = table.pop(key)  # most recently used last
+        return found[1]
+    value = compute()
+    table[key] = (buffer, value)
+    while len(table) > BUFFER_MEMO_SIZE:
+        table.pop(next(iter(table)))
+    return value
+
+
+@dataclass(frozen=True)
+class CommittedLine:
+    """Who introduced one line of HEAD's kernel.py."""
+
+    origin: str  # "version" or "commit"
+    commit: str
+    subject: str
+    version: str | None
+
+
+def head_text(history: History) -> str | None:
+    """HEAD's committed kernel.py ('' when HEAD has none, None without git)."""
+    if history.paths is None or history.head is None:
+        return None
+    if history.head_blob is None:
+        return ""
+    return history.source_of(history.head_blob) or ""
+
+
+def committed_lines(history: History) -> list[CommittedLine]:
+    """`git blame` of HEAD's kernel.py, each commit resolved to a version (once per state)."""
+    found = history.memo.get("committed_lines")
+    if found is not None:
+        return found
+    lines: list[CommittedLine] = []
+    if history.paths is not None and history.head_blob is not None:
+        entries = gitdata.blame(history.root, history.kernel_rel, history.head or "HEAD")
+        resolved: dict[str, str | None] = {}
+        unresolved: list[str] = []
+        for entry in entries:
+            if entry.commit in resolved:
+                continue
+            version = history.version_of_commit(entry.commit) or history.version_of_subject(entry.subject)
+            resolved[entry.commit] = version
+            if version is None:
+                unresolved.append(entry.commit)
+        if unresolved:
+            names = [f"{commit}:{history.kernel_rel}" for commit in unresolved]
+            blobs = gitdata.batch_check(history.root, names)
+            for commit in unresolved:
+                blob = blobs.get(f"{commit}:{history.kernel_rel}")
+                resolved[commit] = history.version_of_blob(blob) if blob else None
+        for entry in entries:
+            version = resolved.get(entry.commit)
+            lines.append(
+                CommittedLine("version" if version else "commit", entry.commit, entry.subject, version)
+            )
+    history.memo["committed_lines"] = lines
+    return lines
+
+
+def _meaningful(line: str) -> str | None:
+    text = " ".join(line.split())
+    return text if len(text) >= 4 and any(c.isalnum() for c in text) else None
+
+
+def failed_lines(history: History) -> dict[str, tuple[str, str]]:
+    """Lines a failed or unpromoted version introduced (normalised text -> (version, detail)):
+    an unsaved line that equals one was tried there already."""
+    found = history.memo.get("failed_lines")
+    if found is not None:
+        return found
+    table: dict[str, tuple[str, str]] = {}
+    tried = [f for f in history.versions.values() if f.kernel_blob and (not f.passed or f.effect.outcome)]
+    base = head_text(history) or ""
+    needed = [f.kernel_blob for f in tried] + [f.parent_commit_blob for f in tried if f.parent_commit_blob]
+    texts = history.memo.setdefault("texts", {})
+    missing = [b for b in needed if b and b not in texts]
+    if missing and history.paths is not None:
+        texts.update(gitdata.read_blobs(history.root, missing))
+    for facts in sorted(tried, key=lambda f: f.number):
+        text = texts.get(facts.kernel_blob)
+        if text is None:
+            continue
+        parent = texts.get(facts.parent_commit_blob) if facts.parent_commit_blob else base
+        before = (parent or "").splitlines()
+        after = text.splitlines()
+        matcher = difflib.SequenceMatcher(None, before, after, autojunk=False)
+        for tag, _i1, _i2, j1, j2 in matcher.get_opcodes():
+            if tag in ("insert", "replace"):
+                for line in after[j1:j2]:
+                    key = _meaningful(line)
+                    if key:
+                        table[key] = (facts.version, facts.effect.text)
+    history.memo["failed_lines"] = table
+    return table
+
+
+def _version_hint(version: str, effect: VersionEffect, include_masked: bool) -> str:
+    if effect.masked and not include_masked:
+        return f"introduced in {version} (masked: hidden from the active memory)"
+    label = f"{version} (masked)" if effect.masked else version
+    action = f"{effect.action}, " if effect.action else ""
+    return f"introduced in {label}: {action}{effect.text}"
+
+
+def _buffer_map(head_lines: list[str], buffer_lines: list[str]) -> list[int | None]:
+    """For each buffer line, the HEAD line it is (None: not in HEAD)."""
+    if head_lines == buffer_lines:
+        return list(range(len(buffer_lines)))
+    mapping: list[int | None] = [None] * len(buffer_lines)
+    matcher = difflib.SequenceMatcher(None, head_lines, buffer_lines, autojunk=False)
+    for block in matcher.get_matching_blocks():
+        for offset in range(block.size):
+            mapping[block.b + offset] = block.a + offset
+    return mapping
+
+
+def blame_lines(history: History, buffer: str | None = None, include_masked: bool = False) -> list[BlameLine]:
+    """One BlameLine per line of `buffer` (the editor's text; None: HEAD's kernel.py)."""
+    return buffer_memo(
+        history, f"blame:{include_masked}", buffer, lambda: _blame_lines(history, buffer, include_masked)
+    )
+
+
+def _blame_lines(history: History, buffer: str | None, include_masked: bool) -> list[BlameLine]:
+    committed_text = head_text(history)
+    text = buffer if buffer is not None else committed_text
+    if text is None:
+        return []
+    buffer_lines = text.splitlines()
+    if committed_text is None:
+        return [
+            BlameLine.model_construct(
+                line=index,
+                origin="unknown",
+                version=None,
+                commit=None,
+                commit_subject=None,
+                effect=None,
+                tried_in=None,
+                hint="no git history for kernel.py",
+            )
+            for index in range(len(buffer_lines))
+        ]
+    committed = committed_lines(history)
+    head_lines = committed_text.splitlines()
+    mapping = _buffer_map(head_lines, buffer_lines)
+    tried = failed_lines(history) if any(m is None for m in mapping) else {}
+    result: list[BlameLine] = []
+    for index, head_index in enumerate(mapping):
+        origin = committed[head_index] if head_index is not None and head_index < len(committed) else None
+        if origin is None:
+            key = _meaningful(buffer_lines[index])
+            seen = tried.get(key) if key else None
+            hint = "unsaved/unmeasured"
+            if seen is not None:
+                hint += f"; tried in {seen[0]}: {seen[1]}"
+            result.append(
+                BlameLine.model_construct(
+                    line=index,
+                    origin="unsaved",
+                    version=None,
+                    commit=None,
+                    commit_subject=None,
+                    effect=None,
+                    tried_in=seen[0] if seen else None,
+                    hint=hint,
+                )
+            )
+            continue
+        facts = history.versions.get(origin.version) if origin.version else None
+        if facts is not None:
+            hidden = facts.masked and not include_masked
+            result.append(
+                BlameLine.model_construct(
+                    line=index,
+                    origin="version",
+                    version=facts.version,
+                    commit=origin.commit,
+                    commit_subject=origin.subject,
+                    effect=None if hidden else facts.effect,
+                    tried_in=None,
+                    hint=_version_hint(facts.version, facts.effect, include_masked),
+                )
+            )
+        else:
+            result.append(
+                BlameLine.model_construct(
+                    line=index,
+                    origin="commit",
+                    version=None,
+                    commit=origin.commit,
+                    commit_subject=origin.subject,
+                    effect=None,
+                    tried_in=None,
+                    hint=f'last changed in {short(origin.commit)} "{origin.subject}" (no memory record)',
+                )
+            )
+    return result
+
+
+def blame_line(
+    history: History, line: int, buffer: str | None = None, include_masked: bool = False
+) -> BlameLine | None:
+    """The hint for one 0-based line (served from the per-buffer cache)."""
+    lines = blame_lines(history, buffer, include_masked)
+    return lines[line] if 0 <= line < len(lines) else None

@@ -1,0 +1,278 @@
+"""Read-only git access for the history features: few processes, batched, never a write.
+
+The editor asks for history hints at every cursor move, so the per-request path must not
+start a git process. `HistoryKey` is read straight from the files git keeps (HEAD, the ref it
+names, packed-refs, the ref folders kernelscope and atrex write) plus `stat` of memory/: a
+change of any of them means a new history. Everything else (log, blame, blobs) runs once per
+history and is batched: one `git cat-file --batch` for all kernel.py versions, one `git blame`.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from dataclasses import dataclass
+from pathlib import Path
+
+from kernelscope.daemon.engine.git import FAILED_REF_PREFIX
+
+GIT_TIMEOUT_S = 120
+EPISODE_BRANCH_PREFIX = "refs/heads/atrex/"  # atrex: atrex/long-eNNNN-<id> per episode
+_ENV = {
+    **os.environ,
+    "GIT_TERMINAL_PROMPT": "0",
+    "GIT_OPTIONAL_LOCKS": "0",  # a read must never take index.lock from a writer
+    "LC_ALL": "C",
+}
+
+
+class GitUnavailable(RuntimeError):
+    """The folder is not in a git work tree (or git failed): history degrades to memory/ only."""
+
+
+def run_git(cwd: Path, *args: str, stdin: bytes | None = None, check: bool = True) -> bytes:
+    """One git command's stdout as bytes (blob contents are not necessarily UTF-8)."""
+    try:
+        done = subprocess.run(
+            ["git", *args],
+            cwd=cwd,
+            input=stdin,
+            capture_output=True,
+            env=_ENV,
+            timeout=GIT_TIMEOUT_S,
+            check=False,
+        )
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        raise GitUnavailable(f"git {args[0]} failed in {cwd}: {exc}") from None
+    if check and done.returncode != 0:
+        message = done.stderr.decode("utf-8", "replace").strip()
+        raise GitUnavailable(f"git {' '.join(args[:2])} failed in {cwd}: {message}")
+    return done.stdout
+
+
+@dataclass(frozen=True)
+class RepoPaths:
+    """Where git keeps this work tree's state, and kernel.py's path inside the repository."""
+
+    toplevel: Path
+    git_dir: Path  # per work tree (HEAD lives here)
+    common_dir: Path  # shared by linked work trees (refs, packed-refs, objects)
+    prefix: str  # the workspace's folder relative to the top level ("" at the root)
+
+    def rel(self, name: str) -> str:
+        return f"{self.prefix}{name}"
+
+
+_PATHS: dict[Path, RepoPaths | None] = {}
+
+
+def repo_paths(root: Path) -> RepoPaths | None:
+    """The repository paths of a workspace, cached per folder (one git process per folder)."""
+    root = Path(root)
+    if root in _PATHS:
+        return _PATHS[root]
+    try:
+        out = run_git(
+            root, "rev-parse", "--show-toplevel", "--absolute-git-dir", "--git-common-dir", "--show-prefix"
+        )
+    except GitUnavailable:
+        return None  # not cached: the user may run `git init` later
+    lines = out.decode("utf-8", "replace").split("\n")
+    if len(lines) < 3:
+        return None
+    common = Path(lines[2])
+    if not common.is_absolute():
+        common = (root / common).resolve()
+    paths = RepoPaths(
+        toplevel=Path(lines[0]),
+        git_dir=Path(lines[1]),
+        common_dir=common,
+        prefix=lines[3] if len(lines) > 3 else "",
+    )
+    _PATHS[root] = paths
+    return paths
+
+
+def _stat(path: Path) -> tuple[int, int] | None:
+    try:
+        info = path.stat()
+    except OSError:
+        return None
+    return info.st_mtime_ns, info.st_size
+
+
+def _read(path: Path) -> str:
+    try:
+        return path.read_text(encoding="utf-8", errors="replace").strip()
+    except OSError:
+        return ""
+
+
+def _tree_stats(folder: Path) -> tuple[tuple[str, int, int], ...]:
+    """(relative name, mtime_ns, size) of every file under `folder`, sorted."""
+    found: list[tuple[str, int, int]] = []
+    stack = [folder]
+    while stack:
+        current = stack.pop()
+        try:
+            entries = list(os.scandir(current))
+        except OSError:
+            continue
+        for entry in entries:
+            try:
+                if entry.is_dir(follow_symlinks=False):
+                    stack.append(Path(entry.path))
+                    continue
+                info = entry.stat(follow_symlinks=False)
+            except OSError:
+                continue
+            found.append((entry.path[len(str(folder)) :], info.st_mtime_ns, info.st_size))
+    found.sort()
+    return tuple(found)
+
+
+def resolve_head(paths: RepoPaths) -> str | None:
+    """HEAD's commit, read from git's files (no process): HEAD, the ref it names, packed-refs."""
+    head = _read(paths.git_dir / "HEAD")
+    if not head.startswith("ref:"):
+        return head or None
+    ref = head[4:].strip()
+    for folder in (paths.git_dir, paths.common_dir):
+        value = _read(folder / ref)
+        if value:
+            return value
+    for line in _read(paths.common_dir / "packed-refs").splitlines():
+        if line.endswith(" " + ref):
+            return line.split(" ", 1)[0]
+    return None
+
+
+HistoryKey = tuple[object, ...]
+
+
+def history_key(root: Path, memory_dir: Path, extra: tuple[object, ...] = ()) -> HistoryKey:
+    """What identifies one state of a workspace's history, read without starting a process.
+
+    HEAD's commit, packed-refs, the failed-version refs and atrex episode branches, and
+    (name, mtime, size) of every file in memory/ and of the atrex runtime's episode folder.
+    About a millisecond for a thousand memory files; `extra` carries what the caller adds
+    (the experiment store's watermark)."""
+    paths = repo_paths(root)
+    memory = _tree_stats(memory_dir)
+    if paths is None:
+        return ("no-git", memory, extra)
+    refs = paths.common_dir / "refs"
+    return (
+        resolve_head(paths),
+        _stat(paths.common_dir / "packed-refs"),
+        _tree_stats(refs / FAILED_REF_PREFIX[len("refs/") :]),
+        _tree_stats(refs / EPISODE_BRANCH_PREFIX[len("refs/") :]),
+        memory,
+        _stat(root / ".atrex_long_horizon" / "state.json"),
+        extra,
+    )
+
+
+def refs_with_prefix(root: Path, *prefixes: str) -> dict[str, str]:
+    """ref name -> commit, for every ref under the prefixes (one process)."""
+    out = run_git(root, "for-each-ref", "--format=%(objectname) %(refname)", *prefixes, check=False)
+    found: dict[str, str] = {}
+    for line in out.decode("utf-8", "replace").splitlines():
+        sha, _, name = line.partition(" ")
+        if sha and name:
+            found[name] = sha
+    return found
+
+
+def batch_check(root: Path, names: list[str]) -> dict[str, str | None]:
+    """Object name (`<commit>:<path>`, a short hash, a ref) -> full object id, or None."""
+    if not names:
+        return {}
+    unique = list(dict.fromkeys(names))
+    out = run_git(
+        root,
+        "cat-file",
+        "--batch-check=%(objectname) %(objecttype)",
+        stdin="\n".join(unique).encode() + b"\n",
+    )
+    found: dict[str, str | None] = {}
+    for name, line in zip(unique, out.decode("utf-8", "replace").splitlines(), strict=False):
+        parts = line.split()
+        found[name] = parts[0] if len(parts) == 2 and parts[1] != "missing" else None
+    return found
+
+
+def read_blobs(root: Path, blobs: list[str]) -> dict[str, str]:
+    """blob id -> its text (UTF-8, undecodable bytes replaced), all in one process."""
+    unique = [b for b in dict.fromkeys(blobs) if b]
+    if not unique:
+        return {}
+    out = run_git(root, "cat-file", "--batch", stdin="\n".join(unique).encode() + b"\n")
+    found: dict[str, str] = {}
+    position = 0
+    for blob in unique:
+        end = out.index(b"\n", position)
+        header = out[position:end].split()
+        position = end + 1
+        if len(header) < 3 or header[1] == b"missing":
+            continue
+        size = int(header[2])
+        found[blob] = out[position : position + size].decode("utf-8", "replace")
+        position += size + 1  # the content is followed by a newline
+    return found
+
+
+@dataclass(frozen=True)
+class LogEntry:
+    commit: str
+    subject: str
+    parents: tuple[str, ...]
+
+
+def log_commits(root: Path, revisions: list[str], path: str | None = None) -> list[LogEntry]:
+    """Commits reachable from `revisions` (touching `path` when given), newest first."""
+    if not revisions:
+        return []
+    args = ["log", "--format=%H%x00%P%x00%s", *revisions]
+    if path is not None:
+        args += ["--", path]
+    out = run_git(root, *args, check=False)
+    entries = []
+    for line in out.decode("utf-8", "replace").splitlines():
+        parts = line.split("\x00")
+        if len(parts) == 3:
+            entries.append(LogEntry(parts[0], parts[2], tuple(parts[1].split())))
+    return entries
+
+
+@dataclass(frozen=True)
+class BlameEntry:
+    """Who last changed one line of the committed file."""
+
+    commit: str
+    subject: str
+    original_line: int  # 1-based line number in that commit's version of the file
+
+
+def blame(root: Path, path: str, revision: str = "HEAD") -> list[BlameEntry]:
+    """`git blame --porcelain` of a committed file: one entry per line of it ([] on error)."""
+    try:
+        out = run_git(root, "blame", "--porcelain", revision, "--", path)
+    except GitUnavailable:
+        return []
+    subjects: dict[str, str] = {}
+    entries: list[BlameEntry] = []
+    current: tuple[str, int] | None = None
+    for raw in out.decode("utf-8", "replace").split("\n"):
+        if raw.startswith("\t"):
+            if current is not None:
+                entries.append(BlameEntry(current[0], subjects.get(current[0], ""), current[1]))
+            current = None
+            continue
+        head, _, rest = raw.partition(" ")
+        if len(head) in (40, 64) and all(c in "0123456789abcdef" for c in head):
+            fields = rest.split()
+            current = (head, int(fields[0]) if fields else 0)
+        elif head == "summary" and current is not None:
+            subjects[current[0]] = rest
+    return entries

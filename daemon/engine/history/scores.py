@@ -1,0 +1,266 @@
+"""One number per fact: the score of a version, and its effect against its parent.
+
+A version used to get two different "speedups": the lens showed the in-run geometric-mean
+speedup the harness measured (v0 and the candidate interleaved in one run), the memory table
+the ratio of two recorded latencies taken in different runs of the largest configuration.
+They differ (23.01x vs 20.06x for the demo's v3), and both were called a speedup. Every
+surface now asks `version_score`, which picks one definition in a fixed order and says which
+it picked (`ScoreValue.kind`):
+
+1. `kernelscope.score_vs_v0`: the in-run geometric-mean speedup over all configurations, with
+   its 95% interval (`kernelscope.score_ci`), when the record has it (`kernelscope iterate`);
+2. else the latency ratio v0 latency / version latency (records of other tools), named a
+   latency ratio, never a speedup;
+3. else the ratio of the README's target metric (bandwidth, TFLOP/s) to v0's.
+
+Carried-forward numbers (an atrex pivot's) are never a score (`formats.atrex.record_outcome`).
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from typing import Any
+
+from kernelscope.daemon.engine.formats import atrex
+from kernelscope.protocol.history import ScoreValue
+from kernelscope.protocol.memory import MemoryRecord, as_float
+from kernelscope.protocol.workspace import MetricKind
+
+_METRIC_OF_KIND = {"bandwidth": "bandwidth_gbps", "tflops": "tflops"}
+_REL_ERR = re.compile(r"\brel_err[ =:]+([-+]?\d+(?:\.\d*)?(?:[eE][-+]?\d+)?)")
+
+
+def kernelscope_block(record: MemoryRecord) -> dict[str, Any]:
+    """The record's `kernelscope` block (written by `kernelscope iterate`), or {}."""
+    block = getattr(record, "kernelscope", None)
+    return block if isinstance(block, dict) else {}
+
+
+def _interval(value: Any) -> tuple[float, float] | None:
+    if isinstance(value, (list, tuple)) and len(value) == 2:
+        low, high = as_float(value[0]), as_float(value[1])
+        if low is not None and high is not None:
+            return (low, high)
+    return None
+
+
+def _positive(value: Any) -> float | None:
+    number = as_float(value)
+    return number if number is not None and number > 0 and math.isfinite(number) else None
+
+
+def _score(value: float, kind: str, versus: str, ci: tuple[float, float] | None, source: str) -> ScoreValue:
+    # Built without validation: the lens path scores a thousand versions per refresh.
+    return ScoreValue.model_construct(value=value, kind=kind, versus=versus, ci=ci, source=source)
+
+
+def version_score(
+    record: MemoryRecord,
+    baseline: MemoryRecord | None,
+    kind: MetricKind | None = None,
+) -> ScoreValue | None:
+    """The one score of a version against v0, or None when nothing was measured on it."""
+    if not atrex.record_outcome(record).measured:
+        return None
+    block = kernelscope_block(record)
+    in_run = _positive(block.get("score_vs_v0"))
+    if in_run is not None:
+        interval = _interval(block.get("score_ci"))
+        if interval is not None and not interval[0] <= in_run <= interval[1]:
+            interval = None  # v0's record: its score is 1.0 by definition, its interval vs the reference
+        return _score(in_run, "speedup", "v0", interval, "kernelscope.score_vs_v0")
+    if baseline is None:
+        return None
+    base_latency, latency = _positive(baseline.metric("latency_us")), _positive(record.metric("latency_us"))
+    if base_latency and latency:
+        return _score(base_latency / latency, "latency_ratio", "v0", None, "performance.latency_us")
+    if kind in _METRIC_OF_KIND:
+        metric = _METRIC_OF_KIND[kind]
+        base_value, value = _positive(baseline.metric(metric)), _positive(record.metric(metric))
+        if base_value and value:
+            return _score(value / base_value, "metric_ratio", "v0", None, f"performance.{metric}")
+    return None
+
+
+def score_value(
+    record: MemoryRecord, baseline: MemoryRecord | None, kind: MetricKind | None = None
+) -> float | None:
+    """`version_score(...).value`: the number a table or lens prints for a version."""
+    score = version_score(record, baseline, kind)
+    return None if score is None else score.value
+
+
+def previous_version(record: MemoryRecord) -> str | None:
+    """The parent the record names (`comparison_with_previous.previous_version`)."""
+    performance = record.performance
+    comparison = (
+        performance.get("comparison_with_previous")
+        if isinstance(performance, dict)
+        else getattr(performance, "comparison_with_previous", None)
+    )
+    if comparison is None:
+        return None
+    value = (
+        comparison.get("previous_version")
+        if isinstance(comparison, dict)
+        else getattr(comparison, "previous_version", None)
+    )
+    if value is None and hasattr(comparison, "model_extra") and comparison.model_extra:
+        value = comparison.model_extra.get("previous_version")
+    return str(value) if isinstance(value, str) and value else None
+
+
+def _performance_field(record: MemoryRecord, name: str) -> Any:
+    performance = record.performance
+    if isinstance(performance, dict):
+        return performance.get(name)
+    value = getattr(performance, name, None)
+    if value is None and performance is not None and performance.model_extra:
+        value = performance.model_extra.get(name)
+    return value
+
+
+def parent_effect(
+    record: MemoryRecord,
+    parent: MemoryRecord | None,
+    parent_version: str | None,
+    experiment_metrics: dict[str, Any] | None = None,
+) -> ScoreValue | None:
+    """The version's measured effect against its parent, in the first form recorded:
+    kernelscope's in-run speedup vs the parent, the experiment's, atrex's authoritative
+    (ABBA) improvement, else the ratio of the two recorded latencies."""
+    if not atrex.record_outcome(record).measured:
+        return None
+    versus = parent_version or "parent"
+    block = kernelscope_block(record)
+    in_run = _positive(block.get("score_vs_parent"))
+    source = "kernelscope.score_vs_parent"
+    if in_run is None:
+        comparison = _performance_field(record, "comparison_with_previous")
+        value = (
+            comparison.get("speedup_vs_previous")
+            if isinstance(comparison, dict)
+            else getattr(comparison, "speedup_vs_previous", None)
+        )
+        if value is None and hasattr(comparison, "model_extra") and comparison.model_extra:
+            value = comparison.model_extra.get("speedup_vs_previous")
+        in_run, source = _positive(value), "performance.comparison_with_previous.speedup_vs_previous"
+    if in_run is None and experiment_metrics:
+        in_run, source = (
+            _positive(experiment_metrics.get("score_vs_parent")),
+            "experiment.metrics.score_vs_parent",
+        )
+    if in_run is not None:
+        return _score(in_run, "speedup", versus, None, source)
+    improvement = as_float(_performance_field(record, "authoritative_improvement_pct"))
+    if improvement is not None:
+        return _score(
+            -improvement, "latency_change_pct", versus, None, "performance.authoritative_improvement_pct"
+        )
+    if parent is not None and atrex.record_outcome(parent).measured:
+        before, now = _positive(parent.metric("latency_us")), _positive(record.metric("latency_us"))
+        if before and now:
+            return _score(before / now, "latency_ratio", versus, None, "performance.latency_us")
+    return None
+
+
+def failure_text(record: MemoryRecord) -> str | None:
+    """Why a version failed its gate, short: `wrong_result rel_err 0.67`."""
+    if record.gate_passed:
+        return None
+    kind = None
+    pitfalls = record.pitfalls_and_fixes
+    if isinstance(pitfalls, list):
+        for item in reversed(pitfalls):
+            error_type = (
+                item.get("error_type") if isinstance(item, dict) else getattr(item, "error_type", None)
+            )
+            if isinstance(error_type, str) and error_type and error_type != "partial_restart":
+                kind = error_type
+                break
+    correctness = record.correctness
+    rel_err = as_float(
+        correctness.get("rel_err") if isinstance(correctness, dict) else getattr(correctness, "rel_err", None)
+    )
+    if rel_err is None:
+        rel_err = as_float(
+            correctness.get("max_rel_err")
+            if isinstance(correctness, dict)
+            else (correctness.model_extra or {}).get("max_rel_err")
+            if correctness is not None
+            else None
+        )
+    gate = record.quality_gate
+    reason = gate.get("failure_reason") if isinstance(gate, dict) else getattr(gate, "failure_reason", None)
+    if rel_err is None:
+        # kernelscope's gate names the figure in its message ("... rel_err 1.43, max abs err ...")
+        messages = [reason] + [
+            item.get("error_message") if isinstance(item, dict) else getattr(item, "error_message", None)
+            for item in (pitfalls if isinstance(pitfalls, list) else [])
+        ]
+        for message in messages:
+            found = _REL_ERR.search(message) if isinstance(message, str) else None
+            if found:
+                rel_err = as_float(found.group(1))
+                break
+    if kind is None and isinstance(reason, str) and reason.strip():
+        kind = " ".join(reason.split())
+        kind = kind if len(kind) <= 60 else kind[:59] + "…"
+    parts = [kind or (record.gate_result or "FAIL").lower()]
+    if rel_err is not None:
+        parts.append(f"rel_err {rel_err:.3g}")
+    return " ".join(parts)
+
+
+SCORE_COLUMN = "score vs v0"
+
+
+def score_cell(score: ScoreValue | None) -> str:
+    """A table cell that names what the number is when it is not the in-run speedup."""
+    if score is None:
+        return "-"
+    interval = f" [{score.ci[0]:.2f}-{score.ci[1]:.2f}]" if score.ci else ""
+    kind = {"speedup": "", "latency_ratio": " (latency ratio)", "metric_ratio": " (metric ratio)"}.get(
+        score.kind, f" ({score.kind})"
+    )
+    return f"{score.value:.2f}x{interval}{kind}"
+
+
+def score_table(
+    entries: list[Any], kind: MetricKind | None = None
+) -> tuple[list[str], list[list[str]], dict[str, ScoreValue | None]]:
+    """(columns, rows, score per version) of a memory table whose one score column is
+    `version_score`: the in-run geometric-mean speedup, or a latency ratio named as such.
+    Latency is the recorded latency of the largest configuration, a measurement, not a score."""
+    records = [e for e in entries if getattr(e, "record", None) is not None]
+    baseline = next((e.record for e in records if e.number == 0), None)
+    columns = ["version", "masked", "gate", SCORE_COLUMN, "latency (us, largest config)", "action"]
+    rows: list[list[str]] = []
+    scores: dict[str, ScoreValue | None] = {}
+    for entry in records:
+        record = entry.record
+        outcome = atrex.record_outcome(record)
+        score = version_score(record, baseline, kind)
+        scores[entry.version] = score
+        latency = record.metric("latency_us") if outcome.measured else None
+        optimization = record.optimization
+        action = (
+            optimization.get("action_category")
+            if isinstance(optimization, dict)
+            else getattr(optimization, "action_category", None)
+        )
+        rows.append(
+            [
+                entry.version,
+                "yes" if entry.masked else "",
+                record.gate_result or "-",
+                score_cell(score) if outcome.measured else f"({outcome.describe()})",
+                "-" if latency is None else f"{latency:.3f}",
+                "" if action is None else str(action),
+            ]
+        )
+    kinds = {score.kind for score in scores.values() if score is not None}
+    if kinds == {"speedup"}:
+        columns[3] = "speedup vs v0 (in-run geomean)"
+    return columns, rows, scores

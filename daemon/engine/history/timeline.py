@@ -1,0 +1,716 @@
+"""A workspace's history as one object: every memory version with its kernel.py (from git),
+its measured effect, and every other kernel that was tried (failed side refs, atrex episode
+branches, experiments that carry code).
+
+Built once per history state (`HistoryKey`) with a handful of git processes, then queried by
+blame, tried values, fingerprint and compare without touching disk. Version kernels come from:
+- `git_commit_hash` of the record (kernelscope iterate, atrex promoted episodes: the candidate
+  commit on the episode branch, whose kernel.py is the one squash-merged on the main line);
+- `refs/kernelscope/failed/v<N>` for a version whose gate failed (its kernel is not on HEAD);
+- the atrex episode branch (`refs/heads/atrex/long-eNNNN-*`) of a version recorded without a
+  commit (a pivot: its last checkpoint is what was tried).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from kernelscope.daemon.engine.formats import atrex
+from kernelscope.daemon.engine.git import FAILED_REF_PREFIX
+from kernelscope.daemon.engine.history import gitdata
+from kernelscope.daemon.engine.history.scores import (
+    failure_text,
+    kernelscope_block,
+    parent_effect,
+    previous_version,
+    version_score,
+)
+from kernelscope.daemon.engine.history.source import FACTS, SourceFacts, content_key
+from kernelscope.daemon.engine.memory import MemoryEntry
+from kernelscope.daemon.engine.workspace import KERNEL_NAME, Workspace
+from kernelscope.protocol.experiment import KernelExperiment
+from kernelscope.protocol.history import ScoreValue, VersionEffect
+from kernelscope.protocol.memory import MemoryRecord, as_float
+from kernelscope.protocol.workspace import MetricKind
+
+_EPISODE_BRANCH = re.compile(r"^refs/heads/atrex/long-e(\d+)-")
+_VERSION_SUBJECT = re.compile(r"^[Vv](\d+):")
+_PROMOTION_SUBJECT = re.compile(r"^episode (\d+): promote")
+_TRIAL_SUBJECT = re.compile(r"^(v\d+ trial \d+)")
+_ACTION_LIMIT = 60
+
+
+def short(commit: str | None) -> str:
+    return (commit or "")[:8]
+
+
+def _first_clause(text: str | None) -> str | None:
+    """The action as a blame hint shows it: the first line, cut to the change it names when
+    it starts with one ("BLOCK_SIZE 1024 -> 4096: one program per..." -> "BLOCK_SIZE 1024 ->
+    4096"), else its first 60 characters."""
+    if not text or not text.strip() or text.strip() == "no description given":
+        return None
+    line = " ".join(text.strip().splitlines()[0].split())
+    head, separator, _ = line.partition(": ")
+    if separator and 0 < len(head) <= 48 and any(arrow in head for arrow in ("->", "→", "=>")):
+        line = head
+    return line if len(line) <= _ACTION_LIMIT else line[: _ACTION_LIMIT - 1] + "…"
+
+
+def _optimization(record: MemoryRecord, key: str) -> str | None:
+    section = record.optimization
+    value = section.get(key) if isinstance(section, dict) else getattr(section, key, None)
+    return None if value is None else str(value)
+
+
+@dataclass
+class VersionFacts:
+    """One memory version: its record, kernel and measured effect."""
+
+    entry: MemoryEntry
+    record: MemoryRecord
+    effect: VersionEffect
+    commit: str | None = None  # the record's commit, resolved to a full hash
+    kernel_blob: str | None = None
+    kernel_origin: str | None = None  # "commit 1a2b3c4d", "refs/kernelscope/failed/v4", "branch ..."
+    parent_commit_blob: str | None = None  # kernel.py of the commit a failed side ref was made on
+    experiments: list[KernelExperiment] = field(default_factory=list)
+
+    @property
+    def version(self) -> str:
+        return self.entry.version
+
+    @property
+    def number(self) -> int:
+        return self.entry.number
+
+    @property
+    def masked(self) -> bool:
+        return self.entry.masked
+
+    @property
+    def passed(self) -> bool:
+        return self.effect.passed
+
+
+@dataclass
+class TriedKernel:
+    """A kernel.py text that was measured or judged: a version's, or one found beside them."""
+
+    label: str
+    source: str
+    blob: str
+    version: str | None = None
+    commit: str | None = None
+    passed: bool | None = None
+    masked: bool = False
+    detail: str = ""  # "FAILED wrong_result rel_err 0.67", "3.20x vs v0, already measured"
+    effect: VersionEffect | None = None
+    order: int = 0  # larger = newer
+    short_label: str = ""  # for a table cell: "v3", "v1 trial 5", "be295850"
+    score: ScoreValue | None = None  # what a trial's evaluator measured, as a score vs v0
+
+
+@dataclass
+class History:
+    """Everything the history features read, for one state of one workspace."""
+
+    root: Path
+    key: gitdata.HistoryKey
+    paths: gitdata.RepoPaths | None
+    head: str | None
+    head_blob: str | None
+    versions: dict[str, VersionFacts]
+    tried_kernels: list[TriedKernel]
+    episode_versions: dict[int, str]
+    facts: dict[str, SourceFacts]  # blob -> analysis
+    unversioned_experiments: list[KernelExperiment] = field(default_factory=list)
+    messages: list[str] = field(default_factory=list)
+    memo: dict[Any, Any] = field(default_factory=dict)  # per-feature results for this state
+
+    @property
+    def kernel_rel(self) -> str:
+        return self.paths.rel(KERNEL_NAME) if self.paths else KERNEL_NAME
+
+    def version_of_commit(self, commit: str) -> str | None:
+        return self.memo.setdefault("commit_versions", self._commit_versions()).get(commit)
+
+    def _commit_versions(self) -> dict[str, str]:
+        found: dict[str, str] = {}
+        for facts in self.versions.values():
+            if facts.commit:
+                found.setdefault(facts.commit, facts.version)
+        return found
+
+    def version_of_blob(self, blob: str) -> str | None:
+        """The earliest passing version whose kernel.py is this blob (else the earliest)."""
+        table = self.memo.get("blob_versions")
+        if table is None:
+            table = {}
+            for facts in sorted(self.versions.values(), key=lambda f: (not f.passed, f.number)):
+                if facts.kernel_blob and facts.kernel_origin and facts.kernel_origin.startswith("commit"):
+                    table.setdefault(facts.kernel_blob, facts.version)
+            self.memo["blob_versions"] = table
+        return table.get(blob)
+
+    def version_of_subject(self, subject: str) -> str | None:
+        """`V3: ...`, `v2: kernel candidate`, `episode 2: promote verified ...` -> the version."""
+        match = _VERSION_SUBJECT.match(subject)
+        if match and f"v{int(match.group(1))}" in self.versions:
+            return f"v{int(match.group(1))}"
+        match = _PROMOTION_SUBJECT.match(subject)
+        if match:
+            episode = int(match.group(1))
+            version = self.episode_versions.get(episode, f"v{episode}")
+            return version if version in self.versions else None
+        return None
+
+    def source_of(self, blob: str) -> str | None:
+        """A blob's text (read on demand: only compare needs whole files)."""
+        if self.paths is None:
+            return None
+        cache = self.memo.setdefault("texts", {})
+        if blob not in cache:
+            cache[blob] = gitdata.read_blobs(self.root, [blob]).get(blob)
+        return cache[blob]
+
+    def passing_versions(self) -> list[VersionFacts]:
+        return [f for f in self.versions.values() if f.passed]
+
+
+# -- building --------------------------------------------------------------------------
+
+
+def _experiment_facts(experiments: list[KernelExperiment]) -> dict[str, list[KernelExperiment]]:
+    grouped: dict[str, list[KernelExperiment]] = {}
+    for experiment in experiments:
+        if experiment.memory_version:
+            grouped.setdefault(experiment.memory_version, []).append(experiment)
+    return grouped
+
+
+def _effect(
+    entry: MemoryEntry,
+    record: MemoryRecord,
+    baseline: MemoryRecord | None,
+    parent: tuple[str, MemoryRecord] | None,
+    kind: MetricKind | None,
+    experiments: list[KernelExperiment],
+) -> VersionEffect:
+    outcome = atrex.record_outcome(record)
+    block = kernelscope_block(record)
+    metrics = experiments[-1].metrics if experiments else None
+    score = version_score(record, baseline, kind)
+    if score is None and outcome.measured and experiments:
+        # A record with no numbers of its own: the store's experiment carries the score.
+        latest = experiments[-1]
+        if latest.score is not None and not latest.is_buggy:
+            ci = metrics.get("score_ci") if isinstance(metrics, dict) else None
+            interval = (
+                (float(ci[0]), float(ci[1])) if isinstance(ci, (list, tuple)) and len(ci) == 2 else None
+            )
+            score = ScoreValue.model_construct(
+                value=latest.score, kind="speedup", versus="baseline", ci=interval, source="experiment.score"
+            )
+    vs_parent = (
+        parent_effect(record, parent[1] if parent else None, parent[0] if parent else None, metrics)
+        if entry.number > 0
+        else None
+    )
+    passed = record.gate_passed
+    mode = block.get("mode") if isinstance(block.get("mode"), str) else None
+    verdict = block.get("verdict") if isinstance(block.get("verdict"), str) else None
+    reference = atrex.speedup_vs_reference(record) if outcome.measured else None
+    effect = VersionEffect.model_construct(
+        version=entry.version,
+        commit=None,
+        masked=entry.masked,
+        gate=record.gate_result,
+        passed=passed,
+        outcome=outcome.label,
+        carried_from=outcome.carried_from,
+        measured=outcome.measured,
+        mode=mode,
+        verdict=verdict,
+        score=score,
+        vs_parent=vs_parent,
+        vs_reference=reference,
+        latency_us=record.metric("latency_us") if outcome.measured else None,
+        failure=None if passed or outcome.label else failure_text(record),
+        action=_first_clause(_optimization(record, "action_description")),
+        category=_optimization(record, "action_category"),
+        experiment_ids=[e.id for e in experiments],
+        text="",
+    )
+    effect.text = effect_text(effect)
+    return effect
+
+
+def effect_text(effect: VersionEffect) -> str:
+    """`1.75x vs v2 · 3.20x vs v0 [3.10-3.30], PASS` (the numbers a blame hint shows)."""
+    if effect.outcome:
+        carried = (
+            f" (numbers carried from {effect.carried_from}, not measured)" if effect.carried_from else ""
+        )
+        return f"{effect.outcome}{carried}"
+    if not effect.passed:
+        gate = effect.gate or "FAIL"
+        return f"{'FAILED' if gate == 'FAIL' else gate} {effect.failure or ''}".rstrip()
+    parts: list[str] = []
+    if effect.vs_parent is not None:
+        parts.append(effect.vs_parent.text())
+    score = effect.score
+    if score is not None and (score.kind == "speedup" or effect.vs_reference is None):
+        if effect.version == "v0" and score.value == 1.0:
+            parts.append("baseline")
+        elif not (effect.vs_parent is not None and effect.vs_parent.versus == score.versus):
+            parts.append(score.text())
+    if effect.vs_reference is not None:
+        parts.append(f"{effect.vs_reference:.2f}x vs reference")
+    if not parts and effect.version == "v0":
+        parts.append("baseline")
+    text = " · ".join(parts) if parts else "no measurement recorded"
+    if effect.verdict == "no measurable change":
+        text += " (no measurable change)"
+    if effect.mode == "interpreter":
+        text += " (interpreter)"
+    return f"{text}, {effect.gate or 'PASS'}"
+
+
+def _parent_of(
+    facts_by_number: list[tuple[MemoryEntry, MemoryRecord]], index: int
+) -> tuple[str, MemoryRecord] | None:
+    _, record = facts_by_number[index]
+    named = previous_version(record)
+    if named:
+        for other, other_record in facts_by_number:
+            if other.version == named:
+                return named, other_record
+    for other, other_record in reversed(facts_by_number[:index]):
+        if other_record.gate_passed and atrex.record_outcome(other_record).measured:
+            return other.version, other_record
+    return None
+
+
+def _load_experiments(store: Any, root: Path) -> list[KernelExperiment]:
+    if store is None:
+        return []
+    from kernelscope.daemon.engine.store import StoreError
+
+    try:
+        return list(store.list_experiments(workspace=str(root)))
+    except (StoreError, OSError, ValueError):
+        return []
+
+
+def store_watermark(store: Any, root: Path) -> object:
+    """What changes when the store gains an experiment for this workspace (cheap: an index count)."""
+    if store is None:
+        return None
+    from kernelscope.daemon.engine.store import StoreError
+
+    try:
+        return store.count(workspace=str(root))
+    except (StoreError, OSError, ValueError):
+        return "unavailable"
+
+
+def build_history(root: Path, store: Any = None, key: gitdata.HistoryKey | None = None) -> History:
+    """Read memory/, git and the store once and assemble the workspace's history."""
+    ws = Workspace(root)
+    root = ws.root
+    if key is None:
+        key = gitdata.history_key(root, ws.memory_dir, (store_watermark(store, root),))
+    entries = [e for e in ws.memory.scan() if e.record is not None]
+    readme = None
+    if ws.readme_path.is_file():
+        try:
+            readme = ws.readme()
+        except Exception:
+            readme = None
+    kind = readme.primary_kind if readme else None
+    experiments = _load_experiments(store, root)
+    by_version = _experiment_facts(experiments)
+    known = {e.version for e in entries}
+    pairs = [(e, e.record) for e in entries if e.record is not None]
+    baseline = next((r for e, r in pairs if e.number == 0), None)
+
+    versions: dict[str, VersionFacts] = {}
+    for index, (entry, record) in enumerate(pairs):
+        own = by_version.get(entry.version, [])
+        effect = _effect(entry, record, baseline, _parent_of(pairs, index), kind, own)
+        versions[entry.version] = VersionFacts(entry=entry, record=record, effect=effect, experiments=own)
+
+    paths = gitdata.repo_paths(root)
+    history = History(
+        root=root,
+        key=key,
+        paths=paths,
+        head=None,
+        head_blob=None,
+        versions=versions,
+        tried_kernels=[],
+        episode_versions={},
+        facts={},
+        unversioned_experiments=[e for e in experiments if e.memory_version not in known],
+    )
+    for journal in atrex.episode_journals(root):
+        if journal.episode is not None and journal.memory_version in versions:
+            history.episode_versions[journal.episode] = journal.memory_version
+    if paths is None:
+        history.messages.append(f"{root} is not in a git work tree: no per-line history")
+        return history
+    try:
+        _attach_git(history)
+    except gitdata.GitUnavailable as exc:
+        history.messages.append(str(exc))
+    return history
+
+
+def _attach_git(history: History) -> None:
+    root, rel = history.root, history.kernel_rel
+    history.head = gitdata.resolve_head(history.paths) if history.paths else None
+    refs = gitdata.refs_with_prefix(root, FAILED_REF_PREFIX, gitdata.EPISODE_BRANCH_PREFIX)
+    failed = {
+        name[len(FAILED_REF_PREFIX) :]: sha
+        for name, sha in refs.items()
+        if name.startswith(FAILED_REF_PREFIX)
+    }
+    branches: dict[int, tuple[str, str]] = {}
+    for name, sha in refs.items():
+        match = _EPISODE_BRANCH.match(name)
+        if match:
+            branches[int(match.group(1))] = (name, sha)
+
+    names: list[str] = []
+    if history.head:
+        names.append(f"{history.head}:{rel}")
+    for facts in history.versions.values():
+        commit = facts.record.git_commit_hash
+        if isinstance(commit, str) and commit.strip():
+            names += [f"{commit.strip()}^{{commit}}", f"{commit.strip()}:{rel}"]
+    for sha in failed.values():
+        names += [f"{sha}:{rel}", f"{sha}^:{rel}"]
+    for _, sha in branches.values():
+        names.append(f"{sha}:{rel}")
+    objects = gitdata.batch_check(root, names)
+    history.head_blob = objects.get(f"{history.head}:{rel}") if history.head else None
+
+    version_of_episode = {v: e for e, v in history.episode_versions.items()}
+    for facts in history.versions.values():
+        commit = facts.record.git_commit_hash
+        ref = failed.get(facts.version)
+        if ref:
+            # A failed version's commit holds only its record (kernel.py there is its parent's):
+            # the kernel that failed is on its side ref.
+            blob = objects.get(f"{ref}:{rel}")
+            if blob:
+                facts.kernel_blob, facts.kernel_origin = blob, FAILED_REF_PREFIX + facts.version
+                facts.parent_commit_blob = objects.get(f"{ref}^:{rel}")
+        if isinstance(commit, str) and commit.strip():
+            facts.commit = objects.get(f"{commit.strip()}^{{commit}}")
+            blob = objects.get(f"{commit.strip()}:{rel}")
+            if facts.commit and blob and not facts.kernel_blob and (facts.passed or facts.effect.outcome):
+                facts.kernel_blob, facts.kernel_origin = blob, f"commit {short(facts.commit)}"
+        facts.effect.commit = facts.commit
+        episode = version_of_episode.get(facts.version)
+        if not facts.kernel_blob and episode in branches:
+            name, sha = branches[episode]
+            blob = objects.get(f"{sha}:{rel}")
+            if blob:
+                facts.kernel_blob = blob
+                facts.kernel_origin = f"branch {name[len('refs/heads/') :]} ({short(sha)})"
+
+    blobs = [f.kernel_blob for f in history.versions.values() if f.kernel_blob]
+    if history.head_blob:
+        blobs.append(history.head_blob)
+    trials = _episode_trials(history, branches)
+    blobs += [t.blob for t in trials]
+    _analyze_blobs(history, blobs)
+    versions = _tried_kernels(history)
+    evaluated = {t.blob: t for t in trials if t.passed is not None}
+    for kernel in versions:
+        trial = evaluated.get(kernel.blob)
+        if trial is not None and kernel.effect is not None and kernel.effect.outcome:
+            # a pivot's kernel: the evaluator's numbers on its branch are real measurements
+            kernel.detail = f"{kernel.effect.outcome}, not promoted; its branch evaluation: {trial.detail}"
+    history.tried_kernels = versions + trials + _experiment_kernels(history)
+
+
+def _analyze_blobs(history: History, blobs: list[str]) -> None:
+    """Facts of every blob: from the process-wide cache, the rest read in one batch."""
+    missing = []
+    for blob in dict.fromkeys(blobs):
+        known = FACTS.known("blob:" + blob)
+        if known is not None:
+            history.facts[blob] = known
+        else:
+            missing.append(blob)
+    for blob, text in gitdata.read_blobs(history.root, missing).items():
+        facts = FACTS.get(text, "blob:" + blob)
+        history.facts[blob] = facts
+
+
+def _verdict_detail(effect: VersionEffect) -> str:
+    if effect.outcome:
+        return effect_text(effect)
+    if not effect.passed:
+        return effect_text(effect)
+    measured = effect.score.text() if effect.score is not None else effect_text(effect).rsplit(",", 1)[0]
+    return f"{measured}, already measured"
+
+
+def _tried_kernels(history: History) -> list[TriedKernel]:
+    found = []
+    for facts in history.versions.values():
+        if not facts.kernel_blob:
+            continue
+        source = facts.kernel_origin or "commit"
+        found.append(
+            TriedKernel(
+                label=facts.version,
+                source=source,
+                blob=facts.kernel_blob,
+                version=facts.version,
+                commit=facts.commit,
+                passed=facts.passed and not facts.effect.outcome,
+                masked=facts.masked,
+                detail=_verdict_detail(facts.effect),
+                effect=facts.effect,
+                order=facts.number * 1000 + 999,
+                short_label=facts.version,
+                score=facts.effect.score,
+            )
+        )
+    return found
+
+
+def _episode_trials(history: History, branches: dict[int, tuple[str, str]]) -> list[TriedKernel]:
+    """Kernels an atrex episode evaluated on its branch (fast trials, checkpoints), matched to
+    the evaluator's verdicts in `episodes/eNNNN/episode_runtime/evaluations.jsonl` by the
+    sha256 of kernel.py, which the supervisor records with each run."""
+    if not branches:
+        return []
+    root, rel = history.root, history.kernel_rel
+    revisions = [sha for _, sha in branches.values()]
+    exclude = [f"^{history.head}"] if history.head else []
+    commits = gitdata.log_commits(root, revisions + exclude, rel)
+    if not commits:
+        return []
+    objects = gitdata.batch_check(root, [f"{c.commit}:{rel}" for c in commits])
+    verdicts = _evaluations(root)
+    texts = gitdata.read_blobs(root, [b for b in objects.values() if b]) if verdicts else {}
+    base = history.versions.get("v0")
+    base_latency = base.record.metric("latency_us") if base is not None else None
+    trials = []
+    for position, commit in enumerate(reversed(commits)):  # oldest first
+        blob = objects.get(f"{commit.commit}:{rel}")
+        if not blob:
+            continue
+        result = None
+        text = texts.get(blob)
+        if text is not None:
+            result = verdicts.get(hashlib.sha256(text.encode("utf-8")).hexdigest())
+        passed, detail, score = None, "evaluated on an episode branch", None
+        if result is not None:
+            passed = bool(result.get("all_pass"))
+            if passed:
+                geomean = as_float(result.get("latency_us_geomean"))
+                if geomean and base_latency:
+                    score = ScoreValue.model_construct(
+                        value=base_latency / geomean,
+                        kind="latency_ratio",
+                        versus="v0",
+                        ci=None,
+                        source="evaluations.jsonl latency_us_geomean",
+                    )
+                reference = as_float(result.get("speedup_vs_ref_geomean"))
+                figures = [
+                    f"{geomean:.3g} us geomean" if geomean else "",
+                    f"{reference:.2f}x vs reference" if reference else "",
+                ]
+                detail = "PASS " + ", ".join(f for f in figures if f) + ", already measured"
+            else:
+                failures = result.get("failures") or []
+                first = str(failures[0]).split(" ")[0] if failures else ""
+                detail = (
+                    f"FAILED {result.get('passed', 0)}/{result.get('total', '?')} workloads {first}".rstrip()
+                )
+        trial = _TRIAL_SUBJECT.match(commit.subject)
+        trials.append(
+            TriedKernel(
+                label=f'"{commit.subject}" ({short(commit.commit)})',
+                source=f"episode branch commit {short(commit.commit)}",
+                blob=blob,
+                commit=commit.commit,
+                passed=passed,
+                detail=detail,
+                order=position,
+                short_label=trial.group(1) if trial else _short_subject(commit.subject, commit.commit),
+                score=score,
+            )
+        )
+    return trials
+
+
+def _short_subject(subject: str, commit: str) -> str:
+    """A table cell's name for an episode commit: `v2: checkpoint 8 rows...` -> `v2 checkpoint`."""
+    head, separator, rest = subject.partition(": ")
+    words = rest.split()
+    if separator and _VERSION_SUBJECT.match(subject) and words:
+        return f"{head} {words[0]}"
+    return short(commit)
+
+
+def _evaluations(root: Path) -> dict[str, dict[str, Any]]:
+    """sha256 of kernel.py -> the evaluator's result, from every episode's evaluations.jsonl."""
+    found: dict[str, dict[str, Any]] = {}
+    episodes = root / atrex.RUNTIME_DIR / "episodes"
+    if not episodes.is_dir():
+        return found
+    for path in sorted(episodes.glob("e*/episode_runtime/evaluations.jsonl")):
+        try:
+            lines = path.read_text(encoding="utf-8").splitlines()
+        except OSError:
+            continue
+        for line in lines:
+            try:
+                row = json.loads(line)
+            except ValueError:
+                continue
+            if (
+                isinstance(row, dict)
+                and isinstance(row.get("kernel_sha256"), str)
+                and isinstance(row.get("result"), dict)
+            ):
+                found[row["kernel_sha256"]] = row["result"]
+    return found
+
+
+_APPLIED: dict[tuple[str, int], str | None] = {}  # (base blob, hash of the diff) -> content key
+
+
+def _experiment_kernels(history: History) -> list[TriedKernel]:
+    """Experiments in the store that carry code but no memory version: their kernel.py is
+    `metrics.kernel_source` when recorded, else `code_change` applied to the base commit's
+    (base blobs found in one git call; each patch applied once per process)."""
+    candidates = [
+        e for e in history.unversioned_experiments if e.code_change.strip() or e.metrics.get("kernel_source")
+    ]
+    if not candidates:
+        return []
+    bases: dict[str, str | None] = {}
+    if history.paths is not None:
+        commits = sorted(
+            {e.base_commit for e in candidates if e.base_commit and not e.metrics.get("kernel_source")}
+        )
+        names = [f"{commit}:{history.kernel_rel}" for commit in commits]
+        found_blobs = gitdata.batch_check(history.root, names) if names else {}
+        bases = {commit: found_blobs.get(name) for commit, name in zip(commits, names, strict=True)}
+    found = []
+    for position, experiment in enumerate(candidates):
+        text = experiment.metrics.get("kernel_source")
+        key: str | None = None
+        if isinstance(text, str):
+            key = content_key(text)
+            history.facts[key] = FACTS.get(text, key)
+        else:
+            blob = bases.get(experiment.base_commit)
+            if blob is None:
+                continue
+            memo_key = (blob, hash(experiment.code_change))
+            if memo_key not in _APPLIED or FACTS.known(_APPLIED[memo_key] or "") is None:
+                base = history.source_of(blob)
+                patched = apply_unified_diff(base, experiment.code_change) if base is not None else None
+                _APPLIED[memo_key] = None
+                if patched is not None:
+                    _APPLIED[memo_key] = content_key(patched)
+                    FACTS.get(patched, _APPLIED[memo_key])
+            key = _APPLIED[memo_key]
+            if key is None:
+                continue
+            history.facts[key] = FACTS.known(key)  # type: ignore[assignment]
+        failed = experiment.is_buggy or experiment.status in ("failed", "timeout")
+        detail = (
+            f"FAILED {experiment.status}: {experiment.error_message[:60]}".rstrip(": ")
+            if failed
+            else (
+                f"{experiment.score:.2f}x (experiment score), already measured"
+                if experiment.score
+                else "recorded"
+            )
+        )
+        score = (
+            ScoreValue.model_construct(
+                value=experiment.score, kind="speedup", versus="baseline", ci=None, source="experiment.score"
+            )
+            if experiment.score and not failed
+            else None
+        )
+        found.append(
+            TriedKernel(
+                label=f"experiment {experiment.id[:8]}",
+                source=f"experiment {experiment.id}",
+                blob=key,
+                passed=not failed,
+                detail=detail,
+                order=position,
+                short_label=f"exp {experiment.id[:8]}",
+                score=score,
+            )
+        )
+    return found
+
+
+_HUNK = re.compile(r"^@@ -(\d+)(?:,(\d+))? \+(\d+)(?:,(\d+))? @@")
+
+
+def apply_unified_diff(base: str, diff: str) -> str | None:
+    """`base` with a unified diff of one file applied; None when a hunk does not fit."""
+    lines = base.splitlines(keepends=True)
+    output: list[str] = []
+    position = 0
+    hunk_lines: list[str] = []
+    hunks: list[tuple[int, list[str]]] = []
+    start = None
+    for line in diff.splitlines(keepends=True):
+        match = _HUNK.match(line)
+        if match:
+            if start is not None:
+                hunks.append((start, hunk_lines))
+            start, hunk_lines = int(match.group(1)), []
+        elif start is not None and line[:1] in (" ", "-", "+", "\\"):
+            hunk_lines.append(line)
+        elif start is not None and line in ("\n", ""):
+            hunk_lines.append(" \n")
+    if start is not None:
+        hunks.append((start, hunk_lines))
+    if not hunks:
+        return None
+    for start, body in hunks:
+        begin = max(start - 1, 0) if any(b[:1] in (" ", "-") for b in body) else start
+        if begin < position:
+            return None
+        output += lines[position:begin]
+        position = begin
+        for entry in body:
+            tag, text = entry[:1], entry[1:]
+            if tag == "\\":
+                if output and output[-1].endswith("\n"):
+                    output[-1] = output[-1][:-1]
+                continue
+            if tag in (" ", "-"):
+                if position >= len(lines) or lines[position].rstrip("\n") != text.rstrip("\n"):
+                    return None
+                if tag == " ":
+                    output.append(lines[position])
+                position += 1
+            else:
+                output.append(text)
+    output += lines[position:]
+    return "".join(output)

@@ -1,0 +1,314 @@
+"""Values already tried: for each meta-parameter in the editor's kernel.py (launch keywords
+such as BLOCK_SIZE=..., num_warps, num_stages, grid expressions, triton.Config entries,
+UPPER_CASE module constants, constexpr defaults), the values earlier versions used at the same
+spot and how those versions scored: `tried: 64 1.00x v0 · 256 3.20x v1 · 1024 12.50x v2`.
+
+Each version's kernel.py is analysed once by `ast` (cached by blob), so a hint is a table
+lookup. Experiments in the store that record their parameters
+(`metrics.params`/`metrics.meta_params`: `{"BLOCK_SIZE": 1024, "num_warps": 4}`) add rows
+for the spots with that name.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+from kernelscope.daemon.engine.formats import atrex
+from kernelscope.daemon.engine.history.blame import buffer_memo, head_text
+from kernelscope.daemon.engine.history.source import FACTS, Spot
+from kernelscope.daemon.engine.history.timeline import History, VersionFacts
+from kernelscope.protocol.experiment import KernelExperiment
+from kernelscope.protocol.history import ScoreValue, TriedHint, TriedValue
+from kernelscope.protocol.memory import as_float
+
+PARAM_KEYS = ("params", "meta_params", "meta", "launch_params")
+_NUMBER = re.compile(r"-?\d+(?:\.\d+)?(?:[eE][-+]?\d+)?")
+
+
+@dataclass
+class _Use:
+    """One version (or experiment) that used a value at a spot."""
+
+    label: str
+    number: int  # version number; experiments sort after versions
+    passed: bool
+    measured: bool
+    masked: bool
+    score: ScoreValue | None
+    facts: VersionFacts | None = None
+    experiment: KernelExperiment | None = None
+
+
+@dataclass
+class _Table:
+    values: dict[str, dict[str, list[_Use]]] = field(default_factory=dict)  # spot key -> value -> uses
+    params: list[tuple[str, str, tuple[str, ...], _Use]] = field(
+        default_factory=list
+    )  # name, value, kernels, use
+
+
+def _use_of(facts: VersionFacts) -> _Use:
+    effect = facts.effect
+    return _Use(
+        label=facts.version,
+        number=facts.number,
+        passed=effect.passed and not effect.outcome,
+        measured=effect.measured,
+        masked=facts.masked,
+        score=effect.score,
+        facts=facts,
+    )
+
+
+def _table(history: History) -> _Table:
+    found = history.memo.get("tried_table")
+    if found is not None:
+        return found
+    table = _Table()
+    for facts in history.versions.values():
+        analysed = history.facts.get(facts.kernel_blob) if facts.kernel_blob else None
+        if analysed is None:
+            continue
+        use = _use_of(facts)
+        seen: set[tuple[str, str]] = set()
+        for spot in analysed.spots:
+            if (spot.key, spot.value) in seen:
+                continue
+            seen.add((spot.key, spot.value))
+            table.values.setdefault(spot.key, {}).setdefault(spot.value, []).append(use)
+    version_blobs = {f.kernel_blob for f in history.versions.values() if f.kernel_blob}
+    for kernel in history.tried_kernels:
+        # kernels tried beside the versions: atrex episode trials and checkpoints, experiments
+        if kernel.version is not None or kernel.blob in version_blobs:
+            continue
+        analysed = history.facts.get(kernel.blob)
+        if analysed is None:
+            continue
+        use = _Use(
+            label=kernel.short_label or kernel.label,
+            number=10**6 + kernel.order,
+            passed=kernel.passed is not False,
+            measured=kernel.score is not None,
+            masked=False,
+            score=kernel.score,
+        )
+        seen = set()
+        for spot in analysed.spots:
+            if (spot.key, spot.value) not in seen:
+                seen.add((spot.key, spot.value))
+                table.values.setdefault(spot.key, {}).setdefault(spot.value, []).append(use)
+    experiments = [e for f in history.versions.values() for e in f.experiments if f.kernel_blob is None]
+    for experiment in [*history.unversioned_experiments, *experiments]:
+        metrics = experiment.metrics if isinstance(experiment.metrics, dict) else {}
+        params: dict[str, Any] = {}
+        for key in PARAM_KEYS:
+            if isinstance(metrics.get(key), dict):
+                params.update(metrics[key])
+        if not params:
+            continue
+        failed = experiment.is_buggy or experiment.status in ("failed", "timeout")
+        score = (
+            ScoreValue.model_construct(
+                value=experiment.score, kind="speedup", versus="baseline", ci=None, source="experiment.score"
+            )
+            if experiment.score and not failed
+            else None
+        )
+        use = _Use(
+            label=experiment.memory_version or f"exp {experiment.id[:8]}",
+            number=10**9,
+            passed=not failed,
+            measured=score is not None,
+            masked=False,
+            score=score,
+            experiment=experiment,
+        )
+        for name, value in params.items():
+            if isinstance(value, (int, float, str, bool)):
+                shown = value if isinstance(value, str) and _NUMBER.fullmatch(value) else None
+                shown = shown or (repr(value) if isinstance(value, str) else str(value))
+                table.params.append((str(name), shown, tuple(experiment.kernels), use))
+    history.memo["tried_table"] = table
+    return table
+
+
+def _score_order(use: _Use) -> tuple[int, float]:
+    kind_rank = {"speedup": 2, "latency_ratio": 1}.get(use.score.kind if use.score else "", 0)
+    return (kind_rank, use.score.value if use.score else 0.0)
+
+
+def _config_scores(history: History, facts: VersionFacts) -> dict[str, ScoreValue]:
+    """Per configuration/shape: the in-run speedup vs v0 the experiment recorded, else the
+    ratio of the recorded per-shape latency to v0's."""
+    found: dict[str, ScoreValue] = {}
+    if facts.number == 0:
+        return found  # the baseline: 1.00x everywhere by definition (its run timed it vs the reference)
+    for experiment in reversed(facts.experiments):
+        configs = experiment.metrics.get("configs") if isinstance(experiment.metrics, dict) else None
+        if isinstance(configs, dict):
+            for name, config in configs.items():
+                if isinstance(config, dict) and as_float(config.get("speedup")):
+                    ci = config.get("speedup_ci")
+                    found[str(name)] = ScoreValue.model_construct(
+                        value=float(config["speedup"]),
+                        kind="speedup",
+                        versus="v0",
+                        ci=tuple(ci) if isinstance(ci, (list, tuple)) and len(ci) == 2 else None,
+                        source="experiment.metrics.configs",
+                    )
+            if found:
+                return found
+    base = history.versions.get("v0")
+    if base is None or not facts.effect.measured:
+        return found
+    mine, theirs = atrex.latency_by_shape(facts.record), atrex.latency_by_shape(base.record)
+    for name, latency in mine.items():
+        if theirs.get(name) and latency > 0:
+            found[name] = ScoreValue.model_construct(
+                value=theirs[name] / latency,
+                kind="latency_ratio",
+                versus="v0",
+                ci=None,
+                source="performance.latency_us_by_shape",
+            )
+    return found
+
+
+def _compact(values: list[str]) -> dict[str, str]:
+    """Long values that differ only in numbers (grid expressions) are shown by their numbers:
+    `(triton.cdiv(n, 1024),)` -> `1024`."""
+    if all(len(v) <= 12 for v in values):
+        return {v: v for v in values}
+    shapes = {_NUMBER.sub("#", v) for v in values}
+    if len(shapes) != 1:
+        return {v: (v if len(v) <= 40 else v[:39] + "…") for v in values}
+    numbers = [_NUMBER.findall(v) for v in values]
+    varying = [i for i in range(len(numbers[0])) if len({tuple(n)[i] for n in numbers}) > 1]
+    if not varying:
+        return {v: v for v in values}
+    return {v: ",".join(n[i] for i in varying) for v, n in zip(values, numbers, strict=True)}
+
+
+def _sort_key(value: str) -> tuple[int, float, str]:
+    number = as_float(value) if _NUMBER.fullmatch(value.strip()) else None
+    return (0, number, value) if number is not None else (1, 0.0, value)
+
+
+def _value_row(
+    history: History, value: str, uses: list[_Use], current: bool, include_masked: bool
+) -> TriedValue:
+    visible = [u for u in uses if include_masked or not u.masked]
+    uses_sorted = sorted(visible, key=lambda u: u.number)
+    scored = [u for u in uses_sorted if u.passed and u.measured and u.score is not None]
+    best = max(scored, key=_score_order) if scored else None
+    return TriedValue.model_construct(
+        value=value,
+        versions=[u.label for u in uses_sorted],
+        passed=sum(1 for u in uses_sorted if u.passed),
+        failed=sum(1 for u in uses_sorted if not u.passed),
+        best_version=best.label if best else None,
+        best_score=best.score if best else None,
+        current=current,
+        masked_only=bool(uses) and not visible,
+        by_config=_config_scores(history, best.facts) if best and best.facts else {},
+    )
+
+
+def _outcome(use: _Use) -> str | None:
+    return use.facts.effect.outcome if use.facts is not None else None
+
+
+def _cell(shown: str, row: TriedValue, uses: list[_Use], name_kind: bool) -> str:
+    if row.masked_only:
+        return f"{shown} (masked)"
+    visible = [u for u in uses if not u.masked]
+    failed = [u for u in visible if not u.passed and not _outcome(u)]
+    outcomes: dict[str, int] = {}
+    for use in visible:
+        label = _outcome(use)
+        if label:
+            outcomes[label] = outcomes.get(label, 0) + 1
+    if row.best_score is not None:
+        others = sum(1 for u in visible if u.passed) - 1
+        extra = [f"+{others}"] if others > 0 else []
+        extra += [f"{len(failed)} FAIL"] if failed else []
+        extra += [f"{count} {label}" for label, count in sorted(outcomes.items())]
+        more = f" ({', '.join(extra)})" if extra else ""
+        kind = " latency ratio" if name_kind and row.best_score.kind == "latency_ratio" else ""
+        return f"{shown} {row.best_score.value:.2f}x{kind} {row.best_version}{more}"
+    unmeasured = [u for u in visible if u.passed]
+    if unmeasured:
+        return f"{shown} {unmeasured[-1].label}"
+    last = (failed or [u for u in visible if _outcome(u)] or [None])[-1]
+    if last is not None:
+        return f"{shown} {_outcome(last) or 'FAIL'} {last.label}"
+    return shown
+
+
+def tried_hints(history: History, buffer: str | None = None, include_masked: bool = False) -> list[TriedHint]:
+    """One TriedHint per meta-parameter spot of `buffer` (None: HEAD's kernel.py) where
+    history holds another value than the buffer's, or the buffer's value is new."""
+    return buffer_memo(
+        history, f"tried:{include_masked}", buffer, lambda: _tried_hints(history, buffer, include_masked)
+    )
+
+
+def _tried_hints(history: History, buffer: str | None, include_masked: bool) -> list[TriedHint]:
+    text = buffer if buffer is not None else head_text(history)
+    if not text:
+        return []
+    facts = FACTS.get(text)
+    table = _table(history)
+    hints: list[TriedHint] = []
+    for spot in facts.spots:
+        hint = _hint_for(history, table, spot, include_masked)
+        if hint is not None:
+            hints.append(hint)
+    return hints
+
+
+def _hint_for(history: History, table: _Table, spot: Spot, include_masked: bool) -> TriedHint | None:
+    values: dict[str, list[_Use]] = {k: list(v) for k, v in table.values.get(spot.key, {}).items()}
+    for name, value, kernels, use in table.params:
+        if name == spot.label and (not kernels or spot.kernel in kernels):
+            values.setdefault(value, []).append(use)
+    if not values:
+        return None
+    distinct = set(values) | {spot.value}
+    if len(distinct) < 2:
+        return None  # one value ever, and the buffer keeps it: nothing to tell
+    rows = [
+        _value_row(history, value, uses, value == spot.value, include_masked)
+        for value, uses in values.items()
+    ]
+    rows = [row for row in rows if include_masked or not row.masked_only or row.current]
+    if not rows:
+        return None
+    shown = _compact([row.value for row in rows] + [spot.value])
+    rows.sort(key=lambda row: _sort_key(shown[row.value]))
+    kinds = {row.best_score.kind for row in rows if row.best_score is not None}
+    head = "tried"
+    if kinds == {"latency_ratio"}:
+        head = "tried (latency ratio vs v0)"
+    elif kinds == {"speedup"} and any(r.best_score and r.best_score.versus == "baseline" for r in rows):
+        head = "tried (speedup vs baseline)"
+    mixed = len(kinds) > 1
+    cells = [_cell(shown[row.value], row, values[row.value], mixed) for row in rows]
+    text = f"{head}: " + " · ".join(cells)
+    if spot.value not in values:
+        text += f" · {shown[spot.value]} new"
+    return TriedHint.model_construct(
+        key=spot.key,
+        label=spot.label,
+        kind=spot.kind,
+        kernel=spot.kernel,
+        line=spot.line,
+        character=spot.character,
+        end_line=spot.end_line,
+        end_character=spot.end_character,
+        value=spot.value,
+        values=rows,
+        hint=text,
+    )

@@ -1,0 +1,229 @@
+"""The pieces under the history hints: the ast analysis (fingerprint, skeleton, spots), the
+one score per version, the cache key, experiments from the store, and the import guard."""
+
+from __future__ import annotations
+
+import difflib
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from kernelscope.daemon.engine.history import HistoryService, score_value, version_score
+from kernelscope.daemon.engine.history.gitdata import history_key
+from kernelscope.daemon.engine.history.source import analyze_source
+from kernelscope.daemon.engine.history.timeline import apply_unified_diff
+from kernelscope.daemon.engine.lens_text import memory_scores
+from kernelscope.daemon.engine.memory import MemoryManager
+from kernelscope.daemon.engine.store import ExperimentStore
+from kernelscope.protocol.experiment import KernelExperiment
+from kernelscope.protocol.memory import MemoryRecord
+from tests.field_workspaces import KERNEL_V2, build_plain_git_workspace
+
+AUTOTUNED = '''"""Matmul."""
+import triton
+import triton.language as tl
+
+CONFIGS = [triton.Config({"BLOCK_K": 32}, num_stages=2)]
+
+
+@triton.autotune(
+    configs=[
+        triton.Config({"BLOCK_M": 128, "BLOCK_N": 64}, num_warps=4, num_stages=3),
+        triton.Config({"BLOCK_M": 64, "BLOCK_N": 64}, num_warps=8),
+    ],
+    key=["M", "N"],
+)
+@triton.jit
+def matmul_kernel(a_ptr, M, N, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, GROUP: tl.constexpr = 8):
+    pass
+
+
+def run(a, M, N):
+    block = 256  # é
+    matmul_kernel[lambda meta: (triton.cdiv(M, meta["BLOCK_M"]),)](a, M, N, GROUP=block)
+'''
+
+
+def test_spots_of_an_autotuned_kernel() -> None:
+    facts = analyze_source(AUTOTUNED)
+    spots = {(s.key, s.value) for s in facts.spots}
+    assert ("autotune:matmul_kernel:BLOCK_M", "128") in spots and (
+        "autotune:matmul_kernel:BLOCK_M",
+        "64",
+    ) in spots
+    assert ("autotune:matmul_kernel:num_warps", "8") in spots and (
+        "autotune:matmul_kernel:num_stages",
+        "3",
+    ) in spots
+    assert ("autotune:CONFIGS:BLOCK_K", "32") in spots  # a module-level config list
+    assert ("default:matmul_kernel:GROUP", "8") in spots
+    # a keyword bound to a local name is the value where the name is set
+    group = next(s for s in facts.spots if s.key == "launch:matmul_kernel#0:GROUP")
+    line = AUTOTUNED.splitlines()[group.line]
+    assert group.value == "256" and line[group.character : group.end_character] == "256"
+    grid = next(s for s in facts.spots if s.kind == "grid")
+    assert grid.value.startswith("lambda meta:")
+    assert facts.kernels == ("matmul_kernel",)
+
+
+def test_fingerprint_ignores_formatting_and_the_skeleton_only_meta_literals() -> None:
+    base = analyze_source(KERNEL_V2)
+    formatted = analyze_source(
+        "# comment\n"
+        + KERNEL_V2.replace('"""RMSNorm', '"""Another docstring. RMSNorm').replace(
+            ", num_warps=4,", ",\n   num_warps=4 ,"
+        )
+    )
+    assert formatted.fingerprint == base.fingerprint
+    tuned = analyze_source(
+        KERNEL_V2.replace("BLOCK_M = 4", "BLOCK_M = 8").replace("num_warps=4", "num_warps=2")
+    )
+    assert tuned.fingerprint != base.fingerprint and tuned.skeleton == base.skeleton
+    differing = [(a, b) for a, b in zip(base.meta, tuned.meta, strict=True) if a != b]
+    assert differing == [(("BLOCK_M", "4"), ("BLOCK_M", "8")), (("num_warps", "4"), ("num_warps", "2"))]
+    changed = analyze_source(KERNEL_V2.replace("tl.rsqrt(ms + eps)", "1.0 / tl.sqrt(ms + eps)"))
+    assert changed.skeleton != base.skeleton
+    assert analyze_source("def f(:\n").error is not None
+
+
+def test_apply_unified_diff_round_trip() -> None:
+    after = KERNEL_V2.replace("BLOCK_M = 4", "BLOCK_M = 16").replace("num_warps=4", "num_warps=8") + "# end\n"
+    diff = "".join(
+        difflib.unified_diff(KERNEL_V2.splitlines(True), after.splitlines(True), "a/kernel.py", "b/kernel.py")
+    )
+    assert apply_unified_diff(KERNEL_V2, diff) == after
+    assert apply_unified_diff("something else\n", diff) is None
+
+
+def _record(**fields: object) -> MemoryRecord:
+    return MemoryRecord.model_validate({"version": "v1", **fields})
+
+
+def test_one_score_per_version() -> None:
+    base = _record(version="v0", performance={"latency_us": 100.0})
+    in_run = _record(
+        performance={"latency_us": 5.0}, kernelscope={"score_vs_v0": 23.01, "score_ci": [22.5, 23.4]}
+    )
+    score = version_score(in_run, base)
+    assert score is not None and (score.value, score.kind, score.ci) == (23.01, "speedup", (22.5, 23.4))
+    assert score.text() == "23.01x vs v0 [22.50-23.40]"
+    ratio = version_score(_record(performance={"latency_us": 5.0}), base)
+    assert ratio is not None and ratio.kind == "latency_ratio" and ratio.value == 20.0
+    assert ratio.text() == "latency ratio 20.00x vs v0"
+    baseline = version_score(_record(kernelscope={"score_vs_v0": 1.0, "score_ci": [0.0001, 0.0002]}), base)
+    assert baseline is not None and baseline.ci is None  # an interval that does not hold its score is dropped
+    carried = _record(
+        performance={"latency_us": 5.0, "carried_from_version": "v0", "measurement_subject": "incumbent"}
+    )
+    assert version_score(carried, base) is None and score_value(carried, base) is None
+
+
+def test_lenses_use_the_same_score(tmp_path: Path) -> None:
+    memory = tmp_path / "memory"
+    memory.mkdir()
+    (memory / "v0.json").write_text(
+        json.dumps(
+            {"version": "v0", "performance": {"latency_us": 100.0}, "quality_gate": {"result": "PASS"}}
+        )
+    )
+    (memory / "v1.json").write_text(
+        json.dumps(
+            {
+                "version": "v1",
+                "performance": {"latency_us": 4.98},
+                "quality_gate": {"result": "PASS"},
+                "kernelscope": {"score_vs_v0": 23.01, "score_ci": [22.5, 23.4]},
+            }
+        )
+    )
+    scores = {s.version: s.score for s in memory_scores(MemoryManager(tmp_path).scan(), None)}
+    assert scores["v1"] == 23.01  # not 100 / 4.98 = 20.08
+
+
+def test_history_key_sees_memory_writes_and_refs(tmp_path: Path) -> None:
+    ws = build_plain_git_workspace(tmp_path / "ws")
+    key = history_key(ws, ws / "memory")
+    assert history_key(ws, ws / "memory") == key
+    record = ws / "memory" / "v2.json"
+    record.write_text(record.read_text().replace('"masked": false', '"masked": true'))  # in place
+    assert history_key(ws, ws / "memory") != key
+    key = history_key(ws, ws / "memory")
+    subprocess.run(["git", "update-ref", "refs/kernelscope/failed/v3", "HEAD"], cwd=ws, check=True)
+    assert history_key(ws, ws / "memory") != key
+
+
+def test_experiments_add_tried_values_and_fingerprints(tmp_path: Path) -> None:
+    ws = build_plain_git_workspace(tmp_path / "ws")
+    head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=ws, capture_output=True, text=True).stdout.strip()
+    tried_kernel = KERNEL_V2.replace("num_warps=4", "num_warps=8")
+    diff = "".join(
+        difflib.unified_diff(
+            KERNEL_V2.splitlines(True), tried_kernel.splitlines(True), "a/kernel.py", "b/kernel.py"
+        )
+    )
+    store = ExperimentStore(str(tmp_path / "exp.sqlite"))
+    store.create_experiment(
+        KernelExperiment(
+            id="feedbeef00000001",
+            workspace=str(ws.resolve()),
+            base_commit=head,
+            code_change=diff,
+            is_buggy=True,
+            status="failed",
+            error_message="mismatch on batch_size=33",
+            score=None,
+        )
+    )
+    store.create_experiment(
+        KernelExperiment(
+            id="feedbeef00000002",
+            workspace=str(ws.resolve()),
+            score=1.31,
+            status="done",
+            kernels=["_rmsnorm_rows_kernel"],
+            metrics={"params": {"BLOCK_M": 16}},
+        )
+    )
+    service = HistoryService(ws, db_url=str(tmp_path / "exp.sqlite"))
+    check = service.fingerprint(tried_kernel)
+    assert check.severity == "warning"
+    assert check.verdict == "identical to experiment feedbeef: FAILED failed: mismatch on batch_size=33"
+    v2 = service.history().versions["v2"].effect.score
+    assert v2 is not None and v2.kind == "latency_ratio"
+    (hint,) = [h for h in service.tried() if h.label == "BLOCK_M"]
+    # two kinds of number: the latency ratio says so, the experiment's score is its own
+    assert hint.hint == f"tried: 4 {v2.value:.2f}x latency ratio v2 (1 FAIL) · 16 1.31x exp feedbeef"
+    warps = next(h for h in service.tried(tried_kernel) if h.label == "num_warps")
+    assert warps.hint == f"tried (latency ratio vs v0): 4 {v2.value:.2f}x v2 · 8 FAIL exp feedbeef"
+
+
+def test_history_imports_neither_torch_nor_triton(tmp_path: Path) -> None:
+    ws = build_plain_git_workspace(tmp_path / "ws")
+    script = f"""
+import sys
+class Forbid:
+    def find_spec(self, name, path=None, target=None):
+        if name.split(".")[0] in ("torch", "triton"):
+            raise ImportError(name)
+sys.meta_path.insert(0, Forbid())
+from kernelscope.daemon.engine.history import HistoryService
+svc = HistoryService({str(ws)!r}, db_url={str(tmp_path / "exp.sqlite")!r})
+print(len(svc.blame()), len(svc.tried()), svc.fingerprint().severity, svc.compare("v1", "v2").b.version)
+"""
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == [str(len(KERNEL_V2.splitlines())), "0", "hint", "v2"]
+
+
+@pytest.mark.parametrize("buffer", [None, "", "x = 1\n"])
+def test_workspace_without_git(tmp_path: Path, buffer: str | None) -> None:
+    (tmp_path / "memory").mkdir()
+    (tmp_path / "memory" / "v0.json").write_text(json.dumps({"version": "v0"}))
+    (tmp_path / "kernel.py").write_text("x = 1\n")
+    service = HistoryService(tmp_path, db_url=str(tmp_path / "exp.sqlite"))
+    lines = service.blame(buffer)
+    assert all(line.origin == "unknown" for line in lines)
+    assert service.tried(buffer) == [] and service.history().messages
