@@ -81,3 +81,18 @@ def test_wheel_installs_into_fresh_venv_and_imports(tmp_path: Path) -> None:
     )
     assert script.returncode == 0, script.stderr
     assert "mask-half" in script.stdout
+
+
+def test_every_subpackage_is_listed_in_pyproject() -> None:
+    """A package folder missing from [tool.setuptools] packages is missing from the wheel (it
+    happened: daemon.engine.formats); every folder with an __init__.py must be listed."""
+    import tomllib
+
+    config = tomllib.loads((REPO_ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]
+    roots = {folder: name for name, folder in config["package-dir"].items()}
+    found = set()
+    for folder, name in roots.items():
+        for init in (REPO_ROOT / folder).rglob("__init__.py"):
+            relative = init.parent.relative_to(REPO_ROOT / folder)
+            found.add(".".join([name, *relative.parts]))
+    assert found <= set(config["packages"]), sorted(found - set(config["packages"]))
