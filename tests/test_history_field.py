@@ -25,6 +25,12 @@ from tests.field_workspaces import (
 BLOCK_M_LINE = 6  # `BLOCK_M = 4` in KERNEL_V2 (0-based)
 
 
+@pytest.fixture(autouse=True)
+def _history_cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Analyses cached on disk go to the test's folder, not the user's ~/.cache."""
+    monkeypatch.setenv("KERNELSCOPE_HISTORY_CACHE", str(tmp_path / "history-cache"))
+
+
 def _record(ws: Path, version: str) -> dict:
     return json.loads((ws / "memory" / f"{version}.json").read_text())
 

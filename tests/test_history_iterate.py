@@ -38,6 +38,12 @@ STEPS = [
 GRID_LINE, LAUNCH_LINE, STORE_LINE = 21, 22, 14  # 0-based lines of the example kernel
 
 
+@pytest.fixture(autouse=True)
+def _history_cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Analyses cached on disk go to the test's folder, not the user's ~/.cache."""
+    monkeypatch.setenv("KERNELSCOPE_HISTORY_CACHE", str(tmp_path / "history-cache"))
+
+
 @pytest.fixture(scope="module")
 def recorded(tmp_path_factory: pytest.TempPathFactory) -> Path:
     root = tmp_path_factory.mktemp("history")

@@ -22,6 +22,13 @@ from kernelscope.protocol.experiment import KernelExperiment
 from kernelscope.protocol.memory import MemoryRecord
 from tests.field_workspaces import KERNEL_V2, build_plain_git_workspace
 
+
+@pytest.fixture(autouse=True)
+def _history_cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Analyses cached on disk go to the test's folder, not the user's ~/.cache."""
+    monkeypatch.setenv("KERNELSCOPE_HISTORY_CACHE", str(tmp_path / "history-cache"))
+
+
 AUTOTUNED = '''"""Matmul."""
 import triton
 import triton.language as tl
@@ -227,3 +234,15 @@ def test_workspace_without_git(tmp_path: Path, buffer: str | None) -> None:
     lines = service.blame(buffer)
     assert all(line.origin == "unknown" for line in lines)
     assert service.tried(buffer) == [] and service.history().messages
+
+
+def test_blob_analyses_are_kept_on_disk(tmp_path: Path) -> None:
+    from kernelscope.daemon.engine.history.source import FactsCache
+
+    first = FactsCache().analyze_blob("0123abcd" * 5, KERNEL_V2)
+    files = list((tmp_path / "history-cache").rglob("0123abcd*"))
+    assert len(files) == 1
+    loaded = FactsCache().load_blob("0123abcd" * 5)
+    assert loaded == first and loaded is not first
+    files[0].write_bytes(b"garbage")
+    assert FactsCache().load_blob("0123abcd" * 5) is None

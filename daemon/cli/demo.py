@@ -9,7 +9,6 @@ from typing import Annotated, Optional
 import typer
 
 from kernelscope.daemon.cli import output
-from kernelscope.daemon.cli.memory import summary as memory_summary
 from kernelscope.daemon.engine.demo import run_demo
 
 OptPath = Optional[Path]  # noqa: UP045 - typer reads the annotation at runtime
@@ -28,7 +27,9 @@ def demo_command(
     """Create a workspace, record v0 and three measured improvements, mask half, show the lenses."""
     result = run_demo(directory, db, mode=mode, examples=examples, progress=output.info)
     output.info("")
-    memory_summary(workspace=result.workspace, json_out=False)
+    # One score per version, the lenses' ("score vs v0": the in-run geometric-mean speedup);
+    # a ratio of two recorded latencies would be labelled as one, never as a speedup.
+    output.print_table(f"{result.workspace.name}: memory", result.table_columns, result.table_rows)
     output.info("")
     output.info("Code lenses an editor shows in kernel.py:")
     output.info(f"  [top of file] {result.file_lens}")

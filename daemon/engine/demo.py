@@ -19,11 +19,13 @@ from pathlib import Path
 import kernelscope.daemon
 from kernelscope.daemon.engine.errors import DataError
 from kernelscope.daemon.engine.git import Git
+from kernelscope.daemon.engine.history.scores import score_table
 from kernelscope.daemon.engine.iterate import IterateOptions, run_iteration
 from kernelscope.daemon.engine.lens_text import file_lens, kernel_lens, memory_scores
 from kernelscope.daemon.engine.store import ExperimentStore
 from kernelscope.daemon.engine.workspace import Workspace
 from kernelscope.protocol.commands import IterationResult, MaskHalfResult
+from kernelscope.protocol.history import ScoreValue
 
 STEPS = [
     (64, "baseline", "Initial Triton vector add: BLOCK_SIZE=64, one program per 64 elements"),
@@ -45,6 +47,11 @@ class DemoResult:
     mask: MaskHalfResult | None = None
     file_lens: str = ""
     kernel_lenses: dict[str, str] = field(default_factory=dict)
+    # The memory table, scored as every surface scores a version (history.scores.version_score):
+    # the lens's "best 23.01x v3" is the table's v3 score, never the ratio of two latencies.
+    table_columns: list[str] = field(default_factory=list)
+    table_rows: list[list[str]] = field(default_factory=list)
+    scores: dict[str, ScoreValue | None] = field(default_factory=dict)
 
 
 def kernel_with_block(source: str, block: int) -> str:
@@ -102,7 +109,9 @@ def run_demo(
     progress(f"mask-half: masked {', '.join(result.mask.masked)}, kept best {result.mask.best_version}")
     result.file_lens = file_lens(ws)
     summaries = {s.kernel: s for s in ExperimentStore(db).kernel_summaries(str(ws.root))}
-    scores = memory_scores(ws.memory.scan(), readme)
+    entries = ws.memory.scan()
+    scores = memory_scores(entries, readme)
     for kernel in ws.kernels().kernels:
         result.kernel_lenses[kernel.name] = kernel_lens(summaries.get(kernel.name), scores)
+    result.table_columns, result.table_rows, result.scores = score_table(entries, readme.primary_kind)
     return result

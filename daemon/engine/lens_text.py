@@ -32,7 +32,11 @@ class VersionScore:
 
 
 def memory_scores(entries: list[MemoryEntry], readme: ReadmeInfo | None) -> list[VersionScore]:
-    """A score per readable version: v0 latency / vN latency, else vN metric / v0 metric."""
+    """A score per readable version, the one every surface shows (`history.scores.version_score`):
+    the in-run geometric-mean speedup vs v0 when the record has it (`kernelscope.score_vs_v0`),
+    else v0 latency / vN latency, else vN metric / v0 metric."""
+    from kernelscope.daemon.engine.history.scores import score_value
+
     records = [e for e in entries if e.record is not None]
     base = next((e.record for e in records if e.number == 0), None)
     kind = readme.primary_kind if readme else None
@@ -40,22 +44,13 @@ def memory_scores(entries: list[MemoryEntry], readme: ReadmeInfo | None) -> list
     for entry in records:
         record = entry.record
         assert record is not None
-        score = None
         outcome = atrex.record_outcome(record)
         if not outcome.measured:  # a carried-forward latency is not this version's measurement
             scores.append(
                 VersionScore(entry.version, None, record.gate_passed, outcome.label, outcome.carried_from)
             )
             continue
-        if base is not None:
-            base_latency, latency = base.metric("latency_us"), record.metric("latency_us")
-            if base_latency and latency:
-                score = base_latency / latency
-            elif kind in ("bandwidth", "tflops"):
-                metric = _METRIC_OF_KIND[kind]
-                base_value, value = base.metric(metric), record.metric(metric)
-                if base_value and value:
-                    score = value / base_value
+        score = score_value(record, base, kind)
         extra = getattr(record, "kernelscope", None)
         unchanged = isinstance(extra, dict) and extra.get("verdict") == "no measurable change"
         scores.append(

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from typing import Any, TypeVar
 
 from kernelscope.daemon.engine.history import gitdata
+from kernelscope.daemon.engine.history.source import no_gc_pauses
 from kernelscope.daemon.engine.history.timeline import History, short
 from kernelscope.protocol.history import BlameLine, VersionEffect
 
@@ -35,7 +36,8 @@ def buffer_memo(history: History, feature: str, buffer: str | None, compute: Cal
     if found is not None and found[0] == buffer:
         table[key] = table.pop(key)  # most recently used last
         return found[1]
-    value = compute()
+    with no_gc_pauses():
+        value = compute()
     table[key] = (buffer, value)
     while len(table) > BUFFER_MEMO_SIZE:
         table.pop(next(iter(table)))
@@ -143,10 +145,27 @@ def _buffer_map(head_lines: list[str], buffer_lines: list[str]) -> list[int | No
     if head_lines == buffer_lines:
         return list(range(len(buffer_lines)))
     mapping: list[int | None] = [None] * len(buffer_lines)
-    matcher = difflib.SequenceMatcher(None, head_lines, buffer_lines, autojunk=False)
-    for block in matcher.get_matching_blocks():
-        for offset in range(block.size):
-            mapping[block.b + offset] = block.a + offset
+    # An edit touches a few lines: match the common head and tail directly and run difflib on
+    # the middle only (linear instead of quadratic in the file's length).
+    prefix = 0
+    limit = min(len(head_lines), len(buffer_lines))
+    while prefix < limit and head_lines[prefix] == buffer_lines[prefix]:
+        mapping[prefix] = prefix
+        prefix += 1
+    suffix = 0
+    while (
+        suffix < limit - prefix
+        and head_lines[len(head_lines) - 1 - suffix] == buffer_lines[len(buffer_lines) - 1 - suffix]
+    ):
+        mapping[len(buffer_lines) - 1 - suffix] = len(head_lines) - 1 - suffix
+        suffix += 1
+    middle_head = head_lines[prefix : len(head_lines) - suffix]
+    middle_buffer = buffer_lines[prefix : len(buffer_lines) - suffix]
+    if middle_head and middle_buffer:
+        matcher = difflib.SequenceMatcher(None, middle_head, middle_buffer, autojunk=False)
+        for block in matcher.get_matching_blocks():
+            for offset in range(block.size):
+                mapping[prefix + block.b + offset] = prefix + block.a + offset
     return mapping
 
 

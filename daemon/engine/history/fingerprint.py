@@ -35,6 +35,7 @@ def _index(history: History) -> _Index:
     found = history.memo.get("fingerprint_index")
     if found is not None:
         return found
+    history.ensure_analyzed()
     index = _Index()
     version_blobs = {k.blob for k in history.tried_kernels if k.version is not None}
     for kernel in history.tried_kernels:

@@ -108,7 +108,7 @@ def _read(path: Path) -> str:
         return ""
 
 
-def _tree_stats(folder: Path) -> tuple[tuple[str, int, int], ...]:
+def tree_stats(folder: Path) -> tuple[tuple[str, int, int], ...]:
     """(relative name, mtime_ns, size) of every file under `folder`, sorted."""
     found: list[tuple[str, int, int]] = []
     stack = [folder]
@@ -150,23 +150,28 @@ def resolve_head(paths: RepoPaths) -> str | None:
 HistoryKey = tuple[object, ...]
 
 
-def history_key(root: Path, memory_dir: Path, extra: tuple[object, ...] = ()) -> HistoryKey:
+def history_key(
+    root: Path, memory_dir: Path, extra: tuple[object, ...] = (), scan_files: bool = True
+) -> HistoryKey:
     """What identifies one state of a workspace's history, read without starting a process.
 
-    HEAD's commit, packed-refs, the failed-version refs and atrex episode branches, and
-    (name, mtime, size) of every file in memory/ and of the atrex runtime's episode folder.
-    About a millisecond for a thousand memory files; `extra` carries what the caller adds
-    (the experiment store's watermark)."""
+    HEAD's commit, packed-refs and the folders of the failed-version refs and atrex episode
+    branches (git writes a loose ref by renaming a lock file into its folder, so the folder's
+    mtime moves), the atrex supervisor's state.json, and memory/: with `scan_files`, (name,
+    mtime, size) of every file in it (about 3 ms for a thousand records), else the folder's own
+    stat (creations, deletions and atomic renames; not an in-place rewrite of a file). `extra`
+    carries what the caller adds (the experiment store's watermark)."""
     paths = repo_paths(root)
-    memory = _tree_stats(memory_dir)
+    memory = tree_stats(memory_dir) if scan_files else _stat(memory_dir)
     if paths is None:
         return ("no-git", memory, extra)
     refs = paths.common_dir / "refs"
+    failed = refs / FAILED_REF_PREFIX[len("refs/") : -1]
     return (
         resolve_head(paths),
         _stat(paths.common_dir / "packed-refs"),
-        _tree_stats(refs / FAILED_REF_PREFIX[len("refs/") :]),
-        _tree_stats(refs / EPISODE_BRANCH_PREFIX[len("refs/") :]),
+        _stat(failed),
+        _stat(refs / EPISODE_BRANCH_PREFIX[len("refs/") : -1]),
         memory,
         _stat(root / ".atrex_long_horizon" / "state.json"),
         extra,

@@ -10,6 +10,7 @@ check (`check=False`) and call `invalidate()` from its watcher instead.
 from __future__ import annotations
 
 import threading
+import time
 from pathlib import Path
 from typing import Any
 
@@ -17,10 +18,13 @@ from kernelscope.daemon.engine.history import gitdata
 from kernelscope.daemon.engine.history.blame import blame_line, blame_lines
 from kernelscope.daemon.engine.history.compare import compare_versions
 from kernelscope.daemon.engine.history.fingerprint import check_fingerprint
+from kernelscope.daemon.engine.history.source import no_gc_pauses
 from kernelscope.daemon.engine.history.timeline import History, build_history, store_watermark
 from kernelscope.daemon.engine.history.tried import tried_hints
 from kernelscope.daemon.engine.memory import MEMORY_DIR
 from kernelscope.protocol.history import BlameLine, FingerprintCheck, TriedHint, VersionComparison
+
+FILE_SCAN_INTERVAL_S = 2.0
 
 
 class HistoryService:
@@ -35,6 +39,8 @@ class HistoryService:
         self._use_store = use_store
         self._history: History | None = None
         self._lock = threading.Lock()
+        self._files: tuple[tuple[str, int, int], ...] | None = None
+        self._files_at = 0.0
 
     @property
     def store(self) -> Any:
@@ -45,9 +51,18 @@ class HistoryService:
         return self._store
 
     def key(self) -> gitdata.HistoryKey:
-        return gitdata.history_key(
-            self.root, self.root / MEMORY_DIR, (store_watermark(self.store, self.root),)
+        """The history key: HEAD, refs, memory/'s folder and the store's count on every call
+        (well under a millisecond), plus a stat of every memory file at most every
+        `FILE_SCAN_INTERVAL_S` (an in-place rewrite of a record shows within that time; a
+        daemon that watches memory/ calls `invalidate()` at once)."""
+        memory = self.root / MEMORY_DIR
+        now = time.monotonic()
+        if self._files is None or now - self._files_at >= FILE_SCAN_INTERVAL_S:
+            self._files, self._files_at = gitdata.tree_stats(memory), now
+        fast = gitdata.history_key(
+            self.root, memory, (store_watermark(self.store, self.root),), scan_files=False
         )
+        return (fast, self._files)
 
     def history(self, check: bool = True) -> History:
         """The current history: the cached one while the key is unchanged."""
@@ -56,12 +71,27 @@ class HistoryService:
                 return self._history
             key = self.key()
             if self._history is None or self._history.key != key:
-                self._history = build_history(self.root, self.store, key)
+                with no_gc_pauses():
+                    self._history = build_history(self.root, self.store, key)
             return self._history
 
+    def warm(self) -> History:
+        """Build what the first requests need (the history, blame of HEAD's kernel.py, every
+        version's analysis, the tried-values table, the fingerprint index). A cold workspace
+        of a thousand versions takes seconds the first time on a machine (analyses are then
+        kept on disk): run this off the editor's event loop when a workspace opens."""
+        history = self.history()
+        history.ensure_analyzed()
+        blame_lines(history)
+        tried_hints(history)
+        check_fingerprint(history)
+        return history
+
     def invalidate(self) -> None:
+        """Forget the cached history (a watcher saw kernel history change)."""
         with self._lock:
             self._history = None
+            self._files = None
 
     def blame(
         self, buffer: str | None = None, include_masked: bool = False, check: bool = True

@@ -15,10 +15,17 @@ One parse gives three things, cached by content so each version's file is analys
 from __future__ import annotations
 
 import ast
+import contextlib
+import functools
+import gc
 import hashlib
+import marshal
+import os
 from collections import OrderedDict
+from collections.abc import Iterator
 from dataclasses import dataclass, field
-from typing import Literal
+from pathlib import Path
+from typing import Literal, NamedTuple
 
 SpotKind = Literal["launch", "grid", "autotune", "constant", "default"]
 # triton.Config keyword arguments that are compile options rather than kernel meta-parameters
@@ -26,9 +33,9 @@ CONFIG_OPTIONS = ("num_warps", "num_stages", "num_ctas", "maxnreg")
 _PLACEHOLDER = "\x00META"
 
 
-@dataclass(frozen=True)
-class Spot:
-    """One meta-parameter value in a file: what it is, its value, and where it is."""
+class Spot(NamedTuple):
+    """One meta-parameter value in a file: what it is, its value, and where it is (interned:
+    see `intern_spot`)."""
 
     key: str
     label: str
@@ -41,6 +48,23 @@ class Spot:
     end_character: int
 
 
+_SPOTS: dict[Spot, Spot] = {}
+_SPOTS_LIMIT = 1_000_000
+
+
+def intern_spot(spot: Spot) -> Spot:
+    """One object per distinct spot: consecutive versions share almost all of theirs, and a
+    thousand versions would otherwise keep a hundred thousand equal tuples for the collector
+    to walk."""
+    found = _SPOTS.get(spot)
+    if found is not None:
+        return found
+    if len(_SPOTS) >= _SPOTS_LIMIT:
+        _SPOTS.clear()
+    _SPOTS[spot] = spot
+    return spot
+
+
 @dataclass(frozen=True)
 class SourceFacts:
     """Everything the history features need from one kernel.py text."""
@@ -51,6 +75,11 @@ class SourceFacts:
     spots: tuple[Spot, ...] = ()
     error: str | None = None
     kernels: tuple[str, ...] = field(default=())
+
+    @functools.cached_property
+    def pairs(self) -> tuple[tuple[str, str], ...]:
+        """Each distinct (spot key, value), in file order: what a version used where."""
+        return tuple(dict.fromkeys((spot.key, spot.value) for spot in self.spots))
 
 
 def _is_literal(node: ast.AST) -> bool:
@@ -124,16 +153,18 @@ class _Analyzer:
         self.spot_nodes.add(id(node))
         end_line = node.end_lineno or node.lineno
         self.spots.append(
-            Spot(
-                key=key,
-                label=label,
-                kind=kind,
-                kernel=kernel,
-                value=ast.unparse(node),
-                line=node.lineno - 1,
-                character=self.columns.char(node.lineno, node.col_offset),
-                end_line=end_line - 1,
-                end_character=self.columns.char(end_line, node.end_col_offset or node.col_offset),
+            intern_spot(
+                Spot(
+                    key=key,
+                    label=label,
+                    kind=kind,
+                    kernel=kernel,
+                    value=ast.unparse(node),
+                    line=node.lineno - 1,
+                    character=self.columns.char(node.lineno, node.col_offset),
+                    end_line=end_line - 1,
+                    end_character=self.columns.char(end_line, node.end_col_offset or node.col_offset),
+                )
             )
         )
         self._mask(node, label)
@@ -152,7 +183,10 @@ class _Analyzer:
                 annotation = statement.annotation if isinstance(statement, ast.AnnAssign) else None
                 if _is_constant_name(target) or _is_constexpr(annotation):
                     self.module_consts[target] = value
-        launches, assignments, functions = self._collect()
+        walk = _Pass()
+        walk.visit(self.tree, None)
+        self.walk = walk
+        launches, assignments, functions = walk.launches, walk.assignments, walk.functions
         for function in functions:
             if any(
                 _callee_name(_decorator_func(d)) in ("jit", "autotune", "heuristics")
@@ -205,32 +239,6 @@ class _Analyzer:
             if keyword.arg:
                 self._add(f"autotune:{owner}:{keyword.arg}", keyword.arg, "autotune", owner, keyword.value)
 
-    def _collect(self) -> tuple[_Launches, _Assignments, list[ast.FunctionDef | ast.AsyncFunctionDef]]:
-        """One walk: every launch with the function it is in, each function's simple
-        assignments (name -> [(line, value)]), and the functions."""
-        launches: _Launches = []
-        assignments: _Assignments = {}
-        functions: list[ast.FunctionDef | ast.AsyncFunctionDef] = []
-
-        def walk(node: ast.AST, function: int | None) -> None:
-            for child in ast.iter_child_nodes(node):
-                if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef)):
-                    functions.append(child)
-                    walk(child, id(child))
-                    continue
-                if isinstance(child, ast.Call) and isinstance(child.func, ast.Subscript):
-                    launches.append((child, function))
-                elif function is not None and isinstance(child, (ast.Assign, ast.AnnAssign)):
-                    target, value = _simple_assignment(child)
-                    if target is not None and value is not None:
-                        assignments.setdefault(function, {}).setdefault(target, []).append(
-                            (child.lineno, value)
-                        )
-                walk(child, function)
-
-        walk(self.tree, None)
-        return launches, assignments, functions
-
     def _launches(self, launches: _Launches, assignments: _Assignments) -> None:
         """`kernel[grid](..., KW=value, num_warps=...)`, in source order, per callee."""
         launches.sort(key=lambda item: (item[0].lineno, item[0].col_offset))
@@ -281,63 +289,101 @@ def _simple_assignment(statement: ast.AST) -> tuple[str | None, ast.expr | None]
     return None, None
 
 
-def _serialize(tree: ast.AST, masked: dict[int, str]) -> tuple[str, str, list[tuple[str, str]]]:
-    """(full form, skeleton, masked literals) of a tree: docstrings and bare string
-    statements dropped, positions ignored, masked literals replaced in the skeleton."""
-    full: list[str] = []
-    skeleton: list[str] = []
-    meta: list[tuple[str, str]] = []
+_SKIPPED_FIELDS = frozenset({"ctx", "type_comment", "kind"})
+_FIELDS: dict[type, tuple[str, ...]] = {}
+_SEPARATOR = "\x1f"
 
-    def emit(text: str) -> None:
-        full.append(text)
-        skeleton.append(text)
 
-    def visit(node: object) -> None:
-        if isinstance(node, ast.AST):
-            if isinstance(node, ast.Constant):
-                text = repr(node.value)
-                full.append(text)
-                label = masked.get(id(node))
-                if label is None:
-                    skeleton.append(text)
-                else:
-                    skeleton.append(_PLACEHOLDER)
-                    meta.append((label, text))
-                return
-            emit(type(node).__name__ + "(")
-            for name in node._fields:
-                value = getattr(node, name, None)
-                if name in ("ctx", "type_comment", "kind"):
-                    continue
-                if isinstance(value, list):
-                    emit("[")
-                    for item in value:
+def _fields_of(cls: type) -> tuple[str, ...]:
+    found = _FIELDS.get(cls)
+    if found is None:
+        found = _FIELDS[cls] = tuple(f for f in cls._fields if f not in _SKIPPED_FIELDS)  # type: ignore[attr-defined]
+    return found
+
+
+class _Pass:
+    """One walk over the tree: its serialised form (positions, contexts, docstrings and bare
+    strings left out; each constant's place recorded so the skeleton can mask it later) and
+    what the spot analysis needs (functions, launches, each function's assignments)."""
+
+    def __init__(self) -> None:
+        self.out: list[str] = []
+        self.constants: list[tuple[int, int]] = []  # (index in out, id(node))
+        self.functions: list[ast.FunctionDef | ast.AsyncFunctionDef] = []
+        self.launches: _Launches = []
+        self.assignments: _Assignments = {}
+
+    def visit(self, node: ast.AST, function: int | None) -> None:
+        cls = node.__class__
+        out = self.out
+        if cls is ast.Constant:
+            self.constants.append((len(out), id(node)))
+            out.append(repr(node.value))  # type: ignore[attr-defined]
+            return
+        out.append(cls.__name__)
+        if cls is ast.FunctionDef or cls is ast.AsyncFunctionDef:
+            self.functions.append(node)  # type: ignore[arg-type]
+            function = id(node)
+        elif cls is ast.Call:
+            if node.func.__class__ is ast.Subscript:  # type: ignore[attr-defined]
+                self.launches.append((node, function))  # type: ignore[arg-type]
+        elif function is not None and (cls is ast.Assign or cls is ast.AnnAssign):
+            target, value = _simple_assignment(node)
+            if target is not None and value is not None:
+                self.assignments.setdefault(function, {}).setdefault(target, []).append(
+                    (node.lineno, value)  # type: ignore[attr-defined]
+                )
+        for name in _fields_of(cls):
+            value = getattr(node, name, None)
+            if value.__class__ is list:
+                out.append("[")
+                for item in value:
+                    if isinstance(item, ast.AST):
                         if (
-                            isinstance(item, ast.Expr)
-                            and isinstance(item.value, ast.Constant)
-                            and isinstance(item.value.value, str)
+                            item.__class__ is ast.Expr
+                            and item.value.__class__ is ast.Constant  # type: ignore[attr-defined]
+                            and item.value.value.__class__ is str  # type: ignore[attr-defined]
                         ):
                             continue  # a docstring or a bare string: documentation, not code
-                        visit(item)
-                        emit(",")
-                    emit("]")
-                else:
-                    visit(value)
-                emit(";")
-            emit(")")
-        else:
-            emit(repr(node))
-
-    visit(tree)
-    return "".join(full), "".join(skeleton), meta
+                        self.visit(item, function)
+                    else:
+                        out.append(repr(item))
+                out.append("]")
+            elif isinstance(value, ast.AST):
+                self.visit(value, function)
+            else:
+                out.append(repr(value))
+        out.append(")")
 
 
 def _digest(text: str) -> str:
     return hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=16).hexdigest()
 
 
+@contextlib.contextmanager
+def no_gc_pauses() -> Iterator[None]:
+    """Hold the cyclic garbage collector while a burst of short-lived objects is made.
+
+    A parse allocates tens of thousands of AST nodes; in a daemon that holds a large history
+    each of them counts towards a full collection, which then walks every object the daemon
+    keeps (a 100-300 ms pause on the editor's request). The nodes die by reference counting;
+    collection resumes, with the old state restored, as soon as the burst is over."""
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
+
+
 def analyze_source(source: str) -> SourceFacts:
     """Fingerprint, skeleton and spots of a kernel.py text (never raises)."""
+    with no_gc_pauses():
+        return _analyze(source)
+
+
+def _analyze(source: str) -> SourceFacts:
     try:
         tree = ast.parse(source)
     except (SyntaxError, ValueError) as exc:
@@ -346,10 +392,17 @@ def analyze_source(source: str) -> SourceFacts:
         return SourceFacts(fingerprint=None, skeleton=None, error=f"{message}{where}")
     analyzer = _Analyzer(source, tree)
     analyzer.run()
-    full, skeleton, meta = _serialize(tree, analyzer.masked)
+    full = analyzer.walk.out
+    skeleton = list(full)
+    meta: list[tuple[str, str]] = []
+    for index, node_id in analyzer.walk.constants:
+        label = analyzer.masked.get(node_id)
+        if label is not None:
+            meta.append((label, full[index]))
+            skeleton[index] = _PLACEHOLDER
     return SourceFacts(
-        fingerprint=_digest(full),
-        skeleton=_digest(skeleton),
+        fingerprint=_digest(_SEPARATOR.join(full)),
+        skeleton=_digest(_SEPARATOR.join(skeleton)),
         meta=tuple(meta),
         spots=tuple(sorted(analyzer.spots, key=lambda s: (s.line, s.character))),
         kernels=tuple(analyzer.kernels),
@@ -386,6 +439,67 @@ class FactsCache:
 
     def put(self, key: str, facts: SourceFacts) -> None:
         self._items[key] = facts
+        if len(self._items) > self.capacity:
+            self._items.popitem(last=False)
+
+    # -- git blobs: content-addressed, so their analysis is kept on disk between processes --
+    def load_blob(self, blob: str) -> SourceFacts | None:
+        """A blob's facts from the on-disk cache (None when absent, stale or unreadable)."""
+        path = _disk_path(blob)
+        if path is None:
+            return None
+        try:
+            data = marshal.loads(path.read_bytes())
+        except (OSError, ValueError, EOFError, TypeError):
+            return None
+        if not isinstance(data, tuple) or len(data) != 7 or data[0] != DISK_FORMAT:
+            return None
+        _, fingerprint, skeleton, meta, spots, error, kernels = data
+        facts = SourceFacts(
+            fingerprint, skeleton, meta, tuple(intern_spot(Spot._make(s)) for s in spots), error, kernels
+        )
+        self.put("blob:" + blob, facts)
+        return facts
+
+    def analyze_blob(self, blob: str, text: str) -> SourceFacts:
+        """Analyse a blob's text, remember it here and on disk."""
+        facts = self.get(text, "blob:" + blob)
+        path = _disk_path(blob)
+        if path is not None:
+            payload = (
+                DISK_FORMAT,
+                facts.fingerprint,
+                facts.skeleton,
+                facts.meta,
+                tuple(tuple(s) for s in facts.spots),
+                facts.error,
+                facts.kernels,
+            )
+            with contextlib.suppress(OSError, ValueError):
+                path.parent.mkdir(parents=True, exist_ok=True)
+                temporary = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+                temporary.write_bytes(marshal.dumps(payload))
+                os.replace(temporary, path)
+        return facts
+
+
+DISK_FORMAT = 1  # bump when SourceFacts or the analysis changes: old entries are ignored
+CACHE_ENV = "KERNELSCOPE_HISTORY_CACHE"  # a folder, or "off"
+
+
+def _disk_path(blob: str) -> Path | None:
+    """Where a blob's facts are kept: $KERNELSCOPE_HISTORY_CACHE, else
+    $XDG_CACHE_HOME/kernelscope/history-facts (~/.cache/...). Never inside a workspace."""
+    configured = os.environ.get(CACHE_ENV)
+    if configured == "off" or not blob.isalnum():
+        return None
+    if configured:
+        base = Path(configured)
+    else:
+        base = (
+            Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "kernelscope" / "history-facts"
+        )
+    return base / f"v{DISK_FORMAT}" / blob[:2] / blob
 
 
 FACTS = FactsCache()

@@ -15,11 +15,16 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import re
+import threading
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from kernelscope.daemon.engine.atomic_io import JOURNAL_NAME
+from kernelscope.daemon.engine.errors import KernelscopeError
 from kernelscope.daemon.engine.formats import atrex
 from kernelscope.daemon.engine.git import FAILED_REF_PREFIX
 from kernelscope.daemon.engine.history import gitdata
@@ -132,13 +137,32 @@ class History:
     unversioned_experiments: list[KernelExperiment] = field(default_factory=list)
     messages: list[str] = field(default_factory=list)
     memo: dict[Any, Any] = field(default_factory=dict)  # per-feature results for this state
+    pending_blobs: list[str] = field(default_factory=list)
+    _analysis_lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+    _analyzed: bool = False
+
+    def ensure_analyzed(self) -> None:
+        """Analyse every kernel version (fingerprints, spots) and add the experiments that
+        carry code: once per history state, on the first tried-values or fingerprint request."""
+        if self._analyzed:
+            return
+        with self._analysis_lock:
+            if self._analyzed:
+                return
+            if self.paths is not None:
+                _analyze_blobs(self, self.pending_blobs)
+            self.tried_kernels = self.tried_kernels + _experiment_kernels(self)
+            self._analyzed = True
 
     @property
     def kernel_rel(self) -> str:
         return self.paths.rel(KERNEL_NAME) if self.paths else KERNEL_NAME
 
     def version_of_commit(self, commit: str) -> str | None:
-        return self.memo.setdefault("commit_versions", self._commit_versions()).get(commit)
+        table = self.memo.get("commit_versions")
+        if table is None:
+            table = self.memo["commit_versions"] = self._commit_versions()
+        return table.get(commit)
 
     def _commit_versions(self) -> dict[str, str]:
         found: dict[str, str] = {}
@@ -282,19 +306,67 @@ def effect_text(effect: VersionEffect) -> str:
     return f"{text}, {effect.gate or 'PASS'}"
 
 
-def _parent_of(
-    facts_by_number: list[tuple[MemoryEntry, MemoryRecord]], index: int
-) -> tuple[str, MemoryRecord] | None:
-    _, record = facts_by_number[index]
-    named = previous_version(record)
-    if named:
-        for other, other_record in facts_by_number:
-            if other.version == named:
-                return named, other_record
-    for other, other_record in reversed(facts_by_number[:index]):
-        if other_record.gate_passed and atrex.record_outcome(other_record).measured:
-            return other.version, other_record
-    return None
+def _parents(pairs: list[tuple[MemoryEntry, MemoryRecord]]) -> list[tuple[str, MemoryRecord] | None]:
+    """Each version's parent: the one its record names (`comparison_with_previous.
+    previous_version`), else the latest earlier version that passed with its own numbers."""
+    by_version = {entry.version: record for entry, record in pairs}
+    parents: list[tuple[str, MemoryRecord] | None] = []
+    last_passing: tuple[str, MemoryRecord] | None = None
+    for entry, record in pairs:
+        named = previous_version(record)
+        if named and named in by_version:
+            parents.append((named, by_version[named]))
+        else:
+            parents.append(last_passing)
+        if record.gate_passed and atrex.record_outcome(record).measured:
+            last_passing = (entry.version, record)
+    return parents
+
+
+_MEMORY_FILE = re.compile(r"^v(\d+)\.json$")
+_ENTRIES: dict[Path, tuple[tuple[int, int, int, int], int, MemoryEntry]] = {}
+RACY_NS = 100_000_000  # a file changed this close to its read may change again unseen: re-read it
+
+
+def _scan_memory(ws: Workspace) -> list[MemoryEntry]:
+    """`MemoryManager.scan()` with each record parsed once per process while its file is
+    unchanged (same inode, timestamps and size, and not changed within `RACY_NS` of when it
+    was read, as git treats "racy" index entries): a new version re-reads one file, not a
+    thousand."""
+    directory = ws.memory_dir
+    if not directory.is_dir():
+        return []
+    if (directory / JOURNAL_NAME).exists():
+        return ws.memory.scan()  # a mask-half cut short: let the manager finish it first
+    manager = ws.memory
+    entries: list[MemoryEntry] = []
+    try:
+        items = list(os.scandir(directory))
+    except OSError:
+        return ws.memory.scan()
+    for item in items:
+        match = _MEMORY_FILE.match(item.name)
+        if not match or str(int(match.group(1))) != match.group(1):
+            continue
+        try:
+            info = item.stat()
+        except OSError:
+            continue
+        path = Path(item.path)
+        stamp = (info.st_ino, info.st_mtime_ns, info.st_ctime_ns, info.st_size)
+        cached = _ENTRIES.get(path)
+        if cached is not None and cached[0] == stamp and cached[1] - max(stamp[1], stamp[2]) > RACY_NS:
+            entries.append(cached[2])
+            continue
+        read_ns = time.time_ns()
+        try:
+            entry = manager.entry(f"v{match.group(1)}")
+        except KernelscopeError:
+            continue  # corrupt or invalid: the memory commands report it
+        _ENTRIES[path] = (stamp, read_ns, entry)
+        entries.append(entry)
+    entries.sort(key=lambda entry: entry.number)
+    return entries
 
 
 def _load_experiments(store: Any, root: Path) -> list[KernelExperiment]:
@@ -326,7 +398,7 @@ def build_history(root: Path, store: Any = None, key: gitdata.HistoryKey | None 
     root = ws.root
     if key is None:
         key = gitdata.history_key(root, ws.memory_dir, (store_watermark(store, root),))
-    entries = [e for e in ws.memory.scan() if e.record is not None]
+    entries = [e for e in _scan_memory(ws) if e.record is not None]
     readme = None
     if ws.readme_path.is_file():
         try:
@@ -341,9 +413,9 @@ def build_history(root: Path, store: Any = None, key: gitdata.HistoryKey | None 
     baseline = next((r for e, r in pairs if e.number == 0), None)
 
     versions: dict[str, VersionFacts] = {}
-    for index, (entry, record) in enumerate(pairs):
+    for (entry, record), parent in zip(pairs, _parents(pairs), strict=True):
         own = by_version.get(entry.version, [])
-        effect = _effect(entry, record, baseline, _parent_of(pairs, index), kind, own)
+        effect = _effect(entry, record, baseline, parent, kind, own)
         versions[entry.version] = VersionFacts(entry=entry, record=record, effect=effect, experiments=own)
 
     paths = gitdata.repo_paths(root)
@@ -431,7 +503,7 @@ def _attach_git(history: History) -> None:
         blobs.append(history.head_blob)
     trials = _episode_trials(history, branches)
     blobs += [t.blob for t in trials]
-    _analyze_blobs(history, blobs)
+    history.pending_blobs = blobs  # analysed on first use (blame needs none of it)
     versions = _tried_kernels(history)
     evaluated = {t.blob: t for t in trials if t.passed is not None}
     for kernel in versions:
@@ -439,21 +511,21 @@ def _attach_git(history: History) -> None:
         if trial is not None and kernel.effect is not None and kernel.effect.outcome:
             # a pivot's kernel: the evaluator's numbers on its branch are real measurements
             kernel.detail = f"{kernel.effect.outcome}, not promoted; its branch evaluation: {trial.detail}"
-    history.tried_kernels = versions + trials + _experiment_kernels(history)
+    history.tried_kernels = versions + trials
 
 
 def _analyze_blobs(history: History, blobs: list[str]) -> None:
-    """Facts of every blob: from the process-wide cache, the rest read in one batch."""
+    """Facts of every blob: from the process-wide cache, then the on-disk cache, the rest
+    read from git in one batch and analysed (and stored for the next process)."""
     missing = []
     for blob in dict.fromkeys(blobs):
-        known = FACTS.known("blob:" + blob)
+        known = FACTS.known("blob:" + blob) or FACTS.load_blob(blob)
         if known is not None:
             history.facts[blob] = known
         else:
             missing.append(blob)
     for blob, text in gitdata.read_blobs(history.root, missing).items():
-        facts = FACTS.get(text, "blob:" + blob)
-        history.facts[blob] = facts
+        history.facts[blob] = FACTS.analyze_blob(blob, text)
 
 
 def _verdict_detail(effect: VersionEffect) -> str:

@@ -39,6 +39,14 @@ class _Use:
     score: ScoreValue | None
     facts: VersionFacts | None = None
     experiment: KernelExperiment | None = None
+    outcome: str | None = None  # an episode outcome (pivot...): neither a pass nor a failure
+    rank: tuple[int, float] | None = None  # how its score compares; None: it cannot be the best
+
+    def __post_init__(self) -> None:
+        if self.facts is not None:
+            self.outcome = self.facts.effect.outcome
+        if self.passed and self.measured and self.score is not None:
+            self.rank = ({"speedup": 2, "latency_ratio": 1}.get(self.score.kind, 0), self.score.value)
 
 
 @dataclass
@@ -62,22 +70,31 @@ def _use_of(facts: VersionFacts) -> _Use:
     )
 
 
+def _add_uses(table: _Table, pairs: tuple[tuple[str, str], ...], use: _Use) -> None:
+    values = table.values
+    for key, value in pairs:
+        by_value = values.get(key)
+        if by_value is None:
+            values[key] = {value: [use]}
+            continue
+        uses = by_value.get(value)
+        if uses is None:
+            by_value[value] = [use]
+        else:
+            uses.append(use)
+
+
 def _table(history: History) -> _Table:
     found = history.memo.get("tried_table")
     if found is not None:
         return found
+    history.ensure_analyzed()
     table = _Table()
     for facts in history.versions.values():
         analysed = history.facts.get(facts.kernel_blob) if facts.kernel_blob else None
         if analysed is None:
             continue
-        use = _use_of(facts)
-        seen: set[tuple[str, str]] = set()
-        for spot in analysed.spots:
-            if (spot.key, spot.value) in seen:
-                continue
-            seen.add((spot.key, spot.value))
-            table.values.setdefault(spot.key, {}).setdefault(spot.value, []).append(use)
+        _add_uses(table, analysed.pairs, _use_of(facts))
     version_blobs = {f.kernel_blob for f in history.versions.values() if f.kernel_blob}
     for kernel in history.tried_kernels:
         # kernels tried beside the versions: atrex episode trials and checkpoints, experiments
@@ -94,11 +111,7 @@ def _table(history: History) -> _Table:
             masked=False,
             score=kernel.score,
         )
-        seen = set()
-        for spot in analysed.spots:
-            if (spot.key, spot.value) not in seen:
-                seen.add((spot.key, spot.value))
-                table.values.setdefault(spot.key, {}).setdefault(spot.value, []).append(use)
+        _add_uses(table, analysed.pairs, use)
     experiments = [e for f in history.versions.values() for e in f.experiments if f.kernel_blob is None]
     for experiment in [*history.unversioned_experiments, *experiments]:
         metrics = experiment.metrics if isinstance(experiment.metrics, dict) else {}
@@ -134,14 +147,16 @@ def _table(history: History) -> _Table:
     return table
 
 
-def _score_order(use: _Use) -> tuple[int, float]:
-    kind_rank = {"speedup": 2, "latency_ratio": 1}.get(use.score.kind if use.score else "", 0)
-    return (kind_rank, use.score.value if use.score else 0.0)
-
-
 def _config_scores(history: History, facts: VersionFacts) -> dict[str, ScoreValue]:
     """Per configuration/shape: the in-run speedup vs v0 the experiment recorded, else the
-    ratio of the recorded per-shape latency to v0's."""
+    ratio of the recorded per-shape latency to v0's (once per version and history state)."""
+    cache = history.memo.setdefault("config_scores", {})
+    if facts.version not in cache:
+        cache[facts.version] = _compute_config_scores(history, facts)
+    return cache[facts.version]
+
+
+def _compute_config_scores(history: History, facts: VersionFacts) -> dict[str, ScoreValue]:
     found: dict[str, ScoreValue] = {}
     if facts.number == 0:
         return found  # the baseline: 1.00x everywhere by definition (its run timed it vs the reference)
@@ -196,54 +211,67 @@ def _sort_key(value: str) -> tuple[int, float, str]:
     return (0, number, value) if number is not None else (1, 0.0, value)
 
 
-def _value_row(
-    history: History, value: str, uses: list[_Use], current: bool, include_masked: bool
-) -> TriedValue:
-    visible = [u for u in uses if include_masked or not u.masked]
-    uses_sorted = sorted(visible, key=lambda u: u.number)
-    scored = [u for u in uses_sorted if u.passed and u.measured and u.score is not None]
-    best = max(scored, key=_score_order) if scored else None
-    return TriedValue.model_construct(
+@dataclass
+class _Row:
+    """A value's row and what its table cell needs."""
+
+    value: TriedValue
+    failed: list[_Use]  # failed gate (not an episode outcome), oldest first
+    outcomes: dict[str, int]
+    last_passed: _Use | None
+
+
+def _value_row(history: History, value: str, uses: list[_Use], current: bool, include_masked: bool) -> _Row:
+    # Uses arrive in history order (versions by number, then trials, then experiments).
+    visible = uses if include_masked else [u for u in uses if not u.masked]
+    best: _Use | None = None
+    passed = 0
+    failed: list[_Use] = []
+    outcomes: dict[str, int] = {}
+    last_passed = None
+    for use in visible:
+        if use.passed:
+            passed += 1
+            last_passed = use
+        elif use.outcome:
+            outcomes[use.outcome] = outcomes.get(use.outcome, 0) + 1
+        else:
+            failed.append(use)
+        if use.rank is not None and (best is None or use.rank > best.rank):  # type: ignore[operator]
+            best = use
+    row = TriedValue.model_construct(
         value=value,
-        versions=[u.label for u in uses_sorted],
-        passed=sum(1 for u in uses_sorted if u.passed),
-        failed=sum(1 for u in uses_sorted if not u.passed),
+        versions=[u.label for u in visible],
+        passed=passed,
+        failed=len(visible) - passed,
         best_version=best.label if best else None,
         best_score=best.score if best else None,
         current=current,
         masked_only=bool(uses) and not visible,
         by_config=_config_scores(history, best.facts) if best and best.facts else {},
     )
+    return _Row(row, failed, outcomes, last_passed)
 
 
-def _outcome(use: _Use) -> str | None:
-    return use.facts.effect.outcome if use.facts is not None else None
-
-
-def _cell(shown: str, row: TriedValue, uses: list[_Use], name_kind: bool) -> str:
-    if row.masked_only:
+def _cell(shown: str, row: _Row, name_kind: bool) -> str:
+    value = row.value
+    if value.masked_only:
         return f"{shown} (masked)"
-    visible = [u for u in uses if not u.masked]
-    failed = [u for u in visible if not u.passed and not _outcome(u)]
-    outcomes: dict[str, int] = {}
-    for use in visible:
-        label = _outcome(use)
-        if label:
-            outcomes[label] = outcomes.get(label, 0) + 1
-    if row.best_score is not None:
-        others = sum(1 for u in visible if u.passed) - 1
+    if value.best_score is not None:
+        others = value.passed - 1
         extra = [f"+{others}"] if others > 0 else []
-        extra += [f"{len(failed)} FAIL"] if failed else []
-        extra += [f"{count} {label}" for label, count in sorted(outcomes.items())]
+        extra += [f"{len(row.failed)} FAIL"] if row.failed else []
+        extra += [f"{count} {label}" for label, count in sorted(row.outcomes.items())]
         more = f" ({', '.join(extra)})" if extra else ""
-        kind = " latency ratio" if name_kind and row.best_score.kind == "latency_ratio" else ""
-        return f"{shown} {row.best_score.value:.2f}x{kind} {row.best_version}{more}"
-    unmeasured = [u for u in visible if u.passed]
-    if unmeasured:
-        return f"{shown} {unmeasured[-1].label}"
-    last = (failed or [u for u in visible if _outcome(u)] or [None])[-1]
-    if last is not None:
-        return f"{shown} {_outcome(last) or 'FAIL'} {last.label}"
+        kind = " latency ratio" if name_kind and value.best_score.kind == "latency_ratio" else ""
+        return f"{shown} {value.best_score.value:.2f}x{kind} {value.best_version}{more}"
+    if row.last_passed is not None:
+        return f"{shown} {row.last_passed.label}"
+    if row.failed:
+        return f"{shown} FAIL {row.failed[-1].label}"
+    if row.outcomes:
+        label = sorted(row.outcomes)[0]
+        return f"{shown} {label} {value.versions[-1]}"
     return shown
 
 
@@ -270,35 +298,17 @@ def _tried_hints(history: History, buffer: str | None, include_masked: bool) -> 
 
 
 def _hint_for(history: History, table: _Table, spot: Spot, include_masked: bool) -> TriedHint | None:
-    values: dict[str, list[_Use]] = {k: list(v) for k, v in table.values.get(spot.key, {}).items()}
-    for name, value, kernels, use in table.params:
-        if name == spot.label and (not kernels or spot.kernel in kernels):
-            values.setdefault(value, []).append(use)
-    if not values:
+    """The hint at a spot; its rows and text depend only on the spot's key and value, so they
+    are computed once per history state and only the position comes from the buffer."""
+    cache = history.memo.setdefault(("tried_rows", include_masked), {})
+    found = cache.get((spot.key, spot.label, spot.kernel, spot.value))
+    if found is None:
+        found = cache[(spot.key, spot.label, spot.kernel, spot.value)] = _rows_for(
+            history, table, spot, include_masked
+        )
+    if found is False:
         return None
-    distinct = set(values) | {spot.value}
-    if len(distinct) < 2:
-        return None  # one value ever, and the buffer keeps it: nothing to tell
-    rows = [
-        _value_row(history, value, uses, value == spot.value, include_masked)
-        for value, uses in values.items()
-    ]
-    rows = [row for row in rows if include_masked or not row.masked_only or row.current]
-    if not rows:
-        return None
-    shown = _compact([row.value for row in rows] + [spot.value])
-    rows.sort(key=lambda row: _sort_key(shown[row.value]))
-    kinds = {row.best_score.kind for row in rows if row.best_score is not None}
-    head = "tried"
-    if kinds == {"latency_ratio"}:
-        head = "tried (latency ratio vs v0)"
-    elif kinds == {"speedup"} and any(r.best_score and r.best_score.versus == "baseline" for r in rows):
-        head = "tried (speedup vs baseline)"
-    mixed = len(kinds) > 1
-    cells = [_cell(shown[row.value], row, values[row.value], mixed) for row in rows]
-    text = f"{head}: " + " · ".join(cells)
-    if spot.value not in values:
-        text += f" · {shown[spot.value]} new"
+    rows, text = found
     return TriedHint.model_construct(
         key=spot.key,
         label=spot.label,
@@ -312,3 +322,38 @@ def _hint_for(history: History, table: _Table, spot: Spot, include_masked: bool)
         values=rows,
         hint=text,
     )
+
+
+def _rows_for(
+    history: History, table: _Table, spot: Spot, include_masked: bool
+) -> tuple[list[TriedValue], str] | bool:
+    values: dict[str, list[_Use]] = {k: list(v) for k, v in table.values.get(spot.key, {}).items()}
+    for name, value, kernels, use in table.params:
+        if name == spot.label and (not kernels or spot.kernel in kernels):
+            values.setdefault(value, []).append(use)
+    if not values:
+        return False
+    distinct = set(values) | {spot.value}
+    if len(distinct) < 2:
+        return False  # one value ever, and the buffer keeps it: nothing to tell
+    rows = [
+        _value_row(history, value, uses, value == spot.value, include_masked)
+        for value, uses in values.items()
+    ]
+    rows = [row for row in rows if include_masked or not row.value.masked_only or row.value.current]
+    if not rows:
+        return False
+    shown = _compact([row.value.value for row in rows] + [spot.value])
+    rows.sort(key=lambda row: _sort_key(shown[row.value.value]))
+    scores = [row.value.best_score for row in rows if row.value.best_score is not None]
+    kinds = {score.kind for score in scores}
+    head = "tried"
+    if kinds == {"latency_ratio"}:
+        head = "tried (latency ratio vs v0)"
+    elif kinds == {"speedup"} and any(score.versus == "baseline" for score in scores):
+        head = "tried (speedup vs baseline)"
+    cells = [_cell(shown[row.value.value], row, len(kinds) > 1) for row in rows]
+    text = f"{head}: " + " · ".join(cells)
+    if spot.value not in values:
+        text += f" · {shown[spot.value]} new"
+    return [row.value for row in rows], text

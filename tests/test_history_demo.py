@@ -1,0 +1,30 @@
+"""One number per fact: `kernelscope demo`'s table and its lenses show the same score for a
+version (the in-run geometric-mean speedup vs v0), and no column calls a latency ratio a
+speedup."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from kernelscope.daemon.engine.demo import run_demo
+
+pytestmark = pytest.mark.slow
+
+
+def test_demo_table_and_lenses_show_the_same_score(tmp_path: Path) -> None:
+    result = run_demo(tmp_path / "demo", None, mode="interpreter")
+    columns, rows = result.table_columns, result.table_rows
+    assert columns[3] == "speedup vs v0 (in-run geomean)" and "latency (us, largest config)" in columns
+    assert not any(c in ("vs v0", "speedup") for c in columns)
+    scores = {row[0]: row[3] for row in rows}
+    for iteration in result.iterations:
+        record = json.loads((result.workspace / "memory" / f"{iteration.version}.json").read_text())
+        assert iteration.score == record["kernelscope"]["score_vs_v0"]
+        assert scores[iteration.version].startswith(f"{iteration.score:.2f}x")
+    best = max(result.iterations, key=lambda i: i.score or 0.0)
+    lens = result.kernel_lenses["add_kernel"]
+    assert lens.startswith(f"best {best.score:.2f}x {best.version} |")
+    assert scores["v0"] == "1.00x"  # v0's run interval is against the reference: not shown as its own
