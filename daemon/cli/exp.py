@@ -9,16 +9,16 @@ from __future__ import annotations
 import json
 import math
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import TYPE_CHECKING, Annotated, Optional
 
 import typer
 
 from kernelscope.daemon.cli import output
 from kernelscope.daemon.engine.errors import UsageError
-from kernelscope.daemon.engine.store import ExperimentStore
-from kernelscope.daemon.engine.store.shim import write_shim
-from kernelscope.daemon.engine.store.transfer import read_records, to_csv, to_json_lines
-from kernelscope.protocol.experiment import KernelExperiment, failure_category
+
+if TYPE_CHECKING:  # the store (SQLAlchemy) and the models (pydantic) load when a command runs
+    from kernelscope.daemon.engine.store import ExperimentStore
+    from kernelscope.protocol.experiment import KernelExperiment
 
 app = typer.Typer(help="Kernel experiment history (the seed's kernel-exp-history API).", no_args_is_help=True)
 
@@ -33,6 +33,8 @@ OptBool = Optional[bool]  # noqa: UP045
 
 
 def _store(db: str | None) -> ExperimentStore:
+    from kernelscope.daemon.engine.store import ExperimentStore
+
     return ExperimentStore(db)
 
 
@@ -88,6 +90,8 @@ def _score(value: float | None) -> str:
 
 
 def _table(records: list[KernelExperiment], title: str | None = None) -> None:
+    from kernelscope.protocol.experiment import failure_category
+
     output.print_table(
         title,
         ["id", "score", "category", "status", "version", "kernels", "summary"],
@@ -382,6 +386,8 @@ def import_command(
     json_out: JsonOpt = False,
 ) -> None:
     """Import records; all are validated first and nothing is written if any is invalid."""
+    from kernelscope.daemon.engine.store.transfer import read_records
+
     counts = _store(db).import_experiments(read_records(path), replace=replace)
     if json_out:
         output.print_json(counts)
@@ -397,6 +403,7 @@ def export_command(
 ) -> None:
     """Export every experiment as JSON lines or CSV."""
     from kernelscope.daemon.engine.atomic_io import atomic_write_text
+    from kernelscope.daemon.engine.store.transfer import to_csv, to_json_lines
 
     chosen = fmt or ("csv" if path.suffix.lower() == ".csv" else "jsonl")
     if chosen not in ("jsonl", "csv"):
@@ -416,5 +423,7 @@ def shim(
     db: DbOpt = None,
 ) -> None:
     """Write a kernel_exp_dataclass.py that forwards the seed's API to kernelscope."""
+    from kernelscope.daemon.engine.store.shim import write_shim
+
     target = write_shim(directory, db)
     output.info(f"Wrote {target}")

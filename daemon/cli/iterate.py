@@ -7,13 +7,14 @@ Exit statuses: 0 the iteration passed the gate, 3 it failed (recorded all the sa
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import TYPE_CHECKING, Annotated, Optional
 
 import typer
 
 from kernelscope.daemon.cli import output
-from kernelscope.daemon.engine.iterate import IterateOptions, run_iteration
-from kernelscope.protocol.commands import IterationResult
+
+if TYPE_CHECKING:
+    from kernelscope.protocol.commands import IterationResult
 
 OptStr = Optional[str]  # noqa: UP045 - typer reads the annotation at runtime
 
@@ -48,6 +49,8 @@ def iterate_command(
     json_out: Annotated[bool, typer.Option("--json")] = False,
 ) -> None:
     """Run one iteration: gate + benchmark vs v0 and the parent, record, commit."""
+    from kernelscope.daemon.engine.iterate import IterateOptions, run_iteration
+
     if mode not in ("auto", "gpu", "interpreter"):
         raise typer.BadParameter("must be auto, gpu or interpreter", param_hint="--mode")
     result = run_iteration(

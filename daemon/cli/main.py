@@ -3,42 +3,183 @@
 Exit statuses (documented in the README): 0 success, 1 usage error, 2 missing or invalid
 data. click reports usage errors with status 2 by default; this wrapper maps them to 1 so
 that 2 always means "the data is the problem".
+
+Start-up is paid on every call (agents run `memory read/list/update/latest` many times per
+iteration, editors start `serve`), so this module imports nothing heavy:
+- `memory list|read|latest|update` and `serve` run from `fast` (no typer, rich, pydantic or
+  SQLAlchemy) whenever it can vouch for the result, and fall through to typer otherwise;
+- typer's root group is lazy (`LazyGroup`): a command's module is imported when that command
+  runs; the root `--help` lists them all from `COMMANDS` without importing any.
 """
 
 from __future__ import annotations
 
+import os
 import sys
+from collections.abc import Iterator, MutableMapping
 
-import typer
-
-from kernelscope.daemon.cli import exp, memory, output
-from kernelscope.daemon.cli.bench import bench_command
-from kernelscope.daemon.cli.demo import demo_command
-from kernelscope.daemon.cli.iterate import iterate_command
-from kernelscope.daemon.cli.restart import restart_command
-from kernelscope.daemon.cli.serve import schema_command, serve_command
-from kernelscope.daemon.cli.workspace import workspace_command
-from kernelscope.daemon.engine.errors import KernelscopeError
-
-app = typer.Typer(
-    name="kernelscope",
-    help="Editor backend and CLI for GPU kernel optimization workspaces.",
-    no_args_is_help=True,
-    pretty_exceptions_enable=False,
-    add_completion=False,
-)
-app.add_typer(memory.app, name="memory")
-app.add_typer(exp.app, name="exp")
-app.command("workspace")(workspace_command)
-app.command("bench")(bench_command)
-app.command("demo")(demo_command)
-app.command("iterate")(iterate_command)
-app.command("restart")(restart_command)
-app.command("serve")(serve_command)
-app.command("schema")(schema_command)
+TYPE_CHECKING = False  # (typing itself is 2 ms of start-up: annotations only)
+if TYPE_CHECKING:
+    from typing import Any
 
 EXIT_OK, EXIT_USAGE, EXIT_DATA = 0, 1, 2
 CLICK_USAGE_STATUS = 2  # what click/typer exit with on a usage error
+
+# name -> ("module:attribute", first paragraph of its help), in the order `--help` lists them.
+# The attribute is a command function or, for a command group, its typer.Typer app. A new
+# command module is one line here; tests/test_cli_startup.py checks the help texts against
+# the modules and that `kernelscope --help` is what eager registration printed.
+COMMANDS: dict[str, tuple[str, str]] = {
+    "workspace": (
+        "kernelscope.daemon.cli.workspace:workspace_command",
+        "Show the workspace: targets, stop conditions, kernels, memory.",
+    ),
+    "bench": (
+        "kernelscope.daemon.cli.bench:bench_command",
+        "Benchmark and gate the kernel: correctness on several seeds, then A/B timing.",
+    ),
+    "demo": (
+        "kernelscope.daemon.cli.demo:demo_command",
+        "Create a workspace, record v0 and three measured improvements, mask half, show the lenses.",
+    ),
+    "iterate": (
+        "kernelscope.daemon.cli.iterate:iterate_command",
+        "Run one iteration: gate + benchmark vs v0 and the parent, record, commit.",
+    ),
+    "restart": (
+        "kernelscope.daemon.cli.restart:restart_command",
+        "Mask half of the memory, launch a fresh agent with a brief, verify what it did.",
+    ),
+    "serve": (
+        "kernelscope.daemon.cli.serve:serve_command",
+        "Run the LSP daemon (stdio by default; --tcp binds 127.0.0.1 only).",
+    ),
+    "schema": (
+        "kernelscope.daemon.cli.serve:schema_command",
+        "Print the JSON Schema of every command's parameters and result, and the settings.",
+    ),
+    "blame": (
+        "kernelscope.daemon.cli.blame:blame_command",
+        "Show, for each line of kernel.py, the version that introduced it and its measured effect.",
+    ),
+    "compare": (
+        "kernelscope.daemon.cli.compare:compare_command",
+        "Compare two versions: code diff, per-configuration deltas, gates and actions.",
+    ),
+    "memory": (
+        "kernelscope.daemon.cli.memory:app",
+        "Read and change memory/v<N>.json records (a superset of the seed's memory_manager.py).",
+    ),
+    "exp": (
+        "kernelscope.daemon.cli.exp:app",
+        "Kernel experiment history (the seed's kernel-exp-history API).",
+    ),
+}
+
+APP_SETTINGS: dict[str, Any] = {
+    "name": "kernelscope",
+    "help": "Editor backend and CLI for GPU kernel optimization workspaces.",
+    "no_args_is_help": True,
+    "pretty_exceptions_enable": False,
+    "add_completion": False,
+}
+
+_app: Any = None
+
+
+def __getattr__(name: str) -> Any:
+    """`main.app`: the typer app, built on first use (PEP 562)."""
+    if name == "app":
+        return get_app()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def resolve_command(name: str) -> Any:
+    """The click command typer builds for `name` (imports its module): the same object eager
+    registration on the root app made (`app.command(name)(f)` / `app.add_typer(sub, name=name)`)."""
+    import typer
+
+    module_name, _, attribute = COMMANDS[name][0].partition(":")
+    __import__(module_name)  # (not importlib.import_module: `python -X importtime` shows this one)
+    target = getattr(sys.modules[module_name], attribute)
+    holder = typer.Typer(**APP_SETTINGS)
+    if isinstance(target, typer.Typer):
+        holder.add_typer(target, name=name)
+    else:
+        holder.command(name)(target)
+    return typer.main.get_group(holder).commands[name]
+
+
+class _LazyCommands(MutableMapping):  # type: ignore[type-arg]
+    """The root group's `commands`: every name from COMMANDS, resolved on first access."""
+
+    def __init__(self) -> None:
+        self.resolved: dict[str, Any] = {}
+
+    def __getitem__(self, name: str) -> Any:
+        if name not in self.resolved:
+            if name not in COMMANDS:
+                raise KeyError(name)
+            self.resolved[name] = resolve_command(name)
+        return self.resolved[name]
+
+    def __setitem__(self, name: str, command: Any) -> None:
+        self.resolved[name] = command
+
+    def __delitem__(self, name: str) -> None:
+        raise TypeError("commands cannot be removed")
+
+    def __iter__(self) -> Iterator[str]:
+        yield from COMMANDS
+        yield from (name for name in self.resolved if name not in COMMANDS)
+
+    def __len__(self) -> int:
+        return len(set(COMMANDS) | set(self.resolved))
+
+    def __contains__(self, name: object) -> bool:
+        return name in COMMANDS or name in self.resolved
+
+
+def get_app() -> Any:
+    """The root typer app, with the lazy group as its click class."""
+    global _app
+    if _app is not None:
+        return _app
+    import typer
+    from typer.core import TyperCommand, TyperGroup
+
+    class LazyGroup(TyperGroup):
+        """typer's group, with commands imported when invoked. Its help lists them from
+        COMMANDS (placeholder commands with the same name and help), importing none."""
+
+        def __init__(self, **kwargs: Any) -> None:
+            super().__init__(**kwargs)
+            self.commands = _LazyCommands()
+            self._listing = False
+
+        def format_help(self, ctx: Any, formatter: Any) -> None:
+            self._listing = True
+            try:
+                super().format_help(ctx, formatter)
+            finally:
+                self._listing = False
+
+        def list_commands(self, ctx: Any) -> list[str]:
+            return list(self.commands)  # names only (typer's own asks for .items(): every import)
+
+        def get_command(self, ctx: Any, cmd_name: str) -> Any:
+            if self._listing and cmd_name in COMMANDS and cmd_name not in self.commands.resolved:
+                return TyperCommand(name=cmd_name, help=COMMANDS[cmd_name][1])
+            return self.commands.get(cmd_name)
+
+    app = typer.Typer(cls=LazyGroup, **APP_SETTINGS)
+
+    @app.callback()
+    def _root() -> None:  # makes typer build a group; the commands come from LazyGroup
+        pass
+
+    _app = app
+    return app
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -48,14 +189,25 @@ def main(argv: list[str] | None = None) -> None:
     status 2 is a usage error, because engine errors propagate as exceptions, so 2 from
     typer is mapped to 1 and engine errors get their own status.
     """
-    args = sys.argv[1:] if argv is None else argv
+    args = sys.argv[1:] if argv is None else list(argv)
+    fast_path = (args[:1] == ["memory"] and len(args) > 1) or args[:1] == ["serve"]
+    if fast_path and not os.environ.get("KERNELSCOPE_NO_FAST_PATH"):  # set: typer runs all (to compare)
+        from kernelscope.daemon.cli import fast
+
+        code = fast.memory(args[1], args[2:]) if args[0] == "memory" else fast.serve(args[1:])
+        if code is not None:
+            sys.exit(code)
+
+    from kernelscope.daemon.cli import output
+    from kernelscope.daemon.engine.errors import KernelscopeError
+
     # `kernelscope bench` documents 2 for usage errors (its 1 would be ambiguous with a
     # kernel's own exit statuses in scripts); every other command uses 1.
     usage_status = 2 if args[:1] == ["bench"] else EXIT_USAGE
     if args[:1] == ["bench"] and "--json" in args:
         sys.exit(_bench_json(args))
     try:
-        app(args=args, prog_name="kernelscope")
+        get_app()(args=args, prog_name="kernelscope")
     except SystemExit as exc:
         code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else EXIT_USAGE)
         sys.exit(usage_status if code == CLICK_USAGE_STATUS else code)
@@ -73,12 +225,15 @@ def _bench_json(args: list[str]) -> int:
     bad flag included (click would print usage text on stderr and nothing on stdout, which
     leaves an agent parsing stdout with nothing to read). Non-standalone mode hands click's
     usage errors back here instead of printing them."""
+    import typer
+
+    from kernelscope.daemon.cli import output
     from kernelscope.daemon.cli.bench import EXIT_SETUP, usage_error_document
 
     # click's ClickException, whether typer vendors click (0.2x) or uses it (older releases)
     usage_errors = tuple(c for c in typer.BadParameter.__mro__ if c.__name__ == "ClickException")
     try:
-        code = app(args=args, prog_name="kernelscope", standalone_mode=False)
+        code = get_app()(args=args, prog_name="kernelscope", standalone_mode=False)
     except usage_errors as exc:
         output.print_json(usage_error_document(exc.format_message()))  # type: ignore[attr-defined]
         return EXIT_SETUP

@@ -9,14 +9,15 @@ switch by changing the program name; plus `--json` everywhere, `next-version` an
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import TYPE_CHECKING, Annotated, Optional
 
 import typer
 
 from kernelscope.daemon.cli import output
 from kernelscope.daemon.engine.errors import DataError, UsageError
-from kernelscope.daemon.engine.memory import MemoryManager
-from kernelscope.daemon.engine.workspace import Workspace
+
+if TYPE_CHECKING:
+    from kernelscope.daemon.engine.memory import MemoryManager
 
 app = typer.Typer(
     help="Read and change memory/v<N>.json records (a superset of the seed's memory_manager.py).",
@@ -36,6 +37,8 @@ MoreVersionsArg = Annotated[
 
 
 def _manager(workspace: Path) -> MemoryManager:
+    from kernelscope.daemon.engine.memory import MemoryManager
+
     return MemoryManager(workspace)
 
 
@@ -189,6 +192,8 @@ def list_versions(workspace: WorkspaceOpt = Path("."), json_out: JsonOpt = False
 @app.command()
 def summary(workspace: WorkspaceOpt = Path("."), json_out: JsonOpt = False) -> None:
     """A table of every version with its metrics, plus the README's targets."""
+    from kernelscope.daemon.engine.workspace import Workspace
+
     ws = Workspace(workspace)
     info = ws.summary()
     if json_out:
@@ -281,6 +286,8 @@ def mask_half(
     json_out: JsonOpt = False,
 ) -> None:
     """Mask half of the unmasked versions other than v0 and the current best."""
+    from kernelscope.daemon.engine.workspace import Workspace
+
     ws = Workspace(workspace)
     kind = ws.readme().primary_kind if ws.readme_path.is_file() else None
     result = ws.memory.mask_half(kind, seed=seed, dry_run=dry_run, force=force, allow_supervised=force)

@@ -15,9 +15,7 @@ from typing import Annotated, Optional
 import typer
 
 from kernelscope.daemon.cli import output
-from kernelscope.daemon.engine.config import user_config
 from kernelscope.daemon.engine.errors import UsageError
-from kernelscope.daemon.engine.restart import PartialRestart, RestartOptions
 
 OptStr = Optional[str]  # noqa: UP045 - typer reads the annotation at runtime
 
@@ -42,6 +40,9 @@ def restart_command(
     json_out: Annotated[bool, typer.Option("--json")] = False,
 ) -> None:
     """Mask half of the memory, launch a fresh agent with a brief, verify what it did."""
+    from kernelscope.daemon.engine.config import user_config
+    from kernelscope.daemon.engine.restart import PartialRestart, RestartOptions
+
     command = agent or user_config().get("agent")
     if not command:
         raise UsageError(

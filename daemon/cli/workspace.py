@@ -8,7 +8,6 @@ from typing import Annotated
 import typer
 
 from kernelscope.daemon.cli import output
-from kernelscope.daemon.engine.workspace import Workspace
 
 
 def workspace_command(
@@ -16,6 +15,8 @@ def workspace_command(
     json_out: Annotated[bool, typer.Option("--json", help="Print the WorkspaceSummary as JSON.")] = False,
 ) -> None:
     """Show the workspace: targets, stop conditions, kernels, memory."""
+    from kernelscope.daemon.engine.workspace import Workspace
+
     info = Workspace(workspace).summary()
     if json_out:
         output.print_json(info)
