@@ -246,3 +246,39 @@ def test_blob_analyses_are_kept_on_disk(tmp_path: Path) -> None:
     assert loaded == first and loaded is not first
     files[0].write_bytes(b"garbage")
     assert FactsCache().load_blob("0123abcd" * 5) is None
+
+
+def test_workspace_in_a_subfolder_of_the_repository(tmp_path: Path) -> None:
+    """A monorepo: the workspace is `kernels/rmsnorm/` of a larger repository."""
+    repo = tmp_path / "repo"
+    ws = repo / "kernels" / "rmsnorm"
+    ws.mkdir(parents=True)
+    identity = ["-c", "user.name=a", "-c", "user.email=a@example.invalid"]
+
+    def git(*args: str) -> str:
+        return subprocess.run(
+            ["git", *identity, *args], cwd=repo, capture_output=True, text=True, check=True
+        ).stdout
+
+    git("init", "-q")
+    hashes = []
+    for version, source in enumerate((KERNEL_V2.replace("BLOCK_M = 4", "BLOCK_M = 8"), KERNEL_V2)):
+        (ws / "kernel.py").write_text(source)
+        git("add", "kernels/rmsnorm/kernel.py")
+        git("commit", "-qm", f"v{version}: kernel")
+        hashes.append(git("rev-parse", "HEAD").strip())
+        (ws / "memory").mkdir(exist_ok=True)
+        record = {
+            "version": f"v{version}",
+            "performance": {"latency_us": 10.0 - version},
+            "quality_gate": {"result": "PASS"},
+            "git_commit_hash": hashes[-1],
+        }
+        (ws / "memory" / f"v{version}.json").write_text(json.dumps(record))
+    service = HistoryService(ws, db_url=str(tmp_path / "exp.sqlite"))
+    line = service.blame()[6]
+    assert line.version == "v1" and line.hint == "introduced in v1: latency ratio 1.11x vs v0, PASS"
+    assert service.blame()[0].version == "v0"
+    (hint,) = [h for h in service.tried() if h.label == "BLOCK_M"]
+    assert hint.hint == "tried (latency ratio vs v0): 4 1.11x v1 · 8 1.00x v0"
+    assert service.compare("v0", "v1").code_diff.count("BLOCK_M = ") == 2

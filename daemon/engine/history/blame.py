@@ -70,7 +70,7 @@ def committed_lines(history: History) -> list[CommittedLine]:
         return found
     lines: list[CommittedLine] = []
     if history.paths is not None and history.head_blob is not None:
-        entries = gitdata.blame(history.root, history.kernel_rel, history.head or "HEAD")
+        entries = gitdata.blame(history.paths.toplevel, history.kernel_rel, history.head or "HEAD")
         resolved: dict[str, str | None] = {}
         unresolved: list[str] = []
         for entry in entries:

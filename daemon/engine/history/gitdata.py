@@ -235,7 +235,8 @@ class LogEntry:
 
 
 def log_commits(root: Path, revisions: list[str], path: str | None = None) -> list[LogEntry]:
-    """Commits reachable from `revisions` (touching `path` when given), newest first."""
+    """Commits reachable from `revisions` (touching `path`, relative to `root`, when given),
+    newest first. Run it at the top level with a top-level-relative path."""
     if not revisions:
         return []
     args = ["log", "--format=%H%x00%P%x00%s", *revisions]
@@ -260,7 +261,8 @@ class BlameEntry:
 
 
 def blame(root: Path, path: str, revision: str = "HEAD") -> list[BlameEntry]:
-    """`git blame --porcelain` of a committed file: one entry per line of it ([] on error)."""
+    """`git blame --porcelain` of a committed file (`path` relative to `root`, the top level):
+    one entry per line of it ([] on error)."""
     try:
         out = run_git(root, "blame", "--porcelain", revision, "--", path)
     except GitUnavailable:

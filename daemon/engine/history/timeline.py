@@ -571,7 +571,7 @@ def _episode_trials(history: History, branches: dict[int, tuple[str, str]]) -> l
     root, rel = history.root, history.kernel_rel
     revisions = [sha for _, sha in branches.values()]
     exclude = [f"^{history.head}"] if history.head else []
-    commits = gitdata.log_commits(root, revisions + exclude, rel)
+    commits = gitdata.log_commits(history.paths.toplevel, revisions + exclude, rel)  # type: ignore[union-attr]
     if not commits:
         return []
     objects = gitdata.batch_check(root, [f"{c.commit}:{rel}" for c in commits])
