@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from kernelscope.daemon.engine.history import HistoryService, score_value, version_score
+from kernelscope.daemon.engine.history import HistoryService, parent_effect, score_value, version_score
 from kernelscope.daemon.engine.history.gitdata import history_key
 from kernelscope.daemon.engine.history.source import analyze_source
 from kernelscope.daemon.engine.history.timeline import apply_unified_diff
@@ -122,6 +122,10 @@ def test_one_score_per_version() -> None:
     assert ratio.text() == "latency ratio 20.00x vs v0"
     baseline = version_score(_record(kernelscope={"score_vs_v0": 1.0, "score_ci": [0.0001, 0.0002]}), base)
     assert baseline is not None and baseline.ci is None  # an interval that does not hold its score is dropped
+    parent = parent_effect(
+        _record(kernelscope={"score_vs_parent": 1.75, "score_vs_parent_ci": [1.7, 1.8]}), None, "v2"
+    )
+    assert parent is not None and parent.text() == "1.75x vs v2 [1.70-1.80]"
     carried = _record(
         performance={"latency_us": 5.0, "carried_from_version": "v0", "measurement_subject": "incumbent"}
     )

@@ -152,7 +152,14 @@ def parent_effect(
             "experiment.metrics.score_vs_parent",
         )
     if in_run is not None:
-        return _score(in_run, "speedup", versus, None, source)
+        # kernelscope iterate records no interval vs the parent yet; one recorded as
+        # `kernelscope.score_vs_parent_ci` is shown ("1.75x vs v2 [1.70-1.80]")
+        interval = (
+            _interval(block.get("score_vs_parent_ci")) if source == "kernelscope.score_vs_parent" else None
+        )
+        if interval is not None and not interval[0] <= in_run <= interval[1]:
+            interval = None
+        return _score(in_run, "speedup", versus, interval, source)
     improvement = as_float(_performance_field(record, "authoritative_improvement_pct"))
     if improvement is not None:
         return _score(
