@@ -13,10 +13,12 @@ and every command module first (about ten times the seed's own argparse script).
   Output goes through `output`, so it is the same bytes, exit statuses are the same.
 - `serve [--tcp] [--port N]` starts the LSP server directly.
 
-Whatever this module cannot vouch for it hands back, before printing or writing anything,
-and the full typer CLI runs instead: help, any other flag or form (a positional, a repeated
-option, a value that looks like a flag), a record only pydantic can judge (its validation
-message words the error), a journal left by a cut-short mask-half, an unexpected exception.
+Whatever this module cannot vouch for it hands back before printing anything or changing a
+record (an `update` may have created the lock file and removed orphaned temp files, as the
+engine does first too), and the full typer CLI runs instead: help, any other flag or form (a
+positional, a repeated option, a value that looks like a flag), a record only pydantic can
+judge (its validation message words the error), a journal left by a cut-short mask-half, an
+unexpected exception.
 tests/test_cli_startup.py runs both on the same inputs and compares them byte for byte.
 """
 
@@ -49,7 +51,7 @@ MEASURED_SUBJECTS = {"candidate", "episode_head", None}  # formats.atrex
 
 
 class Fallback(Exception):
-    """The full CLI must run this invocation (nothing has been printed or written)."""
+    """The full CLI must run this invocation (nothing printed, no record changed)."""
 
 
 # -- arguments --------------------------------------------------------------------------
