@@ -10,6 +10,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from kernelscope.protocol.bench import BenchResult
 from kernelscope.protocol.commands import IterationResult, MaskHalfResult, RestartReport
 from kernelscope.protocol.experiment import KernelExperiment
+from kernelscope.protocol.history import VersionComparison
 from kernelscope.protocol.settings import Settings
 from kernelscope.protocol.vocabulary import COMMANDS, JOB_KINDS, JobKind
 
@@ -78,6 +79,11 @@ class TopExperimentsParams(_Params):
     operator_sig: str | None = Field(default=None, alias="operatorSig")
     kernel: str | None = None
     include_buggy: bool = Field(default=False, alias="includeBuggy")
+
+
+class CompareParams(WorkspaceParams):
+    version_a: str = Field(alias="versionA", description="e.g. v2")
+    version_b: str = Field(alias="versionB", description="e.g. v4")
 
 
 class CancelParams(_Params):
@@ -157,6 +163,7 @@ _RESULTS: dict[str, Any] = {
     "kernelscope.showHistory": HistoryResult,
     "kernelscope.topExperiments": list[KernelExperiment],
     "kernelscope.cancel": CancelResult,
+    "kernelscope.compare": VersionComparison,
 }
 # Built from the one vocabulary (protocol/vocabulary.py): a command added there without a
 # params model here fails at import, not at run time.

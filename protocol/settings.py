@@ -68,10 +68,12 @@ class FolderSettings:
     mode: Mode = "auto"
     debounce_ms: int = 400
     seeds: int = 2
+    blame_inlay: bool = False  # a performance-blame inlay hint on every line of kernel.py
 
     def __post_init__(self) -> None:
         _check(
             [
+                ("blameInlay", isinstance(self.blame_inlay, bool), "must be true or false"),
                 ("benchOnSave", isinstance(self.bench_on_save, bool), "must be true or false"),
                 ("mode", self.mode in ("auto", "gpu", "interpreter"), "must be auto, gpu or interpreter"),
                 ("debounceMs", 0 <= self.debounce_ms <= 60_000, "must be between 0 and 60000"),
@@ -96,6 +98,7 @@ class Settings:
     mode: Mode = "auto"
     debounce_ms: int = 400
     seeds: int = 2
+    blame_inlay: bool = False
 
     @classmethod
     def compose(cls, user: UserSettings, folder: FolderSettings) -> Settings:

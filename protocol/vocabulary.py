@@ -26,6 +26,7 @@ COMMANDS: dict[str, tuple[str, str, str | None]] = {
     "kernelscope.benchmark": ("BenchmarkParams", "benchmark", "benchmark"),
     "kernelscope.showHistory": ("ShowHistoryParams", "show_history", None),
     "kernelscope.topExperiments": ("TopExperimentsParams", "top_experiments", None),
+    "kernelscope.compare": ("CompareParams", "compare", None),
     "kernelscope.cancel": ("CancelParams", "cancel", None),
 }
 

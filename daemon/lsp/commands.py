@@ -181,6 +181,14 @@ class Commands:
         )
         return [r.model_dump(mode="json") for r in records]
 
+    def compare(self, params: Any) -> Any:
+        """Two versions side by side: code diff, per-configuration deltas, gates, actions, and
+        the markdown every client can show."""
+        ws = self._workspace(params.workspace)
+        from kernelscope.daemon.lsp.history_hints import compare
+
+        return self._engine(lambda: compare(ws, params.version_a, params.version_b)).model_dump(mode="json")
+
     def cancel(self, params: Any) -> Any:
         workspace = self._workspace(params.workspace).root if params.workspace else None
         return p.CancelResult(cancelled=self.jobs.cancel(workspace)).model_dump()

@@ -74,7 +74,7 @@ def _folder_settings(
             where,
             key,
             f"ignored '{key}' from the configuration of {where}: a folder may set only "
-            "benchOnSave, mode, seeds and debounceMs (trust, interpreter, executor, store and "
+            "benchOnSave, mode, seeds, debounceMs and blameInlay (trust, interpreter, executor, store and "
             "caps come from the user's settings)",
         )
     return folder

@@ -313,6 +313,17 @@ class Jobs:
 
         self.pending_saves[ws.root] = self.state.loop.call_later(ws.settings.debounce_ms / 1000.0, fire)
 
+    def cancel_pending_probe(self, ws: WorkspaceState) -> None:
+        """A save that needs no benchmark drops the one an earlier save scheduled."""
+        pending = self.pending_saves.pop(ws.root, None)
+        if pending is not None:
+            pending.cancel()
+
+    def cancel_running_probe(self, ws: WorkspaceState) -> None:
+        job = ws.job
+        if job is not None and job.kind == "benchmark":
+            job.cancel.set()
+
     def cancel_token(self, token: str | int) -> list[str]:
         """Cancel on a progress notification (`window/workDoneProgress/cancel`): the job that
         owns the token, killed with its whole process group by the engine's watchdog."""

@@ -20,7 +20,7 @@ from lsprotocol import types
 from pygls.exceptions import JsonRpcInvalidRequest
 from pygls.lsp.server import LanguageServer
 
-from kernelscope.daemon.lsp import configuration, lenses
+from kernelscope.daemon.lsp import configuration, history_hints, lenses
 from kernelscope.daemon.lsp.commands import Commands
 from kernelscope.daemon.lsp.diagnostics import probe_diagnostics
 from kernelscope.daemon.lsp.jobs import Jobs
@@ -54,7 +54,8 @@ class KernelscopeServer(LanguageServer):
             self.workspace_inlay_hint_refresh(None)
         self.text_document_publish_diagnostics(
             types.PublishDiagnosticsParams(
-                uri=ws.workspace.kernel_path.as_uri(), diagnostics=probe_diagnostics(ws)
+                uri=ws.workspace.kernel_path.as_uri(),
+                diagnostics=[*ws.history_diagnostics, *probe_diagnostics(ws)],
             )
         )
 
@@ -70,11 +71,34 @@ class KernelscopeServer(LanguageServer):
             parts = {"kernels"} if "kernel.py" in names else set()
             if "README.md" in names or any(n.endswith(".json") for n in names):
                 parts |= {"memory", "store"}  # iterations write memory and experiments together
-            if "kernel.py" in names:
-                self.jobs.schedule_probe(ws)
             self.refresh(ws, *parts)
+            if "kernel.py" in names:  # an agent rewrote it: the same check as a save
+                self.jobs.spawn(self.kernel_changed(ws, None))
 
         self.state.on_loop(handle)
+
+    async def kernel_changed(self, ws: WorkspaceState, text: str | None) -> None:
+        """A save (or an agent's rewrite) of kernel.py, on the loop: first the saved text against
+        every recorded version (no GPU time, no workspace code); an identical one is said at once
+        and not benchmarked again; anything else is re-benchmarked (debounced, when trusted)."""
+        import asyncio
+
+        ws.stale = True
+        self.refresh(ws, "kernels")
+        if text is None:
+            text = ws.workspace.kernel_path.read_text(encoding="utf-8", errors="replace")
+        loop = asyncio.get_running_loop()
+        diagnostics, identical = await loop.run_in_executor(
+            self.state.command_pool, history_hints.fingerprint_on_save, ws, text
+        )
+        ws.history_diagnostics = diagnostics
+        if identical:  # already measured (or already failed): the numbers on screen are this code's
+            self.jobs.cancel_pending_probe(ws)
+            self.jobs.cancel_running_probe(ws)  # it measures code that is no longer there
+            ws.probe, ws.stale = None, False
+        else:
+            self.jobs.schedule_probe(ws)
+        self.refresh(ws, "kernels")
 
     def show_warning(self, message: str) -> None:
         self.window_show_message(types.ShowMessageParams(type=types.MessageType.Warning, message=message))
@@ -120,6 +144,8 @@ async def initialized(ls: KernelscopeServer, params: types.InitializedParams) ->
     # writes to memory/ must refresh the lenses.
     ls.watcher.watch(list(ls.state.workspaces))
     await configuration.load_folder_configuration(ls, ls.state, ls.show_warning)
+    for ws in ls.state.workspaces.values():  # hints answer from a built history, not on demand
+        ls.state.workers.submit(history_hints.warm, ws)
     log.info("kernelscope serving %d optimization workspace(s)", len(ls.state.workspaces))
 
 
@@ -149,8 +175,22 @@ def code_lens(ls: KernelscopeServer, params: types.CodeLensParams) -> list[types
     return lenses.code_lenses(ws) if ws else None
 
 
+def _buffer(ls: KernelscopeServer, uri: str) -> str | None:
+    """The editor's text of kernel.py (None: read the file)."""
+    document = ls.workspace.get_text_document(uri)
+    return document.source if document.source else None
+
+
+async def _off_loop(ls: KernelscopeServer, call: Any, *args: Any) -> Any:
+    import asyncio
+
+    return await asyncio.get_running_loop().run_in_executor(ls.state.command_pool, call, *args)
+
+
 @server.feature(types.TEXT_DOCUMENT_HOVER)
-def hover(ls: KernelscopeServer, params: types.HoverParams) -> types.Hover | None:
+async def hover(ls: KernelscopeServer, params: types.HoverParams) -> types.Hover | None:
+    """On a kernel's name: its experiment history; on any line: who introduced it and what it
+    bought (performance blame)."""
     ws = _kernel_doc(ls, params.text_document.uri)
     if ws is None:
         return None
@@ -160,13 +200,22 @@ def hover(ls: KernelscopeServer, params: types.HoverParams) -> types.Hover | Non
         if position.line == kernel.def_line - 1 and start <= position.character <= end:
             from kernelscope.daemon.lsp.hover import history
 
-            table = history(ws, kernel.name).markdown
-            return types.Hover(contents=types.MarkupContent(kind=types.MarkupKind.Markdown, value=table))
-    return None
+            table = (await _off_loop(ls, history, ws, kernel.name)).markdown
+            blame = await _off_loop(
+                ls, history_hints.blame_markdown, ws, position.line, _buffer(ls, params.text_document.uri)
+            )
+            value = table + (f"\n\n---\n{blame}" if blame else "")
+            return types.Hover(contents=types.MarkupContent(kind=types.MarkupKind.Markdown, value=value))
+    blame = await _off_loop(
+        ls, history_hints.blame_markdown, ws, position.line, _buffer(ls, params.text_document.uri)
+    )
+    if blame is None:
+        return None
+    return types.Hover(contents=types.MarkupContent(kind=types.MarkupKind.Markdown, value=blame))
 
 
 @server.feature(types.TEXT_DOCUMENT_INLAY_HINT)
-def inlay_hints(ls: KernelscopeServer, params: types.InlayHintParams) -> list[types.InlayHint] | None:
+async def inlay_hints(ls: KernelscopeServer, params: types.InlayHintParams) -> list[types.InlayHint] | None:
     ws = _kernel_doc(ls, params.text_document.uri)
     if ws is None:
         return None
@@ -185,15 +234,19 @@ def inlay_hints(ls: KernelscopeServer, params: types.InlayHintParams) -> list[ty
                 padding_left=True,
             )
         )
+    buffer = _buffer(ls, params.text_document.uri)
+    hints += await _off_loop(ls, history_hints.inlay_hints, ws, buffer, params.range)
     return hints
 
 
 @server.feature(types.TEXT_DOCUMENT_DID_SAVE)
-def did_save(ls: KernelscopeServer, params: types.DidSaveTextDocumentParams) -> None:
+async def did_save(ls: KernelscopeServer, params: types.DidSaveTextDocumentParams) -> None:
+    """Before any GPU time: the saved text against every recorded version. An identical one is
+    said at once and not benchmarked again; anything else is re-benchmarked (debounced)."""
     ws = _kernel_doc(ls, params.text_document.uri)
-    if ws is not None:
-        ls.jobs.schedule_probe(ws)
-        ls.refresh(ws, "kernels")
+    if ws is None:
+        return
+    await ls.kernel_changed(ws, params.text or _buffer(ls, params.text_document.uri))
 
 
 @server.feature(types.TEXT_DOCUMENT_DID_OPEN)

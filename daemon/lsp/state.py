@@ -51,6 +51,8 @@ class WorkspaceState:
     stale: bool = False
     job: Job | None = None
     last_outcome: tuple[str, str] | None = None  # (job kind, done|cancelled|error) of the last job
+    # The 'already tried' verdict of the last save (daemon/lsp/history_hints.py).
+    history_diagnostics: list[Any] = field(default_factory=list)
     # Lens and hint texts, computed once per change: a workspace with 1,000 memory files
     # must not be re-read on every keystroke. Invalidated by every refresh.
     cache: dict[str, Any] = field(default_factory=dict)
