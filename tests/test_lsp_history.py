@@ -1,0 +1,152 @@
+"""History hints through a real LSP client (pytest-lsp), VS Code and Neovim capabilities, on a
+workspace whose history `kernelscope iterate` wrote (v0 BLOCK_SIZE 64, v1 BLOCK_SIZE 1024):
+blame in hover on the launch line, the values already tried as inlay hints at BLOCK_SIZE,
+'already tried' on saving v0's code (no benchmark), and `kernelscope.compare`."""
+
+from __future__ import annotations
+
+import asyncio
+import shutil
+import sqlite3
+import sys
+from pathlib import Path
+
+import pytest
+import pytest_lsp
+from lsprotocol import types
+from pytest_lsp import ClientServerConfig, LanguageClient, client_capabilities
+
+from kernelscope.daemon.engine.demo import kernel_with_block
+from tests.test_lsp import KERNEL, _as_dict, make_workspace
+
+pytestmark = pytest.mark.slow
+SERVER = [sys.executable, str(Path(__file__).parent / "no_torch_server.py")]
+
+
+@pytest.fixture(scope="module")
+def prepared(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    root = tmp_path_factory.mktemp("lsp-history")
+    make_workspace(root)
+    return root
+
+
+@pytest.fixture
+def folder(prepared: Path, tmp_path: Path) -> Path:
+    copy = tmp_path / "folder"
+    shutil.copytree(prepared, copy)
+    old, new = str(prepared / "kernel_opt_vector_add"), str(copy / "kernel_opt_vector_add")
+    connection = sqlite3.connect(copy / "exp.sqlite")
+    try:
+        for table in ("experiments", "experiment_kernels", "kernel_stats"):
+            connection.execute(f"UPDATE {table} SET workspace = ? WHERE workspace = ?", (new, old))
+        connection.commit()
+    finally:
+        connection.close()
+    return copy
+
+
+@pytest_lsp.fixture(params=["visual_studio_code", "neovim"], config=ClientServerConfig(server_command=SERVER))
+async def client(lsp_client: LanguageClient, request: pytest.FixtureRequest, folder: Path):
+    lsp_client.folder = folder  # type: ignore[attr-defined]
+    lsp_client.finished = []  # type: ignore[attr-defined]
+
+    @lsp_client.feature("kernelscope/jobFinished")
+    def on_finished(*args: object) -> None:
+        lsp_client.finished.append(_as_dict(args[-1]))  # type: ignore[attr-defined]
+
+    for method in (types.WORKSPACE_CODE_LENS_REFRESH, types.WORKSPACE_INLAY_HINT_REFRESH):
+        lsp_client.feature(method)(lambda params: None)
+    await lsp_client.initialize_session(
+        types.InitializeParams(
+            capabilities=client_capabilities(request.param),
+            workspace_folders=[types.WorkspaceFolder(uri=folder.as_uri(), name="folder")],
+            initialization_options={
+                "kernelscope": {
+                    "dbUrl": str(folder / "exp.sqlite"),
+                    "trusted": True,
+                    "mode": "interpreter",
+                    "seeds": 1,
+                    "debounceMs": 100,
+                }
+            },
+            process_id=None,
+        )
+    )
+    yield
+    await lsp_client.shutdown_session()
+
+
+def kernel(client: LanguageClient) -> Path:
+    return client.folder / "kernel_opt_vector_add" / "kernel.py"  # type: ignore[attr-defined]
+
+
+def launch_line(path: Path) -> int:
+    return next(i for i, line in enumerate(path.read_text().splitlines()) if "add_kernel[grid]" in line)
+
+
+async def test_blame_in_hover_on_the_launch_line(client: LanguageClient) -> None:
+    path = kernel(client)
+    line = launch_line(path)
+    hover = await client.text_document_hover_async(
+        types.HoverParams(
+            text_document=types.TextDocumentIdentifier(uri=path.as_uri()),
+            position=types.Position(line=line, character=8),
+        )
+    )
+    assert hover is not None
+    text = hover.contents.value  # type: ignore[union-attr]
+    assert text.startswith("introduced in v1"), text
+    assert "vs v0" in text and "PASS" in text
+
+
+async def test_values_already_tried_at_block_size(client: LanguageClient) -> None:
+    path = kernel(client)
+    line = launch_line(path)
+    hints = await client.text_document_inlay_hint_async(
+        types.InlayHintParams(
+            text_document=types.TextDocumentIdentifier(uri=path.as_uri()),
+            range=types.Range(
+                start=types.Position(line=0, character=0), end=types.Position(line=60, character=0)
+            ),
+        )
+    )
+    tried = [h for h in hints or [] if str(h.label).startswith("tried:")]
+    at_launch = [h for h in tried if h.position.line == line]
+    assert at_launch, [(h.position.line, h.label) for h in hints or []]
+    label = str(at_launch[0].label)
+    assert "64" in label and "1024" in label and "v0" in label and "v1" in label, label
+    assert at_launch[0].position.character == path.read_text().splitlines()[line].index("1024") + 4
+
+
+async def test_saving_v0s_code_says_already_tried_without_a_benchmark(client: LanguageClient) -> None:
+    path = kernel(client)
+    uri = path.as_uri()
+    path.write_text(kernel_with_block(KERNEL, 64))  # exactly v0's kernel
+    client.text_document_did_save(
+        types.DidSaveTextDocumentParams(text_document=types.TextDocumentIdentifier(uri=uri))
+    )
+    deadline = asyncio.get_running_loop().time() + 30
+    while not client.diagnostics.get(uri):
+        assert asyncio.get_running_loop().time() < deadline, "no diagnostic"
+        await asyncio.sleep(0.1)
+    diagnostic = client.diagnostics[uri][0]
+    assert diagnostic.code == "already_tried" and diagnostic.message.startswith("identical to v0"), diagnostic
+    await asyncio.sleep(2.0)  # far past the 100 ms debounce: no probe was started
+    assert client.finished == []  # type: ignore[attr-defined]
+
+
+async def test_compare_command(client: LanguageClient) -> None:
+    ws = str(client.folder / "kernel_opt_vector_add")  # type: ignore[attr-defined]
+    result = await client.workspace_execute_command_async(
+        types.ExecuteCommandParams(
+            command="kernelscope.compare", arguments=[{"workspace": ws, "versionA": "v0", "versionB": "v1"}]
+        )
+    )
+    assert "BLOCK_SIZE=64" in result["markdown"] and "BLOCK_SIZE=1024" in result["markdown"]  # type: ignore[index]
+    with pytest.raises(Exception, match="v9"):
+        await client.workspace_execute_command_async(
+            types.ExecuteCommandParams(
+                command="kernelscope.compare",
+                arguments=[{"workspace": ws, "versionA": "v0", "versionB": "v9"}],
+            )
+        )
