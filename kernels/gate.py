@@ -64,7 +64,7 @@ def digest(values: Any) -> str:
             flat = item.detach().contiguous().reshape(-1)
             hasher.update(str((item.dtype, tuple(item.shape))).encode())
             if flat.numel():  # hashed in place (a memoryview), not through a bytes copy
-                hasher.update(memoryview(flat.view(torch.uint8).cpu().numpy()))
+                hasher.update(flat.view(torch.uint8).cpu().numpy().data)
         else:
             hasher.update(repr(item).encode())
     return hasher.hexdigest()

@@ -20,7 +20,11 @@ import tempfile
 import time
 import traceback
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from kernelscope.kernels.stats import Verdict
+    from kernelscope.protocol.bench import BenchMode, BenchStatus, ErrorKind
 
 GROUP_PREFIX = "configuration group "
 
@@ -76,7 +80,7 @@ def _parse_args(argv: list[str] | None) -> argparse.Namespace:
     return parser.parse_args(argv)
 
 
-def _select_mode(requested: str) -> str:
+def _select_mode(requested: str) -> BenchMode:
     """Decide gpu vs interpreter before triton is imported (TRITON_INTERPRET is read then)."""
     if requested == "interpreter" or os.environ.get("TRITON_INTERPRET") == "1":
         os.environ["TRITON_INTERPRET"] = "1"
@@ -461,13 +465,15 @@ def run(args: argparse.Namespace) -> Any:
         )
     env = _env(mode)
 
-    def failure(kind: str, message: str, status: str = "error", tb: str | None = None) -> BenchResult:
+    def failure(
+        kind: ErrorKind, message: str, status: BenchStatus = "error", tb: str | None = None
+    ) -> BenchResult:
         return BenchResult(
             status=status,
             passed=False,
             mode=mode,
-            env=env,  # type: ignore[arg-type]
-            error=BenchError(kind=kind, message=message, traceback=tb),  # type: ignore[arg-type]
+            env=env,
+            error=BenchError(kind=kind, message=message, traceback=tb),
             duration_s=time.perf_counter() - started,
             **common,
         )
@@ -537,7 +543,7 @@ def run(args: argparse.Namespace) -> Any:
             return BenchResult(
                 status="ok",
                 passed=True,
-                mode=mode,  # type: ignore[arg-type]
+                mode=mode,
                 env=env,
                 messages=[f"{GROUP_PREFIX}{index}/{count} is empty"],
                 duration_s=time.perf_counter() - started,
@@ -549,6 +555,7 @@ def run(args: argparse.Namespace) -> Any:
             return failure("unsupported", "; ".join(problems), status="unsupported")
 
     parent_fn = None
+    common_warning: str | None = None
     if args.parent is not None:
         try:
             from kernelscope.kernels.problem import load_module
@@ -593,7 +600,7 @@ def run(args: argparse.Namespace) -> Any:
 
 def _summarise(
     outcomes: list[tuple[Any, Any]],
-    mode: str,
+    mode: BenchMode,
     env: dict[str, Any],
     common: dict[str, Any],
     started: float,
@@ -617,7 +624,8 @@ def _summarise(
             "interpreter mode (TRITON_INTERPRET=1, CPU): a correctness run; its timings are not GPU "
             "figures and must not be compared with them (the score is marked comparable: false)"
         )
-    score = score_ci = noise_band = verdict = None
+    score = score_ci = noise_band = None
+    verdict: Verdict | None = None
     noisy = False
     if passed and results:
         samples = [pair for pair, _ in (timing for _, timing in outcomes if timing is not None)]
@@ -648,7 +656,7 @@ def _summarise(
     return BenchResult(
         status="ok" if passed else ("unsupported" if unsupported else "gate_failed"),
         passed=passed,
-        mode=mode,  # type: ignore[arg-type]
+        mode=mode,
         configs=results,
         score=score,
         score_ci=score_ci,

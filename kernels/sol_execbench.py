@@ -170,7 +170,7 @@ def solution_spec(workspace: Path, entry: str) -> tuple[str, bool]:
 
 # -- axes and shapes ----------------------------------------------------------------------------
 
-_BINARY = {
+_BINARY: dict[type[ast.operator], Callable[[Any, Any], Any]] = {
     ast.Add: operator.add,
     ast.Sub: operator.sub,
     ast.Mult: operator.mul,
@@ -179,7 +179,7 @@ _BINARY = {
     ast.Mod: operator.mod,
     ast.Pow: operator.pow,
 }
-_UNARY = {ast.UAdd: operator.pos, ast.USub: operator.neg}
+_UNARY: dict[type[ast.unaryop], Callable[[Any], Any]] = {ast.UAdd: operator.pos, ast.USub: operator.neg}
 
 
 def evaluate_axis_expression(expression: str, values: dict[str, int]) -> int:
@@ -625,7 +625,8 @@ class SolExecBenchProblem(Problem):
         custom = self._custom_inputs(workload, axes, device) if self._has_custom(specs) else {}
         values: list[Any] = []
         for name, spec in self.definition.inputs.items():
-            source = specs.get(name) if isinstance(specs.get(name), dict) else {"type": "random"}
+            spec_raw = specs.get(name)
+            source: dict[str, Any] = spec_raw if isinstance(spec_raw, dict) else {"type": "random"}
             kind = source.get("type", "random")
             if kind == "scalar":
                 values.append(source.get("value"))

@@ -6,6 +6,7 @@ import math
 import random
 import statistics
 from collections.abc import Sequence
+from typing import Literal
 
 NOISY_THRESHOLD = 0.05  # relative width of the score's 95% interval beyond which a run is noisy
 
@@ -63,7 +64,10 @@ def score_summary(
     return score, score_ci, noisy
 
 
-def verdict_of(score: float, score_ci: tuple[float, float], noise_band: tuple[float, float]) -> str:
+Verdict = Literal["faster", "slower", "no measurable change", "not comparable"]
+
+
+def verdict_of(score: float, score_ci: tuple[float, float], noise_band: tuple[float, float]) -> Verdict:
     """ "faster", "slower" or "no measurable change": a score inside the run's own A/A noise band,
     or whose interval holds 1.0, is no change at all."""
     low, high = noise_band

@@ -29,11 +29,22 @@ import contextlib
 import random
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 import torch
 
 from kernelscope.kernels.integrity import Guard, perf_counter
+
+
+class CallChecks(Protocol):
+    """What `Timer.run` calls between timed calls: `TimedCallChecks` for the candidate, the
+    runner's perturb-only hooks for the baseline and parent."""
+
+    def before(self, index: int) -> None: ...
+
+    def after(self, index: int, output: Any) -> None: ...
+
+    def audit_point(self, index: int) -> None: ...
 
 
 class TimedCheckFailure(Exception):
@@ -150,7 +161,7 @@ class Timer:
         self,
         fn: Callable[..., Any],
         inputs: tuple[Any, ...],
-        checks: TimedCallChecks | None = None,
+        checks: CallChecks | None = None,
         counted: bool = False,
     ) -> Timed:
         """Time `fn(*inputs)`. `checks` acts between calls; `counted` counts Triton launches
@@ -255,7 +266,7 @@ class TimedCallChecks:
         reference: Callable[[tuple[Any, ...]], list[torch.Tensor]],
         fresh_inputs: Callable[[int], tuple[Any, ...]],
         candidate: Callable[..., Any],
-        compare: Callable[[list[torch.Tensor], list[torch.Tensor], tuple[Any, ...]], None],
+        compare: Callable[[list[torch.Tensor], list[torch.Tensor], tuple[Any, ...]], object],
         outputs_of: Callable[[Any], list[torch.Tensor]],
         digest: Callable[[Any], str],
         guard: Guard,

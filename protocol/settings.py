@@ -138,12 +138,8 @@ def _strict_bool(value: Any, _type: Any) -> bool:
 _converter = cattrs.Converter(forbid_extra_keys=False)
 _converter.register_structure_hook(bool, _strict_bool)  # before the dataclass hooks are generated
 for _cls in (UserSettings, FolderSettings):
-    _converter.register_structure_hook(
-        _cls,
-        make_dict_structure_fn(
-            _cls, _converter, **{f.name: override(rename=_camel(f.name)) for f in fields(_cls)}
-        ),
-    )
+    _renames: dict[str, Any] = {f.name: override(rename=_camel(f.name)) for f in fields(_cls)}
+    _converter.register_structure_hook(_cls, make_dict_structure_fn(_cls, _converter, **_renames))
 
 
 def _format(exc: BaseException, type_: Any) -> str:

@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
-# The test command: set up .venv with the dev and bench extras, lint, run the test suite.
+# The test command: set up .venv with the dev and bench extras, lint, type-check, run the test suite.
 # Extra arguments go to pytest (e.g. scripts/test.sh -k memory).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/bootstrap.sh "dev,bench,postgres,ray"
 .venv/bin/ruff check .
+scripts/typecheck.sh
 set +e
 .venv/bin/python -m pytest -q "$@"
 status=$?

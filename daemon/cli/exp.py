@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 import math
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Optional
+from typing import TYPE_CHECKING, Annotated, Any, Optional
 
 import typer
 
@@ -51,7 +51,7 @@ def _filters(
     max_score: float | None = None,
     text: str | None = None,
     tag: str | None = None,
-) -> dict[str, object]:
+) -> dict[str, Any]:
     if workspace is not None:
         workspace = str(Path(workspace).expanduser().resolve())
     values = {

@@ -110,7 +110,7 @@ def resolve_command(name: str) -> Any:
     return typer.main.get_group(holder).commands[name]
 
 
-class _LazyCommands(MutableMapping):  # type: ignore[type-arg]
+class _LazyCommands(MutableMapping[str, "Any"]):
     """The root group's `commands`: every name from COMMANDS, resolved on first access."""
 
     def __init__(self) -> None:
@@ -154,7 +154,8 @@ def get_app() -> Any:
 
         def __init__(self, **kwargs: Any) -> None:
             super().__init__(**kwargs)
-            self.commands = _LazyCommands()
+            self.lazy_commands = _LazyCommands()
+            self.commands = self.lazy_commands
             self._listing = False
 
         def format_help(self, ctx: Any, formatter: Any) -> None:
@@ -168,7 +169,7 @@ def get_app() -> Any:
             return list(self.commands)  # names only (typer's own asks for .items(): every import)
 
         def get_command(self, ctx: Any, cmd_name: str) -> Any:
-            if self._listing and cmd_name in COMMANDS and cmd_name not in self.commands.resolved:
+            if self._listing and cmd_name in COMMANDS and cmd_name not in self.lazy_commands.resolved:
                 return TyperCommand(name=cmd_name, help=COMMANDS[cmd_name][1])
             return self.commands.get(cmd_name)
 
@@ -231,7 +232,9 @@ def _bench_json(args: list[str]) -> int:
     from kernelscope.daemon.cli.bench import EXIT_SETUP, usage_error_document
 
     # click's ClickException, whether typer vendors click (0.2x) or uses it (older releases)
-    usage_errors = tuple(c for c in typer.BadParameter.__mro__ if c.__name__ == "ClickException")
+    usage_errors: tuple[type[BaseException], ...] = tuple(
+        c for c in typer.BadParameter.__mro__ if c.__name__ == "ClickException"
+    )
     try:
         code = get_app()(args=args, prog_name="kernelscope", standalone_mode=False)
     except usage_errors as exc:

@@ -8,6 +8,7 @@ switch by changing the program name; plus `--json` everywhere, `next-version` an
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Optional
 
@@ -127,7 +128,7 @@ def update(
         output.info(f"Updated: {manager.path_of(version)}")
 
 
-def _mask_command(masked: bool):  # type: ignore[no-untyped-def]
+def _mask_command(masked: bool) -> Callable[..., None]:
     verb = "Masked" if masked else "Unmasked"
 
     def command(

@@ -15,7 +15,14 @@ from dataclasses import replace
 
 from kernelscope.daemon.engine.bench import BenchRequest
 from kernelscope.kernels.runner import GROUP_PREFIX
-from kernelscope.kernels.stats import NOISY_PREFIX, geomean, noisy_message, score_summary, verdict_of
+from kernelscope.kernels.stats import (
+    NOISY_PREFIX,
+    Verdict,
+    geomean,
+    noisy_message,
+    score_summary,
+    verdict_of,
+)
 from kernelscope.protocol.bench import BenchResult, ConfigResult
 
 
@@ -89,7 +96,7 @@ def merge_results(parts: list[BenchResult]) -> BenchResult:
     # The groups' A/A bands, widened to cover them all: the merged run is no surer than its
     # noisiest group.
     noise_band = (min(b[0] for b in bands), max(b[1] for b in bands)) if bands else None
-    verdict = None
+    verdict: Verdict | None = None
     if score is not None and score_ci is not None and noise_band is not None:
         verdict = verdict_of(score, score_ci, noise_band) if comparable else "not comparable"
     messages.append(f"measured as {len(parts)} configuration groups, one task each")

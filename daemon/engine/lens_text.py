@@ -77,7 +77,7 @@ def kernel_lens(summary: KernelSummary | None, scores: list[VersionScore]) -> st
     if not tried:
         return "no iterations yet"
     scored = [s for s in tried if s.passed and s.score is not None]
-    best = max(scored, key=lambda s: s.score or 0.0) if scored else None
+    best_score = max(scored, key=lambda s: s.score or 0.0) if scored else None
     last = tried[-1]
     # A pivot or blocked episode is an outcome of the search, not a kernel that failed its gate.
     outcomes: dict[str, int] = {}
@@ -85,7 +85,7 @@ def kernel_lens(summary: KernelSummary | None, scores: list[VersionScore]) -> st
         if s.label:
             outcomes[s.label] = outcomes.get(s.label, 0) + 1
     failed = sum(1 for s in tried if not s.passed and not s.label)
-    best_text = f"best {best.score:.2f}x {best.version}" if best else "best -"
+    best_text = f"best {best_score.score:.2f}x {best_score.version}" if best_score else "best -"
     if last.label:
         carried = f", kept {last.carried_from}" if last.carried_from else ""
         latest_text = f"latest {last.version} {last.label}{carried}"
@@ -146,7 +146,7 @@ def file_lens(
                 "bandwidth": "bandwidth_peak_utilization_pct",
                 "tflops": "tflops_peak_utilization_pct",
             }.get(condition.kind)
-            pct = best.record.metric(pct_key) if pct_key and best.record else None  # type: ignore[arg-type]
+            pct = best.record.metric(pct_key) if pct_key and best.record else None
             if pct is not None:
                 parts.append(f"roofline {pct:.0f}%")
         elif any(_mode(e) == "interpreter" for e in entries):
@@ -178,10 +178,10 @@ def _goal_progress(goal: str, entries: list[MemoryEntry]) -> str:
         for e in entries
         if e.record and e.record.gate_passed and atrex.record_outcome(e.record).measured
     ]
-    measured = [(e, value) for e, value in measured if value is not None]
-    if not measured:
+    latencies = [(e, value) for e, value in measured if value is not None]
+    if not latencies:
         return f"goal: {text} | no passing measurement yet"
-    best, latency = min(measured, key=lambda item: item[1])
+    best, latency = min(latencies, key=lambda item: item[1])
     speedup = atrex.speedup_vs_reference(best.record) if best.record else None
     versus = f", {speedup:.2f}x vs reference" if speedup is not None else ""
     return f"goal: {text} | best {latency:.4g} us {best.version}{versus}"

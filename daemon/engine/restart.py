@@ -64,7 +64,7 @@ def digest_experience(records: list[dict[str, Any]]) -> dict[str, list[str]]:
     }
     for record in records:
         version = record.get("version", "?")
-        optimization = record.get("optimization") if isinstance(record.get("optimization"), dict) else {}
+        optimization = atrex.as_dict(record.get("optimization"))
         action = optimization.get("action_category") or "?"
         description = optimization.get("action_description") or ""
         outcome = atrex.record_outcome(record)
@@ -72,9 +72,9 @@ def digest_experience(records: list[dict[str, Any]]) -> dict[str, list[str]]:
         digest["tried"].append(f"{version}: {action} - {description}".strip(" -") + label)
         for note in atrex.experiments(record):
             digest["experiments"].append(f"{version}: {note.line()}")
-        gate = record.get("quality_gate") if isinstance(record.get("quality_gate"), dict) else {}
+        gate = atrex.as_dict(record.get("quality_gate"))
         if str(gate.get("result", "")).upper() == "PASS" and outcome.measured:
-            perf = record.get("performance") if isinstance(record.get("performance"), dict) else {}
+            perf = atrex.as_dict(record.get("performance"))
             digest["worked"].append(f"{version}: {action} (latency_us={perf.get('latency_us')})")
         elif gate.get("result") is not None:
             digest["failed"].append(f"{version}: {action}: {gate.get('failure_reason')}")

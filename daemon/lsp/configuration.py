@@ -122,8 +122,8 @@ async def load_folder_configuration(ls: LanguageServer, state: ServerState, warn
         log.warning("workspace/configuration answered %r, not a list: folder defaults kept", values)
         return
     for root, value in zip(roots, values, strict=False):
-        ws = state.workspaces.get(root)
-        if ws is not None:
+        folder_ws = state.workspaces.get(root)
+        if folder_ws is not None:
             state.set_folder_settings(
-                ws, _folder_settings(state, str(root), value, state.folder_defaults, warn)
+                folder_ws, _folder_settings(state, str(root), value, state.folder_defaults, warn)
             )

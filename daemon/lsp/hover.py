@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from kernelscope.daemon.engine.lens_text import memory_scores
 from kernelscope.daemon.engine.store import ExperimentStore, StoreError
 from kernelscope.daemon.lsp.state import WorkspaceState
@@ -18,7 +20,8 @@ def history(state: WorkspaceState, kernel: str | None) -> HistoryResult:
     records = {e.version: e for e in ws.memory.scan()}
     try:
         store = ExperimentStore(state.settings.db_url)
-        experiments = store.list_experiments(workspace=str(ws.root), **({"kernel": kernel} if kernel else {}))
+        filters: dict[str, Any] = {"kernel": kernel} if kernel else {}
+        experiments = store.list_experiments(workspace=str(ws.root), **filters)
     except StoreError:
         experiments = []
     for exp in experiments:
@@ -33,8 +36,8 @@ def history(state: WorkspaceState, kernel: str | None) -> HistoryResult:
         )
     if not entries:  # a workspace kernelscope has never seen: its memory records
         readme = ws.readme() if ws.readme_path.is_file() else None
-        for score in memory_scores(list(records.values()), readme):
-            record = records[score.version].record
+        for version_score in memory_scores(list(records.values()), readme):
+            record = records[version_score.version].record
             action = ""
             if record is not None and isinstance(record.optimization, dict):
                 action = str(record.optimization.get("action_description") or "")
@@ -42,9 +45,13 @@ def history(state: WorkspaceState, kernel: str | None) -> HistoryResult:
                 action = str(getattr(record.optimization, "action_description", "") or "")
             entries.append(
                 HistoryEntry(
-                    version=score.version,
-                    score=score.score,
-                    status=score.label.upper() if score.label else "PASS" if score.passed else "FAIL",
+                    version=version_score.version,
+                    score=version_score.score,
+                    status=version_score.label.upper()
+                    if version_score.label
+                    else "PASS"
+                    if version_score.passed
+                    else "FAIL",
                     summary=action,
                 )
             )

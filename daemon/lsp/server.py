@@ -110,8 +110,10 @@ server = KernelscopeServer()
 @server.feature(types.INITIALIZE)
 def initialize(ls: KernelscopeServer, params: types.InitializeParams) -> None:
     if ls.tcp_token is not None:
-        options = params.initialization_options if isinstance(params.initialization_options, dict) else {}
-        nested = options.get("kernelscope") if isinstance(options.get("kernelscope"), dict) else {}
+        raw = params.initialization_options
+        options: dict[str, Any] = raw if isinstance(raw, dict) else {}
+        nested_raw = options.get("kernelscope")
+        nested: dict[str, Any] = nested_raw if isinstance(nested_raw, dict) else {}
         offered = str(nested.get("token") or options.get("token") or "")
         if not hmac.compare_digest(offered, ls.tcp_token):
             log.warning("refused a TCP connection without the right token")

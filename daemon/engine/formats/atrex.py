@@ -48,6 +48,11 @@ def _section(record: MemoryRecord | dict[str, Any], name: str) -> Any:
     return value
 
 
+def as_dict(value: Any) -> dict[str, Any]:
+    """`value` if it is a JSON object, else an empty one (memory files are free-form JSON)."""
+    return value if isinstance(value, dict) else {}
+
+
 def _get(section: Any, key: str) -> Any:
     if isinstance(section, dict):
         return section.get(key)
@@ -222,7 +227,7 @@ def episode_journals(root: Path) -> list[EpisodeJournal]:
             continue
         if not isinstance(data, dict):
             continue
-        outcome = data.get("outcome") if isinstance(data.get("outcome"), dict) else {}
+        outcome = as_dict(data.get("outcome"))
         version = data.get("memory_version")
         directions = outcome.get("next_directions")
         journals.append(

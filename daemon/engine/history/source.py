@@ -341,8 +341,8 @@ class _Pass:
                     if isinstance(item, ast.AST):
                         if (
                             item.__class__ is ast.Expr
-                            and item.value.__class__ is ast.Constant  # type: ignore[attr-defined]
-                            and item.value.value.__class__ is str  # type: ignore[attr-defined]
+                            and item.value.__class__ is ast.Constant
+                            and item.value.value.__class__ is str
                         ):
                             continue  # a docstring or a bare string: documentation, not code
                         self.visit(item, function)

@@ -215,7 +215,7 @@ class ExperimentStore:
 
     def _where(self) -> str:
         url = make_url(self.url)
-        return url.database if self.is_sqlite else url.render_as_string(hide_password=True)
+        return (url.database or ":memory:") if self.is_sqlite else url.render_as_string(hide_password=True)
 
     # -- schema -----------------------------------------------------------------------
 
@@ -283,7 +283,9 @@ class ExperimentStore:
 
     def _insert(self, conn: Connection, record: KernelExperiment) -> None:
         if self.is_sqlite:
-            cursor = conn.connection.driver_connection.cursor()
+            driver = conn.connection.driver_connection
+            assert driver is not None  # a checked-out connection holds its DBAPI connection
+            cursor = driver.cursor()
             try:
                 _sqlite_insert(cursor, record)
             finally:
@@ -293,7 +295,9 @@ class ExperimentStore:
             with conn.begin_nested() if not self.is_sqlite else contextlib.nullcontext():
                 # Values as parameters, not embedded in the statement: the compiled
                 # statement is then cached, which triples the insert rate.
-                seq = conn.execute(_INSERT_EXPERIMENT, _experiment_to_row(record)).inserted_primary_key[0]
+                key = conn.execute(_INSERT_EXPERIMENT, _experiment_to_row(record)).inserted_primary_key
+                assert key is not None  # a single-row INSERT reports its primary key
+                seq = key[0]
         except IntegrityError:
             raise DuplicateExperiment(f"experiment with id '{record.id}' already exists") from None
         self._insert_kernels(conn, seq, record)
