@@ -16,9 +16,12 @@ reduces in float64, instead of float64 copies of both tensors: a 128 MB output c
 from __future__ import annotations
 
 import hashlib
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import torch
+
+if TYPE_CHECKING:
+    from kernelscope.protocol.bench import ErrorKind
 
 # Per-dtype defaults when neither the reference module nor the README gives a tolerance.
 DEFAULT_TOLERANCE: dict[torch.dtype, tuple[float, float]] = {
@@ -33,9 +36,9 @@ _TINY = 1e-12
 class GateFailure(Exception):
     """A candidate failed the gate; `kind` is `wrong_result`, `wrong_layout` or `cheat`."""
 
-    def __init__(self, kind: str, message: str) -> None:
+    def __init__(self, kind: ErrorKind, message: str) -> None:
         super().__init__(message)
-        self.kind = kind
+        self.kind: ErrorKind = kind
         self.message = message
 
 

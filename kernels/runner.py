@@ -136,7 +136,7 @@ def _env(mode: str) -> dict[str, Any]:
     return env
 
 
-def _classify(exc: BaseException) -> str:
+def _classify(exc: BaseException) -> ErrorKind:
     import torch
 
     if isinstance(exc, (MemoryError, torch.cuda.OutOfMemoryError)):
@@ -146,8 +146,10 @@ def _classify(exc: BaseException) -> str:
     ):
         return "out_of_memory"
     bench_kind = getattr(exc, "bench_kind", None)  # e.g. an input the problem cannot build
-    if bench_kind in ("unsupported", "setup"):
-        return str(bench_kind)
+    if bench_kind == "unsupported":
+        return "unsupported"
+    if bench_kind == "setup":
+        return "setup"
     module = type(exc).__module__ or ""
     if module.startswith("triton.compiler") or type(exc).__name__ in (
         "CompilationError",
@@ -404,11 +406,11 @@ class _Runner:
             worst = self._checked_calls(config, problem, result)
             base, cand, par, aa = self.time_ab(config, problem, result, self.parent_fn)
         except (GateFailure, TimedCheckFailure) as failure:
-            result.error = BenchError(kind=failure.kind, message=f"{name}: {failure.message}", config=name)  # type: ignore[arg-type]
+            result.error = BenchError(kind=failure.kind, message=f"{name}: {failure.message}", config=name)
             return result, None
         except Exception as exc:
             result.error = BenchError(
-                kind=_classify(exc),  # type: ignore[arg-type]
+                kind=_classify(exc),
                 message=f"{name}: {type(exc).__name__}: {exc}",
                 config=name,
                 traceback=traceback.format_exc(limit=8),

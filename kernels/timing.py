@@ -29,11 +29,14 @@ import contextlib
 import random
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 import torch
 
 from kernelscope.kernels.integrity import Guard, perf_counter
+
+if TYPE_CHECKING:
+    from kernelscope.protocol.bench import ErrorKind
 
 
 class CallChecks(Protocol):
@@ -48,9 +51,9 @@ class CallChecks(Protocol):
 
 
 class TimedCheckFailure(Exception):
-    def __init__(self, kind: str, message: str) -> None:
+    def __init__(self, kind: ErrorKind, message: str) -> None:
         super().__init__(message)
-        self.kind = kind
+        self.kind: ErrorKind = kind
         self.message = message
 
 

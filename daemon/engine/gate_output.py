@@ -30,12 +30,12 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from kernelscope.protocol.bench import BenchError, ConfigResult, GateReport
+from kernelscope.protocol.bench import BenchError, ConfigResult, ErrorKind, GateReport
 
 RESULT_JSON = re.compile(r"^(?P<prefix>.*?)\s*RESULT_JSON=(?P<body>\{.*\})\s*$")
 # `<uuid prefix>=<STATUS> (<axes>)`, as atrex's test_kernel.py names a failed workload.
 FAILURE = re.compile(r"^(?P<id>[\w.-]+)=(?P<status>[A-Z_]+)(?:\s+\((?P<axes>.*)\))?$")
-STATUS_KINDS = {  # SOL-ExecBench's EvaluationStatus -> kernelscope's failure kinds
+STATUS_KINDS: dict[str, ErrorKind] = {  # SOL-ExecBench's EvaluationStatus -> kernelscope's failure kinds
     "INCORRECT_SHAPE": "wrong_result",
     "INCORRECT_NUMERICAL": "wrong_result",
     "INCORRECT_DTYPE": "wrong_result",
@@ -171,7 +171,7 @@ def _failed_config(failure: str, workloads: Workloads) -> ConfigResult:
         name=name,
         params=params,
         passed=False,
-        error=BenchError(kind=kind, message=failure, config=name),  # type: ignore[arg-type]
+        error=BenchError(kind=kind, message=failure, config=name),
     )
 
 

@@ -204,8 +204,8 @@ class Iteration:
             result.failed_ref = FAILED_REF_PREFIX + version
             self.git.store_on_side_ref(self.ws.kernel_path, result.failed_ref, f"{summary} (failed kernel)")
             commit = self.git.commit_paths([memory_path], summary)
-            if self.options.revert_on_fail and parent_entry is not None:
-                self.git.restore_file(str(parent_entry.record.git_commit_hash), self.ws.kernel_path)  # type: ignore[union-attr]
+            if self.options.revert_on_fail and parent_entry is not None and parent_entry.record is not None:
+                self.git.restore_file(str(parent_entry.record.git_commit_hash), self.ws.kernel_path)
                 result.reverted = True
         # Record the hash in both records, then commit the memory file once more so HEAD's
         # copy carries it too.

@@ -119,19 +119,17 @@ def file_lens(
     if condition is not None:
         metric = _METRIC_OF_KIND[condition.kind]
         passing = [
-            e
+            (e, measured)
             for e in entries
             if e.record
             and e.record.gate_passed
-            and e.record.metric(metric) is not None
+            and (measured := e.record.metric(metric)) is not None
             and atrex.record_outcome(e.record).measured
         ]
         target = f"target {condition.kind} {condition.comparator} {condition.value:g}{condition.unit}"
         if passing:
             pick = min if condition.kind == "latency" else max
-            best = pick(passing, key=lambda e: e.record.metric(metric) or 0.0)  # type: ignore[union-attr]
-            value = best.record.metric(metric)  # type: ignore[union-attr]
-            assert value is not None
+            best, value = pick(passing, key=lambda item: item[1])
             fraction = (
                 (condition.normalized_value / value)
                 if condition.kind == "latency"

@@ -22,8 +22,10 @@ from typing import Any
 from pydantic import ValidationError
 
 from kernelscope.protocol.workspace import (
+    Comparator,
     CorrectnessThreshold,
     HardwareSpec,
+    MetricKind,
     ReadmeInfo,
     StopCondition,
     TargetInfo,
@@ -50,8 +52,18 @@ _DTYPE_BEFORE = re.compile(r"\b(fp64|fp32|tf32|fp16|bf16|fp8|fp4|int8|int4|e4m3|
 _TRAILING_NOTE = re.compile(r"\s*\((?:parsed|derived|from|see|e\.g\.)[^()]*\)\s*$", re.I)
 _MACHINE_FENCE = re.compile(r"^\s*(```|~~~)\s*kernelscope\s*$")
 
-_COMPARATOR_CANON = {"≥": ">=", "≤": "<=", "=>": ">=", "=<": "<="}
-_UNIT_KIND_SCALE: dict[str, tuple[str, float]] = {
+# Every spelling `_COMPARATOR` matches -> its canonical comparator.
+_COMPARATOR_CANON: dict[str, Comparator] = {
+    ">=": ">=",
+    "<=": "<=",
+    ">": ">",
+    "<": "<",
+    "≥": ">=",
+    "≤": "<=",
+    "=>": ">=",
+    "=<": "<=",
+}
+_UNIT_KIND_SCALE: dict[str, tuple[MetricKind, float]] = {
     "tb/s": ("bandwidth", 1000.0),
     "gb/s": ("bandwidth", 1.0),
     "mb/s": ("bandwidth", 0.001),
@@ -254,7 +266,7 @@ def parse_condition(text: str, line: int | None = None) -> StopCondition | None:
     match = _CONDITION.search(text)
     if not match:
         return None
-    comparator = _COMPARATOR_CANON.get(match.group(1), match.group(1))
+    comparator = _COMPARATOR_CANON[match.group(1)]
     value = float(match.group(2))
     unit = match.group(3)
     kind, scale = _UNIT_KIND_SCALE[unit.lower()]
@@ -265,8 +277,8 @@ def parse_condition(text: str, line: int | None = None) -> StopCondition | None:
         dtypes = _DTYPE_BEFORE.findall(head)
         dtype = dtypes[-1].lower() if dtypes else None
     return StopCondition(
-        kind=kind,  # type: ignore[arg-type]
-        comparator=comparator,  # type: ignore[arg-type]
+        kind=kind,
+        comparator=comparator,
         value=value,
         unit=unit,
         normalized_value=value * scale,
@@ -319,12 +331,12 @@ def _parse_threshold(lines: list[str]) -> CorrectnessThreshold | None:
             continue
         match = _REL_ERR.search(line)
         if match:
-            comparator = _COMPARATOR_CANON.get(match.group(2), match.group(2))
+            comparator = _COMPARATOR_CANON[match.group(2)]
             if comparator not in ("<", "<="):
                 continue
             return CorrectnessThreshold(
                 metric="rel_err",
-                comparator=comparator,  # type: ignore[arg-type]
+                comparator=comparator,
                 value=float(match.group(3)),
                 line=index + 1,
             )

@@ -566,12 +566,12 @@ def _episode_trials(history: History, branches: dict[int, tuple[str, str]]) -> l
     """Kernels an atrex episode evaluated on its branch (fast trials, checkpoints), matched to
     the evaluator's verdicts in `episodes/eNNNN/episode_runtime/evaluations.jsonl` by the
     sha256 of kernel.py, which the supervisor records with each run."""
-    if not branches:
+    if not branches or history.paths is None:
         return []
     root, rel = history.root, history.kernel_rel
     revisions = [sha for _, sha in branches.values()]
     exclude = [f"^{history.head}"] if history.head else []
-    commits = gitdata.log_commits(history.paths.toplevel, revisions + exclude, rel)  # type: ignore[union-attr]
+    commits = gitdata.log_commits(history.paths.toplevel, revisions + exclude, rel)
     if not commits:
         return []
     objects = gitdata.batch_check(root, [f"{c.commit}:{rel}" for c in commits])

@@ -237,7 +237,7 @@ def _value_row(history: History, value: str, uses: list[_Use], current: bool, in
             outcomes[use.outcome] = outcomes.get(use.outcome, 0) + 1
         else:
             failed.append(use)
-        if use.rank is not None and (best is None or use.rank > best.rank):  # type: ignore[operator]
+        if use.rank is not None and (best is None or best.rank is None or use.rank > best.rank):
             best = use
     row = TriedValue.model_construct(
         value=value,
