@@ -14,7 +14,12 @@
    kernel-only time is not below the hot-cache time of `do_bench_cudagraph` (which does not
    flush); `--cuda-graph` runs pass with a flush too.
 5. Every reward hack of tests/cheat_kernels.py (and the GPU-only ones: a side stream, a
-   patched `Event.elapsed_time`) fails with its kind on the GPU; the honest kernel passes.
+   patched `Event.elapsed_time`) fails with its kind on the GPU; the honest kernel passes;
+   and again through the daemon's warm worker (forked jobs, kernels/worker.py).
+6. The warm worker on the GPU: it starts without creating a CUDA context (NVML-based
+   checks), a vector-add probe through it passes in gpu mode, and every probe after the first
+   completes in under one second (one configuration, short timing windows: the fixed costs a
+   probe pays, which the worker exists to cut; the cold path's time beside it).
 
 Writes one JSON report and exits 0 when every check passed, 1 otherwise, 2 without a GPU.
 Budget: well under 8 minutes on one GPU (short `rep` windows, the GPU-size CONFIGS).
@@ -96,35 +101,104 @@ def flush_check(check: Any) -> None:
     )
 
 
-def cheats_check(check: Any) -> None:
-    """The reward hacks of tests/cheat_kernels.py on the GPU: each fails with its kind."""
+def cheats_check(check: Any, warm: bool = False) -> None:
+    """The reward hacks of tests/cheat_kernels.py on the GPU: each fails with its kind (with
+    `warm`, each one a job forked by one warm worker, the honest kernel last)."""
     import shutil
     import tempfile
 
     sys.path.insert(0, str(ROOT))
     from kernelscope.daemon.engine.bench import BenchRequest, run_benchmark
+    from kernelscope.daemon.engine.warm_worker import WarmWorkers
     from tests.cheat_kernels import GPU_ONLY_CHEATS, HONEST, VECTOR_ADD_CHEATS
 
+    workers = WarmWorkers() if warm else None
+    label = " (warm worker)" if warm else ""
+
     with tempfile.TemporaryDirectory() as tmp:
-        for name, (source, kind, fragment) in {
-            "honest": (HONEST, None, ""),
-            **VECTOR_ADD_CHEATS,
-            **GPU_ONLY_CHEATS,
-        }.items():
+        cases = {"honest": (HONEST, None, ""), **VECTOR_ADD_CHEATS, **GPU_ONLY_CHEATS}
+        if warm:  # every cheat first: the honest job last shows nothing of them survived
+            cases = {**{k: v for k, v in cases.items() if k != "honest"}, "honest": cases["honest"]}
+        for name, (source, kind, fragment) in cases.items():
             ws = Path(tmp) / name
             shutil.copytree(ROOT / "examples" / "vector_add", ws)
             (ws / "kernel.py").write_text(source)
-            result = run_benchmark(BenchRequest(workspace=ws, mode="gpu", seeds=2, timeout_s=300))
+            result = run_benchmark(
+                BenchRequest(workspace=ws, mode="gpu", seeds=2, timeout_s=300), workers=workers
+            )
             kinds = (kind,) if isinstance(kind, str) else kind
             got = result.error.kind if result.error else None
             ok = result.passed if kind is None else (not result.passed and got in kinds)
+            if warm and kind is None:
+                ok = ok and "warm_worker" in result.env
             check(
-                f"cheat {name}: {'passes' if kind is None else 'fails as ' + '/'.join(kinds)}",
+                f"cheat {name}{label}: {'passes' if kind is None else 'fails as ' + '/'.join(kinds)}",
                 ok and (kind is None or fragment in (result.error.message if result.error else "")),
                 got=got,
                 message=result.error and result.error.message[:200],
                 score=result.score,
+                warm_worker=result.env.get("warm_worker"),
             )
+    if workers is not None:
+        workers.close()
+
+
+def warm_probe_check(check: Any) -> None:
+    """A vector-add probe through the warm worker, as the daemon runs one on save: the worker
+    starts without a CUDA context, the probe runs in gpu mode, and every probe after the first
+    takes under one second of wall time (cold runs beside it)."""
+    import logging
+
+    from kernelscope.daemon.engine.bench import BenchRequest, run_benchmark
+    from kernelscope.daemon.engine.warm_worker import WarmWorkers
+
+    notes: list[str] = []
+
+    class Keep(logging.Handler):
+        def emit(self, record: logging.LogRecord) -> None:
+            notes.append(record.getMessage())
+
+    logging.getLogger("kernelscope.bench").addHandler(Keep())
+    logging.getLogger("kernelscope.bench").setLevel(logging.INFO)
+    ws = ROOT / "examples" / "vector_add"
+
+    def request() -> BenchRequest:
+        return BenchRequest(
+            workspace=ws,
+            mode="gpu",
+            seeds=1,
+            timeout_s=300,
+            extra_args=["--config", "n=98304", "--warmup-ms", "5", "--rep-ms", "20", "--rounds", "1"],
+        )
+
+    workers = WarmWorkers()
+    try:
+        walls, results = [], []
+        for _ in range(5):
+            start = time.perf_counter()
+            results.append(run_benchmark(request(), workers=workers))
+            walls.append(time.perf_counter() - start)
+        cold = []
+        for _ in range(2):
+            start = time.perf_counter()
+            run_benchmark(request())
+            cold.append(time.perf_counter() - start)
+        pids = {(r.env.get("warm_worker") or {}).get("pid") for r in results}
+        check(
+            "warm worker: GPU vector-add probes pass in gpu mode through one worker",
+            all(r.passed and r.mode == "gpu" for r in results) and len(pids) == 1 and None not in pids,
+            errors=[r.error and r.error.message[:200] for r in results],
+            worker_log=notes[-5:],
+        )
+        check(
+            "warm worker: every probe after the first completes in under 1 s",
+            all(r.passed for r in results) and max(walls[1:]) < 1.0,
+            warm_s=[round(w, 3) for w in walls],
+            cold_s=[round(c, 3) for c in cold],
+            runner_s=[r.duration_s for r in results],
+        )
+    finally:
+        workers.close()
 
 
 def main() -> int:
@@ -216,6 +290,8 @@ def main() -> int:
 
     flush_check(check)
     cheats_check(check)
+    cheats_check(check, warm=True)
+    warm_probe_check(check)
 
     report["passed"] = failures == 0
     report["failures"] = failures

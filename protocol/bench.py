@@ -29,6 +29,7 @@ ErrorKind = Literal[
     "unsupported",  # e.g. bf16 or multi-config autotune under the CPU interpreter
     "gate_command",  # the workspace's own gate command failed
     "resource_limit",  # too many processes, too much output, a file past the size cap
+    "worker",  # the daemon's warm benchmark worker died or hung mid-job: no verdict on the kernel
 ]
 
 

@@ -25,7 +25,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from pydantic import ValidationError
 
@@ -42,6 +42,7 @@ from kernelscope.daemon.engine.gate_output import (
 )
 from kernelscope.daemon.engine.readme_parser import parse_readme_file
 from kernelscope.daemon.engine.scratch import Scratch, scratch_copy
+from kernelscope.daemon.engine.warm_worker import WarmWorkers, WorkerLost
 from kernelscope.protocol.bench import BenchError, BenchResult
 from kernelscope.protocol.workspace import ReadmeInfo
 
@@ -222,9 +223,41 @@ class ChildOutcome:
     output_tail: str
     duration_s: float
     limit_exceeded: str | None = None  # which resource cap stopped it, as a sentence
+    worker_error: str | None = None  # the warm worker running it died or stopped answering
 
 
 WATCH_INTERVAL_S = 0.25  # how often the process group's memory and size are sampled
+
+
+class ChildHandle(Protocol):
+    """What `run_child` needs of a started child: `subprocess.Popen` has it, and so has a
+    warm worker's job (`warm_worker.WorkerJob`, which adds `worker_error`)."""
+
+    pid: int
+    returncode: int | None
+
+    def wait(self, timeout: float | None = None) -> int | None: ...
+
+
+# spawn(argv, cwd, env, log, limits): start the child in its own session, its output (stdout
+# and stderr) appended to `log`; raises OSError when it cannot start at all.
+Spawn = Callable[[list[str], Path, dict[str, str], Path, ResourceLimits], ChildHandle]
+
+
+def popen_spawn(
+    argv: list[str], cwd: Path, env: dict[str, str], log: Path, limits: ResourceLimits
+) -> ChildHandle:
+    """The cold path: a new process running `argv`."""
+    with log.open("ab") as sink:
+        return subprocess.Popen(
+            argv,
+            cwd=cwd,
+            stdin=subprocess.DEVNULL,
+            stdout=sink,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+            env=env,
+        )
 
 
 def run_child(
@@ -235,10 +268,15 @@ def run_child(
     cancel: threading.Event | None = None,
     env: dict[str, str] | None = None,
     on_line: Callable[[str], None] | None = None,
+    spawn: Spawn | None = None,
 ) -> ChildOutcome:
     """Run a command in its own session with a timeout and resource caps; output goes to a
     file (and, line by line, to `on_line` while it runs). Whatever the child does, its whole
     group is gone when this returns.
+
+    `spawn` starts the child (default: a new process, `popen_spawn`; a warm worker's
+    `WarmWorker.spawn` forks it from a process that has torch and triton imported). The
+    watchdog is the same either way: it samples, caps and kills the child's process group.
 
     `cwd` should be a scratch copy (`scratch.scratch_copy`), never the workspace: nothing
     kernelscope runs may write there. The child never writes bytecode files
@@ -246,50 +284,47 @@ def run_child(
     elsewhere, the editor's last-passing kernel) gains no `__pycache__/` next to it."""
     limits = limits or ResourceLimits()
     env = {**(os.environ if env is None else env), "PYTHONDONTWRITEBYTECODE": "1"}
+    spawn = spawn or popen_spawn
     started = time.perf_counter()
     with tempfile.TemporaryDirectory(prefix="kernelscope-child-") as tmp:
         log = Path(tmp) / "output.log"
-        with log.open("wb") as sink:
-            process = subprocess.Popen(
-                argv,
-                cwd=cwd,
-                stdin=subprocess.DEVNULL,
-                stdout=sink,
-                stderr=subprocess.STDOUT,
-                start_new_session=True,
-                env=env,
-            )
-            child_limits.apply_to(process.pid, limits)
-            timed_out = cancelled = False
-            exceeded: str | None = None
-            deadline = started + timeout_s
-            next_watch = started + WATCH_INTERVAL_S
-            follower = _LineFollower(log, on_line)
-            while True:
-                try:
-                    process.wait(timeout=0.05)
-                    follower.poll()
-                    break
-                except subprocess.TimeoutExpired:
-                    follower.poll()
-                now = time.perf_counter()
-                if cancel is not None and cancel.is_set():
-                    cancelled = True
-                elif now > deadline:
-                    timed_out = True
-                elif now >= next_watch:
-                    next_watch = now + WATCH_INTERVAL_S
-                    exceeded = child_limits.over_limit(limits, process.pid, log)
-                    if exceeded is None:
-                        continue
-                else:
-                    continue
-                child_limits.kill_group(process.pid)
-                process.wait()
+        log.touch()
+        try:
+            process = spawn(argv, cwd, env, log, limits)
+        except WorkerLost as exc:  # the worker died before the child existed
+            return ChildOutcome(None, False, False, _tail(log), time.perf_counter() - started, None, str(exc))
+        child_limits.apply_to(process.pid, limits)
+        timed_out = cancelled = False
+        exceeded: str | None = None
+        deadline = started + timeout_s
+        next_watch = started + WATCH_INTERVAL_S
+        follower = _LineFollower(log, on_line)
+        while True:
+            try:
+                process.wait(timeout=0.05)
+                follower.poll()
                 break
-            # Reap anything the child left in its group or session (a forked grandchild).
+            except subprocess.TimeoutExpired:
+                follower.poll()
+            now = time.perf_counter()
+            if cancel is not None and cancel.is_set():
+                cancelled = True
+            elif now > deadline:
+                timed_out = True
+            elif now >= next_watch:
+                next_watch = now + WATCH_INTERVAL_S
+                exceeded = child_limits.over_limit(limits, process.pid, log)
+                if exceeded is None:
+                    continue
+            else:
+                continue
             child_limits.kill_group(process.pid)
-            follower.flush()
+            process.wait()
+            break
+        # Reap anything the child left in its group or session (a forked grandchild).
+        child_limits.kill_group(process.pid)
+        _wait_gone(process.pid)
+        follower.flush()
         return ChildOutcome(
             process.returncode,
             timed_out,
@@ -297,7 +332,25 @@ def run_child(
             _tail(log),
             time.perf_counter() - started,
             exceeded,
+            getattr(process, "worker_error", None),
         )
+
+
+GONE_TIMEOUT_S = 10.0
+
+
+def _wait_gone(group: int, timeout_s: float = GONE_TIMEOUT_S) -> None:
+    """Until no live process of the group is left (bounded): a killed process is still
+    tearing down its address space for a moment, and a fork bomb's hundreds of children,
+    each a copy of a process that imported torch, take a while to release their memory. Only
+    zombies (which their new parent reaps) may remain when this returns."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        usage = child_limits.group_usage(group)
+        if usage is None or usage.processes == 0 or time.monotonic() > deadline:
+            return
+        child_limits.kill_group(group, rounds=1)
+        time.sleep(0.02)
 
 
 def _failure(request: BenchRequest, kind: str, message: str, **extra: Any) -> BenchResult:
@@ -315,6 +368,14 @@ def _failure(request: BenchRequest, kind: str, message: str, **extra: Any) -> Be
 
 def _classify_death(request: BenchRequest, outcome: ChildOutcome) -> BenchResult:
     tail = outcome.output_tail
+    if outcome.worker_error:
+        return _failure(
+            request,
+            "worker",
+            f"{outcome.worker_error}; this job's processes were killed with it and the next job "
+            "starts a fresh worker (not a verdict on the kernel: run it again)",
+            stderr_tail=tail,
+        )
     if outcome.timed_out:
         return _failure(
             request,
@@ -502,12 +563,19 @@ def _progress_reader(on_progress: Callable[[int, int], None] | None) -> Callable
     return read
 
 
-def run_benchmark(request: BenchRequest, cancel: threading.Event | None = None) -> BenchResult:
+def run_benchmark(
+    request: BenchRequest, cancel: threading.Event | None = None, workers: WarmWorkers | None = None
+) -> BenchResult:
     """Gate command (if any), then the harness runner; always returns a BenchResult.
 
     Each command runs in its own scratch copy of the workspace; both copies are taken before
     either command starts, so the gate and the harness judge the same files even while an
     agent keeps editing the workspace.
+
+    With `workers` (the daemon's, or a local candidate batch's), the harness runner is forked
+    by a warm worker of the request's interpreter and mode instead of started cold; the
+    supervision, the caps and the result are the same (`warm_worker`). The gate command, a
+    workspace's own program, always starts cold.
     """
     resolved, readme = _resolve(request)
     has_reference = bool(resolved.reference and resolved.reference.is_file())
@@ -523,7 +591,7 @@ def run_benchmark(request: BenchRequest, cancel: threading.Event | None = None) 
             if gate.gate is None or not gate.gate.latency_us_by_shape:
                 gate.messages.append(f"no {resolved.reference} in the workspace: correctness only, no timing")
             return gate
-        result = _run_harness(resolved, readme, scratch, cancel)
+        result = _run_harness(resolved, readme, scratch, cancel, workers)
     if gate is None:
         return result
     gate_timed = gate.gate is not None and bool(gate.gate.latency_us_by_shape)
@@ -538,7 +606,11 @@ def run_benchmark(request: BenchRequest, cancel: threading.Event | None = None) 
 
 
 def _run_harness(
-    resolved: BenchRequest, readme: ReadmeInfo | None, scratch: Scratch, cancel: threading.Event | None
+    resolved: BenchRequest,
+    readme: ReadmeInfo | None,
+    scratch: Scratch,
+    cancel: threading.Event | None,
+    workers: WarmWorkers | None = None,
 ) -> BenchResult:
     """The harness runner in `scratch`: every path it is given that the copy holds points
     into the copy; paths in its result are reported as the workspace's own."""
@@ -582,15 +654,25 @@ def _run_harness(
         if cap_mb:  # the runner refuses a problem it can tell will not fit, before allocating
             argv += ["--memory-cap-mb", str(cap_mb)]
         argv += resolved.extra_args
-        outcome = run_child(
-            argv,
-            scratch.root,
-            resolved.timeout_s,
-            ResourceLimits.for_benchmark(resolved.memory_limit_mb),
-            cancel,
-            env=scratch.env(resolved.env),
-            on_line=_progress_reader(resolved.on_progress),
-        )
+        env = scratch.env(resolved.env)
+        worker = None
+        if workers is not None and not (cancel is not None and cancel.is_set()):
+            env = workers.job_env(env, scratch.cache)
+            worker = workers.acquire(str(resolved.python), resolved.mode, env)
+        try:
+            outcome = run_child(
+                argv,
+                scratch.root,
+                resolved.timeout_s,
+                ResourceLimits.for_benchmark(resolved.memory_limit_mb),
+                cancel,
+                env=env,
+                on_line=_progress_reader(resolved.on_progress),
+                spawn=worker.spawn if worker is not None else None,
+            )
+        finally:
+            if worker is not None:
+                workers.release(worker)  # type: ignore[union-attr]
         outcome.output_tail = scratch.restore_text(outcome.output_tail)
         if outcome.timed_out or outcome.cancelled or outcome.limit_exceeded or not output.is_file():
             return _classify_death(resolved, outcome)
@@ -603,4 +685,6 @@ def _run_harness(
                 f"the runner wrote an unreadable result: {exc}",
                 stderr_tail=outcome.output_tail,
             )
+    if worker is not None:  # how it ran: a forked child of this warm worker
+        result.env["warm_worker"] = {"pid": worker.pid, "job": worker.jobs}
     return BenchResult.model_validate(scratch.restore(result.model_dump()))

@@ -8,6 +8,10 @@ Both executors take `BenchRequest`s and return one `BenchResult` per request, in
 failures (a task error, a dead worker, a timeout) as structured failures of that request
 only. Each request is submitted once and never retried, so nothing is measured or recorded
 twice.
+
+The local executor runs a batch of several candidates through warm benchmark workers
+(`warm_worker`: torch and triton imported once per slot, each candidate in a forked child with
+the cold path's isolation), stopped when the batch ends; a single request runs cold.
 """
 
 from __future__ import annotations
@@ -23,6 +27,7 @@ from typing import Any, Protocol
 
 from kernelscope.daemon.engine.bench import BenchRequest, run_benchmark
 from kernelscope.daemon.engine.errors import UsageError
+from kernelscope.daemon.engine.warm_worker import WarmWorkers
 from kernelscope.protocol.bench import BenchError, BenchResult
 
 OnResult = Callable[[int, BenchResult], None]
@@ -62,11 +67,13 @@ def local_gpu_count() -> int:
 
 class LocalExecutor:
     """Subprocesses on this machine: one job per GPU at a time (each pinned with
-    CUDA_VISIBLE_DEVICES), or `slots` jobs at a time on CPUs (default 1)."""
+    CUDA_VISIBLE_DEVICES), or `slots` jobs at a time on CPUs (default 1). A batch of more than
+    one request runs through warm workers (`workers`, or a pool of its own for the batch)."""
 
-    def __init__(self, slots: int | None = None) -> None:
+    def __init__(self, slots: int | None = None, workers: WarmWorkers | None = None) -> None:
         self.gpus = local_gpu_count()
         self.slots = slots or max(1, self.gpus)
+        self.workers = workers
 
     def run_many(
         self,
@@ -76,12 +83,14 @@ class LocalExecutor:
     ) -> list[BenchResult]:
         free = list(range(self.slots))
         lock = threading.Lock()
+        own = self.workers is None and len(requests) > 1
+        workers = WarmWorkers(max_idle=self.slots) if own else self.workers
 
         def run(index: int) -> BenchResult:
             with lock:
                 slot = free.pop()
             try:
-                result = _run_pinned(requests[index], slot if self.gpus else None, cancel)
+                result = _run_pinned(requests[index], slot if self.gpus else None, cancel, workers)
             finally:
                 with lock:
                     free.append(slot)
@@ -89,14 +98,23 @@ class LocalExecutor:
                 on_result(index, result)
             return result
 
-        with ThreadPoolExecutor(max_workers=self.slots) as pool:
-            return list(pool.map(run, range(len(requests))))
+        try:
+            with ThreadPoolExecutor(max_workers=self.slots) as pool:
+                return list(pool.map(run, range(len(requests))))
+        finally:
+            if own and workers is not None:
+                workers.close()
 
 
-def _run_pinned(request: BenchRequest, gpu: int | None, cancel: threading.Event | None) -> BenchResult:
-    if gpu is not None:  # the runner subprocess sees only its GPU
+def _run_pinned(
+    request: BenchRequest,
+    gpu: int | None,
+    cancel: threading.Event | None,
+    workers: WarmWorkers | None = None,
+) -> BenchResult:
+    if gpu is not None:  # the runner (a cold process or a worker's forked child) sees only its GPU
         request = replace(request, env={**(request.env or {}), "CUDA_VISIBLE_DEVICES": str(gpu)})
-    return run_benchmark(request, cancel=cancel)
+    return run_benchmark(request, cancel=cancel, workers=workers)
 
 
 def _request_to_dict(request: BenchRequest) -> dict[str, Any]:

@@ -8,16 +8,29 @@ crashing every command, and `mask-half` as one recorded, reproducible operation.
 Records are edited as the raw JSON objects they are on disk, so masking or updating one
 field keeps every other key, unknown keys and key order; the indent the file was written
 with is kept too. No operation deletes a file.
+
+Incremental reads (`enable_incremental_reads`, switched on by the LSP daemon): `scan()` keeps
+what it parsed per file and re-reads only files whose identity (device, inode, size,
+mtime_ns, ctime_ns) changed, so in a workspace of 1,000 versions a new record costs one file
+read and a directory listing, not a rescan. A file modified in the same clock tick as it was
+read could keep its size and timestamps: like git's "racy" index entries, a file whose
+timestamp is within `RACY_NS` of the moment it was read is read again on the next scan.
+Writes of kernelscope itself replace files (a new inode), so they are always seen.
 """
 
 from __future__ import annotations
 
 import contextlib
+import copy
 import json
 import math
+import os
 import random
 import re
 import secrets
+import stat
+import threading
+import time
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from datetime import datetime, timezone
@@ -50,6 +63,45 @@ from kernelscope.protocol.workspace import MetricKind, VersionSummary
 MEMORY_DIR = "memory"
 _FILE_RE = re.compile(r"^v(\d+)\.json$")
 BASELINE = "v0"
+
+
+# -- incremental reads ---------------------------------------------------------------
+RACY_NS = 100_000_000  # re-check a file whose timestamp is this close to when it was read
+
+
+@dataclass(frozen=True)
+class _Read:
+    identity: tuple[int, int, int, int, int]  # st_dev, st_ino, st_size, st_mtime_ns, st_ctime_ns
+    read_ns: int  # wall clock just before the read
+    entry: MemoryEntry
+
+    def still_valid(self, identity: tuple[int, int, int, int, int]) -> bool:
+        return identity == self.identity and self.read_ns - max(identity[3], identity[4]) > RACY_NS
+
+
+_incremental = False
+_reads: dict[Path, dict[str, _Read]] = {}
+_reads_locks: dict[Path, threading.Lock] = {}
+_reads_guard = threading.Lock()
+
+
+def enable_incremental_reads(enabled: bool = True) -> None:
+    """Keep parsed memory files between scans in this process (the daemon). Entries handed
+    out are shared: callers must not change them (`read_all` hands out copies)."""
+    global _incremental
+    with _reads_guard:
+        _incremental = enabled
+        if not enabled:
+            _reads.clear()
+
+
+def incremental_reads() -> bool:
+    return _incremental
+
+
+def _dir_reads(memory_dir: Path) -> tuple[dict[str, _Read], threading.Lock]:
+    with _reads_guard:
+        return _reads.setdefault(memory_dir, {}), _reads_locks.setdefault(memory_dir, threading.Lock())
 
 
 def utc_now_iso() -> str:
@@ -195,11 +247,48 @@ class MemoryManager:
         if (self.memory_dir / JOURNAL_NAME).exists():  # a mask-half cut short: finish it first
             with contextlib.suppress(KernelscopeError, OSError), self._lock():
                 pass  # (on a read-only file system: read what is there)
+        if _incremental:
+            return self._scan_incremental()
         entries: list[MemoryEntry] = []
         for path in self.memory_dir.iterdir():
             match = _FILE_RE.match(path.name)
             if match and path.is_file():
                 entries.append(self._load(int(match.group(1)), path))
+        entries.sort(key=lambda entry: entry.number)
+        return entries
+
+    def _scan_incremental(self) -> list[MemoryEntry]:
+        """`scan()` reading only the files that changed since the last scan (module docstring)."""
+        reads, lock = _dir_reads(self.memory_dir)
+        entries: list[MemoryEntry] = []
+        with lock:
+            seen: set[str] = set()
+            try:
+                listing = list(os.scandir(self.memory_dir))
+            except OSError:
+                listing = []
+            for item in listing:
+                match = _FILE_RE.match(item.name)
+                if not match:
+                    continue
+                try:
+                    info = item.stat()  # follows a link, as is_file() does
+                except OSError:
+                    continue
+                if not stat.S_ISREG(info.st_mode):
+                    continue
+                identity = (info.st_dev, info.st_ino, info.st_size, info.st_mtime_ns, info.st_ctime_ns)
+                seen.add(item.name)
+                cached = reads.get(item.name)
+                if cached is not None and cached.still_valid(identity):
+                    entries.append(cached.entry)
+                    continue
+                read_ns = time.time_ns()
+                entry = self._load(int(match.group(1)), Path(item.path))
+                reads[item.name] = _Read(identity, read_ns, entry)
+                entries.append(entry)
+            for gone in set(reads) - seen:  # deleted (or no longer a file): dropped
+                del reads[gone]
         entries.sort(key=lambda entry: entry.number)
         return entries
 
@@ -263,13 +352,15 @@ class MemoryManager:
             if entry.masked and not include_masked:
                 continue
             if field is None:
-                results.append(entry.raw)
+                results.append(copy.deepcopy(entry.raw) if _incremental else entry.raw)
             else:
                 try:
                     value = self._field(entry, field)
                 except DataError:
                     value = None
-                results.append({"version": entry.version, field: value})
+                results.append(
+                    {"version": entry.version, field: copy.deepcopy(value) if _incremental else value}
+                )
         return results, errors
 
     @staticmethod

@@ -189,11 +189,10 @@ class Jobs:
         def work(job: Job, token: str) -> Any:
             # Inside the workspace's .git when there is one: Ray workers on other machines see
             # the workspace through a shared filesystem, never this machine's /tmp.
-            shared: Path | None = ws.root / ".git" / "kernelscope"
-            if shared.parent.is_dir():
+            git_dir = ws.root / ".git"
+            shared = git_dir / "kernelscope" if git_dir.is_dir() else None
+            if shared is not None:
                 shared.mkdir(exist_ok=True)
-            else:
-                shared = None
             with tempfile.TemporaryDirectory(prefix="probe-", dir=shared) as tmp:
                 baseline = self._last_passing_kernel(ws, Path(tmp))
                 request = BenchRequest(
@@ -211,8 +210,8 @@ class Jobs:
                     from kernelscope.daemon.engine.executors import RayExecutor
 
                     result = RayExecutor(ws.settings.ray_address).run_many([request], cancel=job.cancel)[0]
-                else:
-                    result = run_benchmark(request, cancel=job.cancel)
+                else:  # forked by the daemon's warm worker (cold when it cannot start)
+                    result = run_benchmark(request, cancel=job.cancel, workers=self.state.warm_workers)
             if probe and not job.cancel.is_set():
                 ws.probe = result
                 ws.stale = False

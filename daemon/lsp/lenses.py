@@ -5,6 +5,12 @@ The expensive parts are cached per workspace and per source, so a save (which on
 the numbers stale) does not re-read 1,000 memory files: `memory` (file lens, scores) is
 dropped when memory/ or README.md change, `store` when experiments are written, `kernels`
 when kernel.py changes. Rendering the lens list from the cache is cheap.
+
+When memory/ changes, the rebuild is incremental too: the daemon's scan re-reads only the
+files that changed (memory.py, incremental reads) and hands back the same entry objects for
+the others, so each version's score is computed once and kept while its entry, v0 and the
+README's target kind stay the same; the store's per-kernel digest (`kernel_stats`, updated by
+each write) is read, never recomputed, through one store object per database.
 """
 
 from __future__ import annotations
@@ -31,19 +37,50 @@ def _cached(state: WorkspaceState, key: str, compute: Any) -> Any:
 
 
 def _memory(state: WorkspaceState) -> tuple[str, Any]:
-    from kernelscope.daemon.engine.lens_text import file_lens, memory_scores
+    from kernelscope.daemon.engine.lens_text import file_lens
 
     ws = state.workspace
     readme = ws.readme() if ws.readme_path.is_file() else None
     entries = ws.memory.scan()  # once for both the file lens and the per-kernel scores
-    return file_lens(ws, entries, readme), memory_scores(entries, readme)
+    return file_lens(ws, entries, readme), _scores(state, entries, readme)
+
+
+SCORES_MEMO = "_scores_by_entry"  # survives invalidate("memory"): it checks itself
+
+
+def _scores(state: WorkspaceState, entries: list[Any], readme: Any) -> list[Any]:
+    """`lens_text.memory_scores(entries, readme)`, computing only the versions whose entry is
+    new (a version's score depends on its own record, v0's and the README's target kind)."""
+    from kernelscope.daemon.engine.lens_text import memory_scores
+
+    base = next((e for e in entries if e.number == 0 and e.record is not None), None)
+    kind = readme.primary_kind if readme else None
+    memo = state.cache.get(SCORES_MEMO)
+    if memo is None or memo[0] is not base or memo[1] != kind:
+        memo = (base, kind, {})  # v0 or the target changed: every score changes
+    known: dict[int, tuple[Any, Any]] = memo[2]
+    readable = [e for e in entries if e.record is not None]
+    fresh = [e for e in readable if known.get(id(e), (None,))[0] is not e]
+    if fresh:
+        # memory_scores takes v0 from the list it is given: give it v0 with the new entries
+        with_base = fresh if base is None or base in fresh else [base, *fresh]
+        for entry, score in zip(with_base, memory_scores(with_base, readme), strict=True):
+            known[id(entry)] = (entry, score)
+    state.cache[SCORES_MEMO] = (base, kind, {id(e): known[id(e)] for e in readable})
+    return [known[id(e)][1] for e in readable]
+
+
+_stores: dict[str | None, Any] = {}
 
 
 def _store(state: WorkspaceState) -> dict[str, Any]:
     from kernelscope.daemon.engine.store import ExperimentStore, StoreError
 
     try:
-        return {s.kernel: s for s in ExperimentStore(state.settings.db_url).kernel_summaries(str(state.root))}
+        store = _stores.get(state.settings.db_url)
+        if store is None:  # one per database: its engine, pool and schema check are kept
+            store = _stores[state.settings.db_url] = ExperimentStore(state.settings.db_url)
+        return {s.kernel: s for s in store.kernel_summaries(str(state.root))}
     except StoreError:
         return {}
 
@@ -60,7 +97,18 @@ def _kernel_summaries(state: WorkspaceState) -> dict[str, str]:
     _, scores = _cached(state, "memory", lambda: _memory(state))
     summaries = _cached(state, "store", lambda: _store(state))
     prefix = "(stale) " if state.stale else ""
-    return {k.name: prefix + kernel_lens(summaries.get(k.name), scores) for k in scan.kernels}
+    from_memory: str | None = None  # the same text for every kernel without experiments
+
+    def text(name: str) -> str:
+        nonlocal from_memory
+        summary = summaries.get(name)
+        if summary is not None and summary.runs:
+            return kernel_lens(summary, scores)
+        if from_memory is None:
+            from_memory = kernel_lens(None, scores)
+        return from_memory
+
+    return {k.name: prefix + text(k.name) for k in scan.kernels}
 
 
 def code_lenses(state: WorkspaceState) -> list[types.CodeLens]:

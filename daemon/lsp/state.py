@@ -8,6 +8,7 @@ the client: pygls must only be driven from its event loop.
 from __future__ import annotations
 
 import asyncio
+import os
 import threading
 import uuid
 from collections.abc import Callable
@@ -20,6 +21,7 @@ from urllib.parse import unquote, urlparse
 from kernelscope.protocol.settings import FolderSettings, Settings, UserSettings
 
 if TYPE_CHECKING:
+    from kernelscope.daemon.engine.warm_worker import WarmWorkers
     from kernelscope.daemon.engine.workspace import Workspace
     from kernelscope.protocol.bench import BenchResult
 
@@ -71,7 +73,19 @@ class WorkspaceState:
     def workspace(self) -> Workspace:
         from kernelscope.daemon.engine.workspace import Workspace
 
+        if _incremental_reads["wanted"] and not _incremental_reads["on"]:
+            from kernelscope.daemon.engine.memory import enable_incremental_reads
+
+            enable_incremental_reads()
+            _incremental_reads["on"] = True
         return Workspace(self.root)
+
+
+# A daemon lives for days over workspaces of 1,000 memory files: it re-reads only the files
+# that changed (memory.py, incremental reads), switched on by the first workspace it reads
+# (not at start-up: the engine's imports stay off the initialize path).
+# KERNELSCOPE_FULL_RESCAN=1 keeps full scans (benchmarks/refresh_bench.py's comparison).
+_incremental_reads = {"wanted": False, "on": False}
 
 
 def _is_optimization_workspace(path: Path) -> bool:
@@ -90,9 +104,12 @@ class ServerState:
     def __init__(self) -> None:
         self.folders: list[Path] = []
         self.workspaces: dict[Path, WorkspaceState] = {}
+        self._warm_workers: WarmWorkers | None = None
+        self._workers_lock = threading.Lock()
         # Who may set what (protocol/settings.py): the user through initializationOptions,
         # a folder through workspace/configuration (folder keys only).
         self.user = UserSettings()
+        _incremental_reads["wanted"] = os.environ.get("KERNELSCOPE_FULL_RESCAN") != "1"
         self.folder_defaults = FolderSettings()
         self.ignored_keys_logged: set[tuple[str, str]] = set()
         self.loop: asyncio.AbstractEventLoop | None = None
@@ -103,6 +120,39 @@ class ServerState:
         self.command_pool = ThreadPoolExecutor(max_workers=4, thread_name_prefix="kernelscope-command")
         self.gpu_queue = ThreadPoolExecutor(max_workers=1, thread_name_prefix="kernelscope-bench")
         self.lock = threading.RLock()
+
+    @property
+    def user(self) -> UserSettings:
+        return self._user
+
+    @user.setter
+    def user(self, value: UserSettings) -> None:
+        """A new interpreter or trust setting: no worker started under the old ones is reused."""
+        old = getattr(self, "_user", None)
+        self._user = value
+        changed = old is not None and (old.python, old.trusted) != (value.python, value.trusted)
+        if changed and self._warm_workers is not None:
+            self._warm_workers.stop_all()
+
+    @property
+    def warm_workers(self) -> WarmWorkers:
+        """The warm benchmark workers of background probes and benchmark commands (started
+        on first use, stopped when the daemon exits: atexit here, stdin EOF and
+        PR_SET_PDEATHSIG in the worker when it exits any other way)."""
+        with self._workers_lock:
+            if self._warm_workers is None:
+                import atexit
+
+                from kernelscope.daemon.engine.warm_worker import WarmWorkers
+
+                self._warm_workers = WarmWorkers(max_idle=2)
+                atexit.register(self._warm_workers.close)
+            return self._warm_workers
+
+    def close(self) -> None:
+        """Stop the warm workers (the daemon is exiting)."""
+        if self._warm_workers is not None:
+            self._warm_workers.close()
 
     def on_loop(self, callback: Callable[[], None]) -> None:
         if self.loop is not None and not self.loop.is_closed():

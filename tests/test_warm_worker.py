@@ -1,0 +1,317 @@
+"""The warm benchmark worker (kernels/worker.py, daemon/engine/warm_worker.py): every way a job
+or the worker itself can go wrong, under the CPU interpreter. One worker serves the failure
+tests in turn: each test also checks that it is the same worker afterwards and that the next
+honest job through it passes. No wall-clock assertions: speed lives in
+benchmarks/probe_bench.py."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import sys
+import threading
+import time
+import uuid
+from pathlib import Path
+
+import pytest
+
+from kernelscope.daemon.engine.bench import BenchRequest, run_benchmark
+from kernelscope.daemon.engine.child_limits import stat_fields
+from kernelscope.daemon.engine.warm_worker import WarmWorkers
+from kernelscope.protocol.bench import BenchResult
+from tests.bench_fixtures import alive_with, make_workspace
+from tests.cheat_kernels import HONEST
+from tests.conftest import EXAMPLES
+from tests.stdio_client import StdioClient
+
+pytestmark = pytest.mark.slow
+SERVER = [sys.executable, str(Path(__file__).parent / "no_torch_server.py")]
+
+
+def gone(pid: int) -> bool:
+    fields = stat_fields(pid)
+    return fields is None or fields[0] in ("Z", "X")
+
+
+def workspace(root: Path, kernel: str = "good", source: str | None = None) -> Path:
+    """A workspace whose folder name is unique: it appears in the scratch path on the job's
+    command line (and its forked children's), so `alive_with(name)` finds what it left."""
+    ws = make_workspace(root / f"ws-{kernel}-{uuid.uuid4().hex[:8]}", kernel)
+    if source is not None:
+        (ws / "kernel.py").write_text(source)
+    return ws
+
+
+def bench(ws: Path, pool: WarmWorkers | None, **kwargs: object) -> BenchResult:
+    kwargs.setdefault("seeds", 1)
+    kwargs.setdefault("mode", "interpreter")
+    return run_benchmark(BenchRequest(workspace=ws, **kwargs), workers=pool)  # type: ignore[arg-type]
+
+
+@pytest.fixture(scope="module")
+def pool():  # type: ignore[no-untyped-def]
+    workers = WarmWorkers()
+    yield workers
+    workers.close()
+
+
+def honest_through(pool: WarmWorkers, root: Path, pid: int | None = None) -> BenchResult:
+    """An honest job (checking at import that the worker's clocks, torch functions and
+    harness are the originals) through `pool`; passes, with normal numbers, in worker `pid`."""
+    pristine = (
+        "import time, torch\n"
+        "import kernelscope.kernels.runner as _runner, kernelscope.kernels.gate as _gate\n"
+        "assert type(time.perf_counter).__name__ == 'builtin_function_or_method', time.perf_counter\n"
+        "assert type(torch.allclose).__name__ == 'builtin_function_or_method', torch.allclose\n"
+        "assert _runner._summarise.__code__.co_filename.endswith('runner.py'), _runner._summarise\n"
+        "assert _gate.check_outputs.__code__.co_filename.endswith('gate.py'), _gate.check_outputs\n"
+    )
+    result = bench(workspace(root, source=pristine + HONEST), pool, seeds=2)
+    assert result.passed, result.error
+    warm = result.env.get("warm_worker")
+    assert warm is not None, "the job ran cold"
+    if pid is not None:
+        assert warm["pid"] == pid, (warm, pid)
+    assert result.score is not None and result.score > 0
+    for config in result.configs:
+        assert config.passed and config.launches_per_call == 1
+        assert config.candidate_ms and config.baseline_ms and config.timed_outputs_checked
+        assert config.speedup == pytest.approx(config.baseline_ms / config.candidate_ms)
+    return result
+
+
+def test_jobs_share_one_warm_worker(pool: WarmWorkers, tmp_path: Path) -> None:
+    first = honest_through(pool, tmp_path)
+    pid = first.env["warm_worker"]["pid"]
+    second = honest_through(pool, tmp_path, pid)
+    assert second.env["warm_worker"]["job"] > first.env["warm_worker"]["job"]
+    assert pool.pids() == [pid]
+    # the same result as a cold run: same schema, same configurations, same checks
+    cold = bench(EXAMPLES / "vector_add", None, seeds=2)
+    warm = bench(EXAMPLES / "vector_add", pool, seeds=2)
+    assert cold.passed and warm.passed and "warm_worker" not in cold.env
+    assert [c.name for c in cold.configs] == [c.name for c in warm.configs]
+    assert [m.split(":")[0] for m in cold.messages] == [m.split(":")[0] for m in warm.messages]
+    assert (cold.status, cold.comparable, cold.verdict) == (warm.status, warm.comparable, warm.verdict)
+    assert set(cold.env) == set(warm.env) - {"warm_worker"}
+
+
+@pytest.mark.parametrize("kernel,fragment", [("segfault", "SIGSEGV"), ("abort", "SIGABRT")])
+def test_a_crash_kills_the_job_not_the_worker(
+    pool: WarmWorkers, tmp_path: Path, kernel: str, fragment: str
+) -> None:
+    pid = honest_through(pool, tmp_path).env["warm_worker"]["pid"]
+    ws = workspace(tmp_path, kernel)
+    result = bench(ws, pool)
+    assert result.error is not None and result.error.kind == "crash", result.error
+    assert fragment in result.error.message and result.error.stderr_tail is not None
+    assert alive_with(ws.name) == []
+    honest_through(pool, tmp_path, pid)
+
+
+def test_a_hang_is_killed_at_its_timeout(pool: WarmWorkers, tmp_path: Path) -> None:
+    pid = honest_through(pool, tmp_path).env["warm_worker"]["pid"]
+    ws = workspace(tmp_path, "hang")
+    result = bench(ws, pool, timeout_s=8)
+    assert result.error is not None and result.error.kind == "timeout", result.error
+    assert "8 s" in result.error.message
+    assert alive_with(ws.name) == []
+    honest_through(pool, tmp_path, pid)
+
+
+def test_a_cancelled_job_is_killed(pool: WarmWorkers, tmp_path: Path) -> None:
+    pid = honest_through(pool, tmp_path).env["warm_worker"]["pid"]
+    ws = workspace(tmp_path, "hang")
+    cancel = threading.Event()
+    found: list[BenchResult] = []
+    runner = threading.Thread(
+        target=lambda: found.append(
+            run_benchmark(
+                BenchRequest(workspace=ws, mode="interpreter", seeds=1, timeout_s=120), cancel, pool
+            )
+        )
+    )
+    runner.start()
+    deadline = time.monotonic() + 60
+    while not alive_with(ws.name):  # the job's child shows the runner's command line
+        assert time.monotonic() < deadline and runner.is_alive()
+        time.sleep(0.05)
+    cancel.set()
+    runner.join(60)
+    assert found and found[0].error is not None and "cancelled" in found[0].error.message
+    assert alive_with(ws.name) == []
+    honest_through(pool, tmp_path, pid)
+
+
+@pytest.mark.parametrize(
+    "kernel,kind,fragment,limit",
+    [
+        ("fork_bomb", "resource_limit", "started more than 256 processes", None),
+        ("prints_forever", "resource_limit", "printed more than 64 MB", None),
+        ("hoards_memory", "out_of_memory", "over the 1200 MB cap", 1200),
+    ],
+)
+def test_resource_abuse_is_capped_and_the_worker_lives(
+    pool: WarmWorkers, tmp_path: Path, kernel: str, kind: str, fragment: str, limit: int | None
+) -> None:
+    pid = honest_through(pool, tmp_path).env["warm_worker"]["pid"]
+    ws = workspace(tmp_path, kernel)
+    result = bench(ws, pool, timeout_s=100, memory_limit_mb=limit)
+    assert result.error is not None and result.error.kind == kind, result.error
+    assert fragment in result.error.message
+    assert alive_with(ws.name) == []  # the job's whole group, forked children included
+    honest_through(pool, tmp_path, pid)
+
+
+CHEATS = {
+    "clock": (
+        "import time\n_real = time.perf_counter\ntime.perf_counter = lambda: _real() * 0.001\n",
+        "time.perf_counter",
+    ),
+    "torch": ("import torch\ntorch.allclose = lambda *a, **k: True\n", "torch.allclose"),
+    "runner": (
+        "import kernelscope.kernels.runner as _r\n_r._summarise = lambda *a, **k: None\n",
+        "kernelscope.kernels.runner._summarise",
+    ),
+    "gate": (
+        "import kernelscope.kernels.gate as _g\n_g.check_outputs = lambda *a, **k: (0.0, 0.0, 0.0, 'ok')\n",
+        "kernelscope.kernels.gate.check_outputs",
+    ),
+}
+
+
+@pytest.mark.parametrize("name", sorted(CHEATS))
+def test_a_cheat_is_caught_and_its_patches_die_with_its_child(
+    pool: WarmWorkers, tmp_path: Path, name: str
+) -> None:
+    """A candidate patching the clocks, torch or the harness (the very runner module running
+    it, in a worker's child) fails as a cheat; the next honest job through the same worker
+    sees the originals (it checks them at import) and passes with normal numbers."""
+    pid = honest_through(pool, tmp_path).env["warm_worker"]["pid"]
+    patch, fragment = CHEATS[name]
+    result = bench(workspace(tmp_path, source=patch + HONEST), pool)
+    assert result.error is not None and result.error.kind == "cheat", result.error
+    assert fragment in result.error.message
+    honest_through(pool, tmp_path, pid)
+
+
+def test_a_killed_worker_fails_its_job_and_the_next_job_gets_a_new_one(tmp_path: Path) -> None:
+    workers = WarmWorkers()
+    try:
+        first = honest_through(workers, tmp_path)
+        pid = first.env["warm_worker"]["pid"]
+        ws = workspace(tmp_path, "hang")
+        found: list[BenchResult] = []
+        runner = threading.Thread(target=lambda: found.append(bench(ws, workers, timeout_s=120)))
+        runner.start()
+        deadline = time.monotonic() + 60
+        while not alive_with(ws.name):
+            assert time.monotonic() < deadline and runner.is_alive()
+            time.sleep(0.05)
+        os.kill(pid, signal.SIGKILL)  # from outside, mid-job
+        runner.join(60)
+        assert found, "the job did not end"
+        error = found[0].error
+        assert error is not None and error.kind == "worker", error
+        assert f"pid {pid}" in error.message and "SIGKILL" in error.message
+        assert alive_with(ws.name) == []  # the job's child died with its worker
+        assert gone(pid)
+        again = honest_through(workers, tmp_path)
+        assert again.env["warm_worker"]["pid"] != pid
+    finally:
+        workers.close()
+
+
+def test_a_new_interpreter_or_settings_change_means_a_new_worker(tmp_path: Path) -> None:
+    """Another interpreter: a new worker, the old one stopped. The daemon's interpreter or trust
+    setting changing stops its workers. kernelscope's files changing on disk: a new worker."""
+    from kernelscope.daemon.lsp.state import ServerState
+    from kernelscope.protocol.settings import UserSettings
+
+    other = tmp_path / "other-python"
+    other.write_text(f'#!/bin/sh\nexec "{sys.executable}" "$@"\n')
+    other.chmod(0o755)
+    state = ServerState()
+    try:
+        workers = state.warm_workers
+        old = honest_through(workers, tmp_path).env["warm_worker"]["pid"]
+        swapped = bench(workspace(tmp_path), workers, python=str(other))
+        assert swapped.passed and swapped.env["warm_worker"]["pid"] != old
+        assert gone(old) and workers.pids() == [swapped.env["warm_worker"]["pid"]]
+        # the daemon's user settings: the interpreter, then the trust, changes
+        for user in (UserSettings(python=str(other)), UserSettings(python=str(other), trusted=True)):
+            before = bench(workspace(tmp_path), workers, python=str(other)).env["warm_worker"]["pid"]
+            state.user = user
+            assert gone(before) and workers.pids() == []
+        fresh = bench(workspace(tmp_path), workers, python=str(other))
+        pid = fresh.env["warm_worker"]["pid"]
+        state.user = UserSettings(python=str(other), trusted=True, timeout_s=60)  # neither: kept
+        assert workers.pids() == [pid]
+        workers.idle[0].fingerprint = ()  # as if kernelscope's files had changed under it
+        upgraded = bench(workspace(tmp_path), workers, python=str(other))
+        assert upgraded.passed and upgraded.env["warm_worker"]["pid"] != pid and gone(pid)
+    finally:
+        state.close()
+
+
+def test_no_worker_means_cold_runs_logged_once(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    broken = tmp_path / "no-worker-python"  # runs everything except the worker
+    broken.write_text(
+        f'#!/bin/sh\nif [ "$2" = kernelscope.kernels.worker ]; then exit 3; fi\nexec "{sys.executable}" "$@"\n'
+    )
+    broken.chmod(0o755)
+    workers = WarmWorkers()
+    try:
+        with caplog.at_level("WARNING", logger="kernelscope.bench"):
+            results = [bench(workspace(tmp_path), workers, python=str(broken)) for _ in range(2)]
+        assert all(r.passed and "warm_worker" not in r.env for r in results)
+        warnings = [r for r in caplog.records if "no warm benchmark worker" in r.getMessage()]
+        assert len(warnings) == 1, [r.getMessage() for r in caplog.records]
+    finally:
+        workers.close()
+
+
+def _daemon_with_worker(tmp_path: Path) -> tuple[StdioClient, int]:
+    """A real daemon (torch unimportable in it) whose benchmark command ran through its warm
+    worker; returns the client and the worker's pid."""
+    folder = tmp_path / "folder"
+    ws = folder / "kernel_opt_vector_add"
+    shutil.copytree(EXAMPLES / "vector_add", ws)
+    client = StdioClient(SERVER, log=tmp_path / "daemon.log")
+    client.initialize(
+        folder,
+        {"trusted": True, "mode": "interpreter", "seeds": 1, "dbUrl": str(tmp_path / "exp.sqlite")},
+    )
+    client.request(
+        2,
+        "workspace/executeCommand",
+        {"command": "kernelscope.benchmark", "arguments": [{"workspace": str(ws)}]},
+    )
+    finished = client.wait(lambda m: m.get("method") == "kernelscope/jobFinished", 180)
+    result = finished["params"]["result"]
+    assert result["passed"], result
+    return client, int(result["env"]["warm_worker"]["pid"])
+
+
+def test_daemon_exit_leaves_no_worker(tmp_path: Path) -> None:
+    client, pid = _daemon_with_worker(tmp_path / "clean")
+    assert not gone(pid)
+    client.request(3, "shutdown", None)
+    client.send({"jsonrpc": "2.0", "method": "exit"})
+    client.process.wait(timeout=30)
+    deadline = time.monotonic() + 10
+    while not gone(pid):
+        assert time.monotonic() < deadline, "the worker outlived the daemon"
+        time.sleep(0.05)
+
+
+def test_a_killed_daemon_leaves_no_worker(tmp_path: Path) -> None:
+    client, pid = _daemon_with_worker(tmp_path / "killed")
+    client.process.kill()  # no cleanup code runs: stdin EOF and PR_SET_PDEATHSIG do it
+    client.process.wait(timeout=30)
+    deadline = time.monotonic() + 10
+    while not gone(pid):
+        assert time.monotonic() < deadline, "the worker outlived the daemon"
+        time.sleep(0.05)
