@@ -1,5 +1,8 @@
-"""The Emacs configurations in a real `emacs --batch`: lsp-mode (code lenses, a command, lens
-overlays) and eglot (hover carries the facts). Skipped when Emacs is missing (CI installs it)."""
+"""The Emacs configurations in a real `emacs --batch` (Debian's emacs-nox 28, elpa-lsp-mode 8,
+elpa-eglot 1.9): lsp-mode (code lenses, a command, lens overlays) and eglot (hover carries the
+facts); then kernel.py rewritten on disk while open and the buffer reloaded (`revert-buffer` as
+M-x runs it, `auto-revert-mode`): still served, lenses (or hover) follow the kernel, an edit +
+save re-benchmarks. Skipped when Emacs is missing (CI installs it)."""
 
 from __future__ import annotations
 
@@ -26,10 +29,11 @@ def run_emacs(script: str, tmp_path: Path) -> dict:
         env=env,
         capture_output=True,
         text=True,
-        timeout=180,
+        timeout=420,
     )
     results = json.loads(out.read_text())
     assert proc.returncode == 0 and "error" not in results, (proc.stderr[-2000:], results)
+    assert "Unknown notification" not in proc.stderr, proc.stderr[-2000:]
     return results
 
 
@@ -44,6 +48,20 @@ def test_lsp_mode(tmp_path: Path) -> None:
     assert any(t.startswith("target bandwidth >= 4.32TB/s") for t in results["lenses"])
     assert results["mask_best"] == "v4"
     assert results["lens_overlays"] >= 2  # lsp-lens-mode drew them
+    assert results["kernel_lens_line"] == 7  # above `@triton.jit` of add_kernel
+
+    # kernel.py rewritten on disk (the kernel moved down), the buffer reloaded, edited, saved
+    revert, auto_revert = results["reloads"]
+    for reload, line in ((revert, 7 + 3), (auto_revert, 7 + 3 + 2)):
+        assert reload["buffer_has_rewrite"] and reload["served"] and reload["still_served"], reload
+        assert reload["lens_moved"], (reload["reload"], line, reload["lenses"])
+        assert reload["edited"] and reload["probed"], reload  # the save set off a background probe
+        probe = [
+            item["text"] for item in reload["lenses_after_save"] if item["text"].startswith("last probe:")
+        ]
+        assert probe and probe[0].startswith(f"last probe: {reload['verdict']}"), (reload["reload"], probe)
+        assert "(stale)" not in probe[0].split("|")[0], probe
+    assert not revert["passed"]  # that save broke the kernel: the probe ran the saved text
 
 
 @needs_emacs
@@ -52,3 +70,10 @@ def test_eglot_hover(tmp_path: Path) -> None:
     assert results["connected"] is True
     assert results["hover"].startswith("**add_kernel**: 5 experiments")
     assert "| v4 | 1.225x | PASS |" in results["hover"]
+    # reverted after a rewrite that moved the kernel down 3 lines: still managed, and the
+    # hover is found on the kernel's new line (def add_kernel: line 9 -> 12)
+    assert results["managed_after_revert"] is True
+    assert results["hover_line_after_revert"] == 12
+    assert results["hover_after_revert"].startswith("**add_kernel**: 5 experiments")
+    assert results["probed"] is True and not results["probe_passed"]  # the broken save was probed
+    assert results["job_message"] == "kernelscope benchmark: done"  # a user's job says how it ended
