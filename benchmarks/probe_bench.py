@@ -5,7 +5,8 @@
 The vector-add demo workspace (a git workspace with v0 at BLOCK_SIZE 64 and v1 at 1024,
 recorded by the real run-iteration workflow) is served by `kernelscope serve` (the console
 script editors start) over stdio, trusted, in interpreter mode. Each save rewrites kernel.py
-(a changed comment) and sends `textDocument/didSave`; measured are:
+(a new module-level constant: a code change, since a version identical to a recorded one is
+"already tried" and not benchmarked again) and sends `textDocument/didSave`; measured are:
 
 - save -> `kernelscope/jobFinished` of the background probe it started, and
 - save -> a `textDocument/codeLens` answer showing that probe's result (`last probe: ...`),
@@ -118,7 +119,8 @@ def daemon_saves(ws: Path, db: Path, seeds: int, saves: int, debounce_ms: int) -
         finished_s, lens_s, probe_s, warm = [], [], [], []
         for index in range(saves):
             client.messages.clear()
-            (ws / "kernel.py").write_text(original + f"\n# save {index}\n")
+            # a real change (a comment alone is "already tried": identical to v1, not re-run)
+            (ws / "kernel.py").write_text(original + f"\n_SAVE = {index}\n")
             start = time.perf_counter()
             client.send(
                 {"jsonrpc": "2.0", "method": "textDocument/didSave", "params": {"textDocument": {"uri": uri}}}
