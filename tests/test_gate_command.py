@@ -29,6 +29,7 @@ from kernelscope.daemon.engine.gate_output import GateLines, configs_from_report
 from kernelscope.daemon.engine.git import Git
 from kernelscope.daemon.engine.scratch import scratch_copy, workspace_files
 from tests.conftest import EXAMPLES
+from tests.lsp_client import KernelscopeClient, make_client
 from tests.test_lsp import SERVER, _as_dict, init_params
 
 pytestmark = pytest.mark.slow
@@ -353,14 +354,14 @@ def probe_folder(tmp_path: Path) -> Path:
     return folder
 
 
-@pytest_lsp.fixture(config=ClientServerConfig(server_command=SERVER, server_env=CLEAN_ENV))
-async def probe_client(lsp_client: LanguageClient, probe_folder: Path):
-    lsp_client.finished = []  # type: ignore[attr-defined]
+@pytest_lsp.fixture(config=ClientServerConfig(client_factory=make_client, server_command=SERVER, server_env=CLEAN_ENV))
+async def probe_client(lsp_client: KernelscopeClient, probe_folder: Path):
+    lsp_client.finished = []
 
     @lsp_client.feature("kernelscope/jobFinished")
     def on_finished(*args: object) -> None:
         params = args[-1]
-        lsp_client.finished.append(params if isinstance(params, dict) else _as_dict(params))  # type: ignore[attr-defined]
+        lsp_client.finished.append(params if isinstance(params, dict) else _as_dict(params))
 
     @lsp_client.feature(types.WORKSPACE_CODE_LENS_REFRESH)
     def on_refresh(params: None) -> None:

@@ -12,12 +12,13 @@ from pathlib import Path
 import pytest
 import pytest_lsp
 from lsprotocol import types
-from pytest_lsp import ClientServerConfig, LanguageClient, client_capabilities
+from pytest_lsp import ClientServerConfig, client_capabilities
 
 from kernelscope.daemon.engine.demo import kernel_with_block
 from kernelscope.daemon.engine.git import Git
 from kernelscope.daemon.engine.iterate import IterateOptions, run_iteration
 from tests.conftest import EXAMPLES
+from tests.lsp_client import KernelscopeClient, make_client
 from tests.stdio_client import frame
 
 pytestmark = pytest.mark.slow
@@ -97,9 +98,9 @@ def init_params(folder: Path, editor: str) -> types.InitializeParams:
 
 @pytest_lsp.fixture(
     params=["visual_studio_code", "neovim"],
-    config=ClientServerConfig(server_command=SERVER),
+    config=ClientServerConfig(client_factory=make_client, server_command=SERVER),
 )
-async def client(lsp_client: LanguageClient, request: pytest.FixtureRequest, folder: Path):
+async def client(lsp_client: KernelscopeClient, request: pytest.FixtureRequest, folder: Path):
     lsp_client.refreshes = 0  # type: ignore[attr-defined]
 
     @lsp_client.feature(types.WORKSPACE_CODE_LENS_REFRESH)
@@ -111,15 +112,15 @@ async def client(lsp_client: LanguageClient, request: pytest.FixtureRequest, fol
         # Neovim declares inlay-hint refresh but not code-lens refresh: either counts.
         lsp_client.refreshes += 1  # type: ignore[attr-defined]
 
-    lsp_client.finished = []  # type: ignore[attr-defined]
+    lsp_client.finished = []
 
     @lsp_client.feature("kernelscope/jobFinished")
     def on_finished(*args: object) -> None:
         params = args[-1]
-        lsp_client.finished.append(params if isinstance(params, dict) else _as_dict(params))  # type: ignore[attr-defined]
+        lsp_client.finished.append(params if isinstance(params, dict) else _as_dict(params))
 
     await lsp_client.initialize_session(init_params(folder, request.param))
-    lsp_client.folder = folder  # type: ignore[attr-defined]
+    lsp_client.folder = folder
     yield
     await lsp_client.shutdown_session()
 
@@ -135,11 +136,11 @@ def _as_dict(value: object) -> object:
     return value
 
 
-def kernel_uri(client: LanguageClient) -> str:
-    return (client.folder / "kernel_opt_vector_add" / "kernel.py").as_uri()  # type: ignore[attr-defined]
+def kernel_uri(client: KernelscopeClient) -> str:
+    return (client.folder / "kernel_opt_vector_add" / "kernel.py").as_uri()
 
 
-async def lenses(client: LanguageClient, uri: str | None = None) -> list[types.CodeLens]:
+async def lenses(client: KernelscopeClient, uri: str | None = None) -> list[types.CodeLens]:
     return (
         await client.text_document_code_lens_async(
             types.CodeLensParams(text_document=types.TextDocumentIdentifier(uri=uri or kernel_uri(client)))
@@ -148,7 +149,7 @@ async def lenses(client: LanguageClient, uri: str | None = None) -> list[types.C
     )
 
 
-async def command(client: LanguageClient, name: str, *args: object) -> object:
+async def command(client: KernelscopeClient, name: str, *args: object) -> object:
     return await client.workspace_execute_command_async(
         types.ExecuteCommandParams(command=name, arguments=list(args))
     )
@@ -162,7 +163,7 @@ async def wait_for(predicate, timeout: float = 60.0) -> None:  # type: ignore[no
         await asyncio.sleep(0.1)
 
 
-async def test_lenses(client: LanguageClient) -> None:
+async def test_lenses(client: KernelscopeClient) -> None:
     found = await lenses(client)
     titles = [lens.command.title for lens in found if lens.command]
     assert any(t.startswith("target bandwidth >= 4.32TB/s") and "next v2" in t for t in titles), titles
@@ -172,13 +173,13 @@ async def test_lenses(client: LanguageClient) -> None:
     assert "| 2 runs, 0 failed" in kernel_lens.command.title
 
 
-async def test_lenses_on_a_foreign_workspace(client: LanguageClient) -> None:
-    uri = (client.folder / "foreign_softmax" / "kernel.py").as_uri()  # type: ignore[attr-defined]
+async def test_lenses_on_a_foreign_workspace(client: KernelscopeClient) -> None:
+    uri = (client.folder / "foreign_softmax" / "kernel.py").as_uri()
     titles = [lens.command.title for lens in await lenses(client, uri) if lens.command]
     assert "best 1.22x v4 | latest 1.22x v4 | 4 runs, 1 failed" in titles  # memory records alone
 
 
-async def test_hover_and_inlay_hints(client: LanguageClient) -> None:
+async def test_hover_and_inlay_hints(client: KernelscopeClient) -> None:
     uri = kernel_uri(client)
     hover = await client.text_document_hover_async(
         types.HoverParams(
@@ -198,8 +199,8 @@ async def test_hover_and_inlay_hints(client: LanguageClient) -> None:
     assert hints and hints[0].position.line == 8 and str(hints[0].label).startswith("best ")
 
 
-async def test_commands_and_bad_parameters(client: LanguageClient) -> None:
-    ws = str(client.folder / "kernel_opt_vector_add")  # type: ignore[attr-defined]
+async def test_commands_and_bad_parameters(client: KernelscopeClient) -> None:
+    ws = str(client.folder / "kernel_opt_vector_add")
     dry = await command(client, "kernelscope.maskHalf", {"workspace": ws, "dryRun": True, "seed": 3})
     assert dry["dry_run"] is True and dry["next_version"] == "v2"  # type: ignore[index]
     history = await command(client, "kernelscope.showHistory", {"workspace": ws, "kernel": "add_kernel"})
@@ -237,8 +238,8 @@ async def test_commands_and_bad_parameters(client: LanguageClient) -> None:
     assert {p.name: p.read_text() for p in (Path(ws) / "memory").glob("*.json")} == memory_before
 
 
-async def test_external_write_refreshes_lenses(client: LanguageClient) -> None:
-    ws = client.folder / "kernel_opt_vector_add"  # type: ignore[attr-defined]
+async def test_external_write_refreshes_lenses(client: KernelscopeClient) -> None:
+    ws = client.folder / "kernel_opt_vector_add"
     await lenses(client)
     await asyncio.sleep(1.0)  # the watcher starts once the session is initialized
     before = client.refreshes  # type: ignore[attr-defined]
@@ -250,8 +251,8 @@ async def test_external_write_refreshes_lenses(client: LanguageClient) -> None:
     assert any("1 masked" in t for t in titles)
 
 
-async def test_save_probe_progress_and_broken_kernel_diagnostic(client: LanguageClient) -> None:
-    ws = client.folder / "kernel_opt_vector_add"  # type: ignore[attr-defined]
+async def test_save_probe_progress_and_broken_kernel_diagnostic(client: KernelscopeClient) -> None:
+    ws = client.folder / "kernel_opt_vector_add"
     uri = kernel_uri(client)
     path = ws / "kernel.py"
     good = path.read_text()
@@ -261,14 +262,14 @@ async def test_save_probe_progress_and_broken_kernel_diagnostic(client: Language
     )
     titles = [lens.command.title for lens in await lenses(client) if lens.command]
     assert any(t.startswith("(stale) best") for t in titles), titles  # old numbers marked stale at once
-    await wait_for(lambda: any(f["kind"] == "benchmark" for f in client.finished), timeout=120)  # type: ignore[attr-defined]
-    assert all(f["background"] for f in client.finished)  # type: ignore[attr-defined]  # clients stay quiet
+    await wait_for(lambda: any(f["kind"] == "benchmark" for f in client.finished), timeout=120)
+    assert all(f["background"] for f in client.finished)  # clients stay quiet
     await wait_for(lambda: bool(client.diagnostics.get(uri)), timeout=10)
     diagnostic = client.diagnostics[uri][0]
     assert diagnostic.code in ("wrong_result", "cheat") and "n=4096" in diagnostic.message
     assert diagnostic.range.start.line == 8
     assert any(reports for reports in client.progress_reports.values())  # $/progress was reported
-    client.finished.clear()  # type: ignore[attr-defined]
+    client.finished.clear()
     path.write_text(good)  # back to v1's code: already measured, said at once, not re-run
     client.text_document_did_save(
         types.DidSaveTextDocumentParams(text_document=types.TextDocumentIdentifier(uri=uri))
@@ -281,16 +282,16 @@ async def test_save_probe_progress_and_broken_kernel_diagnostic(client: Language
     try:
         await wait_for(only_already_tried, timeout=30)
     except AssertionError:
-        raise AssertionError((client.diagnostics.get(uri), client.finished)) from None  # type: ignore[attr-defined]
+        raise AssertionError((client.diagnostics.get(uri), client.finished)) from None
     assert "identical to v1" in client.diagnostics[uri][0].message
     titles = [lens.command.title for lens in await lenses(client) if lens.command]
     assert not any(t.startswith(("last probe", "(stale)")) for t in titles), titles
-    client.finished.clear()  # type: ignore[attr-defined]
+    client.finished.clear()
     path.write_text(kernel_with_block(KERNEL, 512))  # new code: measured in the background
     client.text_document_did_save(
         types.DidSaveTextDocumentParams(text_document=types.TextDocumentIdentifier(uri=uri))
     )
-    await wait_for(lambda: any(f["kind"] == "benchmark" for f in client.finished), timeout=120)  # type: ignore[attr-defined]
+    await wait_for(lambda: any(f["kind"] == "benchmark" for f in client.finished), timeout=120)
     await wait_for(
         lambda: not any(d.code == "wrong_result" for d in client.diagnostics.get(uri) or []), timeout=30
     )
@@ -298,20 +299,20 @@ async def test_save_probe_progress_and_broken_kernel_diagnostic(client: Language
     assert any(t.startswith("last probe: PASS") for t in titles), titles
 
 
-def completed_probes(client: LanguageClient) -> list[dict]:
+def completed_probes(client: KernelscopeClient) -> list[dict]:
     """Background probes that ran to an end (a probe superseded by a newer save of the same
     file ends cancelled)."""
-    return [f for f in client.finished if f["kind"] == "benchmark" and not f.get("cancelled")]  # type: ignore[attr-defined]
+    return [f for f in client.finished if f["kind"] == "benchmark" and not f.get("cancelled")]
 
 
-async def test_hostile_kernels_cannot_take_the_daemon(client: LanguageClient) -> None:
+async def test_hostile_kernels_cannot_take_the_daemon(client: KernelscopeClient) -> None:
     """Saving a kernel that forks without end, prints without end, hoards memory or never
     returns: each background probe ends as a structured failure naming the cap (or is
     superseded by the next save), nothing of it keeps running, nothing pops up, and the
     daemon answers throughout."""
     from tests.bench_fixtures import KERNELS, alive_with
 
-    ws = client.folder / "kernel_opt_vector_add"  # type: ignore[attr-defined]
+    ws = client.folder / "kernel_opt_vector_add"
     uri = kernel_uri(client)
     good = (ws / "kernel.py").read_text()
 
@@ -327,7 +328,7 @@ async def test_hostile_kernels_cannot_take_the_daemon(client: LanguageClient) ->
         "hoards_memory": "1500 MB cap",
     }
     for kernel, fragment in expected.items():
-        client.finished.clear()  # type: ignore[attr-defined]
+        client.finished.clear()
         save(KERNELS[kernel])
         await wait_for(lambda: bool(completed_probes(client)), timeout=120)
         finished = completed_probes(client)[-1]
@@ -339,45 +340,45 @@ async def test_hostile_kernels_cannot_take_the_daemon(client: LanguageClient) ->
         assert await lenses(client)  # still answering
     # A kernel that never returns: the daemon answers while it runs, and the next save
     # supersedes it (its whole group killed) instead of waiting out the timeout.
-    client.finished.clear()  # type: ignore[attr-defined]
+    client.finished.clear()
     save(KERNELS["hang"])
     await wait_for(lambda: bool(alive_with(str(ws))), timeout=60)
     await asyncio.sleep(3.0)  # inside kernel_fn by now
     assert await lenses(client)
     save(good)  # v1's code, already measured: the running probe is stopped, none starts
-    await wait_for(lambda: any(f.get("cancelled") for f in client.finished), timeout=60)  # type: ignore[attr-defined]
+    await wait_for(lambda: any(f.get("cancelled") for f in client.finished), timeout=60)
     assert alive_with(str(ws)) == []
     # A crash loop: ten saves of a kernel that fails, in quick succession. The debounce and
     # the one-probe queue coalesce them, and nothing pops up in the editor.
-    client.finished.clear()  # type: ignore[attr-defined]
+    client.finished.clear()
     for _ in range(10):
         save(KERNELS["raises"])
         await asyncio.sleep(0.02)
     await wait_for(lambda: bool(completed_probes(client)), timeout=120)
     await asyncio.sleep(3.0)  # room for any further probe to start and finish
-    probes = [f for f in client.finished if f["kind"] == "benchmark"]  # type: ignore[attr-defined]
+    probes = [f for f in client.finished if f["kind"] == "benchmark"]
     assert 1 <= len(probes) <= 2 and all(f["background"] for f in probes), probes
     assert not client.messages, client.messages  # no window/showMessage at all
     (ws / "kernel.py").write_text(good)
 
 
-async def test_run_iteration_and_cancel(client: LanguageClient) -> None:
-    ws = str(client.folder / "kernel_opt_vector_add")  # type: ignore[attr-defined]
+async def test_run_iteration_and_cancel(client: KernelscopeClient) -> None:
+    ws = str(client.folder / "kernel_opt_vector_add")
     started = await command(
         client,
         "kernelscope.runIteration",
         {"workspace": ws, "actionCategory": "noop", "actionDescription": "re-measure"},
     )
     assert started["kind"] == "runIteration"  # type: ignore[index]
-    await wait_for(lambda: bool(client.finished), timeout=120)  # type: ignore[attr-defined]
-    finished = client.finished[-1]  # type: ignore[attr-defined]
+    await wait_for(lambda: bool(client.finished), timeout=120)
+    finished = client.finished[-1]
     assert finished["result"]["version"] == "v2" and finished["result"]["passed"] is True
-    client.finished.clear()  # type: ignore[attr-defined]
+    client.finished.clear()
     await command(client, "kernelscope.benchmark", {"workspace": ws})
     cancelled = await command(client, "kernelscope.cancel", {"workspace": ws})
     assert cancelled["cancelled"]  # type: ignore[index]
-    await wait_for(lambda: bool(client.finished), timeout=60)  # type: ignore[attr-defined]
-    assert client.finished[-1]["cancelled"] is True or "error" in client.finished[-1]  # type: ignore[attr-defined]
+    await wait_for(lambda: bool(client.finished), timeout=60)
+    assert client.finished[-1]["cancelled"] is True or "error" in client.finished[-1]
 
 
 def test_server_exits_when_the_editor_dies(tmp_path: Path) -> None:
@@ -439,12 +440,12 @@ def test_tcp_binds_loopback_only(tmp_path: Path) -> None:
         server.wait()
 
 
-async def test_restart_streams_agent_output(client: LanguageClient) -> None:
-    ws = str(client.folder / "kernel_opt_vector_add")  # type: ignore[attr-defined]
+async def test_restart_streams_agent_output(client: KernelscopeClient) -> None:
+    ws = str(client.folder / "kernel_opt_vector_add")
     started = await command(client, "kernelscope.restart", {"workspace": ws, "seed": 1, "timeoutS": 60})
     assert started["kind"] == "restart"  # type: ignore[index]
-    await wait_for(lambda: bool(client.finished), timeout=60)  # type: ignore[attr-defined]
-    report = client.finished[-1]["result"]  # type: ignore[attr-defined]
+    await wait_for(lambda: bool(client.finished), timeout=60)
+    report = client.finished[-1]["result"]
     assert report["agent_exit_code"] == 0 and not report["completed"]
     assert any("v2 was not written" in v for v in report["violations"])  # the agent wrote nothing
     assert any("[agent] agent says hello" in m.message for m in client.log_messages)

@@ -15,10 +15,11 @@ from pathlib import Path
 import pytest
 import pytest_lsp
 from lsprotocol import types
-from pytest_lsp import ClientServerConfig, LanguageClient, client_capabilities
+from pytest_lsp import ClientServerConfig, client_capabilities
 
 from kernelscope.daemon.engine.workspace import Workspace
 from tests.field_workspaces import build_atrex_sol_workspace
+from tests.lsp_client import KernelscopeClient, make_client
 from tests.test_field_formats import git_status, tree_state
 from tests.test_lsp import _as_dict
 
@@ -31,13 +32,13 @@ def template(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return build_atrex_sol_workspace(tmp_path_factory.mktemp("atrex") / "folder" / "kernel_opt_rmsnorm")
 
 
-@pytest_lsp.fixture(params=["visual_studio_code", "neovim"], config=ClientServerConfig(server_command=SERVER))
-async def client(lsp_client: LanguageClient, request: pytest.FixtureRequest, template: Path, tmp_path: Path):
+@pytest_lsp.fixture(params=["visual_studio_code", "neovim"], config=ClientServerConfig(client_factory=make_client, server_command=SERVER))
+async def client(lsp_client: KernelscopeClient, request: pytest.FixtureRequest, template: Path, tmp_path: Path):
     ws = tmp_path / "folder" / template.name
     shutil.copytree(template, ws, symlinks=True)
     lsp_client.ws = ws  # type: ignore[attr-defined]
     lsp_client.refreshes = 0  # type: ignore[attr-defined]
-    lsp_client.finished = []  # type: ignore[attr-defined]
+    lsp_client.finished = []
 
     @lsp_client.feature(types.WORKSPACE_CODE_LENS_REFRESH)
     def on_refresh(params: None) -> None:
@@ -49,7 +50,7 @@ async def client(lsp_client: LanguageClient, request: pytest.FixtureRequest, tem
 
     @lsp_client.feature("kernelscope/jobFinished")
     def on_finished(*args: object) -> None:
-        lsp_client.finished.append(_as_dict(args[-1]))  # type: ignore[attr-defined]
+        lsp_client.finished.append(_as_dict(args[-1]))
 
     await lsp_client.initialize_session(
         types.InitializeParams(
@@ -72,7 +73,7 @@ async def client(lsp_client: LanguageClient, request: pytest.FixtureRequest, tem
     await lsp_client.shutdown_session()
 
 
-async def titles(client: LanguageClient) -> list[str]:
+async def titles(client: KernelscopeClient) -> list[str]:
     uri = (client.ws / "kernel.py").as_uri()  # type: ignore[attr-defined]
     found = await client.text_document_code_lens_async(
         types.CodeLensParams(text_document=types.TextDocumentIdentifier(uri=uri))
@@ -88,7 +89,7 @@ async def wait_for(predicate, timeout: float) -> None:  # type: ignore[no-untype
         await asyncio.sleep(0.1)
 
 
-async def test_lens_hover_and_live_episode_refresh(client: LanguageClient) -> None:
+async def test_lens_hover_and_live_episode_refresh(client: KernelscopeClient) -> None:
     ws: Path = client.ws  # type: ignore[attr-defined]
     found = await titles(client)
     top = next(t for t in found if t.startswith("goal: "))
@@ -119,7 +120,7 @@ async def test_lens_hover_and_live_episode_refresh(client: LanguageClient) -> No
     assert "3 experiments, latest: num_warps=1" in top
 
 
-async def test_writes_refused_and_probe_writes_nothing(client: LanguageClient) -> None:
+async def test_writes_refused_and_probe_writes_nothing(client: KernelscopeClient) -> None:
     ws: Path = client.ws  # type: ignore[attr-defined]
     before, status = tree_state(ws), git_status(ws)
     for name, params in (
@@ -143,8 +144,8 @@ async def test_writes_refused_and_probe_writes_nothing(client: LanguageClient) -
             text_document=types.TextDocumentIdentifier(uri=(ws / "kernel.py").as_uri())
         )
     )
-    await wait_for(lambda: bool(client.finished), timeout=180)  # type: ignore[attr-defined]
-    result = client.finished[0]["result"]  # type: ignore[attr-defined]
+    await wait_for(lambda: bool(client.finished), timeout=180)
+    result = client.finished[0]["result"]
     assert result["passed"] is True, result
     assert len(result["configs"]) == 3  # one configuration per workload.jsonl line
     found = await titles(client)

@@ -14,9 +14,10 @@ from pathlib import Path
 import pytest
 import pytest_lsp
 from lsprotocol import types
-from pytest_lsp import ClientServerConfig, LanguageClient, client_capabilities
+from pytest_lsp import ClientServerConfig, client_capabilities
 
 from kernelscope.daemon.engine.demo import kernel_with_block
+from tests.lsp_client import KernelscopeClient, make_client
 from tests.test_lsp import KERNEL, _as_dict, make_workspace
 
 pytestmark = pytest.mark.slow
@@ -45,14 +46,14 @@ def folder(prepared: Path, tmp_path: Path) -> Path:
     return copy
 
 
-@pytest_lsp.fixture(params=["visual_studio_code", "neovim"], config=ClientServerConfig(server_command=SERVER))
-async def client(lsp_client: LanguageClient, request: pytest.FixtureRequest, folder: Path):
-    lsp_client.folder = folder  # type: ignore[attr-defined]
-    lsp_client.finished = []  # type: ignore[attr-defined]
+@pytest_lsp.fixture(params=["visual_studio_code", "neovim"], config=ClientServerConfig(client_factory=make_client, server_command=SERVER))
+async def client(lsp_client: KernelscopeClient, request: pytest.FixtureRequest, folder: Path):
+    lsp_client.folder = folder
+    lsp_client.finished = []
 
     @lsp_client.feature("kernelscope/jobFinished")
     def on_finished(*args: object) -> None:
-        lsp_client.finished.append(_as_dict(args[-1]))  # type: ignore[attr-defined]
+        lsp_client.finished.append(_as_dict(args[-1]))
 
     for method in (types.WORKSPACE_CODE_LENS_REFRESH, types.WORKSPACE_INLAY_HINT_REFRESH):
         lsp_client.feature(method)(lambda params: None)
@@ -76,15 +77,15 @@ async def client(lsp_client: LanguageClient, request: pytest.FixtureRequest, fol
     await lsp_client.shutdown_session()
 
 
-def kernel(client: LanguageClient) -> Path:
-    return client.folder / "kernel_opt_vector_add" / "kernel.py"  # type: ignore[attr-defined]
+def kernel(client: KernelscopeClient) -> Path:
+    return client.folder / "kernel_opt_vector_add" / "kernel.py"
 
 
 def launch_line(path: Path) -> int:
     return next(i for i, line in enumerate(path.read_text().splitlines()) if "add_kernel[grid]" in line)
 
 
-async def test_blame_in_hover_on_the_launch_line(client: LanguageClient) -> None:
+async def test_blame_in_hover_on_the_launch_line(client: KernelscopeClient) -> None:
     path = kernel(client)
     line = launch_line(path)
     hover = await client.text_document_hover_async(
@@ -99,7 +100,7 @@ async def test_blame_in_hover_on_the_launch_line(client: LanguageClient) -> None
     assert "vs v0" in text and "PASS" in text
 
 
-async def test_values_already_tried_at_block_size(client: LanguageClient) -> None:
+async def test_values_already_tried_at_block_size(client: KernelscopeClient) -> None:
     path = kernel(client)
     line = launch_line(path)
     hints = await client.text_document_inlay_hint_async(
@@ -118,7 +119,7 @@ async def test_values_already_tried_at_block_size(client: LanguageClient) -> Non
     assert at_launch[0].position.character == path.read_text().splitlines()[line].index("1024") + 4
 
 
-async def test_saving_v0s_code_says_already_tried_without_a_benchmark(client: LanguageClient) -> None:
+async def test_saving_v0s_code_says_already_tried_without_a_benchmark(client: KernelscopeClient) -> None:
     path = kernel(client)
     uri = path.as_uri()
     path.write_text(kernel_with_block(KERNEL, 64))  # exactly v0's kernel
@@ -132,11 +133,11 @@ async def test_saving_v0s_code_says_already_tried_without_a_benchmark(client: La
     diagnostic = client.diagnostics[uri][0]
     assert diagnostic.code == "already_tried" and diagnostic.message.startswith("identical to v0"), diagnostic
     await asyncio.sleep(2.0)  # far past the 100 ms debounce: no probe was started
-    assert client.finished == []  # type: ignore[attr-defined]
+    assert client.finished == []
 
 
-async def test_compare_command(client: LanguageClient) -> None:
-    ws = str(client.folder / "kernel_opt_vector_add")  # type: ignore[attr-defined]
+async def test_compare_command(client: KernelscopeClient) -> None:
+    ws = str(client.folder / "kernel_opt_vector_add")
     result = await client.workspace_execute_command_async(
         types.ExecuteCommandParams(
             command="kernelscope.compare", arguments=[{"workspace": ws, "versionA": "v0", "versionB": "v1"}]

@@ -24,6 +24,7 @@ from kernelscope.daemon.engine.memory import MemoryManager
 from kernelscope.protocol.vocabulary import COMMANDS, JOB_KINDS
 from tests.bench_fixtures import KERNELS, alive_with
 from tests.conftest import EXAMPLES, REPO_ROOT
+from tests.lsp_client import KernelscopeClient, make_client
 from tests.test_lsp import _as_dict
 
 pytestmark = pytest.mark.slow
@@ -55,14 +56,14 @@ def folder(tmp_path: Path) -> Path:
     return root
 
 
-@pytest_lsp.fixture(params=["visual_studio_code", "neovim"], config=ClientServerConfig(server_command=SERVER))
-async def client(lsp_client: LanguageClient, request: pytest.FixtureRequest, folder: Path, tmp_path: Path):
-    lsp_client.folder = folder  # type: ignore[attr-defined]
-    lsp_client.finished = []  # type: ignore[attr-defined]
+@pytest_lsp.fixture(params=["visual_studio_code", "neovim"], config=ClientServerConfig(client_factory=make_client, server_command=SERVER))
+async def client(lsp_client: KernelscopeClient, request: pytest.FixtureRequest, folder: Path, tmp_path: Path):
+    lsp_client.folder = folder
+    lsp_client.finished = []
 
     @lsp_client.feature("kernelscope/jobFinished")
     def on_finished(*args: object) -> None:
-        lsp_client.finished.append(_as_dict(args[-1]))  # type: ignore[attr-defined]
+        lsp_client.finished.append(_as_dict(args[-1]))
 
     @lsp_client.feature(types.WORKSPACE_CODE_LENS_REFRESH)
     def on_refresh(params: None) -> None:
@@ -94,14 +95,14 @@ async def client(lsp_client: LanguageClient, request: pytest.FixtureRequest, fol
     await lsp_client.shutdown_session()
 
 
-@pytest_lsp.fixture(config=ClientServerConfig(server_command=SERVER))
-async def bare_client(lsp_client: LanguageClient):
+@pytest_lsp.fixture(config=ClientServerConfig(client_factory=make_client, server_command=SERVER))
+async def bare_client(lsp_client: KernelscopeClient):
     """A client the test sets up itself (its own handlers, then initialize)."""
     yield
 
 
-def ws_of(client: LanguageClient) -> Path:
-    return client.folder / "kernel_opt_vector_add"  # type: ignore[attr-defined]
+def ws_of(client: KernelscopeClient) -> Path:
+    return client.folder / "kernel_opt_vector_add"
 
 
 async def command(client: LanguageClient, name: str, params: dict) -> object:
@@ -118,19 +119,19 @@ async def wait_for(predicate, timeout: float) -> None:  # type: ignore[no-untype
         await asyncio.sleep(0.05)
 
 
-async def test_executed_commands_are_the_vocabulary(client: LanguageClient) -> None:
+async def test_executed_commands_are_the_vocabulary(client: KernelscopeClient) -> None:
     provider = client.capabilities_result.capabilities.execute_command_provider  # type: ignore[attr-defined]
     assert provider is not None and set(provider.commands) == set(COMMANDS)
 
 
-async def test_workspaces_request(client: LanguageClient) -> None:
+async def test_workspaces_request(client: KernelscopeClient) -> None:
     answer = await client.protocol.send_request_async("kernelscope/workspaces", {})
     found = {Path(entry.workspace).name for entry in answer.workspaces}
     assert found == {"kernel_opt_vector_add", "kernel_opt_new"}
 
 
 @pytest.mark.parametrize("job", ["benchmark", "runIteration", "restart"])
-async def test_cancel_on_progress_stops_the_job(client: LanguageClient, job: str) -> None:
+async def test_cancel_on_progress_stops_the_job(client: KernelscopeClient, job: str) -> None:
     """Cancel on the job's progress (window/workDoneProgress/cancel): the job's process group
     is killed, the job ends `cancelled` with the kind its start answer gave, the lens says so."""
     ws = ws_of(client)
@@ -148,9 +149,9 @@ async def test_cancel_on_progress_stops_the_job(client: LanguageClient, job: str
     await asyncio.sleep(2.0)  # the child is running (a hanging kernel, or the agent)
     cancelled_at = time.monotonic()
     client.protocol.notify("window/workDoneProgress/cancel", types.WorkDoneProgressCancelParams(token=token))
-    await wait_for(lambda: bool(client.finished), timeout=20)  # type: ignore[attr-defined]
+    await wait_for(lambda: bool(client.finished), timeout=20)
     elapsed = time.monotonic() - cancelled_at
-    finished = client.finished[0]  # type: ignore[attr-defined]
+    finished = client.finished[0]
     assert finished["kind"] == job and finished["jobId"] == started["job_id"] and finished["cancelled"]  # type: ignore[index]
     assert elapsed < 10, elapsed  # "within a second or two" here; generous on a shared machine
     lenses = await client.text_document_code_lens_async(
@@ -161,7 +162,7 @@ async def test_cancel_on_progress_stops_the_job(client: LanguageClient, job: str
     assert not (ws / "memory" / "v5.json").exists()  # a cancelled iteration records nothing
 
 
-async def test_a_command_waiting_on_the_lock_does_not_block_lenses(client: LanguageClient) -> None:
+async def test_a_command_waiting_on_the_lock_does_not_block_lenses(client: KernelscopeClient) -> None:
     """The workspace's memory lock held for 10 s by another process's write: mask-half waits
     for it on a worker thread while lenses and hover keep answering."""
     ws = ws_of(client)

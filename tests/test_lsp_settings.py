@@ -14,10 +14,11 @@ from pathlib import Path
 import pytest
 import pytest_lsp
 from lsprotocol import types
-from pytest_lsp import ClientServerConfig, LanguageClient, client_capabilities
+from pytest_lsp import ClientServerConfig, client_capabilities
 
 from kernelscope.protocol.settings import FolderSettings, folder_settings_from, user_settings_from
 from tests.conftest import EXAMPLES
+from tests.lsp_client import KernelscopeClient, make_client
 from tests.test_lsp import _as_dict
 
 SERVER = [sys.executable, str(Path(__file__).parent / "no_torch_server.py")]
@@ -86,16 +87,16 @@ def init_params(ws: Path, editor: str, user: dict) -> types.InitializeParams:
     )
 
 
-@pytest_lsp.fixture(params=["visual_studio_code", "neovim"], config=ClientServerConfig(server_command=SERVER))
-async def client(lsp_client: LanguageClient, request: pytest.FixtureRequest):
+@pytest_lsp.fixture(params=["visual_studio_code", "neovim"], config=ClientServerConfig(client_factory=make_client, server_command=SERVER))
+async def client(lsp_client: KernelscopeClient, request: pytest.FixtureRequest):
     lsp_client.editor = request.param  # type: ignore[attr-defined]
-    lsp_client.finished = []  # type: ignore[attr-defined]
+    lsp_client.finished = []
     lsp_client.refreshes = 0  # type: ignore[attr-defined]
     lsp_client.answer = None  # type: ignore[attr-defined]  # set by each test
 
     @lsp_client.feature("kernelscope/jobFinished")
     def on_finished(*args: object) -> None:
-        lsp_client.finished.append(args[-1])  # type: ignore[attr-defined]
+        lsp_client.finished.append(args[-1])
 
     @lsp_client.feature(types.WORKSPACE_CODE_LENS_REFRESH)
     def on_refresh(params: None) -> None:
@@ -125,7 +126,7 @@ async def client(lsp_client: LanguageClient, request: pytest.FixtureRequest):
     await lsp_client.shutdown_session()
 
 
-def save(client: LanguageClient, ws: Path) -> None:
+def save(client: KernelscopeClient, ws: Path) -> None:
     client.text_document_did_save(
         types.DidSaveTextDocumentParams(
             text_document=types.TextDocumentIdentifier(uri=(ws / "kernel.py").as_uri())
@@ -143,7 +144,7 @@ async def wait_for(predicate, timeout: float) -> bool:  # type: ignore[no-untype
 
 
 @pytest.mark.slow
-async def test_folder_answer_cannot_grant_trust(client: LanguageClient, workspace: Path) -> None:
+async def test_folder_answer_cannot_grant_trust(client: KernelscopeClient, workspace: Path) -> None:
     """The user did not trust the workspace; its folder settings claim trust: nothing runs."""
     marker = marked_kernel(workspace)
     asked: list[types.ConfigurationParams] = []
@@ -158,7 +159,7 @@ async def test_folder_answer_cannot_grant_trust(client: LanguageClient, workspac
     save(client, workspace)
     await asyncio.sleep(4.0)  # the folder's debounce would be 50 ms
     assert not marker.exists(), "kernel.py ran in a workspace the user did not trust"
-    assert client.finished == []  # type: ignore[attr-defined]
+    assert client.finished == []
     # an explicit user command still works: showHistory answers from the records alone
     history = await client.workspace_execute_command_async(
         types.ExecuteCommandParams(
@@ -170,7 +171,7 @@ async def test_folder_answer_cannot_grant_trust(client: LanguageClient, workspac
 
 @pytest.mark.slow
 async def test_folder_answer_cannot_pick_executor_or_interpreter(
-    client: LanguageClient, workspace: Path
+    client: KernelscopeClient, workspace: Path
 ) -> None:
     """The user trusts the workspace; the folder asks for a foreign Ray cluster and /bin/false:
     the probe still runs locally, with the user's interpreter, and passes."""
@@ -183,8 +184,8 @@ async def test_folder_answer_cannot_pick_executor_or_interpreter(
     await client.initialize_session(init_params(workspace, client.editor, {"trusted": True}))  # type: ignore[attr-defined]
     await asyncio.sleep(0.5)
     save(client, workspace)
-    assert await wait_for(lambda: bool(client.finished), timeout=120)  # type: ignore[attr-defined]
-    finished = _as_dict(client.finished[0])  # type: ignore[attr-defined]
+    assert await wait_for(lambda: bool(client.finished), timeout=120)
+    finished = _as_dict(client.finished[0])
     assert isinstance(finished, dict)
     assert "error" not in finished, finished
     result = finished["result"]
@@ -210,7 +211,7 @@ async def no_answer(params: types.ConfigurationParams) -> object:
 @pytest.mark.slow
 @pytest.mark.parametrize("answer", [null_answer, garbage_answer, no_answer], ids=["null", "garbage", "never"])
 async def test_bad_configuration_answers_do_not_stop_the_watcher(
-    client: LanguageClient, workspace: Path, answer: object
+    client: KernelscopeClient, workspace: Path, answer: object
 ) -> None:
     client.answer = answer  # type: ignore[attr-defined]
     await client.initialize_session(init_params(workspace, client.editor, {"trusted": False}))  # type: ignore[attr-defined]

@@ -1,0 +1,29 @@
+"""pytest-lsp's test client with the attributes kernelscope's LSP tests keep on it, typed.
+
+Pass `client_factory=make_client` to `ClientServerConfig`; the fixture's `lsp_client` is then a
+`KernelscopeClient`, so tests read `client.folder` and `client.finished` without ignores."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from pygls.protocol import default_converter
+from pytest_lsp import LanguageClient
+from pytest_lsp.client import register_lsp_features
+
+
+class KernelscopeClient(LanguageClient):
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.folder: Path = Path()
+        """The workspace folder the test opened (set by the fixture)."""
+        self.finished: list[Any] = []
+        """`kernelscope/jobFinished` notifications, in arrival order."""
+
+
+def make_client() -> KernelscopeClient:
+    """pytest-lsp's `make_test_lsp_client`, building a `KernelscopeClient`."""
+    client = KernelscopeClient(converter_factory=default_converter)
+    register_lsp_features(client)
+    return client
