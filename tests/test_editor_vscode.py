@@ -1,10 +1,13 @@
-"""The VS Code extension: unit tests of its pure parts (node's test runner), and an end-to-end
-test in a real VS Code (code-server 4.100.3) driven by Debian's Chromium through playwright-core:
-open an example workspace, see the lens text above a kernel, run a palette command, see its
-result, save a screenshot (editor-clients/vscode/e2e/screenshot.png, shown in the README).
+"""The VS Code extension: unit tests of its pure parts (node's test runner), and end-to-end
+tests in a real VS Code (code-server 4.100.3, and 4.139.1, the newest npm served when this was
+written, which runs on Node 24) driven by Debian's Chromium through playwright-core: open an
+example workspace, see the lens text above a kernel, run a palette command, see its result, save
+a screenshot (4.100.3's: editor-clients/vscode/e2e/screenshot.png, shown in the README); then
+kernel.py is rewritten on disk while open (the kernel moves down 3 lines): the lens follows the
+kernel, and an edit + save re-benchmarks (the `last probe:` lens shows the saved text's verdict).
 
-Both run in CI; locally they need node/npm, and the end-to-end test runs when
-KERNELSCOPE_E2E_VSCODE=1 (it installs code-server into .cache/code-server first)."""
+All run in CI; locally they need node/npm, and the end-to-end tests run when
+KERNELSCOPE_E2E_VSCODE=1 (they install code-server into .cache/code-server[-VERSION] first)."""
 
 from __future__ import annotations
 
@@ -54,20 +57,33 @@ E2E = pytest.mark.skipif(
 )
 
 
-def _code_server() -> Path:
-    prefix = REPO_ROOT / ".cache" / "code-server"
+# The README's version first (its screenshot is the README's), then the newest one tested.
+CODE_SERVERS = ["4.100.3", "4.139.1"]
+
+
+def _code_server(version: str) -> Path:
+    name = "code-server" if version == CODE_SERVERS[0] else f"code-server-{version}"
+    prefix = REPO_ROOT / ".cache" / name
     setup = subprocess.run(
-        ["bash", str(EXTENSION / "e2e" / "setup-code-server.sh"), str(prefix)],
+        ["bash", str(EXTENSION / "e2e" / "setup-code-server.sh"), str(prefix), version],
         capture_output=True,
         text=True,
-        timeout=1500,
+        timeout=1800,
     )
     assert setup.returncode == 0, setup.stderr[-3000:]
-    return prefix / "node_modules" / ".bin" / "code-server"
+    launcher = prefix / "bin" / "code-server"
+    version_line = subprocess.run([launcher, "--version"], capture_output=True, text=True, timeout=60).stdout
+    assert version_line.startswith(f"{version} "), version_line
+    return launcher
 
 
 def _run_e2e(
-    extension: Path, ws: Path, tmp_path: Path, screenshot: Path, scenario: str = "trusted"
+    extension: Path,
+    ws: Path,
+    tmp_path: Path,
+    screenshot: Path,
+    scenario: str = "trusted",
+    version: str = CODE_SERVERS[0],
 ) -> tuple[subprocess.CompletedProcess[str], dict]:
     report = tmp_path / "report.json"
     command = json.dumps([sys.executable, "-m", "kernelscope.daemon.lsp"])
@@ -75,7 +91,7 @@ def _run_e2e(
         [
             "node",
             str(EXTENSION / "e2e" / "run.mjs"),
-            str(_code_server()),
+            str(_code_server(version)),
             str(extension),
             str(ws),
             command,
@@ -93,20 +109,30 @@ def _run_e2e(
 
 
 @E2E
-def test_vscode_end_to_end(built_extension: Path, tmp_path: Path) -> None:
+@pytest.mark.parametrize("version", CODE_SERVERS)
+def test_vscode_end_to_end(built_extension: Path, tmp_path: Path, version: str) -> None:
     ws = tmp_path / "kernel_opt_vector_add"
     shutil.copytree(EXAMPLES / "vector_add", ws)
-    screenshot = EXTENSION / "e2e" / "screenshot.png"
-    run, results = _run_e2e(built_extension, ws, tmp_path, screenshot)
+    screenshot = EXTENSION / "e2e" / "screenshot.png" if version == CODE_SERVERS[0] else tmp_path / "shot.png"
+    run, results = _run_e2e(built_extension, ws, tmp_path, screenshot, version=version)
     assert run.returncode == 0 and results["error"] is None, (results, run.stderr[-3000:])
     assert any(text.startswith("target bandwidth >= 4.32TB/s") for text in results["lenses"])
     assert "best 1.22x v4 | latest 1.22x v4 | 4 runs, 1 failed" in results["lenses"]
     assert results["notification"].startswith("top experiments:")
     assert screenshot.stat().st_size > 10_000
+    # kernel.py rewritten on disk while open: the lens moved down with the kernel (line 8 -> 11)
+    assert results["kernelLensLine"] == 8, results
+    assert results["rewrittenLensLine"] == 11, results["lensesAfterRewrite"]
+    # an edit + save re-benchmarked the saved text (it raises at import)
+    assert results["saved"] and results["probeLens"], results
+    assert "edited in VS Code" in (ws / "kernel.py").read_text()
 
 
 @E2E
-def test_vscode_workspace_settings_cannot_claim_trust(built_extension: Path, tmp_path: Path) -> None:
+@pytest.mark.parametrize("version", CODE_SERVERS)
+def test_vscode_workspace_settings_cannot_claim_trust(
+    built_extension: Path, tmp_path: Path, version: str
+) -> None:
     """A cloned repository whose .vscode/settings.json claims trust, names an interpreter, a
     daemon command and a Ray cluster, opened in an untrusted (restricted) window: the user's
     daemon starts, lenses show, and saving kernel.py runs nothing."""
@@ -136,7 +162,7 @@ def test_vscode_workspace_settings_cannot_claim_trust(built_extension: Path, tmp
             }
         )
     )
-    run, results = _run_e2e(built_extension, ws, tmp_path, tmp_path / "untrusted.png", "untrusted")
+    run, results = _run_e2e(built_extension, ws, tmp_path, tmp_path / "untrusted.png", "untrusted", version)
     assert run.returncode == 0 and results["error"] is None, (results, run.stderr[-3000:])
     assert "best 1.22x v4 | latest 1.22x v4 | 4 runs, 1 failed" in results["lenses"]
     assert results["saved"] and "# edited in an untrusted window" in kernel.read_text()

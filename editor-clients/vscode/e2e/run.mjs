@@ -1,20 +1,26 @@
 // End-to-end test in a real VS Code (code-server) driven by Debian's Chromium through
 // playwright-core: open an example workspace, wait for the lens text above a kernel, run a
-// palette command, see its result, save a screenshot. Writes a JSON report.
+// palette command, see its result, save a screenshot; then, as an agent does, rewrite kernel.py
+// on disk while it is open (the kernel moves down 3 lines): code-server reloads it, the lens
+// must follow the kernel, and an edit + save must re-benchmark (the `last probe:` lens shows the
+// verdict on the saved text). Writes a JSON report.
 //   node run.mjs <code-server bin> <vsix> <workspace> <kernelscope cmd JSON> <db> <screenshot> <report> [scenario]
 // scenario "untrusted": workspace trust on and the folder not trusted (restricted mode); after
 // the lens shows, kernel.py is edited and saved, and nothing else is done (the caller checks
 // that the save ran nothing).
 import { chromium } from "playwright-core";
 import { spawn, execFileSync } from "node:child_process";
-import { mkdtempSync, mkdirSync, writeFileSync } from "node:fs";
+import { mkdtempSync, mkdirSync, readFileSync, renameSync, writeFileSync } from "node:fs";
 import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 
 const [codeServer, vsix, workspace, commandJson, db, screenshot, reportPath, scenario = "trusted"] = process.argv.slice(2);
 const untrusted = scenario === "untrusted";
-const report = { lenses: [], notification: null, saved: false, error: null };
+const report = {
+  lenses: [], notification: null, saved: false, error: null,
+  kernelLensLine: null, rewrittenLensLine: null, lensesAfterRewrite: [], probeLens: null,
+};
 const state = mkdtempSync(join(tmpdir(), "ks-code-server-"));
 const extensions = join(state, "extensions");
 const userData = join(state, "user-data");
@@ -76,8 +82,34 @@ try {
     const note = page.locator(".notification-list-item", { hasText: "top experiments" }).first();
     await note.waitFor({ timeout: 60_000 });
     report.notification = await note.innerText();
+    await page.screenshot({ path: screenshot });
+
+    // An agent rewrites kernel.py on disk: three lines above the kernel, a new file renamed
+    // over the old one. The editor is not dirty, so code-server reloads it by itself.
+    report.kernelLensLine = await lensLine(page, "best ");
+    const kernel = `${workspace}/kernel.py`;
+    writeFileSync(`${kernel}.tmp`, "# rewritten by an agent, line 1\n# line 2\n# line 3\n" + readFileSync(kernel, "utf8"));
+    renameSync(`${kernel}.tmp`, kernel);
+    await page.locator(".view-lines", { hasText: "rewritten by an agent" }).first().waitFor({ timeout: 60_000 });
+    report.rewrittenLensLine = await poll(60_000, async () => {
+      const line = await lensLine(page, "best ");
+      return line !== null && line !== report.kernelLensLine ? line : null;
+    });
+    report.lensesAfterRewrite = await page.locator(".codelens-decoration").allInnerTexts();
+
+    // An edit that breaks the kernel, saved: the background probe runs the saved text.
+    await page.locator(".monaco-editor .view-lines").first().click();
+    await page.keyboard.press("Control+End");
+    await page.keyboard.type("\nraise RuntimeError('edited in VS Code')\n");
+    await page.keyboard.press("Control+S");
+    report.saved = true;
+    report.probeLens = await poll(120_000, async () => {
+      const texts = await page.locator(".codelens-decoration").allInnerTexts();
+      const probe = texts.find((t) => t.startsWith("last probe: FAIL") && !t.split(" | ")[0].includes("stale"));
+      return probe ?? null;
+    });
   }
-  await page.screenshot({ path: screenshot });
+  if (untrusted) await page.screenshot({ path: screenshot });
 } catch (error) {
   report.error = String(error && error.stack || error);
   try { await browser?.contexts()[0]?.pages()[0]?.screenshot({ path: screenshot }); } catch {}
@@ -87,6 +119,31 @@ try {
   writeFileSync(reportPath, JSON.stringify(report, null, 2));
 }
 process.exit(report.error ? 1 : 0);
+
+/** The editor line (1-based) just below the lens whose text starts with `prefix`, or null. */
+async function lensLine(page, prefix) {
+  return page.evaluate((prefix) => {
+    const lens = [...document.querySelectorAll(".codelens-decoration")].find((e) => e.innerText.startsWith(prefix));
+    if (!lens) return null;
+    const bottom = lens.getBoundingClientRect().bottom;
+    const below = [...document.querySelectorAll(".margin-view-overlays .line-numbers")]
+      .map((e) => ({ line: Number(e.textContent), top: e.getBoundingClientRect().top }))
+      .filter((e) => e.top >= bottom - 2)
+      .sort((a, b) => a.top - b.top);
+    return below.length ? below[0].line : null;
+  }, prefix);
+}
+
+/** The first non-null value of `probe` within `timeout` ms, else null. */
+async function poll(timeout, probe) {
+  const deadline = Date.now() + timeout;
+  while (Date.now() < deadline) {
+    const value = await probe();
+    if (value !== null && value !== undefined) return value;
+    await new Promise((r) => setTimeout(r, 250));
+  }
+  return null;
+}
 
 async function waitForPort(port, timeout) {
   const deadline = Date.now() + timeout;
