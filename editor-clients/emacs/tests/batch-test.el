@@ -87,7 +87,7 @@
                                          (ks-overlays))))
           report)
     ;; the probe the rewrite set off (the daemon watches the disk)
-    (push (cons 'rewrite_probed (ks-wait 90 (lambda () (ks-probes-since start)))) report)
+    (push (cons 'rewrite_probed (ks-wait 30 (lambda () (ks-probes-since start)))) report)
     (let ((before (length ks-finished)))
       (funcall edit)
       (push (cons 'edited (buffer-modified-p)) report)

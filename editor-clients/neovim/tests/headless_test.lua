@@ -181,7 +181,7 @@ local ok, err = pcall(function()
     report.lenses = lenses()
 
     -- wait until the probe the rewrite set off (the daemon watches the disk) is done
-    report.rewrite_probed = vim.wait(90000, function()
+    report.rewrite_probed = vim.wait(30000, function()
       return probed_since(start)
     end, 100)
     local before = #results.finished
