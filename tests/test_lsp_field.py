@@ -32,8 +32,13 @@ def template(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return build_atrex_sol_workspace(tmp_path_factory.mktemp("atrex") / "folder" / "kernel_opt_rmsnorm")
 
 
-@pytest_lsp.fixture(params=["visual_studio_code", "neovim"], config=ClientServerConfig(client_factory=make_client, server_command=SERVER))
-async def client(lsp_client: KernelscopeClient, request: pytest.FixtureRequest, template: Path, tmp_path: Path):
+@pytest_lsp.fixture(
+    params=["visual_studio_code", "neovim"],
+    config=ClientServerConfig(client_factory=make_client, server_command=SERVER),
+)
+async def client(
+    lsp_client: KernelscopeClient, request: pytest.FixtureRequest, template: Path, tmp_path: Path
+):
     ws = tmp_path / "folder" / template.name
     shutil.copytree(template, ws, symlinks=True)
     lsp_client.ws = ws  # type: ignore[attr-defined]
@@ -144,6 +149,15 @@ async def test_writes_refused_and_probe_writes_nothing(client: KernelscopeClient
             text_document=types.TextDocumentIdentifier(uri=(ws / "kernel.py").as_uri())
         )
     )
+    uri = (ws / "kernel.py").as_uri()
+    # kernel.py is v2's code (the pivot kept it): said at once, not benchmarked again
+    await wait_for(
+        lambda: any(d.code == "already_tried" for d in client.diagnostics.get(uri) or []), timeout=60
+    )
+    assert "identical to v2" in client.diagnostics[uri][0].message
+    await client.workspace_execute_command_async(
+        types.ExecuteCommandParams(command="kernelscope.benchmark", arguments=[{"workspace": str(ws)}])
+    )  # measured anyway when asked
     await wait_for(lambda: bool(client.finished), timeout=180)
     result = client.finished[0]["result"]
     assert result["passed"] is True, result

@@ -46,6 +46,7 @@ def test_schema_lists_every_command(cli) -> None:  # type: ignore[no-untyped-def
         "kernelscope.showHistory",
         "kernelscope.topExperiments",
         "kernelscope.cancel",
+        "kernelscope.compare",
     }
     assert "dryRun" in document["commands"]["kernelscope.maskHalf"]["params"]["properties"]
     assert "benchOnSave" in document["settings"]["properties"]
