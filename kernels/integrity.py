@@ -190,6 +190,16 @@ class Tamper:
             pass
         for module in extra_modules:  # the harness's own modules: gate, stats, timing, integrity
             self._add(module.__name__, module, _callables(module))
+            # ...and the methods of the classes they define (a wrapped `_Runner.time_ab` could
+            # shrink the candidate's timings without touching a module-level name).
+            for name, cls in vars(module).items():
+                if isinstance(cls, type) and cls.__module__ == module.__name__:
+                    methods = {
+                        k: v
+                        for k, v in vars(cls).items()
+                        if callable(v) or isinstance(v, (staticmethod, classmethod))
+                    }
+                    self._add(f"{module.__name__}.{name}", cls, methods)
 
     def _add(self, label: str, owner: Any, functions: dict[str, Any]) -> None:
         for name, value in functions.items():

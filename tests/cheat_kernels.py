@@ -134,6 +134,17 @@ def kernel_fn(x, y):
         "cheat",
         ".run",
     ),
+    "patched_runner_method": (
+        "import sys\n"
+        "runner = next(m for m in list(sys.modules.values()) if hasattr(m, '_Runner'))\n"
+        "_real = runner._Runner.time_ab\n"
+        "def _fast(self, *a, **k):\n"
+        "    base, cand, par, aa = _real(self, *a, **k)\n"
+        "    return base, [t / 100 for t in cand], par, aa\n"
+        "runner._Runner.time_ab = _fast\n" + HONEST,
+        "cheat",
+        "_Runner.time_ab",
+    ),
     "background_thread": (
         HEADER
         + """
