@@ -55,7 +55,7 @@ class Watcher:
                 *roots,
                 stop_event=stop,
                 debounce=self.debounce_ms,
-                step=50,
+                step=10,  # how soon a batch of changes is handed over once quiet (refresh_bench.py)
                 rust_timeout=500,
                 yield_on_timeout=False,
                 raise_interrupt=False,
