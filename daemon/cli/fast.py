@@ -34,6 +34,12 @@ from pathlib import Path
 
 from kernelscope.daemon.cli import output
 from kernelscope.daemon.engine.errors import DataError, KernelscopeError, UsageError
+from kernelscope.daemon.engine.record_edits import (
+    get_path,
+    parse_assignment,
+    parse_cli_value,  # noqa: F401 - one of the rules the fast path shares (tests compare them)
+    set_path,
+)
 
 TYPE_CHECKING = False  # (typing itself is 2 ms of start-up: annotations only)
 if TYPE_CHECKING:
@@ -43,9 +49,7 @@ MEMORY_DIR = "memory"
 BASELINE = "v0"
 JOURNAL_NAME = ".kernelscope-journal.json"  # engine.atomic_io.JOURNAL_NAME (a test keeps them equal)
 _FILE_RE = re.compile(r"^v(\d+)\.json$")  # engine.memory._FILE_RE
-_VERSION_RE = re.compile(r"^v(\d+)$")  # protocol.memory._VERSION_RE
 _SCALAR_TYPES = (type(None), bool, int, float, str)  # protocol.memory.Scalar
-_AS_FLOAT = re.compile(r"^\s*([-+]?\d+(?:\.\d*)?(?:[eE][-+]?\d+)?)")
 NOT_PROMOTED = {"pivot", "blocked", "rejected", "interrupted", "invalid_handoff", "failed"}  # formats.atrex
 MEASURED_SUBJECTS = {"candidate", "episode_head", None}  # formats.atrex
 
@@ -122,9 +126,15 @@ def _plain_args(args: list[str]) -> bool:
     return True
 
 
+_VERSION_RE = re.compile(r"^v(\d+)$")  # protocol.memory._VERSION_RE
+_AS_FLOAT = re.compile(r"^\s*([-+]?\d+(?:\.\d*)?(?:[eE][-+]?\d+)?)")
+
+
 # -- the engine's rules, on the raw records ---------------------------------------------
-# Copies of kernelscope.daemon.engine.memory / protocol.memory / engine.formats.atrex, which
-# import pydantic. tests/test_cli_startup.py checks them against the engine.
+# --set values and dotted paths come from the engine's own pydantic-free module
+# (engine.record_edits). Version names and loose numbers are copies of protocol.memory's (this
+# path imports nothing of kernelscope.protocol); the rest mirrors what engine.memory and
+# engine.formats.atrex do through pydantic models. tests/test_cli_startup.py checks them.
 
 
 def parse_version(version: str) -> int:
@@ -149,72 +159,6 @@ def normalize_version(version: str) -> str:
         return format_version(parse_version(text))
     except ValueError as exc:
         raise UsageError(str(exc)) from None
-
-
-def parse_cli_value(raw: str) -> Any:
-    lowered = raw.strip().lower()
-    if lowered in ("null", "none"):
-        return None
-    if lowered in ("true", "false"):
-        return lowered == "true"
-
-    def _refuse_constant(name: str) -> Any:
-        raise UsageError(f"{name} is not a JSON value; quote it to store the string")
-
-    try:
-        return json.loads(raw, parse_constant=_refuse_constant)
-    except json.JSONDecodeError:
-        if lowered in ("nan", "inf", "-inf", "infinity", "-infinity"):
-            raise UsageError(f"{raw!r} is not a finite number") from None
-        return raw
-
-
-def parse_assignment(assignment: str) -> tuple[list[str], Any]:
-    if "=" not in assignment:
-        raise UsageError(f"invalid --set {assignment!r}: expected KEY=VALUE, e.g. performance.tflops=150.2")
-    key, raw_value = assignment.split("=", 1)
-    path = [part.strip() for part in key.strip().split(".")]
-    if not path or any(not part for part in path):
-        raise UsageError(f"invalid --set key {key!r}: expected dotted names like a.b.c")
-    return path, parse_cli_value(raw_value)
-
-
-def get_path(data: Any, path: list[str]) -> Any:
-    current = data
-    for part in path:
-        if isinstance(current, dict) and part in current:
-            current = current[part]
-        elif isinstance(current, list) and part.isdigit() and int(part) < len(current):
-            current = current[int(part)]
-        else:
-            raise KeyError(f"field '{'.'.join(path)}' not found (failed at '{part}')")
-    return current
-
-
-def set_path(data: dict[str, Any], path: list[str], value: Any) -> None:
-    current: Any = data
-    for depth, part in enumerate(path[:-1]):
-        if isinstance(current, list) and part.isdigit() and int(part) < len(current):
-            current = current[int(part)]
-            continue
-        if not isinstance(current, dict):
-            raise DataError(f"cannot set '{'.'.join(path)}': '{'.'.join(path[:depth])}' is not an object")
-        if part not in current or current[part] is None:
-            current[part] = {}
-        elif not isinstance(current[part], (dict, list)):
-            where = ".".join(path[: depth + 1])
-            raise DataError(
-                f"cannot set '{'.'.join(path)}': '{where}' holds {type(current[part]).__name__} "
-                f"{current[part]!r}, not an object (set '{where}' itself to replace it)"
-            )
-        current = current[part]
-    last = path[-1]
-    if isinstance(current, list) and last.isdigit() and int(last) < len(current):
-        current[int(last)] = value
-    elif isinstance(current, dict):
-        current[last] = value
-    else:
-        raise DataError(f"cannot set '{'.'.join(path)}': its parent is not an object")
 
 
 def as_float(value: Any) -> float | None:

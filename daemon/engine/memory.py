@@ -51,6 +51,12 @@ from kernelscope.daemon.engine.atomic_io import (
 )
 from kernelscope.daemon.engine.errors import DataError, KernelscopeError, UsageError
 from kernelscope.daemon.engine.formats import atrex
+from kernelscope.daemon.engine.record_edits import (  # the rules the fast CLI path shares
+    get_path,
+    parse_assignment,
+    parse_cli_value,  # noqa: F401 - re-exported: `exp --set` and the fast path's tests use it
+    set_path,
+)
 from kernelscope.protocol.commands import MaskHalfResult
 from kernelscope.protocol.memory import (
     MemoryRecord,
@@ -142,81 +148,6 @@ def normalize_version(version: str) -> str:
         return format_version(parse_version(text))
     except ValueError as exc:
         raise UsageError(str(exc)) from None
-
-
-def parse_cli_value(raw: str) -> Any:
-    """A `--set` value, JSON-typed, compatible with the seed's memory manager.
-
-    `null`/`none` -> None, `true`/`false` (any case) -> bool, JSON numbers, arrays and
-    objects as JSON, a quoted JSON string to force a string (`'"42"'`); anything else is kept
-    as the plain string. NaN and Infinity are refused: they are not JSON.
-    """
-    lowered = raw.strip().lower()
-    if lowered in ("null", "none"):
-        return None
-    if lowered in ("true", "false"):
-        return lowered == "true"
-
-    def _refuse_constant(name: str) -> Any:
-        raise UsageError(f"{name} is not a JSON value; quote it to store the string")
-
-    try:
-        return json.loads(raw, parse_constant=_refuse_constant)
-    except json.JSONDecodeError:
-        if lowered in ("nan", "inf", "-inf", "infinity", "-infinity"):
-            raise UsageError(f"{raw!r} is not a finite number") from None
-        return raw
-
-
-def parse_assignment(assignment: str) -> tuple[list[str], Any]:
-    """`a.b.c=VALUE` -> (["a", "b", "c"], typed value)."""
-    if "=" not in assignment:
-        raise UsageError(f"invalid --set {assignment!r}: expected KEY=VALUE, e.g. performance.tflops=150.2")
-    key, raw_value = assignment.split("=", 1)
-    path = [part.strip() for part in key.strip().split(".")]
-    if not path or any(not part for part in path):
-        raise UsageError(f"invalid --set key {key!r}: expected dotted names like a.b.c")
-    return path, parse_cli_value(raw_value)
-
-
-def get_path(data: Any, path: list[str]) -> Any:
-    """The value at a dotted path (list elements by index). KeyError names the failing part."""
-    current = data
-    for part in path:
-        if isinstance(current, dict) and part in current:
-            current = current[part]
-        elif isinstance(current, list) and part.isdigit() and int(part) < len(current):
-            current = current[int(part)]
-        else:
-            raise KeyError(f"field '{'.'.join(path)}' not found (failed at '{part}')")
-    return current
-
-
-def set_path(data: dict[str, Any], path: list[str], value: Any) -> None:
-    """Set a dotted path, creating missing objects but never overwriting a non-object."""
-    current: Any = data
-    for depth, part in enumerate(path[:-1]):
-        if isinstance(current, list) and part.isdigit() and int(part) < len(current):
-            current = current[int(part)]
-            continue
-        if not isinstance(current, dict):
-            raise DataError(f"cannot set '{'.'.join(path)}': '{'.'.join(path[:depth])}' is not an object")
-        if part not in current or current[part] is None:
-            current[part] = {}
-        elif not isinstance(current[part], (dict, list)):
-            where = ".".join(path[: depth + 1])
-            raise DataError(
-                f"cannot set '{'.'.join(path)}': '{where}' holds {type(current[part]).__name__} "
-                f"{current[part]!r}, not an object (set '{where}' itself to replace it)"
-            )
-        current = current[part]
-    last = path[-1]
-    if isinstance(current, list) and last.isdigit() and int(last) < len(current):
-        current[int(last)] = value
-    elif isinstance(current, dict):
-        current[last] = value
-    else:
-        raise DataError(f"cannot set '{'.'.join(path)}': its parent is not an object")
 
 
 class MemoryManager:
