@@ -305,6 +305,20 @@ class _Runner:
             return default(config) if default is not None else None
         return declared
 
+    def _reference_first(self, problem: Any, config: dict[str, Any], seed: int) -> tuple[Any, Any, str]:
+        """One input set with the reference's outputs for it, and the digest of the inputs the
+        candidate will get: the reference runs first, on the same inputs (one set in memory),
+        and a reference that works in place hands the candidate freshly built ones."""
+        from kernelscope.kernels.gate import as_tensor_list, digest
+
+        inputs = problem.make_inputs(config, seed, self.device)
+        before = digest(inputs)
+        references = as_tensor_list(problem.reference(config, inputs), "the reference")
+        if digest(inputs) != before:
+            inputs = problem.make_inputs(config, seed, self.device)
+            before = digest(inputs)
+        return inputs, references, before
+
     def _checked_calls(self, config: dict[str, Any], problem: Any, result: Any) -> tuple[float, float, float]:
         """The gate over every seed, keeping one input set and digests (not every seed's
         outputs) at a time. Raises GateFailure."""
@@ -315,12 +329,7 @@ class _Runner:
         seen: list[tuple[str, str]] = []
         worst = (0.0, 0.0, 0.0)
         for seed in result.seeds:
-            inputs = problem.make_inputs(config, seed, self.device)
-            before = digest(inputs)
-            references = as_tensor_list(problem.reference(config, inputs), "the reference")
-            if digest(inputs) != before:  # the reference works in place: the candidate gets fresh ones
-                inputs = problem.make_inputs(config, seed, self.device)
-                before = digest(inputs)
+            inputs, references, before = self._reference_first(problem, config, seed)
             with self.guard.launches.counting(driver=True) as launches:
                 raw = candidate(*inputs)
                 _sync(self.mode)
@@ -360,13 +369,9 @@ class _Runner:
         poisoned (NaN): if its output is still right, framework ops produced it."""
         import torch
 
-        from kernelscope.kernels.gate import GateFailure, as_tensor_list, check_outputs, digest
+        from kernelscope.kernels.gate import GateFailure, as_tensor_list, check_outputs
 
-        inputs = problem.make_inputs(config, 0, self.device)
-        before = digest(inputs)
-        references = as_tensor_list(problem.reference(config, inputs), "the reference")
-        if digest(inputs) != before:  # the reference works in place
-            inputs = problem.make_inputs(config, 0, self.device)
+        inputs, references, _ = self._reference_first(problem, config, 0)
         deterministic = torch.are_deterministic_algorithms_enabled()
         warn_only = torch.is_deterministic_algorithms_warn_only_enabled()
         fill = torch.utils.deterministic.fill_uninitialized_memory  # type: ignore[attr-defined]
