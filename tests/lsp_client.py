@@ -5,6 +5,8 @@ Pass `client_factory=make_client` to `ClientServerConfig`; the fixture's `lsp_cl
 
 from __future__ import annotations
 
+import asyncio
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -27,3 +29,15 @@ def make_client() -> KernelscopeClient:
     client = KernelscopeClient(converter_factory=default_converter)
     register_lsp_features(client)
     return client
+
+
+async def wait_for(
+    predicate: Callable[[], object], timeout: float = 60.0, message: str = "condition not reached in time"
+) -> None:
+    """Poll `predicate` on the test's event loop until it holds; AssertionError(message) after
+    `timeout` seconds."""
+    deadline = asyncio.get_running_loop().time() + timeout
+    while not predicate():
+        if asyncio.get_running_loop().time() > deadline:
+            raise AssertionError(message)
+        await asyncio.sleep(0.05)

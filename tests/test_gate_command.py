@@ -354,7 +354,9 @@ def probe_folder(tmp_path: Path) -> Path:
     return folder
 
 
-@pytest_lsp.fixture(config=ClientServerConfig(client_factory=make_client, server_command=SERVER, server_env=CLEAN_ENV))
+@pytest_lsp.fixture(
+    config=ClientServerConfig(client_factory=make_client, server_command=SERVER, server_env=CLEAN_ENV)
+)
 async def probe_client(lsp_client: KernelscopeClient, probe_folder: Path):
     lsp_client.finished = []
 

@@ -18,7 +18,7 @@ from kernelscope.daemon.engine.demo import kernel_with_block
 from kernelscope.daemon.engine.git import Git
 from kernelscope.daemon.engine.iterate import IterateOptions, run_iteration
 from tests.conftest import EXAMPLES
-from tests.lsp_client import KernelscopeClient, make_client
+from tests.lsp_client import KernelscopeClient, make_client, wait_for
 from tests.stdio_client import frame
 
 pytestmark = pytest.mark.slow
@@ -62,18 +62,27 @@ def prepared(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return root
 
 
-@pytest.fixture
-def folder(prepared: Path, tmp_path: Path) -> Path:
-    """A private copy; the store's workspace paths are moved along with it."""
+def private_copy(prepared: Path, tmp_path: Path) -> Path:
+    """A private copy of a prepared folder; the store's workspace paths are moved along with it
+    (the connection closed, so no WAL is left behind for the next copy)."""
     import sqlite3
 
     copy = tmp_path / "folder"
     shutil.copytree(prepared, copy)
     old, new = str(prepared / "kernel_opt_vector_add"), str(copy / "kernel_opt_vector_add")
-    with sqlite3.connect(copy / "exp.sqlite") as db:
+    connection = sqlite3.connect(copy / "exp.sqlite")
+    try:
         for table in ("experiments", "experiment_kernels", "kernel_stats"):
-            db.execute(f"UPDATE {table} SET workspace = ? WHERE workspace = ?", (new, old))
+            connection.execute(f"UPDATE {table} SET workspace = ? WHERE workspace = ?", (new, old))
+        connection.commit()
+    finally:
+        connection.close()
     return copy
+
+
+@pytest.fixture
+def folder(prepared: Path, tmp_path: Path) -> Path:
+    return private_copy(prepared, tmp_path)
 
 
 def init_params(folder: Path, editor: str) -> types.InitializeParams:
@@ -153,14 +162,6 @@ async def command(client: KernelscopeClient, name: str, *args: object) -> object
     return await client.workspace_execute_command_async(
         types.ExecuteCommandParams(command=name, arguments=list(args))
     )
-
-
-async def wait_for(predicate, timeout: float = 60.0) -> None:  # type: ignore[no-untyped-def]
-    deadline = asyncio.get_running_loop().time() + timeout
-    while not predicate():
-        if asyncio.get_running_loop().time() > deadline:
-            raise AssertionError("condition not reached in time")
-        await asyncio.sleep(0.1)
 
 
 async def test_lenses(client: KernelscopeClient) -> None:

@@ -19,7 +19,7 @@ from pytest_lsp import ClientServerConfig, client_capabilities
 
 from kernelscope.daemon.engine.workspace import Workspace
 from tests.field_workspaces import build_atrex_sol_workspace
-from tests.lsp_client import KernelscopeClient, make_client
+from tests.lsp_client import KernelscopeClient, make_client, wait_for
 from tests.test_field_formats import git_status, tree_state
 from tests.test_lsp import _as_dict
 
@@ -84,14 +84,6 @@ async def titles(client: KernelscopeClient) -> list[str]:
         types.CodeLensParams(text_document=types.TextDocumentIdentifier(uri=uri))
     )
     return [lens.command.title for lens in found or [] if lens.command]
-
-
-async def wait_for(predicate, timeout: float) -> None:  # type: ignore[no-untyped-def]
-    deadline = asyncio.get_running_loop().time() + timeout
-    while not predicate():
-        if asyncio.get_running_loop().time() > deadline:
-            raise AssertionError("condition not reached in time")
-        await asyncio.sleep(0.1)
 
 
 async def test_lens_hover_and_live_episode_refresh(client: KernelscopeClient) -> None:

@@ -6,8 +6,6 @@ blame in hover on the launch line, the values already tried as inlay hints at BL
 from __future__ import annotations
 
 import asyncio
-import shutil
-import sqlite3
 import sys
 from pathlib import Path
 
@@ -17,8 +15,8 @@ from lsprotocol import types
 from pytest_lsp import ClientServerConfig, client_capabilities
 
 from kernelscope.daemon.engine.demo import kernel_with_block
-from tests.lsp_client import KernelscopeClient, make_client
-from tests.test_lsp import KERNEL, _as_dict, make_workspace
+from tests.lsp_client import KernelscopeClient, make_client, wait_for
+from tests.test_lsp import KERNEL, _as_dict, make_workspace, private_copy
 
 pytestmark = pytest.mark.slow
 SERVER = [sys.executable, str(Path(__file__).parent / "no_torch_server.py")]
@@ -33,20 +31,13 @@ def prepared(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.fixture
 def folder(prepared: Path, tmp_path: Path) -> Path:
-    copy = tmp_path / "folder"
-    shutil.copytree(prepared, copy)
-    old, new = str(prepared / "kernel_opt_vector_add"), str(copy / "kernel_opt_vector_add")
-    connection = sqlite3.connect(copy / "exp.sqlite")
-    try:
-        for table in ("experiments", "experiment_kernels", "kernel_stats"):
-            connection.execute(f"UPDATE {table} SET workspace = ? WHERE workspace = ?", (new, old))
-        connection.commit()
-    finally:
-        connection.close()
-    return copy
+    return private_copy(prepared, tmp_path)
 
 
-@pytest_lsp.fixture(params=["visual_studio_code", "neovim"], config=ClientServerConfig(client_factory=make_client, server_command=SERVER))
+@pytest_lsp.fixture(
+    params=["visual_studio_code", "neovim"],
+    config=ClientServerConfig(client_factory=make_client, server_command=SERVER),
+)
 async def client(lsp_client: KernelscopeClient, request: pytest.FixtureRequest, folder: Path):
     lsp_client.folder = folder
     lsp_client.finished = []
@@ -126,10 +117,7 @@ async def test_saving_v0s_code_says_already_tried_without_a_benchmark(client: Ke
     client.text_document_did_save(
         types.DidSaveTextDocumentParams(text_document=types.TextDocumentIdentifier(uri=uri))
     )
-    deadline = asyncio.get_running_loop().time() + 30
-    while not client.diagnostics.get(uri):
-        assert asyncio.get_running_loop().time() < deadline, "no diagnostic"
-        await asyncio.sleep(0.1)
+    await wait_for(lambda: bool(client.diagnostics.get(uri)), timeout=30, message="no diagnostic")
     diagnostic = client.diagnostics[uri][0]
     assert diagnostic.code == "already_tried" and diagnostic.message.startswith("identical to v0"), diagnostic
     await asyncio.sleep(2.0)  # far past the 100 ms debounce: no probe was started

@@ -24,7 +24,7 @@ from kernelscope.daemon.engine.memory import MemoryManager
 from kernelscope.protocol.vocabulary import COMMANDS, JOB_KINDS
 from tests.bench_fixtures import KERNELS, alive_with
 from tests.conftest import EXAMPLES, REPO_ROOT
-from tests.lsp_client import KernelscopeClient, make_client
+from tests.lsp_client import KernelscopeClient, make_client, wait_for
 from tests.test_lsp import _as_dict
 
 pytestmark = pytest.mark.slow
@@ -56,7 +56,10 @@ def folder(tmp_path: Path) -> Path:
     return root
 
 
-@pytest_lsp.fixture(params=["visual_studio_code", "neovim"], config=ClientServerConfig(client_factory=make_client, server_command=SERVER))
+@pytest_lsp.fixture(
+    params=["visual_studio_code", "neovim"],
+    config=ClientServerConfig(client_factory=make_client, server_command=SERVER),
+)
 async def client(lsp_client: KernelscopeClient, request: pytest.FixtureRequest, folder: Path, tmp_path: Path):
     lsp_client.folder = folder
     lsp_client.finished = []
@@ -109,14 +112,6 @@ async def command(client: LanguageClient, name: str, params: dict) -> object:
     return await client.workspace_execute_command_async(
         types.ExecuteCommandParams(command=name, arguments=[params])
     )
-
-
-async def wait_for(predicate, timeout: float) -> None:  # type: ignore[no-untyped-def]
-    deadline = asyncio.get_running_loop().time() + timeout
-    while not predicate():
-        if asyncio.get_running_loop().time() > deadline:
-            raise AssertionError("condition not reached in time")
-        await asyncio.sleep(0.05)
 
 
 async def test_executed_commands_are_the_vocabulary(client: KernelscopeClient) -> None:

@@ -18,7 +18,7 @@ from pytest_lsp import ClientServerConfig, client_capabilities
 
 from kernelscope.protocol.settings import FolderSettings, folder_settings_from, user_settings_from
 from tests.conftest import EXAMPLES
-from tests.lsp_client import KernelscopeClient, make_client
+from tests.lsp_client import KernelscopeClient, make_client, wait_for
 from tests.test_lsp import _as_dict
 
 SERVER = [sys.executable, str(Path(__file__).parent / "no_torch_server.py")]
@@ -87,7 +87,10 @@ def init_params(ws: Path, editor: str, user: dict) -> types.InitializeParams:
     )
 
 
-@pytest_lsp.fixture(params=["visual_studio_code", "neovim"], config=ClientServerConfig(client_factory=make_client, server_command=SERVER))
+@pytest_lsp.fixture(
+    params=["visual_studio_code", "neovim"],
+    config=ClientServerConfig(client_factory=make_client, server_command=SERVER),
+)
 async def client(lsp_client: KernelscopeClient, request: pytest.FixtureRequest):
     lsp_client.editor = request.param  # type: ignore[attr-defined]
     lsp_client.finished = []
@@ -134,15 +137,6 @@ def save(client: KernelscopeClient, ws: Path) -> None:
     )
 
 
-async def wait_for(predicate, timeout: float) -> bool:  # type: ignore[no-untyped-def]
-    deadline = asyncio.get_running_loop().time() + timeout
-    while not predicate():
-        if asyncio.get_running_loop().time() > deadline:
-            return False
-        await asyncio.sleep(0.1)
-    return True
-
-
 @pytest.mark.slow
 async def test_folder_answer_cannot_grant_trust(client: KernelscopeClient, workspace: Path) -> None:
     """The user did not trust the workspace; its folder settings claim trust: nothing runs."""
@@ -155,7 +149,7 @@ async def test_folder_answer_cannot_grant_trust(client: KernelscopeClient, works
 
     client.answer = answer  # type: ignore[attr-defined]
     await client.initialize_session(init_params(workspace, client.editor, {"trusted": False}))  # type: ignore[attr-defined]
-    assert await wait_for(lambda: bool(asked), timeout=10), "the server never asked for configuration"
+    await wait_for(lambda: bool(asked), timeout=10, message="the server never asked for configuration")
     save(client, workspace)
     await asyncio.sleep(4.0)  # the folder's debounce would be 50 ms
     assert not marker.exists(), "kernel.py ran in a workspace the user did not trust"
@@ -184,7 +178,7 @@ async def test_folder_answer_cannot_pick_executor_or_interpreter(
     await client.initialize_session(init_params(workspace, client.editor, {"trusted": True}))  # type: ignore[attr-defined]
     await asyncio.sleep(0.5)
     save(client, workspace)
-    assert await wait_for(lambda: bool(client.finished), timeout=120)
+    await wait_for(lambda: bool(client.finished), timeout=120)
     finished = _as_dict(client.finished[0])
     assert isinstance(finished, dict)
     assert "error" not in finished, finished
@@ -220,7 +214,7 @@ async def test_bad_configuration_answers_do_not_stop_the_watcher(
     record = json.loads((workspace / "memory" / "v1.json").read_text())
     record["masked"] = True
     (workspace / "memory" / "v1.json").write_text(json.dumps(record, indent=2))  # an agent's write
-    assert await wait_for(lambda: client.refreshes > before, timeout=5), "memory/ change never refreshed"  # type: ignore[attr-defined]
+    await wait_for(lambda: client.refreshes > before, timeout=5, message="memory/ change never refreshed")  # type: ignore[attr-defined]
     lenses = await client.text_document_code_lens_async(
         types.CodeLensParams(
             text_document=types.TextDocumentIdentifier(uri=(workspace / "kernel.py").as_uri())
