@@ -77,20 +77,22 @@ class KernelscopeServer(LanguageServer):
 
         self.state.on_loop(handle)
 
+    async def off_loop(self, call: Any, *args: Any) -> Any:
+        """`call(*args)` on the command pool, awaited on the loop: engine work (history, store,
+        the workspace lock) never holds up lenses, hover or cancel."""
+        import asyncio
+
+        return await asyncio.get_running_loop().run_in_executor(self.state.command_pool, call, *args)
+
     async def kernel_changed(self, ws: WorkspaceState, text: str | None) -> None:
         """A save (or an agent's rewrite) of kernel.py, on the loop: first the saved text against
         every recorded version (no GPU time, no workspace code); an identical one is said at once
         and not benchmarked again; anything else is re-benchmarked (debounced, when trusted)."""
-        import asyncio
-
         ws.stale = True
         self.refresh(ws, "kernels")
         if text is None:
             text = ws.workspace.kernel_path.read_text(encoding="utf-8", errors="replace")
-        loop = asyncio.get_running_loop()
-        diagnostics, identical = await loop.run_in_executor(
-            self.state.command_pool, history_hints.fingerprint_on_save, ws, text
-        )
+        diagnostics, identical = await self.off_loop(history_hints.fingerprint_on_save, ws, text)
         ws.history_diagnostics = diagnostics
         if identical:  # already measured (or already failed): the numbers on screen are this code's
             self.jobs.cancel_pending_probe(ws)
@@ -183,12 +185,6 @@ def _buffer(ls: KernelscopeServer, uri: str) -> str | None:
     return document.source if document.source else None
 
 
-async def _off_loop(ls: KernelscopeServer, call: Any, *args: Any) -> Any:
-    import asyncio
-
-    return await asyncio.get_running_loop().run_in_executor(ls.state.command_pool, call, *args)
-
-
 @server.feature(types.TEXT_DOCUMENT_HOVER)
 async def hover(ls: KernelscopeServer, params: types.HoverParams) -> types.Hover | None:
     """On a kernel's name: its experiment history; on any line: who introduced it and what it
@@ -202,14 +198,14 @@ async def hover(ls: KernelscopeServer, params: types.HoverParams) -> types.Hover
         if position.line == kernel.def_line - 1 and start <= position.character <= end:
             from kernelscope.daemon.lsp.hover import history
 
-            table = (await _off_loop(ls, history, ws, kernel.name)).markdown
-            blame = await _off_loop(
-                ls, history_hints.blame_markdown, ws, position.line, _buffer(ls, params.text_document.uri)
+            table = (await ls.off_loop(history, ws, kernel.name)).markdown
+            blame = await ls.off_loop(
+                history_hints.blame_markdown, ws, position.line, _buffer(ls, params.text_document.uri)
             )
             value = table + (f"\n\n---\n{blame}" if blame else "")
             return types.Hover(contents=types.MarkupContent(kind=types.MarkupKind.Markdown, value=value))
-    blame = await _off_loop(
-        ls, history_hints.blame_markdown, ws, position.line, _buffer(ls, params.text_document.uri)
+    blame = await ls.off_loop(
+        history_hints.blame_markdown, ws, position.line, _buffer(ls, params.text_document.uri)
     )
     if blame is None:
         return None
@@ -237,7 +233,7 @@ async def inlay_hints(ls: KernelscopeServer, params: types.InlayHintParams) -> l
             )
         )
     buffer = _buffer(ls, params.text_document.uri)
-    hints += await _off_loop(ls, history_hints.inlay_hints, ws, buffer, params.range)
+    hints += await ls.off_loop(history_hints.inlay_hints, ws, buffer, params.range)
     return hints
 
 
@@ -265,15 +261,13 @@ def _command_handler(model_name: str, method_name: str) -> Any:
     holds up lenses, hover or cancel."""
 
     async def handler(ls: KernelscopeServer, *args: Any) -> Any:
-        import asyncio
-
         from kernelscope.daemon.lsp.commands import parse
         from kernelscope.protocol import lsp as protocol
 
         model = getattr(protocol, model_name)
         params = model() if not args and model_name == "CancelParams" else parse(model, args)
         method = getattr(ls.commands, method_name)
-        return await asyncio.get_running_loop().run_in_executor(ls.state.command_pool, method, params)
+        return await ls.off_loop(method, params)
 
     return handler
 
