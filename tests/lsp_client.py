@@ -41,3 +41,14 @@ async def wait_for(
         if asyncio.get_running_loop().time() > deadline:
             raise AssertionError(message)
         await asyncio.sleep(0.05)
+
+
+def _as_dict(value: object) -> object:
+    """pygls hands custom notifications over as named tuples: turn them into dicts."""
+    if hasattr(value, "_asdict"):
+        return {k: _as_dict(v) for k, v in value._asdict().items()}  # type: ignore[attr-defined]
+    if isinstance(value, (list, tuple)):
+        return [_as_dict(v) for v in value]
+    if hasattr(value, "__dict__"):
+        return {k: _as_dict(v) for k, v in vars(value).items()}
+    return value

@@ -29,8 +29,8 @@ from kernelscope.daemon.engine.gate_output import GateLines, configs_from_report
 from kernelscope.daemon.engine.git import Git
 from kernelscope.daemon.engine.scratch import scratch_copy, workspace_files
 from tests.conftest import EXAMPLES
-from tests.lsp_client import KernelscopeClient, make_client
-from tests.test_lsp import SERVER, _as_dict, init_params
+from tests.lsp_client import KernelscopeClient, _as_dict, make_client
+from tests.test_lsp import SERVER, init_params
 
 pytestmark = pytest.mark.slow
 VENV_BIN = Path(sys.executable).parent

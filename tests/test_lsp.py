@@ -18,7 +18,7 @@ from kernelscope.daemon.engine.demo import kernel_with_block
 from kernelscope.daemon.engine.git import Git
 from kernelscope.daemon.engine.iterate import IterateOptions, run_iteration
 from tests.conftest import EXAMPLES
-from tests.lsp_client import KernelscopeClient, make_client, wait_for
+from tests.lsp_client import KernelscopeClient, _as_dict, make_client, wait_for
 from tests.stdio_client import frame
 
 pytestmark = pytest.mark.slow
@@ -132,17 +132,6 @@ async def client(lsp_client: KernelscopeClient, request: pytest.FixtureRequest, 
     lsp_client.folder = folder
     yield
     await lsp_client.shutdown_session()
-
-
-def _as_dict(value: object) -> object:
-    """pygls hands custom notifications over as named tuples: turn them into dicts."""
-    if hasattr(value, "_asdict"):
-        return {k: _as_dict(v) for k, v in value._asdict().items()}  # type: ignore[attr-defined]
-    if isinstance(value, (list, tuple)):
-        return [_as_dict(v) for v in value]
-    if hasattr(value, "__dict__"):
-        return {k: _as_dict(v) for k, v in vars(value).items()}
-    return value
 
 
 def kernel_uri(client: KernelscopeClient) -> str:

@@ -19,9 +19,8 @@ from pytest_lsp import ClientServerConfig, client_capabilities
 
 from kernelscope.daemon.engine.workspace import Workspace
 from tests.field_workspaces import build_atrex_sol_workspace
-from tests.lsp_client import KernelscopeClient, make_client, wait_for
+from tests.lsp_client import KernelscopeClient, _as_dict, make_client, wait_for
 from tests.test_field_formats import git_status, tree_state
-from tests.test_lsp import _as_dict
 
 pytestmark = pytest.mark.slow
 SERVER = [sys.executable, str(Path(__file__).parent / "no_torch_server.py")]

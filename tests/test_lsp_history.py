@@ -15,8 +15,8 @@ from lsprotocol import types
 from pytest_lsp import ClientServerConfig, client_capabilities
 
 from kernelscope.daemon.engine.demo import kernel_with_block
-from tests.lsp_client import KernelscopeClient, make_client, wait_for
-from tests.test_lsp import KERNEL, _as_dict, make_workspace, private_copy
+from tests.lsp_client import KernelscopeClient, _as_dict, make_client, wait_for
+from tests.test_lsp import KERNEL, make_workspace, private_copy
 
 pytestmark = pytest.mark.slow
 SERVER = [sys.executable, str(Path(__file__).parent / "no_torch_server.py")]

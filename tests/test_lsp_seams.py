@@ -24,8 +24,7 @@ from kernelscope.daemon.engine.memory import MemoryManager
 from kernelscope.protocol.vocabulary import COMMANDS, JOB_KINDS
 from tests.bench_fixtures import KERNELS, alive_with
 from tests.conftest import EXAMPLES, REPO_ROOT
-from tests.lsp_client import KernelscopeClient, make_client, wait_for
-from tests.test_lsp import _as_dict
+from tests.lsp_client import KernelscopeClient, _as_dict, make_client, wait_for
 
 pytestmark = pytest.mark.slow
 SERVER = [sys.executable, str(Path(__file__).parent / "no_torch_server.py")]

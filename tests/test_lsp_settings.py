@@ -18,8 +18,7 @@ from pytest_lsp import ClientServerConfig, client_capabilities
 
 from kernelscope.protocol.settings import FolderSettings, folder_settings_from, user_settings_from
 from tests.conftest import EXAMPLES
-from tests.lsp_client import KernelscopeClient, make_client, wait_for
-from tests.test_lsp import _as_dict
+from tests.lsp_client import KernelscopeClient, _as_dict, make_client, wait_for
 
 SERVER = [sys.executable, str(Path(__file__).parent / "no_torch_server.py")]
 
