@@ -181,6 +181,12 @@ def _sections_named(sections: list[_Section], *needles: str) -> list[_Section]:
     return [s for s in sections if any(needle in s.key for needle in needles)]
 
 
+def _target_sections(sections: list[_Section]) -> list[_Section]:
+    """`## Target` first, then `## Task Context`, `## Config`, `## Campaign`: the order in which
+    they fill in what the earlier ones left out."""
+    return [s for needle in _TARGET_SECTIONS for s in _sections_named(sections, needle)]
+
+
 def _bullets(section: _Section) -> list[tuple[int, str]]:
     """(1-based line, text) of each bullet, with continuation lines folded in."""
     found: list[tuple[int, str]] = []
@@ -208,7 +214,7 @@ def _parse_target(sections: list[_Section], warnings: list[str]) -> TargetInfo:
     other: dict[str, str] = {}
     # `## Target` first; `## Task Context` (atrex template) and today's `## Config` /
     # `## Campaign` only fill what is missing.
-    for section in [s for needle in _TARGET_SECTIONS for s in _sections_named(sections, needle)]:
+    for section in _target_sections(sections):
         if "stop" in section.key or "isa" in section.key:
             continue
         for line_no, bullet in _bullets(section):
@@ -250,7 +256,7 @@ def _parse_goal(sections: list[_Section]) -> str | None:
 
 def _parse_workload_count(sections: list[_Section]) -> int | None:
     """`Workloads (shape set): 3 in workload.jsonl` in `## Config` -> 3."""
-    for section in [s for needle in _TARGET_SECTIONS for s in _sections_named(sections, needle)]:
+    for section in _target_sections(sections):
         for _, bullet in _bullets(section):
             match = _WORKLOADS.match(bullet)
             if match:
