@@ -177,6 +177,8 @@ class VersionComparison(_Model):
     b: VersionEffect
     code_diff: str = Field(description="unified diff of kernel.py from a to b ('' when identical)")
     code_available: bool = True
+    code_a: str | None = Field(default=None, description="a's kernel.py (for a client's diff editor)")
+    code_b: str | None = Field(default=None, description="b's kernel.py")
     configs: list[ConfigDelta] = Field(default_factory=list)
     score_ratio: ScoreValue | None = Field(
         default=None,

@@ -92,3 +92,55 @@ def editor_session(tmp_path: Path, **extra_env: str) -> tuple[Path, Path, dict[s
         **extra_env,
     }
     return ws, out, env
+
+
+VECTOR_ADD_LAUNCH = "add_kernel[grid](x, y, out, n_elements, BLOCK_SIZE=1024)"
+
+
+def vector_add_history_kernels() -> dict[str, str]:
+    """kernel.py of examples/vector_add as each recorded version had it (v3 failed and was
+    never committed): what the memory records' action descriptions say each version did."""
+    v0 = (EXAMPLES / "vector_add" / "kernel.py").read_text()
+    assert VECTOR_ADD_LAUNCH in v0, "examples/vector_add/kernel.py changed: update the history"
+    v1 = v0.replace(VECTOR_ADD_LAUNCH, VECTOR_ADD_LAUNCH.replace("=1024)", "=4096, num_warps=8)")).replace(
+        "triton.cdiv(n_elements, 1024)", "triton.cdiv(n_elements, 4096)"
+    )
+    v2 = v1.replace(
+        "    mask = offsets < n_elements\n",
+        "    offsets = tl.multiple_of(offsets, 16)\n    mask = offsets < n_elements\n",
+    )
+    v4 = v1.replace("mask=mask)\n    y", 'mask=mask, eviction_policy="evict_first")\n    y').replace(
+        "y_ptr + offsets, mask=mask)", 'y_ptr + offsets, mask=mask, eviction_policy="evict_first")'
+    )
+    assert len({v0, v1, v2, v4}) == 4
+    return {"v0": v0, "v1": v1, "v2": v2, "v4": v4}
+
+
+def editor_history_session(tmp_path: Path, **extra_env: str) -> tuple[Path, Path, dict[str, str]]:
+    """editor_session's workspace with the git history an atrex-style agent leaves: one
+    `V<N>: <action>` commit per passing version (kernel.py and its record), the failed v3
+    recorded without a commit. kernel.py is v4's, as committed; KS_LAUNCH_LINE (0-based) is
+    the launch line, where v1 changed BLOCK_SIZE 1024 -> 4096 and added num_warps=8."""
+    import subprocess
+
+    ws, out, env = editor_session(tmp_path, **extra_env)
+    kernels = vector_add_history_kernels()
+    identity = ["-c", "user.name=agent", "-c", "user.email=agent@example.invalid"]
+
+    def git(*args: str) -> None:
+        subprocess.run(["git", *identity, *args], cwd=ws, check=True, capture_output=True)
+
+    git("-c", "init.defaultBranch=main", "init", "-q")
+    for version in ("v0", "v1", "v2", "v3", "v4"):
+        record = json.loads((ws / "memory" / f"{version}.json").read_text())
+        action = record["optimization"]["action_description"]
+        paths = [f"memory/{version}.json"]
+        if version in kernels:
+            (ws / "kernel.py").write_text(kernels[version])
+            paths.append("kernel.py")
+        if version == "v0":
+            paths += ["README.md", "reference.py", "kernel_slow.py"]
+        git("add", *paths)
+        git("commit", "-q", "-m", f"{version.upper()}: {action}")
+    launch = next(i for i, line in enumerate(kernels["v4"].splitlines()) if "add_kernel[grid]" in line)
+    return ws, out, {**env, "KS_LAUNCH_LINE": str(launch)}

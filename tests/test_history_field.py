@@ -171,3 +171,24 @@ def test_sol_compare_v1_v2(sol: Path) -> None:
     pivot = _service(sol).compare("v2", "v3")
     assert pivot.b.outcome == "pivot" and pivot.configs and all(c.b_latency_us is None for c in pivot.configs)
     assert any("branch atrex/long-e0003-" in d for d in pivot.gate_details["v3"])
+
+
+def test_version_commits_found_by_subject_when_records_cite_none(tmp_path: Path) -> None:
+    """Records without git_commit_hash (the shipped example's), committed as `V<N>: action`
+    (the seed workflow's messages): each version's kernel.py is its V<N> commit's, so the
+    values tried at the launch line and compare's code come from git; the failed v3, whose
+    commit holds only its record, has no kernel."""
+    from tests.conftest import editor_history_session, vector_add_history_kernels
+
+    ws, _, env = editor_history_session(tmp_path)
+    launch = int(env["KS_LAUNCH_LINE"])
+    service = HistoryService(ws, db_url=str(tmp_path / "exp.sqlite"))
+    tried = {(h.line, h.label): h for h in service.tried()}
+    block = tried[(launch, "BLOCK_SIZE")]
+    assert block.hint.startswith("tried (latency ratio vs v0): 1024 1.00x v0 · 4096 1.22x v4"), block.hint
+    kernels = vector_add_history_kernels()
+    comparison = service.compare("v0", "v4")
+    assert comparison.code_a == kernels["v0"] and comparison.code_b == kernels["v4"]
+    assert "-    add_kernel[grid](x, y, out, n_elements, BLOCK_SIZE=1024)" in comparison.code_diff
+    failed = service.compare("v2", "v3")
+    assert failed.code_a == kernels["v2"] and failed.code_b is None and not failed.code_available

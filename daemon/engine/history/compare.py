@@ -170,6 +170,8 @@ def compare_versions(history: History, version_a: str, version_b: str) -> Versio
         b=b.effect,
         code_diff=diff,
         code_available=text_a is not None and text_b is not None,
+        code_a=text_a,
+        code_b=text_b,
         configs=deltas,
         score_ratio=ratio,
         gate_details={a.version: _gate_details(a), b.version: _gate_details(b)},

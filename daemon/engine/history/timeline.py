@@ -497,6 +497,7 @@ def _attach_git(history: History) -> None:
             if blob:
                 facts.kernel_blob = blob
                 facts.kernel_origin = f"branch {name[len('refs/heads/') :]} ({short(sha)})"
+    _attach_subject_commits(history)
 
     blobs = [f.kernel_blob for f in history.versions.values() if f.kernel_blob]
     if history.head_blob:
@@ -512,6 +513,35 @@ def _attach_git(history: History) -> None:
             # a pivot's kernel: the evaluator's numbers on its branch are real measurements
             kernel.detail = f"{kernel.effect.outcome}, not promoted; its branch evaluation: {trial.detail}"
     history.tried_kernels = versions + trials
+
+
+def _attach_subject_commits(history: History) -> None:
+    """Versions whose record cites no commit (or one git does not know): the newest commit on
+    HEAD's history whose subject names the version (`V3: ...`, as agents following the seed
+    workflow commit) is the version's commit, so its kernel.py counts for tried values and
+    compare just as a cited commit's does (a failed version's commit holds its parent's
+    kernel.py: only its commit is taken)."""
+    unresolved = [f for f in history.versions.values() if not f.commit]
+    if not unresolved or not history.head:
+        return
+    by_version: dict[str, str] = {}
+    for entry in gitdata.log_commits(history.root, [history.head]):
+        match = _VERSION_SUBJECT.match(entry.subject)
+        if match:
+            by_version.setdefault(f"v{int(match.group(1))}", entry.commit)  # newest first
+    wanted = {f.version: by_version[f.version] for f in unresolved if f.version in by_version}
+    if not wanted:
+        return
+    rel = history.kernel_rel
+    objects = gitdata.batch_check(history.root, [f"{sha}:{rel}" for sha in wanted.values()])
+    for facts in unresolved:
+        sha = wanted.get(facts.version)
+        if sha is None:
+            continue
+        facts.commit = facts.effect.commit = sha
+        blob = objects.get(f"{sha}:{rel}")
+        if blob and not facts.kernel_blob and (facts.passed or facts.effect.outcome):
+            facts.kernel_blob, facts.kernel_origin = blob, f"commit {short(sha)}"
 
 
 def _analyze_blobs(history: History, blobs: list[str]) -> None:
