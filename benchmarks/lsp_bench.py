@@ -10,10 +10,17 @@
 - codeLens latency p50/p99 for a kernel.py with 50 kernels, in a workspace with 1,000
   memory versions, with a store of 100,000 experiments (200 requests; each request after a
   `didSave`-free steady state, as while typing);
-- save-to-stale-lens latency: from `didSave` to a codeLens answer marked stale (median of 50).
+- save-to-stale-lens latency: from `didSave` to a codeLens answer marked stale (median of 50);
+- history hints through the daemon (benchmarks/history_bench.py's workspace: 50 kernels,
+  1,000 versions committed in git, 100,000 experiments): hover (blame) on random lines and
+  inlay hints (values tried) for the whole file, p50/p99 of 200 each once the history is built
+  (the first, cold, answer reported apart); and from `didSave` of a recorded version's text to
+  the "identical to vN" diagnostic, and of a new text to the diagnostics without it (the
+  fingerprint check on save; 30 of each).
 
-Goals: initialize <= 1.2x the bare server, memory <= 1.3x, codeLens p99 <= 10 ms,
-save-to-stale <= 100 ms. Prints a table; not a test.
+Goals: initialize <= 1.2x the bare server, memory <= 1.3x, codeLens, hover and inlay p99 <=
+10 ms, save-to-stale <= 100 ms, save-to-"already tried" <= 50 ms (fingerprint) + the lens
+budget. Prints a table; not a test. `--part hints` runs only the history-hints part.
 """
 
 from __future__ import annotations
@@ -80,8 +87,19 @@ class Rpc:
             message = self.read()
             if message.get("id") == request_id and "method" not in message:
                 return message.get("result")
-            if "method" in message and "id" in message:  # a server request: answer it
-                self.send({"jsonrpc": "2.0", "id": message["id"], "result": None})
+            self._other(message)
+
+    def _other(self, message: dict[str, Any]) -> None:
+        if "method" in message and "id" in message:  # a server request: answer it
+            self.send({"jsonrpc": "2.0", "id": message["id"], "result": None})
+
+    def wait_notification(self, method: str, accept: Any) -> dict[str, Any]:
+        """The next notification `method` whose params `accept` returns true for."""
+        while True:
+            message = self.read()
+            if message.get("method") == method and "id" not in message and accept(message.get("params")):
+                return message["params"]
+            self._other(message)
 
     def notify(self, method: str, params: Any) -> None:
         self.send({"jsonrpc": "2.0", "method": method, "params": params})
@@ -180,6 +198,121 @@ def build_workspace(root: Path, kernels: int, versions: int, experiments: int) -
     return ws, db
 
 
+def percentiles(samples: list[float]) -> tuple[float, float]:
+    ordered = sorted(samples)
+    return ordered[len(ordered) // 2], ordered[max(0, int(len(ordered) * 0.99) - 1)]
+
+
+def history_hints(args: argparse.Namespace) -> list[tuple[str, float, float, str]]:
+    """Hover, inlay hints and the save check through `kernelscope serve` on a workspace with
+    a real git history; rows of (measure, p50 or value, p99, goal)."""
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    from history_bench import build_workspace as build_history
+
+    rows: list[tuple[str, float, float, str]] = []
+    rng = random.Random(3)
+    with tempfile.TemporaryDirectory(prefix="kernelscope-lsp-hints-") as tmp_name:
+        tmp = Path(tmp_name)
+        env = {**ENV, "KERNELSCOPE_HISTORY_CACHE": str(tmp / "history-cache")}  # cold on disk
+        ws, db = build_history(tmp, args.kernels, args.versions, args.experiments)
+        kernel = ws / "kernel.py"
+        text = kernel.read_text()
+        lines = text.count("\n")
+        log = subprocess.run(
+            ["git", "log", "--format=%H %s", "master"], cwd=ws, capture_output=True, text=True, check=True
+        ).stdout.splitlines()
+        recorded = []  # (version, its kernel.py) for passing versions that changed kernel.py
+        for line in log:
+            sha, subject = line.split(" ", 1)
+            if subject.startswith("V") and "FAIL" not in subject:
+                shown = subprocess.run(
+                    ["git", "show", f"{sha}:kernel.py"], cwd=ws, capture_output=True, text=True
+                ).stdout
+                recorded.append((subject.split(":")[0].lower(), shown))
+            if len(recorded) >= 60:
+                break
+        rpc = Rpc(KERNELSCOPE, env)
+        rpc.request("initialize", init_params(tmp, db))
+        rpc.notify("initialized", {})
+        uri = kernel.as_uri()
+        document = {"uri": uri, "languageId": "python", "version": 1, "text": text}
+        rpc.notify("textDocument/didOpen", {"textDocument": document})
+
+        def hover(line: int) -> Any:
+            return rpc.request(
+                "textDocument/hover",
+                {"textDocument": {"uri": uri}, "position": {"line": line, "character": 4}},
+            )
+
+        def inlay() -> Any:
+            return rpc.request(
+                "textDocument/inlayHint",
+                {
+                    "textDocument": {"uri": uri},
+                    "range": {"start": {"line": 0, "character": 0}, "end": {"line": lines, "character": 0}},
+                },
+            )
+
+        start = time.perf_counter()
+        first = hover(lines // 2)
+        cold_ms = (time.perf_counter() - start) * 1000
+        assert first and "introduced in v" in first["contents"]["value"], first
+        rows.append(("hover first answer (history built, cold)", cold_ms, float("nan"), ""))
+        start = time.perf_counter()
+        inlay()  # waits for the values-tried tables (every version's kernel.py analysed once)
+        rows.append(("inlay hints first answer (tables built, cold)", (time.perf_counter() - start) * 1000, float("nan"), ""))
+        samples = []
+        for _ in range(200):
+            start = time.perf_counter()
+            hover(rng.randrange(lines))
+            samples.append((time.perf_counter() - start) * 1000)
+        p50, p99 = percentiles(samples)
+        rows.append(("hover (blame) on a random line", p50, p99, "<= 10 ms"))
+        hints = inlay()
+        assert any(str(h["label"]).startswith("tried") for h in hints), hints[:3]
+        samples = []
+        for _ in range(200):
+            start = time.perf_counter()
+            inlay()
+            samples.append((time.perf_counter() - start) * 1000)
+        p50, p99 = percentiles(samples)
+        rows.append((f"inlay hints, whole file ({len(hints)} hints)", p50, p99, "<= 10 ms"))
+
+        version = 1
+        matched, fresh = [], []
+        for index in range(30):
+            for body in (rng.choice(recorded), None):
+                version += 1
+                saved = body[1] if body else text + f"\nEXTRA_{index} = {index}\n"
+                rpc.notify(
+                    "textDocument/didChange",
+                    {
+                        "textDocument": {"uri": uri, "version": version},
+                        "contentChanges": [{"text": saved}],
+                    },
+                )
+                start = time.perf_counter()
+                rpc.notify("textDocument/didSave", {"textDocument": {"uri": uri}, "text": saved})
+                if body:
+                    rpc.wait_notification(
+                        "textDocument/publishDiagnostics",
+                        lambda p: any("identical to" in d["message"] for d in p["diagnostics"]),
+                    )
+                    matched.append((time.perf_counter() - start) * 1000)
+                else:
+                    rpc.wait_notification(
+                        "textDocument/publishDiagnostics",
+                        lambda p: not any("identical to" in d["message"] for d in p["diagnostics"]),
+                    )
+                    fresh.append((time.perf_counter() - start) * 1000)
+        rpc.close()
+        p50, p99 = percentiles(matched)
+        rows.append(('save of a recorded version -> "identical to" diagnostic', p50, p99, "<= 50 ms + 10 ms"))
+        p50, p99 = percentiles(fresh)
+        rows.append(("save of new code -> diagnostics without it", p50, p99, "<= 50 ms + 10 ms"))
+    return rows
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -188,7 +321,20 @@ def main() -> None:
     parser.add_argument("--versions", type=int, default=1000)
     parser.add_argument("--kernels", type=int, default=50)
     parser.add_argument("--starts", type=int, default=10)
+    parser.add_argument("--part", choices=("all", "hints"), default="all")
     args = parser.parse_args()
+    hints = history_hints(args)
+    print(
+        f"history hints through `kernelscope serve`: {args.kernels} kernels, {args.versions} versions in git, "
+        f"{args.experiments} experiments"
+    )
+    print(f"{'measure':<58} {'p50 ms':>9} {'p99 ms':>9}  goal")
+    for name, p50, p99, goal in hints:
+        shown = "" if p99 != p99 else f"{p99:>9.2f}"
+        print(f"{name:<58} {p50:>9.2f} {shown:>9}  {goal}")
+    if args.part == "hints":
+        return
+    print()
     with tempfile.TemporaryDirectory() as tmp_name:
         tmp = Path(tmp_name)
         ws, db = build_workspace(tmp, args.kernels, args.versions, args.experiments)

@@ -100,6 +100,8 @@ class HistoryEntry(BaseModel):
     status: str
     summary: str
     experiment_id: str | None = None
+    masked: bool = Field(default=False, description="its memory record is masked (hidden from agents)")
+    failed: bool = Field(default=False, description="it failed its gate (or the run failed)")
 
 
 class HistoryResult(BaseModel):

@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import EXAMPLES, REPO_ROOT
+from tests.conftest import EXAMPLES, REPO_ROOT, editor_history_session, vector_add_history_kernels
 
 pytestmark = pytest.mark.slow
 EXTENSION = REPO_ROOT / "editor-clients" / "vscode"
@@ -48,7 +48,7 @@ def built_extension() -> Path:
 def test_extension_unit_tests(built_extension: Path) -> None:
     result = _npm("test")
     assert result.returncode == 0, result.stdout[-3000:]
-    assert "# fail 0" in result.stdout and "# pass 8" in result.stdout
+    assert "# fail 0" in result.stdout and "# pass 12" in result.stdout
 
 
 E2E = pytest.mark.skipif(
@@ -84,6 +84,7 @@ def _run_e2e(
     screenshot: Path,
     scenario: str = "trusted",
     version: str = CODE_SERVERS[0],
+    env: dict[str, str] | None = None,
 ) -> tuple[subprocess.CompletedProcess[str], dict]:
     report = tmp_path / "report.json"
     command = json.dumps([sys.executable, "-m", "kernelscope.daemon.lsp"])
@@ -104,6 +105,7 @@ def _run_e2e(
         text=True,
         timeout=600,
         cwd=EXTENSION,
+        env=env,
     )
     return run, json.loads(report.read_text())
 
@@ -168,3 +170,34 @@ def test_vscode_workspace_settings_cannot_claim_trust(
     assert results["saved"] and "# edited in an untrusted window" in kernel.read_text()
     assert not hijacked.exists(), "the daemon was started with the workspace's command"
     assert not ran.exists(), "saving kernel.py in an untrusted workspace ran it"
+
+
+@E2E
+@pytest.mark.parametrize("version", CODE_SERVERS)
+def test_vscode_history_hints(built_extension: Path, tmp_path: Path, version: str) -> None:
+    """A workspace with a git history (V0..V4 commits): blame in the hover on the launch line,
+    the values tried there as inlay hints, Compare Versions v0 -> v4 as a diff editor and a
+    table webview, and v0's code written over kernel.py: "identical to v0" in the Problems panel
+    and no benchmark. The README version's screenshots are the README's (e2e/hints.png,
+    e2e/compare.png)."""
+    ws, _, env = editor_history_session(tmp_path)
+    v0 = tmp_path / "v0_kernel.py"
+    v0.write_text(vector_add_history_kernels()["v0"])
+    shots = EXTENSION / "e2e" if version == CODE_SERVERS[0] else tmp_path
+    env = {**env, "KS_V0_KERNEL": str(v0), "KS_SHOTS": str(shots)}
+    run, results = _run_e2e(
+        built_extension, ws, tmp_path, tmp_path / "shot.png", "hints", version, env=env
+    )
+    assert run.returncode == 0 and results["error"] is None, (results, run.stderr[-3000:])
+    assert results["hover"].startswith("introduced in v1: BLOCK_SIZE 1024 -> 4096, num_warps=8"), results
+    # drawn after the value, cut at VS Code's editor.inlayHints.maximumLength (43 by default)
+    # (the padding is a hair space in 4.100, a CSS margin in 4.139)
+    line = results["launchLineText"].replace("\xa0", " ").replace("\u200a", "")
+    assert "BLOCK_SIZE=4096tried (latency ratio vs v0): 1024 1.00x v0" in line, line
+    assert "kernel.py v0 ↔ v4" in " ".join(results["tabs"]) and results["diffEditor"], results["tabs"]
+    assert results["diffText"] and "num_warps=8" in results["diffText"]
+    table = results["compareTable"]
+    assert table and "score (vs v0)" in table and "evict_first on streaming loads" in table, table
+    assert "identical to v0" in (results["problems"] or ""), results["problems"]
+    assert not any(t.startswith("last probe") for t in results["lensesAfterIdentical"]), results
+    assert (shots / "hints.png").stat().st_size > 10_000 and (shots / "compare.png").stat().st_size > 10_000

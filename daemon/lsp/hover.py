@@ -9,6 +9,8 @@ from kernelscope.daemon.engine.store import ExperimentStore, StoreError
 from kernelscope.daemon.lsp.state import WorkspaceState
 from kernelscope.protocol.lsp import HistoryEntry, HistoryResult
 
+FAILED_STATUSES = ("failed", "timeout", "FAIL", "TIMEOUT_FAIL")
+
 
 def _cell(text: str) -> str:
     return text.replace("|", "\\|").replace("\n", " ")[:80]
@@ -24,6 +26,10 @@ def history(state: WorkspaceState, kernel: str | None) -> HistoryResult:
         experiments = store.list_experiments(workspace=str(ws.root), **filters)
     except StoreError:
         experiments = []
+    def masked(version: str | None) -> bool:
+        entry = records.get(version) if version else None
+        return bool(entry and entry.record is not None and entry.record.is_masked)
+
     for exp in experiments:
         entries.append(
             HistoryEntry(
@@ -32,6 +38,8 @@ def history(state: WorkspaceState, kernel: str | None) -> HistoryResult:
                 status=exp.status,
                 summary=exp.change_summary,
                 experiment_id=exp.id,
+                masked=masked(exp.memory_version),
+                failed=exp.is_buggy or exp.status in FAILED_STATUSES,
             )
         )
     if not entries:  # a workspace kernelscope has never seen: its memory records
@@ -53,6 +61,8 @@ def history(state: WorkspaceState, kernel: str | None) -> HistoryResult:
                     if version_score.passed
                     else "FAIL",
                     summary=action,
+                    masked=masked(version_score.version),
+                    failed=not version_score.passed and not version_score.label,
                 )
             )
     title = f"**{kernel}**" if kernel else f"**{ws.root.name}**"
@@ -64,7 +74,8 @@ def history(state: WorkspaceState, kernel: str | None) -> HistoryResult:
     ]
     for entry in entries[-30:]:
         score = "-" if entry.score is None else f"{entry.score:.3f}x"
-        lines.append(f"| {entry.version or '-'} | {score} | {entry.status} | {_cell(entry.summary)} |")
+        status = f"{entry.status} (masked)" if entry.masked else entry.status
+        lines.append(f"| {entry.version or '-'} | {score} | {status} | {_cell(entry.summary)} |")
     from kernelscope.daemon.engine.lens_text import file_lens, recorded_notes
 
     notes = recorded_notes(ws.root, list(records.values()))

@@ -8,6 +8,11 @@
 // scenario "untrusted": workspace trust on and the folder not trusted (restricted mode); after
 // the lens shows, kernel.py is edited and saved, and nothing else is done (the caller checks
 // that the save ran nothing).
+// scenario "hints": a workspace with a git history (KS_LAUNCH_LINE, 0-based, is the launch line;
+// KS_V0_KERNEL a file holding v0's kernel.py; KS_SHOTS a folder for the README's screenshots):
+// blame in the hover on the launch line, the values already tried as inlay hints there, Compare
+// Versions v0 -> v4 (diff editor + table webview), and v0's code written over kernel.py by an
+// agent: the Problems panel says "identical to v0" and no benchmark runs.
 import { chromium } from "playwright-core";
 import { spawn, execFileSync } from "node:child_process";
 import { mkdtempSync, mkdirSync, readFileSync, renameSync, writeFileSync } from "node:fs";
@@ -20,7 +25,10 @@ const untrusted = scenario === "untrusted";
 const report = {
   lenses: [], notification: null, saved: false, error: null,
   kernelLensLine: null, rewrittenLensLine: null, lensesAfterRewrite: [], probeLens: null,
+  hover: null, launchLineText: null, tabs: [], diffEditor: false, diffText: null, compareTable: null,
+  problems: null, lensesAfterIdentical: [],
 };
+const hints = scenario === "hints";
 const state = mkdtempSync(join(tmpdir(), "ks-code-server-"));
 const extensions = join(state, "extensions");
 const userData = join(state, "user-data");
@@ -67,7 +75,9 @@ try {
   await lens.waitFor({ timeout: 120_000 });
   report.lenses = await page.locator(".codelens-decoration").allInnerTexts();
 
-  if (untrusted) {
+  if (hints) {
+    await hintsScenario(page);
+  } else if (untrusted) {
     await page.locator(".monaco-editor .view-lines").first().click();
     await page.keyboard.press("Control+End");
     await page.keyboard.type("\n# edited in an untrusted window\n");
@@ -119,6 +129,71 @@ try {
   writeFileSync(reportPath, JSON.stringify(report, null, 2));
 }
 process.exit(report.error ? 1 : 0);
+
+async function hintsScenario(page) {
+  const launch = Number(process.env.KS_LAUNCH_LINE);
+  const shots = process.env.KS_SHOTS;
+  await page.locator(".monaco-editor .view-lines").first().click();
+  await page.keyboard.press("Control+G");
+  await page.keyboard.type(String(launch + 1));
+  await page.keyboard.press("Enter");
+  await page.keyboard.press("End");
+  // the values already tried are drawn as inlay hints inside the launch line
+  report.launchLineText = await poll(60_000, async () => {
+    const lines = await page.locator(".view-line", { hasText: "add_kernel[grid]" }).allInnerTexts();
+    return lines.find((t) => t.includes("tried")) ?? null;
+  });
+  await page.keyboard.press("Home");
+  await page.keyboard.press("Control+K");
+  await page.keyboard.press("Control+I");
+  report.hover = await poll(30_000, async () => {
+    const hover = page.locator(".monaco-hover-content", { hasText: "introduced in" }).first();
+    return (await hover.count()) ? await hover.innerText() : null;
+  });
+  if (shots) await page.screenshot({ path: `${shots}/hints.png` });
+  await page.keyboard.press("Escape");
+
+  await page.keyboard.press("F1");
+  await page.keyboard.type("Kernelscope: Compare Versions");
+  await page.waitForTimeout(500);
+  await page.keyboard.press("Enter");
+  for (const version of ["v0", "v4"]) {
+    await page.locator(".quick-input-widget .monaco-list-row", { hasText: version }).first().waitFor({ timeout: 30_000 });
+    await page.keyboard.type(version);
+    await page.waitForTimeout(300);
+    await page.keyboard.press("Enter");
+  }
+  await page.locator(".tab", { hasText: "kernelscope: v0 → v4" }).first().waitFor({ timeout: 60_000 });
+  report.tabs = await page.locator(".tab").allInnerTexts();
+  report.diffEditor = (await page.locator(".monaco-diff-editor").count()) > 0;
+  report.diffText = await poll(30_000, async () => {
+    const text = (await page.locator(".monaco-diff-editor").allInnerTexts()).join("\n");
+    return text.includes("BLOCK_SIZE=1024") && text.includes("num_warps=8") ? text : null;
+  });
+  report.compareTable = await poll(30_000, async () => {
+    for (const frame of page.frames()) {
+      try {
+        const text = await frame.evaluate(() => document.body?.innerText ?? "");
+        if (text.includes("v0 → v4") && text.includes("latency")) return text;
+      } catch {}
+    }
+    return null;
+  });
+  if (shots) await page.screenshot({ path: `${shots}/compare.png` });
+
+  // back to kernel.py; an agent writes v0's code over it: kernelscope says so, benchmarks nothing
+  await page.locator(".tab", { hasText: /^\s*kernel\.py\s*$/ }).first().click();
+  const kernel = `${workspace}/kernel.py`;
+  writeFileSync(`${kernel}.tmp`, readFileSync(process.env.KS_V0_KERNEL, "utf8"));
+  renameSync(`${kernel}.tmp`, kernel);
+  await page.keyboard.press("Control+Shift+M");
+  report.problems = await poll(60_000, async () => {
+    const text = (await page.locator(".markers-panel").allInnerTexts()).join("\n");
+    return text.includes("identical to v0") ? text : null;
+  });
+  await page.waitForTimeout(8_000);  // a benchmark, had one started, would have shown by now
+  report.lensesAfterIdentical = await page.locator(".codelens-decoration").allInnerTexts();
+}
 
 /** The editor line (1-based) just below the lens whose text starts with `prefix`, or null. */
 async function lensLine(page, prefix) {

@@ -1,11 +1,20 @@
 // kernelscope for VS Code: starts `kernelscope serve`, restarts it when settings or trust
 // change, puts every daemon command in the palette, shows best-vs-target in the status bar
 // and the history in a webview. All logic lives in the server.
-import * as fs from "fs";
 import * as vscode from "vscode";
 import { ExecuteCommandRequest, LanguageClient, LanguageClientOptions, ServerOptions } from "vscode-languageclient/node";
-import { FOLDER_KEYS, HistoryResult, MaskHalfResult, USER_KEYS, findWorkspace, folderSettingsOnly, initializationOptions, maskConfirmation, recordParams, statusText } from "./pure";
+import vocabularyJson from "../../commands.json";
+import {
+  Comparison, FOLDER_KEYS, HistoryResult, MaskHalfResult, USER_KEYS, Vocabulary, WorkspaceInfo, daemonCommand,
+  folderSettingsOnly, initializationOptions, maskConfirmation, missingCommands, parseVersionPair, recordParams,
+  statusText, workspaceFor,
+} from "./pure";
 import { showHistoryPanel } from "./history";
+import { showComparison } from "./compare";
+
+/** Command names, job kinds, request and notification methods: the server's own list. */
+const vocabulary = vocabularyJson as Vocabulary & { notifications: Record<string, string>; requests: Record<string, string> };
+const command = (name: string) => daemonCommand(vocabulary, name);
 
 let client: LanguageClient | undefined;
 let output: vscode.LogOutputChannel;
@@ -48,7 +57,7 @@ async function startClient(context: vscode.ExtensionContext): Promise<void> {
     },
   };
   client = new LanguageClient("kernelscope", "kernelscope", serverOptions, clientOptions);
-  client.onNotification("kernelscope/jobFinished", (params: { kind: string; error?: string; cancelled?: boolean; background?: boolean }) => {
+  client.onNotification(vocabulary.notifications.jobFinished, (params: { kind: string; error?: string; cancelled?: boolean; background?: boolean }) => {
     const outcome = params.error ?? (params.cancelled ? "cancelled" : "done");
     output.info(`${params.kind}: ${outcome}`);
     // background probes speak through lenses and diagnostics, not pop-ups
@@ -57,6 +66,9 @@ async function startClient(context: vscode.ExtensionContext): Promise<void> {
   });
   await client.start();
   context.subscriptions.push({ dispose: () => void client?.stop() });
+  // a daemon older or newer than this extension: say which commands will not work
+  const missing = missingCommands(vocabulary, client.initializeResult?.capabilities.executeCommandProvider?.commands);
+  if (missing.length) output.warn(`the daemon does not offer ${missing.join(", ")}: update kernelscope or this extension`);
   void updateStatus();
 }
 
@@ -65,17 +77,19 @@ async function restartClient(context: vscode.ExtensionContext): Promise<void> {
   await startClient(context);
 }
 
-function activeWorkspace(): string | undefined {
-  const file = vscode.window.activeTextEditor?.document.uri.fsPath;
-  if (file) {
-    const found = findWorkspace(file, (p) => fs.existsSync(p));
-    if (found) return found;
+/** The workspace of the active file, as the server sees workspaces (it reads README machine
+ * blocks, SOL-ExecBench and KernelBench layouts: a client guessing from files would miss some). */
+async function activeWorkspace(): Promise<string | undefined> {
+  if (!client) return undefined;
+  let workspaces: WorkspaceInfo[] = [];
+  try {
+    const answer = await client.sendRequest<{ workspaces: WorkspaceInfo[] }>(vocabulary.requests.workspaces, {});
+    workspaces = answer?.workspaces ?? [];
+  } catch (error) {
+    output.warn(`${vocabulary.requests.workspaces}: ${(error as Error).message}`);
   }
-  for (const folder of vscode.workspace.workspaceFolders ?? []) {
-    const root = folder.uri.fsPath;
-    if (fs.existsSync(`${root}/kernel.py`) && fs.existsSync(`${root}/memory`)) return root;
-  }
-  return undefined;
+  const editor = vscode.window.activeTextEditor?.document.uri;
+  return workspaceFor(editor?.scheme === "file" ? editor.fsPath : undefined, workspaces);
 }
 
 async function daemon<T>(command: string, params: Record<string, unknown>): Promise<T | undefined> {
@@ -92,26 +106,47 @@ async function daemon<T>(command: string, params: Record<string, unknown>): Prom
 }
 
 async function updateStatus(): Promise<void> {
-  const workspace = activeWorkspace();
+  const workspace = await activeWorkspace();
   if (!workspace) {
     status.hide();
     return;
   }
-  const history = await daemon<HistoryResult>("kernelscope.showHistory", { workspace });
+  const history = await daemon<HistoryResult>(command("showHistory"), { workspace });
   status.text = statusText(history);
   status.tooltip = `kernelscope: ${history?.target ?? "best recorded score"} (click for the history)`;
   status.show();
 }
 
-function withWorkspace(run: (workspace: string) => Promise<unknown>): () => Promise<void> {
-  return async () => {
-    const workspace = activeWorkspace();
+function withWorkspace(run: (workspace: string, ...args: unknown[]) => Promise<unknown>): (...args: unknown[]) => Promise<void> {
+  return async (...args: unknown[]) => {
+    const workspace = await activeWorkspace();
     if (!workspace) {
-      vscode.window.showWarningMessage("kernelscope: open a file inside an optimization workspace (kernel.py + memory/)");
+      vscode.window.showWarningMessage("kernelscope: open a file inside an optimization workspace (the server found none here)");
       return;
     }
-    await run(workspace);
+    await run(workspace, ...args);
   };
+}
+
+/** Two versions to compare: given as arguments, else picked from the workspace's history. */
+async function pickVersions(workspace: string, a: unknown, b: unknown): Promise<[string, string] | undefined> {
+  if (typeof a === "string" && typeof b === "string") {
+    const pair = parseVersionPair(`${a} ${b}`);
+    if (typeof pair === "string") vscode.window.showErrorMessage(`kernelscope: ${pair}`);
+    return typeof pair === "string" ? undefined : pair;
+  }
+  const history = await daemon<HistoryResult>(command("showHistory"), { workspace });
+  const seen = new Map<string, vscode.QuickPickItem>();
+  for (const entry of history?.entries ?? []) {
+    if (!entry.version || seen.has(entry.version)) continue;
+    const score = entry.score === null ? "no score" : `${entry.score.toFixed(2)}x`;
+    seen.set(entry.version, { label: entry.version, description: `${entry.status}${entry.masked ? " (masked)" : ""} · ${score}`, detail: entry.summary });
+  }
+  const items = [...seen.values()].sort((x, y) => Number(x.label.slice(1)) - Number(y.label.slice(1)));
+  const from = await vscode.window.showQuickPick(items, { title: "kernelscope: compare", placeHolder: "from version" });
+  if (!from) return undefined;
+  const to = await vscode.window.showQuickPick(items.filter((i) => i.label !== from.label), { title: `kernelscope: compare ${from.label} with`, placeHolder: "to version" });
+  return to ? [from.label, to.label] : undefined;
 }
 
 async function showResult(title: string, result: unknown): Promise<void> {
@@ -125,13 +160,18 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
   status = vscode.window.createStatusBarItem(vscode.StatusBarAlignment.Left, 50);
   status.command = "kernelscope.client.showHistory";
   context.subscriptions.push(output, status);
-  const register = (name: string, run: () => Promise<unknown>) =>
+
+  const versionTexts = new Map<string, string>();
+  context.subscriptions.push(vscode.workspace.registerTextDocumentContentProvider("kernelscope-version", {
+    provideTextDocumentContent: (uri) => versionTexts.get(uri.toString()) ?? "",
+  }));
+  const register = (name: string, run: (...args: unknown[]) => Promise<unknown>) =>
     context.subscriptions.push(vscode.commands.registerCommand(name, run));
 
   register("kernelscope.client.restartServer", () => restartClient(context));
   register("kernelscope.client.showLogs", async () => output.show());
   register("kernelscope.client.maskHalf", withWorkspace(async (workspace) => {
-    const dry = await daemon<MaskHalfResult>("kernelscope.maskHalf", { workspace, dryRun: true });
+    const dry = await daemon<MaskHalfResult>(command("maskHalf"), { workspace, dryRun: true });
     if (!dry) return;
     const question = maskConfirmation(dry);
     if (!question) {
@@ -139,12 +179,12 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
       return;
     }
     if ((await vscode.window.showWarningMessage(question, { modal: true }, "Mask")) !== "Mask") return;
-    await showResult("mask-half", await daemon("kernelscope.maskHalf", { workspace, seed: dry.seed }));
+    await showResult("mask-half", await daemon(command("maskHalf"), { workspace, seed: dry.seed }));
   }));
   register("kernelscope.client.unmask", withWorkspace(async (workspace) => {
     const versions = await vscode.window.showInputBox({ prompt: "Versions to unmask, e.g. v2 v5" });
     if (!versions) return;
-    await showResult("unmask", await daemon("kernelscope.unmask", { workspace, versions: versions.split(/[\s,]+/).filter(Boolean) }));
+    await showResult("unmask", await daemon(command("unmask"), { workspace, versions: versions.split(/[\s,]+/).filter(Boolean) }));
   }));
   register("kernelscope.client.recordExperiment", withWorkspace(async (workspace) => {
     const summary = await vscode.window.showInputBox({ prompt: "Change summary (one line, at most 80 characters)", validateInput: (v) => (v.length > 80 ? "at most 80 characters" : undefined) });
@@ -160,19 +200,22 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
       vscode.window.showErrorMessage(`kernelscope: ${(error as Error).message}`);
       return;
     }
-    await showResult("recorded", await daemon("kernelscope.recordExperiment", params));
+    await showResult("recorded", await daemon(command("recordExperiment"), params));
   }));
-  const job = (name: string, command: string) =>
-    register(name, withWorkspace(async (workspace) => showResult(command, await daemon(command, { workspace }))));
-  job("kernelscope.client.runIteration", "kernelscope.runIteration");
-  job("kernelscope.client.restart", "kernelscope.restart");
-  job("kernelscope.client.benchmark", "kernelscope.benchmark");
-  job("kernelscope.client.cancel", "kernelscope.cancel");
+  const job = (name: string) =>
+    register(`kernelscope.client.${name}`, withWorkspace(async (workspace) => showResult(name, await daemon(command(name), { workspace }))));
+  for (const name of ["runIteration", "restart", "benchmark", "cancel"]) job(name);
   register("kernelscope.client.topExperiments", withWorkspace(async (workspace) =>
-    showResult("top experiments", await daemon("kernelscope.topExperiments", { workspace, maxResults: 10 }))));
+    showResult("top experiments", await daemon(command("topExperiments"), { workspace, maxResults: 10 }))));
   register("kernelscope.client.showHistory", withWorkspace(async (workspace) => {
-    const history = await daemon<HistoryResult>("kernelscope.showHistory", { workspace });
+    const history = await daemon<HistoryResult>(command("showHistory"), { workspace });
     if (history) showHistoryPanel(context, history);
+  }));
+  register("kernelscope.client.compare", withWorkspace(async (workspace, a, b) => {
+    const pair = await pickVersions(workspace, a, b);
+    if (!pair) return;
+    const comparison = await daemon<Comparison>(command("compare"), { workspace, versionA: pair[0], versionB: pair[1] });
+    if (comparison) await showComparison(comparison, versionTexts);
   }));
 
   context.subscriptions.push(

@@ -1,12 +1,65 @@
 import { strict as assert } from "node:assert";
 import { test } from "node:test";
-import { chartPoints, findWorkspace, folderSettingsOnly, initializationOptions, maskConfirmation, recordParams, statusText } from "../src/pure";
+import { readFileSync } from "node:fs";
+import {
+  Comparison, Vocabulary, chartPoints, comparisonHtml, daemonCommand, folderSettingsOnly, initializationOptions,
+  maskConfirmation, missingCommands, parseVersionPair, recordParams, statusText, workspaceFor,
+} from "../src/pure";
 
-test("findWorkspace walks up to kernel.py + memory/", () => {
-  const present = new Set(["/a/ws/kernel.py", "/a/ws/memory"]);
-  assert.equal(findWorkspace("/a/ws/kernel.py", (p) => present.has(p)), "/a/ws");
-  assert.equal(findWorkspace("/a/ws/sub/x.py", (p) => present.has(p)), "/a/ws");
-  assert.equal(findWorkspace("/b/x.py", (p) => present.has(p)), undefined);
+const vocabulary = JSON.parse(readFileSync("../commands.json", "utf8")) as Vocabulary;
+
+test("workspaceFor picks the innermost workspace the server named that holds the file", () => {
+  const named = [{ workspace: "/a/ws", kernel: "/a/ws/kernel.py" }, { workspace: "/a/ws/inner", kernel: "/a/ws/inner/kernel.py" }];
+  assert.equal(workspaceFor("/a/ws/kernel.py", named), "/a/ws");
+  assert.equal(workspaceFor("/a/ws/inner/sub/x.py", named), "/a/ws/inner");
+  assert.equal(workspaceFor("/a/wsx/kernel.py", named), undefined); // a prefix of the name is not a parent
+  assert.equal(workspaceFor("/b/x.py", [named[0]]), "/a/ws"); // one workspace: it, whatever the file
+  assert.equal(workspaceFor(undefined, []), undefined);
+});
+
+test("daemon command names come from commands.json and are checked", () => {
+  assert.equal(daemonCommand(vocabulary, "compare"), "kernelscope.compare");
+  assert.throws(() => daemonCommand(vocabulary, "benchmarking"), /not a kernelscope command/);
+  assert.deepEqual(missingCommands(vocabulary, Object.keys(vocabulary.commands)), []);
+  assert.deepEqual(missingCommands(vocabulary, ["kernelscope.benchmark"]).includes("kernelscope.compare"), true);
+});
+
+test("every daemon command has a palette command and every palette command a daemon command", () => {
+  const manifest = JSON.parse(readFileSync("package.json", "utf8"));
+  const palette = (manifest.contributes.commands as { command: string }[]).map((c) => c.command);
+  const clientOnly = ["kernelscope.client.restartServer", "kernelscope.client.showLogs"];
+  const mapped = palette.filter((c) => !clientOnly.includes(c)).map((c) => c.replace(".client.", "."));
+  assert.deepEqual(mapped.sort(), Object.keys(vocabulary.commands).sort());
+});
+
+test("parseVersionPair accepts 'v0 v4', 'v0..v4' and '0,4'", () => {
+  assert.deepEqual(parseVersionPair("v0 v4"), ["v0", "v4"]);
+  assert.deepEqual(parseVersionPair("V0..v4"), ["v0", "v4"]);
+  assert.deepEqual(parseVersionPair("0,4"), ["v0", "v4"]);
+  assert.match(parseVersionPair("v0") as string, /give two versions/);
+  assert.match(parseVersionPair("v0 best") as string, /give two versions/);
+});
+
+test("comparisonHtml tabulates both versions and escapes what agents wrote", () => {
+  const effect = (version: string, extra: object) => ({
+    version, commit: null, masked: false, gate: "PASS", passed: true, score: null, vs_parent: null,
+    latency_us: null, failure: null, action: null, category: null, text: "", ...extra,
+  });
+  const comparison: Comparison = {
+    workspace: "/w", code_diff: "", code_available: false, code_a: null, code_b: null, markdown: "",
+    a: effect("v0", { latency_us: 61 }),
+    b: effect("v3", { gate: "FAIL", passed: false, masked: true, action: "<script>alert(1)</script>", failure: "rel_err 0.31" }),
+    configs: [{ config: "n=16777216", a_latency_us: 61, b_latency_us: null, latency_ratio: null, a_speedup: null, b_speedup: null, a_passed: true, b_passed: false }],
+    score_ratio: { value: 1.16, kind: "latency_ratio", versus: "v0", ci: [1.1, 1.2] },
+    gate_details: { v3: ["gate FAIL", "failure: rel_err 0.31"] }, messages: ["v3: no kernel.py in git"],
+  };
+  const html = comparisonHtml(comparison);
+  assert.match(html, /<h2>v0 &rarr; v3<\/h2>/);
+  assert.match(html, /v3 vs v0: latency ratio 1.16x vs v0 \[1.10-1.20\]/);
+  assert.match(html, /<tr><th>gate<\/th><td>PASS<\/td><td>FAIL<\/td><\/tr>/);
+  assert.match(html, /<tr><th>masked<\/th><td>no<\/td><td>yes<\/td><\/tr>/);
+  assert.match(html, /<td>n=16777216<\/td><td>61.0<\/td><td>-<\/td>/);
+  assert.ok(!html.includes("<script>") && html.includes("&lt;script&gt;"));
 });
 
 test("maskConfirmation names the versions, the seed and the kept best", () => {
@@ -33,13 +86,20 @@ test("recordParams validates the score and splits kernels", () => {
   assert.throws(() => recordParams("/w", "s", "fast", ""), /score must be a number/);
 });
 
-test("chartPoints orders versions numerically and skips unscored", () => {
+test("chartPoints orders versions numerically and marks failed and masked ones", () => {
   const points = chartPoints({ workspace: "/w", kernel: null, markdown: "", entries: [
     { version: "v10", score: 2, status: "PASS", summary: "" },
-    { version: "v9", score: 1.5, status: "PASS", summary: "" },
-    { version: "v3", score: null, status: "FAIL", summary: "" },
+    { version: "v9", score: 1.5, status: "PASS", summary: "", masked: true },
+    { version: "v3", score: null, status: "FAIL", summary: "", failed: true },
+    { version: "v4", score: 1.1, status: "failed", summary: "" },
+    { version: "v5", score: null, status: "PASS", summary: "" },
   ] });
-  assert.deepEqual(points.map((p) => p.label), ["v9", "v10"]);
+  assert.deepEqual(points, [
+    { label: "v3", score: null, kind: "failed" },
+    { label: "v4", score: 1.1, kind: "failed" },
+    { label: "v9", score: 1.5, kind: "masked" },
+    { label: "v10", score: 2, kind: "pass" },
+  ]);
 });
 
 test("initializationOptions carry trust and drop unset settings", () => {
