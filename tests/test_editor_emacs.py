@@ -2,7 +2,9 @@
 elpa-eglot 1.9): lsp-mode (code lenses, a command, lens overlays) and eglot (hover carries the
 facts); then kernel.py rewritten on disk while open and the buffer reloaded (`revert-buffer` as
 M-x runs it, `auto-revert-mode`): still served, lenses (or hover) follow the kernel, an edit +
-save re-benchmarks. Skipped when Emacs is missing (CI installs it)."""
+save re-benchmarks. On a workspace with a git history, in both clients: blame in hover, the values
+already tried as inlay hints in the buffer, 'identical to v0' on saving v0's code (no benchmark),
+and `kernelscope-compare`. Skipped when Emacs is missing (CI installs it)."""
 
 from __future__ import annotations
 
@@ -14,16 +16,16 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import REPO_ROOT, editor_session
+from tests.conftest import REPO_ROOT, editor_history_session, editor_session, vector_add_history_kernels
 
 pytestmark = pytest.mark.slow
 EMACS = shutil.which("emacs")
 EMACS_DIR = REPO_ROOT / "editor-clients" / "emacs"
 
 
-def run_emacs(script: str, tmp_path: Path) -> dict:
+def run_emacs(script: str, tmp_path: Path, session=editor_session, **extra_env: str) -> dict:
     assert EMACS is not None, "CI must install emacs-nox, elpa-lsp-mode and elpa-eglot"
-    _, out, env = editor_session(tmp_path, KS_EL=str(EMACS_DIR / "kernelscope.el"), HOME=str(tmp_path))
+    _, out, env = session(tmp_path, KS_EL=str(EMACS_DIR / "kernelscope.el"), HOME=str(tmp_path), **extra_env)
     proc = subprocess.run(
         [EMACS, "--batch", "-Q", "-l", str(EMACS_DIR / "tests" / script)],
         env=env,
@@ -77,3 +79,47 @@ def test_eglot_hover(tmp_path: Path) -> None:
     assert results["hover_after_revert"].startswith("**add_kernel**: 5 experiments")
     assert results["probed"] is True and not results["probe_passed"]  # the broken save was probed
     assert results["job_message"] == "kernelscope benchmark: done"  # a user's job says how it ended
+
+
+@needs_emacs
+@pytest.mark.parametrize("client", ["lsp-mode", "eglot"])
+def test_history_hints_and_compare(tmp_path: Path, client: str) -> None:
+    """Neither Debian's lsp-mode 8.0.0 nor eglot 1.9 has inlay hints: kernelscope.el draws them."""
+    v0 = tmp_path / "v0_kernel.py"
+    v0.write_text(vector_add_history_kernels()["v0"])
+    results = run_emacs("hints-test.el", tmp_path, editor_history_session, KS_CLIENT=client, KS_V0=str(v0))
+    assert results["served"] is True
+    assert results["hover"] and results["hover"].startswith("introduced in v1"), results["hover"]
+
+    # the values already tried, as the buffer shows them at the launch line
+    tried = results["tried"]
+    assert tried and tried.startswith("tried (latency ratio vs v0): "), results["hints"]
+    assert "1024 1.00x v0" in tried and "4096" in tried, tried
+    if not results["client_inlay_hints"]:  # drawn by kernelscope.el
+        assert results["kernelscope_hints_mode"] is True
+        assert results["hint_overlay_category"] == "kernelscope-hint"
+
+    # v0's code saved again: said at once, not benchmarked again
+    identical = results[
+        "identical"
+    ]  # eglot's flymake shows it as "kernelscope [already_tried]: identical ..."
+    assert identical and "identical to v0" in identical and "not benchmarked" in identical, results[
+        "diagnostics"
+    ]
+    assert results["tried_after_save"], "the hints were not redrawn after the save"
+    assert results["jobs_finished_after_save"] == 0
+    if client == "eglot" and not results["client_inlay_hints"]:  # kernelscope.el asked for refreshes
+        assert results["inlay_refreshes"] > 0
+
+    assert results["served_after_revert"] and results["tried_after_revert"]  # M-x revert-buffer: redrawn
+
+    assert results["offered_versions"] == ["v0", "v1", "v2", "v3", "v4"]
+    assert results["interactive_compare"] == "*kernelscope compare v0..v4*"  # M-x, the defaults taken
+    assert results["compare_buffer"] == "*kernelscope compare v0..v4*"
+    assert results["compare_read_only"] is True
+    text = results["compare_text"]
+    assert "## v0 → v4" in text, text[:500]
+    assert "-    add_kernel[grid](x, y, out, n_elements, BLOCK_SIZE=1024)" in text, text
+    assert "v9" in results["compare_unknown"], results["compare_unknown"]
+    assert "not in an optimization workspace" in results["compare_outside"]
+    assert "no kernelscope daemon serves" in results["compare_unserved"]

@@ -3,7 +3,11 @@
 the buffer's extmarks, a lens executed with the arguments the server put in it, a user command
 run; then kernel.py rewritten on disk and the buffer reloaded (`:edit!`, `:checktime`): still
 attached, the lens follows the kernel, an edit + save re-benchmarks; after the server went
-away, a reload starts it again. No deprecated call on any version. A version whose binary is missing is skipped outside CI; CI must run both."""
+away, a reload starts it again. The history hints in a workspace with a git history: blame in
+hover, the values already tried as inlay hints drawn on every version (Neovim's own from 0.10,
+the plugin's virtual text before), "identical to v0" on saving v0's code without a benchmark,
+and `:KernelscopeCompare v0 v4` in a scratch buffer. No deprecated call on any version. A
+version whose binary is missing is skipped outside CI; CI must run both."""
 
 from __future__ import annotations
 
@@ -17,7 +21,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import REPO_ROOT, editor_session
+from tests.conftest import REPO_ROOT, editor_history_session, editor_session, vector_add_history_kernels
 
 pytestmark = pytest.mark.slow
 IN_CI = bool(os.environ.get("CI"))
@@ -119,6 +123,87 @@ def test_neovim_plugin(tmp_path: Path, neovim: str) -> None:
     assert results["stopped"] and results["restarted"] and results["restarted_lens"], results[
         "restarted_lenses"
     ]
+
+    # no deprecated call, reported or not, on any version
+    assert results["deprecated"] == [], (version, results["deprecated"])
+    assert "deprecated" not in results["messages"] and "deprecated" not in proc.stderr, context
+
+
+@pytest.mark.parametrize("neovim", ["system", "pypi"])
+def test_neovim_hints(tmp_path: Path, neovim: str) -> None:
+    nvim = _nvim(neovim)
+    version = _version(nvim)
+    if neovim == "pypi":
+        assert version.startswith("0.11."), version
+    v0 = tmp_path / "v0_kernel.py"
+    v0.write_text(vector_add_history_kernels()["v0"])
+    ws, out, env = editor_history_session(
+        tmp_path, KS_PLUGIN=str(REPO_ROOT / "editor-clients" / "neovim"), KS_V0_KERNEL=str(v0)
+    )
+    launch = int(env["KS_LAUNCH_LINE"])
+    script = REPO_ROOT / "editor-clients" / "neovim" / "tests" / "hints_test.lua"
+    proc = subprocess.run(
+        [nvim, "--headless", "-u", "NONE", "-c", f"luafile {script}"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    results = json.loads(out.read_text())
+    context = (version, proc.stderr[-2000:], results)
+    assert proc.returncode == 0 and "error" not in results, context
+    assert results["attached"] is True
+    assert "add_kernel[grid]" in results["launch_text"], results["launch_text"]
+
+    # blame in hover on the launch line (v1 changed BLOCK_SIZE and added num_warps)
+    assert results["hover"].get("error") is None, results["hover"]
+    assert str(results["hover_text"]).startswith("introduced in v1"), results["hover"]
+
+    # the values already tried, drawn on the launch line: Neovim's own hints from 0.10 on
+    builtin = tuple(int(part) for part in version.split(".")[:2]) >= (0, 10)
+    assert results["builtin_hints"] is builtin, (version, results["builtin_hints"])
+    assert results["hint_drawn"], results["hints"]
+    tried = [h for h in results["hints"] if h["line"] == launch and h["text"].startswith("tried")]
+    assert tried, results["hints"]
+    assert "1024" in tried[0]["text"] and "4096" in tried[0]["text"] and "v0" in tried[0]["text"], tried
+    namespaces = {h["namespace"] for h in results["hints"]}
+    if builtin:  # Neovim's namespace alone ("nvim.lsp.inlayhint" on 0.11): not drawn twice
+        assert results["builtin_enabled"] is True
+        assert len(namespaces) == 1 and "kernelscope.inlayhint" not in namespaces, namespaces
+        assert any(h["line"] == launch and h["text"].startswith("tried") for h in results["builtin_labels"])
+    else:
+        assert namespaces == {"kernelscope.inlayhint"}, namespaces
+
+    # memory/ rewritten: the server asked for new hints, and they were drawn again
+    assert results["hints_wiped"] and results["hint_refreshes"] >= 1, results["hint_refreshes"]
+    assert results["hints_refreshed"], results
+
+    # v0's code saved: "identical to v0", and no benchmark started or finished for it
+    assert results["edited"] and results["saved_is_v0"], results
+    assert results["identical_seen"], results["diagnostics"]
+    diagnostic = results["diagnostic"]
+    assert diagnostic["message"].startswith("identical to v0"), diagnostic
+    assert diagnostic["code"] == "already_tried" and diagnostic["source"] == "kernelscope", diagnostic
+    assert diagnostic["severity"] in (2, 3), diagnostic  # warning or information
+    assert results["finished_after_save"] == [], results["finished_after_save"]
+    begun = [p for p in results["progress_after_save"] if (p.get("value") or {}).get("kind") == "begin"]
+    assert begun == [], begun
+    assert (ws / "kernel.py").read_text() == vector_add_history_kernels()["v0"]
+
+    # :KernelscopeCompare v0 v4: the comparison in a scratch buffer
+    assert results["compare_opened"], results["notified"]
+    compare = results["compare"]
+    removed = "-    add_kernel[grid](x, y, out, n_elements, BLOCK_SIZE=1024)"
+    assert "## v0 → v4" in compare["lines"] and removed in compare["lines"], compare["lines"]
+    assert (compare["buftype"], compare["bufhidden"], compare["filetype"]) == ("nofile", "wipe", "markdown")
+    assert compare["current"] and compare["windows"] == 1 and compare["modifiable"] is False, compare
+    # the JSON form of the same comparison reused that buffer and its window
+    assert results["compare_again"] == {"current": True, "windows": 1, "buffers": 1}, results["compare_again"]
+    # a wrong argument count: one clear error
+    wrong = results["wrong_count"]
+    assert len(wrong) == 1 and wrong[0]["level"] == 4, wrong  # vim.log.levels.ERROR
+    assert "KernelscopeCompare takes 2 arguments" in wrong[0]["message"], wrong
+    assert results["still_attached"]
 
     # no deprecated call, reported or not, on any version
     assert results["deprecated"] == [], (version, results["deprecated"])

@@ -9,6 +9,7 @@ Importing kernel.py would run user code (and pull in torch/triton) inside the da
 from __future__ import annotations
 
 import ast
+from functools import lru_cache
 from pathlib import Path
 
 from kernelscope.protocol.workspace import KernelInfo, KernelScan, SourceError
@@ -29,7 +30,14 @@ def scan_kernel_file(path: Path) -> KernelScan:
 
 
 def scan_kernel_source(source: str, path: str = "kernel.py") -> KernelScan:
-    """Scan kernel source text."""
+    """Scan kernel source text. The daemon asks on every hover and inlay request: the scan of
+    a text is remembered (a few texts: the file and the buffers being edited), and each caller
+    gets its own copy."""
+    return _scan_cached(source, path).model_copy(deep=True)
+
+
+@lru_cache(maxsize=16)
+def _scan_cached(source: str, path: str) -> KernelScan:
     try:
         tree = ast.parse(source, filename=path)
     except SyntaxError as exc:

@@ -185,6 +185,16 @@ def _buffer(ls: KernelscopeServer, uri: str) -> str | None:
     return document.source if document.source else None
 
 
+def _kernels(ls: KernelscopeServer, ws: WorkspaceState, uri: str) -> list[Any]:
+    """The kernels of the editor's text of kernel.py (positions as the user sees them), else
+    of the file; scans are remembered per text, so a hover does not re-parse 1,000 lines."""
+    from kernelscope.daemon.engine.kernel_scan import scan_kernel_source
+
+    buffer = _buffer(ls, uri)
+    scan = scan_kernel_source(buffer) if buffer is not None else ws.workspace.kernels()
+    return scan.kernels
+
+
 @server.feature(types.TEXT_DOCUMENT_HOVER)
 async def hover(ls: KernelscopeServer, params: types.HoverParams) -> types.Hover | None:
     """On a kernel's name: its experiment history; on any line: who introduced it and what it
@@ -193,7 +203,7 @@ async def hover(ls: KernelscopeServer, params: types.HoverParams) -> types.Hover
     if ws is None:
         return None
     position = params.position
-    for kernel in ws.workspace.kernels().kernels:
+    for kernel in _kernels(ls, ws, params.text_document.uri):
         start, end = kernel.name_column, kernel.name_column + len(kernel.name)
         if position.line == kernel.def_line - 1 and start <= position.character <= end:
             from kernelscope.daemon.lsp.hover import history
@@ -221,7 +231,7 @@ async def inlay_hints(ls: KernelscopeServer, params: types.InlayHintParams) -> l
     lines = document.lines if document.source else ws.workspace.kernel_path.read_text().splitlines()
     texts = lenses.kernel_summaries(ws)
     hints = []
-    for kernel in ws.workspace.kernels().kernels:
+    for kernel in _kernels(ls, ws, params.text_document.uri):
         line = kernel.def_line - 1
         if not (params.range.start.line <= line <= params.range.end.line) or line >= len(lines):
             continue

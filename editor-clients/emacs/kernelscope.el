@@ -4,6 +4,13 @@
 ;; inlay hints at the end of each kernel's `def' line and hover on a kernel name carry the facts.
 ;; Load this file, then `M-x lsp' (lsp-mode) or `M-x eglot' (eglot) in kernel.py.
 ;;
+;; The workspace's history: hover on any line says which version introduced it and what it
+;; measured; inlay hints show the values already tried at each meta-parameter; a save of code
+;; already recorded gets an "identical to vN" diagnostic (and no benchmark);
+;; `M-x kernelscope-compare' shows two versions (numbers, actions, code diff).
+;; Inlay hints (`kernelscope-inlay-hints'): through the client where it has them, else drawn by
+;; `kernelscope-hints-mode' (lsp-mode 8.0 and eglot 1.9 have none).
+;;
 ;; Agents rewrite kernel.py on disk all the time: a buffer that lsp-mode served stays served
 ;; after `revert-buffer' (which re-runs the major mode, and lsp-mode disconnects on that) and
 ;; after `auto-revert-mode'; eglot reconnects by itself.
@@ -11,6 +18,7 @@
 ;;; Code:
 
 (require 'cl-lib)
+(require 'seq)
 
 (defgroup kernelscope nil "GPU kernel optimization workspaces." :group 'tools)
 
@@ -31,6 +39,210 @@
   (let ((file (or file buffer-file-name)))
     (when file (locate-dominating-file file #'kernelscope--workspace-p))))
 
+(defcustom kernelscope-inlay-hints t
+  "Show the daemon's inlay hints (values already tried, kernel summaries) in kernel.py.
+Through the client's own inlay hints where it has them (`lsp-inlay-hints-mode',
+`eglot-inlay-hints-mode'), else drawn by `kernelscope-hints-mode'."
+  :type 'boolean)
+
+(defface kernelscope-inlay-hint '((t :inherit shadow))
+  "Inlay hints drawn by `kernelscope-hints-mode'.")
+
+(defun kernelscope--get (object key)
+  "KEY (a string) of a JSON OBJECT as lsp-mode (hash table) or eglot (plist) parsed it."
+  (if (hash-table-p object)
+      (gethash key object)
+    (plist-get object (intern (concat ":" key)))))
+
+;;;; the daemon serving a buffer, through whichever client serves it
+
+(defun kernelscope--lsp-workspace ()
+  "The lsp-mode workspace of the kernelscope daemon serving this buffer, if any."
+  (and (bound-and-true-p lsp-mode)
+       (seq-find (lambda (workspace)
+                   (eq (lsp--client-server-id (lsp--workspace-client workspace)) 'kernelscope))
+                 (lsp-workspaces))))
+
+(defun kernelscope--eglot-server ()
+  "The eglot server of this buffer if it is the kernelscope daemon."
+  (let ((server (and (bound-and-true-p eglot--managed-mode) (eglot-current-server))))
+    (and server
+         (or (object-of-class-p server 'kernelscope-eglot-server)
+             (equal (plist-get (ignore-errors (eglot--server-info server)) :name) "kernelscope"))
+         server)))
+
+(defun kernelscope--client ()
+  "How this buffer reaches its daemon: (lsp . WORKSPACE), (eglot . SERVER) or nil."
+  (let (found)
+    (cond ((setq found (kernelscope--lsp-workspace)) (cons 'lsp found))
+          ((setq found (kernelscope--eglot-server)) (cons 'eglot found)))))
+
+(defun kernelscope--request (method params &optional callback)
+  "Send METHOD with PARAMS to the daemon serving this buffer and return its result; with
+CALLBACK, return at once and call it with the result (in this buffer, if still alive)."
+  (let ((buffer (current-buffer)))
+    (pcase (kernelscope--client)
+      (`(lsp . ,workspace)
+       (with-lsp-workspace workspace
+         (if callback
+             (lsp-request-async method params callback :mode 'alive :error-handler #'ignore)
+           (lsp-request method params))))
+      (`(eglot . ,server)
+       (when (fboundp 'eglot--signal-textDocument/didChange)
+         (eglot--signal-textDocument/didChange))
+       (if callback
+           (jsonrpc-async-request server (intern (concat ":" method)) params
+                                  :success-fn (lambda (result)
+                                                (when (buffer-live-p buffer)
+                                                  (with-current-buffer buffer
+                                                    (funcall callback result))))
+                                  :error-fn #'ignore :timeout-fn #'ignore)
+         (jsonrpc-request server (intern (concat ":" method)) params)))
+      (_ (user-error "kernelscope: no kernelscope daemon serves %s (M-x lsp or M-x eglot in kernel.py)"
+                     (buffer-name))))))
+
+(defun kernelscope--document ()
+  "This buffer's TextDocumentIdentifier, as its client names it."
+  (if (kernelscope--lsp-workspace) (lsp--text-document-identifier) (eglot--TextDocumentIdentifier)))
+
+;;;; compare two versions
+
+(defun kernelscope--versions (root)
+  "The recorded versions of the workspace ROOT (memory/vN.json), oldest first."
+  (let ((names (mapcar #'file-name-sans-extension
+                       (directory-files (expand-file-name "memory" root) nil "\\`v[0-9]+\\.json\\'"))))
+    (sort names (lambda (a b) (< (string-to-number (substring a 1)) (string-to-number (substring b 1)))))))
+
+(defun kernelscope--root-or-lose ()
+  (or (kernelscope-root)
+      (user-error "kernelscope: %s is not in an optimization workspace (kernel.py beside memory/)"
+                  (buffer-name))))
+
+(defun kernelscope-compare (version-a version-b)
+  "Compare VERSION-A with VERSION-B (\"v0\", \"v4\") of this buffer's workspace: the code diff,
+the numbers per configuration, gates and actions, in a buffer `*kernelscope compare A..B*'.
+Returns that buffer."
+  (interactive
+   (let* ((versions (kernelscope--versions (kernelscope--root-or-lose)))
+          (a (completing-read "kernelscope compare version: " versions nil nil nil nil (car versions))))
+     (list a (completing-read (format "compare %s with: " a) versions nil nil nil nil
+                              (car (last versions))))))
+  (let* ((root (directory-file-name (expand-file-name (kernelscope--root-or-lose))))
+         (_ (unless (kernelscope--client)
+              (user-error "kernelscope: no kernelscope daemon serves %s (M-x lsp or M-x eglot in kernel.py)"
+                          (buffer-name))))
+         (result (condition-case err
+                     (kernelscope--request
+                      "workspace/executeCommand"
+                      (list :command "kernelscope.compare"
+                            :arguments (vector (list :workspace root :versionA version-a
+                                                     :versionB version-b))))
+                   (error (user-error "kernelscope compare %s..%s: %s" version-a version-b
+                                      (or (alist-get 'jsonrpc-error-message (cdr-safe (cdr err)))
+                                          (error-message-string err))))))
+         (buffer (get-buffer-create (format "*kernelscope compare %s..%s*" version-a version-b))))
+    (with-current-buffer buffer
+      (let ((inhibit-read-only t))
+        (erase-buffer)
+        (insert (or (kernelscope--get result "markdown") ""))
+        (if (require 'markdown-mode nil t) (markdown-mode) (text-mode))
+        (setq default-directory (file-name-as-directory root))
+        (goto-char (point-min))
+        (view-mode 1)))  ; read-only, q quits
+    (if (called-interactively-p 'any) (pop-to-buffer buffer) (display-buffer buffer))
+    buffer))
+
+;;;; inlay hints, for clients without their own
+
+(put 'kernelscope-hint 'kernelscope t)  ; the overlay category of the hints drawn here
+
+(defvar-local kernelscope--hints-timer nil)
+
+(defun kernelscope--hints-clear ()
+  (remove-overlays (point-min) (point-max) 'category 'kernelscope-hint))
+
+(defun kernelscope--point (line character)
+  "The point of an LSP position (CHARACTER counted as characters: right for ASCII lines)."
+  (save-excursion
+    (goto-char (point-min))
+    (forward-line line)
+    (min (+ (point) character) (line-end-position))))
+
+(defun kernelscope--hints-draw (hints)
+  (kernelscope--hints-clear)
+  (unless (keywordp hints)
+    (seq-doseq (hint hints)
+      (let* ((position (kernelscope--get hint "position"))
+             (label (kernelscope--get hint "label"))
+             (tooltip (kernelscope--get hint "tooltip"))
+             (text (if (stringp label) label
+                     (mapconcat (lambda (part) (or (kernelscope--get part "value") "")) label "")))
+             (at (kernelscope--point (kernelscope--get position "line")
+                                     (kernelscope--get position "character")))
+             (overlay (make-overlay at at nil t nil)))
+        (overlay-put overlay 'category 'kernelscope-hint)
+        (overlay-put overlay 'after-string
+                     (concat (if (eq (kernelscope--get hint "paddingLeft") t) " " "")
+                             (propertize text 'face 'kernelscope-inlay-hint
+                                         'help-echo (if (stringp tooltip) tooltip
+                                                      (and tooltip (kernelscope--get tooltip "value"))))
+                             (if (eq (kernelscope--get hint "paddingRight") t) " " "")))))))
+
+(defun kernelscope--hints-refresh (buffer)
+  (when (buffer-live-p buffer)
+    (with-current-buffer buffer
+      (setq kernelscope--hints-timer nil)
+      (when (bound-and-true-p kernelscope-hints-mode)
+        (if (not (kernelscope--client))
+            (kernelscope-hints-mode -1)  ; disconnected: a reconnection turns it on again
+          (with-demoted-errors "kernelscope inlay hints: %S"
+            (kernelscope--request
+             "textDocument/inlayHint"
+             (list :textDocument (kernelscope--document)
+                   :range (list :start (list :line 0 :character 0)
+                                :end (list :line (1+ (count-lines (point-min) (point-max)))
+                                           :character 0)))
+             #'kernelscope--hints-draw)))))))
+
+(defun kernelscope--hints-schedule (&optional buffer)
+  "Ask for the hints of BUFFER (default: this one) again, soon (requests coalesce)."
+  (with-current-buffer (or buffer (current-buffer))
+    (when (and (bound-and-true-p kernelscope-hints-mode) (not kernelscope--hints-timer))
+      (setq kernelscope--hints-timer
+            (run-with-timer 0.2 nil #'kernelscope--hints-refresh (current-buffer))))))
+
+(define-minor-mode kernelscope-hints-mode
+  "The kernelscope daemon's inlay hints, drawn as overlays by kernelscope.el for clients that
+have no inlay hints of their own (lsp-mode 8.0, eglot 1.9). Redrawn after a save or revert, when
+a job finishes and when the daemon asks (`workspace/inlayHint/refresh' in eglot; lsp-mode: its
+lens refresh, with `lsp-lens-enable')."
+  :lighter nil
+  (kernelscope--hints-clear)
+  (if kernelscope-hints-mode
+      (progn
+        (add-hook 'after-save-hook #'kernelscope--hints-schedule nil t)
+        (add-hook 'after-revert-hook #'kernelscope--hints-schedule nil t)
+        (kernelscope--hints-schedule))
+    (remove-hook 'after-save-hook #'kernelscope--hints-schedule t)
+    (remove-hook 'after-revert-hook #'kernelscope--hints-schedule t)))
+
+(defun kernelscope--hints-on ()
+  "In a buffer the daemon serves: inlay hints, by the client where it can, else drawn here."
+  (when (and kernelscope-inlay-hints (kernelscope-root))
+    (cond ((and (bound-and-true-p lsp-mode) (fboundp 'lsp-inlay-hints-mode))
+           (setq-local lsp-inlay-hint-enable t)
+           (lsp-inlay-hints-mode 1))
+          ((and (bound-and-true-p eglot--managed-mode) (fboundp 'eglot-inlay-hints-mode))
+           (eglot-inlay-hints-mode 1))
+          (t (kernelscope-hints-mode 1)))))
+
+(defun kernelscope--schedule-hints-of (buffers)
+  (dolist (buffer buffers)
+    (when (buffer-live-p buffer)
+      (kernelscope--hints-schedule buffer))))
+
+;;;; jobs
+
 (defun kernelscope--job-finished (params)
   "Say how a job the user started ended; background probes speak through lenses and hints."
   (unless (eq (plist-get params :background) t)
@@ -50,7 +262,15 @@
   ;; lsp-mode ignores the server's lens refreshes unless `lsp-lens-enable' is set: redraw here
   (dolist (buffer (lsp--workspace-buffers workspace))
     (when (buffer-local-value 'lsp-lens-mode buffer)
-      (lsp-lens-refresh t buffer))))
+      (lsp-lens-refresh t buffer)))
+  (kernelscope--schedule-hints-of (lsp--workspace-buffers workspace)))
+
+(defun kernelscope--lsp-lens-refresh (workspace _params)
+  "The daemon refreshes lenses and inlay hints together: what lsp-mode does, then the hints."
+  (when (and (bound-and-true-p lsp-lens-enable) (fboundp 'lsp--lens-on-refresh))
+    (lsp--lens-on-refresh workspace))
+  (kernelscope--schedule-hints-of (lsp--workspace-buffers workspace))
+  nil)
 
 (defvar-local kernelscope--reconnect nil
   "While `revert-buffer' re-runs the major mode of a buffer lsp-mode served: `lens' if
@@ -90,6 +310,11 @@
     (let ((handlers (make-hash-table :test #'equal)))
       (puthash "kernelscope/jobFinished" #'kernelscope--lsp-job-finished handlers)
       handlers)
+    :request-handlers
+    (let ((handlers (make-hash-table :test #'equal)))
+      (puthash "workspace/codeLens/refresh" #'kernelscope--lsp-lens-refresh handlers)
+      handlers)
+    :after-open-fn #'kernelscope--hints-on
     :add-on? t
     :server-id 'kernelscope))
   (add-hook 'before-revert-hook #'kernelscope--before-revert)
@@ -98,15 +323,35 @@
 
 ;;;; eglot
 
+(defun kernelscope--eglot-managed ()
+  (if (and (bound-and-true-p eglot--managed-mode) (kernelscope--eglot-server))
+      (kernelscope--hints-on)
+    (when (bound-and-true-p kernelscope-hints-mode)
+      (kernelscope-hints-mode -1))))
+
 (with-eval-after-load 'eglot
+  (defclass kernelscope-eglot-server (eglot-lsp-server) ()
+    :documentation "The kernelscope daemon: asks to redraw the inlay hints kernelscope.el draws.")
   (add-to-list 'eglot-server-programs
                `(python-mode . ,(lambda (&rest _)
-                                  (append kernelscope-command
-                                          (list :initializationOptions
-                                                kernelscope-initialization-options)))))
+                                  (cons 'kernelscope-eglot-server
+                                        (append kernelscope-command
+                                                (list :initializationOptions
+                                                      kernelscope-initialization-options))))))
+  (cl-defmethod eglot-client-capabilities ((_server kernelscope-eglot-server))
+    (let ((capabilities (cl-call-next-method)))
+      (unless (fboundp 'eglot-inlay-hints-mode)  ; where eglot draws them, it says what it supports
+        (plist-put (plist-get capabilities :workspace) :inlayHint (list :refreshSupport t)))
+      capabilities))
+  (cl-defmethod eglot-handle-request
+    (server (_method (eql workspace/inlayHint/refresh)) &rest _)
+    (kernelscope--schedule-hints-of (eglot--managed-buffers server))
+    nil)
   (cl-defmethod eglot-handle-notification
-    (_server (_method (eql kernelscope/jobFinished)) &rest params)
-    (kernelscope--job-finished params)))
+    (server (_method (eql kernelscope/jobFinished)) &rest params)
+    (kernelscope--job-finished params)
+    (kernelscope--schedule-hints-of (eglot--managed-buffers server)))
+  (add-hook 'eglot-managed-mode-hook #'kernelscope--eglot-managed))
 
 (provide 'kernelscope)
 ;;; kernelscope.el ends here

@@ -1,14 +1,16 @@
 -- kernelscope for Neovim (0.7 through 0.11+): starts `kernelscope serve` for Python buffers
 -- inside an optimization workspace (a folder holding kernel.py and memory/), shows its code
--- lenses, refreshes them on the right events and when the server asks, keeps a buffer attached
--- when it is reloaded (`:edit!`, `:checktime`), and adds a user command for every daemon
--- command. All logic lives in the server; this file only wires it in.
+-- lenses and inlay hints, refreshes them on the right events and when the server asks, keeps a
+-- buffer attached when it is reloaded (`:edit!`, `:checktime`), and adds a user command for
+-- every daemon command (`:KernelscopeCompare v0 v4` opens a scratch buffer). All logic lives
+-- in the server; this file only wires it in.
 --
 -- Version differences are feature-detected, never guessed, so that no supported version
 -- reports a deprecated call: `vim.lsp.start` (0.8+) else `vim.lsp.start_client`,
--- `vim.lsp.get_clients` (0.10+) else `vim.lsp.get_active_clients`, and client methods called
+-- `vim.lsp.get_clients` (0.10+) else `vim.lsp.get_active_clients`, client methods called
 -- as `client:request(...)` where the client is an object with methods (0.11+), else as the
--- closures `client.request(...)` older versions have.
+-- closures `client.request(...)` older versions have, and inlay hints drawn by Neovim where it
+-- has `vim.lsp.inlay_hint` (0.10+), else by this file as end-of-line virtual text.
 local M = {}
 
 M.config = {
@@ -17,9 +19,13 @@ M.config = {
   refresh_events = { "BufEnter", "BufWritePost", "CursorHold", "InsertLeave" },
   on_result = nil, -- function(command, result): defaults to a notification / scratch buffer
   capabilities = nil, -- extra client capabilities, merged over Neovim's own
+  inlay_hints = true, -- show the server's inlay hints (values already tried, kernel summaries)
 }
 
 local NAME = "kernelscope"
+-- where this file draws inlay hints on Neovim without `vim.lsp.inlay_hint` (before 0.10)
+local HINTS = vim.api.nvim_create_namespace("kernelscope.inlayhint")
+M.hint_namespace = HINTS
 
 local function is_workspace(dir)
   return vim.fn.filereadable(dir .. "/kernel.py") == 1 and vim.fn.isdirectory(dir .. "/memory") == 1
@@ -78,12 +84,104 @@ function M.buf_client(bufnr)
   return nil
 end
 
--- Ask this client (not every client of the buffer) for the buffer's lenses; Neovim draws them.
-local function refresh_buffer(client, bufnr)
+-- Neovim's own inlay hints, where it has them: `vim.lsp.inlay_hint.enable(enable, filter)`
+-- from the 0.10 release on (0.10's pre-releases took `enable(bufnr, enable)`, which the release
+-- and 0.11 reject with a deprecation error: never call that form). nil before 0.10.
+local function builtin_hints()
+  local inlay_hint = vim.lsp.inlay_hint
+  local released = vim.fn.has("nvim-0.10") == 1
+  if released and type(inlay_hint) == "table" and type(inlay_hint.enable) == "function" then
+    return inlay_hint
+  end
+  return nil
+end
+
+local function enable_builtin_hints(bufnr)
+  local inlay_hint = builtin_hints()
+  if M.config.inlay_hints and inlay_hint and vim.api.nvim_buf_is_loaded(bufnr) then
+    inlay_hint.enable(true, { bufnr = bufnr })
+  end
+end
+
+local function label_text(label)
+  if type(label) == "string" then
+    return label
+  end
+  local parts = {}
+  for _, part in ipairs(type(label) == "table" and label or {}) do
+    table.insert(parts, part.value or "")
+  end
+  return table.concat(parts)
+end
+
+-- Before 0.10: every hint of a line as virtual text at its end (inline virtual text is 0.10+).
+local function draw_hints(bufnr, hints)
+  vim.api.nvim_buf_clear_namespace(bufnr, HINTS, 0, -1)
+  local lines, count = {}, vim.api.nvim_buf_line_count(bufnr)
+  for _, hint in ipairs(type(hints) == "table" and hints or {}) do
+    local line = hint.position and hint.position.line
+    if type(line) == "number" and line >= 0 and line < count then
+      lines[line] = lines[line] or {}
+      table.insert(lines[line], hint)
+    end
+  end
+  for line, items in pairs(lines) do
+    table.sort(items, function(a, b)
+      return a.position.character < b.position.character
+    end)
+    local chunks = {}
+    for _, hint in ipairs(items) do
+      table.insert(chunks, { " " })
+      table.insert(chunks, { label_text(hint.label), "Comment" })
+    end
+    vim.api.nvim_buf_set_extmark(bufnr, HINTS, line, 0, {
+      virt_text = chunks,
+      virt_text_pos = "eol",
+      hl_mode = "combine",
+    })
+  end
+end
+
+-- Before 0.10: ask this client for the whole buffer's inlay hints and draw them. An answer for
+-- text that has changed since is dropped (the next refresh event asks again).
+local function refresh_hints(client, bufnr)
+  if not M.config.inlay_hints or builtin_hints() then
+    return
+  end
+  local capabilities = client.server_capabilities
+  if not (capabilities and capabilities.inlayHintProvider) then
+    return
+  end
+  local tick = vim.api.nvim_buf_get_changedtick(bufnr)
+  local params = {
+    textDocument = { uri = vim.uri_from_bufnr(bufnr) },
+    range = {
+      start = { line = 0, character = 0 },
+      ["end"] = { line = vim.api.nvim_buf_line_count(bufnr), character = 0 },
+    },
+  }
+  call(client, "request", "textDocument/inlayHint", params, function(err, result)
+    if err or not vim.api.nvim_buf_is_loaded(bufnr) or vim.api.nvim_buf_get_changedtick(bufnr) ~= tick then
+      return
+    end
+    draw_hints(bufnr, result)
+  end, bufnr)
+end
+
+-- Ask this client (not every client of the buffer) for the buffer's lenses (Neovim draws
+-- them) and, before 0.10, its inlay hints (Neovim asks for and draws its own from 0.10 on).
+-- `only`: "lenses" or "hints" (a refresh the server asked for), else both.
+local function refresh_buffer(client, bufnr, only)
   if not (client and client.initialized and vim.api.nvim_buf_is_loaded(bufnr)) then
     return
   end
   if not (client.attached_buffers and client.attached_buffers[bufnr]) then
+    return
+  end
+  if only ~= "lenses" then
+    refresh_hints(client, bufnr)
+  end
+  if only == "hints" then
     return
   end
   local on_codelens = vim.lsp.codelens.on_codelens
@@ -94,22 +192,63 @@ local function refresh_buffer(client, bufnr)
   call(client, "request", "textDocument/codeLens", params, on_codelens, bufnr)
 end
 
-local function refresh_client(client)
+local function refresh_client(client, only)
   for bufnr in pairs(client and client.attached_buffers or {}) do
-    refresh_buffer(client, bufnr)
+    refresh_buffer(client, bufnr, only)
   end
 end
 
-local function show(command, result)
+--- `text` in the scratch buffer called `name` (a new split, or the window already showing
+--- it): not a file (buftype=nofile), gone once hidden (bufhidden=wipe), read-only. Returns it.
+function M.scratch(name, text, filetype)
+  local buf
+  for _, candidate in ipairs(vim.api.nvim_list_bufs()) do
+    if vim.api.nvim_buf_get_name(candidate) == name then
+      buf = candidate
+    end
+  end
+  if not buf then
+    buf = vim.api.nvim_create_buf(false, true)
+    vim.api.nvim_buf_set_name(buf, name)
+  end
+  vim.bo[buf].buftype = "nofile"
+  vim.bo[buf].bufhidden = "wipe"
+  vim.bo[buf].swapfile = false
+  vim.bo[buf].modifiable = true
+  vim.api.nvim_buf_set_lines(buf, 0, -1, false, vim.split(text, "\n"))
+  vim.bo[buf].modifiable = false
+  vim.bo[buf].modified = false
+  vim.bo[buf].filetype = filetype or "markdown"
+  local win = vim.fn.bufwinid(buf)
+  if win ~= -1 then
+    vim.api.nvim_set_current_win(win)
+  else
+    vim.cmd("split")
+    vim.api.nvim_win_set_buf(0, buf)
+  end
+  return buf
+end
+
+-- The scratch buffer's name for a command's markdown: kernelscope://compare/v0..v4 for a
+-- comparison, kernelscope://showHistory for the others (one per command, reused).
+local function result_name(command, result, args)
+  if command == "kernelscope.compare" then
+    args = type(args) == "table" and args or {}
+    local a = args.versionA or (type(result.a) == "table" and result.a.version) or "?"
+    local b = args.versionB or (type(result.b) == "table" and result.b.version) or "?"
+    return "kernelscope://compare/" .. a .. ".." .. b
+  end
+  return "kernelscope://" .. (command:gsub("^kernelscope%.", ""))
+end
+
+-- A command's result: to `config.on_result` when set; markdown in a scratch buffer; else a
+-- notification. `args` is the command's parameter object as sent.
+local function show(command, result, args)
   if M.config.on_result then
     return M.config.on_result(command, result)
   end
-  if type(result) == "table" and result.markdown then
-    local buf = vim.api.nvim_create_buf(false, true)
-    vim.api.nvim_buf_set_lines(buf, 0, -1, false, vim.split(result.markdown, "\n"))
-    vim.bo[buf].filetype = "markdown"
-    vim.cmd("split")
-    vim.api.nvim_win_set_buf(0, buf)
+  if type(result) == "table" and type(result.markdown) == "string" then
+    M.scratch(result_name(command, result, args), result.markdown, "markdown")
   else
     vim.notify(command .. ": " .. vim.inspect(result), vim.log.levels.INFO)
   end
@@ -122,7 +261,7 @@ local function run(client, command, arguments, bufnr)
     if err then
       vim.notify("kernelscope: " .. (err.message or vim.inspect(err)), vim.log.levels.ERROR)
     else
-      show(command, result)
+      show(command, result, type(arguments) == "table" and arguments[1] or nil)
     end
     refresh_buffer(client, bufnr)
   end, bufnr)
@@ -131,7 +270,18 @@ end
 local handlers = {
   ["workspace/codeLens/refresh"] = function(_, _, ctx)
     vim.schedule(function()
-      refresh_client(vim.lsp.get_client_by_id(ctx.client_id))
+      refresh_client(vim.lsp.get_client_by_id(ctx.client_id), "lenses")
+    end)
+    return vim.NIL
+  end,
+  -- the server's hints changed (a save, a new version): Neovim's own handler from 0.10 on
+  ["workspace/inlayHint/refresh"] = function(err, result, ctx, config)
+    local builtin = builtin_hints() and vim.lsp.handlers["workspace/inlayHint/refresh"]
+    if builtin then
+      return builtin(err, result, ctx, config)
+    end
+    vim.schedule(function()
+      refresh_client(vim.lsp.get_client_by_id(ctx.client_id), "hints")
     end)
     return vim.NIL
   end,
@@ -157,6 +307,13 @@ M.commands = {
   KernelscopeShowHistory = "kernelscope.showHistory",
   KernelscopeTopExperiments = "kernelscope.topExperiments",
   KernelscopeCancel = "kernelscope.cancel",
+  KernelscopeCompare = "kernelscope.compare",
+}
+
+-- User commands that also take their parameters positionally: `:KernelscopeCompare v0 v4`
+-- (versions, completed from the workspace's memory/v*.json).
+M.positional = {
+  KernelscopeCompare = { "versionA", "versionB" },
 }
 
 -- A lens runs its command with the arguments the server put in it (the workspace included).
@@ -174,11 +331,19 @@ local function lens_commands()
 end
 
 local function client_config(root)
+  local ours = { workspace = { codeLens = { refreshSupport = true } } }
+  if M.config.inlay_hints then
+    -- the handler above serves the server's inlay hint refreshes (Neovim says so from 0.10 on)
+    ours.workspace.inlayHint = { refreshSupport = true }
+    if not builtin_hints() then -- this file asks for them before 0.10
+      ours.textDocument = { inlayHint = { dynamicRegistration = false } }
+    end
+  end
   local capabilities = vim.tbl_deep_extend(
     "force",
     vim.lsp.protocol.make_client_capabilities(),
-    -- the handler above serves the server's lens refreshes: say so (Neovim does not)
-    { workspace = { codeLens = { refreshSupport = true } } },
+    -- the handlers above serve the server's refreshes: say so (Neovim does not for lenses)
+    ours,
     M.config.capabilities or {}
   )
   return {
@@ -191,8 +356,19 @@ local function client_config(root)
     handlers = handlers,
     commands = lens_commands(),
     on_attach = function(client, bufnr)
+      enable_builtin_hints(bufnr)
       vim.schedule(function()
         refresh_buffer(client, bufnr)
+      end)
+    end,
+    on_exit = function()
+      -- the hints this file drew (before 0.10) go with the server that gave them
+      vim.schedule(function()
+        for _, bufnr in ipairs(vim.api.nvim_list_bufs()) do
+          if vim.api.nvim_buf_is_loaded(bufnr) and not M.buf_client(bufnr) then
+            vim.api.nvim_buf_clear_namespace(bufnr, HINTS, 0, -1)
+          end
+        end
       end)
     end,
   }
@@ -277,6 +453,51 @@ local function json_args(opts)
   return decoded
 end
 
+-- A user command's parameter object: a JSON object, or (M.positional) its parameters in order.
+local function command_args(name, opts)
+  local names = M.positional[name]
+  if not names or vim.trim(opts.args or ""):sub(1, 1) == "{" then
+    return json_args(opts)
+  end
+  local given = opts.fargs or {}
+  if #given ~= #names then
+    vim.notify(
+      ("kernelscope: :%s takes %d arguments (%s) or a JSON object, got %d"):format(
+        name,
+        #names,
+        table.concat(names, " "),
+        #given
+      ),
+      vim.log.levels.ERROR
+    )
+    return nil
+  end
+  local params = {}
+  for i, key in ipairs(names) do
+    params[key] = given[i]
+  end
+  return params
+end
+
+-- `:KernelscopeCompare <Tab>`: the workspace's recorded versions (memory/v*.json).
+local function complete_versions(lead)
+  local root = M.find_root(vim.api.nvim_buf_get_name(0))
+  if not root then
+    return {}
+  end
+  local versions = {}
+  for _, path in ipairs(vim.fn.glob(root .. "/memory/v*.json", false, true)) do
+    local version = vim.fn.fnamemodify(path, ":t:r")
+    if version:sub(1, #lead) == lead then
+      table.insert(versions, version)
+    end
+  end
+  table.sort(versions, function(a, b)
+    return (tonumber(a:sub(2)) or 0) < (tonumber(b:sub(2)) or 0)
+  end)
+  return versions
+end
+
 function M.setup(opts)
   M.config = vim.tbl_deep_extend("force", M.config, opts or {})
   local group = vim.api.nvim_create_augroup("kernelscope", { clear = true })
@@ -297,12 +518,20 @@ function M.setup(opts)
     end,
   })
   for name, command in pairs(M.commands) do
+    local options = { nargs = "?", desc = command .. " (optional JSON object of parameters)" }
+    if M.positional[name] then
+      options = {
+        nargs = "*",
+        desc = command .. " (" .. table.concat(M.positional[name], " ") .. ", or a JSON object)",
+        complete = complete_versions,
+      }
+    end
     vim.api.nvim_create_user_command(name, function(o)
-      local params = json_args(o)
+      local params = command_args(name, o)
       if params then
         M.execute(command, params)
       end
-    end, { nargs = "?", desc = command .. " (optional JSON object of parameters)" })
+    end, options)
   end
   -- Python buffers opened before setup (a plugin manager that loads on `ft = "python"`)
   for _, bufnr in ipairs(vim.api.nvim_list_bufs()) do
