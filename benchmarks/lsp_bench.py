@@ -260,7 +260,14 @@ def history_hints(args: argparse.Namespace) -> list[tuple[str, float, float, str
         rows.append(("hover first answer (history built, cold)", cold_ms, float("nan"), ""))
         start = time.perf_counter()
         inlay()  # waits for the values-tried tables (every version's kernel.py analysed once)
-        rows.append(("inlay hints first answer (tables built, cold)", (time.perf_counter() - start) * 1000, float("nan"), ""))
+        rows.append(
+            (
+                "inlay hints first answer (tables built, cold)",
+                (time.perf_counter() - start) * 1000,
+                float("nan"),
+                "",
+            )
+        )
         samples = []
         for _ in range(200):
             start = time.perf_counter()

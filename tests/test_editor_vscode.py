@@ -185,9 +185,7 @@ def test_vscode_history_hints(built_extension: Path, tmp_path: Path, version: st
     v0.write_text(vector_add_history_kernels()["v0"])
     shots = EXTENSION / "e2e" if version == CODE_SERVERS[0] else tmp_path
     env = {**env, "KS_V0_KERNEL": str(v0), "KS_SHOTS": str(shots)}
-    run, results = _run_e2e(
-        built_extension, ws, tmp_path, tmp_path / "shot.png", "hints", version, env=env
-    )
+    run, results = _run_e2e(built_extension, ws, tmp_path, tmp_path / "shot.png", "hints", version, env=env)
     assert run.returncode == 0 and results["error"] is None, (results, run.stderr[-3000:])
     assert results["hover"].startswith("introduced in v1: BLOCK_SIZE 1024 -> 4096, num_warps=8"), results
     # drawn after the value, cut at VS Code's editor.inlayHints.maximumLength (43 by default)

@@ -26,6 +26,7 @@ def history(state: WorkspaceState, kernel: str | None) -> HistoryResult:
         experiments = store.list_experiments(workspace=str(ws.root), **filters)
     except StoreError:
         experiments = []
+
     def masked(version: str | None) -> bool:
         entry = records.get(version) if version else None
         return bool(entry and entry.record is not None and entry.record.is_masked)
