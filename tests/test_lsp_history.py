@@ -89,6 +89,9 @@ async def test_blame_in_hover_on_the_launch_line(client: KernelscopeClient) -> N
     text = hover.contents.value  # type: ignore[union-attr]
     assert text.startswith("introduced in v1"), text
     assert "vs v0" in text and "PASS" in text
+    assert text.count("BLOCK 1024") == 1, text  # the action is in the first line, not repeated
+    commit_line = text.split("\n\n")[-1]  # the commit that brought the line, with its subject
+    assert commit_line.startswith("`") and "V1:" in commit_line, text
 
 
 async def test_values_already_tried_at_block_size(client: KernelscopeClient) -> None:
@@ -122,6 +125,22 @@ async def test_saving_v0s_code_says_already_tried_without_a_benchmark(client: Ke
     assert diagnostic.code == "already_tried" and diagnostic.message.startswith("identical to v0"), diagnostic
     await asyncio.sleep(2.0)  # far past the 100 ms debounce: no probe was started
     assert client.finished == []
+
+
+async def test_saving_a_near_version_names_it_once(client: KernelscopeClient) -> None:
+    """Only BLOCK_SIZE differs from v0 and v1: the diagnostic names the closest version once
+    (the verdict), and any other close version after it, never the verdict again."""
+    path = kernel(client)
+    uri = path.as_uri()
+    path.write_text(kernel_with_block(KERNEL, 256))
+    client.text_document_did_save(
+        types.DidSaveTextDocumentParams(text_document=types.TextDocumentIdentifier(uri=uri))
+    )
+    await wait_for(lambda: bool(client.diagnostics.get(uri)), timeout=30, message="no diagnostic")
+    diagnostic = client.diagnostics[uri][0]
+    assert diagnostic.code == "near_tried" and diagnostic.message.startswith("near v"), diagnostic
+    verdict = diagnostic.message.split(" (closest: ")[0]
+    assert diagnostic.message.count(verdict) == 1, diagnostic.message
 
 
 async def test_compare_command(client: KernelscopeClient) -> None:

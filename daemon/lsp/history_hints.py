@@ -50,10 +50,10 @@ def blame_markdown(ws: WorkspaceState, line: int, buffer: str | None) -> str | N
         return None
     parts = [found.hint]
     effect = found.effect
-    if effect is not None and effect.action:
+    if effect is not None and effect.action and effect.action not in found.hint:
         parts.append(f"*{effect.action}*")
-    if found.commit_subject and found.origin == "commit":
-        parts.append(f"`{(found.commit or '')[:12]}` {found.commit_subject}")
+    if found.commit and found.commit_subject:
+        parts.append(f"`{found.commit[:12]}` {found.commit_subject}")
     return "\n\n".join(parts)
 
 
@@ -129,7 +129,8 @@ def fingerprint_on_save(ws: WorkspaceState, text: str) -> tuple[list[types.Diagn
     scan = ws.workspace.kernels()
     line = (scan.kernels[0].def_line - 1) if scan.kernels else 0
     near = [m for m in check.matches if m.kind == "near"][:3]
-    related = "; ".join(m.verdict for m in near) if near and not identical else ""
+    # the closest other versions: not the one the verdict already names
+    related = "; ".join(m.verdict for m in near if m.verdict != check.verdict) if not identical else ""
     message = check.verdict + (f" (closest: {related})" if related else "")
     if identical:
         message += " — not benchmarked again (run `kernelscope.benchmark` to measure anyway)"
