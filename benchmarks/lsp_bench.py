@@ -244,12 +244,15 @@ def history_hints(args: argparse.Namespace) -> list[tuple[str, float, float, str
                 {"textDocument": {"uri": uri}, "position": {"line": line, "character": 4}},
             )
 
-        def inlay() -> Any:
+        def inlay(first: int = 0, last: int = lines) -> Any:
             return rpc.request(
                 "textDocument/inlayHint",
                 {
                     "textDocument": {"uri": uri},
-                    "range": {"start": {"line": 0, "character": 0}, "end": {"line": lines, "character": 0}},
+                    "range": {
+                        "start": {"line": first, "character": 0},
+                        "end": {"line": last, "character": 0},
+                    },
                 },
             )
 
@@ -268,13 +271,17 @@ def history_hints(args: argparse.Namespace) -> list[tuple[str, float, float, str
                 "",
             )
         )
-        samples = []
-        for _ in range(200):
-            start = time.perf_counter()
-            hover(rng.randrange(lines))
-            samples.append((time.perf_counter() - start) * 1000)
-        p50, p99 = percentiles(samples)
-        rows.append(("hover (blame) on a random line", p50, p99, "<= 10 ms"))
+        picks = [rng.randrange(lines) for _ in range(200)]
+        for label in ("first pass", "again"):
+            # on a kernel's name the hover adds its experiments from the store (~20 ms with
+            # 100,000 of them), once per kernel and change: the first pass pays it, then cached
+            samples = []
+            for line in picks:
+                start = time.perf_counter()
+                hover(line)
+                samples.append((time.perf_counter() - start) * 1000)
+            p50, p99 = percentiles(samples)
+            rows.append((f"hover (blame) on a random line, {label}", p50, p99, "<= 10 ms"))
         hints = inlay()
         assert any(str(h["label"]).startswith("tried") for h in hints), hints[:3]
         samples = []
@@ -284,6 +291,14 @@ def history_hints(args: argparse.Namespace) -> list[tuple[str, float, float, str
             samples.append((time.perf_counter() - start) * 1000)
         p50, p99 = percentiles(samples)
         rows.append((f"inlay hints, whole file ({len(hints)} hints)", p50, p99, "<= 10 ms"))
+        samples = []
+        for _ in range(200):  # what editors ask for: the 60 lines in view
+            top = rng.randrange(max(1, lines - 60))
+            start = time.perf_counter()
+            inlay(top, top + 60)
+            samples.append((time.perf_counter() - start) * 1000)
+        p50, p99 = percentiles(samples)
+        rows.append(("inlay hints, 60 lines in view", p50, p99, "<= 10 ms"))
 
         version = 1
         matched, fresh = [], []

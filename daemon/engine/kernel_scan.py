@@ -32,8 +32,9 @@ def scan_kernel_file(path: Path) -> KernelScan:
 def scan_kernel_source(source: str, path: str = "kernel.py") -> KernelScan:
     """Scan kernel source text. The daemon asks on every hover and inlay request: the scan of
     a text is remembered (a few texts: the file and the buffers being edited), and each caller
-    gets its own copy."""
-    return _scan_cached(source, path).model_copy(deep=True)
+    gets its own list (the kernel entries are shared: read them, do not change them)."""
+    scan = _scan_cached(source, path)
+    return scan.model_copy(update={"kernels": list(scan.kernels)})
 
 
 @lru_cache(maxsize=16)

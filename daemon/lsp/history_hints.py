@@ -15,6 +15,7 @@ history); the service caches per history state, never per keystroke.
 
 from __future__ import annotations
 
+import gc
 import logging
 from typing import Any
 
@@ -37,6 +38,12 @@ def warm(ws: WorkspaceState) -> None:
         _service(ws).warm()
     except Exception:  # hints are best effort: a broken history never takes the daemon down
         log.exception("could not build the history of %s", ws.root)
+        return
+    # The history of a thousand versions is hundreds of thousands of long-lived objects: left
+    # in the collector's oldest generation, every full collection walks them all (a 20 ms
+    # pause in 1-2% of hovers). Frozen, they are skipped until the next history change.
+    gc.collect()
+    gc.freeze()
 
 
 def blame_markdown(ws: WorkspaceState, line: int, buffer: str | None) -> str | None:

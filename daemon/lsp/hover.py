@@ -90,3 +90,14 @@ def history(state: WorkspaceState, kernel: str | None) -> HistoryResult:
         markdown="\n".join(lines),
         target=file_lens(ws),
     )
+
+
+def cached_history(state: WorkspaceState, kernel: str) -> HistoryResult:
+    """`history` for hover on a kernel's name, computed once per change of the workspace (a
+    store of 100,000 experiments takes ~20 ms to ask). A refresh drops the table; one being
+    computed meanwhile lands in the dropped table, never in the new one."""
+    table: dict[str, HistoryResult] = state.cache.setdefault("histories", {})
+    found = table.get(kernel)
+    if found is None:
+        found = table[kernel] = history(state, kernel)
+    return found

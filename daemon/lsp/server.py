@@ -206,9 +206,9 @@ async def hover(ls: KernelscopeServer, params: types.HoverParams) -> types.Hover
     for kernel in _kernels(ls, ws, params.text_document.uri):
         start, end = kernel.name_column, kernel.name_column + len(kernel.name)
         if position.line == kernel.def_line - 1 and start <= position.character <= end:
-            from kernelscope.daemon.lsp.hover import history
+            from kernelscope.daemon.lsp.hover import cached_history
 
-            table = (await ls.off_loop(history, ws, kernel.name)).markdown
+            table = (await ls.off_loop(cached_history, ws, kernel.name)).markdown
             blame = await ls.off_loop(
                 history_hints.blame_markdown, ws, position.line, _buffer(ls, params.text_document.uri)
             )

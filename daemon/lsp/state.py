@@ -66,7 +66,7 @@ class WorkspaceState:
         if "all" in parts:
             self.cache.clear()
             return
-        for key in ("lenses", "summaries", *parts):
+        for key in ("lenses", "summaries", "histories", *parts):
             self.cache.pop(key, None)
 
     @property
