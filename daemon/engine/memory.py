@@ -484,8 +484,11 @@ class MemoryManager:
             None: ("latency_us", False),
         }[kind]
         passing = [e for e in entries if e.record and not e.masked and e.record.gate_passed]
-        scored = [(e, e.record.metric(metric)) for e in passing if e.record]
-        scored = [(e, value) for e, value in scored if value is not None and math.isfinite(value)]
+        scored: list[tuple[MemoryEntry, float]] = []
+        for e in passing:
+            value = e.record.metric(metric) if e.record else None
+            if value is not None and math.isfinite(value):
+                scored.append((e, value))
         direction = "highest" if higher_better else "lowest"
         if scored:
             best = max(scored, key=lambda item: ((item[1] if higher_better else -item[1]), item[0].number))
@@ -494,11 +497,14 @@ class MemoryManager:
             ].version, f"{direction} performance.{metric} among versions whose quality gate passed"
         if metric != "latency_us":
             # e.g. CPU-interpreter runs record latency but no GPU throughput figures
-            latencies = [(e, e.record.metric("latency_us")) for e in passing if e.record]
-            latencies = [(e, v) for e, v in latencies if v is not None and math.isfinite(v)]
+            latencies: list[tuple[MemoryEntry, float]] = []
+            for e in passing:
+                value = e.record.metric("latency_us") if e.record else None
+                if value is not None and math.isfinite(value):
+                    latencies.append((e, value))
             if latencies:
-                best = min(latencies, key=lambda item: (item[1], -item[0].number))
-                return best[0].version, (
+                fastest = min(latencies, key=lambda item: (item[1], -item[0].number))
+                return fastest[0].version, (
                     f"no passing version records performance.{metric}: lowest performance.latency_us "
                     "among versions whose quality gate passed"
                 )

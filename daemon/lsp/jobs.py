@@ -79,10 +79,10 @@ class Jobs:
                 finally:
                     ready.set()
                 return
-            ready = self.ready.get(token)
-            if ready is None:
+            waiting = self.ready.get(token)
+            if waiting is None:
                 return  # no progress for this token (never created, or already ended)
-            await ready.wait()
+            await waiting.wait()
             if token not in self.ready:
                 return
             if kind == "report":
