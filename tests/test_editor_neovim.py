@@ -100,6 +100,12 @@ def test_neovim_plugin(tmp_path: Path, neovim: str) -> None:
         "arguments": results["lens_arguments"],
     }
     assert results["lens_arguments_after_run"] == results["lens_arguments"]
+    vocabulary = json.loads((REPO_ROOT / "editor-clients" / "commands.json").read_text())
+    assert sorted(results["offered"]) == sorted(vocabulary["commands"])
+    assert all(results["user_commands"].values()) and len(results["user_commands"]) == len(
+        vocabulary["commands"]
+    ), results["user_commands"]
+    assert results["server_workspace"] == str(ws.resolve())  # asked, not guessed
     mask = results["commands"]["kernelscope.maskHalf"]  # the user command ran
     assert mask["dry_run"] is True and mask["best_version"] == "v4"
 
@@ -208,3 +214,28 @@ def test_neovim_hints(tmp_path: Path, neovim: str) -> None:
     # no deprecated call, reported or not, on any version
     assert results["deprecated"] == [], (version, results["deprecated"])
     assert "deprecated" not in results["messages"] and "deprecated" not in proc.stderr, context
+
+
+@pytest.mark.parametrize("neovim", ["system", "pypi"])
+def test_neovim_finds_a_workspace_the_server_would_serve(tmp_path: Path, neovim: str) -> None:
+    """The server's rule, not kernel.py + memory/ alone: a README with a ```kernelscope block
+    and no memory/ yet is a workspace; a folder with only kernel.py is not."""
+    nvim = _nvim(neovim)
+    fresh, plain = tmp_path / "fresh", tmp_path / "plain"
+    for folder in (fresh, plain):
+        (folder / "sub").mkdir(parents=True)
+        (folder / "kernel.py").write_text("")
+    (fresh / "README.md").write_text("# op\n\n```kernelscope\nmetric: latency\n```\n")
+    plugin = REPO_ROOT / "editor-clients" / "neovim"
+    lua = (
+        f"vim.opt.runtimepath:append('{plugin}'); local ks = require('kernelscope'); "
+        f"io.stdout:write(vim.fn.json_encode({{ks.find_root('{fresh}/sub/x.py') or vim.NIL, "
+        f"ks.find_root('{plain}/kernel.py') or vim.NIL}}))"
+    )
+    proc = subprocess.run(
+        [nvim, "--headless", "-u", "NONE", "-c", f"lua {lua}", "-c", "qa!"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert json.loads(proc.stdout.strip() or proc.stderr.strip()) == [str(fresh), None], proc

@@ -140,7 +140,17 @@ local ok, err = pcall(function()
   end, 50)
   results.lens_arguments_after_run = kernel_lens.command.arguments -- left as they were
 
-  -- a user command
+  -- user commands: one per command the server offers (none copied by hand), the workspace
+  -- as the server names it
+  local served_by = ks.buf_client(vim.api.nvim_get_current_buf())
+  results.offered = served_by.server_capabilities.executeCommandProvider.commands
+  results.user_commands = {}
+  for _, command in ipairs(results.offered) do
+    local name = "Kernelscope" .. command:sub(#"kernelscope." + 1, #"kernelscope." + 1):upper()
+      .. command:sub(#"kernelscope." + 2)
+    results.user_commands[command] = vim.fn.exists(":" .. name) == 2
+  end
+  results.server_workspace = ks.server_workspace(served_by, vim.api.nvim_get_current_buf())
   vim.cmd('KernelscopeMaskHalf {"dryRun": true, "seed": 1}')
   vim.wait(15000, function()
     return results.commands["kernelscope.maskHalf"] ~= nil
