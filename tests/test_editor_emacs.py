@@ -123,3 +123,37 @@ def test_history_hints_and_compare(tmp_path: Path, client: str) -> None:
     assert "v9" in results["compare_unknown"], results["compare_unknown"]
     assert "not in an optimization workspace" in results["compare_outside"]
     assert "no kernelscope daemon serves" in results["compare_unserved"]
+
+
+@needs_emacs
+def test_finds_a_workspace_the_server_would_serve(tmp_path: Path) -> None:
+    """The server's rule, not kernel.py + memory/ alone: a README with a ```kernelscope block
+    and no memory/ yet is a workspace; a folder with only kernel.py is not."""
+    assert EMACS is not None
+    fresh, plain = tmp_path / "fresh", tmp_path / "plain"
+    for folder in (fresh, plain):
+        (folder / "sub").mkdir(parents=True)
+        (folder / "kernel.py").write_text("")
+    (fresh / "README.md").write_text("# op\n\n```kernelscope\nmetric: latency\n```\n")
+    form = (
+        f'(princ (json-encode (list (kernelscope-root "{fresh}/sub/x.py") '
+        f'(kernelscope-root "{plain}/kernel.py"))))'
+    )
+    proc = subprocess.run(
+        [
+            EMACS,
+            "--batch",
+            "-Q",
+            "-l",
+            str(EMACS_DIR / "kernelscope.el"),
+            "--eval",
+            "(require 'json)",
+            "--eval",
+            form,
+        ],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env={**os.environ, "HOME": str(tmp_path / "home")},
+    )
+    assert json.loads(proc.stdout) == [f"{fresh}/", None], proc.stderr[-2000:]

@@ -31,8 +31,30 @@
   :type 'sexp)
 
 (defun kernelscope--workspace-p (dir)
-  (and dir (file-exists-p (expand-file-name "kernel.py" dir))
-       (file-directory-p (expand-file-name "memory" dir))))
+  "The server's rule: kernel.py and memory/, or a README with a ```kernelscope block (a
+workspace before its first memory record). Only says where to start the server; commands
+take the workspace the server names (`kernelscope/workspaces')."
+  (and dir
+       (or (and (file-exists-p (expand-file-name "kernel.py" dir))
+                (file-directory-p (expand-file-name "memory" dir)))
+           (let ((readme (expand-file-name "README.md" dir)))
+             (and (file-readable-p readme)
+                  (with-temp-buffer
+                    (insert-file-contents readme nil 0 200000)
+                    (re-search-forward "^[ \t]*```+[ \t]*kernelscope[ \t]*$" nil t)))))))
+
+(defun kernelscope--server-workspace (file)
+  "The innermost workspace holding FILE among those the serving daemon names, or nil."
+  (let* ((answer (ignore-errors (kernelscope--request "kernelscope/workspaces" (make-hash-table))))
+         (found (kernelscope--get answer "workspaces"))
+         (file (file-truename file))
+         best)
+    (seq-doseq (entry found)
+      (let ((root (kernelscope--get entry "workspace")))
+        (when (and (stringp root) (or (string= file root) (string-prefix-p (concat root "/") file))
+                   (or (null best) (> (length root) (length best))))
+          (setq best root))))
+    best))
 
 (defun kernelscope-root (&optional file)
   "The optimization workspace holding FILE (default: the current buffer's file)."
@@ -127,10 +149,11 @@ Returns that buffer."
           (a (completing-read "kernelscope compare version: " versions nil nil nil nil (car versions))))
      (list a (completing-read (format "compare %s with: " a) versions nil nil nil nil
                               (car (last versions))))))
-  (let* ((root (directory-file-name (expand-file-name (kernelscope--root-or-lose))))
+  (let* ((guess (directory-file-name (expand-file-name (kernelscope--root-or-lose))))
          (_ (unless (kernelscope--client)
               (user-error "kernelscope: no kernelscope daemon serves %s (M-x lsp or M-x eglot in kernel.py)"
                           (buffer-name))))
+         (root (or (kernelscope--server-workspace buffer-file-name) guess))
          (result (condition-case err
                      (kernelscope--request
                       "workspace/executeCommand"
