@@ -8,6 +8,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from kernelscope.protocol.history import ScoreValue
+
 MetricKind = Literal["bandwidth", "tflops", "latency"]
 Comparator = Literal[">=", ">", "<=", "<"]
 
@@ -157,7 +159,12 @@ class VersionSummary(_Data):
     latency_us: float | None = None
     tflops: float | None = None
     bandwidth_gbps: float | None = None
-    speedup_vs_v0: float | None = None
+    speedup_vs_v0: float | None = Field(
+        default=None, description="v0 latency / vN latency (a latency ratio, kept under its old name)"
+    )
+    score: ScoreValue | None = Field(
+        default=None, description="the one score vs v0 every surface shows (kind says what it is)"
+    )
     action: str | None = None
     path: str
     error: str | None = Field(default=None, description="why the file could not be read")

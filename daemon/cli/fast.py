@@ -397,7 +397,7 @@ class _Run:
             for row in rows
         ]
         self.committed = True
-        output.print_table(None, ["version", "masked", "gate", "latency (us)", "speedup vs v0"], cells)
+        output.print_table(None, ["version", "masked", "gate", "latency (us)", "latency ratio vs v0"], cells)
 
     def read(self) -> None:
         options = self.options

@@ -165,16 +165,16 @@ app.command("unmask")(_mask_command(False))
 
 @app.command("list")
 def list_versions(workspace: WorkspaceOpt = Path("."), json_out: JsonOpt = False) -> None:
-    """List versions: masked, gate result, latency, speedup vs v0."""
+    """List versions: masked, gate result, latency, latency ratio vs v0 (v0 latency / vN latency)."""
     rows = _manager(workspace).summaries()
-    if json_out:
-        output.print_json(rows)
+    if json_out:  # the seed's fields (the fast path prints the same); `summary` adds the score
+        output.print_json([row.model_dump(mode="json", exclude={"score"}) for row in rows])
         return
     if not rows:
         raise DataError(f"no memory files in {_manager(workspace).memory_dir}")
     output.print_table(
         None,
-        ["version", "masked", "gate", "latency (us)", "speedup vs v0"],
+        ["version", "masked", "gate", "latency (us)", "latency ratio vs v0"],
         [
             [
                 row.version,
@@ -193,6 +193,7 @@ def list_versions(workspace: WorkspaceOpt = Path("."), json_out: JsonOpt = False
 @app.command()
 def summary(workspace: WorkspaceOpt = Path("."), json_out: JsonOpt = False) -> None:
     """A table of every version with its metrics, plus the README's targets."""
+    from kernelscope.daemon.engine.history.scores import score_cell
     from kernelscope.daemon.engine.workspace import Workspace
 
     ws = Workspace(workspace)
@@ -215,7 +216,7 @@ def summary(workspace: WorkspaceOpt = Path("."), json_out: JsonOpt = False) -> N
             "latency (us)",
             "TFLOPS",
             "GB/s",
-            "vs v0",
+            "score vs v0",
             "vs ref",
             "gate",
             "outcome",
@@ -232,7 +233,7 @@ def summary(workspace: WorkspaceOpt = Path("."), json_out: JsonOpt = False) -> N
                 else f"(from {row.carried_from})",
                 output.fmt(row.tflops, ".1f"),
                 output.fmt(row.bandwidth_gbps, ".1f"),
-                output.fmt(row.speedup_vs_v0, ".3f", "x"),
+                score_cell(row.score),
                 output.fmt(row.speedup_vs_reference, ".2f", "x"),
                 row.gate or "-",
                 row.outcome or "",

@@ -314,8 +314,11 @@ class MemoryManager:
                 return entry.version
         return None
 
-    def summaries(self) -> list[VersionSummary]:
-        """One row per version for `list`/`summary`: gate, metrics, speedup vs v0."""
+    def summaries(self, kind: MetricKind | None = None) -> list[VersionSummary]:
+        """One row per version for `list`/`summary`: gate, metrics, the latency ratio vs v0
+        and the one score every surface shows (`kind`: the README's primary metric)."""
+        from kernelscope.daemon.engine.history.scores import version_score
+
         entries = self.scan()
         baseline = next((e for e in entries if e.number == 0 and e.record), None)
         base_latency = baseline.record.metric("latency_us") if baseline and baseline.record else None
@@ -352,6 +355,7 @@ class MemoryManager:
                     tflops=record.metric("tflops"),
                     bandwidth_gbps=record.metric("bandwidth_gbps"),
                     speedup_vs_v0=speedup,
+                    score=version_score(record, baseline.record if baseline else None, kind),
                     action=action,
                     path=str(entry.path),
                     outcome=outcome.label,

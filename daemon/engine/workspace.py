@@ -90,7 +90,7 @@ class Workspace:
         elif kernels.error:
             warnings.append(f"{KERNEL_NAME}: {kernels.error.message}")
         memory = self.memory
-        versions = memory.summaries()
+        versions = memory.summaries(readme.primary_kind if readme else None)
         warnings.extend(v.error for v in versions if v.error)
         git_root = self.git_root
         profile = self.profile(readme)
