@@ -180,6 +180,9 @@ Returns that buffer."
 (put 'kernelscope-hint 'kernelscope t)  ; the overlay category of the hints drawn here
 
 (defvar-local kernelscope--hints-timer nil)
+(defvar-local kernelscope--hints-retries 0
+  "Empty answers in a row: asked again a second later, up to 30 times (a buffer can be opened
+before the daemon has its workspace or history, and lsp-mode 8.0 passes no inlay refresh on).")
 
 (defun kernelscope--hints-clear ()
   (remove-overlays (point-min) (point-max) 'category 'kernelscope-hint))
@@ -225,11 +228,19 @@ Returns that buffer."
                    :range (list :start (list :line 0 :character 0)
                                 :end (list :line (1+ (count-lines (point-min) (point-max)))
                                            :character 0)))
-             #'kernelscope--hints-draw)))))))
+             #'kernelscope--hints-received)))))))
+
+(defun kernelscope--hints-received (hints)
+  (kernelscope--hints-draw hints)
+  (if (and (or (null hints) (keywordp hints) (seq-empty-p hints)) (< kernelscope--hints-retries 30))
+      (progn
+        (setq kernelscope--hints-retries (1+ kernelscope--hints-retries))
+        (run-with-timer 1 nil #'kernelscope--hints-schedule (current-buffer)))
+    (setq kernelscope--hints-retries 0)))
 
 (defun kernelscope--hints-schedule (&optional buffer)
   "Ask for the hints of BUFFER (default: this one) again, soon (requests coalesce)."
-  (with-current-buffer (or buffer (current-buffer))
+  (with-current-buffer (if (buffer-live-p buffer) buffer (current-buffer))
     (when (and (bound-and-true-p kernelscope-hints-mode) (not kernelscope--hints-timer))
       (setq kernelscope--hints-timer
             (run-with-timer 0.2 nil #'kernelscope--hints-refresh (current-buffer))))))
