@@ -12,29 +12,11 @@ local out_path = os.getenv("KS_OUT")
 local results = { commands = {}, sent = {}, deprecated = {}, reloads = {}, finished = {} }
 
 -- Recorded before anything runs: a deprecated call anywhere, reported or not.
-if vim.deprecate then
-  local deprecate = vim.deprecate
-  vim.deprecate = function(name, ...)
-    table.insert(results.deprecated, tostring(name))
-    return deprecate(name, ...)
-  end
-end
+local harness = dofile(debug.getinfo(1, "S").source:sub(2):match("(.*/)") .. "harness.lua")
+harness.watch_deprecations(results)
 
-local function finish(code)
-  results.messages = vim.fn.execute("messages")
-  results.version = vim.version and tostring(vim.version().major .. "." .. vim.version().minor) or "?"
-  local file = io.open(out_path, "w")
-  file:write(vim.fn.json_encode(results))
-  file:close()
-  vim.cmd((code == 0 and "qall!" or "cquit!"))
-end
-
-local function read(path)
-  local file = assert(io.open(path))
-  local text = file:read("*a")
-  file:close()
-  return text
-end
+local finish = harness.finisher(out_path, results)
+local read = harness.read
 
 local function write(path, text)
   local file = assert(io.open(path, "w"))

@@ -14,13 +14,8 @@ local out_path = os.getenv("KS_OUT")
 local results = { deprecated = {}, finished = {}, progress = {}, notified = {} }
 
 -- Recorded before anything runs: a deprecated call anywhere, reported or not.
-if vim.deprecate then
-  local deprecate = vim.deprecate
-  vim.deprecate = function(name, ...)
-    table.insert(results.deprecated, tostring(name))
-    return deprecate(name, ...)
-  end
-end
+local harness = dofile(debug.getinfo(1, "S").source:sub(2):match("(.*/)") .. "harness.lua")
+harness.watch_deprecations(results)
 
 -- What the plugin tells the user (errors of a wrong command line among them).
 local notify = vim.notify
@@ -29,30 +24,9 @@ vim.notify = function(message, level, ...)
   return notify(message, level, ...)
 end
 
-local function finish(code)
-  results.messages = vim.fn.execute("messages")
-  results.version = vim.version and tostring(vim.version().major .. "." .. vim.version().minor) or "?"
-  local file = io.open(out_path, "w")
-  file:write(vim.fn.json_encode(results))
-  file:close()
-  vim.cmd((code == 0 and "qall!" or "cquit!"))
-end
+local finish = harness.finisher(out_path, results)
+local read = harness.read
 
-local function read(path)
-  local file = assert(io.open(path))
-  local text = file:read("*a")
-  file:close()
-  return text
-end
-
--- client:name(...) on 0.11+ (methods), client.name(...) before (closures)
-local function call(client, name, ...)
-  local meta = getmetatable(client)
-  if meta and type(meta.__index) == "table" and type(meta.__index[name]) == "function" then
-    return client[name](client, ...)
-  end
-  return client[name](...)
-end
 
 local ok, err = pcall(function()
   vim.opt.runtimepath:append(os.getenv("KS_PLUGIN"))
@@ -102,7 +76,7 @@ local ok, err = pcall(function()
 
   -- 1. blame in hover on the launch line, through the attached client's own request
   local hover
-  call(c, "request", "textDocument/hover", {
+  ks.call(c, "request", "textDocument/hover", {
     textDocument = { uri = vim.uri_from_bufnr(bufnr) },
     position = { line = launch, character = 8 },
   }, function(e, result)

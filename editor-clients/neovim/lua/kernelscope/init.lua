@@ -70,6 +70,7 @@ local function call(client, name, ...)
   end
   return client[name](...)
 end
+M.call = call -- for scripts and tests that talk to the client the same way
 
 local function all_clients()
   if vim.lsp.get_clients then
