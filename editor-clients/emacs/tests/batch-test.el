@@ -26,12 +26,6 @@
 (advice-add 'kernelscope--lsp-job-finished :before
             (lambda (_workspace params) (push params ks-finished)))
 
-(defun ks-wait (seconds predicate)
-  (let ((deadline (+ (float-time) seconds)))
-    (while (and (< (float-time) deadline) (not (funcall predicate)))
-      (accept-process-output nil 0.1))
-    (and (funcall predicate) t)))
-
 (defun ks-overlays ()
   "The lens overlays drawn now: (line . text), line 0-based."
   (delq nil (mapcar (lambda (ov)

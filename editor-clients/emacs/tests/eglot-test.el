@@ -11,12 +11,6 @@
 (defvar ks-finished nil "kernelscope/jobFinished notifications (plists), newest first.")
 (advice-add 'kernelscope--job-finished :before (lambda (params) (push params ks-finished)))
 
-(defun ks-wait (seconds predicate)
-  (let ((deadline (+ (float-time) seconds)))
-    (while (and (< (float-time) deadline) (not (funcall predicate)))
-      (accept-process-output nil 0.1))
-    (and (funcall predicate) t)))
-
 (defun ks-hover-kernel ()
   "Hover on add_kernel's name: (LINE . MARKDOWN), LINE 1-based."
   (goto-char (point-min))

@@ -1,8 +1,9 @@
 ;;; harness.el --- shared set-up of the `emacs --batch' tests -*- lexical-binding: t; -*-
 ;; Loaded first by batch-test.el (lsp-mode) and eglot-test.el: Debian's ELPA packages,
 ;; kernelscope.el from $KS_EL (its client definitions wait for lsp-mode or eglot to load), the
-;; daemon command and settings from $KS_CMD/$KS_DB, and `ks-finish', which writes
-;; `ks-result' as JSON to $KS_OUT and exits.
+;; daemon command and settings from $KS_CMD/$KS_DB, `ks-wait' (PREDICATE true within SECONDS,
+;; serving process output meanwhile), and `ks-finish', which writes `ks-result' as JSON to
+;; $KS_OUT and exits.
 
 (require 'package)
 ;; Debian's elpa-* packages live here; -Q skips the site start-up that would add them.
@@ -18,6 +19,12 @@
                                :seeds 1 :debounceMs 100)))
 
 (defvar ks-result (list))
+
+(defun ks-wait (seconds predicate)
+  (let ((deadline (+ (float-time) seconds)))
+    (while (and (< (float-time) deadline) (not (funcall predicate)))
+      (accept-process-output nil 0.1))
+    (and (funcall predicate) t)))
 
 (defun ks-finish (code)
   (with-temp-file (getenv "KS_OUT") (insert (json-encode ks-result)))

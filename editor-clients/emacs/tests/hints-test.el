@@ -32,12 +32,6 @@
         lsp-enabled-clients '(kernelscope)
         lsp-session-file (make-temp-file "lsp-session")))
 
-(defun ks-wait (seconds predicate)
-  (let ((deadline (+ (float-time) seconds)))
-    (while (and (< (float-time) deadline) (not (funcall predicate)))
-      (accept-process-output nil 0.1))
-    (and (funcall predicate) t)))
-
 (defun ks-served ()
   (if (equal ks-client "eglot")
       (and eglot--managed-mode (eglot-current-server) t)
