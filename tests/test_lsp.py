@@ -289,6 +289,47 @@ async def test_save_probe_progress_and_broken_kernel_diagnostic(client: Kernelsc
     assert any(t.startswith("last probe: PASS") for t in titles), titles
 
 
+async def test_one_change_reported_twice_is_benchmarked_once(client: KernelscopeClient) -> None:
+    """A save is reported twice: didSave and the watcher (up to seconds later on a loaded
+    machine). The second report of a text already measured starts no probe and leaves the
+    numbers fresh; after a cancel, the same text saved again is measured."""
+    ws = client.folder / "kernel_opt_vector_add"
+    uri = kernel_uri(client)
+    path = ws / "kernel.py"
+
+    def save() -> None:
+        client.text_document_did_save(
+            types.DidSaveTextDocumentParams(text_document=types.TextDocumentIdentifier(uri=uri))
+        )
+
+    path.write_text(kernel_with_block(KERNEL, 512))  # new code
+    save()
+    await wait_for(lambda: bool(completed_probes(client)), timeout=120)
+    await asyncio.sleep(2.0)  # the watcher's report of the same write has come and gone
+    probes = [f for f in client.finished if f["kind"] == "benchmark"]
+    assert len(probes) == 1, probes
+    save()  # the late second report
+    await asyncio.sleep(2.0)  # far past the debounce (100 ms in these sessions)
+    assert [f for f in client.finished if f["kind"] == "benchmark"] == probes
+    titles = [lens.command.title for lens in await lenses(client) if lens.command]
+    assert any(t.startswith("last probe: PASS") for t in titles), titles
+    assert not any("stale" in t for t in titles), titles
+
+    from tests.bench_fixtures import KERNELS, alive_with
+
+    path.write_text(KERNELS["hang"])  # a probe that runs until cancelled
+    save()
+    await wait_for(lambda: bool(alive_with(str(ws))), timeout=60)
+    client.finished.clear()
+    await command(client, "kernelscope.cancel", {"workspace": str(ws)})
+    await wait_for(lambda: any(f.get("cancelled") for f in client.finished), timeout=60)
+    await wait_for(lambda: alive_with(str(ws)) == [], timeout=30)
+    save()  # the same text again after a cancel: measured again
+    await wait_for(lambda: bool(alive_with(str(ws))), timeout=60)
+    await command(client, "kernelscope.cancel", {"workspace": str(ws)})
+    await wait_for(lambda: alive_with(str(ws)) == [], timeout=30)
+
+
 def completed_probes(client: KernelscopeClient) -> list[dict]:
     """Background probes that ran to an end (a probe superseded by a newer save of the same
     file ends cancelled)."""

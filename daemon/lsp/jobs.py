@@ -318,6 +318,18 @@ class Jobs:
         if pending is not None:
             pending.cancel()
 
+    def probe_in_flight(self, ws: WorkspaceState) -> bool:
+        """A save's probe is scheduled (debouncing) or running and not cancelled."""
+        if ws.root in self.pending_saves:
+            return True
+        job = ws.job
+        return (
+            job is not None
+            and job.kind == "benchmark"
+            and not job.cancel.is_set()
+            and (job.future is None or not job.future.done())
+        )
+
     def cancel_running_probe(self, ws: WorkspaceState) -> None:
         job = ws.job
         if job is not None and job.kind == "benchmark":

@@ -6,6 +6,7 @@ The daemon process never imports torch or triton: benchmarks run in child proces
 
 from __future__ import annotations
 
+import hashlib
 import hmac
 import logging
 import os
@@ -87,12 +88,29 @@ class KernelscopeServer(LanguageServer):
     async def kernel_changed(self, ws: WorkspaceState, text: str | None) -> None:
         """A save (or an agent's rewrite) of kernel.py, on the loop: first the saved text against
         every recorded version (no GPU time, no workspace code); an identical one is said at once
-        and not benchmarked again; anything else is re-benchmarked (debounced, when trusted)."""
-        ws.stale = True
-        self.refresh(ws, "kernels")
+        and not benchmarked again; anything else is re-benchmarked (debounced, when trusted).
+
+        One save is reported twice (didSave, and the watcher seeing the file change), the
+        second up to seconds later on a loaded machine: a text already handled whose check or
+        probe is still under way, or whose numbers are on screen, is not handled again (a
+        second probe would cancel the first and mark its fresh numbers stale)."""
         if text is None:
             text = ws.workspace.kernel_path.read_text(encoding="utf-8", errors="replace")
-        diagnostics, identical = await self.off_loop(history_hints.fingerprint_on_save, ws, text)
+        digest = hashlib.sha256(text.encode("utf-8", errors="replace")).hexdigest()
+        if digest == ws.kernel_digest and (
+            ws.checking_kernel == digest or not ws.stale or self.jobs.probe_in_flight(ws)
+        ):
+            return
+        ws.kernel_digest = ws.checking_kernel = digest
+        ws.stale = True
+        self.refresh(ws, "kernels")
+        try:
+            diagnostics, identical = await self.off_loop(history_hints.fingerprint_on_save, ws, text)
+        finally:
+            if ws.checking_kernel == digest:
+                ws.checking_kernel = None
+        if ws.kernel_digest != digest:  # a newer text arrived meanwhile: its check decides
+            return
         ws.history_diagnostics = diagnostics
         if identical:  # already measured (or already failed): the numbers on screen are this code's
             self.jobs.cancel_pending_probe(ws)

@@ -53,6 +53,10 @@ class WorkspaceState:
     stale: bool = False
     job: Job | None = None
     last_outcome: tuple[str, str] | None = None  # (job kind, done|cancelled|error) of the last job
+    # The kernel.py text last handled and the one whose check is still running (sha256s): a
+    # save and the watcher report the same change twice (server.kernel_changed).
+    kernel_digest: str | None = None
+    checking_kernel: str | None = None
     # The 'already tried' verdict of the last save (daemon/lsp/history_hints.py).
     history_diagnostics: list[Any] = field(default_factory=list)
     # Lens and hint texts, computed once per change: a workspace with 1,000 memory files
