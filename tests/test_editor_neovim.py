@@ -88,7 +88,10 @@ def _run_script(nvim: str, name: str, env: dict[str, str], out: Path, timeout: i
         timeout=timeout,
     )
     results = json.loads(out.read_text())
-    assert proc.returncode == 0 and "error" not in results, (proc.stderr[-2000:], results)
+    assert proc.returncode == 0 and "error" not in results, (
+        f"{name} failed (exit {proc.returncode}): {results.get('error')}\n"
+        f"stderr tail: {proc.stderr[-1500:]}\nfindings: {json.dumps(results)[:6000]}"
+    )
     return proc.stderr, results
 
 

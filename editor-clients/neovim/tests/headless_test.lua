@@ -100,6 +100,11 @@ local ok, err = pcall(function()
     return nil
   end
 
+  -- the lens above the kernel; "(stale) best ..." while a probe of new code runs
+  local function best_lens(line)
+    return lens("^best ", line) or lens("^%(stale%) best ", line)
+  end
+
   -- no vim.lsp.codelens.refresh() here: the plugin draws the lenses by itself
   vim.wait(30000, function()
     return lens("^best ") ~= nil and lens("^target ") ~= nil
@@ -152,6 +157,12 @@ local ok, err = pcall(function()
       end
       return false
     end
+    vim.wait(30000, function()
+      return best_lens() ~= nil
+    end, 50)
+    local before_rewrite = best_lens()
+    assert(before_rewrite, "no kernel lens before the rewrite: " .. vim.inspect(lenses()))
+    local kernel_line = before_rewrite.line
     local start = #results.finished
     local original = read(kernel)
     local header = {}
@@ -161,14 +172,13 @@ local ok, err = pcall(function()
     local text = table.concat(header, "\n") .. "\n" .. original
     write(kernel .. ".tmp", text) -- as agents do: a new file renamed over the old one
     assert(os.rename(kernel .. ".tmp", kernel))
-    local kernel_line = lens("^best ").line
     vim.cmd(reload)
     report.buffer_has_rewrite = vim.api.nvim_buf_get_lines(bufnr, 0, 1, false)[1] == header[1]
     report.attached = vim.wait(10000, function()
       return client() ~= nil
     end, 50)
     report.lens_moved = vim.wait(20000, function()
-      return lens("^best ", kernel_line + shift) ~= nil
+      return best_lens(kernel_line + shift) ~= nil
     end, 50)
     report.lenses = lenses()
 
@@ -230,7 +240,7 @@ local ok, err = pcall(function()
     return c ~= nil and c.id ~= gone and c.initialized == true
   end, 50)
   results.restarted_lens = vim.wait(30000, function()
-    return lens("^best ", 7 + 3 + 2) ~= nil
+    return best_lens(7 + 3 + 2) ~= nil
   end, 50)
   results.restarted_lenses = lenses()
 end)
