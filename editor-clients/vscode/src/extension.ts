@@ -7,7 +7,7 @@ import vocabularyJson from "../../commands.json";
 import {
   Comparison, FOLDER_KEYS, HistoryResult, MaskHalfResult, USER_KEYS, Vocabulary, WorkspaceInfo, daemonCommand,
   folderSettingsOnly, initializationOptions, maskConfirmation, missingCommands, parseVersionPair, recordParams,
-  statusText, workspaceFor,
+  serialized, statusText, workspaceFor,
 } from "./pure";
 import { showHistoryPanel } from "./history";
 import { showComparison } from "./compare";
@@ -17,6 +17,8 @@ const vocabulary = vocabularyJson as Vocabulary & { notifications: Record<string
 const command = (name: string) => daemonCommand(vocabulary, name);
 
 let client: LanguageClient | undefined;
+/** Starts, restarts and stops of the client, one at a time. */
+const lifecycle = serialized();
 let output: vscode.LogOutputChannel;
 let status: vscode.StatusBarItem;
 
@@ -57,6 +59,7 @@ async function startClient(context: vscode.ExtensionContext): Promise<void> {
     },
   };
   client = new LanguageClient("kernelscope", "kernelscope", serverOptions, clientOptions);
+  output.info(`starting the daemon: ${JSON.stringify(current.command)}`);
   client.onNotification(vocabulary.notifications.jobFinished, (params: { kind: string; error?: string; cancelled?: boolean; background?: boolean }) => {
     const outcome = params.error ?? (params.cancelled ? "cancelled" : "done");
     output.info(`${params.kind}: ${outcome}`);
@@ -64,17 +67,41 @@ async function startClient(context: vscode.ExtensionContext): Promise<void> {
     if (!params.background) vscode.window.showInformationMessage(`kernelscope ${params.kind}: ${outcome}`);
     void updateStatus();
   });
-  await client.start();
-  context.subscriptions.push({ dispose: () => void client?.stop() });
+  try {
+    await client.start();
+  } catch (error) {
+    // vscode-languageclient has said "couldn't create connection"; say what was run and what to set
+    const reason = error instanceof Error ? error.message : String(error);
+    output.error(`could not start the daemon with ${JSON.stringify(current.command)}: ${reason}. ` +
+      "Set kernelscope.command in your user settings (e.g. [\"/path/to/venv/bin/kernelscope\", \"serve\"]).");
+    client = undefined;
+    return;
+  }
   // a daemon older or newer than this extension: say which commands will not work
   const missing = missingCommands(vocabulary, client.initializeResult?.capabilities.executeCommandProvider?.commands);
   if (missing.length) output.warn(`the daemon does not offer ${missing.join(", ")}: update kernelscope or this extension`);
   void updateStatus();
 }
 
-async function restartClient(context: vscode.ExtensionContext): Promise<void> {
-  if (client) await client.stop();
-  await startClient(context);
+/** Stop the running client, if one runs (one that failed to start has nothing to stop). */
+async function stopClient(): Promise<void> {
+  const previous = client;
+  client = undefined;
+  if (previous?.isRunning()) {
+    try {
+      await previous.stop();
+    } catch (error) {
+      output.warn(`stopping the daemon: ${(error as Error).message}`);
+    }
+  }
+}
+
+/** After a settings or trust change, or on request; queued behind a start still under way. */
+function restartClient(context: vscode.ExtensionContext): Promise<void> {
+  return lifecycle(async () => {
+    await stopClient();
+    await startClient(context);
+  });
 }
 
 /** The workspace of the active file, as the server sees workspaces (it reads README machine
@@ -220,14 +247,16 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
 
   context.subscriptions.push(
     vscode.workspace.onDidChangeConfiguration((event) => {
-      if (event.affectsConfiguration("kernelscope")) void restartClient(context);
+      if (!event.affectsConfiguration("kernelscope")) return;
+      output.info("kernelscope settings changed: restarting the daemon");
+      void restartClient(context);
     }),
     vscode.workspace.onDidGrantWorkspaceTrust(() => void restartClient(context)),
     vscode.window.onDidChangeActiveTextEditor(() => void updateStatus()),
   );
-  await startClient(context);
+  await lifecycle(() => startClient(context));
 }
 
 export async function deactivate(): Promise<void> {
-  await client?.stop();
+  await lifecycle(stopClient);
 }

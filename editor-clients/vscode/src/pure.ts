@@ -180,3 +180,16 @@ export function folderSettingsOnly(value: unknown): unknown {
   for (const key of FOLDER_KEYS) if (source[key] !== undefined) kept[key] = source[key];
   return kept;
 }
+
+/** A queue for the client's lifecycle: each task starts once the previous one has settled (a
+ * failed one does not stop the next). vscode-languageclient cannot stop a client that is still
+ * starting or failed to start, so a restart asked meanwhile (a settings change arriving while
+ * the first start runs) must wait for that start instead of throwing and being lost. */
+export function serialized(): (task: () => Promise<void>) => Promise<void> {
+  let last: Promise<void> = Promise.resolve();
+  return (task) => {
+    const next = last.then(task, task);
+    last = next.catch(() => undefined);
+    return next;
+  };
+}

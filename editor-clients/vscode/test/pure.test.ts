@@ -3,7 +3,7 @@ import { test } from "node:test";
 import { readFileSync } from "node:fs";
 import {
   Comparison, Vocabulary, chartPoints, comparisonHtml, daemonCommand, folderSettingsOnly, initializationOptions,
-  maskConfirmation, missingCommands, parseVersionPair, recordParams, statusText, workspaceFor,
+  maskConfirmation, missingCommands, parseVersionPair, recordParams, serialized, statusText, workspaceFor,
 } from "../src/pure";
 
 const vocabulary = JSON.parse(readFileSync("../commands.json", "utf8")) as Vocabulary;
@@ -118,4 +118,24 @@ test("folderSettingsOnly keeps folder keys, drops trust, interpreter, executor a
   assert.deepEqual(folderSettingsOnly({ trusted: true, benchOnSave: true, python: "/bin/sh", rayAddress: "x:1", mode: "gpu", colour: 1 }),
     { benchOnSave: true, mode: "gpu" });
   assert.equal(folderSettingsOnly(null), null);
+});
+
+test("serialized runs a restart only after a start still under way has settled, failed or not", async () => {
+  const lifecycle = serialized();
+  const events: string[] = [];
+  const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+  const start = lifecycle(async () => {
+    events.push("start begins");
+    await sleep(30);
+    events.push("start fails");
+    throw new Error("spawn kernelscope ENOENT");
+  });
+  const restart = lifecycle(async () => {
+    events.push("restart");
+  });
+  await assert.rejects(start, /ENOENT/);
+  await restart;
+  assert.deepEqual(events, ["start begins", "start fails", "restart"]);
+  await lifecycle(async () => { events.push("after"); });  // the queue goes on
+  assert.equal(events.at(-1), "after");
 });
