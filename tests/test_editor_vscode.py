@@ -195,6 +195,8 @@ def test_vscode_history_hints(built_extension: Path, tmp_path: Path, version: st
     # (the padding is a hair space in 4.100, a CSS margin in 4.139)
     line = results["launchLineText"].replace("\xa0", " ").replace("\u200a", "")
     assert "BLOCK_SIZE=4096tried (latency ratio vs v0): 1024 1.00x v0" in line, line
+    tooltip = results["hintTooltip"] or ""  # the table, fetched by VS Code on inlayHint/resolve
+    assert "versions" in tooltip and "1024" in tooltip and "4096 (here)" in tooltip, results
     assert "kernel.py v0 ↔ v4" in " ".join(results["tabs"]) and results["diffEditor"], results["tabs"]
     assert results["diffText"] and "num_warps=8" in results["diffText"]
     table = results["compareTable"]

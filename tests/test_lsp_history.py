@@ -111,6 +111,17 @@ async def test_values_already_tried_at_block_size(client: KernelscopeClient) -> 
     label = str(at_launch[0].label)
     assert "64" in label and "1024" in label and "v0" in label and "v1" in label, label
     assert at_launch[0].position.character == path.read_text().splitlines()[line].index("1024") + 4
+    # the table per value: sent with the hint, or on inlayHint/resolve to a client that asks so
+    capabilities = client.capabilities.text_document.inlay_hint  # type: ignore[union-attr]
+    resolves = bool(capabilities and capabilities.resolve_support)
+    hint = at_launch[0]
+    if resolves:
+        assert hint.tooltip is None and hint.data, hint
+        hint = await client.inlay_hint_resolve_async(hint)
+    tooltip = hint.tooltip.value  # type: ignore[union-attr]
+    assert "| value | versions |" in tooltip and "1024 (here)" in tooltip, tooltip
+    foreign = types.InlayHint(position=hint.position, label="x", data={"uri": 3})
+    assert (await client.inlay_hint_resolve_async(foreign)).tooltip is None  # not ours: unchanged
 
 
 async def test_saving_v0s_code_says_already_tried_without_a_benchmark(client: KernelscopeClient) -> None:

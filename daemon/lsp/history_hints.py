@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import gc
 import logging
+from dataclasses import dataclass
 from typing import Any
 
 from lsprotocol import types
@@ -68,21 +69,49 @@ def _in_range(line: int, window: types.Range) -> bool:
     return window.start.line <= line <= window.end.line
 
 
-def inlay_hints(ws: WorkspaceState, buffer: str | None, window: types.Range) -> list[types.InlayHint]:
-    """Tried values at each meta-parameter in view, and per-line blame when asked for."""
+@dataclass(frozen=True)
+class HintData:
+    """What a "tried" hint carries for inlayHint/resolve: the document and where the hint sits
+    (the tried values are found again there, in the document's text at resolve time)."""
+
+    uri: str
+    line: int
+    character: int
+
+    def dump(self) -> dict[str, Any]:
+        return {"uri": self.uri, "line": self.line, "character": self.character}
+
+    @classmethod
+    def parse(cls, data: Any) -> HintData | None:
+        """None for anything a client sends back that this daemon did not write."""
+        if not isinstance(data, dict):
+            return None
+        uri, line, character = data.get("uri"), data.get("line"), data.get("character")
+        if not isinstance(uri, str) or not isinstance(line, int) or not isinstance(character, int):
+            return None
+        return cls(uri, line, character)
+
+
+def inlay_hints(
+    ws: WorkspaceState, buffer: str | None, window: types.Range, lazy_uri: str | None = None
+) -> list[types.InlayHint]:
+    """Tried values at each meta-parameter in view, and per-line blame when asked for. With
+    `lazy_uri` (a client that resolves tooltips) the tables are left for inlayHint/resolve."""
     hints: list[types.InlayHint] = []
     try:
         service = _service(ws)
         for tried in service.tried(buffer):
             if tried.values and _in_range(tried.line, window):
-                hints.append(
-                    types.InlayHint(
-                        position=types.Position(line=tried.end_line, character=tried.end_character),
-                        label=tried.hint,
-                        padding_left=True,
-                        tooltip=_tried_table(tried),
-                    )
+                hint = types.InlayHint(
+                    position=types.Position(line=tried.end_line, character=tried.end_character),
+                    label=tried.hint,
+                    padding_left=True,
                 )
+                if lazy_uri is None:
+                    hint.tooltip = _cached_table(service, tried)
+                else:
+                    hint.data = HintData(lazy_uri, tried.end_line, tried.end_character).dump()
+                hints.append(hint)
         if ws.settings.blame_inlay:
             lines = (
                 buffer.splitlines()
@@ -101,6 +130,29 @@ def inlay_hints(ws: WorkspaceState, buffer: str | None, window: types.Range) -> 
     except Exception:
         log.exception("history hints failed for %s", ws.root)
     return hints
+
+
+def tried_tooltip(ws: WorkspaceState, buffer: str | None, where: HintData) -> types.MarkupContent | None:
+    """The table of the tried values at `where` in the current text (None when the text has
+    changed so that no tried values sit there any more)."""
+    try:
+        for tried in _service(ws).tried(buffer):
+            if tried.values and (tried.end_line, tried.end_character) == (where.line, where.character):
+                return _cached_table(_service(ws), tried)
+    except Exception:
+        log.exception("history hints failed for %s", ws.root)
+    return None
+
+
+def _cached_table(service: Any, tried: Any) -> types.MarkupContent:
+    """The table of a spot, made once per history state (like its rows): 250 of them are
+    ~10 ms to format, a whole-file answer for a client that takes tooltips with the hints."""
+    memo = service.history(check=False).memo.setdefault("tried_tables", {})
+    key = (tried.key, tried.label, tried.kernel, tried.value)
+    found = memo.get(key)
+    if found is None:
+        found = memo[key] = _tried_table(tried)
+    return found
 
 
 def _tried_table(tried: Any) -> types.MarkupContent:

@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass, replace
 from typing import Any
 
 from kernelscope.daemon.engine.lens_text import memory_scores
+from kernelscope.daemon.engine.memory import MemoryEntry
 from kernelscope.daemon.engine.store import ExperimentStore, StoreError
 from kernelscope.daemon.lsp.state import WorkspaceState
+from kernelscope.protocol.experiment import KernelExperiment
 from kernelscope.protocol.lsp import HistoryEntry, HistoryResult
 
 FAILED_STATUSES = ("failed", "timeout", "FAIL", "TIMEOUT_FAIL")
@@ -16,9 +19,21 @@ def _cell(text: str) -> str:
     return text.replace("|", "\\|").replace("\n", " ")[:80]
 
 
-def history(state: WorkspaceState, kernel: str | None) -> HistoryResult:
+@dataclass
+class _Sources:
+    """What every kernel's table is made of, read once: the memory records, the workspace's
+    experiments (of one kernel, or all of them), the target line and the agents' notes."""
+
+    records: dict[str, MemoryEntry]
+    experiments: list[KernelExperiment]
+    target: str
+    notes: list[str]
+
+
+def _sources(state: WorkspaceState, kernel: str | None) -> _Sources:
+    from kernelscope.daemon.engine.lens_text import file_lens, recorded_notes
+
     ws = state.workspace
-    entries: list[HistoryEntry] = []
     records = {e.version: e for e in ws.memory.scan()}
     try:
         store = ExperimentStore(state.settings.db_url)
@@ -26,6 +41,38 @@ def history(state: WorkspaceState, kernel: str | None) -> HistoryResult:
         experiments = store.list_experiments(workspace=str(ws.root), **filters)
     except StoreError:
         experiments = []
+    return _Sources(
+        records=records,
+        experiments=experiments,
+        target=file_lens(ws),
+        notes=recorded_notes(ws.root, list(records.values())),
+    )
+
+
+def history(state: WorkspaceState, kernel: str | None) -> HistoryResult:
+    """The history of one kernel (all of the workspace's when None): entries and Markdown."""
+    return _history(state, kernel, _sources(state, kernel))
+
+
+def histories(state: WorkspaceState, kernels: list[str]) -> dict[str, HistoryResult]:
+    """Every kernel's history from one read of memory and one store query (a query per
+    kernel is ~20 ms with 100,000 experiments; hovering 50 kernels would pay it 50 times)."""
+    shared = _sources(state, None)
+    by_kernel: dict[str, list[KernelExperiment]] = {name: [] for name in kernels}
+    for exp in shared.experiments:
+        for name in set(exp.kernels):
+            if name in by_kernel:
+                by_kernel[name].append(exp)
+    return {
+        name: _history(state, name, replace(shared, experiments=found)) for name, found in by_kernel.items()
+    }
+
+
+def _history(state: WorkspaceState, kernel: str | None, sources: _Sources) -> HistoryResult:
+    ws = state.workspace
+    entries: list[HistoryEntry] = []
+    records = sources.records
+    experiments = sources.experiments
 
     def masked(version: str | None) -> bool:
         entry = records.get(version) if version else None
@@ -77,27 +124,27 @@ def history(state: WorkspaceState, kernel: str | None) -> HistoryResult:
         score = "-" if entry.score is None else f"{entry.score:.3f}x"
         status = f"{entry.status} (masked)" if entry.masked else entry.status
         lines.append(f"| {entry.version or '-'} | {score} | {status} | {_cell(entry.summary)} |")
-    from kernelscope.daemon.engine.lens_text import file_lens, recorded_notes
-
-    notes = recorded_notes(ws.root, list(records.values()))
-    if notes:
-        lines += ["", "**Recorded by the agents** (newest first)", "", *notes]
+    if sources.notes:
+        lines += ["", "**Recorded by the agents** (newest first)", "", *sources.notes]
 
     return HistoryResult(
         workspace=str(ws.root),
         kernel=kernel,
         entries=entries,
         markdown="\n".join(lines),
-        target=file_lens(ws),
+        target=sources.target,
     )
 
 
-def cached_history(state: WorkspaceState, kernel: str) -> HistoryResult:
-    """`history` for hover on a kernel's name, computed once per change of the workspace (a
-    store of 100,000 experiments takes ~20 ms to ask). A refresh drops the table; one being
-    computed meanwhile lands in the dropped table, never in the new one."""
-    table: dict[str, HistoryResult] = state.cache.setdefault("histories", {})
-    found = table.get(kernel)
-    if found is None:
-        found = table[kernel] = history(state, kernel)
-    return found
+def cached_history(state: WorkspaceState, kernel: str, kernels: list[str]) -> HistoryResult:
+    """`history` for hover on a kernel's name. The first such hover after a change of the
+    workspace builds the tables of all `kernels` (the ones in kernel.py) at once; later ones,
+    on any kernel, are lookups. A refresh drops the tables; tables being built meanwhile land
+    in the dropped cache, never in the new one."""
+    cache = state.cache
+    table: dict[str, HistoryResult] | None = cache.get("histories")
+    if table is None or kernel not in table:
+        built = histories(state, sorted({*kernels, kernel}))
+        table = cache.setdefault("histories", {})
+        table.update(built)
+    return table[kernel]

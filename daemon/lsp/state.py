@@ -70,7 +70,10 @@ class WorkspaceState:
         if "all" in parts:
             self.cache.clear()
             return
-        for key in ("lenses", "summaries", "histories", *parts):
+        # the kernel-name hover tables are made of memory and store only: job progress and
+        # stale marks, refreshed many times a second during a job, keep them
+        tables = ("histories",) if {"memory", "store"} & set(parts) else ()
+        for key in ("lenses", "summaries", *tables, *parts):
             self.cache.pop(key, None)
 
     @property

@@ -26,7 +26,7 @@ const report = {
   lenses: [], notification: null, saved: false, error: null,
   kernelLensLine: null, rewrittenLensLine: null, lensesAfterRewrite: [], probeLens: null,
   hover: null, launchLineText: null, tabs: [], diffEditor: false, diffText: null, compareTable: null,
-  problems: null, lensesAfterIdentical: [],
+  problems: null, lensesAfterIdentical: [], hintTooltip: null,
 };
 const hints = scenario === "hints";
 const state = mkdtempSync(join(tmpdir(), "ks-code-server-"));
@@ -145,6 +145,18 @@ async function hintsScenario(page) {
     const lines = await page.locator(".view-line", { hasText: "add_kernel[grid]" }).allInnerTexts();
     return lines.find((t) => t.includes("tried")) ?? null;
   });
+  // pointing at the hint shows its table (the daemon sends it on inlayHint/resolve)
+  report.hintTooltip = await poll(30_000, async () => {
+    const hint = page.locator(".view-line span", { hasText: /^\s*tried/ }).last();
+    if (!(await hint.count())) return null;
+    await page.mouse.move(0, 0);
+    await hint.hover({ position: { x: 20, y: 5 } });
+    await page.waitForTimeout(1_500);
+    const tip = page.locator(".monaco-hover-content", { hasText: "versions" }).first();
+    return (await tip.count()) ? await tip.innerText() : null;
+  });
+  await page.mouse.move(0, 0);
+  await page.keyboard.press("Escape");
   await page.keyboard.press("Home");
   // asked again every few seconds: a hover asked while the history is still being read (a
   // loaded CI machine) shows no blame, and VS Code does not ask again by itself

@@ -1,0 +1,71 @@
+"""The kernel-name hover tables: every kernel's from one read of memory and one store query,
+the same tables as one kernel's history alone, kept through job-progress refreshes."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+
+from kernelscope.daemon.engine.store import ExperimentStore
+from kernelscope.daemon.lsp import hover
+from kernelscope.daemon.lsp.state import WorkspaceState
+from kernelscope.protocol.experiment import KernelExperiment
+from kernelscope.protocol.settings import Settings
+from tests.conftest import EXAMPLES
+
+
+@pytest.fixture
+def state(tmp_path: Path) -> WorkspaceState:
+    ws = tmp_path / "kernel_opt_vector_add"
+    shutil.copytree(EXAMPLES / "vector_add", ws)
+    db = str(tmp_path / "exp.sqlite")
+    records = []
+    for index, kernels in enumerate(
+        [["add_kernel"], ["add_kernel", "scale_kernel"], ["scale_kernel"], ["other"]]
+    ):
+        records.append(
+            KernelExperiment(
+                id=f"{index:016x}",
+                change_summary=f"attempt {index}",
+                score=1.0 + index / 10,
+                status="done",
+                workspace=str(ws),
+                kernels=kernels,
+                memory_version=f"v{index}",
+            )
+        )
+    ExperimentStore(db).import_experiments(records)
+    found = WorkspaceState(root=ws)
+    found.settings = Settings(db_url=db)
+    return found
+
+
+def test_all_tables_from_one_query_equal_each_kernels_own(
+    state: WorkspaceState, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    alone = {name: hover.history(state, name) for name in ("add_kernel", "scale_kernel", "absent")}
+    queries: list[dict] = []
+    original = ExperimentStore.list_experiments
+
+    def counted(self: ExperimentStore, *args: object, **filters: object) -> list[KernelExperiment]:
+        queries.append(filters)
+        return original(self, *args, **filters)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(ExperimentStore, "list_experiments", counted)
+    kernels = ["add_kernel", "scale_kernel", "absent"]
+    for name in kernels:
+        assert hover.cached_history(state, name, kernels) == alone[name]
+    assert len(queries) == 1 and "kernel" not in queries[0], queries  # one query, every kernel
+    assert [e.version for e in alone["add_kernel"].entries] == ["v0", "v1"]
+    assert [e.version for e in alone["scale_kernel"].entries] == ["v1", "v2"]
+
+    state.invalidate()  # job progress, stale marks: the tables stay
+    state.invalidate("kernels")
+    hover.cached_history(state, "add_kernel", kernels)
+    assert len(queries) == 1
+    state.invalidate("store")  # an experiment was recorded: built again, once
+    hover.cached_history(state, "scale_kernel", kernels)
+    hover.cached_history(state, "add_kernel", kernels)
+    assert len(queries) == 2
