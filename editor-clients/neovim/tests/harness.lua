@@ -25,6 +25,49 @@ function H.finisher(out_path, results)
   end
 end
 
+--- The kernelscope client attached to `bufnr` (the APIs of 0.7 and 0.10+), or nil. Asked of
+--- Neovim, not of the plugin: the tests check the plugin's attachment, not its own lookup.
+function H.client(bufnr)
+  local attached = vim.lsp.get_clients and vim.lsp.get_clients({ bufnr = bufnr }) or vim.lsp.buf_get_clients(bufnr)
+  for _, c in pairs(attached) do
+    if c.name == "kernelscope" then
+      return c
+    end
+  end
+  return nil
+end
+
+--- The initialized kernelscope client of `bufnr`, waited for (30 s); `results.attached` says
+--- whether one came.
+function H.attached_client(bufnr, results)
+  results.attached = vim.wait(30000, function()
+    local c = H.client(bufnr)
+    return c ~= nil and c.initialized == true
+  end, 50)
+  assert(results.attached, "the buffer never got an initialized kernelscope client")
+  return H.client(bufnr)
+end
+
+--- Every `kernelscope/jobFinished` the client gets, appended to `list` (the plugin's handler
+--- still runs).
+function H.record_finished(c, list)
+  local on_finished = c.handlers["kernelscope/jobFinished"]
+  c.handlers["kernelscope/jobFinished"] = function(e, params, ctx, config)
+    table.insert(list, params)
+    return on_finished(e, params, ctx, config)
+  end
+end
+
+--- After the test body ran under pcall: its error (if any) in `results`, then finish.
+function H.conclude(ok, err, results, finish)
+  if not ok then
+    results.error = tostring(err)
+    finish(1)
+  else
+    finish(0)
+  end
+end
+
 function H.read(path)
   local file = assert(io.open(path))
   local text = file:read("*a")

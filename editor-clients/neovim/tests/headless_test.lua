@@ -40,23 +40,12 @@ local ok, err = pcall(function()
   vim.cmd("edit " .. kernel)
   local bufnr = vim.api.nvim_get_current_buf()
 
-  local function client() -- the kernelscope client attached to the buffer (the APIs of 0.7 and 0.10+)
-    local attached = vim.lsp.get_clients and vim.lsp.get_clients({ bufnr = bufnr }) or vim.lsp.buf_get_clients(bufnr)
-    for _, c in pairs(attached) do
-      if c.name == "kernelscope" then
-        return c
-      end
-    end
-    return nil
+  local function client() -- the kernelscope client attached to the buffer now
+    return harness.client(bufnr)
   end
-  results.attached = vim.wait(30000, function()
-    local c = client()
-    return c ~= nil and c.initialized == true
-  end, 50)
-  assert(results.attached, "the buffer never got an initialized kernelscope client")
+  local c = harness.attached_client(bufnr, results)
 
   -- what the plugin sends (the lens's arguments must reach the server unchanged)
-  local c = client()
   local request = c.request
   c.request = function(a, b, ...)
     local method, params = a, b
@@ -69,11 +58,7 @@ local ok, err = pcall(function()
     return request(a, b, ...)
   end
   -- the background probes (the plugin's handler still runs)
-  local on_finished = c.handlers["kernelscope/jobFinished"]
-  c.handlers["kernelscope/jobFinished"] = function(e, params, ctx, config)
-    table.insert(results.finished, params)
-    return on_finished(e, params, ctx, config)
-  end
+  harness.record_finished(c, results.finished)
 
   local function lenses() -- drawn for the client attached now (a dead client's may linger)
     local found = {}
@@ -244,9 +229,4 @@ local ok, err = pcall(function()
   end, 50)
   results.restarted_lenses = lenses()
 end)
-if not ok then
-  results.error = tostring(err)
-  finish(1)
-else
-  finish(0)
-end
+harness.conclude(ok, err, results, finish)

@@ -27,7 +27,6 @@ end
 local finish = harness.finisher(out_path, results)
 local read = harness.read
 
-
 local ok, err = pcall(function()
   vim.opt.runtimepath:append(os.getenv("KS_PLUGIN"))
   local ks = require("kernelscope")
@@ -44,28 +43,13 @@ local ok, err = pcall(function()
   local bufnr = vim.api.nvim_get_current_buf()
   results.launch_text = vim.api.nvim_buf_get_lines(bufnr, launch, launch + 1, false)[1]
 
-  local function client() -- the kernelscope client attached to the buffer (the APIs of 0.7 and 0.10+)
-    local attached = vim.lsp.get_clients and vim.lsp.get_clients({ bufnr = bufnr }) or vim.lsp.buf_get_clients(bufnr)
-    for _, c in pairs(attached) do
-      if c.name == "kernelscope" then
-        return c
-      end
-    end
-    return nil
+  local function client() -- the kernelscope client attached to the buffer now
+    return harness.client(bufnr)
   end
-  results.attached = vim.wait(30000, function()
-    local c = client()
-    return c ~= nil and c.initialized == true
-  end, 50)
-  assert(results.attached, "the buffer never got an initialized kernelscope client")
-  local c = client()
+  local c = harness.attached_client(bufnr, results)
 
   -- every job the server finishes or starts reporting progress for (the plugin's handlers run)
-  local on_finished = c.handlers["kernelscope/jobFinished"]
-  c.handlers["kernelscope/jobFinished"] = function(e, params, ctx, config)
-    table.insert(results.finished, params)
-    return on_finished(e, params, ctx, config)
-  end
+  harness.record_finished(c, results.finished)
   local on_progress = c.handlers["$/progress"] or vim.lsp.handlers["$/progress"]
   c.handlers["$/progress"] = function(e, params, ctx, config)
     table.insert(results.progress, params)
@@ -250,9 +234,4 @@ local ok, err = pcall(function()
   results.wrong_count_raised = not raised and tostring(raised_error) or vim.NIL
   results.still_attached = client() ~= nil
 end)
-if not ok then
-  results.error = tostring(err)
-  finish(1)
-else
-  finish(0)
-end
+harness.conclude(ok, err, results, finish)
