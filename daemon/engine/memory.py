@@ -488,11 +488,7 @@ class MemoryManager:
             None: ("latency_us", False),
         }[kind]
         passing = [e for e in entries if e.record and not e.masked and e.record.gate_passed]
-        scored: list[tuple[MemoryEntry, float]] = []
-        for e in passing:
-            value = e.record.metric(metric) if e.record else None
-            if value is not None and math.isfinite(value):
-                scored.append((e, value))
+        scored = _finite_metric(passing, metric)
         direction = "highest" if higher_better else "lowest"
         if scored:
             best = max(scored, key=lambda item: ((item[1] if higher_better else -item[1]), item[0].number))
@@ -501,11 +497,7 @@ class MemoryManager:
             ].version, f"{direction} performance.{metric} among versions whose quality gate passed"
         if metric != "latency_us":
             # e.g. CPU-interpreter runs record latency but no GPU throughput figures
-            latencies: list[tuple[MemoryEntry, float]] = []
-            for e in passing:
-                value = e.record.metric("latency_us") if e.record else None
-                if value is not None and math.isfinite(value):
-                    latencies.append((e, value))
+            latencies = _finite_metric(passing, "latency_us")
             if latencies:
                 fastest = min(latencies, key=lambda item: (item[1], -item[0].number))
                 return fastest[0].version, (
@@ -610,3 +602,13 @@ class MemoryManager:
             }
         )
         return path, dump_json(data, indent)
+
+
+def _finite_metric(entries: list[MemoryEntry], metric: str) -> list[tuple[MemoryEntry, float]]:
+    """(entry, value) for the entries whose record has a finite `metric`."""
+    found: list[tuple[MemoryEntry, float]] = []
+    for entry in entries:
+        value = entry.record.metric(metric) if entry.record else None
+        if value is not None and math.isfinite(value):
+            found.append((entry, value))
+    return found
