@@ -69,3 +69,20 @@ def test_all_tables_from_one_query_equal_each_kernels_own(
     hover.cached_history(state, "scale_kernel", kernels)
     hover.cached_history(state, "add_kernel", kernels)
     assert len(queries) == 2
+
+
+def test_tables_built_across_a_refresh_are_dropped_with_it(
+    state: WorkspaceState, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Memory changes while the tables are being built: they were made from the old memory,
+    so they must not land in the cache the refresh started afresh."""
+    build = hover.histories
+
+    def refreshed_meanwhile(state_: WorkspaceState, kernels: list[str]) -> dict:
+        built = build(state_, kernels)
+        state_.invalidate("memory")
+        return built
+
+    monkeypatch.setattr(hover, "histories", refreshed_meanwhile)
+    assert hover.cached_history(state, "add_kernel", ["add_kernel"]).kernel == "add_kernel"
+    assert "histories" not in state.cache

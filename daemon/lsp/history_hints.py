@@ -136,9 +136,10 @@ def tried_tooltip(ws: WorkspaceState, buffer: str | None, where: HintData) -> ty
     """The table of the tried values at `where` in the current text (None when the text has
     changed so that no tried values sit there any more)."""
     try:
-        for tried in _service(ws).tried(buffer):
+        service = _service(ws)
+        for tried in service.tried(buffer):
             if tried.values and (tried.end_line, tried.end_character) == (where.line, where.character):
-                return _cached_table(_service(ws), tried)
+                return _cached_table(service, tried)
     except Exception:
         log.exception("history hints failed for %s", ws.root)
     return None

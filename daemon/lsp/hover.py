@@ -141,10 +141,7 @@ def cached_history(state: WorkspaceState, kernel: str, kernels: list[str]) -> Hi
     workspace builds the tables of all `kernels` (the ones in kernel.py) at once; later ones,
     on any kernel, are lookups. A refresh drops the tables; tables being built meanwhile land
     in the dropped cache, never in the new one."""
-    cache = state.cache
-    table: dict[str, HistoryResult] | None = cache.get("histories")
-    if table is None or kernel not in table:
-        built = histories(state, sorted({*kernels, kernel}))
-        table = cache.setdefault("histories", {})
-        table.update(built)
+    table: dict[str, HistoryResult] = state.cache.setdefault("histories", {})
+    if kernel not in table:
+        table.update(histories(state, sorted({*kernels, kernel})))
     return table[kernel]
