@@ -99,11 +99,17 @@ Through the client's own inlay hints where it has them (`lsp-inlay-hints-mode',
     (cond ((setq found (kernelscope--lsp-workspace)) (cons 'lsp found))
           ((setq found (kernelscope--eglot-server)) (cons 'eglot found)))))
 
+(defun kernelscope--client-or-lose ()
+  "`kernelscope--client', or a user error saying how to start one."
+  (or (kernelscope--client)
+      (user-error "kernelscope: no kernelscope daemon serves %s (M-x lsp or M-x eglot in kernel.py)"
+                  (buffer-name))))
+
 (defun kernelscope--request (method params &optional callback)
   "Send METHOD with PARAMS to the daemon serving this buffer and return its result; with
 CALLBACK, return at once and call it with the result (in this buffer, if still alive)."
   (let ((buffer (current-buffer)))
-    (pcase (kernelscope--client)
+    (pcase (kernelscope--client-or-lose)
       (`(lsp . ,workspace)
        (with-lsp-workspace workspace
          (if callback
@@ -119,9 +125,7 @@ CALLBACK, return at once and call it with the result (in this buffer, if still a
                                                   (with-current-buffer buffer
                                                     (funcall callback result))))
                                   :error-fn #'ignore :timeout-fn #'ignore)
-         (jsonrpc-request server (intern (concat ":" method)) params)))
-      (_ (user-error "kernelscope: no kernelscope daemon serves %s (M-x lsp or M-x eglot in kernel.py)"
-                     (buffer-name))))))
+         (jsonrpc-request server (intern (concat ":" method)) params))))))
 
 (defun kernelscope--document ()
   "This buffer's TextDocumentIdentifier, as its client names it."
@@ -150,9 +154,7 @@ Returns that buffer."
      (list a (completing-read (format "compare %s with: " a) versions nil nil nil nil
                               (car (last versions))))))
   (let* ((guess (directory-file-name (expand-file-name (kernelscope--root-or-lose))))
-         (_ (unless (kernelscope--client)
-              (user-error "kernelscope: no kernelscope daemon serves %s (M-x lsp or M-x eglot in kernel.py)"
-                          (buffer-name))))
+         (_ (kernelscope--client-or-lose))
          (root (or (kernelscope--server-workspace buffer-file-name) guess))
          (result (condition-case err
                      (kernelscope--request
