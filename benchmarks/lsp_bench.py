@@ -35,6 +35,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -211,6 +212,17 @@ def percentiles(samples: list[float]) -> tuple[float, float]:
     return ordered[len(ordered) // 2], ordered[max(0, int(len(ordered) * 0.99) - 1)]
 
 
+def timed(call: Any, arguments: list[Any]) -> tuple[float, float]:
+    """p50 and p99 in ms of `call(argument)` for each of `arguments` (chosen beforehand, so
+    that choosing is not timed)."""
+    samples = []
+    for argument in arguments:
+        start = time.perf_counter()
+        call(argument)
+        samples.append((time.perf_counter() - start) * 1000)
+    return percentiles(samples)
+
+
 def history_hints(args: argparse.Namespace) -> list[tuple[str, float, float, str]]:
     """Hover, inlay hints and the save check through `kernelscope serve` on a workspace with
     a real git history; rows of (measure, p50 or value, p99, goal)."""
@@ -295,38 +307,22 @@ def history_hints(args: argparse.Namespace) -> list[tuple[str, float, float, str
         assert named and "experiments" in named["contents"]["value"], named
         picks = [rng.randrange(lines) for _ in range(200)]
         for label in ("first pass", "again"):
-            samples = []
-            for line in picks:
-                start = time.perf_counter()
-                hover(line)
-                samples.append((time.perf_counter() - start) * 1000)
-            p50, p99 = percentiles(samples)
+            p50, p99 = timed(hover, picks)
             rows.append((f"hover (blame) on a random line, {label}", p50, p99, "<= 10 ms"))
         hints = inlay()
         assert any(str(h["label"]).startswith("tried") for h in hints), hints[:3]
-        samples = []
-        for _ in range(200):
-            start = time.perf_counter()
-            inlay()
-            samples.append((time.perf_counter() - start) * 1000)
-        p50, p99 = percentiles(samples)
+        p50, p99 = timed(lambda _: inlay(), range(200))
         rows.append((f"inlay hints, whole file ({len(hints)} hints)", p50, p99, "<= 10 ms"))
         tried = [h for h in hints if str(h["label"]).startswith("tried")]
-        samples = []
-        for _ in range(200):  # the user points at a hint: its table
-            start = time.perf_counter()
-            resolved = rpc.request("inlayHint/resolve", rng.choice(tried))
-            samples.append((time.perf_counter() - start) * 1000)
+        resolved = rpc.request("inlayHint/resolve", tried[0])
         assert "| value |" in resolved["tooltip"]["value"], resolved
-        p50, p99 = percentiles(samples)
+        # the user points at a hint: its table
+        resolve = partial(rpc.request, "inlayHint/resolve")
+        p50, p99 = timed(resolve, [rng.choice(tried) for _ in range(200)])
         rows.append(("inlayHint/resolve of a tried hint (its table)", p50, p99, "<= 10 ms"))
-        samples = []
-        for _ in range(200):  # what editors ask for: the 60 lines in view
-            top = rng.randrange(max(1, lines - 60))
-            start = time.perf_counter()
-            inlay(top, top + 60)
-            samples.append((time.perf_counter() - start) * 1000)
-        p50, p99 = percentiles(samples)
+        # what editors ask for: the 60 lines in view
+        tops = [rng.randrange(max(1, lines - 60)) for _ in range(200)]
+        p50, p99 = timed(lambda top: inlay(top, top + 60), tops)
         rows.append(("inlay hints, 60 lines in view", p50, p99, "<= 10 ms"))
 
         version = 1
@@ -364,13 +360,8 @@ def history_hints(args: argparse.Namespace) -> list[tuple[str, float, float, str
         rpc.notify("initialized", {})
         rpc.notify("textDocument/didOpen", {"textDocument": document})
         assert any("tooltip" in h for h in inlay()), "tables expected with the hints"
-        samples = []
-        for _ in range(200):
-            start = time.perf_counter()
-            inlay()
-            samples.append((time.perf_counter() - start) * 1000)
+        p50, p99 = timed(lambda _: inlay(), range(200))
         rpc.close()
-        p50, p99 = percentiles(samples)
         rows.append(("inlay hints, whole file, tables included (no resolve)", p50, p99, "<= 10 ms"))
         p50, p99 = percentiles(matched)
         rows.append(('save of a recorded version -> "identical to" diagnostic', p50, p99, "<= 50 ms + 10 ms"))
@@ -427,13 +418,7 @@ def main() -> None:
         lenses = rpc.request("textDocument/codeLens", params)
         cold_ms = (time.perf_counter() - first) * 1000
         assert len(lenses) == args.kernels + 4, len(lenses)
-        samples = []
-        for _ in range(200):
-            start = time.perf_counter()
-            rpc.request("textDocument/codeLens", params)
-            samples.append((time.perf_counter() - start) * 1000)
-        samples.sort()
-        p50, p99 = samples[len(samples) // 2], samples[int(len(samples) * 0.99) - 1]
+        p50, p99 = timed(lambda _: rpc.request("textDocument/codeLens", params), range(200))
         loaded_mb = rpc.rss_mb()  # after the engine, store and 1,000 records were loaded
         stale = []
         for _ in range(50):
