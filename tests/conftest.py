@@ -116,6 +116,18 @@ def vector_add_history_kernels() -> dict[str, str]:
     return {"v0": v0, "v1": v1, "v2": v2, "v4": v4}
 
 
+def root_rule_folders(tmp_path: Path) -> tuple[Path, Path]:
+    """Two folders for the clients' workspace rule (the server's): `fresh` has a README with a
+    ```kernelscope block and no memory/ yet (a workspace), `plain` only kernel.py (not one);
+    each has a `sub/` folder to look from."""
+    fresh, plain = tmp_path / "fresh", tmp_path / "plain"
+    for folder in (fresh, plain):
+        (folder / "sub").mkdir(parents=True)
+        (folder / "kernel.py").write_text("")
+    (fresh / "README.md").write_text("# op\n\n```kernelscope\nmetric: latency\n```\n")
+    return fresh, plain
+
+
 def editor_history_session(tmp_path: Path, **extra_env: str) -> tuple[Path, Path, dict[str, str]]:
     """editor_session's workspace with the git history an atrex-style agent leaves: one
     `V<N>: <action>` commit per passing version (kernel.py and its record), the failed v3

@@ -16,7 +16,13 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import REPO_ROOT, editor_history_session, editor_session, vector_add_history_kernels
+from tests.conftest import (
+    REPO_ROOT,
+    editor_history_session,
+    editor_session,
+    root_rule_folders,
+    vector_add_history_kernels,
+)
 
 pytestmark = pytest.mark.slow
 EMACS = shutil.which("emacs")
@@ -130,11 +136,7 @@ def test_finds_a_workspace_the_server_would_serve(tmp_path: Path) -> None:
     """The server's rule, not kernel.py + memory/ alone: a README with a ```kernelscope block
     and no memory/ yet is a workspace; a folder with only kernel.py is not."""
     assert EMACS is not None
-    fresh, plain = tmp_path / "fresh", tmp_path / "plain"
-    for folder in (fresh, plain):
-        (folder / "sub").mkdir(parents=True)
-        (folder / "kernel.py").write_text("")
-    (fresh / "README.md").write_text("# op\n\n```kernelscope\nmetric: latency\n```\n")
+    fresh, plain = root_rule_folders(tmp_path)
     form = (
         f'(princ (json-encode (list (kernelscope-root "{fresh}/sub/x.py") '
         f'(kernelscope-root "{plain}/kernel.py"))))'

@@ -21,7 +21,13 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import REPO_ROOT, editor_history_session, editor_session, vector_add_history_kernels
+from tests.conftest import (
+    REPO_ROOT,
+    editor_history_session,
+    editor_session,
+    root_rule_folders,
+    vector_add_history_kernels,
+)
 
 pytestmark = pytest.mark.slow
 IN_CI = bool(os.environ.get("CI"))
@@ -225,11 +231,7 @@ def test_neovim_finds_a_workspace_the_server_would_serve(tmp_path: Path, neovim:
     """The server's rule, not kernel.py + memory/ alone: a README with a ```kernelscope block
     and no memory/ yet is a workspace; a folder with only kernel.py is not."""
     nvim = _nvim(neovim)
-    fresh, plain = tmp_path / "fresh", tmp_path / "plain"
-    for folder in (fresh, plain):
-        (folder / "sub").mkdir(parents=True)
-        (folder / "kernel.py").write_text("")
-    (fresh / "README.md").write_text("# op\n\n```kernelscope\nmetric: latency\n```\n")
+    fresh, plain = root_rule_folders(tmp_path)
     plugin = REPO_ROOT / "editor-clients" / "neovim"
     lua = (
         f"vim.opt.runtimepath:append('{plugin}'); local ks = require('kernelscope'); "
