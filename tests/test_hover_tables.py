@@ -86,3 +86,22 @@ def test_tables_built_across_a_refresh_are_dropped_with_it(
     monkeypatch.setattr(hover, "histories", refreshed_meanwhile)
     assert hover.cached_history(state, "add_kernel", ["add_kernel"]).kernel == "add_kernel"
     assert "histories" not in state.cache
+
+
+def test_kernels_without_experiments_share_one_reading_of_memory(
+    state: WorkspaceState, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Every kernel without experiments shows the memory records: scored once, not per kernel."""
+    calls = []
+    scores = hover.memory_scores
+
+    def counted(*args: object) -> object:
+        calls.append(args)
+        return scores(*args)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(hover, "memory_scores", counted)
+    tables = hover.histories(state, ["absent", "also_absent", "add_kernel"])
+    assert len(calls) == 1
+    assert tables["absent"].entries == tables["also_absent"].entries
+    assert tables["absent"].entries and tables["absent"].entries == hover.history(state, "absent").entries
+    assert [e.version for e in tables["add_kernel"].entries] == ["v0", "v1"]

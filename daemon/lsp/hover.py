@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from kernelscope.daemon.engine.lens_text import memory_scores
@@ -28,6 +28,10 @@ class _Sources:
     experiments: list[KernelExperiment]
     target: str
     notes: list[str]
+    # the entries from memory records, for kernels without experiments: made once and shared
+    # by the copies `histories` makes per kernel (a workspace kernelscope has never seen has
+    # none for any of its kernels)
+    from_memory: list[list[HistoryEntry]] = field(default_factory=list)
 
 
 def _sources(state: WorkspaceState, kernel: str | None) -> _Sources:
@@ -68,51 +72,60 @@ def histories(state: WorkspaceState, kernels: list[str]) -> dict[str, HistoryRes
     }
 
 
-def _history(state: WorkspaceState, kernel: str | None, sources: _Sources) -> HistoryResult:
+def _masked(records: dict[str, MemoryEntry], version: str | None) -> bool:
+    entry = records.get(version) if version else None
+    return bool(entry and entry.record is not None and entry.record.is_masked)
+
+
+def _memory_entries(state: WorkspaceState, sources: _Sources) -> list[HistoryEntry]:
+    """A workspace kernelscope has never seen: its memory records as the history."""
+    if sources.from_memory:
+        return sources.from_memory[0]
     ws = state.workspace
-    entries: list[HistoryEntry] = []
     records = sources.records
-    experiments = sources.experiments
-
-    def masked(version: str | None) -> bool:
-        entry = records.get(version) if version else None
-        return bool(entry and entry.record is not None and entry.record.is_masked)
-
-    for exp in experiments:
+    entries: list[HistoryEntry] = []
+    readme = ws.readme() if ws.readme_path.is_file() else None
+    for version_score in memory_scores(list(records.values()), readme):
+        record = records[version_score.version].record
+        action = ""
+        if record is not None and isinstance(record.optimization, dict):
+            action = str(record.optimization.get("action_description") or "")
+        elif record is not None and record.optimization is not None:
+            action = str(getattr(record.optimization, "action_description", "") or "")
         entries.append(
             HistoryEntry(
-                version=exp.memory_version,
-                score=exp.score,
-                status=exp.status,
-                summary=exp.change_summary,
-                experiment_id=exp.id,
-                masked=masked(exp.memory_version),
-                failed=exp.is_buggy or exp.status in FAILED_STATUSES,
+                version=version_score.version,
+                score=version_score.score,
+                status=version_score.label.upper()
+                if version_score.label
+                else "PASS"
+                if version_score.passed
+                else "FAIL",
+                summary=action,
+                masked=_masked(records, version_score.version),
+                failed=not version_score.passed and not version_score.label,
             )
         )
-    if not entries:  # a workspace kernelscope has never seen: its memory records
-        readme = ws.readme() if ws.readme_path.is_file() else None
-        for version_score in memory_scores(list(records.values()), readme):
-            record = records[version_score.version].record
-            action = ""
-            if record is not None and isinstance(record.optimization, dict):
-                action = str(record.optimization.get("action_description") or "")
-            elif record is not None and record.optimization is not None:
-                action = str(getattr(record.optimization, "action_description", "") or "")
-            entries.append(
-                HistoryEntry(
-                    version=version_score.version,
-                    score=version_score.score,
-                    status=version_score.label.upper()
-                    if version_score.label
-                    else "PASS"
-                    if version_score.passed
-                    else "FAIL",
-                    summary=action,
-                    masked=masked(version_score.version),
-                    failed=not version_score.passed and not version_score.label,
-                )
-            )
+    sources.from_memory.append(entries)
+    return entries
+
+
+def _history(state: WorkspaceState, kernel: str | None, sources: _Sources) -> HistoryResult:
+    ws = state.workspace
+    entries = [
+        HistoryEntry(
+            version=exp.memory_version,
+            score=exp.score,
+            status=exp.status,
+            summary=exp.change_summary,
+            experiment_id=exp.id,
+            masked=_masked(sources.records, exp.memory_version),
+            failed=exp.is_buggy or exp.status in FAILED_STATUSES,
+        )
+        for exp in sources.experiments
+    ]
+    if not entries:
+        entries = _memory_entries(state, sources)
     title = f"**{kernel}**" if kernel else f"**{ws.root.name}**"
     lines = [
         f"{title}: {len(entries)} experiments",
