@@ -32,6 +32,8 @@ const hints = scenario === "hints";
 const state = mkdtempSync(join(tmpdir(), "ks-code-server-"));
 const extensions = join(state, "extensions");
 const userData = join(state, "user-data");
+// code-server's config file lives with the rest of this run's state, never in the user's home
+const config = join(state, "config.yaml");
 mkdirSync(join(userData, "User"), { recursive: true });
 // No setting that a newer code-server migrates (4.139 rewrites "extensions.autoUpdate": false as
 // "off"). Runs with that rewrite, on a loaded machine, sometimes left the extension host with
@@ -49,7 +51,7 @@ writeFileSync(join(userData, "User", "settings.json"), JSON.stringify({
   "extensions.autoCheckUpdates": false,
   "editor.codeLens": true,
 }));
-execFileSync(codeServer, ["--extensions-dir", extensions, "--user-data-dir", userData, "--install-extension", vsix],
+execFileSync(codeServer, ["--config", config, "--extensions-dir", extensions, "--user-data-dir", userData, "--install-extension", vsix],
   { stdio: "inherit" });
 
 const port = await new Promise((resolve) => {
@@ -59,7 +61,7 @@ const port = await new Promise((resolve) => {
   });
 });
 const server = spawn(codeServer, ["--bind-addr", `127.0.0.1:${port}`, "--auth", "none", "--disable-telemetry",
-  "--disable-update-check", "--extensions-dir", extensions, "--user-data-dir", userData, workspace],
+  "--disable-update-check", "--config", config, "--extensions-dir", extensions, "--user-data-dir", userData, workspace],
   { stdio: ["ignore", "inherit", "inherit"] });
 
 let browser;
