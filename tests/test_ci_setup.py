@@ -97,7 +97,9 @@ def test_the_test_command_runs_with_an_empty_home_of_its_own(tmp_path: Path) -> 
     )
     probe.chmod(0o755)
     run = subprocess.run(
-        ["bash", str(REPO_ROOT / "scripts" / "with-fresh-home.sh"), str(probe)], capture_output=True, text=True
+        ["bash", str(REPO_ROOT / "scripts" / "with-fresh-home.sh"), str(probe)],
+        capture_output=True,
+        text=True,
     )
     assert run.returncode == 0, run.stderr
     values = dict(line.split("=", 1) for line in seen.read_text().splitlines())
