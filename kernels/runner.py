@@ -23,10 +23,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from kernelscope.kernels.stats import Verdict
     from kernelscope.protocol.bench import BenchMode, BenchStatus, ErrorKind
-
-GROUP_PREFIX = "configuration group "
+    from kernelscope.protocol.stats import Verdict
 
 
 def _parse_args(argv: list[str] | None) -> argparse.Namespace:
@@ -70,6 +68,12 @@ def _parse_args(argv: list[str] | None) -> argparse.Namespace:
     )
     parser.add_argument(
         "--precision", choices=["fp32", "fp16", "bf16"], default=None, help="KernelBench's precision"
+    )
+    parser.add_argument(
+        "--adapter",
+        default=None,
+        metavar="MODULE:CLASS",
+        help="the adapter that reads the problem (default: the one protocol.kinds names for the workspace)",
     )
     parser.add_argument(
         "--memory-cap-mb",
@@ -399,9 +403,9 @@ class _Runner:
         """The config's result and, when it passed the gate and its timed calls, its timing
         samples ((baseline, candidate), (first A, last A))."""
         from kernelscope.kernels.gate import GateFailure
-        from kernelscope.kernels.stats import bootstrap_ratio_ci
         from kernelscope.kernels.timing import TimedCheckFailure
         from kernelscope.protocol.bench import BenchError, ConfigResult
+        from kernelscope.protocol.stats import bootstrap_ratio_ci
 
         name = str(config["name"])
         params = {k: v for k, v in config.items() if isinstance(v, (str, int, float, bool)) and k != "name"}
@@ -446,7 +450,7 @@ class _Runner:
 
 
 def run(args: argparse.Namespace) -> Any:
-    from kernelscope.protocol.bench import BenchError, BenchResult
+    from kernelscope.protocol.bench import GROUP_PREFIX, BenchError, BenchResult
 
     started = time.perf_counter()
     workspace = args.workspace.resolve()
@@ -486,8 +490,10 @@ def run(args: argparse.Namespace) -> Any:
         )
 
     from kernelscope.kernels import interpreter_limits
-    from kernelscope.kernels.problem import KernelBenchProblem, ProblemError, load_problem
-    from kernelscope.kernels.sizing import SizeError, check_memory, parse_problem_sizes
+    from kernelscope.kernels.adapters import ProblemError, load_problem
+    from kernelscope.kernels.adapters.kernelbench import KernelBenchProblem
+    from kernelscope.kernels.sizing import check_memory
+    from kernelscope.protocol.sizes import SizeError, parse_problem_sizes
 
     try:
         sizes = parse_problem_sizes(args.problem_size)
@@ -500,7 +506,8 @@ def run(args: argparse.Namespace) -> Any:
             return failure("unsupported", "; ".join(problems), status="unsupported")
     # Watches set up before kernel.py is imported: patches, threads and streams it makes at
     # import time are seen too (kernels/integrity.py).
-    from kernelscope.kernels import gate, integrity, stats, timing
+    from kernelscope.kernels import gate, integrity, timing
+    from kernelscope.protocol import stats
 
     guard = integrity.Guard([gate, stats, timing, integrity, sys.modules[__name__]])
     try:
@@ -512,6 +519,7 @@ def run(args: argparse.Namespace) -> Any:
             workspace=workspace,
             sizes=sizes,
             precision=args.precision,
+            adapter=args.adapter,
         )
     except ProblemError as exc:
         return failure("setup", str(exc))
@@ -565,7 +573,7 @@ def run(args: argparse.Namespace) -> Any:
     common_warning: str | None = None
     if args.parent is not None:
         try:
-            from kernelscope.kernels.problem import load_module
+            from kernelscope.kernels.adapters.base import load_module
 
             parent_fn = getattr(load_module(args.parent.resolve(), "parent"), args.entry)
         except BaseException as exc:  # a parent that no longer imports is reported, not fatal
@@ -591,7 +599,7 @@ def run(args: argparse.Namespace) -> Any:
         result.parent = str(args.parent.resolve())
         ratios = [c.speedup_vs_parent for c in result.configs if c.speedup_vs_parent]
         if result.passed and ratios and len(ratios) == len(result.configs):
-            from kernelscope.kernels.stats import geomean
+            from kernelscope.protocol.stats import geomean
 
             result.score_vs_parent = geomean(ratios)
     if common_warning:
@@ -613,14 +621,14 @@ def _summarise(
     started: float,
     args: argparse.Namespace,
 ) -> Any:
-    from kernelscope.kernels.stats import (
+    from kernelscope.protocol.bench import BenchResult
+    from kernelscope.protocol.stats import (
         NOISY_THRESHOLD,
         bootstrap_geomean_ci,
         noisy_message,
         score_summary,
         verdict_of,
     )
-    from kernelscope.protocol.bench import BenchResult
 
     results = [result for result, _ in outcomes]
     passed = all(r.passed for r in results)

@@ -14,44 +14,18 @@ Runs in the runner's child process only (it imports torch).
 from __future__ import annotations
 
 import ast
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+from kernelscope.protocol.sizes import SizeError
 
 # The comparison (`gate._compare`) works on slices of 4M elements: a few float32/float64
 # temporaries of one slice each, at most this much beside the tensors it compares.
 COMPARISON_SLICE_BYTES = 6 * 8 * (1 << 22)
 
 _HOOK = "__kernelscope_problem_size__"
-
-
-class SizeError(Exception):
-    """A `--problem-size` that the reference module cannot take (a usage error)."""
-
-
-def parse_problem_sizes(items: Iterable[str]) -> dict[str, int]:
-    """`["batch_size=16", "dim=1024"]` -> `{"batch_size": 16, "dim": 1024}`.
-
-    Values are integers (underscores allowed: `dim=393_216`): the constants KernelBench
-    problems size their inputs with are all integers, and a float or an expression would
-    silently change what the problem computes."""
-    sizes: dict[str, int] = {}
-    for item in items:
-        name, sep, value = item.partition("=")
-        name, value = name.strip(), value.strip()
-        if not sep or not name.isidentifier():
-            raise SizeError(f"--problem-size {item!r}: expected NAME=VALUE, e.g. batch_size=16")
-        try:
-            number = int(value, 10)
-        except ValueError:
-            raise SizeError(
-                f"--problem-size {item!r}: {value!r} is not an integer (sizes are integer constants)"
-            ) from None
-        if number < 0:
-            raise SizeError(f"--problem-size {item!r}: a size cannot be negative")
-        sizes[name] = number
-    return sizes
 
 
 def integer_constants(module: Any) -> dict[str, int]:

@@ -12,6 +12,9 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 BENCH_SCHEMA_VERSION = 1
+# How the runner names a group of configurations in its messages (the daemon merges the
+# results of groups run apart, and recognises these messages to drop them).
+GROUP_PREFIX = "configuration group "
 
 BenchMode = Literal["gpu", "interpreter"]
 BenchStatus = Literal["ok", "gate_failed", "error", "unsupported"]

@@ -179,7 +179,9 @@ class VersionSummary(_Data):
     open_directions: int | None = None
 
 
-WorkspaceKind = Literal["atrex-v0.1", "sol-execbench", "atrex-bench", "kernelbench", "native"]
+# A kind's name (protocol/kinds.py holds the kinds and the rule that picks one): the built-in
+# ones are "sol-execbench", "atrex-bench", "kernelbench", "native" and "atrex-v0.1".
+WorkspaceKind = str
 
 
 class TargetSource(_Data):

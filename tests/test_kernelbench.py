@@ -119,8 +119,8 @@ def test_fixtures_are_upstream_files() -> None:
 
 
 def test_problem_size_parsing_and_overrides(tmp_path: Path) -> None:
-    from kernelscope.kernels.problem import ProblemError, load_module
-    from kernelscope.kernels.sizing import SizeError, parse_problem_sizes
+    from kernelscope.kernels.adapters.base import ProblemError, load_module
+    from kernelscope.protocol.sizes import SizeError, parse_problem_sizes
 
     assert parse_problem_sizes(["batch_size=16", "dim=1_024"]) == {"batch_size": 16, "dim": 1024}
     for bad in ("dim=1.5", "dim", "=3", "dim=-1", "2d=3", "dim=0x10"):
@@ -148,7 +148,8 @@ def test_precision_casts_inputs_and_models_as_kernelbench(tmp_path: Path) -> Non
     `.to(dtype=precision)`); integer inputs keep their dtype; tolerance 1e-2 as KernelBench."""
     import torch
 
-    from kernelscope.kernels.problem import KernelBenchProblem, load_module
+    from kernelscope.kernels.adapters.base import load_module
+    from kernelscope.kernels.adapters.kernelbench import KernelBenchProblem
 
     reference = tmp_path / "linear.py"
     reference.write_text(
@@ -182,7 +183,8 @@ def test_precision_casts_inputs_and_models_as_kernelbench(tmp_path: Path) -> Non
 def test_footprint_of_the_full_size_problem() -> None:
     """GELU at KernelBench's size: 6.44 GB per tensor, measured on the meta device without
     allocating it, and the harness's multiple of it."""
-    from kernelscope.kernels.problem import KernelBenchProblem, load_module
+    from kernelscope.kernels.adapters.base import load_module
+    from kernelscope.kernels.adapters.kernelbench import KernelBenchProblem
     from kernelscope.kernels.sizing import harness_footprint, resident_bytes
 
     before = resident_bytes()
@@ -364,7 +366,8 @@ def test_out_of_memory_is_its_own_exit_status(tmp_path: Path) -> None:
 def test_footprint_model_matches_a_measured_peak(tmp_path: Path) -> None:
     """The runner's peak resident memory on a 25 MB-per-tensor ReLU, less the runtime's own
     (measured on a tiny run), is within 25% of `harness_footprint`'s total."""
-    from kernelscope.kernels.problem import KernelBenchProblem, load_module
+    from kernelscope.kernels.adapters.base import load_module
+    from kernelscope.kernels.adapters.kernelbench import KernelBenchProblem
     from kernelscope.kernels.sizing import harness_footprint
 
     ws = workspace(tmp_path / "relu", RELU, RELU_KERNEL)

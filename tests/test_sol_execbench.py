@@ -20,8 +20,8 @@ from typing import Any
 import pytest
 import torch
 
-from kernelscope.kernels.problem import ProblemError, load_problem
-from kernelscope.kernels.sol_execbench import (
+from kernelscope.kernels.adapters import ProblemError, load_problem
+from kernelscope.kernels.adapters.sol_execbench import (
     INTERPRETER_ELEMENT_CAP,
     SolExecBenchProblem,
     evaluate_axis_expression,

@@ -22,8 +22,8 @@ import typer
 from kernelscope.daemon.cli import output
 from kernelscope.daemon.engine.bench import PRECISIONS, BenchRequest, run_benchmark
 from kernelscope.daemon.engine.errors import KernelscopeError
-from kernelscope.kernels.sizing import SizeError, parse_problem_sizes
 from kernelscope.protocol.bench import BENCH_SCHEMA_VERSION, BenchError, BenchResult
+from kernelscope.protocol.sizes import SizeError, parse_problem_sizes
 
 EXIT_PASS, EXIT_SETUP, EXIT_GATE_FAILED, EXIT_RESOURCE = 0, 2, 3, 4
 _SETUP_KINDS = {"setup", "unsupported"}

@@ -43,6 +43,7 @@ from kernelscope.daemon.engine.gate_output import (
 from kernelscope.daemon.engine.readme_parser import parse_readme_file
 from kernelscope.daemon.engine.scratch import Scratch, scratch_copy
 from kernelscope.daemon.engine.warm_worker import WarmWorkers, WorkerLost
+from kernelscope.protocol import kinds
 from kernelscope.protocol.bench import BenchError, BenchResult
 from kernelscope.protocol.workspace import ReadmeInfo
 
@@ -638,6 +639,8 @@ def _run_harness(
             "--output",
             str(output),
         ]
+        # the adapter the one kinds rule names (a kind registered in this process included)
+        argv += ["--adapter", kinds.adapter_for(kinds.Folder(resolved.workspace, resolved.reference))]
         if resolved.parent is not None:
             argv += ["--parent", str(scratch.map(resolved.parent))]
         if readme and readme.correctness_threshold:

@@ -14,8 +14,8 @@ from __future__ import annotations
 from dataclasses import replace
 
 from kernelscope.daemon.engine.bench import BenchRequest
-from kernelscope.kernels.runner import GROUP_PREFIX
-from kernelscope.kernels.stats import (
+from kernelscope.protocol.bench import GROUP_PREFIX, BenchResult, ConfigResult
+from kernelscope.protocol.stats import (
     NOISY_PREFIX,
     Verdict,
     geomean,
@@ -23,7 +23,6 @@ from kernelscope.kernels.stats import (
     score_summary,
     verdict_of,
 )
-from kernelscope.protocol.bench import BenchResult, ConfigResult
 
 
 def split_request(request: BenchRequest, groups: int) -> list[BenchRequest]:

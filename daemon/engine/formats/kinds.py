@@ -1,16 +1,5 @@
-"""Which kind of workspace a folder is, decided from the files present, and what it states
-as targets, wherever it states them.
-
-Kinds (see the README's "Workspace kinds"):
-- `sol-execbench`: `definition.json` + `workload.jsonl` (+ `reference.py` with `run()`), as
-  atrex's `reference/sol_seed.py` lays out a SOL-ExecBench op; goal: minimize the geomean
-  latency over the workloads.
-- `atrex-bench`: Atrex-Bench problems (`shapes.json` + `input.py`, or `agent_problem.json`),
-  measured by the workspace's own `test_kernel.py`.
-- `kernelbench`: the reference defines `class Model` and `get_inputs()` (KernelBench files).
-- `native`: the reference follows kernelscope's contract (`CONFIGS`, `make_inputs`, `reference`).
-- `atrex-v0.1`: the seed's layout (README with stop conditions, kernel.py, memory/), measured by
-  its own gate command.
+"""A folder's profile: its kind (by the one rule in protocol/kinds.py, told what the README
+says) and what it states as targets, wherever it states them.
 
 The restart check compares a digest over every target that exists (README target, goal,
 config and stop-condition text, and the ground-truth files), never a digest of nothing.
@@ -18,43 +7,17 @@ config and stop-condition text, and the ground-truth files), never a digest of n
 
 from __future__ import annotations
 
-import ast
 import hashlib
 import json
 from pathlib import Path
 
 from kernelscope.daemon.engine.formats import atrex
-from kernelscope.protocol.workspace import ReadmeInfo, TargetSource, WorkspaceKind, WorkspaceProfile
+from kernelscope.protocol import kinds
+from kernelscope.protocol.workspace import ReadmeInfo, TargetSource, WorkspaceProfile
 
 # Files whose content is a target: an agent must not edit them (hashed into the digest).
 GROUND_TRUTH_FILES = ("definition.json", "workload.jsonl", "config.json", "shapes.json", "agent_problem.json")
 NO_TARGETS = "no targets stated"
-
-_HARNESS: dict[str, str] = {
-    "sol-execbench": "SOL-ExecBench adapter: one configuration per workload.jsonl line, destination-passing "
-    "run(*inputs, *outputs), the workloads' own tolerances",
-    "atrex-bench": "the workspace's own evaluator as the gate (--gate-command 'python test_kernel.py')",
-    "kernelbench": "KernelBench contract: Model/get_inputs/get_init_inputs vs ModelNew",
-    "native": "kernelscope's contract: reference.py with CONFIGS, make_inputs, reference",
-    "atrex-v0.1": "the workspace's own gate command (test_kernel.py); timing needs a reference.py",
-}
-
-
-def _top_level_names(path: Path) -> set[str]:
-    """Names a Python file defines at top level, by AST (never imported)."""
-    try:
-        tree = ast.parse(path.read_text(encoding="utf-8", errors="replace"))
-    except (OSError, SyntaxError, ValueError):
-        return set()
-    names: set[str] = set()
-    for node in tree.body:
-        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-            names.add(node.name)
-        elif isinstance(node, ast.Assign):
-            names.update(t.id for t in node.targets if isinstance(t, ast.Name))
-        elif isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name):
-            names.add(node.target.id)
-    return names
 
 
 def reference_path(root: Path, readme: ReadmeInfo | None) -> Path:
@@ -64,21 +27,19 @@ def reference_path(root: Path, readme: ReadmeInfo | None) -> Path:
     return root / (name or "reference.py")
 
 
-def detect_kind(root: Path, readme: ReadmeInfo | None) -> WorkspaceKind:
-    if (root / "definition.json").is_file() and (root / "workload.jsonl").is_file():
-        return "sol-execbench"
-    if (root / "agent_problem.json").is_file() or (
-        (root / "shapes.json").is_file() and (root / "input.py").is_file()
-    ):
-        return "atrex-bench"
-    names = _top_level_names(reference_path(root, readme))
-    if {"Model", "get_inputs"} <= names:
-        return "kernelbench"
-    if {"CONFIGS", "make_inputs", "reference"} <= names or (readme is not None and readme.machine_block):
-        return "native"
-    if (root / "memory").is_dir() or (readme is not None and readme.stop_conditions):
-        return "atrex-v0.1"
-    return "native"
+def detect_kind(root: Path, readme: ReadmeInfo | None) -> str:
+    """The folder's kind by the one rule (protocol/kinds.py), told what the README says."""
+    return kinds.detect(folder_of(root, readme)).name
+
+
+def folder_of(root: Path, readme: ReadmeInfo | None) -> kinds.Folder:
+    """What the kinds rule looks at, with the README's facts filled in."""
+    return kinds.Folder(
+        root,
+        reference_path(root, readme),
+        machine_block=bool(readme and readme.machine_block),
+        stop_conditions=bool(readme and readme.stop_conditions),
+    )
 
 
 def _workload_count(root: Path) -> int | None:
@@ -124,7 +85,8 @@ def targets_digest(root: Path, readme: ReadmeInfo | None) -> tuple[str, list[str
 
 
 def profile(root: Path, readme: ReadmeInfo | None) -> WorkspaceProfile:
-    kind = detect_kind(root, readme)
+    spec = kinds.detect(folder_of(root, readme))
+    kind = spec.name
     digest, sources = targets_digest(root, readme)
     conditions: list[TargetSource] = []
     if readme is not None:
@@ -140,12 +102,12 @@ def profile(root: Path, readme: ReadmeInfo | None) -> WorkspaceProfile:
         conditions += [TargetSource(text=text, source="README.md") for text in readme.stated_stop_conditions]
     conditions += _config_stop_conditions(root)
     goal = readme.goal if readme else None
-    if goal is None and kind == "sol-execbench":
-        goal = "minimize the geomean latency over the workloads"
+    if goal is None:
+        goal = spec.goal
     workloads = _workload_count(root) if kind == "sol-execbench" else None
     return WorkspaceProfile(
         kind=kind,
-        harness=_HARNESS[kind],
+        harness=spec.harness,
         target_platform=readme.target.platform if readme else None,
         framework=readme.target.framework if readme else None,
         goal=goal,

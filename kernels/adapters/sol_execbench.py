@@ -50,7 +50,7 @@ from typing import Any
 
 import torch
 
-from kernelscope.kernels.problem import Problem, ProblemError, load_module
+from kernelscope.kernels.adapters.base import Problem, ProblemError, ProblemSource, load_module
 
 DEFINITION = "definition.json"
 WORKLOADS = "workload.jsonl"
@@ -97,11 +97,6 @@ class UnsupportedWorkload(ProblemError):
     as `unsupported` (not as a kernel failure), so the other workloads still run."""
 
     bench_kind = "unsupported"
-
-
-def is_sol_workspace(workspace: Path) -> bool:
-    """The SOL-ExecBench layout is recognised by its two ground-truth files."""
-    return (workspace / DEFINITION).is_file() and (workspace / WORKLOADS).is_file()
 
 
 # -- files --------------------------------------------------------------------------------------
@@ -533,19 +528,12 @@ class SolExecBenchProblem(Problem):
             self.definition.shape(spec, axes)
 
     @classmethod
-    def load(
-        cls,
-        workspace: Path,
-        reference_path: Path,
-        candidate_path: Path,
-        baseline_path: Path | None,
-        entry: str,
-    ) -> SolExecBenchProblem:
-        solution_spec(workspace, entry)  # a compiled solution is named before any import fails
-        reference = load_module(reference_path, "reference")
-        candidate = load_module(candidate_path, "candidate")
-        baseline = load_module(baseline_path, "baseline") if baseline_path else None
-        return cls(workspace, reference, candidate, baseline, entry)
+    def load(cls, source: ProblemSource) -> SolExecBenchProblem:
+        solution_spec(source.workspace, source.entry)  # a compiled solution is named before any import fails
+        reference = load_module(source.reference, "reference")
+        candidate = load_module(source.candidate, "candidate")
+        baseline = load_module(source.baseline, "baseline") if source.baseline else None
+        return cls(source.workspace, reference, candidate, baseline, source.entry)
 
     @property
     def entry_label(self) -> str:

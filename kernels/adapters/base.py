@@ -1,0 +1,105 @@
+"""What every adapter gives the runner: configurations, inputs, the reference, the candidate
+and the baseline of a workspace's problem, whatever contract its files follow. Runs in the
+runner's child process only."""
+
+from __future__ import annotations
+
+import abc
+import importlib.util
+import sys
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+
+class ProblemError(Exception):
+    """The workspace does not follow the contract (a setup error)."""
+
+
+def load_module(path: Path, purpose: str, sizes: dict[str, int] | None = None) -> Any:
+    """Import a file as a fresh module (a unique name, so candidate and baseline never mix).
+
+    `sizes` replaces module-level integer constants where the module assigns them
+    (`--problem-size`, see `sizing.exec_with_sizes`)."""
+    if not path.is_file():
+        raise ProblemError(f"{purpose} {path} does not exist")
+    name = f"_kernelscope_{purpose}_{uuid.uuid4().hex[:8]}"
+    spec = importlib.util.spec_from_file_location(name, path)
+    if spec is None or spec.loader is None:
+        raise ProblemError(f"cannot load {purpose} {path}")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    sys.path.insert(0, str(path.parent))
+    try:
+        if sizes:
+            from kernelscope.kernels.sizing import SizeError, exec_with_sizes
+
+            try:
+                exec_with_sizes(module, path, sizes)
+            except SizeError as exc:
+                raise ProblemError(str(exc)) from None
+        else:
+            spec.loader.exec_module(module)
+    finally:
+        sys.path.remove(str(path.parent))
+    return module
+
+
+class Problem(abc.ABC):
+    """What the runner needs, whatever the contract."""
+
+    kind = "native"
+
+    @abc.abstractmethod
+    def configs(self, interpreter: bool) -> list[dict[str, Any]]:
+        """See the module docstring."""
+
+    @abc.abstractmethod
+    def make_inputs(self, config: dict[str, Any], seed: int, device: str) -> tuple[Any, ...]:
+        """See the module docstring."""
+
+    @abc.abstractmethod
+    def reference(self, config: dict[str, Any], inputs: tuple[Any, ...]) -> Any:
+        """See the module docstring."""
+
+    @abc.abstractmethod
+    def candidate(self, config: dict[str, Any]) -> Callable[..., Any]:
+        """See the module docstring."""
+
+    @abc.abstractmethod
+    def baseline(self, config: dict[str, Any]) -> Callable[..., Any]:
+        """See the module docstring."""
+
+    def flops(self, config: dict[str, Any]) -> float | None:
+        return None
+
+    def bytes_moved(self, config: dict[str, Any]) -> float | None:
+        return None
+
+    def tolerance(self, config: dict[str, Any]) -> dict[str, float] | None:
+        return None
+
+    def default_tolerance(self, config: dict[str, Any]) -> dict[str, float] | None:
+        """The contract's own default, used when neither the reference module nor the README
+        sets one (None: the gate's per-dtype defaults)."""
+        return None
+
+    @classmethod
+    @abc.abstractmethod
+    def load(cls, source: ProblemSource) -> Problem:
+        """Import the source's modules and read the problem (ProblemError: not this contract)."""
+
+
+@dataclass(frozen=True)
+class ProblemSource:
+    """Where a problem's files are and the runner's options that shape it."""
+
+    workspace: Path
+    reference: Path
+    candidate: Path
+    baseline: Path | None
+    entry: str
+    sizes: dict[str, int] = field(default_factory=dict)  # --problem-size
+    precision: str | None = None  # --precision (KernelBench's option)

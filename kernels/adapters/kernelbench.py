@@ -1,0 +1,162 @@
+"""The KernelBench contract: the reference file defines `Model`, `get_inputs()` and
+`get_init_inputs()`; the candidate defines `ModelNew` with the same constructor."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+import torch
+
+from kernelscope.kernels.adapters.base import Problem, ProblemError, ProblemSource, load_module
+
+if TYPE_CHECKING:
+    from kernelscope.kernels.sizing import ProblemSizes
+
+
+# KernelBench's precisions and its correctness tolerance per precision, used as both atol and
+# rtol (kernelbench/eval.py: get_torch_dtype_from_string, get_tolerance_for_precision).
+KERNELBENCH_PRECISIONS: dict[str, torch.dtype] = {
+    "fp32": torch.float32,
+    "fp16": torch.float16,
+    "bf16": torch.bfloat16,
+}
+KERNELBENCH_TOLERANCE: dict[str, float] = {"fp32": 1e-4, "fp16": 1e-2, "bf16": 1e-2}
+
+
+class KernelBenchProblem(Problem):
+    """A KernelBench-style problem: `Model`/`get_inputs`/`get_init_inputs` vs `ModelNew`.
+
+    Read as KernelBench's `eval_kernel_against_ref` reads it: the same seed before
+    `get_init_inputs()` and each model's construction (same weights), models moved with
+    `.to(device, dtype=precision)`, inputs cast to the precision and moved. One difference:
+    KernelBench casts every tensor input, integer and bool ones included; here those keep their
+    dtype, because class indices (CrossEntropyLoss's targets) or masks (masked_cumsum) cast to
+    a float type no longer mean what the problem says.
+
+    Tolerance: the module's own (`TOLERANCE = {"atol": ..., "rtol": ...}` or
+    `{"rel_err": ...}`, optionally keyed by precision, or module-level `atol` / `rtol`
+    numbers; upstream problem files declare none), else the README's threshold, else
+    KernelBench's per-precision value as both atol and rtol.
+    """
+
+    kind = "kernelbench"
+
+    @classmethod
+    def load(cls, source: ProblemSource) -> KernelBenchProblem:
+        reference = load_module(source.reference, "reference", source.sizes)
+        candidate = load_module(source.candidate, "candidate")
+        baseline = load_module(source.baseline, "baseline") if source.baseline else None
+        return cls(reference, candidate, baseline, source.precision or "fp32", source.sizes)
+
+    def __init__(
+        self,
+        reference_module: Any,
+        candidate_module: Any,
+        baseline_module: Any | None,
+        precision: str = "fp32",
+        sizes: dict[str, int] | None = None,
+    ) -> None:
+        if not hasattr(candidate_module, "ModelNew"):
+            raise ProblemError("the candidate does not define ModelNew (KernelBench contract)")
+        if precision not in KERNELBENCH_PRECISIONS:
+            raise ProblemError(
+                f"precision {precision!r} is not one of KernelBench's: {', '.join(KERNELBENCH_PRECISIONS)}"
+            )
+        self.ref = reference_module
+        self.candidate_cls = candidate_module.ModelNew
+        self.baseline_cls = getattr(baseline_module, "ModelNew", None) if baseline_module else None
+        self.precision = precision
+        self.dtype = KERNELBENCH_PRECISIONS[precision]
+        self.sizes = dict(sizes or {})
+        self.declared_tolerance = self._declared_tolerance()
+        self._built: dict[str, Any] = {}
+        self.device = "cpu"
+
+    @property
+    def model_count(self) -> int:
+        """Models `prepare` builds: reference, candidate and, when it is a kernel, the baseline."""
+        return 3 if self.baseline_cls is not None else 2
+
+    def _declared_tolerance(self) -> dict[str, float] | None:
+        declared = getattr(self.ref, "TOLERANCE", None)
+        if isinstance(declared, dict) and declared and set(declared) <= set(KERNELBENCH_PRECISIONS):
+            declared = declared.get(self.precision)  # keyed by precision
+        if isinstance(declared, dict) and declared:
+            if not ({"rel_err"} <= set(declared) or {"atol", "rtol"} <= set(declared)):
+                raise ProblemError(
+                    'the reference module\'s TOLERANCE must hold "rel_err" or "atol" and "rtol", '
+                    f"not {sorted(declared)}"
+                )
+            return {key: float(value) for key, value in declared.items()}
+        atol, rtol = getattr(self.ref, "atol", None), getattr(self.ref, "rtol", None)
+        if atol is None and rtol is None:
+            return None
+        for name, value in (("atol", atol), ("rtol", rtol)):
+            if value is not None and (isinstance(value, bool) or not isinstance(value, (int, float))):
+                raise ProblemError(f"the reference module's {name} must be a number, not {value!r}")
+        default = KERNELBENCH_TOLERANCE[self.precision]
+        return {
+            "atol": float(atol if atol is not None else default),
+            "rtol": float(rtol if rtol is not None else default),
+        }
+
+    def _cast(self, value: Any) -> Any:
+        """KernelBench's `_process_input_tensor`, floating-point tensors only (see the class)."""
+        if isinstance(value, torch.Tensor) and value.is_floating_point():
+            return value.to(dtype=self.dtype)
+        return value
+
+    def _model(self, cls: Any) -> Any:
+        torch.manual_seed(0)  # same weights for reference, baseline and candidate
+        init_inputs = [self._cast(x) for x in self.ref.get_init_inputs()]
+        init_inputs = [x.to(self.device) if isinstance(x, torch.Tensor) else x for x in init_inputs]
+        return cls(*init_inputs).to(device=self.device, dtype=self.dtype).eval()
+
+    def estimate_sizes(self) -> ProblemSizes:
+        """One seed's input, output and parameter sizes, measured on the meta device before
+        anything is allocated (`sizing.check_memory`)."""
+        from kernelscope.kernels.sizing import meta_sizes
+
+        ref = self.ref
+        return meta_sizes(ref.get_inputs, ref.get_init_inputs, ref.Model, self._cast, self.dtype)
+
+    def prepare(self, device: str) -> None:
+        self.device = device
+        self._built = {"reference": self._model(self.ref.Model), "candidate": self._model(self.candidate_cls)}
+        if self.baseline_cls is not None:
+            self._built["baseline"] = self._model(self.baseline_cls)
+
+    def configs(self, interpreter: bool) -> list[dict[str, Any]]:
+        # The precision and any --problem-size show in the result's params (and a bf16 run is
+        # refused under the interpreter, which computes bfloat16 wrongly).
+        return [{**self.sizes, "name": "default", "precision": self.precision}]
+
+    def make_inputs(self, config: dict[str, Any], seed: int, device: str) -> tuple[Any, ...]:
+        torch.manual_seed(seed)
+        inputs = (self._cast(x) for x in self.ref.get_inputs())
+        return tuple(x.to(device) if isinstance(x, torch.Tensor) else x for x in inputs)
+
+    def reference(self, config: dict[str, Any], inputs: tuple[Any, ...]) -> Any:
+        with torch.no_grad():
+            return self._built["reference"](*inputs)
+
+    def candidate(self, config: dict[str, Any]) -> Callable[..., Any]:
+        model = self._built["candidate"]
+        return lambda *inputs: _no_grad(model, inputs)
+
+    def baseline(self, config: dict[str, Any]) -> Callable[..., Any]:
+        model = self._built.get("baseline", self._built["reference"])
+        return lambda *inputs: _no_grad(model, inputs)
+
+    def tolerance(self, config: dict[str, Any]) -> dict[str, float] | None:
+        return self.declared_tolerance
+
+    def default_tolerance(self, config: dict[str, Any]) -> dict[str, float] | None:
+        value = KERNELBENCH_TOLERANCE[self.precision]
+        return {"atol": value, "rtol": value}
+
+
+def _no_grad(model: Any, inputs: tuple[Any, ...]) -> Any:
+    with torch.no_grad():
+        return model(*inputs)

@@ -1,0 +1,182 @@
+"""Workspace kinds: the one rule that says which kind a folder is, and which adapter
+(`kernelscope.kernels.adapters`) reads its problem.
+
+Both processes ask this module and nothing else: the daemon for the kind it shows (and the
+adapter it names to the benchmark child), the child for the adapter when it is run by hand.
+The rule reads only which files exist and the names the reference module defines at top level
+(by AST, never imported), so it costs no torch and runs no workspace code.
+
+Kinds are tried in order; the first whose rule matches is the folder's kind. A kind without an
+adapter of its own (a workspace measured by its own gate command, such as Atrex-Bench) is read
+by the adapter of the first later kind that matches, i.e. by the contract its reference file
+follows. A new kind is one adapter module plus one `register(KindSpec(...))`, called by the
+module that defines it or named by an entry point in the `kernelscope.workspace_kinds` group.
+"""
+
+from __future__ import annotations
+
+import ast
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from functools import cached_property
+from pathlib import Path
+
+ENTRY_POINT_GROUP = "kernelscope.workspace_kinds"
+
+
+@dataclass
+class Folder:
+    """What the rule may look at: the files of `root`, the top-level names of the reference
+    module, and two facts of the README that only the daemon parses (the child leaves them
+    False: they choose between kinds that share one adapter)."""
+
+    root: Path
+    reference: Path | None = None
+    machine_block: bool = False
+    stop_conditions: bool = False
+
+    def has(self, *names: str) -> bool:
+        return all((self.root / name).is_file() for name in names)
+
+    def has_dir(self, name: str) -> bool:
+        return (self.root / name).is_dir()
+
+    @cached_property
+    def reference_names(self) -> frozenset[str]:
+        """Names the reference module defines at top level (empty when unreadable)."""
+        path = self.reference if self.reference is not None else self.root / "reference.py"
+        try:
+            tree = ast.parse(path.read_text(encoding="utf-8", errors="replace"))
+        except (OSError, SyntaxError, ValueError):
+            return frozenset()
+        names: set[str] = set()
+        for node in tree.body:
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                names.add(node.name)
+            elif isinstance(node, ast.Assign):
+                names.update(t.id for t in node.targets if isinstance(t, ast.Name))
+            elif isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name):
+                names.add(node.target.id)
+        return frozenset(names)
+
+    def defines(self, *names: str) -> bool:
+        return set(names) <= self.reference_names
+
+
+@dataclass(frozen=True)
+class KindSpec:
+    """One workspace kind: its rule, how it is measured (said to the user), the adapter the
+    benchmark child loads (`module:Class`, or None: the contract of its reference file), and
+    the goal it has when its README states none."""
+
+    name: str
+    matches: Callable[[Folder], bool] = field(compare=False)
+    harness: str
+    adapter: str | None = None
+    goal: str | None = None
+
+
+_ADAPTERS = "kernelscope.kernels.adapters"
+SOL_EXECBENCH = KindSpec(
+    name="sol-execbench",
+    matches=lambda f: f.has("definition.json", "workload.jsonl"),
+    harness="SOL-ExecBench adapter: one configuration per workload.jsonl line, destination-passing "
+    "run(*inputs, *outputs), the workloads' own tolerances",
+    adapter=f"{_ADAPTERS}.sol_execbench:SolExecBenchProblem",
+    goal="minimize the geomean latency over the workloads",
+)
+ATREX_BENCH = KindSpec(
+    name="atrex-bench",
+    matches=lambda f: f.has("agent_problem.json") or f.has("shapes.json", "input.py"),
+    harness="the workspace's own evaluator as the gate (--gate-command 'python test_kernel.py')",
+)
+KERNELBENCH = KindSpec(
+    name="kernelbench",
+    matches=lambda f: f.defines("Model", "get_inputs"),
+    harness="KernelBench contract: Model/get_inputs/get_init_inputs vs ModelNew",
+    adapter=f"{_ADAPTERS}.kernelbench:KernelBenchProblem",
+)
+NATIVE = KindSpec(
+    name="native",
+    matches=lambda f: f.defines("CONFIGS", "make_inputs", "reference") or f.machine_block,
+    harness="kernelscope's contract: reference.py with CONFIGS, make_inputs, reference",
+    adapter=f"{_ADAPTERS}.native:NativeProblem",
+)
+ATREX_V01 = KindSpec(
+    name="atrex-v0.1",
+    matches=lambda f: f.has_dir("memory") or f.stop_conditions,
+    harness="the workspace's own gate command (test_kernel.py); timing needs a reference.py",
+)
+
+_kinds: list[KindSpec] = [SOL_EXECBENCH, ATREX_BENCH, KERNELBENCH, NATIVE, ATREX_V01]
+FALLBACK = NATIVE  # a folder no rule matches is read by kernelscope's own contract
+_guard = threading.Lock()
+_entry_points_loaded = False
+
+
+def register(spec: KindSpec, before: str | None = None) -> None:
+    """Add a kind, tried before the kind named `before` (default: before every built-in one,
+    since a new kind is usually recognised by files of its own). Registering a name again
+    replaces it."""
+    with _guard:
+        _kinds[:] = [k for k in _kinds if k.name != spec.name]
+        names = [k.name for k in _kinds]
+        index = names.index(before) if before in names else 0
+        _kinds.insert(index, spec)
+
+
+def unregister(name: str) -> None:
+    with _guard:
+        _kinds[:] = [k for k in _kinds if k.name != name]
+
+
+def _load_entry_points() -> None:
+    """Kinds that installed packages declare (`[project.entry-points."kernelscope.workspace_kinds"]`
+    naming a KindSpec), loaded once, on the first question."""
+    global _entry_points_loaded
+    if _entry_points_loaded:
+        return
+    _entry_points_loaded = True
+    from importlib.metadata import entry_points
+
+    for point in entry_points(group=ENTRY_POINT_GROUP):
+        spec = point.load()
+        if isinstance(spec, KindSpec):
+            register(spec)
+
+
+def kinds() -> list[KindSpec]:
+    """Every kind, in the order the rule tries them."""
+    _load_entry_points()
+    with _guard:
+        return list(_kinds)
+
+
+def kind_names() -> list[str]:
+    return [k.name for k in kinds()]
+
+
+def spec_of(name: str) -> KindSpec:
+    for spec in kinds():
+        if spec.name == name:
+            return spec
+    raise KeyError(f"unknown workspace kind {name!r} (known: {', '.join(kind_names())})")
+
+
+def detect(folder: Folder) -> KindSpec:
+    """The folder's kind: the first kind whose rule matches."""
+    for spec in kinds():
+        if spec.matches(folder):
+            return spec
+    return FALLBACK
+
+
+def adapter_for(folder: Folder) -> str:
+    """The adapter that reads the folder's problem: its kind's, or that of the first later
+    kind that matches and has one (module docstring)."""
+    for spec in kinds():
+        if spec.adapter is not None and spec.matches(folder):
+            return spec.adapter
+    assert FALLBACK.adapter is not None
+    return FALLBACK.adapter
