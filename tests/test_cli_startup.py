@@ -155,7 +155,7 @@ def test_fast_memory_commands_import_neither_typer_nor_rich_nor_pydantic(
     proc, modules = _modules(["memory", *command, "--workspace", str(vector_add_ws)], tmp_path)
     assert proc.returncode == 0, proc.stderr
     assert not _top(modules) & HEAVY, sorted(_top(modules) & HEAVY)
-    assert "kernelscope.daemon.engine.memory" not in modules
+    assert "kernelscope.daemon.engine.memory.records" not in modules
     assert not any(name.startswith("kernelscope.protocol") for name in modules)
     assert ("filelock" in modules) == (command[0] == "update")  # only a writer takes the lock
 
@@ -769,9 +769,8 @@ def test_random_records_read_the_same_both_ways(
 
 
 def test_the_copied_constants_are_the_engines() -> None:
-    from kernelscope.daemon.engine import atomic_io
-    from kernelscope.daemon.engine import memory as engine
-    from kernelscope.daemon.engine.formats import atrex
+    from kernelscope.daemon.engine.memory import atomic_io, atrex_fields
+    from kernelscope.daemon.engine.memory import records as engine
     from kernelscope.protocol import memory as protocol
     from kernelscope.protocol.workspace import VersionSummary
 
@@ -779,7 +778,10 @@ def test_the_copied_constants_are_the_engines() -> None:
     assert fast._FILE_RE.pattern == engine._FILE_RE.pattern
     assert fast._VERSION_RE.pattern == protocol._VERSION_RE.pattern
     assert (fast.MEMORY_DIR, fast.BASELINE) == (engine.MEMORY_DIR, engine.BASELINE)
-    assert fast.NOT_PROMOTED == atrex.NOT_PROMOTED and fast.MEASURED_SUBJECTS == atrex.MEASURED_SUBJECTS
+    assert (
+        fast.NOT_PROMOTED == atrex_fields.NOT_PROMOTED
+        and fast.MEASURED_SUBJECTS == atrex_fields.MEASURED_SUBJECTS
+    )
     # `score` is `memory summary`'s (the typed CLI); `memory list --json` prints the rest
     assert tuple(f for f in VersionSummary.model_fields if f != "score") == fast._SUMMARY_FIELDS
     assert set(fast._FLOAT_FIELDS) == {
@@ -807,7 +809,7 @@ def _same(left: Callable[[], Any], right: Callable[[], Any]) -> None:
     )
 )
 def test_the_copied_parsers_are_the_engines(text: str) -> None:
-    from kernelscope.daemon.engine import memory as engine
+    from kernelscope.daemon.engine.memory import records as engine
     from kernelscope.protocol import memory as protocol
 
     _same(lambda: fast.normalize_version(text), lambda: engine.normalize_version(text))
@@ -831,7 +833,7 @@ def test_the_copied_parsers_are_the_engines(text: str) -> None:
     path=st.lists(st.sampled_from(["a", "b", "0", "1", "2"]), min_size=1, max_size=3),
 )
 def test_the_copied_dotted_paths_are_the_engines(data: Any, path: list[str]) -> None:
-    from kernelscope.daemon.engine import memory as engine
+    from kernelscope.daemon.engine.memory import records as engine
 
     _same(lambda: fast.get_path(data, path), lambda: engine.get_path(data, path))
     mine, theirs = {"root": json.loads(json.dumps(data))}, {"root": json.loads(json.dumps(data))}

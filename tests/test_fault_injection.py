@@ -350,7 +350,7 @@ def kill_once(
     if op.name == "mask-half":
         # All or nothing, as soon as kernelscope reads the workspace: a journal left by the
         # kill is replayed, so the masked set is the old one or the old one plus the plan.
-        from kernelscope.daemon.engine.memory import MemoryManager
+        from kernelscope.daemon.engine.memory.records import MemoryManager
 
         MemoryManager(ws).scan()
         masked = {name for name, record in _memory(ws).items() if record.get("masked")}
@@ -484,8 +484,8 @@ def test_interrupted_multi_file_write_is_finished_by_the_next_reader(
     """Mask-half dies after its journal, its restart note and one masked file: the next read (any kernelscope
     command, the daemon's lens refresh) finishes it; a journal kernelscope did not write
     (names outside v<N>.json) is dropped without effect."""
-    from kernelscope.daemon.engine import atomic_io
-    from kernelscope.daemon.engine.memory import MemoryManager
+    from kernelscope.daemon.engine.memory import atomic_io
+    from kernelscope.daemon.engine.memory.records import MemoryManager
 
     ws = make_gate_only_workspace(tmp_path, iterations=2, copies_up_to=9)
     planned = _planned_mask(ws, 5)

@@ -17,6 +17,7 @@ import pytest
 from kernelscope.daemon.engine.formats import atrex
 from kernelscope.daemon.engine.formats.kinds import detect_kind
 from kernelscope.daemon.engine.lens_text import file_lens, kernel_lens, memory_scores, recorded_notes
+from kernelscope.daemon.engine.memory import atrex_fields
 from kernelscope.daemon.engine.restart import PartialRestart, RestartOptions
 from kernelscope.daemon.engine.workspace import Workspace
 from tests.conftest import EXAMPLES
@@ -140,7 +141,7 @@ def test_pivot_is_labelled_and_its_carried_numbers_are_not_measurements(atrex_ws
     assert [e.version for e in entries] == ["v0", "v1", "v2", "v3"]  # live.json, long_horizon_*: not versions
     v3 = entries[3].record
     assert v3 is not None
-    outcome = atrex.record_outcome(v3)
+    outcome = atrex_fields.record_outcome(v3)
     assert outcome.label == "pivot" and outcome.carried_from == "v2" and not outcome.measured
     scores = {s.version: s for s in memory_scores(entries, ws.readme())}
     assert scores["v3"].score is None and scores["v3"].label == "pivot"

@@ -22,7 +22,7 @@ from kernelscope.daemon.engine.demo import kernel_with_block
 from kernelscope.daemon.engine.git import Git
 from kernelscope.daemon.engine.history import HistoryService
 from kernelscope.daemon.engine.iterate import IterateOptions, run_iteration
-from kernelscope.daemon.engine.memory import MemoryManager
+from kernelscope.daemon.engine.memory.records import MemoryManager
 from tests.conftest import EXAMPLES
 
 pytestmark = pytest.mark.slow

@@ -1,4 +1,4 @@
-"""Incremental reads of memory/ (the daemon's scans, daemon/engine/memory.py) and the lens
+"""Incremental reads of memory/ (the daemon's scans, daemon/engine/memory/records.py) and the lens
 path built on them (daemon/lsp/lenses.py): a new record costs one file read, an edited one is
 read again, a deleted one is dropped, and the store's per-kernel digest is read, never
 recomputed. Reads are counted, not timed (benchmarks/refresh_bench.py times them)."""
@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from kernelscope.daemon.engine import memory
-from kernelscope.daemon.engine.memory import MemoryManager
+from kernelscope.daemon.engine.memory import records as memory
+from kernelscope.daemon.engine.memory.records import MemoryManager
 
 VERSIONS = 1000
 

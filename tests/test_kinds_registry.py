@@ -13,7 +13,7 @@ import pytest
 from kernelscope.protocol import kinds
 from tests.conftest import REPO_ROOT
 
-TOY_KERNEL = '''
+TOY_KERNEL = """
 import torch
 import triton
 import triton.language as tl
@@ -30,7 +30,7 @@ def kernel_fn(x):
     out = torch.empty_like(x)
     double_kernel[(triton.cdiv(x.numel(), 256),)](x, out, x.numel(), BLOCK=256)
     return out
-'''
+"""
 
 
 @pytest.fixture

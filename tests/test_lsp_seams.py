@@ -19,8 +19,8 @@ import pytest_lsp
 from lsprotocol import types
 from pytest_lsp import ClientServerConfig, LanguageClient, client_capabilities
 
-from kernelscope.daemon.engine.atomic_io import workspace_lock
-from kernelscope.daemon.engine.memory import MemoryManager
+from kernelscope.daemon.engine.memory.atomic_io import workspace_lock
+from kernelscope.daemon.engine.memory.records import MemoryManager
 from kernelscope.protocol.vocabulary import COMMANDS, JOB_KINDS
 from tests.bench_fixtures import KERNELS, alive_with
 from tests.conftest import EXAMPLES, REPO_ROOT

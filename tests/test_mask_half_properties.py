@@ -9,7 +9,7 @@ from pathlib import Path
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from kernelscope.daemon.engine.memory import MemoryManager
+from kernelscope.daemon.engine.memory.records import MemoryManager
 
 record_strategy = st.fixed_dictionaries(
     {

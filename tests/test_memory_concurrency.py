@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from kernelscope.daemon.engine.memory import MemoryManager
+from kernelscope.daemon.engine.memory.records import MemoryManager
 
 PROCESSES = 4
 UPDATES_PER_PROCESS = 200

@@ -61,7 +61,7 @@ def test_wheel_installs_into_fresh_venv_and_imports(tmp_path: Path) -> None:
     elsewhere.mkdir()
     probe = (
         "import kernelscope.daemon, kernelscope.protocol, kernelscope.kernels, sys\n"
-        "import kernelscope.daemon.engine.memory, kernelscope.daemon.cli.main\n"
+        "import kernelscope.daemon.engine.memory.records, kernelscope.daemon.cli.main\n"
         "for m in (kernelscope.daemon, kernelscope.protocol, kernelscope.kernels):\n"
         "    assert m.__file__.startswith(sys.prefix), m.__file__\n"
         "assert 'torch' not in sys.modules and 'triton' not in sys.modules\n"

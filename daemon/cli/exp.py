@@ -288,7 +288,7 @@ def update_command(
     json_out: JsonOpt = False,
 ) -> None:
     """Change fields of an experiment; validated, nothing written on error."""
-    from kernelscope.daemon.engine.memory import parse_cli_value
+    from kernelscope.daemon.engine.memory.records import parse_cli_value
 
     changes: dict[str, object] = {}
     for item in assignments:
@@ -402,7 +402,7 @@ def export_command(
     db: DbOpt = None,
 ) -> None:
     """Export every experiment as JSON lines or CSV."""
-    from kernelscope.daemon.engine.atomic_io import atomic_write_text
+    from kernelscope.daemon.engine.memory.atomic_io import atomic_write_text
     from kernelscope.daemon.engine.store.transfer import to_csv, to_json_lines
 
     chosen = fmt or ("csv" if path.suffix.lower() == ".csv" else "jsonl")

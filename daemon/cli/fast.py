@@ -7,7 +7,7 @@ and every command module first (about ten times the seed's own argparse script).
 - `memory list|read|latest|update` parse the flags they are called with (`--workspace/-w`,
   `--json`, `--version/-v`, `--field/-f`, `--unmasked-only`, `--include-masked`,
   `--set/-s`, as `--opt VALUE` or `--opt=VALUE`) and read or write the records with the
-  engine's semantics (kernelscope.daemon.engine.memory.MemoryManager): the same scan,
+  engine's semantics (kernelscope.daemon.engine.memory.records.MemoryManager): the same scan,
   numeric order, error texts, masked rules, dotted paths, `--set` typing, and for `update`
   the same lock, orphan clean-up, journal replay and atomic write (engine.atomic_io itself).
   Output goes through `output`, so it is the same bytes, exit statuses are the same.
@@ -34,7 +34,7 @@ from pathlib import Path
 
 from kernelscope.daemon.cli import output
 from kernelscope.daemon.engine.errors import DataError, KernelscopeError, UsageError
-from kernelscope.daemon.engine.record_edits import (
+from kernelscope.daemon.engine.memory.record_edits import (
     get_path,
     parse_assignment,
     parse_cli_value,  # noqa: F401 - one of the rules the fast path shares (tests compare them)
@@ -457,7 +457,7 @@ class _Run:
                 raise UsageError("the version field follows the file name and cannot be --set")
             if path == ["masked"] and not isinstance(value, bool):
                 raise UsageError("masked must be true or false")
-        from kernelscope.daemon.engine import atomic_io  # filelock: only writers pay for it
+        from kernelscope.daemon.engine.memory import atomic_io  # filelock: only writers pay for it
 
         git_dir = self.root / ".git"
         lock_dir = git_dir / "kernelscope" if git_dir.is_dir() else self.memory_dir

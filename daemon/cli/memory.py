@@ -18,7 +18,7 @@ from kernelscope.daemon.cli import output
 from kernelscope.daemon.engine.errors import DataError, UsageError
 
 if TYPE_CHECKING:
-    from kernelscope.daemon.engine.memory import MemoryManager
+    from kernelscope.daemon.engine.memory.records import MemoryManager
 
 app = typer.Typer(
     help="Read and change memory/v<N>.json records (a superset of the seed's memory_manager.py).",
@@ -38,7 +38,7 @@ MoreVersionsArg = Annotated[
 
 
 def _manager(workspace: Path) -> MemoryManager:
-    from kernelscope.daemon.engine.memory import MemoryManager
+    from kernelscope.daemon.engine.memory.records import MemoryManager
 
     return MemoryManager(workspace)
 
@@ -193,7 +193,7 @@ def list_versions(workspace: WorkspaceOpt = Path("."), json_out: JsonOpt = False
 @app.command()
 def summary(workspace: WorkspaceOpt = Path("."), json_out: JsonOpt = False) -> None:
     """A table of every version with its metrics, plus the README's targets."""
-    from kernelscope.daemon.engine.history.scores import score_cell
+    from kernelscope.daemon.engine.memory.scores import score_cell
     from kernelscope.daemon.engine.workspace import Workspace
 
     ws = Workspace(workspace)

@@ -12,7 +12,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from kernelscope.daemon.engine.formats import atrex
-from kernelscope.daemon.engine.memory import MemoryEntry
+from kernelscope.daemon.engine.memory import atrex_fields
+from kernelscope.daemon.engine.memory.records import MemoryEntry
 from kernelscope.daemon.engine.workspace import Workspace
 from kernelscope.protocol.experiment import KernelSummary
 from kernelscope.protocol.memory import format_version
@@ -35,7 +36,7 @@ def memory_scores(entries: list[MemoryEntry], readme: ReadmeInfo | None) -> list
     """A score per readable version, the one every surface shows (`history.scores.version_score`):
     the in-run geometric-mean speedup vs v0 when the record has it (`kernelscope.score_vs_v0`),
     else v0 latency / vN latency, else vN metric / v0 metric."""
-    from kernelscope.daemon.engine.history.scores import score_value
+    from kernelscope.daemon.engine.memory.scores import score_value
 
     records = [e for e in entries if e.record is not None]
     base = next((e.record for e in records if e.number == 0), None)
@@ -44,7 +45,7 @@ def memory_scores(entries: list[MemoryEntry], readme: ReadmeInfo | None) -> list
     for entry in records:
         record = entry.record
         assert record is not None
-        outcome = atrex.record_outcome(record)
+        outcome = atrex_fields.record_outcome(record)
         if not outcome.measured:  # a carried-forward latency is not this version's measurement
             scores.append(
                 VersionScore(entry.version, None, record.gate_passed, outcome.label, outcome.carried_from)
@@ -124,7 +125,7 @@ def file_lens(
             if e.record
             and e.record.gate_passed
             and (measured := e.record.metric(metric)) is not None
-            and atrex.record_outcome(e.record).measured
+            and atrex_fields.record_outcome(e.record).measured
         ]
         target = f"target {condition.kind} {condition.comparator} {condition.value:g}{condition.unit}"
         if passing:
@@ -174,13 +175,13 @@ def _goal_progress(goal: str, entries: list[MemoryEntry]) -> str:
     measured = [
         (e, e.record.metric("latency_us"))
         for e in entries
-        if e.record and e.record.gate_passed and atrex.record_outcome(e.record).measured
+        if e.record and e.record.gate_passed and atrex_fields.record_outcome(e.record).measured
     ]
     latencies = [(e, value) for e, value in measured if value is not None]
     if not latencies:
         return f"goal: {text} | no passing measurement yet"
     best, latency = min(latencies, key=lambda item: item[1])
-    speedup = atrex.speedup_vs_reference(best.record) if best.record else None
+    speedup = atrex_fields.speedup_vs_reference(best.record) if best.record else None
     versus = f", {speedup:.2f}x vs reference" if speedup is not None else ""
     return f"goal: {text} | best {latency:.4g} us {best.version}{versus}"
 
@@ -197,10 +198,10 @@ def recorded_notes(root: Path, entries: list[MemoryEntry], versions: int = 4) ->
     for entry in reversed(recorded[-versions:]):
         record = entry.record
         assert record is not None
-        outcome = atrex.record_outcome(record)
-        notes = atrex.experiments(record)
-        directions = atrex.open_directions(record)
-        shapes = atrex.latency_by_shape(record)
+        outcome = atrex_fields.record_outcome(record)
+        notes = atrex_fields.experiments(record)
+        directions = atrex_fields.open_directions(record)
+        shapes = atrex_fields.latency_by_shape(record)
         journal = atrex.journal_of(root, entry.version)
         if not (notes or directions or shapes or outcome.label or journal):
             continue

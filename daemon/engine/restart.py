@@ -25,9 +25,9 @@ from pathlib import Path
 from typing import Any
 
 from kernelscope.daemon.engine.errors import DataError, UsageError
-from kernelscope.daemon.engine.formats import atrex
 from kernelscope.daemon.engine.formats.atrex import refuse_if_supervised
 from kernelscope.daemon.engine.git import Git
+from kernelscope.daemon.engine.memory import atrex_fields
 from kernelscope.daemon.engine.workspace import Workspace
 from kernelscope.protocol.commands import RestartReport
 
@@ -64,17 +64,17 @@ def digest_experience(records: list[dict[str, Any]]) -> dict[str, list[str]]:
     }
     for record in records:
         version = record.get("version", "?")
-        optimization = atrex.as_dict(record.get("optimization"))
+        optimization = atrex_fields.as_dict(record.get("optimization"))
         action = optimization.get("action_category") or "?"
         description = optimization.get("action_description") or ""
-        outcome = atrex.record_outcome(record)
+        outcome = atrex_fields.record_outcome(record)
         label = f" [{outcome.describe()}]" if outcome.describe() else ""
         digest["tried"].append(f"{version}: {action} - {description}".strip(" -") + label)
-        for note in atrex.experiments(record):
+        for note in atrex_fields.experiments(record):
             digest["experiments"].append(f"{version}: {note.line()}")
-        gate = atrex.as_dict(record.get("quality_gate"))
+        gate = atrex_fields.as_dict(record.get("quality_gate"))
         if str(gate.get("result", "")).upper() == "PASS" and outcome.measured:
-            perf = atrex.as_dict(record.get("performance"))
+            perf = atrex_fields.as_dict(record.get("performance"))
             digest["worked"].append(f"{version}: {action} (latency_us={perf.get('latency_us')})")
         elif gate.get("result") is not None:
             digest["failed"].append(f"{version}: {action}: {gate.get('failure_reason')}")
@@ -83,7 +83,7 @@ def digest_experience(records: list[dict[str, Any]]) -> dict[str, list[str]]:
                 lesson = item.get("lesson") or item.get("root_cause") or item.get("error_message")
                 if lesson:
                     digest["lessons"].append(f"{version}: {lesson}")
-        for direction in atrex.open_directions(record):
+        for direction in atrex_fields.open_directions(record):
             digest["open_directions"].append(f"{version}: {direction}")
     return digest
 

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from kernelscope.daemon.engine.kernel_scan import scan_kernel_file
-from kernelscope.daemon.engine.memory import MEMORY_DIR, MemoryManager
+from kernelscope.daemon.engine.memory.records import MEMORY_DIR, MemoryManager
 from kernelscope.daemon.engine.readme_parser import parse_readme_file
 from kernelscope.protocol.workspace import KernelScan, ReadmeInfo, WorkspaceProfile, WorkspaceSummary
 

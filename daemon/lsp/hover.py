@@ -6,7 +6,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from kernelscope.daemon.engine.lens_text import memory_scores
-from kernelscope.daemon.engine.memory import MemoryEntry
+from kernelscope.daemon.engine.memory.records import MemoryEntry
 from kernelscope.daemon.engine.store import ExperimentStore, StoreError
 from kernelscope.daemon.lsp.state import WorkspaceState
 from kernelscope.protocol.experiment import KernelExperiment

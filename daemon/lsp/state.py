@@ -81,7 +81,7 @@ class WorkspaceState:
         from kernelscope.daemon.engine.workspace import Workspace
 
         if _incremental_reads["wanted"] and not _incremental_reads["on"]:
-            from kernelscope.daemon.engine.memory import enable_incremental_reads
+            from kernelscope.daemon.engine.memory.records import enable_incremental_reads
 
             enable_incremental_reads()
             _incremental_reads["on"] = True

@@ -36,7 +36,9 @@ class ToyProblem(Problem):
         if not isinstance(spec.get("sizes"), list):
             raise ProblemError('toy_problem.json needs "sizes": [...]')
         return cls(
-            spec["sizes"], load_module(source.reference, "reference"), load_module(source.candidate, "candidate")
+            spec["sizes"],
+            load_module(source.reference, "reference"),
+            load_module(source.candidate, "candidate"),
         )
 
     def configs(self, interpreter: bool) -> list[dict[str, Any]]:

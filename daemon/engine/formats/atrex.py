@@ -1,13 +1,8 @@
-"""What today's atrex-kernel-agent supervisor writes beyond the seed's record fields.
+"""What today's atrex-kernel-agent supervisor writes beside the memory records (whose own new
+fields memory/atrex_fields.py reads).
 
 Formats as upstream writes them (alibaba/atrex-kernel-agent, Aug 2026; reproduced in
 tests/field_workspaces.py from the upstream writers):
-- `memory/v<N>.json` gains `experience{experiment_count, experiments[{index, name, hypothesis,
-  change, evidence, result, decision, timestamp}]}`, `open_directions[{direction, rationale}]`,
-  `long_horizon{status, mode, ...}` and `performance.{latency_us_by_shape, speedup_vs_ref_geomean,
-  measurement_subject, measurement_source, carried_from_version}`. A pivot, blocked, rejected or
-  interrupted episode still gets a record (gate FAIL, no commit), whose latency may be the
-  incumbent's carried forward: that is not a measurement of the version.
 - `memory/live.json`: the running episode (`phase`, `experiment_count`, `latest_experiment`),
   not a version record (`canonical: false`).
 - `.atrex_long_horizon/`: `state.json`, `active_episode.json` while an episode is in flight,
@@ -24,138 +19,14 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 from kernelscope.daemon.engine.errors import DataError
-from kernelscope.protocol.memory import MemoryRecord, as_float
+from kernelscope.daemon.engine.memory.atrex_fields import as_dict, short_text
 from kernelscope.protocol.workspace import Supervisor
 
 RUNTIME_DIR = ".atrex_long_horizon"
 LIVE_FILE = "live.json"
 ORCHESTRATOR_FILES = (".orchestrator_state.json", ".orchestrator_mode.json")
-# long_horizon.status values of records that did not promote a new kernel
-NOT_PROMOTED = {"pivot", "blocked", "rejected", "interrupted", "invalid_handoff", "failed"}
-# measurement_subject values that mean the numbers were measured on this version's kernel
-MEASURED_SUBJECTS = {"candidate", "episode_head", None}
-
-
-def _section(record: MemoryRecord | dict[str, Any], name: str) -> Any:
-    if isinstance(record, dict):
-        return record.get(name)
-    value = getattr(record, name, None)
-    if value is None and record.model_extra:
-        value = record.model_extra.get(name)
-    return value
-
-
-def as_dict(value: Any) -> dict[str, Any]:
-    """`value` if it is a JSON object, else an empty one (memory files are free-form JSON)."""
-    return value if isinstance(value, dict) else {}
-
-
-def _get(section: Any, key: str) -> Any:
-    if isinstance(section, dict):
-        return section.get(key)
-    return getattr(section, key, None) if section is not None else None
-
-
-def _text(value: Any, limit: int = 160) -> str:
-    text = value if isinstance(value, str) else json.dumps(value) if value is not None else ""
-    text = " ".join(text.split())
-    return text if len(text) <= limit else text[: limit - 1] + "…"
-
-
-@dataclass(frozen=True)
-class RecordOutcome:
-    """How to show one record: measured or not, and what happened to it."""
-
-    label: str | None  # "pivot", "blocked"... (None for an ordinary record)
-    carried_from: str | None  # the version whose numbers a record carries forward
-    measured: bool  # its performance numbers were measured on its own kernel
-
-    def describe(self) -> str:
-        if self.label and self.carried_from:
-            return f"{self.label} (numbers carried from {self.carried_from}, not measured)"
-        if self.carried_from:
-            return f"numbers carried from {self.carried_from}, not measured"
-        return self.label or ""
-
-
-def record_outcome(record: MemoryRecord | dict[str, Any]) -> RecordOutcome:
-    """A pivot/blocked episode's record is labelled; carried-forward numbers are not measurements."""
-    performance = _section(record, "performance")
-    long_horizon = _section(record, "long_horizon")
-    status = _get(long_horizon, "status")
-    label = str(status) if isinstance(status, str) and status in NOT_PROMOTED else None
-    carried = _get(performance, "carried_from_version")
-    subject = _get(performance, "measurement_subject")
-    carried_from = str(carried) if isinstance(carried, str) and carried else None
-    measured = carried_from is None and subject in MEASURED_SUBJECTS
-    if subject == "unavailable":
-        measured = False
-    return RecordOutcome(label=label, carried_from=carried_from, measured=measured)
-
-
-@dataclass(frozen=True)
-class ExperimentNote:
-    index: int | None
-    name: str
-    decision: str
-    result: str
-    hypothesis: str = ""
-
-    def line(self) -> str:
-        head = f"{self.index}. " if self.index is not None else ""
-        decision = f" [{self.decision}]" if self.decision else ""
-        result = f": {self.result}" if self.result else ""
-        return f"{head}{self.name}{decision}{result}"
-
-
-def experiments(record: MemoryRecord | dict[str, Any]) -> list[ExperimentNote]:
-    """`experience.experiments[]`, one note each (name, decision, result)."""
-    items = _get(_section(record, "experience"), "experiments")
-    notes = []
-    for item in items if isinstance(items, list) else []:
-        if not isinstance(item, dict):
-            continue
-        index = item.get("index")
-        notes.append(
-            ExperimentNote(
-                index=index if isinstance(index, int) and not isinstance(index, bool) else None,
-                name=_text(item.get("name") or item.get("change") or "?", 80),
-                decision=_text(item.get("decision"), 24),
-                result=_text(item.get("result"), 120),
-                hypothesis=_text(item.get("hypothesis"), 120),
-            )
-        )
-    return notes
-
-
-def open_directions(record: MemoryRecord | dict[str, Any]) -> list[str]:
-    """`open_directions[]`: strings, or `{direction, rationale}` objects."""
-    items = _section(record, "open_directions")
-    found = []
-    for item in items if isinstance(items, list) else []:
-        if isinstance(item, dict):
-            text = item.get("direction") or item.get("description") or json.dumps(item)
-        else:
-            text = item
-        if text:
-            found.append(_text(text, 160))
-    return found
-
-
-def latency_by_shape(record: MemoryRecord | dict[str, Any]) -> dict[str, float]:
-    """`performance.latency_us_by_shape` as floats (workload uuid or shape id -> us)."""
-    value = _get(_section(record, "performance"), "latency_us_by_shape")
-    if not isinstance(value, dict):
-        return {}
-    found = {str(k): as_float(v) for k, v in value.items()}
-    return {k: v for k, v in found.items() if v is not None}
-
-
-def speedup_vs_reference(record: MemoryRecord | dict[str, Any]) -> float | None:
-    return as_float(_get(_section(record, "performance"), "speedup_vs_ref_geomean"))
 
 
 @dataclass(frozen=True)
@@ -199,7 +70,7 @@ def live_episode(memory_dir: Path) -> LiveEpisode | None:
         episode=episode if isinstance(episode, int) and not isinstance(episode, bool) else None,
         phase=phase,
         experiment_count=count if isinstance(count, int) and not isinstance(count, bool) else None,
-        latest_experiment=_text(latest_name, 80) if latest_name else None,
+        latest_experiment=short_text(latest_name, 80) if latest_name else None,
         updated_at=data.get("updated_at") if isinstance(data.get("updated_at"), str) else None,
     )
 
@@ -242,8 +113,10 @@ def episode_journals(root: Path) -> list[EpisodeJournal]:
                 experiment_count=len(data.get("experiments") or [])
                 if isinstance(data.get("experiments"), list)
                 else 0,
-                summary=_text(outcome.get("summary"), 200) if outcome.get("summary") else None,
-                next_directions=[_text(d, 160) for d in directions] if isinstance(directions, list) else [],
+                summary=short_text(outcome.get("summary"), 200) if outcome.get("summary") else None,
+                next_directions=[short_text(d, 160) for d in directions]
+                if isinstance(directions, list)
+                else [],
             )
         )
     return journals

@@ -13,9 +13,9 @@ import difflib
 from typing import Any
 
 from kernelscope.daemon.engine.errors import DataError
-from kernelscope.daemon.engine.formats import atrex
 from kernelscope.daemon.engine.history.timeline import History, VersionFacts, short
-from kernelscope.daemon.engine.memory import normalize_version
+from kernelscope.daemon.engine.memory import atrex_fields
+from kernelscope.daemon.engine.memory.records import normalize_version
 from kernelscope.protocol.history import ConfigDelta, ScoreValue, VersionComparison
 from kernelscope.protocol.memory import as_float
 
@@ -52,7 +52,7 @@ def _configs(facts: VersionFacts) -> dict[str, dict[str, Any]]:
         if found:
             return found
     if facts.effect.measured:
-        for name, latency in atrex.latency_by_shape(facts.record).items():
+        for name, latency in atrex_fields.latency_by_shape(facts.record).items():
             found[name] = {"latency_us": latency, "speedup": None, "ci": None, "passed": None}
     return found
 

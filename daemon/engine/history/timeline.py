@@ -23,20 +23,21 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from kernelscope.daemon.engine.atomic_io import JOURNAL_NAME
 from kernelscope.daemon.engine.errors import KernelscopeError
 from kernelscope.daemon.engine.formats import atrex
 from kernelscope.daemon.engine.git import FAILED_REF_PREFIX
 from kernelscope.daemon.engine.history import gitdata
-from kernelscope.daemon.engine.history.scores import (
+from kernelscope.daemon.engine.history.source import FACTS, SourceFacts, content_key
+from kernelscope.daemon.engine.memory import atrex_fields
+from kernelscope.daemon.engine.memory.atomic_io import JOURNAL_NAME
+from kernelscope.daemon.engine.memory.records import MemoryEntry
+from kernelscope.daemon.engine.memory.scores import (
     failure_text,
     kernelscope_block,
     parent_effect,
     previous_version,
     version_score,
 )
-from kernelscope.daemon.engine.history.source import FACTS, SourceFacts, content_key
-from kernelscope.daemon.engine.memory import MemoryEntry
 from kernelscope.daemon.engine.workspace import KERNEL_NAME, Workspace
 from kernelscope.protocol.experiment import KernelExperiment
 from kernelscope.protocol.history import ScoreValue, VersionEffect
@@ -226,7 +227,7 @@ def _effect(
     kind: MetricKind | None,
     experiments: list[KernelExperiment],
 ) -> VersionEffect:
-    outcome = atrex.record_outcome(record)
+    outcome = atrex_fields.record_outcome(record)
     block = kernelscope_block(record)
     metrics = experiments[-1].metrics if experiments else None
     score = version_score(record, baseline, kind)
@@ -249,7 +250,7 @@ def _effect(
     passed = record.gate_passed
     mode = block.get("mode") if isinstance(block.get("mode"), str) else None
     verdict = block.get("verdict") if isinstance(block.get("verdict"), str) else None
-    reference = atrex.speedup_vs_reference(record) if outcome.measured else None
+    reference = atrex_fields.speedup_vs_reference(record) if outcome.measured else None
     effect = VersionEffect.model_construct(
         version=entry.version,
         commit=None,
@@ -318,7 +319,7 @@ def _parents(pairs: list[tuple[MemoryEntry, MemoryRecord]]) -> list[tuple[str, M
             parents.append((named, by_version[named]))
         else:
             parents.append(last_passing)
-        if record.gate_passed and atrex.record_outcome(record).measured:
+        if record.gate_passed and atrex_fields.record_outcome(record).measured:
             last_passing = (entry.version, record)
     return parents
 

@@ -15,10 +15,10 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from kernelscope.daemon.engine.formats import atrex
 from kernelscope.daemon.engine.history.blame import buffer_memo, head_text
 from kernelscope.daemon.engine.history.source import FACTS, Spot
 from kernelscope.daemon.engine.history.timeline import History, VersionFacts
+from kernelscope.daemon.engine.memory import atrex_fields
 from kernelscope.protocol.experiment import KernelExperiment
 from kernelscope.protocol.history import ScoreValue, TriedHint, TriedValue
 from kernelscope.protocol.memory import as_float
@@ -178,7 +178,7 @@ def _compute_config_scores(history: History, facts: VersionFacts) -> dict[str, S
     base = history.versions.get("v0")
     if base is None or not facts.effect.measured:
         return found
-    mine, theirs = atrex.latency_by_shape(facts.record), atrex.latency_by_shape(base.record)
+    mine, theirs = atrex_fields.latency_by_shape(facts.record), atrex_fields.latency_by_shape(base.record)
     for name, latency in mine.items():
         if theirs.get(name) and latency > 0:
             found[name] = ScoreValue.model_construct(

@@ -58,7 +58,7 @@ def _site_dirs() -> list[str]:
 
 def write_shim(directory: Path, db_url: str | None = None) -> Path:
     """Write the shim into `directory` (created if needed) and return its path."""
-    from kernelscope.daemon.engine.atomic_io import atomic_write_text
+    from kernelscope.daemon.engine.memory.atomic_io import atomic_write_text
 
     directory.mkdir(parents=True, exist_ok=True)
     db_line = f"_expdb.use_database({db_url!r})" if db_url else ""

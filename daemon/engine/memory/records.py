@@ -39,7 +39,9 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from kernelscope.daemon.engine.atomic_io import (
+from kernelscope.daemon.engine.errors import DataError, KernelscopeError, UsageError
+from kernelscope.daemon.engine.memory import atrex_fields
+from kernelscope.daemon.engine.memory.atomic_io import (
     JOURNAL_NAME,
     TEMP_PREFIX,
     atomic_write_all,
@@ -49,9 +51,7 @@ from kernelscope.daemon.engine.atomic_io import (
     replay_journal,
     workspace_lock,
 )
-from kernelscope.daemon.engine.errors import DataError, KernelscopeError, UsageError
-from kernelscope.daemon.engine.formats import atrex
-from kernelscope.daemon.engine.record_edits import (  # the rules the fast CLI path shares
+from kernelscope.daemon.engine.memory.record_edits import (  # the rules the fast CLI path shares
     get_path,
     parse_assignment,
     parse_cli_value,  # noqa: F401 - re-exported: `exp --set` and the fast path's tests use it
@@ -317,7 +317,7 @@ class MemoryManager:
     def summaries(self, kind: MetricKind | None = None) -> list[VersionSummary]:
         """One row per version for `list`/`summary`: gate, metrics, the latency ratio vs v0
         and the one score every surface shows (`kind`: the README's primary metric)."""
-        from kernelscope.daemon.engine.history.scores import version_score
+        from kernelscope.daemon.engine.memory.scores import version_score
 
         entries = self.scan()
         baseline = next((e for e in entries if e.number == 0 and e.record), None)
@@ -332,11 +332,11 @@ class MemoryManager:
                     )
                 )
                 continue
-            outcome = atrex.record_outcome(record)
+            outcome = atrex_fields.record_outcome(record)
             latency = record.metric("latency_us") if outcome.measured else None
             speedup = base_latency / latency if base_latency and latency else None
-            notes = atrex.experiments(record)
-            directions = atrex.open_directions(record)
+            notes = atrex_fields.experiments(record)
+            directions = atrex_fields.open_directions(record)
             action = None
             optimization = record.optimization
             if optimization is not None:
@@ -360,7 +360,9 @@ class MemoryManager:
                     path=str(entry.path),
                     outcome=outcome.label,
                     carried_from=outcome.carried_from,
-                    speedup_vs_reference=atrex.speedup_vs_reference(record) if outcome.measured else None,
+                    speedup_vs_reference=atrex_fields.speedup_vs_reference(record)
+                    if outcome.measured
+                    else None,
                     experiments=len(notes) if notes else None,
                     open_directions=len(directions) if directions else None,
                 )

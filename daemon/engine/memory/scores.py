@@ -13,7 +13,7 @@ it picked (`ScoreValue.kind`):
    latency ratio, never a speedup;
 3. else the ratio of the README's target metric (bandwidth, TFLOP/s) to v0's.
 
-Carried-forward numbers (an atrex pivot's) are never a score (`formats.atrex.record_outcome`).
+Carried-forward numbers (an atrex pivot's) are never a score (`formats.atrex_fields.record_outcome`).
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ import math
 import re
 from typing import Any
 
-from kernelscope.daemon.engine.formats import atrex
+from kernelscope.daemon.engine.memory import atrex_fields
 from kernelscope.protocol.history import ScoreValue
 from kernelscope.protocol.memory import MemoryRecord, as_float
 from kernelscope.protocol.workspace import MetricKind
@@ -61,7 +61,7 @@ def version_score(
     kind: MetricKind | None = None,
 ) -> ScoreValue | None:
     """The one score of a version against v0, or None when nothing was measured on it."""
-    if not atrex.record_outcome(record).measured:
+    if not atrex_fields.record_outcome(record).measured:
         return None
     block = kernelscope_block(record)
     in_run = _positive(block.get("score_vs_v0"))
@@ -130,7 +130,7 @@ def parent_effect(
     """The version's measured effect against its parent, in the first form recorded:
     kernelscope's in-run speedup vs the parent, the experiment's, atrex's authoritative
     (ABBA) improvement, else the ratio of the two recorded latencies."""
-    if not atrex.record_outcome(record).measured:
+    if not atrex_fields.record_outcome(record).measured:
         return None
     versus = parent_version or "parent"
     block = kernelscope_block(record)
@@ -165,7 +165,7 @@ def parent_effect(
         return _score(
             -improvement, "latency_change_pct", versus, None, "performance.authoritative_improvement_pct"
         )
-    if parent is not None and atrex.record_outcome(parent).measured:
+    if parent is not None and atrex_fields.record_outcome(parent).measured:
         before, now = _positive(parent.metric("latency_us")), _positive(record.metric("latency_us"))
         if before and now:
             return _score(before / now, "latency_ratio", versus, None, "performance.latency_us")
@@ -247,7 +247,7 @@ def score_table(
     scores: dict[str, ScoreValue | None] = {}
     for entry in records:
         record = entry.record
-        outcome = atrex.record_outcome(record)
+        outcome = atrex_fields.record_outcome(record)
         score = version_score(record, baseline, kind)
         scores[entry.version] = score
         latency = record.metric("latency_us") if outcome.measured else None

@@ -1,6 +1,6 @@
 """What `memory update --set` and `memory read --field` do to a raw record: typed values and
 dotted paths. Nothing here imports pydantic or kernelscope.protocol, so the CLI's fast path
-(daemon/cli/fast.py) runs the engine's own rules (daemon/engine/memory.py re-exports them)."""
+(daemon/cli/fast.py) runs the engine's own rules (daemon/engine/memory/records.py re-exports them)."""
 
 from __future__ import annotations
 

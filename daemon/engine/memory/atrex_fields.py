@@ -1,0 +1,144 @@
+"""The fields today's atrex supervisor adds to a memory record, read where they are
+(alibaba/atrex-kernel-agent, Aug 2026; daemon/engine/workspace/atrex.py reads the supervisor's
+own files): `experience{experiment_count, experiments[...]}`, `open_directions[{direction,
+rationale}]`, `long_horizon{status, ...}` and `performance.{latency_us_by_shape,
+speedup_vs_ref_geomean, measurement_subject, carried_from_version}`. A pivot, blocked, rejected
+or interrupted episode still gets a record (gate FAIL, no commit), whose latency may be the
+incumbent's carried forward: that is not a measurement of the version.
+
+Pydantic-free on purpose: the records are read as raw dicts too (the CLI's fast path)."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from kernelscope.protocol.memory import as_float
+
+if TYPE_CHECKING:
+    from kernelscope.protocol.memory import MemoryRecord
+
+# long_horizon.status values of records that did not promote a new kernel
+NOT_PROMOTED = {"pivot", "blocked", "rejected", "interrupted", "invalid_handoff", "failed"}
+# measurement_subject values that mean the numbers were measured on this version's kernel
+MEASURED_SUBJECTS = {"candidate", "episode_head", None}
+
+
+def _section(record: MemoryRecord | dict[str, Any], name: str) -> Any:
+    if isinstance(record, dict):
+        return record.get(name)
+    value = getattr(record, name, None)
+    if value is None and record.model_extra:
+        value = record.model_extra.get(name)
+    return value
+
+
+def as_dict(value: Any) -> dict[str, Any]:
+    """`value` if it is a JSON object, else an empty one (memory files are free-form JSON)."""
+    return value if isinstance(value, dict) else {}
+
+
+def _get(section: Any, key: str) -> Any:
+    if isinstance(section, dict):
+        return section.get(key)
+    return getattr(section, key, None) if section is not None else None
+
+
+def short_text(value: Any, limit: int = 160) -> str:
+    text = value if isinstance(value, str) else json.dumps(value) if value is not None else ""
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+@dataclass(frozen=True)
+class RecordOutcome:
+    """How to show one record: measured or not, and what happened to it."""
+
+    label: str | None  # "pivot", "blocked"... (None for an ordinary record)
+    carried_from: str | None  # the version whose numbers a record carries forward
+    measured: bool  # its performance numbers were measured on its own kernel
+
+    def describe(self) -> str:
+        if self.label and self.carried_from:
+            return f"{self.label} (numbers carried from {self.carried_from}, not measured)"
+        if self.carried_from:
+            return f"numbers carried from {self.carried_from}, not measured"
+        return self.label or ""
+
+
+def record_outcome(record: MemoryRecord | dict[str, Any]) -> RecordOutcome:
+    """A pivot/blocked episode's record is labelled; carried-forward numbers are not measurements."""
+    performance = _section(record, "performance")
+    long_horizon = _section(record, "long_horizon")
+    status = _get(long_horizon, "status")
+    label = str(status) if isinstance(status, str) and status in NOT_PROMOTED else None
+    carried = _get(performance, "carried_from_version")
+    subject = _get(performance, "measurement_subject")
+    carried_from = str(carried) if isinstance(carried, str) and carried else None
+    measured = carried_from is None and subject in MEASURED_SUBJECTS
+    if subject == "unavailable":
+        measured = False
+    return RecordOutcome(label=label, carried_from=carried_from, measured=measured)
+
+
+@dataclass(frozen=True)
+class ExperimentNote:
+    index: int | None
+    name: str
+    decision: str
+    result: str
+    hypothesis: str = ""
+
+    def line(self) -> str:
+        head = f"{self.index}. " if self.index is not None else ""
+        decision = f" [{self.decision}]" if self.decision else ""
+        result = f": {self.result}" if self.result else ""
+        return f"{head}{self.name}{decision}{result}"
+
+
+def experiments(record: MemoryRecord | dict[str, Any]) -> list[ExperimentNote]:
+    """`experience.experiments[]`, one note each (name, decision, result)."""
+    items = _get(_section(record, "experience"), "experiments")
+    notes = []
+    for item in items if isinstance(items, list) else []:
+        if not isinstance(item, dict):
+            continue
+        index = item.get("index")
+        notes.append(
+            ExperimentNote(
+                index=index if isinstance(index, int) and not isinstance(index, bool) else None,
+                name=short_text(item.get("name") or item.get("change") or "?", 80),
+                decision=short_text(item.get("decision"), 24),
+                result=short_text(item.get("result"), 120),
+                hypothesis=short_text(item.get("hypothesis"), 120),
+            )
+        )
+    return notes
+
+
+def open_directions(record: MemoryRecord | dict[str, Any]) -> list[str]:
+    """`open_directions[]`: strings, or `{direction, rationale}` objects."""
+    items = _section(record, "open_directions")
+    found = []
+    for item in items if isinstance(items, list) else []:
+        if isinstance(item, dict):
+            text = item.get("direction") or item.get("description") or json.dumps(item)
+        else:
+            text = item
+        if text:
+            found.append(short_text(text, 160))
+    return found
+
+
+def latency_by_shape(record: MemoryRecord | dict[str, Any]) -> dict[str, float]:
+    """`performance.latency_us_by_shape` as floats (workload uuid or shape id -> us)."""
+    value = _get(_section(record, "performance"), "latency_us_by_shape")
+    if not isinstance(value, dict):
+        return {}
+    found = {str(k): as_float(v) for k, v in value.items()}
+    return {k: v for k, v in found.items() if v is not None}
+
+
+def speedup_vs_reference(record: MemoryRecord | dict[str, Any]) -> float | None:
+    return as_float(_get(_section(record, "performance"), "speedup_vs_ref_geomean"))
