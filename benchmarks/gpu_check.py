@@ -43,7 +43,7 @@ DIRECT_TOLERANCE = 0.10
 
 def _against_kernel(ws: Path, candidate: Path) -> Any:
     """`candidate` timed against the workspace's own kernel.py on the GPU."""
-    from kernelscope.daemon.engine.bench import BenchRequest, run_benchmark
+    from kernelscope.daemon.engine.run.bench import BenchRequest, run_benchmark
 
     return run_benchmark(
         BenchRequest(
@@ -82,7 +82,7 @@ def flush_check(check: Any) -> None:
     import torch
     import triton.testing
 
-    from kernelscope.daemon.engine.bench import BenchRequest, run_benchmark
+    from kernelscope.daemon.engine.run.bench import BenchRequest, run_benchmark
 
     ws = ROOT / "examples" / "vector_add"
     kernel = _load(ws / "kernel.py", "flush_kernel")
@@ -108,8 +108,8 @@ def cheats_check(check: Any, warm: bool = False) -> None:
     import tempfile
 
     sys.path.insert(0, str(ROOT))
-    from kernelscope.daemon.engine.bench import BenchRequest, run_benchmark
-    from kernelscope.daemon.engine.warm_worker import WarmWorkers
+    from kernelscope.daemon.engine.run.bench import BenchRequest, run_benchmark
+    from kernelscope.daemon.engine.run.warm_worker import WarmWorkers
     from tests.cheat_kernels import GPU_ONLY_CHEATS, HONEST, VECTOR_ADD_CHEATS
 
     workers = WarmWorkers() if warm else None
@@ -149,8 +149,8 @@ def warm_probe_check(check: Any) -> None:
     takes under one second of wall time (cold runs beside it)."""
     import logging
 
-    from kernelscope.daemon.engine.bench import BenchRequest, run_benchmark
-    from kernelscope.daemon.engine.warm_worker import WarmWorkers
+    from kernelscope.daemon.engine.run.bench import BenchRequest, run_benchmark
+    from kernelscope.daemon.engine.run.warm_worker import WarmWorkers
 
     notes: list[str] = []
 
@@ -219,7 +219,7 @@ def main() -> int:
         print(report["error"], file=sys.stderr)
         return 2
 
-    from kernelscope.daemon.engine.bench import BenchRequest, run_benchmark
+    from kernelscope.daemon.engine.run.bench import BenchRequest, run_benchmark
 
     report["gpu"] = torch.cuda.get_device_name()
     failures = 0

@@ -28,7 +28,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
-from kernelscope.daemon.engine.history import HistoryService  # noqa: E402
+from kernelscope.daemon.engine.history.service import HistoryService  # noqa: E402
 from kernelscope.daemon.engine.history.source import CACHE_ENV, FACTS  # noqa: E402
 from kernelscope.daemon.engine.store import ExperimentStore  # noqa: E402
 from kernelscope.protocol.experiment import KernelExperiment  # noqa: E402

@@ -24,9 +24,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from kernelscope.daemon.engine import child_limits  # noqa: E402
-from kernelscope.daemon.engine.bench import BenchRequest, run_benchmark, run_child  # noqa: E402
-from kernelscope.daemon.engine.child_limits import ResourceLimits  # noqa: E402
+from kernelscope.daemon.engine.run import child_limits  # noqa: E402
+from kernelscope.daemon.engine.run.bench import BenchRequest, run_benchmark, run_child  # noqa: E402
+from kernelscope.daemon.engine.run.child_limits import ResourceLimits  # noqa: E402
 from tests.bench_fixtures import alive_with, make_workspace  # noqa: E402
 
 

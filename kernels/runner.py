@@ -1,7 +1,7 @@
 """The benchmark runner: `python -m kernelscope.kernels.runner ...`, always in a child process.
 
 It imports torch, triton and the user's kernel, so it never runs inside the daemon: the
-launcher (`kernelscope.daemon.engine.bench`) starts it with the workspace's interpreter,
+launcher (`kernelscope.daemon.engine.run.bench`) starts it with the workspace's interpreter,
 a timeout and a memory cap, and reads the one JSON `BenchResult` it writes to `--output`.
 Anything the kernel does wrong becomes a classified failure in that result; if the process
 itself dies (segfault, abort, timeout, OOM kill) the launcher classifies that.

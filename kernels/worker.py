@@ -1,5 +1,5 @@
 """The warm benchmark worker: `python -m kernelscope.kernels.worker`, started and owned by the
-daemon (`kernelscope.daemon.engine.warm_worker`), never by people.
+daemon (`kernelscope.daemon.engine.run.warm_worker`), never by people.
 
 A cold benchmark starts a process that imports torch and triton (1-2 s before anything is
 measured). The worker pays that once: it imports torch, triton and the harness, then runs

@@ -91,7 +91,7 @@ def make_workspace(root: Path, kernel: str = "good", reference: str = REFERENCE)
 def alive_with(marker: str) -> list[int]:
     """Pids of live (not zombie) processes whose command line mentions `marker`: a runner
     started for a workspace and anything it forked carry the workspace's path."""
-    from kernelscope.daemon.engine.child_limits import stat_fields
+    from kernelscope.daemon.engine.run.child_limits import stat_fields
 
     pids = []
     for entry in Path("/proc").iterdir():

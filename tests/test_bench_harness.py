@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from kernelscope.daemon.engine.bench import BenchRequest, run_benchmark
+from kernelscope.daemon.engine.run.bench import BenchRequest, run_benchmark
 from kernelscope.protocol.bench import BenchResult
 from tests.bench_fixtures import alive_with, make_workspace
 from tests.conftest import EXAMPLES
@@ -250,7 +250,7 @@ def test_resource_abuse_is_stopped(
 
 
 def test_default_memory_cap_is_half_of_ram() -> None:
-    from kernelscope.daemon.engine.child_limits import ResourceLimits, default_memory_limit_mb
+    from kernelscope.daemon.engine.run.child_limits import ResourceLimits, default_memory_limit_mb
 
     total_mb = os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE") // (1024 * 1024)
     assert default_memory_limit_mb() == total_mb // 2

@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from kernelscope.daemon.engine.bench import BenchRequest, run_benchmark
-from kernelscope.daemon.engine.config_groups import merge_results, split_request
+from kernelscope.daemon.engine.run.bench import BenchRequest, run_benchmark
+from kernelscope.daemon.engine.run.config_groups import merge_results, split_request
 from kernelscope.protocol.bench import BenchError, BenchResult, ConfigResult
 from kernelscope.protocol.stats import bootstrap_geomean_ci, geomean
 from tests.conftest import EXAMPLES

@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from kernelscope.daemon.engine.bench import BenchRequest
 from kernelscope.daemon.engine.demo import kernel_with_block
-from kernelscope.daemon.engine.executors import LocalExecutor
-from kernelscope.daemon.engine.fanout import bench_candidates, expand_candidates
+from kernelscope.daemon.engine.run.bench import BenchRequest
+from kernelscope.daemon.engine.run.executors import LocalExecutor
+from kernelscope.daemon.engine.run.fanout import bench_candidates, expand_candidates
 from tests.conftest import EXAMPLES
 
 pytestmark = pytest.mark.slow
@@ -42,7 +42,7 @@ def workspace(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.fixture(scope="module")
 def ray_executor():  # type: ignore[no-untyped-def]
-    from kernelscope.daemon.engine.executors import RayExecutor
+    from kernelscope.daemon.engine.run.executors import RayExecutor
 
     executor = RayExecutor(num_cpus=2)
     yield executor

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from kernelscope.daemon.engine.history import HistoryService
+from kernelscope.daemon.engine.history.service import HistoryService
 from tests.field_workspaces import (
     E1_TRIAL_KERNELS,
     KERNEL_E2_CHECKPOINT,

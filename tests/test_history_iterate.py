@@ -20,7 +20,7 @@ from kernelscope.daemon.cli.blame import blame_command
 from kernelscope.daemon.cli.compare import compare_command
 from kernelscope.daemon.engine.demo import kernel_with_block
 from kernelscope.daemon.engine.git import Git
-from kernelscope.daemon.engine.history import HistoryService
+from kernelscope.daemon.engine.history.service import HistoryService
 from kernelscope.daemon.engine.iterate import IterateOptions, run_iteration
 from kernelscope.daemon.engine.memory.records import MemoryManager
 from tests.conftest import EXAMPLES

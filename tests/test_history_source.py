@@ -11,12 +11,13 @@ from pathlib import Path
 
 import pytest
 
-from kernelscope.daemon.engine.history import HistoryService, parent_effect, score_value, version_score
 from kernelscope.daemon.engine.history.gitdata import history_key
+from kernelscope.daemon.engine.history.service import HistoryService
 from kernelscope.daemon.engine.history.source import analyze_source
 from kernelscope.daemon.engine.history.timeline import apply_unified_diff
 from kernelscope.daemon.engine.lens_text import memory_scores
 from kernelscope.daemon.engine.memory.records import MemoryManager
+from kernelscope.daemon.engine.memory.scores import parent_effect, score_value, version_score
 from kernelscope.daemon.engine.store import ExperimentStore
 from kernelscope.protocol.experiment import KernelExperiment
 from kernelscope.protocol.memory import MemoryRecord
@@ -220,7 +221,7 @@ class Forbid:
         if name.split(".")[0] in ("torch", "triton"):
             raise ImportError(name)
 sys.meta_path.insert(0, Forbid())
-from kernelscope.daemon.engine.history import HistoryService
+from kernelscope.daemon.engine.history.service import HistoryService
 svc = HistoryService({str(ws)!r}, db_url={str(tmp_path / "exp.sqlite")!r})
 print(len(svc.blame()), len(svc.tried()), svc.fingerprint().severity, svc.compare("v1", "v2").b.version)
 """

@@ -63,7 +63,7 @@ def test_the_daemon_names_a_kind_registered_by_one_module(toy_kind: kinds.KindSp
 
 
 def test_the_benchmark_child_reads_it_with_its_adapter(toy_kind: kinds.KindSpec, toy_ws: Path) -> None:
-    from kernelscope.daemon.engine.bench import BenchRequest, run_benchmark
+    from kernelscope.daemon.engine.run.bench import BenchRequest, run_benchmark
 
     env = {"PYTHONPATH": os.pathsep.join(filter(None, [str(REPO_ROOT), os.environ.get("PYTHONPATH")]))}
     result = run_benchmark(BenchRequest(workspace=toy_ws, mode="interpreter", seeds=1, env=env))

@@ -1,4 +1,4 @@
-"""The warm benchmark worker (kernels/worker.py, daemon/engine/warm_worker.py): every way a job
+"""The warm benchmark worker (kernels/worker.py, daemon/engine/run/warm_worker.py): every way a job
 or the worker itself can go wrong, under the CPU interpreter. One worker serves the failure
 tests in turn: each test also checks that it is the same worker afterwards and that the next
 honest job through it passes. No wall-clock assertions: speed lives in
@@ -17,9 +17,9 @@ from pathlib import Path
 
 import pytest
 
-from kernelscope.daemon.engine.bench import BenchRequest, run_benchmark
-from kernelscope.daemon.engine.child_limits import stat_fields
-from kernelscope.daemon.engine.warm_worker import WarmWorkers
+from kernelscope.daemon.engine.run.bench import BenchRequest, run_benchmark
+from kernelscope.daemon.engine.run.child_limits import stat_fields
+from kernelscope.daemon.engine.run.warm_worker import WarmWorkers
 from kernelscope.protocol.bench import BenchResult
 from tests.bench_fixtures import alive_with, make_workspace
 from tests.cheat_kernels import HONEST

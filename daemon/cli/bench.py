@@ -20,8 +20,8 @@ from typing import Annotated, Any, Optional
 import typer
 
 from kernelscope.daemon.cli import output
-from kernelscope.daemon.engine.bench import PRECISIONS, BenchRequest, run_benchmark
 from kernelscope.daemon.engine.errors import KernelscopeError
+from kernelscope.daemon.engine.run.bench import PRECISIONS, BenchRequest, run_benchmark
 from kernelscope.protocol.bench import BENCH_SCHEMA_VERSION, BenchError, BenchResult
 from kernelscope.protocol.sizes import SizeError, parse_problem_sizes
 
@@ -221,8 +221,8 @@ def _bench_many(
     json_out: bool,
     config_groups: int,
 ) -> None:
-    from kernelscope.daemon.engine.executors import make_executor
-    from kernelscope.daemon.engine.fanout import bench_candidates, expand_candidates
+    from kernelscope.daemon.engine.run.executors import make_executor
+    from kernelscope.daemon.engine.run.fanout import bench_candidates, expand_candidates
 
     report = bench_candidates(
         request, expand_candidates(paths), make_executor(executor, address), executor, config_groups

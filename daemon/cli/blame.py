@@ -33,7 +33,7 @@ def blame_command(
 ) -> None:
     """Show, for each line of kernel.py, the version that introduced it and its measured effect."""
     from kernelscope.daemon.engine.errors import DataError
-    from kernelscope.daemon.engine.history import HistoryService
+    from kernelscope.daemon.engine.history.service import HistoryService
 
     service = HistoryService(workspace, db_url=db)
     source = file if file is not None else service.root / "kernel.py"

@@ -21,7 +21,7 @@ def compare_command(
     json_out: Annotated[bool, typer.Option("--json", help="Print the VersionComparison as JSON.")] = False,
 ) -> None:
     """Compare two versions: code diff, per-configuration deltas, gates and actions."""
-    from kernelscope.daemon.engine.history import HistoryService
+    from kernelscope.daemon.engine.history.service import HistoryService
 
     comparison = HistoryService(workspace, db_url=db).compare(version_a, version_b)
     if json_out:

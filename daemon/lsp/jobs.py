@@ -184,7 +184,7 @@ class Jobs:
     ) -> Job:
         """Benchmark kernel.py against the last passing version (or the reference)."""
 
-        from kernelscope.daemon.engine.bench import BenchRequest, run_benchmark
+        from kernelscope.daemon.engine.run.bench import BenchRequest, run_benchmark
 
         def work(job: Job, token: str) -> Any:
             # Inside the workspace's .git when there is one: Ray workers on other machines see
@@ -207,7 +207,7 @@ class Jobs:
                     on_progress=self._on_configs(ws, job, token),
                 )
                 if ws.settings.executor == "ray":  # the team's cluster runs the probe
-                    from kernelscope.daemon.engine.executors import RayExecutor
+                    from kernelscope.daemon.engine.run.executors import RayExecutor
 
                     result = RayExecutor(ws.settings.ray_address).run_many([request], cancel=job.cancel)[0]
                 else:  # forked by the daemon's warm worker (cold when it cannot start)

@@ -21,7 +21,7 @@ from urllib.parse import unquote, urlparse
 from kernelscope.protocol.settings import FolderSettings, Settings, UserSettings
 
 if TYPE_CHECKING:
-    from kernelscope.daemon.engine.warm_worker import WarmWorkers
+    from kernelscope.daemon.engine.run.warm_worker import WarmWorkers
     from kernelscope.daemon.engine.workspace import Workspace
     from kernelscope.protocol.bench import BenchResult
 
@@ -150,7 +150,7 @@ class ServerState:
             if self._warm_workers is None:
                 import atexit
 
-                from kernelscope.daemon.engine.warm_worker import WarmWorkers
+                from kernelscope.daemon.engine.run.warm_worker import WarmWorkers
 
                 self._warm_workers = WarmWorkers(max_idle=2)
                 atexit.register(self._warm_workers.close)

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from kernelscope.daemon.engine.bench import BenchRequest
+from kernelscope.daemon.engine.run.bench import BenchRequest
 from kernelscope.protocol.bench import GROUP_PREFIX, BenchResult, ConfigResult
 from kernelscope.protocol.stats import (
     NOISY_PREFIX,

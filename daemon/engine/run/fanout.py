@@ -13,10 +13,10 @@ import time
 from dataclasses import replace
 from pathlib import Path
 
-from kernelscope.daemon.engine.bench import BenchRequest
-from kernelscope.daemon.engine.config_groups import merge_results, split_request
 from kernelscope.daemon.engine.errors import UsageError
-from kernelscope.daemon.engine.executors import Executor
+from kernelscope.daemon.engine.run.bench import BenchRequest
+from kernelscope.daemon.engine.run.config_groups import merge_results, split_request
+from kernelscope.daemon.engine.run.executors import Executor
 from kernelscope.protocol.bench import CandidatesReport, RankedCandidate
 
 

@@ -45,8 +45,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from kernelscope.daemon.engine import child_limits
-from kernelscope.daemon.engine.child_limits import ResourceLimits
+from kernelscope.daemon.engine.run import child_limits
+from kernelscope.daemon.engine.run.child_limits import ResourceLimits
 
 log = logging.getLogger("kernelscope.bench")
 

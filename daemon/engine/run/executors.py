@@ -25,9 +25,9 @@ from dataclasses import asdict, replace
 from pathlib import Path
 from typing import Any, Protocol
 
-from kernelscope.daemon.engine.bench import BenchRequest, run_benchmark
 from kernelscope.daemon.engine.errors import UsageError
-from kernelscope.daemon.engine.warm_worker import WarmWorkers
+from kernelscope.daemon.engine.run.bench import BenchRequest, run_benchmark
+from kernelscope.daemon.engine.run.warm_worker import WarmWorkers
 from kernelscope.protocol.bench import BenchError, BenchResult
 
 OnResult = Callable[[int, BenchResult], None]
@@ -127,8 +127,8 @@ def _ray_task(data: dict[str, Any]) -> str:
     """Runs on a Ray worker: the same harness runner, in the worker's Python environment."""
     import sys
 
-    from kernelscope.daemon.engine.bench import BenchRequest as Request
-    from kernelscope.daemon.engine.bench import run_benchmark as run
+    from kernelscope.daemon.engine.run.bench import BenchRequest as Request
+    from kernelscope.daemon.engine.run.bench import run_benchmark as run
 
     fields = dict(data)
     for key in ("workspace", "candidate", "reference", "parent"):
