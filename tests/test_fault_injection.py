@@ -289,7 +289,7 @@ def _experiments(db: Path) -> int:
 
 def _planned_mask(ws: Path, seed: int) -> set[str]:
     """The files mask-half with this seed would mask (a dry run: nothing written)."""
-    from kernelscope.daemon.engine.workspace import Workspace
+    from kernelscope.daemon.engine.workspace.workspace import Workspace
 
     workspace = Workspace(ws)
     plan = workspace.memory.mask_half(workspace.readme().primary_kind, seed=seed, dry_run=True)

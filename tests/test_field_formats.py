@@ -14,12 +14,12 @@ from pathlib import Path
 
 import pytest
 
-from kernelscope.daemon.engine.formats import atrex
-from kernelscope.daemon.engine.formats.kinds import detect_kind
 from kernelscope.daemon.engine.lens_text import file_lens, kernel_lens, memory_scores, recorded_notes
 from kernelscope.daemon.engine.memory import atrex_fields
 from kernelscope.daemon.engine.restart import PartialRestart, RestartOptions
-from kernelscope.daemon.engine.workspace import Workspace
+from kernelscope.daemon.engine.workspace import atrex
+from kernelscope.daemon.engine.workspace.kinds import detect_kind
+from kernelscope.daemon.engine.workspace.workspace import Workspace
 from tests.conftest import EXAMPLES
 from tests.field_workspaces import build_atrex_sol_workspace, build_plain_git_workspace
 

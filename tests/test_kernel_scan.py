@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from kernelscope.daemon.engine.kernel_scan import scan_kernel_source
+from kernelscope.daemon.engine.workspace.kernel_scan import scan_kernel_source
 
 SOURCE = """
 import triton

@@ -53,7 +53,7 @@ def toy_ws(tmp_path: Path) -> Path:
 
 
 def test_the_daemon_names_a_kind_registered_by_one_module(toy_kind: kinds.KindSpec, toy_ws: Path) -> None:
-    from kernelscope.daemon.engine.workspace import Workspace
+    from kernelscope.daemon.engine.workspace.workspace import Workspace
 
     profile = Workspace(toy_ws).profile()
     assert profile.kind == "toy"

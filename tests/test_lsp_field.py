@@ -17,7 +17,7 @@ import pytest_lsp
 from lsprotocol import types
 from pytest_lsp import ClientServerConfig, client_capabilities
 
-from kernelscope.daemon.engine.workspace import Workspace
+from kernelscope.daemon.engine.workspace.workspace import Workspace
 from tests.field_workspaces import build_atrex_sol_workspace
 from tests.lsp_client import KernelscopeClient, _as_dict, make_client, wait_for
 from tests.test_field_formats import git_status, tree_state

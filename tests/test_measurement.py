@@ -13,7 +13,7 @@ import pytest
 import torch
 
 from kernelscope.daemon.engine.lens_text import kernel_lens, memory_scores
-from kernelscope.daemon.engine.workspace import Workspace
+from kernelscope.daemon.engine.workspace.workspace import Workspace
 from kernelscope.kernels import gate
 from kernelscope.kernels.timing import perturb_
 from kernelscope.protocol.stats import verdict_of

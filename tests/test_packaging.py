@@ -36,7 +36,7 @@ def test_wheel_installs_into_fresh_venv_and_imports(tmp_path: Path) -> None:
     names = zipfile.ZipFile(wheel).namelist()
     for package in ("daemon", "protocol", "kernels"):
         assert f"kernelscope/{package}/__init__.py" in names
-    assert "kernelscope/daemon/engine/memory.py" in names
+    assert "kernelscope/daemon/engine/memory/records.py" in names
     assert not any(name.startswith(("daemon/", "protocol/", "kernels/")) for name in names)
 
     venv = tmp_path / "venv"

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from kernelscope.daemon.engine.readme_parser import parse_condition, parse_readme, parse_readme_file
+from kernelscope.daemon.engine.workspace.readme import parse_condition, parse_readme, parse_readme_file
 
 ATREX_FILLED = """# Kernel Opt Session Configuration
 

@@ -134,7 +134,7 @@ _AS_FLOAT = re.compile(r"^\s*([-+]?\d+(?:\.\d*)?(?:[eE][-+]?\d+)?)")
 # --set values and dotted paths come from the engine's own pydantic-free module
 # (engine.record_edits). Version names and loose numbers are copies of protocol.memory's (this
 # path imports nothing of kernelscope.protocol); the rest mirrors what engine.memory and
-# engine.formats.atrex do through pydantic models. tests/test_cli_startup.py checks them.
+# engine.memory.atrex_fields do through pydantic models. tests/test_cli_startup.py checks them.
 
 
 def parse_version(version: str) -> int:

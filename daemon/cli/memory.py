@@ -194,7 +194,7 @@ def list_versions(workspace: WorkspaceOpt = Path("."), json_out: JsonOpt = False
 def summary(workspace: WorkspaceOpt = Path("."), json_out: JsonOpt = False) -> None:
     """A table of every version with its metrics, plus the README's targets."""
     from kernelscope.daemon.engine.memory.scores import score_cell
-    from kernelscope.daemon.engine.workspace import Workspace
+    from kernelscope.daemon.engine.workspace.workspace import Workspace
 
     ws = Workspace(workspace)
     info = ws.summary()
@@ -288,7 +288,7 @@ def mask_half(
     json_out: JsonOpt = False,
 ) -> None:
     """Mask half of the unmasked versions other than v0 and the current best."""
-    from kernelscope.daemon.engine.workspace import Workspace
+    from kernelscope.daemon.engine.workspace.workspace import Workspace
 
     ws = Workspace(workspace)
     kind = ws.readme().primary_kind if ws.readme_path.is_file() else None

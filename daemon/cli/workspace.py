@@ -15,7 +15,7 @@ def workspace_command(
     json_out: Annotated[bool, typer.Option("--json", help="Print the WorkspaceSummary as JSON.")] = False,
 ) -> None:
     """Show the workspace: targets, stop conditions, kernels, memory."""
-    from kernelscope.daemon.engine.workspace import Workspace
+    from kernelscope.daemon.engine.workspace.workspace import Workspace
 
     info = Workspace(workspace).summary()
     if json_out:

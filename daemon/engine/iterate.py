@@ -20,13 +20,13 @@ from pathlib import Path
 from typing import Any
 
 from kernelscope.daemon.engine.errors import Cancelled, DataError
-from kernelscope.daemon.engine.formats.atrex import refuse_if_supervised, reserved_versions
 from kernelscope.daemon.engine.git import FAILED_REF_PREFIX, Git
 from kernelscope.daemon.engine.memory.atomic_io import workspace_lock
 from kernelscope.daemon.engine.memory.records import MemoryEntry, utc_now_iso
 from kernelscope.daemon.engine.run.bench import BenchRequest, run_benchmark
 from kernelscope.daemon.engine.store import ExperimentStore
-from kernelscope.daemon.engine.workspace import Workspace
+from kernelscope.daemon.engine.workspace.atrex import refuse_if_supervised, reserved_versions
+from kernelscope.daemon.engine.workspace.workspace import Workspace
 from kernelscope.protocol.bench import BenchResult, ConfigResult
 from kernelscope.protocol.commands import IterationResult, StopConditionStatus
 from kernelscope.protocol.experiment import KernelExperiment

@@ -11,10 +11,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from kernelscope.daemon.engine.formats import atrex
 from kernelscope.daemon.engine.memory import atrex_fields
 from kernelscope.daemon.engine.memory.records import MemoryEntry
-from kernelscope.daemon.engine.workspace import Workspace
+from kernelscope.daemon.engine.workspace import atrex
+from kernelscope.daemon.engine.workspace.workspace import Workspace
 from kernelscope.protocol.experiment import KernelSummary
 from kernelscope.protocol.memory import format_version
 from kernelscope.protocol.workspace import ReadmeInfo

@@ -69,7 +69,7 @@ class Commands:
 
     def _observer_guard(self, ws: WorkspaceState, action: str, force: bool) -> None:
         """Refuse (InvalidParams, nothing started) a write into a workspace an orchestrator drives."""
-        from kernelscope.daemon.engine.formats.atrex import refuse_if_supervised
+        from kernelscope.daemon.engine.workspace.atrex import refuse_if_supervised
 
         self._engine(lambda: refuse_if_supervised(ws.root, action, force))
 
@@ -130,7 +130,7 @@ class Commands:
     def restart(self, params: Any) -> Any:
         ws = self._workspace(params.workspace)
         # Only the user's settings or config file name the agent: never the workspace.
-        from kernelscope.daemon.engine.config import user_config
+        from kernelscope.daemon.engine.workspace.user_config import user_config
 
         # initializationOptions (the editor's user settings), never per-folder configuration,
         # which a cloned workspace can carry (.vscode/settings.json and the like).

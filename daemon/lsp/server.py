@@ -211,7 +211,7 @@ def _buffer(ls: KernelscopeServer, uri: str) -> str | None:
 def _kernels(ls: KernelscopeServer, ws: WorkspaceState, uri: str) -> list[Any]:
     """The kernels of the editor's text of kernel.py (positions as the user sees them), else
     of the file; scans are remembered per text, so a hover does not re-parse 1,000 lines."""
-    from kernelscope.daemon.engine.kernel_scan import scan_kernel_source
+    from kernelscope.daemon.engine.workspace.kernel_scan import scan_kernel_source
 
     buffer = _buffer(ls, uri)
     scan = scan_kernel_source(buffer) if buffer is not None else ws.workspace.kernels()

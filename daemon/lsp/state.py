@@ -22,7 +22,7 @@ from kernelscope.protocol.settings import FolderSettings, Settings, UserSettings
 
 if TYPE_CHECKING:
     from kernelscope.daemon.engine.run.warm_worker import WarmWorkers
-    from kernelscope.daemon.engine.workspace import Workspace
+    from kernelscope.daemon.engine.workspace.workspace import Workspace
     from kernelscope.protocol.bench import BenchResult
 
 
@@ -78,7 +78,7 @@ class WorkspaceState:
 
     @property
     def workspace(self) -> Workspace:
-        from kernelscope.daemon.engine.workspace import Workspace
+        from kernelscope.daemon.engine.workspace.workspace import Workspace
 
         if _incremental_reads["wanted"] and not _incremental_reads["on"]:
             from kernelscope.daemon.engine.memory.records import enable_incremental_reads
@@ -102,7 +102,7 @@ def _is_optimization_workspace(path: Path) -> bool:
     readme = path / "README.md"
     if not readme.is_file() or "```kernelscope" not in readme.read_text(errors="replace"):
         return False
-    from kernelscope.daemon.engine.workspace import Workspace
+    from kernelscope.daemon.engine.workspace.workspace import Workspace
 
     return Workspace(path).is_optimization_workspace()
 

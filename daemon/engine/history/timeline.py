@@ -24,7 +24,6 @@ from pathlib import Path
 from typing import Any
 
 from kernelscope.daemon.engine.errors import KernelscopeError
-from kernelscope.daemon.engine.formats import atrex
 from kernelscope.daemon.engine.git import FAILED_REF_PREFIX
 from kernelscope.daemon.engine.history import gitdata
 from kernelscope.daemon.engine.history.source import FACTS, SourceFacts, content_key
@@ -38,7 +37,8 @@ from kernelscope.daemon.engine.memory.scores import (
     previous_version,
     version_score,
 )
-from kernelscope.daemon.engine.workspace import KERNEL_NAME, Workspace
+from kernelscope.daemon.engine.workspace import atrex
+from kernelscope.daemon.engine.workspace.workspace import KERNEL_NAME, Workspace
 from kernelscope.protocol.experiment import KernelExperiment
 from kernelscope.protocol.history import ScoreValue, VersionEffect
 from kernelscope.protocol.memory import MemoryRecord, as_float

@@ -450,7 +450,7 @@ class MemoryManager:
         allow_supervised: bool = False,
     ) -> list[str]:
         """Mask or unmask versions (only the `masked` key changes). All are checked first."""
-        from kernelscope.daemon.engine.formats.atrex import refuse_if_supervised
+        from kernelscope.daemon.engine.workspace.atrex import refuse_if_supervised
 
         refuse_if_supervised(self.workspace, "mask or unmask memory records", allow_supervised)
         normalized = list(dict.fromkeys(normalize_version(v) for v in versions))
@@ -529,7 +529,7 @@ class MemoryManager:
         workspace an orchestrator drives, unless `allow_supervised` (formats.atrex).
         """
         if not dry_run:
-            from kernelscope.daemon.engine.formats.atrex import refuse_if_supervised
+            from kernelscope.daemon.engine.workspace.atrex import refuse_if_supervised
 
             refuse_if_supervised(self.workspace, "mask half of the memory", allow_supervised)
         seed = secrets.randbits(32) if seed is None else seed

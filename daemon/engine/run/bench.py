@@ -30,7 +30,6 @@ from typing import Any, Protocol
 from pydantic import ValidationError
 
 from kernelscope.daemon.engine.errors import UsageError
-from kernelscope.daemon.engine.readme_parser import parse_readme_file
 from kernelscope.daemon.engine.run import child_limits
 from kernelscope.daemon.engine.run.child_limits import ResourceLimits
 from kernelscope.daemon.engine.run.gate_output import (
@@ -43,6 +42,7 @@ from kernelscope.daemon.engine.run.gate_output import (
 )
 from kernelscope.daemon.engine.run.scratch import Scratch, scratch_copy
 from kernelscope.daemon.engine.run.warm_worker import WarmWorkers, WorkerLost
+from kernelscope.daemon.engine.workspace.readme import parse_readme_file
 from kernelscope.protocol import kinds
 from kernelscope.protocol.bench import BenchError, BenchResult
 from kernelscope.protocol.workspace import ReadmeInfo

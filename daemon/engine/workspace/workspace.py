@@ -7,9 +7,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from kernelscope.daemon.engine.kernel_scan import scan_kernel_file
 from kernelscope.daemon.engine.memory.records import MEMORY_DIR, MemoryManager
-from kernelscope.daemon.engine.readme_parser import parse_readme_file
+from kernelscope.daemon.engine.workspace.kernel_scan import scan_kernel_file
+from kernelscope.daemon.engine.workspace.readme import parse_readme_file
 from kernelscope.protocol.workspace import KernelScan, ReadmeInfo, WorkspaceProfile, WorkspaceSummary
 
 README_NAME = "README.md"
@@ -67,7 +67,7 @@ class Workspace:
 
     def profile(self, readme: ReadmeInfo | None = None) -> WorkspaceProfile:
         """Its kind, targets from wherever they are stated, and who drives it."""
-        from kernelscope.daemon.engine.formats.kinds import profile
+        from kernelscope.daemon.engine.workspace.kinds import profile
 
         if readme is None and self.readme_path.is_file():
             readme = self.readme()

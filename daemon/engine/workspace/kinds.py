@@ -11,7 +11,7 @@ import hashlib
 import json
 from pathlib import Path
 
-from kernelscope.daemon.engine.formats import atrex
+from kernelscope.daemon.engine.workspace import atrex
 from kernelscope.protocol import kinds
 from kernelscope.protocol.workspace import ReadmeInfo, TargetSource, WorkspaceProfile
 
