@@ -16,10 +16,10 @@ import shutil
 import tempfile
 from pathlib import Path
 
-from kernelscope.daemon.engine.demo import kernel_with_block
 from kernelscope.daemon.engine.run.bench import BenchRequest
 from kernelscope.daemon.engine.run.executors import LocalExecutor, RayExecutor
 from kernelscope.daemon.engine.run.fanout import bench_candidates
+from kernelscope.daemon.engine.workflows.demo import kernel_with_block
 
 ROOT = Path(__file__).resolve().parent.parent
 

@@ -43,9 +43,9 @@ KERNELSCOPE = str(Path(sys.executable).with_name("kernelscope"))
 def build_workspace(root: Path, seeds: int) -> tuple[Path, Path, Path]:
     """The vector-add demo after two recorded iterations; returns the workspace, the store and
     the last passing kernel (v1's kernel.py, written outside the workspace)."""
-    from kernelscope.daemon.engine.demo import kernel_with_block
-    from kernelscope.daemon.engine.git import Git
-    from kernelscope.daemon.engine.iterate import IterateOptions, run_iteration
+    from kernelscope.daemon.engine.workflows.demo import kernel_with_block
+    from kernelscope.daemon.engine.workflows.git import Git
+    from kernelscope.daemon.engine.workflows.iterate import IterateOptions, run_iteration
 
     example = ROOT / "examples" / "vector_add"
     ws = root / "folder" / "kernel_opt_vector_add"

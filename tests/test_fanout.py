@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from kernelscope.daemon.engine.demo import kernel_with_block
 from kernelscope.daemon.engine.run.bench import BenchRequest
 from kernelscope.daemon.engine.run.executors import LocalExecutor
 from kernelscope.daemon.engine.run.fanout import bench_candidates, expand_candidates
+from kernelscope.daemon.engine.workflows.demo import kernel_with_block
 from tests.conftest import EXAMPLES
 
 pytestmark = pytest.mark.slow

@@ -16,7 +16,7 @@ import pytest
 
 from kernelscope.daemon.engine.lens_text import file_lens, kernel_lens, memory_scores, recorded_notes
 from kernelscope.daemon.engine.memory import atrex_fields
-from kernelscope.daemon.engine.restart import PartialRestart, RestartOptions
+from kernelscope.daemon.engine.workflows.restart import PartialRestart, RestartOptions
 from kernelscope.daemon.engine.workspace import atrex
 from kernelscope.daemon.engine.workspace.kinds import detect_kind
 from kernelscope.daemon.engine.workspace.workspace import Workspace

@@ -25,9 +25,9 @@ import pytest_lsp
 from lsprotocol import types
 from pytest_lsp import ClientServerConfig, LanguageClient
 
-from kernelscope.daemon.engine.git import Git
 from kernelscope.daemon.engine.run.gate_output import GateLines, configs_from_report, report_from
 from kernelscope.daemon.engine.run.scratch import scratch_copy, workspace_files
+from kernelscope.daemon.engine.workflows.git import Git
 from tests.conftest import EXAMPLES
 from tests.lsp_client import KernelscopeClient, _as_dict, make_client
 from tests.test_lsp import SERVER, init_params

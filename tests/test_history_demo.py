@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from kernelscope.daemon.engine.demo import run_demo
+from kernelscope.daemon.engine.workflows.demo import run_demo
 
 pytestmark = pytest.mark.slow
 

@@ -18,11 +18,11 @@ from typer.testing import CliRunner
 
 from kernelscope.daemon.cli.blame import blame_command
 from kernelscope.daemon.cli.compare import compare_command
-from kernelscope.daemon.engine.demo import kernel_with_block
-from kernelscope.daemon.engine.git import Git
 from kernelscope.daemon.engine.history.service import HistoryService
-from kernelscope.daemon.engine.iterate import IterateOptions, run_iteration
 from kernelscope.daemon.engine.memory.records import MemoryManager
+from kernelscope.daemon.engine.workflows.demo import kernel_with_block
+from kernelscope.daemon.engine.workflows.git import Git
+from kernelscope.daemon.engine.workflows.iterate import IterateOptions, run_iteration
 from tests.conftest import EXAMPLES
 
 pytestmark = pytest.mark.slow

@@ -14,9 +14,9 @@ import pytest_lsp
 from lsprotocol import types
 from pytest_lsp import ClientServerConfig, client_capabilities
 
-from kernelscope.daemon.engine.demo import kernel_with_block
-from kernelscope.daemon.engine.git import Git
-from kernelscope.daemon.engine.iterate import IterateOptions, run_iteration
+from kernelscope.daemon.engine.workflows.demo import kernel_with_block
+from kernelscope.daemon.engine.workflows.git import Git
+from kernelscope.daemon.engine.workflows.iterate import IterateOptions, run_iteration
 from tests.conftest import EXAMPLES
 from tests.lsp_client import KernelscopeClient, _as_dict, make_client, wait_for
 from tests.stdio_client import frame

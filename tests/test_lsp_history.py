@@ -14,7 +14,7 @@ import pytest_lsp
 from lsprotocol import types
 from pytest_lsp import ClientServerConfig, client_capabilities
 
-from kernelscope.daemon.engine.demo import kernel_with_block
+from kernelscope.daemon.engine.workflows.demo import kernel_with_block
 from tests.lsp_client import KernelscopeClient, _as_dict, make_client, wait_for
 from tests.test_lsp import KERNEL, make_workspace, private_copy
 

@@ -11,11 +11,11 @@ from pathlib import Path
 
 import pytest
 
-from kernelscope.daemon.engine.demo import kernel_with_block, run_demo
-from kernelscope.daemon.engine.git import Git
-from kernelscope.daemon.engine.iterate import IterateOptions, run_iteration
-from kernelscope.daemon.engine.restart import PartialRestart, RestartOptions
 from kernelscope.daemon.engine.store import ExperimentStore
+from kernelscope.daemon.engine.workflows.demo import kernel_with_block, run_demo
+from kernelscope.daemon.engine.workflows.git import Git
+from kernelscope.daemon.engine.workflows.iterate import IterateOptions, run_iteration
+from kernelscope.daemon.engine.workflows.restart import PartialRestart, RestartOptions
 from tests.conftest import EXAMPLES
 
 pytestmark = pytest.mark.slow

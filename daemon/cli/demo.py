@@ -9,7 +9,7 @@ from typing import Annotated, Optional
 import typer
 
 from kernelscope.daemon.cli import output
-from kernelscope.daemon.engine.demo import run_demo
+from kernelscope.daemon.engine.workflows.demo import run_demo
 
 OptPath = Optional[Path]  # noqa: UP045 - typer reads the annotation at runtime
 

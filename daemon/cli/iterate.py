@@ -49,7 +49,7 @@ def iterate_command(
     json_out: Annotated[bool, typer.Option("--json")] = False,
 ) -> None:
     """Run one iteration: gate + benchmark vs v0 and the parent, record, commit."""
-    from kernelscope.daemon.engine.iterate import IterateOptions, run_iteration
+    from kernelscope.daemon.engine.workflows.iterate import IterateOptions, run_iteration
 
     if mode not in ("auto", "gpu", "interpreter"):
         raise typer.BadParameter("must be auto, gpu or interpreter", param_hint="--mode")

@@ -40,7 +40,7 @@ def restart_command(
     json_out: Annotated[bool, typer.Option("--json")] = False,
 ) -> None:
     """Mask half of the memory, launch a fresh agent with a brief, verify what it did."""
-    from kernelscope.daemon.engine.restart import PartialRestart, RestartOptions
+    from kernelscope.daemon.engine.workflows.restart import PartialRestart, RestartOptions
     from kernelscope.daemon.engine.workspace.user_config import user_config
 
     command = agent or user_config().get("agent")

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import tempfile
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -182,36 +181,29 @@ class Jobs:
     def benchmark(
         self, ws: WorkspaceState, candidate: Path | None = None, probe: bool = True, background: bool = False
     ) -> Job:
-        """Benchmark kernel.py against the last passing version (or the reference)."""
+        """Benchmark kernel.py against the last passing version (engine: workflows/probe.py)."""
+        from kernelscope.daemon.engine.workflows.probe import ProbeOptions, run_probe
 
-        from kernelscope.daemon.engine.run.bench import BenchRequest, run_benchmark
+        settings = ws.settings
+        options = ProbeOptions(
+            mode=settings.mode,
+            python=self.trusted_python(),
+            timeout_s=settings.timeout_s,
+            memory_limit_mb=settings.memory_limit_mb,
+            seeds=settings.seeds,
+            executor=settings.executor,
+            ray_address=settings.ray_address,
+        )
 
         def work(job: Job, token: str) -> Any:
-            # Inside the workspace's .git when there is one: Ray workers on other machines see
-            # the workspace through a shared filesystem, never this machine's /tmp.
-            git_dir = ws.root / ".git"
-            shared = git_dir / "kernelscope" if git_dir.is_dir() else None
-            if shared is not None:
-                shared.mkdir(exist_ok=True)
-            with tempfile.TemporaryDirectory(prefix="probe-", dir=shared) as tmp:
-                baseline = self._last_passing_kernel(ws, Path(tmp))
-                request = BenchRequest(
-                    workspace=ws.root,
-                    candidate=candidate,
-                    baseline=str(baseline) if baseline else "reference",
-                    mode=ws.settings.mode,
-                    python=self.trusted_python(),
-                    timeout_s=ws.settings.timeout_s,
-                    memory_limit_mb=ws.settings.memory_limit_mb,
-                    seeds=ws.settings.seeds,
-                    on_progress=self._on_configs(ws, job, token),
-                )
-                if ws.settings.executor == "ray":  # the team's cluster runs the probe
-                    from kernelscope.daemon.engine.run.executors import RayExecutor
-
-                    result = RayExecutor(ws.settings.ray_address).run_many([request], cancel=job.cancel)[0]
-                else:  # forked by the daemon's warm worker (cold when it cannot start)
-                    result = run_benchmark(request, cancel=job.cancel, workers=self.state.warm_workers)
+            result = run_probe(
+                ws.root,
+                options,
+                candidate,
+                cancel=job.cancel,
+                workers=self.state.warm_workers,
+                on_progress=self._on_configs(ws, job, token),
+            )
             if probe and not job.cancel.is_set():
                 ws.probe = result
                 ws.stale = False
@@ -225,28 +217,6 @@ class Jobs:
         the daemon run a program of the workspace's choosing."""
         return self.state.user.python
 
-    @staticmethod
-    def _last_passing_kernel(ws: WorkspaceState, tmp: Path) -> Path | None:
-        from kernelscope.daemon.engine.git import Git
-
-        entries = ws.workspace.memory.scan()
-        passing = [
-            e
-            for e in entries
-            if e.record
-            and e.record.gate_passed
-            and isinstance(e.record.git_commit_hash, str)
-            and e.record.git_commit_hash
-        ]
-        if not passing:
-            return None
-        content = Git(ws.root).show_file(str(passing[-1].record.git_commit_hash), ws.workspace.kernel_path)  # type: ignore[union-attr]
-        if content is None:
-            return None
-        path = tmp / "last_passing_kernel.py"
-        path.write_text(content)
-        return path
-
     def iterate(
         self,
         ws: WorkspaceState,
@@ -255,7 +225,7 @@ class Jobs:
         revert: bool,
         force: bool = False,
     ) -> Job:
-        from kernelscope.daemon.engine.iterate import IterateOptions, run_iteration
+        from kernelscope.daemon.engine.workflows.iterate import IterateOptions, run_iteration
 
         def work(job: Job, token: str) -> Any:
             return run_iteration(
@@ -281,7 +251,7 @@ class Jobs:
     def restart(
         self, ws: WorkspaceState, agent: str, seed: int | None, timeout_s: float, force: bool = False
     ) -> Job:
-        from kernelscope.daemon.engine.restart import PartialRestart, RestartOptions
+        from kernelscope.daemon.engine.workflows.restart import PartialRestart, RestartOptions
 
         def work(job: Job, token: str) -> Any:
             def stream(line: str) -> None:

@@ -14,7 +14,7 @@ import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
-from kernelscope.daemon.engine.git import FAILED_REF_PREFIX
+from kernelscope.daemon.engine.workflows.git import FAILED_REF_PREFIX
 
 GIT_TIMEOUT_S = 120
 EPISODE_BRANCH_PREFIX = "refs/heads/atrex/"  # atrex: atrex/long-eNNNN-<id> per episode

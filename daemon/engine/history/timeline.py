@@ -24,7 +24,6 @@ from pathlib import Path
 from typing import Any
 
 from kernelscope.daemon.engine.errors import KernelscopeError
-from kernelscope.daemon.engine.git import FAILED_REF_PREFIX
 from kernelscope.daemon.engine.history import gitdata
 from kernelscope.daemon.engine.history.source import FACTS, SourceFacts, content_key
 from kernelscope.daemon.engine.memory import atrex_fields
@@ -37,6 +36,7 @@ from kernelscope.daemon.engine.memory.scores import (
     previous_version,
     version_score,
 )
+from kernelscope.daemon.engine.workflows.git import FAILED_REF_PREFIX
 from kernelscope.daemon.engine.workspace import atrex
 from kernelscope.daemon.engine.workspace.workspace import KERNEL_NAME, Workspace
 from kernelscope.protocol.experiment import KernelExperiment

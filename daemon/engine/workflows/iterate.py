@@ -20,11 +20,12 @@ from pathlib import Path
 from typing import Any
 
 from kernelscope.daemon.engine.errors import Cancelled, DataError
-from kernelscope.daemon.engine.git import FAILED_REF_PREFIX, Git
 from kernelscope.daemon.engine.memory.atomic_io import workspace_lock
 from kernelscope.daemon.engine.memory.records import MemoryEntry, utc_now_iso
 from kernelscope.daemon.engine.run.bench import BenchRequest, run_benchmark
 from kernelscope.daemon.engine.store import ExperimentStore
+from kernelscope.daemon.engine.workflows.git import FAILED_REF_PREFIX, Git
+from kernelscope.daemon.engine.workflows.probe import kernel_at, last_passing
 from kernelscope.daemon.engine.workspace.atrex import refuse_if_supervised, reserved_versions
 from kernelscope.daemon.engine.workspace.workspace import Workspace
 from kernelscope.protocol.bench import BenchResult, ConfigResult
@@ -97,30 +98,8 @@ class Iteration:
         self.git = Git(self.ws.root)
         self.memory = self.ws.memory
 
-    def _baseline_and_parent(
-        self, entries: list[MemoryEntry]
-    ) -> tuple[MemoryEntry | None, MemoryEntry | None]:
-        ok = [e for e in entries if e.record is not None]
-        baseline = next((e for e in ok if e.number == 0), None)
-        passing = [
-            e
-            for e in ok
-            if e.record is not None
-            and e.record.gate_passed
-            and isinstance(e.record.git_commit_hash, str)
-            and e.record.git_commit_hash
-        ]
-        return baseline, passing[-1] if passing else None
-
     def _kernel_at(self, entry: MemoryEntry | None, tmp: Path, name: str) -> Path | None:
-        if entry is None or entry.record is None or not isinstance(entry.record.git_commit_hash, str):
-            return None
-        content = self.git.show_file(entry.record.git_commit_hash, self.ws.kernel_path)
-        if content is None:
-            return None
-        path = tmp / f"{name}_{entry.version}.py"
-        path.write_text(content)
-        return path
+        return kernel_at(self.git, self.ws.kernel_path, entry, tmp, name)
 
     def run(self, cancel: threading.Event | None = None) -> IterationResult:
         if not self.ws.kernel_path.is_file():
@@ -132,7 +111,8 @@ class Iteration:
         )
         readme = self.ws.readme() if self.ws.readme_path.is_file() else None
         entries = self.memory.scan()
-        baseline_entry, parent_entry = self._baseline_and_parent(entries)
+        baseline_entry = next((e for e in entries if e.record is not None and e.number == 0), None)
+        parent_entry = last_passing(entries)
         messages: list[str] = []
         with tempfile.TemporaryDirectory(prefix="kernelscope-iterate-") as tmp_name:
             tmp = Path(tmp_name)

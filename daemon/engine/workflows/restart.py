@@ -25,8 +25,8 @@ from pathlib import Path
 from typing import Any
 
 from kernelscope.daemon.engine.errors import DataError, UsageError
-from kernelscope.daemon.engine.git import Git
 from kernelscope.daemon.engine.memory import atrex_fields
+from kernelscope.daemon.engine.workflows.git import Git
 from kernelscope.daemon.engine.workspace.atrex import refuse_if_supervised
 from kernelscope.daemon.engine.workspace.workspace import Workspace
 from kernelscope.protocol.commands import RestartReport

@@ -1,0 +1,98 @@
+"""A probe: kernel.py measured against the last passing version, as the daemon does after a save
+(and `kernelscope.benchmark` on demand), and the rule that says which version that is.
+
+The last passing version is the newest readable record whose quality gate passed and that names
+the commit holding its kernel.py; run-iteration times a new version against it too (as its
+parent). With none, the probe is timed against the reference.
+"""
+
+from __future__ import annotations
+
+import tempfile
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from kernelscope.daemon.engine.memory.records import MemoryEntry, MemoryManager
+from kernelscope.daemon.engine.run.bench import BenchRequest, run_benchmark
+from kernelscope.daemon.engine.run.warm_worker import WarmWorkers
+from kernelscope.daemon.engine.workflows.git import Git
+from kernelscope.protocol.bench import BenchResult
+
+
+def last_passing(entries: list[MemoryEntry]) -> MemoryEntry | None:
+    """The newest version whose gate passed and whose record names its commit."""
+    passing = [
+        e
+        for e in entries
+        if e.record is not None
+        and e.record.gate_passed
+        and isinstance(e.record.git_commit_hash, str)
+        and e.record.git_commit_hash
+    ]
+    return passing[-1] if passing else None
+
+
+def kernel_at(git: Git, kernel_path: Path, entry: MemoryEntry | None, tmp: Path, name: str) -> Path | None:
+    """The version's kernel.py from its commit, written into `tmp` (None: no commit or no file)."""
+    if entry is None or entry.record is None or not isinstance(entry.record.git_commit_hash, str):
+        return None
+    content = git.show_file(entry.record.git_commit_hash, kernel_path)
+    if content is None:
+        return None
+    path = tmp / f"{name}_{entry.version}.py"
+    path.write_text(content)
+    return path
+
+
+@dataclass(frozen=True)
+class ProbeOptions:
+    """How to run a probe: the user's settings of the workspace (never the workspace's own)."""
+
+    mode: str = "auto"
+    python: str | None = None
+    timeout_s: float = 900.0
+    memory_limit_mb: int | None = None
+    seeds: int = 3
+    executor: str = "local"  # local | ray
+    ray_address: str | None = None
+
+
+def run_probe(
+    root: Path,
+    options: ProbeOptions,
+    candidate: Path | None = None,
+    cancel: threading.Event | None = None,
+    workers: WarmWorkers | None = None,
+    on_progress: Callable[[int, int], None] | None = None,
+) -> BenchResult:
+    """kernel.py (or `candidate`) against the last passing version, on the team's Ray cluster
+    or forked by a warm worker of this process (cold when none can start)."""
+    # Inside the workspace's .git when there is one: Ray workers on other machines see the
+    # workspace through a shared filesystem, never this machine's /tmp.
+    git_dir = root / ".git"
+    shared = git_dir / "kernelscope" if git_dir.is_dir() else None
+    if shared is not None:
+        shared.mkdir(exist_ok=True)
+    memory = MemoryManager(root)
+    with tempfile.TemporaryDirectory(prefix="probe-", dir=shared) as tmp:
+        baseline = kernel_at(
+            Git(root), root / "kernel.py", last_passing(memory.scan()), Path(tmp), "last_passing"
+        )
+        request = BenchRequest(
+            workspace=root,
+            candidate=candidate,
+            baseline=str(baseline) if baseline else "reference",
+            mode=options.mode,
+            python=options.python,
+            timeout_s=options.timeout_s,
+            memory_limit_mb=options.memory_limit_mb,
+            seeds=options.seeds,
+            on_progress=on_progress,
+        )
+        if options.executor == "ray":
+            from kernelscope.daemon.engine.run.executors import RayExecutor
+
+            return RayExecutor(options.ray_address).run_many([request], cancel=cancel)[0]
+        return run_benchmark(request, cancel=cancel, workers=workers)
