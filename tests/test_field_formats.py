@@ -14,8 +14,9 @@ from pathlib import Path
 
 import pytest
 
-from kernelscope.daemon.engine.lens_text import file_lens, kernel_lens, memory_scores, recorded_notes
 from kernelscope.daemon.engine.memory import atrex_fields
+from kernelscope.daemon.engine.memory.scores import memory_scores
+from kernelscope.daemon.engine.views.lens_text import file_lens, kernel_lens, recorded_notes
 from kernelscope.daemon.engine.workflows.restart import PartialRestart, RestartOptions
 from kernelscope.daemon.engine.workspace import atrex
 from kernelscope.daemon.engine.workspace.kinds import detect_kind

@@ -226,7 +226,8 @@ def test_hostile_readme(tmp_path_factory: pytest.TempPathFactory, readme: str) -
     """A README of any content (headings, units, machine blocks of random JSON, NUL bytes,
     huge lines): the CLI reports it (exit 0 or 2, no traceback), the lens texts are computed,
     and the README and memory files are never rewritten."""
-    from kernelscope.daemon.engine.lens_text import file_lens, memory_scores
+    from kernelscope.daemon.engine.memory.scores import memory_scores
+    from kernelscope.daemon.engine.views.lens_text import file_lens
     from kernelscope.daemon.engine.workspace.workspace import Workspace
 
     ws = tmp_path_factory.mktemp("readme") / "ws"

@@ -8,7 +8,6 @@ from __future__ import annotations
 import json
 import re
 import shutil
-import sqlite3
 import subprocess
 from pathlib import Path
 
@@ -24,6 +23,7 @@ from kernelscope.daemon.engine.workflows.demo import kernel_with_block
 from kernelscope.daemon.engine.workflows.git import Git
 from kernelscope.daemon.engine.workflows.iterate import IterateOptions, run_iteration
 from tests.conftest import EXAMPLES
+from tests.support.copies import copy_with_stores
 
 pytestmark = pytest.mark.slow
 KERNEL = (EXAMPLES / "vector_add" / "kernel.py").read_text()
@@ -72,13 +72,7 @@ def recorded(tmp_path_factory: pytest.TempPathFactory) -> Path:
 @pytest.fixture
 def ws(recorded: Path, tmp_path: Path) -> Path:
     """A private copy (the store's workspace paths moved along)."""
-    copy = tmp_path / "copy"
-    shutil.copytree(recorded, copy)
-    old, new = str(recorded / "kernel_opt_vector_add"), str(copy / "kernel_opt_vector_add")
-    with sqlite3.connect(copy / "exp.sqlite") as db:
-        for table in ("experiments", "experiment_kernels", "kernel_stats"):
-            db.execute(f"UPDATE {table} SET workspace = ? WHERE workspace = ?", (new, old))
-    db.close()
+    copy = copy_with_stores(recorded, tmp_path / "copy")
     return copy / "kernel_opt_vector_add"
 
 

@@ -1,5 +1,5 @@
 """Incremental reads of memory/ (the daemon's scans, daemon/engine/memory/records.py) and the lens
-path built on them (daemon/lsp/lenses.py): a new record costs one file read, an edited one is
+path built on them (the workspace cache, daemon/lsp/features/lenses.py): a new record costs one file read, an edited one is
 read again, a deleted one is dropped, and the store's per-kernel digest is read, never
 recomputed. Reads are counted, not timed (benchmarks/refresh_bench.py times them)."""
 
@@ -18,10 +18,9 @@ VERSIONS = 1000
 
 
 @pytest.fixture
-def incremental():  # type: ignore[no-untyped-def]
-    memory.enable_incremental_reads()
-    yield
-    memory.enable_incremental_reads(False)
+def incremental() -> memory.FileReads:
+    """The kept reads of one memory/ folder (the daemon's workspace cache owns one)."""
+    return memory.FileReads()
 
 
 @pytest.fixture
@@ -67,22 +66,28 @@ def big_workspace(root: Path, versions: int = VERSIONS) -> Path:
     return ws
 
 
-def test_a_new_record_costs_one_read(tmp_path: Path, incremental: None, reads: list[str]) -> None:
+def test_a_new_record_costs_one_read(tmp_path: Path, incremental: memory.FileReads, reads: list[str]) -> None:
     ws = big_workspace(tmp_path)
-    manager = MemoryManager(ws)
+    manager = MemoryManager(ws, reads=incremental)
     assert len(manager.scan()) == VERSIONS and len(reads) == VERSIONS
     reads.clear()
-    assert len(MemoryManager(ws).scan()) == VERSIONS and reads == []  # nothing changed: no read
+    assert (
+        len(MemoryManager(ws, reads=incremental).scan()) == VERSIONS and reads == []
+    )  # nothing changed: no read
     (ws / "memory" / f"v{VERSIONS}.json").write_text(record(VERSIONS))
-    entries = MemoryManager(ws).scan()  # another manager object: the daemon makes one per use
+    entries = MemoryManager(
+        ws, reads=incremental
+    ).scan()  # another manager object: the daemon makes one per use
     assert reads == [f"v{VERSIONS}.json"]
     assert entries[-1].version == f"v{VERSIONS}" and entries[-1].record is not None
     assert [e.number for e in entries] == list(range(VERSIONS + 1))  # still in numeric order
 
 
-def test_an_edited_record_is_read_again(tmp_path: Path, incremental: None, reads: list[str]) -> None:
+def test_an_edited_record_is_read_again(
+    tmp_path: Path, incremental: memory.FileReads, reads: list[str]
+) -> None:
     ws = big_workspace(tmp_path, 20)
-    manager = MemoryManager(ws)
+    manager = MemoryManager(ws, reads=incremental)
     manager.scan()
     reads.clear()
     path = ws / "memory" / "v5.json"
@@ -104,9 +109,9 @@ def test_an_edited_record_is_read_again(tmp_path: Path, incremental: None, reads
     assert reads == ["v8.json"] and entries[8].error and "v8.json" in entries[8].error
 
 
-def test_a_deleted_record_is_dropped(tmp_path: Path, incremental: None, reads: list[str]) -> None:
+def test_a_deleted_record_is_dropped(tmp_path: Path, incremental: memory.FileReads, reads: list[str]) -> None:
     ws = big_workspace(tmp_path, 20)
-    manager = MemoryManager(ws)
+    manager = MemoryManager(ws, reads=incremental)
     manager.scan()
     reads.clear()
     (ws / "memory" / "v7.json").unlink()
@@ -118,7 +123,7 @@ def test_a_deleted_record_is_dropped(tmp_path: Path, incremental: None, reads: l
 
 
 def test_a_file_read_in_its_own_clock_tick_is_read_again(
-    tmp_path: Path, incremental: None, reads: list[str], monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, incremental: memory.FileReads, reads: list[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Same size and timestamps can hide a second write in the same tick: such a file is
     not trusted until a scan reads it clearly after its timestamp (git's racy rule)."""
@@ -126,7 +131,7 @@ def test_a_file_read_in_its_own_clock_tick_is_read_again(
     path = ws / "memory" / "v1.json"
     stamp = max(path.stat().st_mtime_ns, path.stat().st_ctime_ns)
     monkeypatch.setattr(memory.time, "time_ns", lambda: stamp + 1)  # read "in the same tick"
-    manager = MemoryManager(ws)
+    manager = MemoryManager(ws, reads=incremental)
     manager.scan()
     reads.clear()
     manager.scan()
@@ -137,9 +142,9 @@ def test_a_file_read_in_its_own_clock_tick_is_read_again(
     assert reads == []
 
 
-def test_shared_entries_are_not_handed_out_for_changes(tmp_path: Path, incremental: None) -> None:
+def test_shared_entries_are_not_handed_out_for_changes(tmp_path: Path, incremental: memory.FileReads) -> None:
     ws = big_workspace(tmp_path, 3)
-    manager = MemoryManager(ws)
+    manager = MemoryManager(ws, reads=incremental)
     manager.scan()
     records, _ = manager.read_all()
     records[1]["performance"]["latency_us"] = -1.0  # a caller changing what it was given
@@ -159,16 +164,16 @@ def test_the_lens_refresh_reads_one_file_and_never_recomputes_the_store_digest(
     """Through the daemon's own state and lens code: after a new memory file, the refreshed
     lens (file lens and per-kernel lenses) reads that one file, scores that one version, and
     reads the store's per-kernel digest without recomputing it."""
-    from kernelscope.daemon.engine import lens_text
+    from kernelscope.daemon.engine.memory import scores as scores_module
     from kernelscope.daemon.engine.store import ExperimentStore
     from kernelscope.daemon.engine.store import kernel_stats as digest
-    from kernelscope.daemon.lsp import lenses
-    from kernelscope.daemon.lsp.state import ServerState, WorkspaceState
+    from kernelscope.daemon.lsp.features import Document, lenses
+    from kernelscope.daemon.lsp.state import ServerState
     from kernelscope.protocol.experiment import KernelExperiment
     from kernelscope.protocol.settings import Settings
     from tests.conftest import EXAMPLES
 
-    state = ServerState()  # the daemon: incremental reads from its first workspace read on
+    state = ServerState()
     try:
         ws = big_workspace(tmp_path)
         (ws / "kernel.py").write_text((EXAMPLES / "vector_add" / "kernel.py").read_text())
@@ -180,12 +185,17 @@ def test_the_lens_refresh_reads_one_file_and_never_recomputes_the_store_digest(
                 id="e1", change_summary="first", score=1.5, workspace=str(ws), kernels=["add_kernel"]
             )
         )
-        ws_state = WorkspaceState(ws.resolve(), Settings(db_url=db))
-        before = [lens.command.title for lens in lenses.code_lenses(ws_state) if lens.command]
-        assert memory.incremental_reads()
+        ws_state = state.new_workspace(ws.resolve())
+        ws_state.settings = Settings(db_url=db)
+
+        def titles() -> list[str]:
+            doc = Document(ws.as_uri(), None, ws_state.view())
+            return [lens.command.title for lens in lenses.code_lens(doc, None) if lens.command]  # type: ignore[arg-type]
+
+        before = titles()
         assert any("next v1000" in t for t in before) and any("1 runs" in t for t in before), before
         scored: list[int] = []
-        original = lens_text.memory_scores
+        original = scores_module.memory_scores
 
         def counting(entries, readme):  # type: ignore[no-untyped-def]
             scored.append(len(entries))
@@ -194,7 +204,7 @@ def test_the_lens_refresh_reads_one_file_and_never_recomputes_the_store_digest(
         def forbidden(*args: object, **kwargs: object) -> None:
             raise AssertionError("the lens path recomputed the store's digest")
 
-        monkeypatch.setattr(lens_text, "memory_scores", counting)
+        monkeypatch.setattr(scores_module, "memory_scores", counting)
         monkeypatch.setattr(digest, "compute_digest", forbidden)
         monkeypatch.setattr(digest, "recompute", forbidden)
         reads.clear()
@@ -204,15 +214,14 @@ def test_the_lens_refresh_reads_one_file_and_never_recomputes_the_store_digest(
                 id="e2", change_summary="second", score=2.0, workspace=str(ws), kernels=["add_kernel"]
             )
         )
-        ws_state.invalidate("memory", "store")  # what the watcher's refresh does
-        after = [lens.command.title for lens in lenses.code_lenses(ws_state) if lens.command]
+        ws_state.cache.files_changed({f"v{VERSIONS}.json"})  # what the watcher reports
+        after = titles()
         assert reads == [f"v{VERSIONS}.json"]
         assert scored == [2]  # v0 (the base) and the new version, not 1,001 versions
         assert any("next v1001" in t for t in after), after
         assert any("best 2.00x" in t and "2 runs" in t for t in after), after
         # the scores are the same as a full computation's
-        full = original(MemoryManager(ws).scan(), ws_state.workspace.readme())
-        assert lenses._scores(ws_state, MemoryManager(ws).scan(), ws_state.workspace.readme()) == full
+        full = original(MemoryManager(ws).scan(), ws_state.cache.readme())
+        assert ws_state.cache.scores() == full
     finally:
         state.close()
-        memory.enable_incremental_reads(False)

@@ -20,6 +20,7 @@ from kernelscope.daemon.engine.workflows.iterate import IterateOptions, run_iter
 from tests.conftest import EXAMPLES
 from tests.lsp_client import KernelscopeClient, _as_dict, make_client, wait_for
 from tests.stdio_client import frame
+from tests.support.copies import copy_with_stores
 
 pytestmark = pytest.mark.slow
 ROOT = Path(__file__).resolve().parent.parent
@@ -63,21 +64,8 @@ def prepared(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def private_copy(prepared: Path, tmp_path: Path) -> Path:
-    """A private copy of a prepared folder; the store's workspace paths are moved along with it
-    (the connection closed, so no WAL is left behind for the next copy)."""
-    import sqlite3
-
-    copy = tmp_path / "folder"
-    shutil.copytree(prepared, copy)
-    old, new = str(prepared / "kernel_opt_vector_add"), str(copy / "kernel_opt_vector_add")
-    connection = sqlite3.connect(copy / "exp.sqlite")
-    try:
-        for table in ("experiments", "experiment_kernels", "kernel_stats"):
-            connection.execute(f"UPDATE {table} SET workspace = ? WHERE workspace = ?", (new, old))
-        connection.commit()
-    finally:
-        connection.close()
-    return copy
+    """A private copy of a prepared folder, the store's workspace paths moved along with it."""
+    return copy_with_stores(prepared, tmp_path / "folder")
 
 
 @pytest.fixture

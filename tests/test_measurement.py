@@ -12,7 +12,8 @@ from pathlib import Path
 import pytest
 import torch
 
-from kernelscope.daemon.engine.lens_text import kernel_lens, memory_scores
+from kernelscope.daemon.engine.memory.scores import memory_scores
+from kernelscope.daemon.engine.views.lens_text import kernel_lens
 from kernelscope.daemon.engine.workspace.workspace import Workspace
 from kernelscope.kernels import gate
 from kernelscope.kernels.timing import perturb_

@@ -17,6 +17,7 @@ from kernelscope.daemon.engine.workflows.git import Git
 from kernelscope.daemon.engine.workflows.iterate import IterateOptions, run_iteration
 from kernelscope.daemon.engine.workflows.restart import PartialRestart, RestartOptions
 from tests.conftest import EXAMPLES
+from tests.support.copies import copy_with_stores
 
 pytestmark = pytest.mark.slow
 KERNEL = (EXAMPLES / "vector_add" / "kernel.py").read_text()
@@ -58,7 +59,7 @@ def prepared(tmp_path_factory: pytest.TempPathFactory) -> Path:
 @pytest.fixture
 def workspace(prepared: Path, tmp_path: Path) -> tuple[Path, str]:
     root = tmp_path / "root"
-    shutil.copytree(prepared, root)
+    copy_with_stores(prepared, root)
     return root / "kernel_opt_vector_add", str(root / "exp.sqlite")
 
 

@@ -13,26 +13,27 @@ import asyncio
 import logging
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from lsprotocol import types
-from pygls.lsp.server import LanguageServer
 
 from kernelscope.daemon.engine.errors import Cancelled, KernelscopeError
+from kernelscope.daemon.lsp import notify
 from kernelscope.daemon.lsp.state import Job, ServerState, WorkspaceState
 from kernelscope.protocol.vocabulary import JobKind
 
+if TYPE_CHECKING:
+    from kernelscope.daemon.lsp.server import KernelscopeServer
+
 log = logging.getLogger("kernelscope.lsp")
-JOB_FINISHED = "kernelscope/jobFinished"
 PROGRESS_CREATE_TIMEOUT_S = 3.0  # a client that never answers window/workDoneProgress/create
 TOKEN_PREFIX = "kernelscope-"
 
 
 class Jobs:
-    def __init__(self, server: LanguageServer, state: ServerState, refresh: Any) -> None:
+    def __init__(self, server: KernelscopeServer, state: ServerState) -> None:
         self.server = server
         self.state = state
-        self.refresh = refresh  # callable(WorkspaceState) run on the loop
         self.pending_saves: dict[Path, asyncio.TimerHandle] = {}
         self.ready: dict[str, asyncio.Event] = {}
         self.tasks: set[asyncio.Task[Any]] = set()  # kept until done: a dropped task can vanish
@@ -141,29 +142,22 @@ class Jobs:
                 outcome["error"] = f"{type(exc).__name__}: {exc}"
                 self._log(f"{kind} crashed: {exc}", types.MessageType.Error)
             finally:
-                self.state.finish_job(job)
-                ws.last_outcome = (
-                    kind,
-                    "cancelled" if job.cancel.is_set() else "error" if "error" in outcome else "done",
-                )
+                ended = "cancelled" if job.cancel.is_set() else "error" if "error" in outcome else "done"
                 self._progress(token, "end", kind, message="cancelled" if job.cancel.is_set() else "done")
-                self.state.on_loop(lambda: self._notify_finished(outcome))
-                # iterations and restarts write memory and experiments
-                self.state.on_loop(lambda: self.refresh(ws, "memory", "store", "kernels"))
+
+                def finished() -> None:
+                    self.state.finish_job(job)
+                    ws.last_outcome = (kind, ended)
+                    notify.job_finished(self.server, outcome)
+                    # iterations and restarts write memory and experiments, and commit kernel.py
+                    notify.workspace_changed(self.server, ws, "memory", "store", "kernel")
+
+                self.state.on_loop(finished)
 
         executor = self.state.gpu_queue if gpu else self.state.workers
         job.future = executor.submit(run)
-        self.state.on_loop(lambda: self.refresh(ws))
+        self.state.on_loop(lambda: notify.workspace_changed(self.server, ws))
         return job
-
-    def _notify_finished(self, outcome: dict[str, Any]) -> None:
-        """The typed notification (protocol.lsp.JobFinished), validated before it is sent."""
-        from kernelscope.protocol.lsp import JobFinished
-
-        finished = JobFinished.model_validate(outcome)
-        self.server.protocol.notify(
-            JOB_FINISHED, finished.model_dump(mode="json", by_alias=True, exclude_none=True)
-        )
 
     def _on_configs(self, ws: WorkspaceState, job: Job, token: str) -> Callable[[int, int], None]:
         def report(done: int, total: int) -> None:
@@ -172,7 +166,7 @@ class Jobs:
             self._progress(
                 token, "report", job.kind, message=f"{done}/{total} configs", percentage=percentage
             )
-            self.state.on_loop(lambda: self.refresh(ws))
+            self.state.on_loop(lambda: notify.workspace_changed(self.server, ws))
 
         return report
 
@@ -205,8 +199,7 @@ class Jobs:
                 on_progress=self._on_configs(ws, job, token),
             )
             if probe and not job.cancel.is_set():
-                ws.probe = result
-                ws.stale = False
+                self.state.on_loop(lambda: ws.probe_finished(result))  # before the job's end
             return result
 
         return self.start(ws, "benchmark", work, gpu=True, background=background)
@@ -268,8 +261,6 @@ class Jobs:
     def schedule_probe(self, ws: WorkspaceState) -> None:
         """Debounced on the event loop (call it there): each save restarts the delay; the
         probe it starts cancels a running one."""
-        ws.stale = True
-        ws.invalidate("kernels")  # the numbers stay cached: they are only marked stale
         if not ws.settings.runs_on_save or self.state.loop is None:
             return
         previous = self.pending_saves.pop(ws.root, None)

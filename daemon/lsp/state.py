@@ -1,8 +1,11 @@
 """What the daemon knows between requests: the optimization workspaces among the editor's
 folders, their settings, the latest background probe and the running jobs.
 
-Worker threads change state and then ask the event loop (`ServerState.on_loop`) to talk to
-the client: pygls must only be driven from its event loop.
+Ownership: a `WorkspaceState`'s live fields (probe, stale mark, job, save check) change on the
+event loop only, through its methods; everything read from disk or the store is kept by its
+`WorkspaceCache` (engine/workspace/cache.py), dropped by events. Work on the pools gets a
+`WorkspaceView`, a frozen copy of the live fields beside the (thread-safe) cache, never the
+live state. Worker threads hand their results back with `ServerState.on_loop`.
 """
 
 from __future__ import annotations
@@ -22,7 +25,9 @@ from kernelscope.protocol.settings import FolderSettings, Settings, UserSettings
 
 if TYPE_CHECKING:
     from kernelscope.daemon.engine.run.warm_worker import WarmWorkers
-    from kernelscope.daemon.engine.workspace.workspace import Workspace
+    from kernelscope.daemon.engine.store import ExperimentStore
+    from kernelscope.daemon.engine.views.diagnostics import Notice
+    from kernelscope.daemon.engine.workspace.cache import WorkspaceCache
     from kernelscope.protocol.bench import BenchResult
 
 
@@ -43,9 +48,25 @@ class Job:
     total_configs: int = 0
 
 
+@dataclass(frozen=True)
+class WorkspaceView:
+    """A workspace as pool work sees it: the cache (thread-safe) and a copy of the live fields
+    taken on the loop."""
+
+    root: Path
+    cache: WorkspaceCache
+    settings: Settings
+    probe: BenchResult | None
+    stale: bool
+    job: tuple[str, int, int] | None  # (kind, configs done, configs in all) of the running job
+    last_outcome: tuple[str, str] | None
+    notices: tuple[Notice, ...]  # the save check's (already tried, untrusted...)
+
+
 @dataclass
 class WorkspaceState:
     root: Path
+    cache: WorkspaceCache
     # Effective settings: the user's (ServerState.user) composed with this folder's own.
     settings: Settings = field(default_factory=Settings)
     folder: FolderSettings = field(default_factory=FolderSettings)
@@ -54,45 +75,38 @@ class WorkspaceState:
     job: Job | None = None
     last_outcome: tuple[str, str] | None = None  # (job kind, done|cancelled|error) of the last job
     # The kernel.py text last handled and the one whose check is still running (sha256s): a
-    # save and the watcher report the same change twice (server.kernel_changed).
+    # save and the watcher report the same change twice (features/save.py).
     kernel_digest: str | None = None
     checking_kernel: str | None = None
-    # The 'already tried' verdict of the last save (daemon/lsp/history_hints.py).
-    history_diagnostics: list[Any] = field(default_factory=list)
-    # Lens and hint texts, computed once per change: a workspace with 1,000 memory files
-    # must not be re-read on every keystroke. Invalidated by every refresh.
-    cache: dict[str, Any] = field(default_factory=dict)
+    # What the save check of the last text said (features/save.py), shown as diagnostics.
+    notices: tuple[Notice, ...] = ()
+    history_started: bool = False  # built on the first open of kernel.py, not at start-up
 
-    def invalidate(self, *parts: str) -> None:
-        """Drop the rendered lenses and texts, and the named sources ("memory", "store",
-        "kernels", or "all"). With no parts only the rendering is redone (job progress,
-        stale marks), which is cheap."""
-        if "all" in parts:
-            self.cache.clear()
-            return
-        # the kernel-name hover tables are made of memory and store only: job progress and
-        # stale marks, refreshed many times a second during a job, keep them
-        tables = ("histories",) if {"memory", "store"} & set(parts) else ()
-        for key in ("lenses", "summaries", *tables, *parts):
-            self.cache.pop(key, None)
+    # -- transitions (event loop only) ----------------------------------------------------
 
-    @property
-    def workspace(self) -> Workspace:
-        from kernelscope.daemon.engine.workspace.workspace import Workspace
+    def kernel_edited(self) -> None:
+        """kernel.py changed: the numbers on screen are no longer this code's."""
+        self.stale = True
 
-        if _incremental_reads["wanted"] and not _incremental_reads["on"]:
-            from kernelscope.daemon.engine.memory.records import enable_incremental_reads
+    def probe_finished(self, result: BenchResult) -> None:
+        self.probe, self.stale = result, False
 
-            enable_incremental_reads()
-            _incremental_reads["on"] = True
-        return Workspace(self.root)
+    def already_measured(self) -> None:
+        """The text is a recorded version: the numbers on screen are this code's."""
+        self.probe, self.stale = None, False
 
-
-# A daemon lives for days over workspaces of 1,000 memory files: it re-reads only the files
-# that changed (memory.py, incremental reads), switched on by the first workspace it reads
-# (not at start-up: the engine's imports stay off the initialize path).
-# KERNELSCOPE_FULL_RESCAN=1 keeps full scans (benchmarks/refresh_bench.py's comparison).
-_incremental_reads = {"wanted": False, "on": False}
+    def view(self) -> WorkspaceView:
+        job = self.job
+        return WorkspaceView(
+            root=self.root,
+            cache=self.cache,
+            settings=self.settings,
+            probe=self.probe,
+            stale=self.stale,
+            job=(job.kind, job.done_configs, job.total_configs) if job is not None else None,
+            last_outcome=self.last_outcome,
+            notices=self.notices,
+        )
 
 
 def _is_optimization_workspace(path: Path) -> bool:
@@ -113,17 +127,18 @@ class ServerState:
         self.workspaces: dict[Path, WorkspaceState] = {}
         self._warm_workers: WarmWorkers | None = None
         self._workers_lock = threading.Lock()
+        self._stores: dict[str | None, ExperimentStore | None] = {}
+        self._stores_lock = threading.Lock()
         # Who may set what (protocol/settings.py): the user through initializationOptions,
         # a folder through workspace/configuration (folder keys only).
         self.user = UserSettings()
-        _incremental_reads["wanted"] = os.environ.get("KERNELSCOPE_FULL_RESCAN") != "1"
         self.folder_defaults = FolderSettings()
         self.ignored_keys_logged: set[tuple[str, str]] = set()
         self.loop: asyncio.AbstractEventLoop | None = None
         self.jobs: dict[str, Job] = {}
         # Commands and file work; a separate single worker serialises benchmarks (one GPU).
         self.workers = ThreadPoolExecutor(max_workers=4, thread_name_prefix="kernelscope-job")
-        # Commands (mask-half, record, history...) run here, off the event loop.
+        # Commands (mask-half, record, history...) and read requests run here, off the loop.
         self.command_pool = ThreadPoolExecutor(max_workers=4, thread_name_prefix="kernelscope-command")
         self.gpu_queue = ThreadPoolExecutor(max_workers=1, thread_name_prefix="kernelscope-bench")
         self.lock = threading.RLock()
@@ -134,12 +149,29 @@ class ServerState:
 
     @user.setter
     def user(self, value: UserSettings) -> None:
-        """A new interpreter or trust setting: no worker started under the old ones is reused."""
+        """A new interpreter or trust setting: no worker started under the old ones is reused;
+        a new store: every workspace's store-made values are read again."""
         old = getattr(self, "_user", None)
         self._user = value
         changed = old is not None and (old.python, old.trusted) != (value.python, value.trusted)
         if changed and self._warm_workers is not None:
             self._warm_workers.stop_all()
+        if old is not None and old.db_url != value.db_url:
+            for ws in self.workspaces.values():
+                ws.cache.changed("store")
+
+    def store_for(self, db_url: str | None) -> ExperimentStore | None:
+        """One store object per database (its engine, pool and schema check are kept); None
+        when the store cannot be opened (the lenses then show memory alone)."""
+        with self._stores_lock:
+            if db_url not in self._stores:
+                from kernelscope.daemon.engine.store import ExperimentStore, StoreError
+
+                try:
+                    self._stores[db_url] = ExperimentStore(db_url)
+                except StoreError:
+                    return None  # tried again next time: the database may appear
+            return self._stores[db_url]
 
     @property
     def warm_workers(self) -> WarmWorkers:
@@ -169,6 +201,19 @@ class ServerState:
         self.folders = [f.resolve() for f in folders]
         self.rescan()
 
+    def new_workspace(self, root: Path) -> WorkspaceState:
+        from kernelscope.daemon.engine.workspace.cache import WorkspaceCache
+
+        state: WorkspaceState
+
+        def store() -> ExperimentStore | None:
+            return self.store_for(state.settings.db_url)
+
+        keep_reads = os.environ.get("KERNELSCOPE_FULL_RESCAN") != "1"  # benchmarks/refresh_bench.py
+        cache = WorkspaceCache(root, store, keep_reads)
+        state = WorkspaceState(root, cache, self.default_settings, self.folder_defaults)
+        return state
+
     def rescan(self) -> None:
         """Every folder (or direct child) holding kernel.py and memory/ (or a README block)."""
         found: dict[Path, WorkspaceState] = {}
@@ -176,9 +221,7 @@ class ServerState:
             candidates = [folder, *(p for p in folder.iterdir() if p.is_dir())] if folder.is_dir() else []
             for candidate in candidates:
                 if _is_optimization_workspace(candidate):
-                    found[candidate] = self.workspaces.get(candidate) or WorkspaceState(
-                        candidate, self.default_settings, self.folder_defaults
-                    )
+                    found[candidate] = self.workspaces.get(candidate) or self.new_workspace(candidate)
         self.workspaces = found
 
     @property

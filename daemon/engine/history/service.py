@@ -1,5 +1,5 @@
-"""The cache the daemon (and the CLI) query: one `History` per workspace, rebuilt only when
-the history changes, never per keystroke.
+"""One workspace's history, rebuilt only when it changes, never per keystroke: the CLI makes
+one per command, the daemon's workspace cache (workspace/cache.py) owns one per workspace.
 
 The key (`gitdata.history_key`) is read from git's files and `stat` of memory/ (no process),
 plus the store's experiment count for the workspace; a request whose key matches the cached
@@ -21,7 +21,7 @@ from kernelscope.daemon.engine.history.fingerprint import check_fingerprint
 from kernelscope.daemon.engine.history.source import no_gc_pauses
 from kernelscope.daemon.engine.history.timeline import History, build_history, store_watermark
 from kernelscope.daemon.engine.history.tried import tried_hints
-from kernelscope.daemon.engine.memory.records import MEMORY_DIR
+from kernelscope.daemon.engine.memory.records import MEMORY_DIR, MemoryManager
 from kernelscope.protocol.history import BlameLine, FingerprintCheck, TriedHint, VersionComparison
 
 FILE_SCAN_INTERVAL_S = 2.0
@@ -31,9 +31,15 @@ class HistoryService:
     """Blame, tried values, fingerprint and compare for one workspace, cached per history state."""
 
     def __init__(
-        self, root: Path | str, db_url: str | None = None, store: Any = None, use_store: bool = True
+        self,
+        root: Path | str,
+        db_url: str | None = None,
+        store: Any = None,
+        use_store: bool = True,
+        memory: MemoryManager | None = None,
     ) -> None:
         self.root = Path(root).expanduser().resolve()
+        self._memory = memory  # the daemon's, with its kept reads of memory/
         self._store = store
         self._db_url = db_url
         self._use_store = use_store
@@ -72,7 +78,7 @@ class HistoryService:
             key = self.key()
             if self._history is None or self._history.key != key:
                 with no_gc_pauses():
-                    self._history = build_history(self.root, self.store, key)
+                    self._history = build_history(self.root, self.store, key, self._memory)
             return self._history
 
     def warm(self) -> History:
@@ -115,17 +121,3 @@ class HistoryService:
 
     def compare(self, version_a: str, version_b: str, check: bool = True) -> VersionComparison:
         return compare_versions(self.history(check), version_a, version_b)
-
-
-_SERVICES: dict[tuple[Path, str | None], HistoryService] = {}
-_SERVICES_LOCK = threading.Lock()
-
-
-def history_service(root: Path | str, db_url: str | None = None) -> HistoryService:
-    """The process-wide service of a workspace (one cache per workspace and store)."""
-    key = (Path(root).expanduser().resolve(), db_url)
-    with _SERVICES_LOCK:
-        service = _SERVICES.get(key)
-        if service is None:
-            service = _SERVICES[key] = HistoryService(key[0], db_url)
-        return service

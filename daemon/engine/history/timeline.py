@@ -15,20 +15,16 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 import re
 import threading
-import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from kernelscope.daemon.engine.errors import KernelscopeError
 from kernelscope.daemon.engine.history import gitdata
 from kernelscope.daemon.engine.history.source import FACTS, SourceFacts, content_key
 from kernelscope.daemon.engine.memory import atrex_fields
-from kernelscope.daemon.engine.memory.atomic_io import JOURNAL_NAME
-from kernelscope.daemon.engine.memory.records import MemoryEntry
+from kernelscope.daemon.engine.memory.records import MemoryEntry, MemoryManager
 from kernelscope.daemon.engine.memory.scores import (
     failure_text,
     kernelscope_block,
@@ -324,52 +320,6 @@ def _parents(pairs: list[tuple[MemoryEntry, MemoryRecord]]) -> list[tuple[str, M
     return parents
 
 
-_MEMORY_FILE = re.compile(r"^v(\d+)\.json$")
-_ENTRIES: dict[Path, tuple[tuple[int, int, int, int], int, MemoryEntry]] = {}
-RACY_NS = 100_000_000  # a file changed this close to its read may change again unseen: re-read it
-
-
-def _scan_memory(ws: Workspace) -> list[MemoryEntry]:
-    """`MemoryManager.scan()` with each record parsed once per process while its file is
-    unchanged (same inode, timestamps and size, and not changed within `RACY_NS` of when it
-    was read, as git treats "racy" index entries): a new version re-reads one file, not a
-    thousand."""
-    directory = ws.memory_dir
-    if not directory.is_dir():
-        return []
-    if (directory / JOURNAL_NAME).exists():
-        return ws.memory.scan()  # a mask-half cut short: let the manager finish it first
-    manager = ws.memory
-    entries: list[MemoryEntry] = []
-    try:
-        items = list(os.scandir(directory))
-    except OSError:
-        return ws.memory.scan()
-    for item in items:
-        match = _MEMORY_FILE.match(item.name)
-        if not match or str(int(match.group(1))) != match.group(1):
-            continue
-        try:
-            info = item.stat()
-        except OSError:
-            continue
-        path = Path(item.path)
-        stamp = (info.st_ino, info.st_mtime_ns, info.st_ctime_ns, info.st_size)
-        cached = _ENTRIES.get(path)
-        if cached is not None and cached[0] == stamp and cached[1] - max(stamp[1], stamp[2]) > RACY_NS:
-            entries.append(cached[2])
-            continue
-        read_ns = time.time_ns()
-        try:
-            entry = manager.entry(f"v{match.group(1)}")
-        except KernelscopeError:
-            continue  # corrupt or invalid: the memory commands report it
-        _ENTRIES[path] = (stamp, read_ns, entry)
-        entries.append(entry)
-    entries.sort(key=lambda entry: entry.number)
-    return entries
-
-
 def _load_experiments(store: Any, root: Path) -> list[KernelExperiment]:
     if store is None:
         return []
@@ -393,13 +343,18 @@ def store_watermark(store: Any, root: Path) -> object:
         return "unavailable"
 
 
-def build_history(root: Path, store: Any = None, key: gitdata.HistoryKey | None = None) -> History:
-    """Read memory/, git and the store once and assemble the workspace's history."""
+def build_history(
+    root: Path, store: Any = None, key: gitdata.HistoryKey | None = None, memory: MemoryManager | None = None
+) -> History:
+    """Read memory/ (through `memory`, whose kept reads a daemon shares with its lenses), git
+    and the store once and assemble the workspace's history."""
     ws = Workspace(root)
     root = ws.root
     if key is None:
         key = gitdata.history_key(root, ws.memory_dir, (store_watermark(store, root),))
-    entries = [e for e in _scan_memory(ws) if e.record is not None]
+    scanned = (memory or ws.memory).scan()
+    # readable records under their canonical names (v1.json, never v01.json)
+    entries = [e for e in scanned if e.record is not None and e.path.name == f"{e.version}.json"]
     readme = None
     if ws.readme_path.is_file():
         try:

@@ -9,12 +9,12 @@ Records are edited as the raw JSON objects they are on disk, so masking or updat
 field keeps every other key, unknown keys and key order; the indent the file was written
 with is kept too. No operation deletes a file.
 
-Incremental reads (`enable_incremental_reads`, switched on by the LSP daemon): `scan()` keeps
-what it parsed per file and re-reads only files whose identity (device, inode, size,
-mtime_ns, ctime_ns) changed, so in a workspace of 1,000 versions a new record costs one file
-read and a directory listing, not a rescan. A file modified in the same clock tick as it was
-read could keep its size and timestamps: like git's "racy" index entries, a file whose
-timestamp is within `RACY_NS` of the moment it was read is read again on the next scan.
+Incremental reads (a `FileReads` given to the manager; the daemon's workspace cache owns one
+per workspace): `scan()` keeps what it parsed per file and re-reads only files whose identity
+(device, inode, size, mtime_ns, ctime_ns) changed, so in a workspace of 1,000 versions a new
+record costs one file read and a directory listing, not a rescan. A file modified in the same
+clock tick as it was read could keep its size and timestamps: like git's "racy" index entries,
+a file whose timestamp is within `RACY_NS` of the moment it was read is read again on the next scan.
 Writes of kernelscope itself replace files (a new inode), so they are always seen.
 """
 
@@ -85,31 +85,6 @@ class _Read:
         return identity == self.identity and self.read_ns - max(identity[3], identity[4]) > RACY_NS
 
 
-_incremental = False
-_reads: dict[Path, dict[str, _Read]] = {}
-_reads_locks: dict[Path, threading.Lock] = {}
-_reads_guard = threading.Lock()
-
-
-def enable_incremental_reads(enabled: bool = True) -> None:
-    """Keep parsed memory files between scans in this process (the daemon). Entries handed
-    out are shared: callers must not change them (`read_all` hands out copies)."""
-    global _incremental
-    with _reads_guard:
-        _incremental = enabled
-        if not enabled:
-            _reads.clear()
-
-
-def incremental_reads() -> bool:
-    return _incremental
-
-
-def _dir_reads(memory_dir: Path) -> tuple[dict[str, _Read], threading.Lock]:
-    with _reads_guard:
-        return _reads.setdefault(memory_dir, {}), _reads_locks.setdefault(memory_dir, threading.Lock())
-
-
 def utc_now_iso() -> str:
     return datetime.now(timezone.utc).isoformat()
 
@@ -138,6 +113,50 @@ class MemoryEntry:
         return bool(self.record and self.record.is_masked)
 
 
+class FileReads:
+    """What `MemoryManager.scan()` parsed per file of one memory/ folder, kept between scans
+    (module docstring). Entries handed out are shared: callers must not change them
+    (`read_all` hands out copies). Thread-safe."""
+
+    def __init__(self) -> None:
+        self._reads: dict[str, _Read] = {}
+        self._lock = threading.Lock()
+
+    def scan(self, manager: MemoryManager) -> list[MemoryEntry]:
+        """`manager.scan()` reading only the files that changed since the last scan."""
+        entries: list[MemoryEntry] = []
+        with self._lock:
+            seen: set[str] = set()
+            try:
+                listing = list(os.scandir(manager.memory_dir))
+            except OSError:
+                listing = []
+            for item in listing:
+                match = _FILE_RE.match(item.name)
+                if not match:
+                    continue
+                try:
+                    info = item.stat()  # follows a link, as is_file() does
+                except OSError:
+                    continue
+                if not stat.S_ISREG(info.st_mode):
+                    continue
+                identity = (info.st_dev, info.st_ino, info.st_size, info.st_mtime_ns, info.st_ctime_ns)
+                seen.add(item.name)
+                cached = self._reads.get(item.name)
+                if cached is not None and cached.still_valid(identity):
+                    entries.append(cached.entry)
+                    continue
+                read_ns = time.time_ns()
+                entry = manager._load(int(match.group(1)), Path(item.path))
+                self._reads[item.name] = _Read(identity, read_ns, entry)
+                entries.append(entry)
+            for gone in set(self._reads) - seen:  # deleted (or no longer a file): dropped
+                del self._reads[gone]
+        entries.sort(key=lambda entry: entry.number)
+        return entries
+
+
 def normalize_version(version: str) -> str:
     """Accept `v3`, `V3` or `3`; return `v3`. Anything else is a usage error."""
     text = str(version).strip()
@@ -153,9 +172,10 @@ def normalize_version(version: str) -> str:
 class MemoryManager:
     """All reads and writes of one workspace's `memory/` directory."""
 
-    def __init__(self, workspace: Path | str) -> None:
+    def __init__(self, workspace: Path | str, reads: FileReads | None = None) -> None:
         self.workspace = Path(workspace).resolve()
         self.memory_dir = self.workspace / MEMORY_DIR
+        self.reads = reads  # parsed files kept between scans (the daemon's), or None: read all
 
     @property
     def lock_dir(self) -> Path:
@@ -178,48 +198,13 @@ class MemoryManager:
         if (self.memory_dir / JOURNAL_NAME).exists():  # a mask-half cut short: finish it first
             with contextlib.suppress(KernelscopeError, OSError), self._lock():
                 pass  # (on a read-only file system: read what is there)
-        if _incremental:
-            return self._scan_incremental()
+        if self.reads is not None:
+            return self.reads.scan(self)
         entries: list[MemoryEntry] = []
         for path in self.memory_dir.iterdir():
             match = _FILE_RE.match(path.name)
             if match and path.is_file():
                 entries.append(self._load(int(match.group(1)), path))
-        entries.sort(key=lambda entry: entry.number)
-        return entries
-
-    def _scan_incremental(self) -> list[MemoryEntry]:
-        """`scan()` reading only the files that changed since the last scan (module docstring)."""
-        reads, lock = _dir_reads(self.memory_dir)
-        entries: list[MemoryEntry] = []
-        with lock:
-            seen: set[str] = set()
-            try:
-                listing = list(os.scandir(self.memory_dir))
-            except OSError:
-                listing = []
-            for item in listing:
-                match = _FILE_RE.match(item.name)
-                if not match:
-                    continue
-                try:
-                    info = item.stat()  # follows a link, as is_file() does
-                except OSError:
-                    continue
-                if not stat.S_ISREG(info.st_mode):
-                    continue
-                identity = (info.st_dev, info.st_ino, info.st_size, info.st_mtime_ns, info.st_ctime_ns)
-                seen.add(item.name)
-                cached = reads.get(item.name)
-                if cached is not None and cached.still_valid(identity):
-                    entries.append(cached.entry)
-                    continue
-                read_ns = time.time_ns()
-                entry = self._load(int(match.group(1)), Path(item.path))
-                reads[item.name] = _Read(identity, read_ns, entry)
-                entries.append(entry)
-            for gone in set(reads) - seen:  # deleted (or no longer a file): dropped
-                del reads[gone]
         entries.sort(key=lambda entry: entry.number)
         return entries
 
@@ -276,6 +261,7 @@ class MemoryManager:
         """All readable records (unmasked only by default) and the errors of the others."""
         results: list[Any] = []
         errors: list[str] = []
+        shared = self.reads is not None  # entries kept between scans: hand out copies
         for entry in self.scan():
             if entry.error:
                 errors.append(entry.error)
@@ -283,15 +269,13 @@ class MemoryManager:
             if entry.masked and not include_masked:
                 continue
             if field is None:
-                results.append(copy.deepcopy(entry.raw) if _incremental else entry.raw)
+                results.append(copy.deepcopy(entry.raw) if shared else entry.raw)
             else:
                 try:
                     value = self._field(entry, field)
                 except DataError:
                     value = None
-                results.append(
-                    {"version": entry.version, field: copy.deepcopy(value) if _incremental else value}
-                )
+                results.append({"version": entry.version, field: copy.deepcopy(value) if shared else value})
         return results, errors
 
     @staticmethod

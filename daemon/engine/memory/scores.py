@@ -20,12 +20,17 @@ from __future__ import annotations
 
 import math
 import re
-from typing import Any
+import threading
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
 
 from kernelscope.daemon.engine.memory import atrex_fields
 from kernelscope.protocol.history import ScoreValue
 from kernelscope.protocol.memory import MemoryRecord, as_float
-from kernelscope.protocol.workspace import MetricKind
+from kernelscope.protocol.workspace import MetricKind, ReadmeInfo
+
+if TYPE_CHECKING:
+    from kernelscope.daemon.engine.memory.records import MemoryEntry
 
 _METRIC_OF_KIND = {"bandwidth": "bandwidth_gbps", "tflops": "tflops"}
 _REL_ERR = re.compile(r"\brel_err[ =:]+([-+]?\d+(?:\.\d*)?(?:[eE][-+]?\d+)?)")
@@ -271,3 +276,69 @@ def score_table(
     if kinds == {"speedup"}:
         columns[3] = "speedup vs v0 (in-run geomean)"
     return columns, rows, scores
+
+
+@dataclass
+class VersionScore:
+    version: str
+    score: float | None
+    passed: bool
+    label: str | None = None  # "pivot", "blocked"...: an episode outcome, not a failed kernel
+    carried_from: str | None = None  # its numbers are another version's, carried forward
+    unchanged: bool = False  # within its run's own A/A noise band: no measurable change
+
+
+def memory_scores(entries: list[MemoryEntry], readme: ReadmeInfo | None) -> list[VersionScore]:
+    """A score per readable version, the one every surface shows (`version_score`): the in-run
+    geometric-mean speedup vs v0 when the record has it (`kernelscope.score_vs_v0`), else v0
+    latency / vN latency, else vN metric / v0 metric."""
+    records = [e for e in entries if e.record is not None]
+    base = next((e.record for e in records if e.number == 0), None)
+    kind = readme.primary_kind if readme else None
+    scores = []
+    for entry in records:
+        record = entry.record
+        assert record is not None
+        outcome = atrex_fields.record_outcome(record)
+        if not outcome.measured:  # a carried-forward latency is not this version's measurement
+            scores.append(
+                VersionScore(entry.version, None, record.gate_passed, outcome.label, outcome.carried_from)
+            )
+            continue
+        score = score_value(record, base, kind)
+        extra = getattr(record, "kernelscope", None)
+        unchanged = isinstance(extra, dict) and extra.get("verdict") == "no measurable change"
+        scores.append(
+            VersionScore(entry.version, score, record.gate_passed, outcome.label, unchanged=unchanged)
+        )
+    return scores
+
+
+class IncrementalScores:
+    """`memory_scores(entries, readme)` for a daemon that scans the same memory/ again and again
+    with kept reads (`FileReads` hands back the same entry objects for unchanged files): only
+    versions whose entry is new are scored. A version's score depends on its own record, v0's
+    and the README's target kind; when v0 or the kind changes, everything is scored again."""
+
+    def __init__(self) -> None:
+        self._base: MemoryEntry | None = None
+        self._kind: MetricKind | None = None
+        self._known: dict[int, tuple[MemoryEntry, VersionScore]] = {}
+        self._lock = threading.Lock()
+
+    def scores(self, entries: list[MemoryEntry], readme: ReadmeInfo | None) -> list[VersionScore]:
+        base = next((e for e in entries if e.number == 0 and e.record is not None), None)
+        kind = readme.primary_kind if readme else None
+        with self._lock:
+            if base is not self._base or kind != self._kind:
+                self._base, self._kind, self._known = base, kind, {}
+            known = self._known
+            readable = [e for e in entries if e.record is not None]
+            fresh = [e for e in readable if known.get(id(e), (None,))[0] is not e]
+            if fresh:
+                # memory_scores takes v0 from the list it is given: give it v0 with the new entries
+                with_base = fresh if base is None or base in fresh else [base, *fresh]
+                for entry, score in zip(with_base, memory_scores(with_base, readme), strict=True):
+                    known[id(entry)] = (entry, score)
+            self._known = {id(e): known[id(e)] for e in readable}
+            return [self._known[id(e)][1] for e in readable]

@@ -18,9 +18,9 @@ from pathlib import Path
 
 import kernelscope.daemon
 from kernelscope.daemon.engine.errors import DataError
-from kernelscope.daemon.engine.lens_text import file_lens, kernel_lens, memory_scores
-from kernelscope.daemon.engine.memory.scores import score_table
+from kernelscope.daemon.engine.memory.scores import memory_scores, score_table
 from kernelscope.daemon.engine.store import ExperimentStore
+from kernelscope.daemon.engine.views.lens_text import file_lens, kernel_lens
 from kernelscope.daemon.engine.workflows.git import Git
 from kernelscope.daemon.engine.workflows.iterate import IterateOptions, run_iteration
 from kernelscope.daemon.engine.workspace.workspace import Workspace

@@ -1,14 +1,18 @@
-"""Hover on a kernel's name: its experiments as a Markdown table."""
+"""The experiment history of a kernel (or of the whole workspace) as entries and a Markdown
+table: what hover on a kernel's name and `kernelscope.showHistory` show.
+
+Experiments in the store give per-kernel rows; a workspace kernelscope has never seen has only
+its memory records, which then are the history (scored by memory/scores.py, as every surface).
+"""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from kernelscope.daemon.engine.lens_text import memory_scores
 from kernelscope.daemon.engine.memory.records import MemoryEntry
-from kernelscope.daemon.engine.store import ExperimentStore, StoreError
-from kernelscope.daemon.lsp.state import WorkspaceState
+from kernelscope.daemon.engine.views.lens_text import file_lens, recorded_notes
+from kernelscope.daemon.engine.workspace.cache import WorkspaceCache
 from kernelscope.protocol.experiment import KernelExperiment
 from kernelscope.protocol.lsp import HistoryEntry, HistoryResult
 
@@ -34,42 +38,55 @@ class _Sources:
     from_memory: list[list[HistoryEntry]] = field(default_factory=list)
 
 
-def _sources(state: WorkspaceState, kernel: str | None) -> _Sources:
-    from kernelscope.daemon.engine.lens_text import file_lens, recorded_notes
+def _sources(cache: WorkspaceCache, kernel: str | None) -> _Sources:
+    from kernelscope.daemon.engine.store import StoreError
 
-    ws = state.workspace
-    records = {e.version: e for e in ws.memory.scan()}
-    try:
-        store = ExperimentStore(state.settings.db_url)
-        filters: dict[str, Any] = {"kernel": kernel} if kernel else {}
-        experiments = store.list_experiments(workspace=str(ws.root), **filters)
-    except StoreError:
-        experiments = []
+    entries = cache.memory()
+    records = {e.version: e for e in entries}
+    experiments: list[KernelExperiment] = []
+    store = cache.store()
+    if store is not None:
+        try:
+            filters: dict[str, Any] = {"kernel": kernel} if kernel else {}
+            experiments = store.list_experiments(workspace=str(cache.root), **filters)
+        except StoreError:
+            experiments = []
     return _Sources(
         records=records,
         experiments=experiments,
-        target=file_lens(ws),
-        notes=recorded_notes(ws.root, list(records.values())),
+        target=file_lens(cache.workspace, entries, cache.readme()),
+        notes=recorded_notes(cache.root, entries),
     )
 
 
-def history(state: WorkspaceState, kernel: str | None) -> HistoryResult:
+def history(cache: WorkspaceCache, kernel: str | None) -> HistoryResult:
     """The history of one kernel (all of the workspace's when None): entries and Markdown."""
-    return _history(state, kernel, _sources(state, kernel))
+    return _history(cache, kernel, _sources(cache, kernel))
 
 
-def histories(state: WorkspaceState, kernels: list[str]) -> dict[str, HistoryResult]:
+def histories(cache: WorkspaceCache, kernels: list[str]) -> dict[str, HistoryResult]:
     """Every kernel's history from one read of memory and one store query (a query per
     kernel is ~20 ms with 100,000 experiments; hovering 50 kernels would pay it 50 times)."""
-    shared = _sources(state, None)
+    shared = _sources(cache, None)
     by_kernel: dict[str, list[KernelExperiment]] = {name: [] for name in kernels}
     for exp in shared.experiments:
         for name in set(exp.kernels):
             if name in by_kernel:
                 by_kernel[name].append(exp)
     return {
-        name: _history(state, name, replace(shared, experiments=found)) for name, found in by_kernel.items()
+        name: _history(cache, name, replace(shared, experiments=found)) for name, found in by_kernel.items()
     }
+
+
+def kernel_history(cache: WorkspaceCache, kernel: str, kernels: list[str]) -> HistoryResult:
+    """`history` for hover on a kernel's name. The first such hover after memory, the README or
+    the store changed builds the tables of all `kernels` (the ones in kernel.py) at once; later
+    ones, on any kernel, are lookups (the cache keeps them; job progress does not drop them)."""
+    wanted = sorted({*kernels, kernel})
+    tables = cache.get(
+        f"history_tables:{','.join(wanted)}", ("memory", "readme", "store"), lambda: histories(cache, wanted)
+    )
+    return tables[kernel]
 
 
 def _masked(records: dict[str, MemoryEntry], version: str | None) -> bool:
@@ -77,15 +94,15 @@ def _masked(records: dict[str, MemoryEntry], version: str | None) -> bool:
     return bool(entry and entry.record is not None and entry.record.is_masked)
 
 
-def _memory_entries(state: WorkspaceState, sources: _Sources) -> list[HistoryEntry]:
+def _memory_entries(cache: WorkspaceCache, sources: _Sources) -> list[HistoryEntry]:
     """A workspace kernelscope has never seen: its memory records as the history."""
     if sources.from_memory:
         return sources.from_memory[0]
-    ws = state.workspace
+    from kernelscope.daemon.engine.memory.scores import memory_scores
+
     records = sources.records
     entries: list[HistoryEntry] = []
-    readme = ws.readme() if ws.readme_path.is_file() else None
-    for version_score in memory_scores(list(records.values()), readme):
+    for version_score in memory_scores(list(records.values()), cache.readme()):
         record = records[version_score.version].record
         action = ""
         if record is not None and isinstance(record.optimization, dict):
@@ -110,8 +127,7 @@ def _memory_entries(state: WorkspaceState, sources: _Sources) -> list[HistoryEnt
     return entries
 
 
-def _history(state: WorkspaceState, kernel: str | None, sources: _Sources) -> HistoryResult:
-    ws = state.workspace
+def _history(cache: WorkspaceCache, kernel: str | None, sources: _Sources) -> HistoryResult:
     entries = [
         HistoryEntry(
             version=exp.memory_version,
@@ -125,8 +141,8 @@ def _history(state: WorkspaceState, kernel: str | None, sources: _Sources) -> Hi
         for exp in sources.experiments
     ]
     if not entries:
-        entries = _memory_entries(state, sources)
-    title = f"**{kernel}**" if kernel else f"**{ws.root.name}**"
+        entries = _memory_entries(cache, sources)
+    title = f"**{kernel}**" if kernel else f"**{cache.root.name}**"
     lines = [
         f"{title}: {len(entries)} experiments",
         "",
@@ -141,20 +157,9 @@ def _history(state: WorkspaceState, kernel: str | None, sources: _Sources) -> Hi
         lines += ["", "**Recorded by the agents** (newest first)", "", *sources.notes]
 
     return HistoryResult(
-        workspace=str(ws.root),
+        workspace=str(cache.root),
         kernel=kernel,
         entries=entries,
         markdown="\n".join(lines),
         target=sources.target,
     )
-
-
-def cached_history(state: WorkspaceState, kernel: str, kernels: list[str]) -> HistoryResult:
-    """`history` for hover on a kernel's name. The first such hover after a change of the
-    workspace builds the tables of all `kernels` (the ones in kernel.py) at once; later ones,
-    on any kernel, are lookups. A refresh drops the tables; tables being built meanwhile land
-    in the dropped cache, never in the new one."""
-    table: dict[str, HistoryResult] = state.cache.setdefault("histories", {})
-    if kernel not in table:
-        table.update(histories(state, sorted({*kernels, kernel})))
-    return table[kernel]

@@ -1,4 +1,5 @@
-"""The one-line summaries an editor shows above each kernel and at the top of kernel.py.
+"""The one-line texts an editor shows above each kernel and at the top of kernel.py: the file's
+target line, each kernel's summary, the running job and the latest probe.
 
 Shared by the LSP code lenses, inlay hints and hover, and by `kernelscope demo`. They work
 on a workspace kernelscope has never seen: the memory records alone carry the scores
@@ -8,56 +9,19 @@ metric); experiments in the store, when present, add per-kernel detail.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from pathlib import Path
 
 from kernelscope.daemon.engine.memory import atrex_fields
 from kernelscope.daemon.engine.memory.records import MemoryEntry
+from kernelscope.daemon.engine.memory.scores import VersionScore
 from kernelscope.daemon.engine.workspace import atrex
 from kernelscope.daemon.engine.workspace.workspace import Workspace
+from kernelscope.protocol.bench import BenchResult
 from kernelscope.protocol.experiment import KernelSummary
 from kernelscope.protocol.memory import format_version
 from kernelscope.protocol.workspace import ReadmeInfo
 
 _METRIC_OF_KIND = {"bandwidth": "bandwidth_gbps", "tflops": "tflops", "latency": "latency_us"}
-
-
-@dataclass
-class VersionScore:
-    version: str
-    score: float | None
-    passed: bool
-    label: str | None = None  # "pivot", "blocked"...: an episode outcome, not a failed kernel
-    carried_from: str | None = None  # its numbers are another version's, carried forward
-    unchanged: bool = False  # within its run's own A/A noise band: no measurable change
-
-
-def memory_scores(entries: list[MemoryEntry], readme: ReadmeInfo | None) -> list[VersionScore]:
-    """A score per readable version, the one every surface shows (`history.scores.version_score`):
-    the in-run geometric-mean speedup vs v0 when the record has it (`kernelscope.score_vs_v0`),
-    else v0 latency / vN latency, else vN metric / v0 metric."""
-    from kernelscope.daemon.engine.memory.scores import score_value
-
-    records = [e for e in entries if e.record is not None]
-    base = next((e.record for e in records if e.number == 0), None)
-    kind = readme.primary_kind if readme else None
-    scores = []
-    for entry in records:
-        record = entry.record
-        assert record is not None
-        outcome = atrex_fields.record_outcome(record)
-        if not outcome.measured:  # a carried-forward latency is not this version's measurement
-            scores.append(
-                VersionScore(entry.version, None, record.gate_passed, outcome.label, outcome.carried_from)
-            )
-            continue
-        score = score_value(record, base, kind)
-        extra = getattr(record, "kernelscope", None)
-        unchanged = isinstance(extra, dict) and extra.get("verdict") == "no measurable change"
-        scores.append(
-            VersionScore(entry.version, score, record.gate_passed, outcome.label, unchanged=unchanged)
-        )
-    return scores
 
 
 def kernel_lens(summary: KernelSummary | None, scores: list[VersionScore]) -> str:
@@ -223,3 +187,43 @@ def recorded_notes(root: Path, entries: list[MemoryEntry], versions: int = 4) ->
             lines.append(f"- open directions: {'; '.join(directions[:3])}")
         lines.append("")
     return lines
+
+
+def kernel_texts(
+    kernels: list[str], summaries: dict[str, KernelSummary], scores: list[VersionScore], stale: bool
+) -> dict[str, str]:
+    """Kernel name -> its one-line summary (lens, inlay hint, hover). A kernel without
+    experiments in the store shows the memory records' summary (the same text for all)."""
+    prefix = "(stale) " if stale else ""
+    from_memory: str | None = None
+
+    def text(name: str) -> str:
+        nonlocal from_memory
+        summary = summaries.get(name)
+        if summary is not None and summary.runs:
+            return kernel_lens(summary, scores)
+        if from_memory is None:
+            from_memory = kernel_lens(None, scores)
+        return from_memory
+
+    return {name: prefix + text(name) for name in kernels}
+
+
+def job_text(kind: str, done: int, total: int) -> str:
+    return f"{kind}: {done}{f'/{total}' if total else ''} configs"
+
+
+def cancelled_text(kind: str) -> str:
+    return f"{kind} cancelled"
+
+
+def probe_text(probe: BenchResult, stale: bool) -> str:
+    """`last probe: PASS 1.42x vs last passing [gpu]`: the latest background benchmark."""
+    verdict = "PASS" if probe.passed else f"FAIL ({probe.error.kind if probe.error else 'gate'})"
+    against = "reference" if probe.baseline == "reference" else "last passing"
+    score = f" {probe.score:.2f}x vs {against}" if probe.score is not None else ""
+    if probe.verdict == "no measurable change":
+        score += " (no measurable change)"
+    elif probe.score is not None and not probe.comparable:
+        score += " (not comparable)"
+    return f"last probe: {verdict}{score} [{probe.mode}]{' (stale)' if stale else ''}"

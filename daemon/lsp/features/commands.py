@@ -1,16 +1,25 @@
 """workspace/executeCommand handlers: the server validates the one parameter object with its
 protocol model (InvalidParams naming the field, nothing changed) and hands the parsed model to
-the method of the same name (protocol/vocabulary.COMMANDS), which calls the engine."""
+the method of the same name (protocol/vocabulary.COMMANDS), which calls the engine.
+
+Commands that start a job run on the loop (starting one changes the live state and returns at
+once); the others run on the command pool (they may wait on the workspace lock or SQLite's busy
+timeout) and tell the loop what they changed (`state.on_loop`). `RUNS_ON_LOOP` names the first."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pygls.exceptions import JsonRpcInternalError, JsonRpcInvalidParams
 
 from kernelscope.daemon.engine.errors import KernelscopeError, WriteFailed
+from kernelscope.daemon.engine.workspace.cache import Source
+from kernelscope.daemon.lsp import notify
 from kernelscope.daemon.lsp.jobs import Jobs
 from kernelscope.daemon.lsp.state import ServerState, WorkspaceState, uri_to_path
+
+if TYPE_CHECKING:
+    from kernelscope.daemon.lsp.server import KernelscopeServer
 
 
 class _LazyProtocol:
@@ -43,15 +52,22 @@ def parse(model: Any, args: tuple[Any, ...]) -> Any:
         raise JsonRpcInvalidParams(message=f"invalid {model.__name__}: {problems}") from None
 
 
+RUNS_ON_LOOP = frozenset({"run_iteration", "restart", "benchmark", "cancel"})
+
+
 class Commands:
     """One method per command of protocol/vocabulary.COMMANDS, taking its parsed params model.
     They run on a worker thread (they may wait on the workspace lock or SQLite's busy
     timeout): anything that talks to the client goes through `state.on_loop`."""
 
-    def __init__(self, state: ServerState, jobs: Jobs, refresh: Any) -> None:
+    def __init__(self, server: KernelscopeServer, state: ServerState, jobs: Jobs) -> None:
+        self.server = server
         self.state = state
         self.jobs = jobs
-        self.refresh = refresh  # run on the event loop (state.on_loop) after a command changed data
+
+    def _changed(self, ws: WorkspaceState, *sources: Source) -> None:
+        """From the pool: the command changed these sources of the workspace (told on the loop)."""
+        self.state.on_loop(lambda: notify.workspace_changed(self.server, ws, *sources))
 
     def _workspace(self, value: str) -> WorkspaceState:
         path = uri_to_path(value)
@@ -82,11 +98,17 @@ class Commands:
         except KernelscopeError as exc:  # refused by the engine: nothing changed
             raise JsonRpcInvalidParams(message=str(exc)) from None
 
+    def _store(self, db_url: str | None) -> Any:
+        """The daemon's store of `db_url`; one that cannot be opened is InvalidParams naming why."""
+        from kernelscope.daemon.engine.store import ExperimentStore
+
+        return self.state.store_for(db_url) or self._engine(lambda: ExperimentStore(db_url))
+
     def mask_half(self, params: Any) -> Any:
         ws = self._workspace(params.workspace)
-        readme = ws.workspace.readme() if ws.workspace.readme_path.is_file() else None
+        readme = ws.cache.readme()
         result = self._engine(
-            lambda: ws.workspace.memory.mask_half(
+            lambda: ws.cache.memory_manager.mask_half(
                 readme.primary_kind if readme else None,
                 seed=params.seed,
                 dry_run=params.dry_run,
@@ -95,28 +117,26 @@ class Commands:
             )
         )
         if not params.dry_run:
-            self.state.on_loop(lambda: self.refresh(ws, "memory"))
+            self._changed(ws, "memory")
         return result.model_dump(mode="json")
 
     def unmask(self, params: Any) -> Any:
         ws = self._workspace(params.workspace)
         changed = self._engine(
-            lambda: ws.workspace.memory.set_masked(
+            lambda: ws.cache.memory_manager.set_masked(
                 params.versions, masked=False, allow_supervised=params.force
             )
         )
-        self.state.on_loop(lambda: self.refresh(ws, "memory"))
+        self._changed(ws, "memory")
         return p.UnmaskResult(changed=changed).model_dump(mode="json")
 
     def record_experiment(self, params: Any) -> Any:
         ws = self._workspace(params.workspace)
         fields = params.model_dump(exclude={"workspace"})
         fields["workspace"] = str(ws.root)
-        from kernelscope.daemon.engine.store import ExperimentStore
-
-        store = ExperimentStore(ws.settings.db_url)
+        store = self._store(ws.settings.db_url)
         created = self._engine(lambda: store.create_experiment(fields))
-        self.state.on_loop(lambda: self.refresh(ws, "store"))
+        self._changed(ws, "store")
         return created.model_dump(mode="json")
 
     def run_iteration(self, params: Any) -> Any:
@@ -158,9 +178,9 @@ class Commands:
 
     def show_history(self, params: Any) -> Any:
         ws = self._workspace(params.workspace)
-        from kernelscope.daemon.lsp.hover import history
+        from kernelscope.daemon.engine.views.history_table import history
 
-        return history(ws, params.kernel).model_dump(mode="json")
+        return history(ws.cache, params.kernel).model_dump(mode="json")
 
     def top_experiments(self, params: Any) -> Any:
         filters: dict[str, Any] = {}
@@ -173,9 +193,7 @@ class Commands:
             filters["operator_sig"] = params.operator_sig
         if params.kernel:
             filters["kernel"] = params.kernel
-        from kernelscope.daemon.engine.store import ExperimentStore
-
-        store = ExperimentStore(settings.db_url)
+        store = self._store(settings.db_url)
         records = self._engine(
             lambda: store.top(params.max_results, include_buggy=params.include_buggy, **filters)
         )
@@ -185,9 +203,10 @@ class Commands:
         """Two versions side by side: code diff, per-configuration deltas, gates, actions, and
         the markdown every client can show."""
         ws = self._workspace(params.workspace)
-        from kernelscope.daemon.lsp.history_hints import compare
-
-        return self._engine(lambda: compare(ws, params.version_a, params.version_b)).model_dump(mode="json")
+        history = ws.cache.history()
+        return self._engine(lambda: history.compare(params.version_a, params.version_b)).model_dump(
+            mode="json"
+        )
 
     def cancel(self, params: Any) -> Any:
         workspace = self._workspace(params.workspace).root if params.workspace else None

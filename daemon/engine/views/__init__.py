@@ -1,0 +1,3 @@
+"""Every text a person reads about a workspace, made from engine data and nothing else: lens
+and hint lines (lens_text), history tables (history_table), diagnostic messages (diagnostics).
+Both faces use them: the LSP features translate them into LSP types, the CLI prints them."""

@@ -1,0 +1,163 @@
+"""The one owner of everything a long-running process (the daemon) keeps about a workspace
+between requests, dropped by events rather than by names.
+
+A workspace is read from four sources: `readme` (README.md), `kernel` (kernel.py), `memory`
+(memory/*.json) and `store` (the experiment store's rows for the workspace). Whoever sees one
+change says so (`changed("memory")`, or `files_changed({"v7.json"})` from the file watcher);
+every value kept here names the sources it is made of (`get(name, sources, compute)`) and is
+computed again only after one of them changed. Values are computed outside the lock, so a slow
+store query never blocks a lens; a value computed while one of its sources changed is handed to
+its caller but not kept.
+
+Beside the derived values it owns the reads that make them cheap: the parsed memory files
+(`FileReads`: a new record costs one file read), the incremental scores (a new version costs
+one score), and the workspace's history (blame, tried values, fingerprints), built on first use,
+never at start-up.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Callable, Iterable
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Literal, TypeVar
+
+from kernelscope.daemon.engine.memory.records import MEMORY_DIR, FileReads, MemoryEntry, MemoryManager
+from kernelscope.daemon.engine.memory.scores import IncrementalScores, VersionScore
+from kernelscope.daemon.engine.workspace.workspace import KERNEL_NAME, README_NAME, Workspace
+from kernelscope.protocol.workspace import KernelScan, ReadmeInfo
+
+if TYPE_CHECKING:
+    from kernelscope.daemon.engine.history.service import HistoryService
+    from kernelscope.daemon.engine.store import ExperimentStore
+    from kernelscope.protocol.experiment import KernelSummary
+
+log = logging.getLogger("kernelscope.cache")
+Source = Literal["readme", "kernel", "memory", "store"]
+SOURCES: tuple[Source, ...] = ("readme", "kernel", "memory", "store")
+T = TypeVar("T")
+
+
+def sources_of_files(names: Iterable[str]) -> set[Source]:
+    """Which sources a set of changed file names (as the watcher reports them) touched."""
+    found: set[Source] = set()
+    for name in names:
+        if name == README_NAME:
+            found.add("readme")
+        elif name == KERNEL_NAME:
+            found.add("kernel")
+        elif name.endswith(".json"):
+            found |= {"memory", "store"}  # iterations write memory and experiments together
+    return found
+
+
+class WorkspaceCache:
+    """One workspace's cached reads (module docstring). Thread-safe: the event loop and the
+    worker pools share it."""
+
+    def __init__(
+        self, root: Path, store: Callable[[], ExperimentStore | None] | None = None, keep_reads: bool = True
+    ) -> None:
+        self.workspace = Workspace(root)
+        self.root = self.workspace.root
+        self._open_store = store or (lambda: None)
+        self._versions: dict[Source, int] = dict.fromkeys(SOURCES, 0)
+        self._values: dict[str, tuple[tuple[int, ...], Any]] = {}
+        self._lock = threading.Lock()
+        # keep_reads=False (KERNELSCOPE_FULL_RESCAN=1): every memory change rescans every file,
+        # the comparison benchmarks/refresh_bench.py measures
+        self.file_reads = FileReads() if keep_reads else None
+        self.memory_manager = MemoryManager(self.root, reads=self.file_reads)
+        self._scores = IncrementalScores()
+        self._history: HistoryService | None = None
+
+    # -- events -------------------------------------------------------------------------
+
+    def changed(self, *sources: Source) -> None:
+        """The named sources changed: every value made of one of them is computed again."""
+        with self._lock:
+            for source in sources:
+                self._versions[source] += 1
+            history = self._history
+        if history is not None and sources:
+            history.invalidate()
+
+    def files_changed(self, names: Iterable[str]) -> set[Source]:
+        sources = sources_of_files(names)
+        self.changed(*sources)
+        return sources
+
+    def version(self, *sources: Source) -> tuple[int, ...]:
+        """The state of the named sources: equal tuples mean nothing of them changed."""
+        with self._lock:
+            return tuple(self._versions[s] for s in sources)
+
+    # -- kept values ----------------------------------------------------------------------
+
+    def get(self, name: str, sources: tuple[Source, ...], compute: Callable[[], T]) -> T:
+        """The value `name`, made of `sources`: the kept one while none of them changed."""
+        with self._lock:
+            stamp = tuple(self._versions[s] for s in sources)
+            kept = self._values.get(name)
+            if kept is not None and kept[0] == stamp:
+                return kept[1]
+        value = compute()
+        with self._lock:
+            if tuple(self._versions[s] for s in sources) == stamp:  # else: made of old sources
+                self._values[name] = (stamp, value)
+        return value
+
+    # -- the reads every surface uses -------------------------------------------------------
+
+    def readme(self) -> ReadmeInfo | None:
+        path = self.workspace.readme_path
+        return self.get("readme", ("readme",), lambda: self.workspace.readme() if path.is_file() else None)
+
+    def kernels(self) -> KernelScan:
+        return self.get("kernels", ("kernel",), self.workspace.kernels)
+
+    def memory(self) -> list[MemoryEntry]:
+        return self.get("memory", ("memory",), self.memory_manager.scan)
+
+    def scores(self) -> list[VersionScore]:
+        """The one score of every readable version (memory/scores.py), a new version scored once."""
+        return self.get(
+            "scores", ("memory", "readme"), lambda: self._scores.scores(self.memory(), self.readme())
+        )
+
+    def store(self) -> ExperimentStore | None:
+        return self._open_store()
+
+    def kernel_summaries(self) -> dict[str, KernelSummary]:
+        """The store's per-kernel digest of this workspace (read, never recomputed)."""
+
+        def read() -> dict[str, KernelSummary]:
+            from kernelscope.daemon.engine.store import StoreError
+
+            store = self.store()
+            if store is None:
+                return {}
+            try:
+                return {s.kernel: s for s in store.kernel_summaries(str(self.root))}
+            except StoreError as exc:
+                log.warning("experiment store unreadable for %s: %s", self.root, exc)
+                return {}
+
+        return self.get("kernel_summaries", ("store",), read)
+
+    def history(self) -> HistoryService:
+        """The workspace's history service (built on first use; dropped by every event)."""
+        with self._lock:
+            if self._history is None:
+                from kernelscope.daemon.engine.history.service import HistoryService
+
+                store = self.store()
+                self._history = HistoryService(
+                    self.root, store=store, use_store=store is not None, memory=self.memory_manager
+                )
+            return self._history
+
+    @property
+    def memory_dir(self) -> Path:
+        return self.root / MEMORY_DIR

@@ -1,0 +1,40 @@
+"""One module per editor feature, each a thin translation between LSP types and engine calls:
+lenses (textDocument/codeLens), hover, hints (inlay hints, resolve), diagnostics (what is
+published under kernel.py), commands (workspace/executeCommand and kernelscope's own requests),
+save (didOpen/didChange/didSave and changes on disk: the check, then the probe), lifecycle
+(initialize, configuration, folders).
+
+Each handler runs either on the event loop (it changes the live state or talks to the client)
+or on a pool (it reads): server.py's table says which. Pool handlers take a `Document`, a
+snapshot taken on the loop, never the live state."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from kernelscope.daemon.lsp.state import WorkspaceView
+from kernelscope.protocol.workspace import KernelInfo
+
+
+@dataclass(frozen=True)
+class Document:
+    """An open kernel.py as a pool handler sees it, taken on the loop."""
+
+    uri: str
+    text: str | None  # the editor's text (None: the file on disk)
+    view: WorkspaceView
+    resolves_tooltips: bool = False  # the client asks inlayHint/resolve for tooltips
+
+    def source(self) -> str:
+        """The editor's text, else the file's."""
+        if self.text is not None:
+            return self.text
+        return self.view.cache.workspace.kernel_path.read_text(encoding="utf-8", errors="replace")
+
+    def kernels(self) -> list[KernelInfo]:
+        """The kernels of the editor's text (positions as the user sees them), else of the
+        file; scans are remembered per text, so a hover does not re-parse 1,000 lines."""
+        from kernelscope.daemon.engine.workspace.kernel_scan import scan_kernel_source
+
+        scan = scan_kernel_source(self.text) if self.text is not None else self.view.cache.kernels()
+        return list(scan.kernels)

@@ -1,0 +1,73 @@
+"""textDocument/codeLens (pool): the file's target line and the workflow actions at the top of
+kernel.py, the running job or the latest probe, and a summary above each kernel. The texts are
+views/lens_text.py's; what they are made of is kept by the workspace cache."""
+
+from __future__ import annotations
+
+from lsprotocol import types
+
+from kernelscope.daemon.engine.views import lens_text
+from kernelscope.daemon.lsp.features import Document
+from kernelscope.daemon.lsp.state import WorkspaceView
+
+ACTIONS = (
+    ("Run iteration", "kernelscope.runIteration"),
+    ("Mask half & restart", "kernelscope.restart"),
+    ("Benchmark now", "kernelscope.benchmark"),
+)
+
+
+def _lens(line: int, title: str, command: str, arguments: list[object]) -> types.CodeLens:
+    zero = types.Position(line=max(line, 0), character=0)
+    return types.CodeLens(
+        range=types.Range(start=zero, end=zero),
+        command=types.Command(title=title, command=command, arguments=arguments),
+    )
+
+
+def file_text(view: WorkspaceView) -> str:
+    cache = view.cache
+    return cache.get(
+        "file_lens",
+        ("memory", "readme"),
+        lambda: lens_text.file_lens(cache.workspace, cache.memory(), cache.readme()),
+    )
+
+
+def kernel_texts(view: WorkspaceView) -> dict[str, str]:
+    """Kernel name -> one-line summary (shared by lenses, inlay hints and hover)."""
+    cache = view.cache
+    names = [k.name for k in cache.kernels().kernels]
+    texts = cache.get(
+        "kernel_texts",
+        ("kernel", "memory", "readme", "store"),
+        lambda: lens_text.kernel_texts(names, cache.kernel_summaries(), cache.scores(), stale=False),
+    )
+    return {name: f"(stale) {text}" for name, text in texts.items()} if view.stale else texts
+
+
+def code_lens(doc: Document, params: types.CodeLensParams) -> list[types.CodeLens]:
+    view = doc.view
+    args: list[object] = [{"workspace": str(view.root)}]
+    lenses = [_lens(0, file_text(view), "kernelscope.showHistory", args)]
+    lenses += [_lens(0, title, command, args) for title, command in ACTIONS]
+    if view.job is None and view.last_outcome is not None and view.last_outcome[1] == "cancelled":
+        cancelled = lens_text.cancelled_text(view.last_outcome[0])
+        lenses.insert(0, _lens(0, cancelled, "kernelscope.benchmark", args))
+    if view.job is not None:
+        lenses.insert(0, _lens(0, lens_text.job_text(*view.job), "kernelscope.cancel", args))
+    elif view.probe is not None:
+        lenses.insert(
+            0, _lens(0, lens_text.probe_text(view.probe, view.stale), "kernelscope.benchmark", args)
+        )
+    texts = kernel_texts(view)
+    for kernel in view.cache.kernels().kernels:
+        lenses.append(
+            _lens(
+                kernel.decorator_line - 1,
+                texts.get(kernel.name, ""),
+                "kernelscope.showHistory",
+                [{"workspace": str(view.root), "kernel": kernel.name}],
+            )
+        )
+    return lenses

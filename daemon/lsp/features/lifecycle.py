@@ -1,0 +1,109 @@
+"""The session (loop): initialize (the TCP token, the user's settings, the folders, what the
+client can do), initialized (watch the workspaces, ask each folder's settings), configuration
+and folder changes, kernelscope/workspaces, and exiting when the editor dies."""
+
+from __future__ import annotations
+
+import asyncio
+import hmac
+import logging
+import os
+import threading
+import time
+from typing import TYPE_CHECKING, Any
+
+from lsprotocol import types
+from pygls.exceptions import JsonRpcInvalidRequest
+
+from kernelscope.daemon.lsp import configuration, notify
+from kernelscope.daemon.lsp.state import uri_to_path
+
+if TYPE_CHECKING:
+    from kernelscope.daemon.lsp.server import KernelscopeServer
+
+log = logging.getLogger("kernelscope.lsp")
+
+
+def _check_token(ls: KernelscopeServer, params: types.InitializeParams) -> None:
+    """On TCP the client must send the token of the token file; a refused client gets nothing more."""
+    raw = params.initialization_options
+    options: dict[str, Any] = raw if isinstance(raw, dict) else {}
+    nested_raw = options.get("kernelscope")
+    nested: dict[str, Any] = nested_raw if isinstance(nested_raw, dict) else {}
+    offered = str(nested.get("token") or options.get("token") or "")
+    if not hmac.compare_digest(offered, ls.tcp_token or ""):
+        log.warning("refused a TCP connection without the right token")
+        asyncio.get_event_loop().call_later(0.2, os._exit, 3)
+        raise JsonRpcInvalidRequest(message="kernelscope: missing or wrong token (see the token file)")
+
+
+def initialize(ls: KernelscopeServer, params: types.InitializeParams) -> None:
+    if ls.tcp_token is not None:
+        _check_token(ls, params)
+    folders = [uri_to_path(f.uri) for f in params.workspace_folders or []]
+    if not folders and params.root_uri:
+        folders = [uri_to_path(params.root_uri)]
+    configuration.apply_initialization_options(ls.state, params.initialization_options, ls.show_warning)
+    ls.state.set_folders(folders)
+    ls.client.read(params.capabilities)
+    if params.process_id:
+        watch_parent(params.process_id)
+
+
+async def initialized(ls: KernelscopeServer, params: types.InitializedParams) -> None:
+    ls.state.loop = asyncio.get_running_loop()
+    # Watch first: whatever the client does with the configuration request below, agents'
+    # writes to memory/ must refresh the lenses.
+    ls.watcher.watch(list(ls.state.workspaces))
+    await configuration.load_folder_configuration(ls, ls.state, ls.show_warning)
+    # Histories are built when a workspace's kernel.py is first opened (features/save.py), not
+    # here: a daemon started for a folder of many workspaces stays small until one is edited.
+    log.info("kernelscope serving %d optimization workspace(s)", len(ls.state.workspaces))
+
+
+async def did_change_configuration(ls: KernelscopeServer, params: types.DidChangeConfigurationParams) -> None:
+    configuration.apply_change_payload(ls.state, params.settings, ls.show_warning)
+    await configuration.load_folder_configuration(ls, ls.state, ls.show_warning)
+    for ws in ls.state.workspaces.values():
+        notify.workspace_changed(ls, ws)  # the mode, the seeds... may have changed
+
+
+def did_change_folders(ls: KernelscopeServer, params: types.DidChangeWorkspaceFoldersParams) -> None:
+    ls.state.set_folders([uri_to_path(f.uri) for f in ls.workspace.folders.values()])
+    ls.watcher.watch(list(ls.state.workspaces))
+
+
+def workspaces(ls: KernelscopeServer, params: Any) -> dict[str, Any]:
+    """Which of the editor's folders are optimization workspaces: clients ask instead of
+    guessing from the files they see."""
+    ls.state.rescan()
+    return {
+        "workspaces": [
+            {"workspace": str(root), "kernel": str(state.cache.workspace.kernel_path)}
+            for root, state in sorted(ls.state.workspaces.items())
+        ]
+    }
+
+
+def progress_cancel(ls: KernelscopeServer, params: types.WorkDoneProgressCancelParams) -> None:
+    """Cancel on a job's progress: the job that owns the token stops (its process group is
+    killed) and ends `cancelled`."""
+    cancelled = ls.jobs.cancel_token(params.token)
+    log.info("progress %s cancelled by the client: job(s) %s", params.token, cancelled or "none")
+
+
+def watch_parent(pid: int) -> None:
+    """Exit when the editor that started us dies (pygls does not), so no daemon is orphaned."""
+
+    def poll() -> None:
+        while True:
+            time.sleep(1.0)
+            try:
+                os.kill(pid, 0)
+            except ProcessLookupError:
+                log.info("editor process %d is gone: exiting", pid)
+                os._exit(0)
+            except PermissionError:
+                pass  # alive, owned by someone else
+
+    threading.Thread(target=poll, daemon=True, name="kernelscope-parent-watch").start()

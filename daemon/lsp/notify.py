@@ -1,0 +1,42 @@
+"""Everything the daemon tells the client unasked (event loop only): that a workspace's lenses,
+hints and diagnostics changed, and that a job ended.
+
+`workspace_changed` is the one place a change becomes visible: it tells the workspace's cache
+which sources changed (engine/workspace/cache.py drops what was made of them), asks the client
+to refresh lenses and hints, and publishes kernel.py's diagnostics."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from lsprotocol import types
+
+from kernelscope.daemon.engine.workspace.cache import Source
+from kernelscope.daemon.lsp.features.diagnostics import diagnostics
+from kernelscope.daemon.lsp.state import WorkspaceState
+from kernelscope.protocol.vocabulary import JOB_FINISHED
+
+if TYPE_CHECKING:
+    from kernelscope.daemon.lsp.server import KernelscopeServer
+
+
+def workspace_changed(ls: KernelscopeServer, ws: WorkspaceState, *sources: Source) -> None:
+    """`sources` of the workspace changed (none: only its live state, e.g. job progress)."""
+    ws.cache.changed(*sources)
+    if ls.client.lens_refresh:
+        ls.workspace_code_lens_refresh(None)
+    if ls.client.inlay_refresh:
+        ls.workspace_inlay_hint_refresh(None)
+    ls.text_document_publish_diagnostics(
+        types.PublishDiagnosticsParams(
+            uri=ws.cache.workspace.kernel_path.as_uri(), diagnostics=diagnostics(ws)
+        )
+    )
+
+
+def job_finished(ls: KernelscopeServer, outcome: dict[str, Any]) -> None:
+    """The typed notification (protocol.lsp.JobFinished), validated before it is sent."""
+    from kernelscope.protocol.lsp import JobFinished
+
+    finished = JobFinished.model_validate(outcome)
+    ls.protocol.notify(JOB_FINISHED, finished.model_dump(mode="json", by_alias=True, exclude_none=True))
