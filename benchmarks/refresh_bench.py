@@ -136,6 +136,7 @@ def session(ws: Path, db: str, rounds: int, full_rescan: bool) -> dict[str, list
 
 def full_scan_ms(ws: Path, runs: int = 5) -> float:
     from kernelscope.daemon.engine.memory.records import MemoryManager
+
     times = []
     for _ in range(runs):
         start = time.perf_counter()

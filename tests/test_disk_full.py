@@ -195,7 +195,7 @@ def test_size_limited_files(template: Path, tmp_path: Path, case: str) -> None:
 def test_half_way_failure_restores_what_was_written(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Mask-half writes several files; when the disk fills after two of them, those two get
     their old content back and the error says no file was changed."""
-    from kernelscope.daemon.engine.errors import WriteFailed
+    from kernelscope.daemon.engine import WriteFailed
     from kernelscope.daemon.engine.memory import atomic_io
     from kernelscope.daemon.engine.memory.records import MemoryManager
 

@@ -402,7 +402,7 @@ def test_sigkill_at_random_points(template: Path, tmp_path: Path) -> None:
 def test_stale_git_lock_recovery(tmp_path: Path) -> None:
     """A lock left by a kernelscope git command whose process died is removed; a lock with no
     kernelscope marker (a person's git running now) is left alone and reported."""
-    from kernelscope.daemon.engine.errors import DataError
+    from kernelscope.daemon.engine import DataError
     from kernelscope.daemon.engine.workflows.git import Git
 
     ws = tmp_path / "ws"

@@ -9,7 +9,7 @@ import pytest
 from sqlalchemy import create_engine, text
 
 from kernelscope.daemon.engine.store import ExperimentStore, StoreError, resolve_db_url
-from kernelscope.daemon.engine.store.schema import SCHEMA_VERSION
+from kernelscope.daemon.engine.store.migrations import SCHEMA_VERSION
 from kernelscope.protocol.experiment import KernelExperiment
 
 

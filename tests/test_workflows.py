@@ -112,7 +112,7 @@ def test_failed_gate_is_recorded_and_kernel_kept(workspace: tuple[Path, str]) ->
 
 
 def test_iterate_refuses_without_git(tmp_path: Path) -> None:
-    from kernelscope.daemon.engine.errors import DataError
+    from kernelscope.daemon.engine import DataError
 
     shutil.copytree(EXAMPLES / "vector_add", tmp_path / "ws")
     with pytest.raises(DataError, match="not a git repository"):

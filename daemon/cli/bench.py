@@ -20,7 +20,7 @@ from typing import Annotated, Any, Optional
 import typer
 
 from kernelscope.daemon.cli import output
-from kernelscope.daemon.engine.errors import KernelscopeError
+from kernelscope.daemon.engine import KernelscopeError
 from kernelscope.daemon.engine.run.bench import PRECISIONS, BenchRequest, run_benchmark
 from kernelscope.protocol.bench import BENCH_SCHEMA_VERSION, BenchError, BenchResult
 from kernelscope.protocol.sizes import SizeError, parse_problem_sizes

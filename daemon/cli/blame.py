@@ -32,7 +32,7 @@ def blame_command(
     json_out: Annotated[bool, typer.Option("--json", help="Print JSON for scripts and agents.")] = False,
 ) -> None:
     """Show, for each line of kernel.py, the version that introduced it and its measured effect."""
-    from kernelscope.daemon.engine.errors import DataError
+    from kernelscope.daemon.engine import DataError
     from kernelscope.daemon.engine.history.service import HistoryService
 
     service = HistoryService(workspace, db_url=db)

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Annotated, Any, Optional
 import typer
 
 from kernelscope.daemon.cli import output
-from kernelscope.daemon.engine.errors import UsageError
+from kernelscope.daemon.engine import UsageError
 
 if TYPE_CHECKING:  # the store (SQLAlchemy) and the models (pydantic) load when a command runs
     from kernelscope.daemon.engine.store import ExperimentStore

@@ -33,7 +33,7 @@ import sys
 from pathlib import Path
 
 from kernelscope.daemon.cli import output
-from kernelscope.daemon.engine.errors import DataError, KernelscopeError, UsageError
+from kernelscope.daemon.engine import DataError, KernelscopeError, UsageError
 from kernelscope.daemon.engine.memory.record_edits import (
     get_path,
     parse_assignment,

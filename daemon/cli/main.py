@@ -200,7 +200,7 @@ def main(argv: list[str] | None = None) -> None:
             sys.exit(code)
 
     from kernelscope.daemon.cli import output
-    from kernelscope.daemon.engine.errors import KernelscopeError
+    from kernelscope.daemon.engine import KernelscopeError
 
     # `kernelscope bench` documents 2 for usage errors (its 1 would be ambiguous with a
     # kernel's own exit statuses in scripts); every other command uses 1.

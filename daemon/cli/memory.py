@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Annotated, Optional
 import typer
 
 from kernelscope.daemon.cli import output
-from kernelscope.daemon.engine.errors import DataError, UsageError
+from kernelscope.daemon.engine import DataError, UsageError
 
 if TYPE_CHECKING:
     from kernelscope.daemon.engine.memory.records import MemoryManager

@@ -15,7 +15,7 @@ from typing import Annotated, Optional
 import typer
 
 from kernelscope.daemon.cli import output
-from kernelscope.daemon.engine.errors import UsageError
+from kernelscope.daemon.engine import UsageError
 
 OptStr = Optional[str]  # noqa: UP045 - typer reads the annotation at runtime
 

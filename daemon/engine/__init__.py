@@ -1,1 +1,43 @@
-"""The engine: everything the CLI and the LSP server both call. No LSP, no CLI here."""
+"""The engine: everything the CLI and the LSP server both call. No LSP, no CLI here.
+
+Its parts, one folder each: workspace/ (what a folder is and states, and the one cache a
+long-running process keeps of it), memory/ (the records, their writes and the one score),
+store/ (the experiment store), history/ (blame, tried values, fingerprints, compare), run/
+(starting and supervising user code), workflows/ (probe, iterate, restart, git, demo) and
+views/ (every text a person reads).
+
+Errors the engine raises live here, each carrying the CLI exit status it maps to. Exit
+statuses are part of the contract agents rely on: 0 success, 1 usage error (bad arguments), 2
+missing or invalid data (no such version, corrupt file, refused operation), 130 cancelled.
+"""
+
+from __future__ import annotations
+
+
+class KernelscopeError(Exception):
+    """Base class: a clear message for a person, and the exit status for a script."""
+
+    exit_code: int = 2
+
+
+class UsageError(KernelscopeError):
+    """The request itself is wrong (bad version string, malformed --set)."""
+
+    exit_code = 1
+
+
+class DataError(KernelscopeError):
+    """The workspace data is missing or invalid, or the operation is refused on it."""
+
+    exit_code = 2
+
+
+class WriteFailed(DataError):
+    """A write could not be completed (disk full, quota, read-only file system); the file it
+    was replacing is left as it was."""
+
+
+class Cancelled(KernelscopeError):
+    """The user cancelled the work; nothing was written."""
+
+    exit_code = 130

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 from lsprotocol import types
 
-from kernelscope.daemon.engine.errors import Cancelled, KernelscopeError
+from kernelscope.daemon.engine import Cancelled, KernelscopeError
 from kernelscope.daemon.lsp import notify
 from kernelscope.daemon.lsp.state import Job, ServerState, WorkspaceState
 from kernelscope.protocol.vocabulary import JobKind

@@ -12,7 +12,7 @@ from __future__ import annotations
 import difflib
 from typing import Any
 
-from kernelscope.daemon.engine.errors import DataError
+from kernelscope.daemon.engine import DataError
 from kernelscope.daemon.engine.history.timeline import History, VersionFacts, short
 from kernelscope.daemon.engine.memory import atrex_fields
 from kernelscope.daemon.engine.memory.records import normalize_version

@@ -21,7 +21,7 @@ from typing import Any
 
 from filelock import FileLock, Timeout
 
-from kernelscope.daemon.engine.errors import DataError, WriteFailed
+from kernelscope.daemon.engine import DataError, WriteFailed
 
 LOCK_NAME = ".kernelscope.lock"
 TEMP_PREFIX = ".kernelscope-tmp-"

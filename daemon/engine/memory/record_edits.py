@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from kernelscope.daemon.engine.errors import DataError, UsageError
+from kernelscope.daemon.engine import DataError, UsageError
 
 
 def parse_cli_value(raw: str) -> Any:

@@ -39,7 +39,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from kernelscope.daemon.engine.errors import DataError, KernelscopeError, UsageError
+from kernelscope.daemon.engine import DataError, KernelscopeError, UsageError
 from kernelscope.daemon.engine.memory import atrex_fields
 from kernelscope.daemon.engine.memory.atomic_io import (
     JOURNAL_NAME,

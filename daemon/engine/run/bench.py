@@ -29,7 +29,7 @@ from typing import Any, Protocol
 
 from pydantic import ValidationError
 
-from kernelscope.daemon.engine.errors import UsageError
+from kernelscope.daemon.engine import UsageError
 from kernelscope.daemon.engine.run import child_limits
 from kernelscope.daemon.engine.run.child_limits import ResourceLimits
 from kernelscope.daemon.engine.run.gate_output import (

@@ -25,7 +25,7 @@ from dataclasses import asdict, replace
 from pathlib import Path
 from typing import Any, Protocol
 
-from kernelscope.daemon.engine.errors import UsageError
+from kernelscope.daemon.engine import UsageError
 from kernelscope.daemon.engine.run.bench import BenchRequest, run_benchmark
 from kernelscope.daemon.engine.run.warm_worker import WarmWorkers
 from kernelscope.protocol.bench import BenchError, BenchResult

@@ -13,7 +13,7 @@ import time
 from dataclasses import replace
 from pathlib import Path
 
-from kernelscope.daemon.engine.errors import UsageError
+from kernelscope.daemon.engine import UsageError
 from kernelscope.daemon.engine.run.bench import BenchRequest
 from kernelscope.daemon.engine.run.config_groups import merge_results, split_request
 from kernelscope.daemon.engine.run.executors import Executor

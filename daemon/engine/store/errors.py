@@ -4,7 +4,7 @@ API keep catching them, and KernelscopeError so the CLI maps them to exit status
 
 from __future__ import annotations
 
-from kernelscope.daemon.engine.errors import DataError, UsageError, WriteFailed
+from kernelscope.daemon.engine import DataError, UsageError, WriteFailed
 
 
 class StoreError(DataError):

@@ -1,19 +1,11 @@
-"""Tables and versioned migrations of the experiment store (SQLAlchemy Core).
-
-`schema_version` holds one row with the version the database was last migrated to. Each
-entry of `MIGRATIONS` upgrades from the previous version inside one transaction. A database
-whose version is newer than `SCHEMA_VERSION` was written by a newer kernelscope and is
-refused rather than misread.
-"""
+"""Tables of the experiment store (SQLAlchemy Core); their versioned migrations are in
+migrations.py."""
 
 from __future__ import annotations
-
-from collections.abc import Callable
 
 from sqlalchemy import (
     Boolean,
     Column,
-    Connection,
     Float,
     Index,
     Integer,
@@ -89,20 +81,3 @@ kernel_stats = Table(
     Column("latest_seq", Integer, nullable=False),
     Column("latest_created", String(40), nullable=False),
 )
-
-
-def _migration_1(conn: Connection) -> None:
-    """Initial schema."""
-    metadata.create_all(conn, tables=[experiments, experiment_kernels])
-
-
-def _migration_2(conn: Connection) -> None:
-    """Add kernel_stats and fill it from the existing history."""
-    from kernelscope.daemon.engine.store.kernel_stats import recompute_all
-
-    metadata.create_all(conn, tables=[kernel_stats])
-    recompute_all(conn)
-
-
-MIGRATIONS: list[Callable[[Connection], None]] = [_migration_1, _migration_2]
-SCHEMA_VERSION = len(MIGRATIONS)

@@ -51,9 +51,8 @@ from kernelscope.daemon.engine.store.errors import (
     StoreError,
     StoreWriteFailed,
 )
+from kernelscope.daemon.engine.store.migrations import MIGRATIONS, SCHEMA_VERSION
 from kernelscope.daemon.engine.store.schema import (
-    MIGRATIONS,
-    SCHEMA_VERSION,
     experiment_kernels,
     experiments,
     kernel_stats,

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import kernelscope.daemon
-from kernelscope.daemon.engine.errors import DataError
+from kernelscope.daemon.engine import DataError
 from kernelscope.daemon.engine.memory.scores import memory_scores, score_table
 from kernelscope.daemon.engine.store import ExperimentStore
 from kernelscope.daemon.engine.views.lens_text import file_lens, kernel_lens

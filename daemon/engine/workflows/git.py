@@ -14,7 +14,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from kernelscope.daemon.engine.errors import DataError
+from kernelscope.daemon.engine import DataError
 from kernelscope.daemon.engine.run.child_limits import stat_fields
 
 FAILED_REF_PREFIX = "refs/kernelscope/failed/"

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from kernelscope.daemon.engine.errors import Cancelled, DataError
+from kernelscope.daemon.engine import Cancelled, DataError
 from kernelscope.daemon.engine.memory.atomic_io import workspace_lock
 from kernelscope.daemon.engine.memory.records import MemoryEntry, utc_now_iso
 from kernelscope.daemon.engine.run.bench import BenchRequest, run_benchmark

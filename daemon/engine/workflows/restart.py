@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from kernelscope.daemon.engine.errors import DataError, UsageError
+from kernelscope.daemon.engine import DataError, UsageError
 from kernelscope.daemon.engine.memory import atrex_fields
 from kernelscope.daemon.engine.workflows.git import Git
 from kernelscope.daemon.engine.workspace.atrex import refuse_if_supervised

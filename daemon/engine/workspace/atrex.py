@@ -20,7 +20,7 @@ import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from kernelscope.daemon.engine.errors import DataError
+from kernelscope.daemon.engine import DataError
 from kernelscope.daemon.engine.memory.atrex_fields import as_dict, short_text
 from kernelscope.protocol.workspace import Supervisor
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 import sys
 from typing import Any
 
-from kernelscope.daemon.engine.errors import DataError
+from kernelscope.daemon.engine import DataError
 
 if sys.version_info >= (3, 11):
     import tomllib

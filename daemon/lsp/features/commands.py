@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 from pygls.exceptions import JsonRpcInternalError, JsonRpcInvalidParams
 
-from kernelscope.daemon.engine.errors import KernelscopeError, WriteFailed
+from kernelscope.daemon.engine import KernelscopeError, WriteFailed
 from kernelscope.daemon.engine.workspace.cache import Source
 from kernelscope.daemon.lsp import notify
 from kernelscope.daemon.lsp.jobs import Jobs
