@@ -10,49 +10,20 @@ number is needed.
 
 from __future__ import annotations
 
-import math
-import re
 from typing import Any, Union
 
 from pydantic import Field, field_validator
 
+from kernelscope.protocol import record_rules
 from kernelscope.protocol._open_model import OpenRecord
+
+# the rules' home is record_rules.py; re-exported here for the models' users
+from kernelscope.protocol.record_rules import as_float as as_float
+from kernelscope.protocol.record_rules import format_version as format_version
+from kernelscope.protocol.record_rules import parse_version as parse_version
 
 # A loosely typed scalar: kept exactly as written (smart union keeps ints as ints).
 Scalar = Union[bool, int, float, str, None]  # noqa: UP007 - pydantic needs the runtime Union
-
-_VERSION_RE = re.compile(r"^v(\d+)$")
-
-
-def as_float(value: Any) -> float | None:
-    """A finite float from a loosely typed number (`12`, `12.5`, `"12.5"`, `"12.5 us"`)."""
-    if isinstance(value, bool) or value is None:
-        return None
-    if isinstance(value, (int, float)):
-        number = float(value)
-    elif isinstance(value, str):
-        match = re.match(r"^\s*([-+]?\d+(?:\.\d*)?(?:[eE][-+]?\d+)?)", value)
-        if not match:
-            return None
-        number = float(match.group(1))
-    else:
-        return None
-    return number if math.isfinite(number) else None
-
-
-def parse_version(version: str) -> int:
-    """`"v12"` -> 12. Raises ValueError for anything else (so v10 sorts after v9)."""
-    match = _VERSION_RE.match(version.strip()) if isinstance(version, str) else None
-    if not match:
-        raise ValueError(f"invalid version {version!r}: expected 'v<N>' such as v0, v7, v12")
-    return int(match.group(1))
-
-
-def format_version(number: int) -> str:
-    """12 -> `"v12"`."""
-    if number < 0:
-        raise ValueError(f"version number must be >= 0, got {number}")
-    return f"v{number}"
 
 
 class ComparisonWithPrevious(OpenRecord):
@@ -155,18 +126,12 @@ class MemoryRecord(OpenRecord):
     @property
     def is_masked(self) -> bool:
         """`masked: true` (or the string "true", as some tools write it)."""
-        if isinstance(self.masked, str):
-            return self.masked.strip().lower() == "true"
-        return self.masked is True
+        return record_rules.masked(self.masked)
 
     @property
     def gate_result(self) -> str | None:
         """`quality_gate.result` upper-cased, else `correctness.status`, else None."""
-        for section, key in (("quality_gate", "result"), ("correctness", "status")):
-            value = _get(getattr(self, section), key)
-            if isinstance(value, str) and value.strip():
-                return value.strip().upper()
-        return None
+        return record_rules.gate_result(self.quality_gate, self.correctness)
 
     @property
     def gate_passed(self) -> bool:
@@ -174,15 +139,7 @@ class MemoryRecord(OpenRecord):
 
     def metric(self, name: str) -> float | None:
         """A performance metric as a float (`latency_us`, `tflops`, `bandwidth_gbps`...)."""
-        return as_float(_get(self.performance, name))
-
-
-def _get(section: Any, key: str) -> Any:
-    if section is None:
-        return None
-    if isinstance(section, dict):
-        return section.get(key)
-    return getattr(section, key, None)
+        return as_float(record_rules.section_get(self.performance, name))
 
 
 def memory_schema_template(version: str, timestamp: str) -> dict[str, Any]:

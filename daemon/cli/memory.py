@@ -168,7 +168,9 @@ def list_versions(workspace: WorkspaceOpt = Path("."), json_out: JsonOpt = False
     """List versions: masked, gate result, latency, latency ratio vs v0 (v0 latency / vN latency)."""
     rows = _manager(workspace).summaries()
     if json_out:  # the seed's fields (the fast path prints the same); `summary` adds the score
-        output.print_json([row.model_dump(mode="json", exclude={"score"}) for row in rows])
+        from kernelscope.daemon.engine.memory.core import listed
+
+        output.print_json([listed(row.model_dump(mode="json")) for row in rows])
         return
     if not rows:
         raise DataError(f"no memory files in {_manager(workspace).memory_dir}")

@@ -15,7 +15,7 @@ from typing import Any
 from kernelscope.daemon.engine import DataError
 from kernelscope.daemon.engine.history.timeline import History, VersionFacts, short
 from kernelscope.daemon.engine.memory import atrex_fields
-from kernelscope.daemon.engine.memory.records import normalize_version
+from kernelscope.daemon.engine.memory.core import normalize_version
 from kernelscope.protocol.history import ConfigDelta, ScoreValue, VersionComparison
 from kernelscope.protocol.memory import as_float
 

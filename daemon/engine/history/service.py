@@ -21,7 +21,8 @@ from kernelscope.daemon.engine.history.fingerprint import check_fingerprint
 from kernelscope.daemon.engine.history.source import no_gc_pauses
 from kernelscope.daemon.engine.history.timeline import History, build_history, store_watermark
 from kernelscope.daemon.engine.history.tried import tried_hints
-from kernelscope.daemon.engine.memory.records import MEMORY_DIR, MemoryManager
+from kernelscope.daemon.engine.memory.core import MEMORY_DIR
+from kernelscope.daemon.engine.memory.records import MemoryManager
 from kernelscope.protocol.history import BlameLine, FingerprintCheck, TriedHint, VersionComparison
 
 FILE_SCAN_INTERVAL_S = 2.0

@@ -22,6 +22,7 @@ from typing import Any
 from filelock import FileLock, Timeout
 
 from kernelscope.daemon.engine import DataError, WriteFailed
+from kernelscope.daemon.engine.memory.core import JOURNAL_NAME
 
 LOCK_NAME = ".kernelscope.lock"
 TEMP_PREFIX = ".kernelscope-tmp-"
@@ -77,9 +78,6 @@ def _atomic_write_bytes(path: Path, data: bytes) -> None:
 
 def atomic_write_text(path: Path, text: str) -> None:
     atomic_write_bytes(path, text.encode("utf-8"))
-
-
-JOURNAL_NAME = ".kernelscope-journal.json"
 
 
 def atomic_write_all(files: list[tuple[Path, str]]) -> None:

@@ -14,7 +14,8 @@ import json
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from kernelscope.protocol.memory import as_float
+from kernelscope.protocol.record_rules import as_float
+from kernelscope.protocol.record_rules import section_get as _get
 
 if TYPE_CHECKING:
     from kernelscope.protocol.memory import MemoryRecord
@@ -37,12 +38,6 @@ def _section(record: MemoryRecord | dict[str, Any], name: str) -> Any:
 def as_dict(value: Any) -> dict[str, Any]:
     """`value` if it is a JSON object, else an empty one (memory files are free-form JSON)."""
     return value if isinstance(value, dict) else {}
-
-
-def _get(section: Any, key: str) -> Any:
-    if isinstance(section, dict):
-        return section.get(key)
-    return getattr(section, key, None) if section is not None else None
 
 
 def short_text(value: Any, limit: int = 160) -> str:

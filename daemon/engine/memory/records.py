@@ -22,11 +22,9 @@ from __future__ import annotations
 
 import contextlib
 import copy
-import json
 import math
 import os
 import random
-import re
 import secrets
 import stat
 import threading
@@ -40,7 +38,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from kernelscope.daemon.engine import DataError, KernelscopeError, UsageError
-from kernelscope.daemon.engine.memory import atrex_fields
+from kernelscope.daemon.engine.memory import core
 from kernelscope.daemon.engine.memory.atomic_io import (
     JOURNAL_NAME,
     TEMP_PREFIX,
@@ -51,8 +49,8 @@ from kernelscope.daemon.engine.memory.atomic_io import (
     replay_journal,
     workspace_lock,
 )
+from kernelscope.daemon.engine.memory.core import BASELINE, MEMORY_DIR, normalize_version
 from kernelscope.daemon.engine.memory.record_edits import (  # the rules the fast CLI path shares
-    get_path,
     parse_assignment,
     parse_cli_value,  # noqa: F401 - re-exported: `exp --set` and the fast path's tests use it
     set_path,
@@ -65,11 +63,6 @@ from kernelscope.protocol.memory import (
     parse_version,
 )
 from kernelscope.protocol.workspace import MetricKind, VersionSummary
-
-MEMORY_DIR = "memory"
-_FILE_RE = re.compile(r"^v(\d+)\.json$")
-BASELINE = "v0"
-
 
 # -- incremental reads ---------------------------------------------------------------
 RACY_NS = 100_000_000  # re-check a file whose timestamp is this close to when it was read
@@ -132,7 +125,7 @@ class FileReads:
             except OSError:
                 listing = []
             for item in listing:
-                match = _FILE_RE.match(item.name)
+                match = core.FILE_RE.match(item.name)
                 if not match:
                     continue
                 try:
@@ -155,18 +148,6 @@ class FileReads:
                 del self._reads[gone]
         entries.sort(key=lambda entry: entry.number)
         return entries
-
-
-def normalize_version(version: str) -> str:
-    """Accept `v3`, `V3` or `3`; return `v3`. Anything else is a usage error."""
-    text = str(version).strip()
-    if text.isdigit():
-        text = "v" + text
-    text = text[:1].lower() + text[1:]
-    try:
-        return format_version(parse_version(text))
-    except ValueError as exc:
-        raise UsageError(str(exc)) from None
 
 
 class MemoryManager:
@@ -200,24 +181,13 @@ class MemoryManager:
                 pass  # (on a read-only file system: read what is there)
         if self.reads is not None:
             return self.reads.scan(self)
-        entries: list[MemoryEntry] = []
-        for path in self.memory_dir.iterdir():
-            match = _FILE_RE.match(path.name)
-            if match and path.is_file():
-                entries.append(self._load(int(match.group(1)), path))
-        entries.sort(key=lambda entry: entry.number)
-        return entries
+        return [self._load(number, path) for number, path in core.record_files(self.memory_dir)]
 
     def _load(self, number: int, path: Path) -> MemoryEntry:
-        try:
-            text = path.read_text(encoding="utf-8")
-            raw = json.loads(text)
-        except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-            return MemoryEntry(number, path, None, None, f"{path.name}: not valid JSON ({exc})")
-        if not isinstance(raw, dict):
-            return MemoryEntry(
-                number, path, None, None, f"{path.name}: expected a JSON object, got {type(raw).__name__}"
-            )
+        found = core.read_file(number, path)
+        if found.raw is None:
+            return MemoryEntry(number, path, None, None, found.error)
+        raw = found.raw
         data = raw if "version" in raw else {"version": format_version(number), **raw}
         try:
             record = MemoryRecord.model_validate(data)
@@ -225,23 +195,15 @@ class MemoryManager:
             first = exc.errors()[0]
             where = ".".join(str(p) for p in first["loc"]) or "record"
             return MemoryEntry(number, path, raw, None, f"{path.name}: invalid {where}: {first['msg']}")
-        if record.number != number:
-            return MemoryEntry(
-                number,
-                path,
-                raw,
-                None,
-                f"{path.name}: file says version {record.version!r}, its name says {format_version(number)}",
-            )
-        return MemoryEntry(number, path, raw, record, None, detect_indent(text))
+        if found.error is None and record.number != number:  # a record core could not vouch for
+            return MemoryEntry(number, path, raw, None, core.mismatch(path, record.version, number))
+        if found.error is not None:
+            return MemoryEntry(number, path, raw, None, found.error)
+        return MemoryEntry(number, path, raw, record, None, detect_indent(found.text))
 
     def entry(self, version: str) -> MemoryEntry:
         """One version's entry; DataError when it does not exist or cannot be read."""
-        normalized = normalize_version(version)
-        path = self.memory_dir / f"{normalized}.json"
-        if not path.is_file():
-            raise DataError(f"{normalized} not found: no file {path}")
-        entry = self._load(parse_version(normalized), path)
+        entry = self._load(*core.file_of(self.memory_dir, version))
         if entry.error:
             raise DataError(f"{entry.error}")
         return entry
@@ -280,12 +242,8 @@ class MemoryManager:
 
     @staticmethod
     def _field(entry: MemoryEntry, field: str | None) -> Any:
-        if field is None:
-            return entry.raw
-        try:
-            return get_path(entry.raw, [p for p in field.split(".")])
-        except KeyError as exc:
-            raise DataError(f"{entry.version}: {exc.args[0]}") from None
+        assert entry.raw is not None
+        return core.field_of(entry.raw, entry.version, field)
 
     def next_version(self) -> str:
         """One past the highest version on disk, masked, unmasked or corrupt alike."""
@@ -308,49 +266,10 @@ class MemoryManager:
         base_latency = baseline.record.metric("latency_us") if baseline and baseline.record else None
         rows: list[VersionSummary] = []
         for entry in entries:
-            record = entry.record
-            if record is None:
-                rows.append(
-                    VersionSummary(
-                        version=entry.version, masked=False, path=str(entry.path), error=entry.error
-                    )
-                )
-                continue
-            outcome = atrex_fields.record_outcome(record)
-            latency = record.metric("latency_us") if outcome.measured else None
-            speedup = base_latency / latency if base_latency and latency else None
-            notes = atrex_fields.experiments(record)
-            directions = atrex_fields.open_directions(record)
-            action = None
-            optimization = record.optimization
-            if optimization is not None:
-                value = (
-                    optimization.get("action_category")
-                    if isinstance(optimization, dict)
-                    else optimization.action_category
-                )
-                action = None if value is None else str(value)
-            rows.append(
-                VersionSummary(
-                    version=entry.version,
-                    masked=record.is_masked,
-                    gate=record.gate_result,
-                    latency_us=latency,
-                    tflops=record.metric("tflops"),
-                    bandwidth_gbps=record.metric("bandwidth_gbps"),
-                    speedup_vs_v0=speedup,
-                    score=version_score(record, baseline.record if baseline else None, kind),
-                    action=action,
-                    path=str(entry.path),
-                    outcome=outcome.label,
-                    carried_from=outcome.carried_from,
-                    speedup_vs_reference=atrex_fields.speedup_vs_reference(record)
-                    if outcome.measured
-                    else None,
-                    experiments=len(notes) if notes else None,
-                    open_directions=len(directions) if directions else None,
-                )
-            )
+            row = core.summary_row(entry.number, entry.path, entry.raw, entry.error, base_latency)
+            if entry.record is not None:
+                row["score"] = version_score(entry.record, baseline.record if baseline else None, kind)
+            rows.append(VersionSummary(**row))
         return rows
 
     # -- writing --------------------------------------------------------------------
@@ -363,7 +282,7 @@ class MemoryManager:
             for orphan in self.memory_dir.glob(TEMP_PREFIX + "*"):
                 with contextlib.suppress(OSError):
                     orphan.unlink()
-            replay_journal(self.memory_dir, _FILE_RE)
+            replay_journal(self.memory_dir, core.FILE_RE)
             yield
 
     def _write(self, path: Path, data: dict[str, Any], indent: int = 2) -> None:

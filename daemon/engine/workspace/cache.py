@@ -23,7 +23,8 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
-from kernelscope.daemon.engine.memory.records import MEMORY_DIR, FileReads, MemoryEntry, MemoryManager
+from kernelscope.daemon.engine.memory.core import MEMORY_DIR
+from kernelscope.daemon.engine.memory.records import FileReads, MemoryEntry, MemoryManager
 from kernelscope.daemon.engine.memory.scores import IncrementalScores, VersionScore
 from kernelscope.daemon.engine.workspace.workspace import KERNEL_NAME, README_NAME, Workspace
 from kernelscope.protocol.workspace import KernelScan, ReadmeInfo

@@ -7,7 +7,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from kernelscope.daemon.engine.memory.records import MEMORY_DIR, MemoryManager
+from kernelscope.daemon.engine.memory.core import MEMORY_DIR
+from kernelscope.daemon.engine.memory.records import MemoryManager
 from kernelscope.daemon.engine.workspace.kernel_scan import scan_kernel_file
 from kernelscope.daemon.engine.workspace.readme import parse_readme_file
 from kernelscope.protocol.workspace import KernelScan, ReadmeInfo, WorkspaceProfile, WorkspaceSummary

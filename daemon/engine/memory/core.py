@@ -1,0 +1,181 @@
+"""The memory records as files: which files are records, reading one as the raw JSON object it
+is, a dotted field of it, and the one summary row `memory list` shows of it.
+
+Pydantic-free on purpose (the rules come from protocol/record_rules.py): the memory manager
+(records.py) builds its validated records on top of these, and the CLI's fast path
+(cli/fast.py: `memory list|read|latest|update`, run many times per iteration by agents) calls
+them directly, so both read a workspace by the same code. A record these functions cannot
+vouch for (`RawFile.vouched` false: a version that is not a 'v<N>' string, say) is left to the
+model, whose message words the verdict.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from kernelscope.daemon.engine import DataError, UsageError
+from kernelscope.daemon.engine.memory import atrex_fields
+from kernelscope.daemon.engine.memory.record_edits import get_path
+from kernelscope.protocol.record_rules import (
+    as_float,
+    certainly_valid,
+    format_version,
+    gate_result,
+    masked,
+    parse_version,
+    section_get,
+)
+
+MEMORY_DIR = "memory"
+BASELINE = "v0"
+FILE_RE = re.compile(r"^v(\d+)\.json$")
+# A mask-half cut short leaves this journal in memory/: the writer's lock replays it first.
+JOURNAL_NAME = ".kernelscope-journal.json"
+
+
+def normalize_version(version: str) -> str:
+    """Accept `v3`, `V3` or `3`; return `v3`. Anything else is a usage error."""
+    text = str(version).strip()
+    if text.isdigit():
+        text = "v" + text
+    text = text[:1].lower() + text[1:]
+    try:
+        return format_version(parse_version(text))
+    except ValueError as exc:
+        raise UsageError(str(exc)) from None
+
+
+def mismatch(path: Path, said: str, number: int) -> str:
+    return f"{path.name}: file says version {said!r}, its name says {format_version(number)}"
+
+
+@dataclass(frozen=True)
+class RawFile:
+    """One memory file: its JSON object (None when unreadable), why it is unusable, its text."""
+
+    number: int
+    path: Path
+    raw: dict[str, Any] | None
+    error: str | None
+    text: str = ""
+    vouched: bool = True  # False: only the record model can judge it
+
+    @property
+    def version(self) -> str:
+        return format_version(self.number)
+
+    @property
+    def masked(self) -> bool:
+        return self.raw is not None and self.error is None and masked(self.raw.get("masked"))
+
+
+def read_file(number: int, path: Path) -> RawFile:
+    try:
+        text = path.read_text(encoding="utf-8")
+        raw = json.loads(text)
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        return RawFile(number, path, None, f"{path.name}: not valid JSON ({exc})")
+    if not isinstance(raw, dict):
+        return RawFile(number, path, None, f"{path.name}: expected a JSON object, got {type(raw).__name__}")
+    data = raw if "version" in raw else {"version": format_version(number), **raw}
+    if not certainly_valid(data):
+        return RawFile(number, path, raw, None, text, vouched=False)
+    if parse_version(data["version"]) != number:
+        return RawFile(number, path, raw, mismatch(path, data["version"], number), text)
+    return RawFile(number, path, raw, None, text)
+
+
+def record_files(memory_dir: Path) -> list[tuple[int, Path]]:
+    """(number, path) of every `v<N>.json` file, numerically sorted (v10 after v9)."""
+    if not memory_dir.is_dir():
+        return []
+    found = []
+    for path in memory_dir.iterdir():
+        match = FILE_RE.match(path.name)
+        if match and path.is_file():
+            found.append((int(match.group(1)), path))
+    return sorted(found, key=lambda item: item[0])
+
+
+def file_of(memory_dir: Path, version: str) -> tuple[int, Path]:
+    """One version's file; DataError when it does not exist."""
+    normalized = normalize_version(version)
+    path = memory_dir / f"{normalized}.json"
+    if not path.is_file():
+        raise DataError(f"{normalized} not found: no file {path}")
+    return parse_version(normalized), path
+
+
+def field_of(raw: dict[str, Any], version: str, field: str | None) -> Any:
+    """The record, or one dotted field of it (DataError naming the version when absent)."""
+    if field is None:
+        return raw
+    try:
+        return get_path(raw, field.split("."))
+    except KeyError as exc:
+        raise DataError(f"{version}: {exc.args[0]}") from None
+
+
+# What `memory list --json` prints of a version's summary row, in this order (both CLI paths
+# print through `listed`); `memory summary` adds the score.
+LISTED_FIELDS = (
+    "version",
+    "masked",
+    "gate",
+    "latency_us",
+    "tflops",
+    "bandwidth_gbps",
+    "speedup_vs_v0",
+    "action",
+    "path",
+    "error",
+    "outcome",
+    "carried_from",
+    "speedup_vs_reference",
+    "experiments",
+    "open_directions",
+)
+
+
+def listed(row: dict[str, Any]) -> dict[str, Any]:
+    """A summary row as `memory list --json` prints it (absent fields as null)."""
+    return {key: row.get(key) for key in LISTED_FIELDS}
+
+
+def metric(raw: dict[str, Any], name: str) -> float | None:
+    return as_float(section_get(raw.get("performance"), name))
+
+
+def summary_row(
+    number: int, path: Path, raw: dict[str, Any] | None, error: str | None, base_latency: float | None
+) -> dict[str, Any]:
+    """One `VersionSummary` (protocol/workspace.py) but its score, from the raw record: gate,
+    metrics, the latency ratio vs v0, and what today's atrex supervisor records."""
+    row: dict[str, Any] = {"version": format_version(number), "masked": False, "path": str(path)}
+    if raw is None or error is not None:
+        row["error"] = error
+        return row
+    outcome = atrex_fields.record_outcome(raw)
+    latency = metric(raw, "latency_us") if outcome.measured else None
+    notes = atrex_fields.experiments(raw)
+    directions = atrex_fields.open_directions(raw)
+    action = section_get(raw.get("optimization"), "action_category")
+    row.update(
+        masked=masked(raw.get("masked")),
+        gate=gate_result(raw.get("quality_gate"), raw.get("correctness")),
+        latency_us=latency,
+        tflops=metric(raw, "tflops"),
+        bandwidth_gbps=metric(raw, "bandwidth_gbps"),
+        speedup_vs_v0=base_latency / latency if base_latency and latency else None,
+        action=None if action is None else str(action),
+        outcome=outcome.label,
+        carried_from=outcome.carried_from,
+        speedup_vs_reference=atrex_fields.speedup_vs_reference(raw) if outcome.measured else None,
+        experiments=len(notes) if notes else None,
+        open_directions=len(directions) if directions else None,
+    )
+    return row

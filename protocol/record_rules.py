@@ -1,0 +1,86 @@
+"""The rules of a memory record that need no model: version names, loose numbers, the masked
+flag, the quality gate, and which raw records the model certainly accepts.
+
+Pydantic-free on purpose: the CLI's fast path (`kernelscope memory list|read|latest|update`,
+run many times per iteration by agents) reads raw records with these; protocol/memory.py's
+models use the same functions, so each rule is written once.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from typing import Any
+
+VERSION_RE = re.compile(r"^v(\d+)$")
+_LEADING_NUMBER = re.compile(r"^\s*([-+]?\d+(?:\.\d*)?(?:[eE][-+]?\d+)?)")
+# The types a loosely typed scalar may have (protocol.memory.Scalar).
+SCALAR_TYPES = (type(None), bool, int, float, str)
+
+
+def as_float(value: Any) -> float | None:
+    """A finite float from a loosely typed number (`12`, `12.5`, `"12.5"`, `"12.5 us"`)."""
+    if isinstance(value, bool) or value is None:
+        return None
+    if isinstance(value, (int, float)):
+        number = float(value)
+    elif isinstance(value, str):
+        match = _LEADING_NUMBER.match(value)
+        if not match:
+            return None
+        number = float(match.group(1))
+    else:
+        return None
+    return number if math.isfinite(number) else None
+
+
+def parse_version(version: str) -> int:
+    """`"v12"` -> 12. Raises ValueError for anything else (so v10 sorts after v9)."""
+    match = VERSION_RE.match(version.strip()) if isinstance(version, str) else None
+    if not match:
+        raise ValueError(f"invalid version {version!r}: expected 'v<N>' such as v0, v7, v12")
+    return int(match.group(1))
+
+
+def format_version(number: int) -> str:
+    """12 -> `"v12"`."""
+    if number < 0:
+        raise ValueError(f"version number must be >= 0, got {number}")
+    return f"v{number}"
+
+
+def section_get(section: Any, key: str) -> Any:
+    """A key of a record's section: a dict's entry, a model's attribute, else None."""
+    if section is None:
+        return None
+    if isinstance(section, dict):
+        return section.get(key)
+    if isinstance(section, (str, int, float, bool, list)):
+        return None
+    return getattr(section, key, None)
+
+
+def masked(value: Any) -> bool:
+    """`masked: true` (or the string "true", as some tools write it)."""
+    if isinstance(value, str):
+        return value.strip().lower() == "true"
+    return value is True
+
+
+def gate_result(quality_gate: Any, correctness: Any) -> str | None:
+    """`quality_gate.result` upper-cased, else `correctness.status`, else None."""
+    for section, key in ((quality_gate, "result"), (correctness, "status")):
+        value = section_get(section, key)
+        if isinstance(value, str) and value.strip():
+            return value.strip().upper()
+    return None
+
+
+def certainly_valid(data: dict[str, Any]) -> bool:
+    """Whether the record model certainly accepts this raw record: everything in a record is
+    optional and open but `version` (a string 'v<N>') and the top-level scalars `timestamp`
+    and `git_commit_hash`. False means: ask the model (its message words the verdict)."""
+    version = data.get("version")
+    if type(version) is not str or not VERSION_RE.match(version.strip()):
+        return False
+    return all(type(data.get(key)) in SCALAR_TYPES for key in ("timestamp", "git_commit_hash"))
