@@ -35,3 +35,20 @@ JOB_KINDS: tuple[str, ...] = ("benchmark", "runIteration", "restart")
 
 JOB_FINISHED = "kernelscope/jobFinished"
 WORKSPACES_REQUEST = "kernelscope/workspaces"
+
+# The one rule that says a folder is an optimization workspace, as data: every file in
+# `files`, and a folder in `dirs` or a `readme` line opening a fence tagged `fence` (a workspace
+# before its first memory record). The engine applies it (engine/workspace/workspace.py); the
+# editor clients read it from editor-clients/commands.json to know where to start the daemon.
+# kernel.py is required: a repository whose README documents a ```kernelscope block (this one)
+# is not a workspace.
+WORKSPACE_FILES: tuple[str, ...] = ("kernel.py",)
+WORKSPACE_DIRS: tuple[str, ...] = ("memory",)
+WORKSPACE_README = "README.md"
+WORKSPACE_FENCE = "kernelscope"
+WORKSPACE_RULE = {
+    "files": list(WORKSPACE_FILES),
+    "dirs": list(WORKSPACE_DIRS),
+    "readme": WORKSPACE_README,
+    "fence": WORKSPACE_FENCE,
+}

@@ -147,3 +147,19 @@ def test_the_engine_shows_its_parts() -> None:
             assert init.is_file() and ast.get_docstring(ast.parse(init.read_text())), (
                 f"{entry}/ has no docstring"
             )
+
+
+def test_kernelscope_s_own_checkout_is_not_a_workspace(tmp_path: Path) -> None:
+    """The one discovery rule (protocol/vocabulary.WORKSPACE_RULE): this repository's README
+    documents a ```kernelscope block, but it holds no kernel.py."""
+    from kernelscope.daemon.engine.workspace.discovery import is_optimization_workspace
+
+    assert "```kernelscope" in (REPO_ROOT / "README.md").read_text()
+    assert not is_optimization_workspace(REPO_ROOT)
+    assert is_optimization_workspace(REPO_ROOT / "examples" / "vector_add")
+    fresh = tmp_path / "fresh"
+    fresh.mkdir()
+    (fresh / "kernel.py").write_text("")
+    assert not is_optimization_workspace(fresh)
+    (fresh / "README.md").write_text("# op\n\n~~~kernelscope\n{}\n~~~\n")
+    assert is_optimization_workspace(fresh)  # before its first memory record

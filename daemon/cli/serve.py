@@ -31,13 +31,20 @@ def commands_document() -> dict[str, Any]:
     command names, the job kind each starts, the notification and request names. Written to
     editor-clients/commands.json (`kernelscope schema --commands`), which clients read instead
     of hand-copied names; tests/test_vocabulary.py keeps the file current."""
-    from kernelscope.protocol.vocabulary import COMMANDS, JOB_FINISHED, JOB_KINDS, WORKSPACES_REQUEST
+    from kernelscope.protocol.vocabulary import (
+        COMMANDS,
+        JOB_FINISHED,
+        JOB_KINDS,
+        WORKSPACE_RULE,
+        WORKSPACES_REQUEST,
+    )
 
     return {
         "commands": {name: {"job": kind} for name, (_model, _method, kind) in COMMANDS.items()},
         "jobKinds": list(JOB_KINDS),
         "notifications": {"jobFinished": JOB_FINISHED},
         "requests": {"workspaces": WORKSPACES_REQUEST},
+        "workspaceRule": WORKSPACE_RULE,
     }
 
 

@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from urllib.parse import unquote, urlparse
 
+from kernelscope.daemon.engine.workspace.discovery import is_optimization_workspace
 from kernelscope.protocol.settings import FolderSettings, Settings, UserSettings
 
 if TYPE_CHECKING:
@@ -107,18 +108,6 @@ class WorkspaceState:
             last_outcome=self.last_outcome,
             notices=self.notices,
         )
-
-
-def _is_optimization_workspace(path: Path) -> bool:
-    """kernel.py and memory/ (cheap file checks first; the README is parsed only if needed)."""
-    if (path / "kernel.py").is_file() and (path / "memory").is_dir():
-        return True
-    readme = path / "README.md"
-    if not readme.is_file() or "```kernelscope" not in readme.read_text(errors="replace"):
-        return False
-    from kernelscope.daemon.engine.workspace.workspace import Workspace
-
-    return Workspace(path).is_optimization_workspace()
 
 
 class ServerState:
@@ -220,7 +209,7 @@ class ServerState:
         for folder in self.folders:
             candidates = [folder, *(p for p in folder.iterdir() if p.is_dir())] if folder.is_dir() else []
             for candidate in candidates:
-                if _is_optimization_workspace(candidate):
+                if is_optimization_workspace(candidate):
                     found[candidate] = self.workspaces.get(candidate) or self.new_workspace(candidate)
         self.workspaces = found
 

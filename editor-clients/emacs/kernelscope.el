@@ -19,6 +19,7 @@
 
 (require 'cl-lib)
 (require 'seq)
+(require 'json)
 
 (defgroup kernelscope nil "GPU kernel optimization workspaces." :group 'tools)
 
@@ -30,18 +31,46 @@
   "initializationOptions sent to the daemon (see the kernelscope README for settings)."
   :type 'sexp)
 
+(defconst kernelscope--vocabulary-file
+  (expand-file-name "../commands.json" (file-name-directory (or load-file-name buffer-file-name)))
+  "editor-clients/commands.json (written by `kernelscope schema --commands').")
+
+(defvar kernelscope--vocabulary 'unread)
+
+(defun kernelscope--vocabulary ()
+  "The daemon's vocabulary, read once: commands.json beside this package, else what
+`kernelscope schema --commands' prints."
+  (when (eq kernelscope--vocabulary 'unread)
+    (setq kernelscope--vocabulary
+          (ignore-errors
+            (let ((json-object-type 'alist) (json-array-type 'list) (json-key-type 'string))
+              (if (file-readable-p kernelscope--vocabulary-file)
+                  (json-read-file kernelscope--vocabulary-file)
+                (with-temp-buffer
+                  (when (eq 0 (call-process (car kernelscope-command) nil t nil "schema" "--commands"))
+                    (goto-char (point-min))
+                    (json-read))))))))
+  kernelscope--vocabulary)
+
 (defun kernelscope--workspace-p (dir)
-  "The server's rule: kernel.py and memory/, or a README with a ```kernelscope block (a
-workspace before its first memory record). Only says where to start the server; commands
-take the workspace the server names (`kernelscope/workspaces')."
-  (and dir
-       (or (and (file-exists-p (expand-file-name "kernel.py" dir))
-                (file-directory-p (expand-file-name "memory" dir)))
-           (let ((readme (expand-file-name "README.md" dir)))
-             (and (file-readable-p readme)
-                  (with-temp-buffer
-                    (insert-file-contents readme nil 0 200000)
-                    (re-search-forward "^[ \t]*```+[ \t]*kernelscope[ \t]*$" nil t)))))))
+  "The server's rule for an optimization workspace, read as data (commands.json's
+workspaceRule, never copied): every required file, and a required folder or a README line
+opening the tagged fence. Only says where to start the server; commands take the workspace
+the server names (`kernelscope/workspaces')."
+  (let ((rule (cdr (assoc "workspaceRule" (kernelscope--vocabulary)))))
+    (and dir rule
+         (seq-every-p (lambda (name) (file-exists-p (expand-file-name name dir)))
+                      (cdr (assoc "files" rule)))
+         (or (seq-some (lambda (name) (file-directory-p (expand-file-name name dir)))
+                       (cdr (assoc "dirs" rule)))
+             (let ((readme (expand-file-name (cdr (assoc "readme" rule)) dir))
+                   (fence (cdr (assoc "fence" rule))))
+               (and fence (file-readable-p readme)
+                    (with-temp-buffer
+                      (insert-file-contents readme)
+                      (re-search-forward
+                       (concat "^[ \t]*\\(```+\\|~~~+\\)[ \t]*" (regexp-quote fence) "[ \t]*$")
+                       nil t))))))))
 
 (defun kernelscope--server-workspace (file)
   "The innermost workspace holding FILE among those the serving daemon names, or nil."

@@ -9,6 +9,7 @@ from pathlib import Path
 
 from kernelscope.daemon.engine.memory.core import MEMORY_DIR
 from kernelscope.daemon.engine.memory.records import MemoryManager
+from kernelscope.daemon.engine.workspace.discovery import is_optimization_workspace
 from kernelscope.daemon.engine.workspace.kernel_scan import scan_kernel_file
 from kernelscope.daemon.engine.workspace.readme import parse_readme_file
 from kernelscope.protocol.workspace import KernelScan, ReadmeInfo, WorkspaceProfile, WorkspaceSummary
@@ -55,10 +56,7 @@ class Workspace:
         return find_git_root(self.root)
 
     def is_optimization_workspace(self) -> bool:
-        """kernel.py and memory/ both present, or a README with a ```kernelscope block."""
-        if self.kernel_path.is_file() and self.memory_dir.is_dir():
-            return True
-        return self.readme_path.is_file() and self.readme().machine_block
+        return is_optimization_workspace(self.root)
 
     def readme(self) -> ReadmeInfo:
         return parse_readme_file(self.readme_path)

@@ -27,17 +27,51 @@ local NAME = "kernelscope"
 local HINTS = vim.api.nvim_create_namespace("kernelscope.inlayhint")
 M.hint_namespace = HINTS
 
--- The server's rule (Workspace.is_optimization_workspace): kernel.py and memory/, or a README
--- with a ```kernelscope machine block (a workspace before its first memory record). Used only
--- to know where to start the server; commands then ask it (`kernelscope/workspaces`).
-local function is_workspace(dir)
-  if vim.fn.filereadable(dir .. "/kernel.py") == 1 and vim.fn.isdirectory(dir .. "/memory") == 1 then
-    return true
+-- The server's rule for "this folder is an optimization workspace", read as data (never copied):
+-- editor-clients/commands.json's `workspaceRule` when the plugin runs from the repository,
+-- else what `kernelscope schema --commands` prints (once per session). Used only to know where
+-- to start the server; commands then ask it (`kernelscope/workspaces`).
+local VOCABULARY = debug.getinfo(1, "S").source:sub(2):gsub("[^/]*$", "") .. "../../../commands.json"
+local vocabulary_cache
+
+local function vocabulary()
+  if vocabulary_cache == nil then
+    local text
+    if vim.fn.filereadable(VOCABULARY) == 1 then
+      text = table.concat(vim.fn.readfile(VOCABULARY), "\n")
+    elseif vim.fn.executable(M.config.cmd[1]) == 1 then
+      text = vim.fn.system({ M.config.cmd[1], "schema", "--commands" })
+      if vim.v.shell_error ~= 0 then
+        text = nil
+      end
+    end
+    local ok, decoded = pcall(vim.fn.json_decode, text or "")
+    vocabulary_cache = (ok and type(decoded) == "table") and decoded or false
   end
-  local readme = dir .. "/README.md"
-  if vim.fn.filereadable(readme) == 1 then
-    for _, line in ipairs(vim.fn.readfile(readme, "", 2000)) do
-      if line:match("^%s*```+%s*kernelscope%s*$") then
+  return vocabulary_cache or nil
+end
+M.vocabulary = vocabulary
+
+local function is_workspace(dir)
+  local rule = (vocabulary() or {}).workspaceRule
+  if type(rule) ~= "table" then
+    return false
+  end
+  for _, name in ipairs(rule.files or {}) do
+    if vim.fn.filereadable(dir .. "/" .. name) ~= 1 then
+      return false
+    end
+  end
+  for _, name in ipairs(rule.dirs or {}) do
+    if vim.fn.isdirectory(dir .. "/" .. name) == 1 then
+      return true
+    end
+  end
+  local readme = dir .. "/" .. (rule.readme or "README.md")
+  if rule.fence and vim.fn.filereadable(readme) == 1 then
+    for _, line in ipairs(vim.fn.readfile(readme)) do
+      local tag = line:match("^%s*```+%s*(%S+)%s*$") or line:match("^%s*~~~+%s*(%S+)%s*$")
+      if tag == rule.fence then
         return true
       end
     end
@@ -323,10 +357,9 @@ end
 -- what the server offers (`executeCommandProvider`), added when a client attaches.
 M.commands = {}
 M.workspaces_request = "kernelscope/workspaces"
-local VOCABULARY = debug.getinfo(1, "S").source:sub(2):gsub("[^/]*$", "") .. "../../../commands.json"
-if vim.fn.filereadable(VOCABULARY) == 1 then
-  local ok, decoded = pcall(vim.fn.json_decode, table.concat(vim.fn.readfile(VOCABULARY), "\n"))
-  if ok and type(decoded) == "table" and type(decoded.commands) == "table" then
+local function load_commands()
+  local decoded = vocabulary()
+  if type(decoded) == "table" and type(decoded.commands) == "table" then
     if type(decoded.requests) == "table" and decoded.requests.workspaces then
       M.workspaces_request = decoded.requests.workspaces
     end
@@ -337,6 +370,9 @@ if vim.fn.filereadable(VOCABULARY) == 1 then
       end
     end
   end
+end
+if vim.fn.filereadable(VOCABULARY) == 1 then
+  load_commands() -- at load (from the repository); else at setup, once the command is known
 end
 
 -- User commands that also take their parameters positionally: `:KernelscopeCompare v0 v4`
@@ -582,6 +618,9 @@ end
 
 function M.setup(opts)
   M.config = vim.tbl_deep_extend("force", M.config, opts or {})
+  if next(M.commands) == nil then
+    load_commands()
+  end
   local group = vim.api.nvim_create_augroup("kernelscope", { clear = true })
   -- BufReadPost also follows every reload (`:edit!`, `:checktime`): a reload that detached
   -- the buffer attaches it again.
