@@ -1,4 +1,5 @@
-"""A pydantic base for records that other tools also write.
+"""The two pydantic bases of the wire contract: `ClosedModel` for kernelscope's own shapes
+(an unknown key is an error), `OpenRecord` for records that other tools also write.
 
 Memory files are produced by agents and scripts kernelscope does not control. A record
 read here and written back must keep every key (known or not), every value exactly as it
@@ -12,6 +13,12 @@ from __future__ import annotations
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, PrivateAttr, model_serializer, model_validator
+
+
+class ClosedModel(BaseModel):
+    """kernelscope's own shapes (results, params, summaries): an unknown key is an error."""
+
+    model_config = ConfigDict(extra="forbid")
 
 
 class OpenRecord(BaseModel):

@@ -9,7 +9,9 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
+
+from kernelscope.protocol._open_model import ClosedModel
 
 BENCH_SCHEMA_VERSION = 1
 # How the runner names a group of configurations in its messages (the daemon merges the
@@ -36,11 +38,7 @@ ErrorKind = Literal[
 ]
 
 
-class _Model(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-
-class BenchError(_Model):
+class BenchError(ClosedModel):
     """Why a run, or one configuration of it, failed."""
 
     kind: ErrorKind
@@ -51,7 +49,7 @@ class BenchError(_Model):
     exit_code: int | None = None
 
 
-class ConfigResult(_Model):
+class ConfigResult(ClosedModel):
     """One configuration (shape/dtype): correctness and, when it passed, timing."""
 
     name: str
@@ -101,7 +99,7 @@ class ConfigResult(_Model):
     )
 
 
-class GateReport(_Model):
+class GateReport(ClosedModel):
     """What the workspace's own gate command reported about itself.
 
     Read from the lines it prints: `<prefix> RESULT_JSON=<json>` (atrex's `test_kernel.py`
@@ -128,7 +126,7 @@ class GateReport(_Model):
     extra: dict[str, Any] = Field(default_factory=dict, description="other keys the gate printed")
 
 
-class BenchResult(_Model):
+class BenchResult(ClosedModel):
     """The outcome of benchmarking one candidate kernel against a baseline."""
 
     schema_version: int = BENCH_SCHEMA_VERSION
@@ -165,7 +163,7 @@ class BenchResult(_Model):
         return [c for c in self.configs if not c.passed]
 
 
-class RankedCandidate(_Model):
+class RankedCandidate(ClosedModel):
     """One candidate of `kernelscope bench --candidates`, in rank order."""
 
     rank: int
@@ -175,7 +173,7 @@ class RankedCandidate(_Model):
     result: BenchResult
 
 
-class CandidatesReport(_Model):
+class CandidatesReport(ClosedModel):
     """Many variants measured against one baseline, best first; failures last."""
 
     workspace: str

@@ -2,15 +2,14 @@
 
 from __future__ import annotations
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
+from kernelscope.protocol._open_model import ClosedModel
 from kernelscope.protocol.workspace import MetricKind
 
 
-class MaskHalfResult(BaseModel):
+class MaskHalfResult(ClosedModel):
     """What `mask-half` chose (or would choose, with `dry_run`)."""
-
-    model_config = ConfigDict(extra="forbid")
 
     workspace: str
     seed: int = Field(description="the random seed used; pass it back to repeat the choice")
@@ -27,10 +26,8 @@ class MaskHalfResult(BaseModel):
     skipped_corrupt: list[str] = Field(default_factory=list)
 
 
-class StopConditionStatus(BaseModel):
+class StopConditionStatus(ClosedModel):
     """One README stop condition against this iteration's measurement."""
-
-    model_config = ConfigDict(extra="forbid")
 
     text: str
     kind: MetricKind
@@ -41,10 +38,8 @@ class StopConditionStatus(BaseModel):
     note: str | None = None
 
 
-class IterationResult(BaseModel):
+class IterationResult(ClosedModel):
     """What `kernelscope iterate` did: the version written, the verdict, the commit."""
-
-    model_config = ConfigDict(extra="forbid")
 
     workspace: str
     version: str
@@ -65,10 +60,8 @@ class IterationResult(BaseModel):
     messages: list[str] = Field(default_factory=list)
 
 
-class RestartReport(BaseModel):
+class RestartReport(ClosedModel):
     """The partial restart, phase by phase, with every hard-constraint violation named."""
-
-    model_config = ConfigDict(extra="forbid")
 
     workspace: str
     mask: MaskHalfResult

@@ -25,6 +25,8 @@ from pydantic import (
     model_validator,
 )
 
+from kernelscope.protocol._open_model import ClosedModel
+
 ExperimentStatus = Literal["new", "running", "done", "failed", "timeout"]
 FailureCategory = Literal["buggy", "regressive", "slight_regression", "marginal", "improvement", "unscored"]
 
@@ -164,10 +166,8 @@ def failure_category(score: float | None, is_buggy: bool) -> FailureCategory:
     return "improvement"
 
 
-class KernelSummary(BaseModel):
+class KernelSummary(ClosedModel):
     """Per-kernel digest for code lenses: best, latest, run and failure counts."""
-
-    model_config = ConfigDict(extra="forbid")
 
     kernel: str
     runs: int
@@ -181,10 +181,8 @@ class KernelSummary(BaseModel):
     latest_status: ExperimentStatus | None = None
 
 
-class Lineage(BaseModel):
+class Lineage(ClosedModel):
     """An experiment's ancestors (parent first) and descendants (breadth first)."""
-
-    model_config = ConfigDict(extra="forbid")
 
     experiment: KernelExperiment
     ancestors: list[KernelExperiment] = Field(default_factory=list)

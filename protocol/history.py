@@ -11,17 +11,15 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
+
+from kernelscope.protocol._open_model import ClosedModel
 
 ScoreKind = Literal["speedup", "latency_ratio", "metric_ratio", "latency_change_pct"]
 Severity = Literal["warning", "information", "hint"]
 
 
-class _Model(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-
-class ScoreValue(_Model):
+class ScoreValue(ClosedModel):
     """One measured number about a version, with what it is and what it is relative to."""
 
     value: float
@@ -45,7 +43,7 @@ class ScoreValue(_Model):
         return f"{prefix}{self.value:.2f}x vs {self.versus}{interval}"
 
 
-class VersionEffect(_Model):
+class VersionEffect(ClosedModel):
     """A memory version and what it measured, as blame and compare show it."""
 
     version: str
@@ -73,7 +71,7 @@ class VersionEffect(_Model):
     text: str = Field(description="one line: '1.75x vs v2 · 3.20x vs v0 [3.10-3.30], PASS'")
 
 
-class BlameLine(_Model):
+class BlameLine(ClosedModel):
     """One line of the editor's kernel.py and the version that introduced it."""
 
     line: int = Field(description="0-based line in the buffer")
@@ -91,7 +89,7 @@ class BlameLine(_Model):
     hint: str = Field(description="'introduced in v3: BLOCK_SIZE 1024 -> 4096, 1.75x vs v2 ..., PASS'")
 
 
-class TriedValue(_Model):
+class TriedValue(ClosedModel):
     """One value used at a spot by earlier versions (or experiments), and how they scored."""
 
     value: str
@@ -109,7 +107,7 @@ class TriedValue(_Model):
     )
 
 
-class TriedHint(_Model):
+class TriedHint(ClosedModel):
     """A meta-parameter in the buffer and the values earlier versions used at that spot."""
 
     key: str = Field(description="the spot's identity across versions, e.g. launch:add_kernel#0:BLOCK_SIZE")
@@ -125,7 +123,7 @@ class TriedHint(_Model):
     hint: str = Field(description="'tried: 64 1.00x v0 · 256 3.20x v1 · 1024 12.50x v2'")
 
 
-class FingerprintMatch(_Model):
+class FingerprintMatch(ClosedModel):
     """A recorded kernel whose code is the buffer's (identical) or differs from it only in
     meta-parameter literal values (near)."""
 
@@ -144,7 +142,7 @@ class FingerprintMatch(_Model):
     verdict: str
 
 
-class FingerprintCheck(_Model):
+class FingerprintCheck(ClosedModel):
     """The verdict for one kernel.py text."""
 
     fingerprint: str | None = Field(default=None, description="None when the text does not parse")
@@ -156,7 +154,7 @@ class FingerprintCheck(_Model):
     error: str | None = Field(default=None, description="why the text could not be fingerprinted")
 
 
-class ConfigDelta(_Model):
+class ConfigDelta(ClosedModel):
     """One configuration (shape, workload) measured in both versions."""
 
     config: str
@@ -169,7 +167,7 @@ class ConfigDelta(_Model):
     b_passed: bool | None = None
 
 
-class VersionComparison(_Model):
+class VersionComparison(ClosedModel):
     """`kernelscope compare vA vB`: code, numbers per configuration, gates and actions."""
 
     workspace: str

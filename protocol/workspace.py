@@ -6,8 +6,9 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
+from kernelscope.protocol._open_model import ClosedModel
 from kernelscope.protocol.history import ScoreValue
 
 MetricKind = Literal["bandwidth", "tflops", "latency"]
@@ -15,13 +16,11 @@ Comparator = Literal[">=", ">", "<=", "<"]
 
 # Canonical units stop conditions are normalised to, so they compare with measurements.
 CANONICAL_UNIT: dict[str, str] = {"bandwidth": "GB/s", "tflops": "TFLOPS", "latency": "us"}
+# The memory record's performance field that holds each target metric.
+RECORD_METRIC: dict[str, str] = {"bandwidth": "bandwidth_gbps", "tflops": "tflops", "latency": "latency_us"}
 
 
-class _Data(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-
-class TargetInfo(_Data):
+class TargetInfo(ClosedModel):
     """The `## Target` section: what is being optimized and where."""
 
     platform: str | None = None
@@ -32,7 +31,7 @@ class TargetInfo(_Data):
     other: dict[str, str] = Field(default_factory=dict, description="other `key: value` bullets")
 
 
-class StopCondition(_Data):
+class StopCondition(ClosedModel):
     """One target from `## Stop Conditions`, e.g. `bandwidth >= 3.87TB/s`.
 
     `value`/`unit` are as written; `normalized_value` is in `CANONICAL_UNIT[kind]`
@@ -62,7 +61,7 @@ class StopCondition(_Data):
         }[self.comparator]
 
 
-class CorrectnessThreshold(_Data):
+class CorrectnessThreshold(ClosedModel):
     """The correctness threshold, e.g. `rel_err < 0.01`."""
 
     metric: str = "rel_err"
@@ -71,7 +70,7 @@ class CorrectnessThreshold(_Data):
     line: int | None = None
 
 
-class HardwareSpec(_Data):
+class HardwareSpec(ClosedModel):
     """A cited hardware figure: `<metric>: <value> <unit> <- <source>` or `UNKNOWN`."""
 
     metric: str
@@ -82,7 +81,7 @@ class HardwareSpec(_Data):
     line: int | None = None
 
 
-class ReadmeInfo(_Data):
+class ReadmeInfo(ClosedModel):
     """Everything kernelscope understands in a workspace README."""
 
     path: str
@@ -121,7 +120,7 @@ class ReadmeInfo(_Data):
         return self.stop_conditions[0].kind if self.stop_conditions else None
 
 
-class SourceError(_Data):
+class SourceError(ClosedModel):
     """A file that could not be parsed, with the position to show in an editor."""
 
     path: str
@@ -130,7 +129,7 @@ class SourceError(_Data):
     column: int | None = None
 
 
-class KernelInfo(_Data):
+class KernelInfo(ClosedModel):
     """A Triton kernel function found in kernel.py (by parsing, never importing)."""
 
     name: str
@@ -142,7 +141,7 @@ class KernelInfo(_Data):
     autotuned: bool = False
 
 
-class KernelScan(_Data):
+class KernelScan(ClosedModel):
     """Result of scanning kernel.py: the kernels, or the syntax error that stopped it."""
 
     path: str
@@ -150,7 +149,7 @@ class KernelScan(_Data):
     error: SourceError | None = None
 
 
-class VersionSummary(_Data):
+class VersionSummary(ClosedModel):
     """One memory version as listed by `kernelscope memory list`."""
 
     version: str
@@ -184,14 +183,14 @@ class VersionSummary(_Data):
 WorkspaceKind = str
 
 
-class TargetSource(_Data):
+class TargetSource(ClosedModel):
     """Where one target or stop condition was stated."""
 
     text: str
     source: str = Field(description="README.md line N, config.json, definition.json, the machine block...")
 
 
-class Supervisor(_Data):
+class Supervisor(ClosedModel):
     """The orchestrator that drives a workspace: kernelscope only observes it by default."""
 
     name: str = Field(description="e.g. 'atrex long-horizon supervisor'")
@@ -201,7 +200,7 @@ class Supervisor(_Data):
     running: bool = Field(default=False, description="an episode is in flight now")
 
 
-class WorkspaceProfile(_Data):
+class WorkspaceProfile(ClosedModel):
     """What kind of workspace this is and what it is optimizing for, from the files present."""
 
     kind: WorkspaceKind
@@ -216,7 +215,7 @@ class WorkspaceProfile(_Data):
     supervisor: Supervisor | None = None
 
 
-class WorkspaceSummary(_Data):
+class WorkspaceSummary(ClosedModel):
     """A workspace at a glance: where its files are, its targets, kernels and memory."""
 
     root: str

@@ -14,8 +14,8 @@ from typing import Annotated, Optional
 import typer
 
 from kernelscope.daemon.cli import output
+from kernelscope.daemon.cli.options import JsonOpt, OptStr
 
-OptStr = Optional[str]  # noqa: UP045 - typer reads the annotation at runtime
 OptPath = Optional[Path]  # noqa: UP045
 CODE_WIDTH = 48
 
@@ -29,7 +29,7 @@ def blame_command(
     include_masked: Annotated[
         bool, typer.Option("--include-masked", help="Show masked versions' numbers too.")
     ] = False,
-    json_out: Annotated[bool, typer.Option("--json", help="Print JSON for scripts and agents.")] = False,
+    json_out: JsonOpt = False,
 ) -> None:
     """Show, for each line of kernel.py, the version that introduced it and its measured effect."""
     from kernelscope.daemon.engine import DataError

@@ -4,13 +4,12 @@ configuration (with intervals where measured), gates and actions, as Markdown or
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import Annotated
 
 import typer
 
 from kernelscope.daemon.cli import output
-
-OptStr = Optional[str]  # noqa: UP045 - typer reads the annotation at runtime
+from kernelscope.daemon.cli.options import OptStr
 
 
 def compare_command(

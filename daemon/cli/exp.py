@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Annotated, Any, Optional
 import typer
 
 from kernelscope.daemon.cli import output
+from kernelscope.daemon.cli.options import DbOpt, JsonOpt, OptBool, OptFloat, OptStr
 from kernelscope.daemon.engine import UsageError
 
 if TYPE_CHECKING:  # the store (SQLAlchemy) and the models (pydantic) load when a command runs
@@ -21,15 +22,6 @@ if TYPE_CHECKING:  # the store (SQLAlchemy) and the models (pydantic) load when 
     from kernelscope.protocol.experiment import KernelExperiment
 
 app = typer.Typer(help="Kernel experiment history (the seed's kernel-exp-history API).", no_args_is_help=True)
-
-DbOpt = Annotated[
-    Optional[str],  # noqa: UP045 - typer reads the annotation at runtime
-    typer.Option("--db", help="Database URL or SQLite path (default: KERNELSCOPE_DB_URL, config, XDG)."),
-]
-JsonOpt = Annotated[bool, typer.Option("--json", help="Print JSON for scripts and agents.")]
-OptStr = Optional[str]  # noqa: UP045
-OptFloat = Optional[float]  # noqa: UP045
-OptBool = Optional[bool]  # noqa: UP045
 
 
 def _store(db: str | None) -> ExperimentStore:
@@ -272,10 +264,9 @@ def record(
     if exp_id:
         fields["id"] = exp_id
     created = _store(db).create_experiment(fields)
-    if json_out:
-        output.print_json(created.to_dict())
-    else:
-        output.info(f"Recorded {created.id} ({_score(created.score)}, {created.category})")
+    output.report(
+        json_out, created.to_dict(), f"Recorded {created.id} ({_score(created.score)}, {created.category})"
+    )
 
 
 @app.command("update")
@@ -315,10 +306,7 @@ def update_command(
             value = raw if value is not None else None
         changes[key.strip()] = value
     updated = _store(db).update_experiment(exp_id, **changes)
-    if json_out:
-        output.print_json(updated.to_dict())
-    else:
-        output.info(f"Updated {updated.id}")
+    output.report(json_out, updated.to_dict(), f"Updated {updated.id}")
 
 
 @app.command()
@@ -389,10 +377,7 @@ def import_command(
     from kernelscope.daemon.engine.store.transfer import read_records
 
     counts = _store(db).import_experiments(read_records(path), replace=replace)
-    if json_out:
-        output.print_json(counts)
-    else:
-        output.info(", ".join(f"{v} {k}" for k, v in counts.items()))
+    output.report(json_out, counts, ", ".join(f"{v} {k}" for k, v in counts.items()))
 
 
 @app.command("export")

@@ -7,16 +7,15 @@ Exit statuses: 0 the iteration passed the gate, 3 it failed (recorded all the sa
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Optional
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
 from kernelscope.daemon.cli import output
+from kernelscope.daemon.cli.options import ForceOpt, JsonOpt, OptStr
 
 if TYPE_CHECKING:
     from kernelscope.protocol.commands import IterationResult
-
-OptStr = Optional[str]  # noqa: UP045 - typer reads the annotation at runtime
 
 
 def iterate_command(
@@ -39,14 +38,8 @@ def iterate_command(
     timeout: Annotated[float, typer.Option("--timeout", min=1)] = 900.0,
     python: Annotated[OptStr, typer.Option("--python", help="Interpreter with torch/triton.")] = None,
     db: Annotated[OptStr, typer.Option("--db", help="Experiment database URL or SQLite path.")] = None,
-    force: Annotated[
-        bool,
-        typer.Option(
-            "--force",
-            help="Record and commit even when an orchestrator drives the workspace (never its next version).",
-        ),
-    ] = False,
-    json_out: Annotated[bool, typer.Option("--json")] = False,
+    force: ForceOpt = False,
+    json_out: JsonOpt = False,
 ) -> None:
     """Run one iteration: gate + benchmark vs v0 and the parent, record, commit."""
     from kernelscope.daemon.engine.workflows.iterate import IterateOptions, run_iteration

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Annotated, Optional
 import typer
 
 from kernelscope.daemon.cli import output
+from kernelscope.daemon.cli.options import ForceOpt, JsonOpt, WorkspaceOpt
 from kernelscope.daemon.engine import DataError, UsageError
 
 if TYPE_CHECKING:
@@ -25,8 +26,6 @@ app = typer.Typer(
     no_args_is_help=True,
 )
 
-WorkspaceOpt = Annotated[Path, typer.Option("--workspace", "-w", help="Optimization workspace directory.")]
-JsonOpt = Annotated[bool, typer.Option("--json", help="Print JSON for scripts and agents.")]
 VersionsOpt = Annotated[
     Optional[list[str]],  # noqa: UP045 - typer inspects the annotation at runtime
     typer.Option("--version", "-v", help="Version(s), e.g. --version v2 v4 v5."),
@@ -59,10 +58,7 @@ def _report_errors(errors: list[str]) -> None:
 def init(workspace: WorkspaceOpt = Path("."), json_out: JsonOpt = False) -> None:
     """Create the memory/ directory."""
     path = _manager(workspace).init()
-    if json_out:
-        output.print_json({"memory_dir": str(path)})
-    else:
-        output.info(f"Initialized memory directory: {path}")
+    output.report(json_out, {"memory_dir": str(path)}, f"Initialized memory directory: {path}")
 
 
 @app.command()
@@ -74,10 +70,7 @@ def create(
 ) -> None:
     """Create memory/<version>.json from the schema template."""
     path = _manager(workspace).create(version, force=force)
-    if json_out:
-        output.print_json({"created": str(path)})
-    else:
-        output.info(f"Created: {path}")
+    output.report(json_out, {"created": str(path)}, f"Created: {path}")
 
 
 @app.command()
@@ -122,10 +115,7 @@ def update(
     """Set fields: all assignments are applied in one atomic write, or none."""
     manager = _manager(workspace)
     data = manager.update(version, assignments)
-    if json_out:
-        output.print_json(data)
-    else:
-        output.info(f"Updated: {manager.path_of(version)}")
+    output.report(json_out, data, f"Updated: {manager.path_of(version)}")
 
 
 def _mask_command(masked: bool) -> Callable[..., None]:
@@ -138,9 +128,7 @@ def _mask_command(masked: bool) -> Callable[..., None]:
         include_baseline: Annotated[
             bool, typer.Option("--include-baseline", help="Allow masking v0 (normally refused).")
         ] = False,
-        force: Annotated[
-            bool, typer.Option("--force", help="Write even when an orchestrator drives the workspace.")
-        ] = False,
+        force: ForceOpt = False,
         json_out: JsonOpt = False,
     ) -> None:
         manager = _manager(workspace)
@@ -280,13 +268,7 @@ def mask_half(
         typer.Option("--seed", help="Random seed (reported; pass it back to repeat a choice)."),
     ] = None,
     dry_run: Annotated[bool, typer.Option("--dry-run", help="Show the choice, write nothing.")] = False,
-    force: Annotated[
-        bool,
-        typer.Option(
-            "--force",
-            help="Skip unreadable memory files, and write even when an orchestrator drives the workspace.",
-        ),
-    ] = False,
+    force: ForceOpt = False,
     json_out: JsonOpt = False,
 ) -> None:
     """Mask half of the unmasked versions other than v0 and the current best."""

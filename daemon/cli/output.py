@@ -163,3 +163,11 @@ def info(message: str) -> None:
         _write(sys.stdout, message)
         return
     _console("stdout").print(message, markup=False)
+
+
+def report(json_out: bool, data: Any, message: str) -> None:
+    """A command's result: `data` as JSON for scripts and agents, else `message` for people."""
+    if json_out:
+        print_json(data)
+    else:
+        info(message)

@@ -15,9 +15,8 @@ from typing import Annotated, Optional
 import typer
 
 from kernelscope.daemon.cli import output
+from kernelscope.daemon.cli.options import ForceOpt, JsonOpt, OptStr
 from kernelscope.daemon.engine import UsageError
-
-OptStr = Optional[str]  # noqa: UP045 - typer reads the annotation at runtime
 
 
 def restart_command(
@@ -30,14 +29,8 @@ def restart_command(
         float, typer.Option("--timeout", min=1, help="Agent wall-clock limit, seconds.")
     ] = 3600.0,
     knowledge_base: Annotated[OptStr, typer.Option("--kb", help="Knowledge-base path for the brief.")] = None,
-    force: Annotated[
-        bool,
-        typer.Option(
-            "--force",
-            help="mask-half despite unreadable memory files, and when an orchestrator drives the workspace.",
-        ),
-    ] = False,
-    json_out: Annotated[bool, typer.Option("--json")] = False,
+    force: ForceOpt = False,
+    json_out: JsonOpt = False,
 ) -> None:
     """Mask half of the memory, launch a fresh agent with a brief, verify what it did."""
     from kernelscope.daemon.engine.workflows.restart import PartialRestart, RestartOptions

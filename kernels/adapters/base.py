@@ -47,6 +47,16 @@ def load_module(path: Path, purpose: str, sizes: dict[str, int] | None = None) -
     return module
 
 
+def entry_point(module: Any, name: str, purpose: str, hint: str) -> Callable[..., Any]:
+    """The module's function `name` (ProblemError naming the file, and `hint`, when absent)."""
+    fn = getattr(module, name, None)
+    if not callable(fn):
+        raise ProblemError(
+            f"{purpose} {getattr(module, '__file__', '?')} has no entry point {name}() ({hint})"
+        )
+    return fn
+
+
 class Problem(abc.ABC):
     """What the runner needs, whatever the contract."""
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from kernelscope.kernels.adapters.base import Problem, ProblemError, ProblemSource, load_module
+from kernelscope.kernels.adapters.base import Problem, ProblemError, ProblemSource, entry_point, load_module
 
 
 class NativeProblem(Problem):
@@ -42,13 +42,7 @@ class NativeProblem(Problem):
         self.baseline_fn = self._entry_of(baseline_module, "baseline") if baseline_module else None
 
     def _entry_of(self, module: Any, purpose: str) -> Callable[..., Any]:
-        fn = getattr(module, self.entry, None)
-        if not callable(fn):
-            raise ProblemError(
-                f"{purpose} {getattr(module, '__file__', '?')} has no entry point {self.entry}() "
-                "(set another name with --entry)"
-            )
-        return fn
+        return entry_point(module, self.entry, purpose, "set another name with --entry")
 
     def configs(self, interpreter: bool) -> list[dict[str, Any]]:
         configs = getattr(self.ref, "CPU_CONFIGS", None) if interpreter else None

@@ -50,7 +50,7 @@ from typing import Any
 
 import torch
 
-from kernelscope.kernels.adapters.base import Problem, ProblemError, ProblemSource, load_module
+from kernelscope.kernels.adapters.base import Problem, ProblemError, ProblemSource, entry_point, load_module
 
 DEFINITION = "definition.json"
 WORKLOADS = "workload.jsonl"
@@ -541,13 +541,8 @@ class SolExecBenchProblem(Problem):
         return self.function
 
     def _entry_of(self, module: Any, purpose: str) -> Callable[..., Any]:
-        fn = getattr(module, self.function, None)
-        if not callable(fn):
-            raise ProblemError(
-                f"{purpose} {getattr(module, '__file__', '?')} has no entry point {self.function}() "
-                "(solution.json spec.entry_point names it; --entry overrides)"
-            )
-        return fn
+        hint = "solution.json spec.entry_point names it; --entry overrides"
+        return entry_point(module, self.function, purpose, hint)
 
     # -- configurations -------------------------------------------------------------------
 

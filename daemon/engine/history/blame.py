@@ -65,9 +65,11 @@ def head_text(history: History) -> str | None:
 
 def committed_lines(history: History) -> list[CommittedLine]:
     """`git blame` of HEAD's kernel.py, each commit resolved to a version (once per state)."""
-    found = history.memo.get("committed_lines")
-    if found is not None:
-        return found
+    lines: list[CommittedLine] = history.memoized("committed_lines", lambda: _blame_head(history))
+    return lines
+
+
+def _blame_head(history: History) -> list[CommittedLine]:
     lines: list[CommittedLine] = []
     if history.paths is not None and history.head_blob is not None:
         entries = gitdata.blame(history.paths.toplevel, history.kernel_rel, history.head or "HEAD")
@@ -91,7 +93,6 @@ def committed_lines(history: History) -> list[CommittedLine]:
             lines.append(
                 CommittedLine("version" if version else "commit", entry.commit, entry.subject, version)
             )
-    history.memo["committed_lines"] = lines
     return lines
 
 
@@ -103,9 +104,11 @@ def _meaningful(line: str) -> str | None:
 def failed_lines(history: History) -> dict[str, tuple[str, str]]:
     """Lines a failed or unpromoted version introduced (normalised text -> (version, detail)):
     an unsaved line that equals one was tried there already."""
-    found = history.memo.get("failed_lines")
-    if found is not None:
-        return found
+    found: dict[str, tuple[str, str]] = history.memoized("failed_lines", lambda: _lines_of_failures(history))
+    return found
+
+
+def _lines_of_failures(history: History) -> dict[str, tuple[str, str]]:
     table: dict[str, tuple[str, str]] = {}
     tried = [f for f in history.versions.values() if f.kernel_blob and (not f.passed or f.effect.outcome)]
     base = head_text(history) or ""
@@ -128,7 +131,6 @@ def failed_lines(history: History) -> dict[str, tuple[str, str]]:
                     key = _meaningful(line)
                     if key:
                         table[key] = (facts.version, facts.effect.text)
-    history.memo["failed_lines"] = table
     return table
 
 

@@ -32,9 +32,11 @@ class _Index:
 
 
 def _index(history: History) -> _Index:
-    found = history.memo.get("fingerprint_index")
-    if found is not None:
-        return found
+    index: _Index = history.memoized("fingerprint_index", lambda: _build_index(history))
+    return index
+
+
+def _build_index(history: History) -> _Index:
     history.ensure_analyzed()
     index = _Index()
     version_blobs = {k.blob for k in history.tried_kernels if k.version is not None}
@@ -46,7 +48,6 @@ def _index(history: History) -> _Index:
             continue
         index.exact.setdefault(facts.fingerprint, []).append(kernel)
         index.skeleton.setdefault(facts.skeleton, []).append(kernel)
-    history.memo["fingerprint_index"] = index
     return index
 
 

@@ -17,6 +17,7 @@ import hashlib
 import json
 import re
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -138,6 +139,13 @@ class History:
     _analysis_lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
     _analyzed: bool = False
 
+    def memoized(self, key: Any, build: Callable[[], Any]) -> Any:
+        """A feature's result for this history state, built once."""
+        found = self.memo.get(key)
+        if found is None:
+            found = self.memo[key] = build()
+        return found
+
     def ensure_analyzed(self) -> None:
         """Analyse every kernel version (fingerprints, spots) and add the experiments that
         carry code: once per history state, on the first tried-values or fingerprint request."""
@@ -156,9 +164,7 @@ class History:
         return self.paths.rel(KERNEL_NAME) if self.paths else KERNEL_NAME
 
     def version_of_commit(self, commit: str) -> str | None:
-        table = self.memo.get("commit_versions")
-        if table is None:
-            table = self.memo["commit_versions"] = self._commit_versions()
+        table: dict[str, str] = self.memoized("commit_versions", self._commit_versions)
         return table.get(commit)
 
     def _commit_versions(self) -> dict[str, str]:
@@ -170,14 +176,15 @@ class History:
 
     def version_of_blob(self, blob: str) -> str | None:
         """The earliest passing version whose kernel.py is this blob (else the earliest)."""
-        table = self.memo.get("blob_versions")
-        if table is None:
-            table = {}
-            for facts in sorted(self.versions.values(), key=lambda f: (not f.passed, f.number)):
-                if facts.kernel_blob and facts.kernel_origin and facts.kernel_origin.startswith("commit"):
-                    table.setdefault(facts.kernel_blob, facts.version)
-            self.memo["blob_versions"] = table
+        table: dict[str, str] = self.memoized("blob_versions", self._blob_versions)
         return table.get(blob)
+
+    def _blob_versions(self) -> dict[str, str]:
+        table: dict[str, str] = {}
+        for facts in sorted(self.versions.values(), key=lambda f: (not f.passed, f.number)):
+            if facts.kernel_blob and facts.kernel_origin and facts.kernel_origin.startswith("commit"):
+                table.setdefault(facts.kernel_blob, facts.version)
+        return table
 
     def version_of_subject(self, subject: str) -> str | None:
         """`V3: ...`, `v2: kernel candidate`, `episode 2: promote verified ...` -> the version."""

@@ -85,9 +85,11 @@ def _add_uses(table: _Table, pairs: tuple[tuple[str, str], ...], use: _Use) -> N
 
 
 def _table(history: History) -> _Table:
-    found = history.memo.get("tried_table")
-    if found is not None:
-        return found
+    table: _Table = history.memoized("tried_table", lambda: _build_table(history))
+    return table
+
+
+def _build_table(history: History) -> _Table:
     history.ensure_analyzed()
     table = _Table()
     for facts in history.versions.values():
@@ -143,7 +145,6 @@ def _table(history: History) -> _Table:
                 shown = value if isinstance(value, str) and _NUMBER.fullmatch(value) else None
                 shown = shown or (repr(value) if isinstance(value, str) else str(value))
                 table.params.append((str(name), shown, tuple(experiment.kernels), use))
-    history.memo["tried_table"] = table
     return table
 
 

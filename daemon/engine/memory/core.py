@@ -54,19 +54,26 @@ def mismatch(path: Path, said: str, number: int) -> str:
 
 
 @dataclass(frozen=True)
-class RawFile:
-    """One memory file: its JSON object (None when unreadable), why it is unusable, its text."""
+class RecordFile:
+    """A memory file as found: its number, path, JSON object (None when unreadable) and why it
+    is unusable (None when it is fine)."""
 
     number: int
     path: Path
     raw: dict[str, Any] | None
     error: str | None
-    text: str = ""
-    vouched: bool = True  # False: only the record model can judge it
 
     @property
     def version(self) -> str:
         return format_version(self.number)
+
+
+@dataclass(frozen=True)
+class RawFile(RecordFile):
+    """A memory file read without the record model, with its text."""
+
+    text: str = ""
+    vouched: bool = True  # False: only the record model can judge it
 
     @property
     def masked(self) -> bool:

@@ -62,7 +62,7 @@ from kernelscope.protocol.memory import (
     memory_schema_template,
     parse_version,
 )
-from kernelscope.protocol.workspace import MetricKind, VersionSummary
+from kernelscope.protocol.workspace import RECORD_METRIC, MetricKind, VersionSummary
 
 # -- incremental reads ---------------------------------------------------------------
 RACY_NS = 100_000_000  # re-check a file whose timestamp is this close to when it was read
@@ -83,19 +83,11 @@ def utc_now_iso() -> str:
 
 
 @dataclass(frozen=True)
-class MemoryEntry:
-    """One memory file as found on disk: parsed, or with the reason it could not be."""
+class MemoryEntry(core.RecordFile):
+    """One memory file as found on disk: its validated record, or the reason there is none."""
 
-    number: int
-    path: Path
-    raw: dict[str, Any] | None
-    record: MemoryRecord | None
-    error: str | None
+    record: MemoryRecord | None = None
     indent: int = 2
-
-    @property
-    def version(self) -> str:
-        return format_version(self.number)
 
     @property
     def ok(self) -> bool:
@@ -186,7 +178,7 @@ class MemoryManager:
     def _load(self, number: int, path: Path) -> MemoryEntry:
         found = core.read_file(number, path)
         if found.raw is None:
-            return MemoryEntry(number, path, None, None, found.error)
+            return MemoryEntry(number, path, None, found.error)
         raw = found.raw
         data = raw if "version" in raw else {"version": format_version(number), **raw}
         try:
@@ -194,12 +186,12 @@ class MemoryManager:
         except ValidationError as exc:
             first = exc.errors()[0]
             where = ".".join(str(p) for p in first["loc"]) or "record"
-            return MemoryEntry(number, path, raw, None, f"{path.name}: invalid {where}: {first['msg']}")
+            return MemoryEntry(number, path, raw, f"{path.name}: invalid {where}: {first['msg']}")
         if found.error is None and record.number != number:  # a record core could not vouch for
-            return MemoryEntry(number, path, raw, None, core.mismatch(path, record.version, number))
+            return MemoryEntry(number, path, raw, core.mismatch(path, record.version, number))
         if found.error is not None:
-            return MemoryEntry(number, path, raw, None, found.error)
-        return MemoryEntry(number, path, raw, record, None, detect_indent(found.text))
+            return MemoryEntry(number, path, raw, found.error)
+        return MemoryEntry(number, path, raw, None, record, detect_indent(found.text))
 
     def entry(self, version: str) -> MemoryEntry:
         """One version's entry; DataError when it does not exist or cannot be read."""
@@ -386,12 +378,8 @@ class MemoryManager:
         `bandwidth_gbps`, or lowest `latency_us`; with no stop conditions, lowest latency.
         When no passing version has the metric, the latest passing version is kept.
         """
-        metric, higher_better = {
-            "tflops": ("tflops", True),
-            "bandwidth": ("bandwidth_gbps", True),
-            "latency": ("latency_us", False),
-            None: ("latency_us", False),
-        }[kind]
+        metric = RECORD_METRIC[kind or "latency"]
+        higher_better = kind in ("tflops", "bandwidth")
         passing = [e for e in entries if e.record and not e.masked and e.record.gate_passed]
         scored = _finite_metric(passing, metric)
         direction = "highest" if higher_better else "lowest"

@@ -27,12 +27,11 @@ from typing import TYPE_CHECKING, Any
 from kernelscope.daemon.engine.memory import atrex_fields
 from kernelscope.protocol.history import ScoreValue
 from kernelscope.protocol.memory import MemoryRecord, as_float
-from kernelscope.protocol.workspace import MetricKind, ReadmeInfo
+from kernelscope.protocol.workspace import RECORD_METRIC, MetricKind, ReadmeInfo
 
 if TYPE_CHECKING:
     from kernelscope.daemon.engine.memory.records import MemoryEntry
 
-_METRIC_OF_KIND = {"bandwidth": "bandwidth_gbps", "tflops": "tflops"}
 _REL_ERR = re.compile(r"\brel_err[ =:]+([-+]?\d+(?:\.\d*)?(?:[eE][-+]?\d+)?)")
 
 
@@ -80,8 +79,8 @@ def version_score(
     base_latency, latency = _positive(baseline.metric("latency_us")), _positive(record.metric("latency_us"))
     if base_latency and latency:
         return _score(base_latency / latency, "latency_ratio", "v0", None, "performance.latency_us")
-    if kind in _METRIC_OF_KIND:
-        metric = _METRIC_OF_KIND[kind]
+    if kind in ("bandwidth", "tflops"):  # latency was tried above
+        metric = RECORD_METRIC[kind]
         base_value, value = _positive(baseline.metric(metric)), _positive(record.metric(metric))
         if base_value and value:
             return _score(value / base_value, "metric_ratio", "v0", None, f"performance.{metric}")

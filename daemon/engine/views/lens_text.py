@@ -19,9 +19,7 @@ from kernelscope.daemon.engine.workspace.workspace import Workspace
 from kernelscope.protocol.bench import BenchResult
 from kernelscope.protocol.experiment import KernelSummary
 from kernelscope.protocol.memory import format_version
-from kernelscope.protocol.workspace import ReadmeInfo
-
-_METRIC_OF_KIND = {"bandwidth": "bandwidth_gbps", "tflops": "tflops", "latency": "latency_us"}
+from kernelscope.protocol.workspace import CANONICAL_UNIT, RECORD_METRIC, ReadmeInfo
 
 
 def kernel_lens(summary: KernelSummary | None, scores: list[VersionScore]) -> str:
@@ -82,7 +80,7 @@ def file_lens(
     parts = []
     condition = readme.stop_conditions[0] if readme and readme.stop_conditions else None
     if condition is not None:
-        metric = _METRIC_OF_KIND[condition.kind]
+        metric = RECORD_METRIC[condition.kind]
         passing = [
             (e, measured)
             for e in entries
@@ -100,7 +98,7 @@ def file_lens(
                 if condition.kind == "latency"
                 else (value / condition.normalized_value)
             )
-            unit = {"bandwidth": "GB/s", "tflops": "TFLOPS", "latency": "us"}[condition.kind]
+            unit = CANONICAL_UNIT[condition.kind]
             met = " (met)" if condition.is_met(value) else ""
             parts.append(
                 f"{target} | best {value:.4g} {unit} {best.version}, {100 * fraction:.0f}% of target{met}"
