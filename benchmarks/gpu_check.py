@@ -13,7 +13,7 @@
 4. L2 is flushed before every timed call: on an L2-resident vector add the harness's
    kernel-only time is not below the hot-cache time of `do_bench_cudagraph` (which does not
    flush); `--cuda-graph` runs pass with a flush too.
-5. Every reward hack of tests/cheat_kernels.py (and the GPU-only ones: a side stream, a
+5. Every reward hack of tests/support/cheat_kernels.py (and the GPU-only ones: a side stream, a
    patched `Event.elapsed_time`) fails with its kind on the GPU; the honest kernel passes;
    and again through the daemon's warm worker (forked jobs, kernels/worker.py).
 6. The warm worker on the GPU: it starts without creating a CUDA context (NVML-based
@@ -102,7 +102,7 @@ def flush_check(check: Any) -> None:
 
 
 def cheats_check(check: Any, warm: bool = False) -> None:
-    """The reward hacks of tests/cheat_kernels.py on the GPU: each fails with its kind (with
+    """The reward hacks of tests/support/cheat_kernels.py on the GPU: each fails with its kind (with
     `warm`, each one a job forked by one warm worker, the honest kernel last)."""
     import shutil
     import tempfile
@@ -110,7 +110,7 @@ def cheats_check(check: Any, warm: bool = False) -> None:
     sys.path.insert(0, str(ROOT))
     from kernelscope.daemon.engine.run.bench import BenchRequest, run_benchmark
     from kernelscope.daemon.engine.run.warm_worker import WarmWorkers
-    from tests.cheat_kernels import GPU_ONLY_CHEATS, HONEST, VECTOR_ADD_CHEATS
+    from tests.support.cheat_kernels import GPU_ONLY_CHEATS, HONEST, VECTOR_ADD_CHEATS
 
     workers = WarmWorkers() if warm else None
     label = " (warm worker)" if warm else ""

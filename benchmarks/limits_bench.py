@@ -3,7 +3,7 @@ costs the caller, measured in one run.
 
     .venv/bin/python benchmarks/limits_bench.py [--seconds 5]
 
-1. Abusive kernels (tests/bench_fixtures.py: fork bomb, endless printing, 2 GiB held with a
+1. Abusive kernels (tests/support/bench_fixtures.py: fork bomb, endless printing, 2 GiB held with a
    1,200 MB cap, a hang with a 10 s timeout) run through the harness under the CPU
    interpreter: the verdict, the wall time until the harness returned, and the processes
    left behind (must be 0).
@@ -27,7 +27,7 @@ sys.path.insert(0, str(ROOT))
 from kernelscope.daemon.engine.run import child_limits  # noqa: E402
 from kernelscope.daemon.engine.run.bench import BenchRequest, run_benchmark, run_child  # noqa: E402
 from kernelscope.daemon.engine.run.child_limits import ResourceLimits  # noqa: E402
-from tests.bench_fixtures import alive_with, make_workspace  # noqa: E402
+from tests.support.bench_fixtures import alive_with, make_workspace  # noqa: E402
 
 
 def abuse(tmp: Path) -> None:

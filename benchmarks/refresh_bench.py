@@ -35,7 +35,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from tests.stdio_client import StdioClient  # noqa: E402
+from tests.support.stdio_client import StdioClient  # noqa: E402
 
 KERNELSCOPE = str(Path(sys.executable).with_name("kernelscope"))
 

@@ -228,7 +228,7 @@ def harness_footprint(
 
     So the peak is two input sets and two outputs whatever the number of seeds or timed
     sets (`seeds` and `timing_input_sets` no longer add to it). Keep it in step with the
-    runner: `tests/test_kernelbench.py` checks it against a measured peak.
+    runner: `tests/kernels/test_kernelbench.py` checks it against a measured peak.
     """
     del seeds, timing_input_sets  # the runner keeps digests, not copies, of both
     slices = min(sizes.output_bytes, COMPARISON_SLICE_BYTES)

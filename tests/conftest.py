@@ -15,6 +15,10 @@ from kernelscope.daemon.cli.main import main
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 EXAMPLES = REPO_ROOT / "examples"
+TESTS = REPO_ROOT / "tests"
+FIXTURES = TESTS / "fixtures"  # upstream files, verbatim
+# the daemon in a process that cannot import torch (tests/support/no_torch_server.py)
+NO_TORCH_SERVER = [sys.executable, str(TESTS / "support" / "no_torch_server.py")]
 
 
 @pytest.fixture
@@ -63,7 +67,7 @@ def write_record(ws: Path, version: int, **fields: object) -> Path:
 @pytest.fixture(params=["sqlite", "postgres"])
 def db_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
     """The store suite runs twice: against SQLite and against a real PostgreSQL server."""
-    from tests.store_backends import backend_url
+    from tests.support.store_backends import backend_url
 
     return backend_url(request.param, tmp_path)
 

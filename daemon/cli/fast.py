@@ -20,7 +20,7 @@ engine does first too), and the full typer CLI runs instead: help, any other fla
 positional, a repeated option, a value that looks like a flag), a record only pydantic can
 judge (its validation message words the error), a journal left by a cut-short mask-half, an
 unexpected exception.
-tests/test_cli_startup.py runs both paths on the same inputs and compares their output.
+tests/cli/test_cli_startup.py runs both paths on the same inputs and compares their output.
 """
 
 from __future__ import annotations

@@ -27,7 +27,7 @@ CLICK_USAGE_STATUS = 2  # what click/typer exit with on a usage error
 
 # name -> ("module:attribute", first paragraph of its help), in the order `--help` lists them.
 # The attribute is a command function or, for a command group, its typer.Typer app. A new
-# command module is one line here; tests/test_cli_startup.py checks the help texts against
+# command module is one line here; tests/cli/test_cli_startup.py checks the help texts against
 # the modules and that `kernelscope --help` is what eager registration printed.
 COMMANDS: dict[str, tuple[str, str]] = {
     "workspace": (

@@ -5,7 +5,7 @@ rich (and pydantic) are imported on first need, not with this module, so a comma
 prints JSON or a plain message does not pay for them. When the stream is not a terminal
 (an agent's pipe, a CI log) a plain ASCII message, and a small ASCII table without a
 title, are written directly: exactly the bytes rich writes for them there
-(tests/test_cli_startup.py renders both ways and compares). Anything else (a terminal,
+(tests/cli/test_cli_startup.py renders both ways and compares). Anything else (a terminal,
 FORCE_COLOR or TTY_COMPATIBLE set, other characters, a table wider than the console) goes
 through the rich consoles `stdout` and `stderr`, made on first use.
 """

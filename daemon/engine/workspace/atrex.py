@@ -2,7 +2,7 @@
 fields memory/atrex_fields.py reads).
 
 Formats as upstream writes them (alibaba/atrex-kernel-agent, Aug 2026; reproduced in
-tests/field_workspaces.py from the upstream writers):
+tests/support/field_workspaces.py from the upstream writers):
 - `memory/live.json`: the running episode (`phase`, `experiment_count`, `latest_experiment`),
   not a version record (`canonical: false`).
 - `.atrex_long_horizon/`: `state.json`, `active_episode.json` while an episode is in flight,

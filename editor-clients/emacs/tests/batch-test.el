@@ -1,5 +1,5 @@
 ;;; batch-test.el --- kernelscope with lsp-mode in `emacs --batch' -*- lexical-binding: t; -*-
-;; Driven by tests/test_editor_emacs.py: opens kernel.py of $KS_WS, starts lsp-mode with the
+;; Driven by tests/editors/test_editor_emacs.py: opens kernel.py of $KS_WS, starts lsp-mode with the
 ;; kernelscope client only, asks for code lenses, runs a command and sees the lens overlays;
 ;; then twice lets "an agent" rewrite kernel.py on disk so that the kernel moves down, reloads
 ;; the buffer (`revert-buffer' as M-x runs it, then `auto-revert-mode'), and checks that the

@@ -3,7 +3,7 @@
 ;; "an agent" rewrites kernel.py on disk (the kernel moves down), the buffer is reverted as
 ;; M-x revert-buffer does: still managed, hover found at the kernel's new line, an edit + save
 ;; re-benchmarks (a background probe), and a job the user starts says how it ended.
-;; Driven by tests/test_editor_emacs.py; writes JSON to $KS_OUT.
+;; Driven by tests/editors/test_editor_emacs.py; writes JSON to $KS_OUT.
 
 (load (expand-file-name "harness.el" (file-name-directory load-file-name)))
 (require 'eglot)

@@ -1,5 +1,5 @@
 ;;; hints-test.el --- history hints and compare, lsp-mode or eglot ($KS_CLIENT) -*- lexical-binding: t; -*-
-;; Driven by tests/test_editor_emacs.py on a workspace with a git history (kernel.py is v4's):
+;; Driven by tests/editors/test_editor_emacs.py on a workspace with a git history (kernel.py is v4's):
 ;; hover on the launch line ($KS_LAUNCH_LINE, 0-based) says which version introduced it; the
 ;; inlay hints as the buffer shows them (overlays, whoever drew them) carry "tried" at the
 ;; launch line; the buffer replaced by v0's kernel ($KS_V0, a file) and saved gets an

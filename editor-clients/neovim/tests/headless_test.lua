@@ -1,4 +1,4 @@
--- Headless Neovim test of the kernelscope plugin, driven by tests/test_editor_neovim.py, on
+-- Headless Neovim test of the kernelscope plugin, driven by tests/editors/test_editor_neovim.py, on
 -- every Neovim version CI has: open kernel.py of a workspace, read the lens texts from the
 -- buffer's extmarks (the plugin must draw them by itself), run a lens (its arguments must reach
 -- the server as the server wrote them) and a user command, then twice let "an agent" rewrite

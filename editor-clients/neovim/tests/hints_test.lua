@@ -1,5 +1,5 @@
 -- Headless Neovim test of the kernelscope plugin's history hints, driven by
--- tests/test_editor_neovim.py (test_neovim_hints) on every Neovim version CI has, in a workspace
+-- tests/editors/test_editor_neovim.py (test_neovim_hints) on every Neovim version CI has, in a workspace
 -- with a git history (V0..V4 commits, kernel.py = v4's): open kernel.py; hover on the launch
 -- line through the attached client (blame: "introduced in v1"); read the inlay hints as drawn
 -- (Neovim's own inlay-hint extmarks from 0.10 on, the plugin's virtual text before) for the

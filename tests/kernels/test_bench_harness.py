@@ -13,8 +13,8 @@ import pytest
 
 from kernelscope.daemon.engine.run.bench import BenchRequest, run_benchmark
 from kernelscope.protocol.bench import BenchResult
-from tests.bench_fixtures import alive_with, make_workspace
-from tests.conftest import EXAMPLES
+from tests.conftest import EXAMPLES, TESTS
+from tests.support.bench_fixtures import alive_with, make_workspace
 
 pytestmark = pytest.mark.slow
 
@@ -201,7 +201,7 @@ def test_result_schema_is_stable() -> None:
     snapshot (regenerate with KERNELSCOPE_UPDATE_SNAPSHOTS=1)."""
     import os
 
-    snapshot = Path(__file__).parent / "snapshots" / "bench_result.schema.json"
+    snapshot = TESTS / "snapshots" / "bench_result.schema.json"
     current = json.dumps(BenchResult.model_json_schema(), indent=2, sort_keys=True) + "\n"
     if os.environ.get("KERNELSCOPE_UPDATE_SNAPSHOTS"):
         snapshot.write_text(current)

@@ -253,7 +253,7 @@ def test_unnamed_first_iteration_is_the_baseline_in_both_records(tmp_path: Path)
     import subprocess
 
     from kernelscope.daemon.engine.store import ExperimentStore
-    from tests.test_fault_injection import CLI, _env, make_gate_only_workspace
+    from tests.reliability.test_fault_injection import CLI, _env, make_gate_only_workspace
 
     ws = make_gate_only_workspace(tmp_path, iterations=0, copies_up_to=-1)
     db = tmp_path / "exp.sqlite"

@@ -3,15 +3,15 @@
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from kernelscope.protocol import MemoryRecord, as_float, parse_version
+from tests.conftest import EXAMPLES
 
-EXAMPLE_MEMORY = Path(__file__).resolve().parent.parent / "examples" / "vector_add" / "memory"
+EXAMPLE_MEMORY = EXAMPLES / "vector_add" / "memory"
 
 FOREIGN = {
     "git_commit_hash": "abc123",

@@ -31,7 +31,7 @@ from kernelscope.daemon.cli import fast, output
 from kernelscope.daemon.cli import main as cli_main
 from kernelscope.daemon.engine.memory.core import JOURNAL_NAME
 from tests.conftest import write_record
-from tests.stdio_client import StdioClient
+from tests.support.stdio_client import StdioClient
 
 CONSOLE = str(Path(sys.executable).with_name("kernelscope"))
 HEAVY = {"typer", "click", "rich", "pydantic", "sqlalchemy"}

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import REPO_ROOT
-from tests.test_editor_vscode import first_failed_step, printed_version
+from tests.editors.test_editor_vscode import first_failed_step, printed_version
 
 SETUP = REPO_ROOT / "editor-clients" / "vscode" / "e2e" / "setup-code-server.sh"
 

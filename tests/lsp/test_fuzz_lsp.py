@@ -5,7 +5,6 @@ hypothesis; the server answers or ignores each, never dies, and stays responsive
 from __future__ import annotations
 
 import json
-import sys
 import time
 from pathlib import Path
 
@@ -13,11 +12,11 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from tests.conftest import EXAMPLES
-from tests.stdio_client import StdioClient
+from tests.conftest import EXAMPLES, NO_TORCH_SERVER
+from tests.support.stdio_client import StdioClient
 
 pytestmark = pytest.mark.slow
-SERVER = [sys.executable, str(Path(__file__).parent / "no_torch_server.py")]
+SERVER = NO_TORCH_SERVER
 
 
 @pytest.fixture(scope="module")

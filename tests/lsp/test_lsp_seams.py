@@ -22,12 +22,12 @@ from pytest_lsp import ClientServerConfig, LanguageClient, client_capabilities
 from kernelscope.daemon.engine.memory.atomic_io import workspace_lock
 from kernelscope.daemon.engine.memory.records import MemoryManager
 from kernelscope.protocol.vocabulary import COMMANDS, JOB_KINDS
-from tests.bench_fixtures import KERNELS, alive_with
-from tests.conftest import EXAMPLES, REPO_ROOT
-from tests.lsp_client import KernelscopeClient, _as_dict, make_client, wait_for
+from tests.conftest import EXAMPLES, NO_TORCH_SERVER, REPO_ROOT
+from tests.support.bench_fixtures import KERNELS, alive_with
+from tests.support.lsp_client import KernelscopeClient, _as_dict, make_client, wait_for
 
 pytestmark = pytest.mark.slow
-SERVER = [sys.executable, str(Path(__file__).parent / "no_torch_server.py")]
+SERVER = NO_TORCH_SERVER
 
 
 def test_commands_json_is_current() -> None:

@@ -10,7 +10,9 @@ from pathlib import Path
 
 import pytest
 
-REPO_ROOT = Path(__file__).resolve().parent.parent
+from tests.conftest import REPO_ROOT
+
+REPO_ROOT = REPO_ROOT
 
 
 @pytest.mark.slow

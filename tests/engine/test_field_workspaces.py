@@ -1,4 +1,4 @@
-"""Sanity checks of the atrex field-workspace fixtures (tests/field_workspaces.py).
+"""Sanity checks of the atrex field-workspace fixtures (tests/support/field_workspaces.py).
 
 The fixtures must look exactly like what atrex-kernel-agent's supervisor leaves behind: a clean
 git work tree, JSON that parses and matches the writers' types, commit hashes that resolve, and a
@@ -19,7 +19,7 @@ from pathlib import Path
 import jsonschema
 import pytest
 
-from tests import field_workspaces as fw
+from tests.support import field_workspaces as fw
 
 
 def _git(ws: Path, *args: str) -> str:

@@ -22,8 +22,9 @@ from pathlib import Path
 import pytest
 
 from kernelscope.daemon.cli.bench import EXIT_GATE_FAILED, EXIT_PASS, EXIT_RESOURCE, EXIT_SETUP
+from tests.conftest import FIXTURES
 
-FIXTURES = Path(__file__).parent / "fixtures" / "kernelbench"
+KERNELBENCH = FIXTURES / "kernelbench"
 GELU = "26_GELU_.py"
 RELU = "19_ReLU.py"
 SMALL = ["--problem-size", "batch_size=16", "--problem-size", "dim=1024"]
@@ -83,7 +84,7 @@ class ModelNew(torch.nn.Module):
 def workspace(root: Path, problem: str, kernel: str, readme: str | None = None) -> Path:
     """A workspace holding the upstream problem file under its own name, and a candidate."""
     root.mkdir(parents=True, exist_ok=True)
-    shutil.copy(FIXTURES / problem, root / problem)
+    shutil.copy(KERNELBENCH / problem, root / problem)
     (root / "kernel.py").write_text(kernel)
     if readme is not None:
         (root / "README.md").write_text(readme)
@@ -106,12 +107,12 @@ def one_document(stdout: str) -> dict:  # type: ignore[type-arg]
 def test_fixtures_are_upstream_files() -> None:
     """The fixtures stay byte for byte as upstream wrote them (no trailing newline, the
     `super(Model, self)` style): SOURCE.md names the commit to compare with."""
-    source = (FIXTURES / "SOURCE.md").read_text()
+    source = (KERNELBENCH / "SOURCE.md").read_text()
     assert (
         "ScalingIntelligence/KernelBench" in source and "423217d9fda91e0c2d67e4a43bf62f96f6d104f1" in source
     )
     for name in (GELU, RELU):
-        text = (FIXTURES / name).read_text()
+        text = (KERNELBENCH / name).read_text()
         assert "batch_size = 4096\ndim = 393216" in text and not text.endswith("\n")
 
 
@@ -127,11 +128,11 @@ def test_problem_size_parsing_and_overrides(tmp_path: Path) -> None:
         with pytest.raises(SizeError):
             parse_problem_sizes([bad])
 
-    gelu = load_module(FIXTURES / GELU, "reference", {"batch_size": 2, "dim": 8})
+    gelu = load_module(KERNELBENCH / GELU, "reference", {"batch_size": 2, "dim": 8})
     assert (gelu.batch_size, gelu.dim) == (2, 8)
     assert tuple(gelu.get_inputs()[0].shape) == (2, 8)
     with pytest.raises(ProblemError, match=r"batch: .*its integer constants: batch_size=4096, dim=393216"):
-        load_module(FIXTURES / GELU, "reference", {"batch": 2})
+        load_module(KERNELBENCH / GELU, "reference", {"batch": 2})
 
     # Constants computed from an overridden one follow it (as in KernelBench's
     # 95_CrossEntropyLoss: input_shape = (num_classes,)); a derived tuple cannot be set.
@@ -188,7 +189,7 @@ def test_footprint_of_the_full_size_problem() -> None:
     from kernelscope.kernels.sizing import harness_footprint, resident_bytes
 
     before = resident_bytes()
-    ref = load_module(FIXTURES / GELU, "reference")
+    ref = load_module(KERNELBENCH / GELU, "reference")
     cand = type("Candidate", (), {"ModelNew": object})
     sizes = KernelBenchProblem(ref, cand, None).estimate_sizes()
     assert resident_bytes() - before < 500 * 2**20  # nothing of the 6.44 GB was allocated
@@ -219,7 +220,7 @@ def test_reference_option_with_the_upstream_file_name(tmp_path: Path) -> None:
     # relative to the current directory, from outside the workspace
     elsewhere = tmp_path / "problems"
     elsewhere.mkdir()
-    shutil.copy(FIXTURES / GELU, elsewhere / GELU)
+    shutil.copy(KERNELBENCH / GELU, elsewhere / GELU)
     (ws / GELU).unlink()
     run = bench(
         "-w",
@@ -390,7 +391,7 @@ def test_footprint_model_matches_a_measured_peak(tmp_path: Path) -> None:
         assert json.loads((tmp_path / "out.json").read_text())["passed"]
         return float(out.stdout.strip())
 
-    ref = load_module(FIXTURES / RELU, "reference", {"batch_size": 16, "dim": 393216})
+    ref = load_module(KERNELBENCH / RELU, "reference", {"batch_size": 16, "dim": 393216})
     sizes = KernelBenchProblem(ref, type("C", (), {"ModelNew": object}), None).estimate_sizes()
     predicted_mb = (
         harness_footprint(sizes, seeds=1, models=2, timing_input_sets=2, interpreter=True).total / 2**20

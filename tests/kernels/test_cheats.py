@@ -1,4 +1,4 @@
-"""Reward hacks against `kernelscope bench`, one candidate per known class (tests/cheat_kernels.py),
+"""Reward hacks against `kernelscope bench`, one candidate per known class (tests/support/cheat_kernels.py),
 run as a user would under the CPU interpreter: each fails with its named kind, and in a
 `--candidates` ranking none outranks the honest kernel; honest kernels of every contract
 (native, KernelBench, SOL-ExecBench) still pass."""
@@ -14,10 +14,10 @@ from pathlib import Path
 
 import pytest
 
-from tests.cheat_kernels import GELU_FRAMEWORK, GELU_HONEST, HONEST, VECTOR_ADD_CHEATS
-from tests.conftest import EXAMPLES
+from tests.conftest import EXAMPLES, FIXTURES
+from tests.support.cheat_kernels import GELU_FRAMEWORK, GELU_HONEST, HONEST, VECTOR_ADD_CHEATS
 
-FIXTURES = Path(__file__).parent / "fixtures" / "kernelbench"
+KERNELBENCH = FIXTURES / "kernelbench"
 pytestmark = pytest.mark.slow
 
 
@@ -98,7 +98,7 @@ def test_cheats_never_outrank_the_honest_kernel(tmp_path: Path) -> None:
 def kernelbench(tmp_path: Path, candidate: str) -> Path:
     ws = tmp_path / "gelu"
     ws.mkdir()
-    shutil.copy(FIXTURES / "26_GELU_.py", ws / "26_GELU_.py")
+    shutil.copy(KERNELBENCH / "26_GELU_.py", ws / "26_GELU_.py")
     (ws / "kernel.py").write_text(candidate)
     return ws
 

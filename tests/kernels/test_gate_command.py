@@ -29,8 +29,8 @@ from kernelscope.daemon.engine.run.gate_output import GateLines, configs_from_re
 from kernelscope.daemon.engine.run.scratch import scratch_copy, workspace_files
 from kernelscope.daemon.engine.workflows.git import Git
 from tests.conftest import EXAMPLES
-from tests.lsp_client import KernelscopeClient, _as_dict, make_client
-from tests.test_lsp import SERVER, init_params
+from tests.lsp.test_lsp import SERVER, init_params
+from tests.support.lsp_client import KernelscopeClient, _as_dict, make_client
 
 pytestmark = pytest.mark.slow
 VENV_BIN = Path(sys.executable).parent

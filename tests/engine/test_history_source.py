@@ -20,7 +20,7 @@ from kernelscope.daemon.engine.memory.scores import memory_scores, parent_effect
 from kernelscope.daemon.engine.store import ExperimentStore
 from kernelscope.protocol.experiment import KernelExperiment
 from kernelscope.protocol.memory import MemoryRecord
-from tests.field_workspaces import KERNEL_V2, build_plain_git_workspace
+from tests.support.field_workspaces import KERNEL_V2, build_plain_git_workspace
 
 
 @pytest.fixture(autouse=True)

@@ -6,7 +6,6 @@ blame in hover on the launch line, the values already tried as inlay hints at BL
 from __future__ import annotations
 
 import asyncio
-import sys
 from pathlib import Path
 
 import pytest
@@ -15,11 +14,12 @@ from lsprotocol import types
 from pytest_lsp import ClientServerConfig, client_capabilities
 
 from kernelscope.daemon.engine.workflows.demo import kernel_with_block
-from tests.lsp_client import KernelscopeClient, _as_dict, make_client, wait_for
-from tests.test_lsp import KERNEL, make_workspace, private_copy
+from tests.conftest import NO_TORCH_SERVER
+from tests.lsp.test_lsp import KERNEL, make_workspace, private_copy
+from tests.support.lsp_client import KernelscopeClient, _as_dict, make_client, wait_for
 
 pytestmark = pytest.mark.slow
-SERVER = [sys.executable, str(Path(__file__).parent / "no_torch_server.py")]
+SERVER = NO_TORCH_SERVER
 
 
 @pytest.fixture(scope="module")

@@ -109,7 +109,7 @@ def test_daemon_probe_runs_on_the_ray_cluster(workspace: Path, ray_executor, tmp
     import os
     import signal
 
-    from tests.test_fault_injection import Daemon
+    from tests.reliability.test_fault_injection import Daemon
 
     address = ray.get_runtime_context().gcs_address
     ws = tmp_path / "ws"

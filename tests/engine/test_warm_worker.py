@@ -21,13 +21,13 @@ from kernelscope.daemon.engine.run.bench import BenchRequest, run_benchmark
 from kernelscope.daemon.engine.run.child_limits import stat_fields
 from kernelscope.daemon.engine.run.warm_worker import WarmWorkers
 from kernelscope.protocol.bench import BenchResult
-from tests.bench_fixtures import alive_with, make_workspace
-from tests.cheat_kernels import HONEST
-from tests.conftest import EXAMPLES
-from tests.stdio_client import StdioClient
+from tests.conftest import EXAMPLES, NO_TORCH_SERVER
+from tests.support.bench_fixtures import alive_with, make_workspace
+from tests.support.cheat_kernels import HONEST
+from tests.support.stdio_client import StdioClient
 
 pytestmark = pytest.mark.slow
-SERVER = [sys.executable, str(Path(__file__).parent / "no_torch_server.py")]
+SERVER = NO_TORCH_SERVER
 
 
 def gone(pid: int) -> bool:

@@ -8,7 +8,6 @@ from __future__ import annotations
 import asyncio
 import json
 import shutil
-import sys
 from pathlib import Path
 
 import pytest
@@ -17,10 +16,10 @@ from lsprotocol import types
 from pytest_lsp import ClientServerConfig, client_capabilities
 
 from kernelscope.protocol.settings import FolderSettings, folder_settings_from, user_settings_from
-from tests.conftest import EXAMPLES
-from tests.lsp_client import KernelscopeClient, _as_dict, make_client, wait_for
+from tests.conftest import EXAMPLES, NO_TORCH_SERVER
+from tests.support.lsp_client import KernelscopeClient, _as_dict, make_client, wait_for
 
-SERVER = [sys.executable, str(Path(__file__).parent / "no_torch_server.py")]
+SERVER = NO_TORCH_SERVER
 
 # What a cloned repository's .vscode/settings.json (or any folder answer) might claim.
 HOSTILE_FOLDER_ANSWER = {

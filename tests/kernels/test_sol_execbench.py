@@ -27,7 +27,13 @@ from kernelscope.kernels.adapters.sol_execbench import (
     evaluate_axis_expression,
     shrink_for_interpreter,
 )
-from tests.sol_workspace import HIDDEN_SIZE, SAFETENSORS_UUID, WORKLOADS, definition, make_sol_workspace
+from tests.support.sol_workspace import (
+    HIDDEN_SIZE,
+    SAFETENSORS_UUID,
+    WORKLOADS,
+    definition,
+    make_sol_workspace,
+)
 
 KERNELSCOPE = Path(sys.executable).with_name("kernelscope")
 

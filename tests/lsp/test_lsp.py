@@ -17,15 +17,15 @@ from pytest_lsp import ClientServerConfig, client_capabilities
 from kernelscope.daemon.engine.workflows.demo import kernel_with_block
 from kernelscope.daemon.engine.workflows.git import Git
 from kernelscope.daemon.engine.workflows.iterate import IterateOptions, run_iteration
-from tests.conftest import EXAMPLES
-from tests.lsp_client import KernelscopeClient, _as_dict, make_client, wait_for
-from tests.stdio_client import frame
+from tests.conftest import EXAMPLES, NO_TORCH_SERVER, REPO_ROOT
 from tests.support.copies import copy_with_stores
+from tests.support.lsp_client import KernelscopeClient, _as_dict, make_client, wait_for
+from tests.support.stdio_client import frame
 
 pytestmark = pytest.mark.slow
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = REPO_ROOT
 # The whole suite runs the server with torch and triton made unimportable in its process.
-SERVER = [sys.executable, str(Path(__file__).parent / "no_torch_server.py")]
+SERVER = NO_TORCH_SERVER
 KERNEL = (EXAMPLES / "vector_add" / "kernel.py").read_text()
 
 
@@ -303,7 +303,7 @@ async def test_one_change_reported_twice_is_benchmarked_once(client: Kernelscope
     assert any(t.startswith("last probe: PASS") for t in titles), titles
     assert not any("stale" in t for t in titles), titles
 
-    from tests.bench_fixtures import KERNELS, alive_with
+    from tests.support.bench_fixtures import KERNELS, alive_with
 
     path.write_text(KERNELS["hang"])  # a probe that runs until cancelled
     save()
@@ -329,7 +329,7 @@ async def test_hostile_kernels_cannot_take_the_daemon(client: KernelscopeClient)
     returns: each background probe ends as a structured failure naming the cap (or is
     superseded by the next save), nothing of it keeps running, nothing pops up, and the
     daemon answers throughout."""
-    from tests.bench_fixtures import KERNELS, alive_with
+    from tests.support.bench_fixtures import KERNELS, alive_with
 
     ws = client.folder / "kernel_opt_vector_add"
     uri = kernel_uri(client)

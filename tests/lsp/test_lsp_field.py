@@ -9,7 +9,6 @@ from __future__ import annotations
 import asyncio
 import json
 import shutil
-import sys
 from pathlib import Path
 
 import pytest
@@ -18,12 +17,13 @@ from lsprotocol import types
 from pytest_lsp import ClientServerConfig, client_capabilities
 
 from kernelscope.daemon.engine.workspace.workspace import Workspace
-from tests.field_workspaces import build_atrex_sol_workspace
-from tests.lsp_client import KernelscopeClient, _as_dict, make_client, wait_for
-from tests.test_field_formats import git_status, tree_state
+from tests.conftest import NO_TORCH_SERVER
+from tests.engine.test_field_formats import git_status, tree_state
+from tests.support.field_workspaces import build_atrex_sol_workspace
+from tests.support.lsp_client import KernelscopeClient, _as_dict, make_client, wait_for
 
 pytestmark = pytest.mark.slow
-SERVER = [sys.executable, str(Path(__file__).parent / "no_torch_server.py")]
+SERVER = NO_TORCH_SERVER
 
 
 @pytest.fixture(scope="module")

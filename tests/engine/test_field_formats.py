@@ -1,4 +1,4 @@
-"""Today's atrex workspaces as its supervisor leaves them (tests/field_workspaces.py reproduces
+"""Today's atrex workspaces as its supervisor leaves them (tests/support/field_workspaces.py reproduces
 what the upstream writers produce): the workspace kind and its targets, records with
 `experience`, a pivot that carries the incumbent's numbers, the running episode, and the
 observer rule (kernelscope never writes into a workspace a supervisor drives unless forced)."""
@@ -21,8 +21,8 @@ from kernelscope.daemon.engine.workflows.restart import PartialRestart, RestartO
 from kernelscope.daemon.engine.workspace import atrex
 from kernelscope.daemon.engine.workspace.kinds import detect_kind
 from kernelscope.daemon.engine.workspace.workspace import Workspace
-from tests.conftest import EXAMPLES
-from tests.field_workspaces import build_atrex_sol_workspace, build_plain_git_workspace
+from tests.conftest import EXAMPLES, FIXTURES
+from tests.support.field_workspaces import build_atrex_sol_workspace, build_plain_git_workspace
 
 
 @pytest.fixture(scope="module")
@@ -110,9 +110,7 @@ def test_kinds_from_the_files_present(tmp_path: Path, atrex_ws: Path) -> None:
         assert detect_kind(EXAMPLES / example, Workspace(EXAMPLES / example).readme()) == "native"
     kernelbench = tmp_path / "kb"
     kernelbench.mkdir()
-    shutil.copy(
-        Path(__file__).parent / "fixtures" / "kernelbench" / "19_ReLU.py", kernelbench / "reference.py"
-    )
+    shutil.copy(FIXTURES / "kernelbench" / "19_ReLU.py", kernelbench / "reference.py")
     assert detect_kind(kernelbench, None) == "kernelbench"
     bench = tmp_path / "atrex_bench"
     bench.mkdir()

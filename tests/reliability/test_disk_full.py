@@ -22,7 +22,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.test_fault_injection import Daemon, _env, make_gate_only_workspace
+from tests.conftest import EXAMPLES
+from tests.reliability.test_fault_injection import Daemon, _env, make_gate_only_workspace
 
 pytestmark = pytest.mark.slow
 CLI = [sys.executable, "-m", "kernelscope.daemon.cli.main"]
@@ -200,7 +201,7 @@ def test_half_way_failure_restores_what_was_written(tmp_path: Path, monkeypatch:
     from kernelscope.daemon.engine.memory.records import MemoryManager
 
     ws = tmp_path / "ws"
-    shutil.copytree(Path(__file__).parent.parent / "examples" / "vector_add", ws)
+    shutil.copytree(EXAMPLES / "vector_add", ws)
     for n in range(5, 12):
         record = json.loads((ws / "memory" / "v1.json").read_text())
         (ws / "memory" / f"v{n}.json").write_text(json.dumps({**record, "version": f"v{n}"}, indent=2) + "\n")

@@ -1,6 +1,6 @@
 """History hints on workspaces other tools wrote: plain git commits with atrex-style messages,
 and today's atrex SOL-ExecBench workspace (episode branches, squash-merged promotions, a pivot
-recorded without a commit, evaluations.jsonl verdicts), both from tests/field_workspaces.py."""
+recorded without a commit, evaluations.jsonl verdicts), both from tests/support/field_workspaces.py."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from kernelscope.daemon.engine.history.service import HistoryService
-from tests.field_workspaces import (
+from tests.support.field_workspaces import (
     E1_TRIAL_KERNELS,
     KERNEL_E2_CHECKPOINT,
     KERNEL_E3_CHECKPOINT,

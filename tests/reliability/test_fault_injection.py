@@ -30,7 +30,7 @@ from typing import Any
 import pytest
 
 from tests.conftest import EXAMPLES
-from tests.stdio_client import StdioClient
+from tests.support.stdio_client import StdioClient
 
 pytestmark = pytest.mark.slow
 RUNS = int(os.environ.get("KERNELSCOPE_FAULT_RUNS", "200"))
