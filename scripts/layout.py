@@ -39,7 +39,8 @@ def _package(folder: Path, depth: int, lines: list[str]) -> None:
         if module.name in ("__init__.py", "__main__.py"):
             continue
         first = _docstring(module).strip().splitlines()
-        lines.append(f"{'  ' * (depth + 1)}- `{module.name}`" + (f": {_first_sentence(first[0])}" if first else ""))
+        summary = f": {_first_sentence(first[0])}" if first else ""
+        lines.append(f"{'  ' * (depth + 1)}- `{module.name}`{summary}")
     for child in sorted(p for p in folder.iterdir() if (p / "__init__.py").is_file()):
         _package(child, depth + 1, lines)
 
