@@ -136,6 +136,9 @@ class BenchResult(ClosedModel):
     workspace: str
     candidate: str
     baseline: str = Field(description="'reference' or the path of the baseline kernel")
+    baseline_version: str | None = Field(
+        default=None, description="the recorded version the baseline kernel is (a probe: the best version)"
+    )
     parent: str | None = Field(default=None, description="the parent version's kernel, when timed too")
     entry_point: str
     configs: list[ConfigResult] = Field(default_factory=list)

@@ -121,6 +121,9 @@ class TriedHint(ClosedModel):
     value: str = Field(description="the value in the buffer")
     values: list[TriedValue] = Field(default_factory=list)
     hint: str = Field(description="'tried: 64 1.00x v0 · 256 3.20x v1 · 1024 12.50x v2'")
+    verdict: str = Field(
+        default="", description="on the buffer's value: '2048 never tried; 64 -> 1.00x v0, 1024 -> 12.50x v2'"
+    )
 
 
 class FingerprintMatch(ClosedModel):
@@ -138,6 +141,7 @@ class FingerprintMatch(ClosedModel):
     masked: bool = False
     current: bool = Field(default=False, description="the kernel committed at HEAD")
     differences: list[str] = Field(default_factory=list, description="near: 'BLOCK_SIZE 1024 (here 4096)'")
+    changed: list[str] = Field(default_factory=list, description="near: the meta-parameters that differ")
     effect: VersionEffect | None = None
     verdict: str
 

@@ -21,7 +21,9 @@ workspace (user + folder), built by `Settings.compose`, never parsed from a clie
 
 from __future__ import annotations
 
+import fnmatch
 from dataclasses import asdict, dataclass, fields
+from pathlib import Path
 from typing import Any, Literal, TypeVar
 
 import cattrs
@@ -38,7 +40,10 @@ class UserSettings:
 
     db_url: str | None = None  # experiment store URL or SQLite path
     python: str | None = None  # interpreter with torch/triton for benchmarks
-    trusted: bool = False  # the editor says the workspace is trusted (kernel.py may run on save)
+    # kernel.py may run on save: true (every workspace), false, or the workspaces the user
+    # trusts, as paths or globs (`~/kernel_opt_*`): an agent's LSP plugin starts the daemon in
+    # every Python project, and only chosen workspaces should run code on save
+    trusted: bool | list[str] = False
     agent: str | None = None  # restart agent command
     executor: Executor = "local"  # where background benchmarks run
     ray_address: str | None = None  # Ray cluster address for executor "ray"
@@ -48,7 +53,12 @@ class UserSettings:
     def __post_init__(self) -> None:
         _check(
             [
-                ("trusted", isinstance(self.trusted, bool), "must be true or false"),
+                (
+                    "trusted",
+                    isinstance(self.trusted, bool)
+                    or (isinstance(self.trusted, list) and all(isinstance(p, str) for p in self.trusted)),
+                    "must be true, false or a list of workspace paths or globs",
+                ),
                 ("executor", self.executor in ("local", "ray"), "must be local or ray"),
                 ("timeoutS", self.timeout_s > 0, "must be positive"),
                 (
@@ -101,8 +111,12 @@ class Settings:
     blame_inlay: bool = False
 
     @classmethod
-    def compose(cls, user: UserSettings, folder: FolderSettings) -> Settings:
-        return cls(**asdict(user), **asdict(folder))
+    def compose(cls, user: UserSettings, folder: FolderSettings, root: Path | None = None) -> Settings:
+        """The settings of the workspace at `root`: trusted when the user trusts every
+        workspace or names this one."""
+        values = {**asdict(user), **asdict(folder)}
+        values["trusted"] = trusts(user.trusted, root)
+        return cls(**values)
 
     @property
     def runs_on_save(self) -> bool:
@@ -112,6 +126,26 @@ class Settings:
 
 USER_KEYS = frozenset(f.name for f in fields(UserSettings))
 FOLDER_KEYS = frozenset(f.name for f in fields(FolderSettings))
+
+
+def trusts(trusted: bool | list[str], root: Path | None) -> bool:
+    """Whether `trusted` (the user's setting) covers the workspace at `root`: a path names
+    the workspace itself, a glob matches it (`~` expanded, symlinks resolved)."""
+    if isinstance(trusted, bool):
+        return trusted
+    if root is None:
+        return False
+    where = Path(root).expanduser().resolve()
+    for pattern in trusted:
+        wanted = Path(pattern).expanduser()
+        if not any(c in pattern for c in "*?["):
+            if wanted.resolve() == where:
+                return True
+        elif fnmatch.fnmatchcase(str(where), str(wanted)) or fnmatch.fnmatchcase(
+            str(where), str(wanted.resolve())
+        ):
+            return True
+    return False
 
 
 def _check(checks: list[tuple[str, bool, str]]) -> None:
@@ -135,8 +169,15 @@ def _strict_bool(value: Any, _type: Any) -> bool:
     return value
 
 
+def _trust(value: Any, _type: Any) -> bool | list[str]:
+    if isinstance(value, bool) or (isinstance(value, list) and all(isinstance(p, str) for p in value)):
+        return value
+    raise ValueError(f"expected true, false or a list of workspace paths or globs, got {value!r}")
+
+
 _converter = cattrs.Converter(forbid_extra_keys=False)
 _converter.register_structure_hook(bool, _strict_bool)  # before the dataclass hooks are generated
+_converter.register_structure_hook(bool | list[str], _trust)
 for _cls in (UserSettings, FolderSettings):
     _renames: dict[str, Any] = {f.name: override(rename=_camel(f.name)) for f in fields(_cls)}
     _converter.register_structure_hook(_cls, make_dict_structure_fn(_cls, _converter, **_renames))

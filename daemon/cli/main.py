@@ -58,6 +58,10 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "kernelscope.daemon.cli.serve:schema_command",
         "Print the JSON Schema of every command's parameters and result, and the settings.",
     ),
+    "check": (
+        "kernelscope.daemon.cli.check:check_command",
+        "Check kernel.py against every recorded version before spending GPU time.",
+    ),
     "blame": (
         "kernelscope.daemon.cli.blame:blame_command",
         "Show, for each line of kernel.py, the version that introduced it and its measured effect.",

@@ -39,14 +39,30 @@ def _section(raw: Any) -> dict[str, Any] | None:
 
 
 def apply_initialization_options(state: ServerState, raw: Any, warn: Warn) -> None:
-    """The user's settings, from `initializationOptions`; invalid ones keep the defaults."""
+    """The user's settings: their config file (`~/.config/kernelscope/config.toml`, the user's
+    own, never a file in a workspace), then `initializationOptions` over it (editors that send
+    none, such as Claude Code's LSP plugins, get the file's). Invalid ones keep the defaults."""
+    from kernelscope.daemon.engine import KernelscopeError
+    from kernelscope.daemon.engine.workspace.user_config import user_config
+
+    try:
+        from_file = user_config()
+    except KernelscopeError as exc:
+        warn(f"kernelscope: {exc}; ignoring the config file")
+        from_file = {}
+    try:
+        state.user, state.folder_defaults = user_settings_from(from_file)
+    except ValueError as exc:
+        warn(f"kernelscope: invalid settings in the config file ({exc}); keeping the defaults")
     data = _section(raw) or {}
     try:
-        state.user, state.folder_defaults = user_settings_from(data)
+        state.user, state.folder_defaults = user_settings_from(data, state.user, state.folder_defaults)
     except ValueError as exc:
         warn(f"kernelscope: invalid settings ({exc}); keeping the defaults")
     log.info(
-        "user settings from initializationOptions: %s; folder defaults: %s", state.user, state.folder_defaults
+        "user settings (config file, then initializationOptions): %s; folder defaults: %s",
+        state.user,
+        state.folder_defaults,
     )
 
 

@@ -110,6 +110,7 @@ class Jobs:
             ws.job.cancel.set()
         job = self.state.new_job(ws, kind)
         ws.job = job
+        log.info("job started: %s %s in %s", kind, job.job_id, ws.root)
         ws.last_outcome = None
         token = TOKEN_PREFIX + job.job_id
         self._progress(token, "begin", f"kernelscope {kind}", message=str(ws.root.name))

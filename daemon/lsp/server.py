@@ -114,6 +114,7 @@ FEATURES: list[tuple[str, Callable[..., Any], Runs]] = [
     (types.WINDOW_WORK_DONE_PROGRESS_CANCEL, lifecycle.progress_cancel, LOOP),
     (WORKSPACES_REQUEST, lifecycle.workspaces, LOOP),
     (types.TEXT_DOCUMENT_DID_OPEN, save.did_open, LOOP),
+    (types.TEXT_DOCUMENT_DID_CHANGE, save.did_change, LOOP),
     (types.TEXT_DOCUMENT_DID_SAVE, save.did_save, LOOP),
     (types.TEXT_DOCUMENT_CODE_LENS, on_pool(lenses.code_lens), POOL),
     (types.TEXT_DOCUMENT_HOVER, on_pool(hover.hover), POOL),
@@ -168,11 +169,12 @@ def write_token(port: int) -> tuple[str, Path]:
 def serve(tcp: bool = False, port: int = 2087) -> None:
     """Run the server on stdio, or on 127.0.0.1 only with `tcp` (clients must send the token
     from the token file as initializationOptions.kernelscope.token). Logs go to stderr."""
+    level = os.environ.get("KERNELSCOPE_LOG", "INFO")
     logging.basicConfig(
-        stream=sys.stderr,
-        level=os.environ.get("KERNELSCOPE_LOG", "INFO"),
-        format="%(asctime)s %(name)s %(levelname)s %(message)s",
+        stream=sys.stderr, level=level, format="%(asctime)s %(name)s %(levelname)s %(message)s"
     )
+    if level != "DEBUG":  # pygls logs every message it sends at INFO: kernelscope's own lines stay readable
+        logging.getLogger("pygls").setLevel(logging.WARNING)
     if tcp:
         server.tcp_token, path = write_token(port)
         log.info("listening on 127.0.0.1:%d; token in %s", port, path)

@@ -79,8 +79,14 @@ class WorkspaceState:
     # save and the watcher report the same change twice (features/save.py).
     kernel_digest: str | None = None
     checking_kernel: str | None = None
-    # What the save check of the last text said (features/save.py), shown as diagnostics.
+    # The check of the latest text (features/save.py): its digest, notices and verdict, and
+    # what is shown as diagnostics (with the one-time "not trusted" notice).
+    checked: str | None = None
+    checked_notices: tuple[Notice, ...] | None = None
+    checked_identical: bool = False
     notices: tuple[Notice, ...] = ()
+    untrusted_said: bool = False
+    pending_check: asyncio.TimerHandle | None = None  # didChange's debounce
     history_started: bool = False  # built on the first open of kernel.py, not at start-up
 
     # -- transitions (event loop only) ----------------------------------------------------
@@ -200,7 +206,8 @@ class ServerState:
 
         keep_reads = os.environ.get("KERNELSCOPE_FULL_RESCAN") != "1"  # benchmarks/refresh_bench.py
         cache = WorkspaceCache(root, store, keep_reads)
-        state = WorkspaceState(root, cache, self.default_settings, self.folder_defaults)
+        settings = Settings.compose(self.user, self.folder_defaults, root)
+        state = WorkspaceState(root, cache, settings, self.folder_defaults)
         return state
 
     def rescan(self) -> None:
@@ -220,7 +227,7 @@ class ServerState:
 
     def set_folder_settings(self, ws: WorkspaceState, folder: FolderSettings) -> None:
         ws.folder = folder
-        ws.settings = Settings.compose(self.user, folder)
+        ws.settings = Settings.compose(self.user, folder, ws.root)
 
     def workspace_of(self, path: Path) -> WorkspaceState | None:
         path = path.resolve()

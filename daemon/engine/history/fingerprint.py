@@ -73,6 +73,7 @@ def _match(
     current_blob: str | None,
     include_masked: bool,
     differences: list[str] | None = None,
+    changed: list[str] | None = None,
 ) -> FingerprintMatch:
     current = kind == "identical" and kernel.blob == current_blob and kernel.version is not None
     if kind == "identical":
@@ -93,16 +94,18 @@ def _match(
         masked=kernel.masked,
         current=current,
         differences=differences or [],
+        changed=changed or [],
         effect=None if hidden else kernel.effect,
         verdict=verdict,
     )
 
 
-def _differences(mine: tuple[tuple[str, str], ...], theirs: tuple[tuple[str, str], ...]) -> list[str]:
+def _differences(
+    mine: tuple[tuple[str, str], ...], theirs: tuple[tuple[str, str], ...]
+) -> list[tuple[str, str, str]]:
+    """(label, their value, the buffer's) of each meta-parameter whose value differs."""
     return [
-        f"{label} {value} (here {own})"
-        for (label, own), (_, value) in zip(mine, theirs, strict=False)
-        if own != value
+        (label, value, own) for (label, own), (_, value) in zip(mine, theirs, strict=False) if own != value
     ]
 
 
@@ -151,7 +154,14 @@ def _check(history: History, buffer: str | None, include_masked: bool) -> Finger
             near.append((len(differences), -kernel.order, kernel, differences))
     near.sort(key=lambda item: (item[0], item[1]))
     matches = [
-        _match(kernel, "near", history.head_blob, include_masked, differences)
+        _match(
+            kernel,
+            "near",
+            history.head_blob,
+            include_masked,
+            [f"{label} {value} (here {own})" for label, value, own in differences],
+            [label for label, _, _ in differences],
+        )
         for _, _, kernel, differences in near[:NEAR_LIMIT]
     ]
     return FingerprintCheck.model_construct(

@@ -309,7 +309,7 @@ def _hint_for(history: History, table: _Table, spot: Spot, include_masked: bool)
         )
     if found is False:
         return None
-    rows, text = found
+    rows, text, verdict = found
     return TriedHint.model_construct(
         key=spot.key,
         label=spot.label,
@@ -322,12 +322,13 @@ def _hint_for(history: History, table: _Table, spot: Spot, include_masked: bool)
         value=spot.value,
         values=rows,
         hint=text,
+        verdict=verdict,
     )
 
 
 def _rows_for(
     history: History, table: _Table, spot: Spot, include_masked: bool
-) -> tuple[list[TriedValue], str] | bool:
+) -> tuple[list[TriedValue], str, str] | bool:
     values: dict[str, list[_Use]] = {k: list(v) for k, v in table.values.get(spot.key, {}).items()}
     for name, value, kernels, use in table.params:
         if name == spot.label and (not kernels or spot.kernel in kernels):
@@ -357,4 +358,12 @@ def _rows_for(
     text = f"{head}: " + " · ".join(cells)
     if spot.value not in values:
         text += f" · {shown[spot.value]} new"
-    return [row.value for row in rows], text
+    # the same cells as a verdict on the buffer's value, for the near-match diagnostic
+    here = next((cell for row, cell in zip(rows, cells, strict=True) if row.value.current), None)
+    others = [
+        cell.replace(" ", " -> ", 1) for row, cell in zip(rows, cells, strict=True) if not row.value.current
+    ]
+    verdict = f"{shown[spot.value]} " + (f"tried: {here.split(' ', 1)[1]}" if here else "never tried")
+    if others:
+        verdict += "; " + ", ".join(others)
+    return [row.value for row in rows], text, verdict

@@ -1,18 +1,30 @@
-"""The messages a person (or an agent) reads under kernel.py: a failed gate or a significant
-regression from the latest background probe, and what the save check found (a recorded version
-with the same code, or one close to it). Plain data (`Notice`); the LSP layer places them on
-the kernel's line."""
+"""The messages a person (or an agent) reads under kernel.py: what the check of the text found
+(a recorded version with the same code, or one close to it and what was tried at the changed
+meta-parameters), what the latest background probe measured, and that re-benchmark on save is
+off. Plain data (`Notice`); the LSP layer places them on the kernel's line.
+
+One short line each, and every action named is a shell command an agent can run in the
+workspace (`kernelscope bench`, `kernelscope iterate ...`), with the editor's command id beside
+it for people; details live in hover.
+"""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 from kernelscope.protocol.bench import BenchResult
-from kernelscope.protocol.history import FingerprintCheck
+from kernelscope.protocol.history import FingerprintCheck, TriedHint
+
+if TYPE_CHECKING:
+    from kernelscope.daemon.engine.history.service import HistoryService
 
 REGRESSION_BELOW = 0.98  # the upper end of the 95% interval must be below this
 Severity = Literal["error", "warning", "information", "hint"]
+MEASURE = "measure anyway: `kernelscope bench` (editor: kernelscope.benchmark)"
+RECORD = (
+    'record it: `kernelscope iterate -a <category> -d "<what changed>"` (editor: kernelscope.runIteration)'
+)
 
 
 @dataclass(frozen=True)
@@ -22,16 +34,70 @@ class Notice:
     message: str
 
 
+def tried_at(hints: list[TriedHint], labels: list[str]) -> list[str]:
+    """For each changed meta-parameter, the tried values' verdict on the value here:
+    `BLOCK_SIZE 2048 never tried; 1024 -> 9.20x v2, 4096 -> 26.40x v3`. Parameters that were
+    always changed together (a grid and its BLOCK_SIZE) share one entry."""
+    parts: dict[str, list[str]] = {}
+    for label in labels:
+        hint = next((h for h in hints if h.label == label and h.verdict), None)
+        if hint is not None:
+            parts.setdefault(hint.verdict, []).append(label)
+    return [f"{', '.join(names)} {verdict}" for verdict, names in parts.items()]
+
+
+def fingerprint_notice(check: FingerprintCheck, hints: list[TriedHint]) -> tuple[Notice | None, bool]:
+    """The check's notice, and whether an identical recorded version makes the background
+    benchmark unnecessary."""
+    if not check.matches or check.verdict is None:
+        return None, False
+    severity: Severity = "information"
+    if check.severity in ("warning", "information", "hint"):
+        severity = check.severity
+    lead = check.matches[0]
+    if lead.kind == "identical" and lead.version is not None:
+        message = f"{check.verdict} — not benchmarked again; {MEASURE}"
+        return Notice(severity, "already_tried", message), True
+    if lead.kind == "identical":  # an episode trial or an experiment: not a recorded version
+        return Notice(severity, "already_tried", check.verdict), False
+    parts = tried_at(hints, lead.changed) or lead.differences
+    return Notice(severity, "near_tried", f"near {lead.label}: " + " | ".join(parts)), False
+
+
+def text_notices(history: HistoryService, text: str) -> tuple[list[Notice], bool]:
+    """A kernel.py text against every recorded version (no workspace code runs): its notices,
+    and whether it is a recorded version's code (then it need not be benchmarked again). The
+    daemon's diagnostics and `kernelscope check` are this."""
+    check = history.fingerprint(text)
+    hints = history.tried(text) if check.matches and check.matches[0].kind == "near" else []
+    notice, identical = fingerprint_notice(check, hints)
+    return ([notice] if notice else []), identical
+
+
 def probe_notices(probe: BenchResult | None) -> list[Notice]:
-    """A failed gate, or a statistically significant regression against the last passing
-    version (GPU timings only: interpreter timings say nothing about GPU speed)."""
+    """What the latest background probe measured: a failed gate (error), a statistically
+    significant regression (warning, GPU timings only), else its result (information)."""
     if probe is None:
         return []
-    if not probe.passed and probe.error is not None:
-        return [Notice("error", probe.error.kind, f"benchmark gate failed: {probe.error.message}")]
-    if probe.mode != "gpu" or probe.baseline == "reference" or probe.score is None or probe.score_ci is None:
-        return []
-    if probe.score_ci[1] < REGRESSION_BELOW:
+    versus = probe.baseline_version or ("the reference" if probe.baseline == "reference" else "the baseline")
+    if not probe.passed:
+        kind = probe.error.kind if probe.error else "gate"
+        detail = probe.error.message if probe.error else "the quality gate failed"
+        return [Notice("error", kind, f"benchmark gate failed: {detail}")]
+    if probe.mode != "gpu":
+        return [
+            Notice(
+                "information",
+                "probe",
+                f"probe PASS on the CPU interpreter: correct on every configuration; its timings are not "
+                f"GPU figures, not comparable with {versus} — {RECORD}",
+            )
+        ]
+    if probe.score is None:
+        return [Notice("information", "probe", f"probe PASS (no timing) — {RECORD}")]
+    interval = f" [{probe.score_ci[0]:.2f}-{probe.score_ci[1]:.2f}]" if probe.score_ci else ""
+    measured = f"{probe.score:.2f}x vs {versus}{interval}"
+    if probe.baseline != "reference" and probe.score_ci is not None and probe.score_ci[1] < REGRESSION_BELOW:
         worst = min(
             (c for c in probe.configs if c.speedup is not None), key=lambda c: c.speedup or 1.0, default=None
         )
@@ -41,30 +107,18 @@ def probe_notices(probe: BenchResult | None) -> list[Notice]:
             if (worst and worst.speedup and worst.candidate_ms and worst.baseline_ms)
             else ""
         )
-        return [
-            Notice(
-                "warning",
-                "regression",
-                f"regression vs the last passing version: {probe.score:.3f}x "
-                f"(95% CI {probe.score_ci[0]:.3f}-{probe.score_ci[1]:.3f}, {probe.mode}){detail}",
-            )
-        ]
-    return []
+        return [Notice("warning", "regression", f"regression: {measured}{detail}")]
+    if probe.verdict == "no measurable change":
+        return [Notice("information", "probe", f"probe PASS: no measurable change, {measured}")]
+    return [Notice("information", "probe", f"probe PASS: {measured} — {RECORD}")]
 
 
-def fingerprint_notice(check: FingerprintCheck) -> tuple[Notice | None, bool]:
-    """The save check's notice, and whether an identical recorded version makes the background
-    benchmark unnecessary."""
-    if not check.matches or check.verdict is None:
-        return None, False
-    identical = [m for m in check.matches if m.kind == "identical" and m.version is not None]
-    severity: Severity = "information"
-    if check.severity in ("warning", "information", "hint"):
-        severity = check.severity
-    near = [m for m in check.matches if m.kind == "near"][:3]
-    # the closest other versions: not the one the verdict already names
-    related = "; ".join(m.verdict for m in near if m.verdict != check.verdict) if not identical else ""
-    message = check.verdict + (f" (closest: {related})" if related else "")
-    if identical:
-        message += " — not benchmarked again (run `kernelscope.benchmark` to measure anyway)"
-    return Notice(severity, "already_tried" if identical else "near_tried", message), bool(identical)
+def untrusted_notice(root: str) -> Notice:
+    """Re-benchmark on save is off until the user trusts the workspace (never silently)."""
+    return Notice(
+        "information",
+        "bench_on_save_off",
+        "re-benchmark on save is off: this workspace is not trusted (to trust it, add it to "
+        f'`trusted = ["{root}"]` in ~/.config/kernelscope/config.toml, or set kernelscope.trusted '
+        "in your editor); measure now: `kernelscope bench`",
+    )

@@ -207,6 +207,9 @@ def kernel_texts(
     return {name: prefix + text(name) for name in kernels}
 
 
+UNTRUSTED = "re-benchmark on save is off: workspace not trusted (Benchmark now: `kernelscope bench`)"
+
+
 def job_text(kind: str, done: int, total: int) -> str:
     return f"{kind}: {done}{f'/{total}' if total else ''} configs"
 
@@ -216,9 +219,10 @@ def cancelled_text(kind: str) -> str:
 
 
 def probe_text(probe: BenchResult, stale: bool) -> str:
-    """`last probe: PASS 1.42x vs last passing [gpu]`: the latest background benchmark."""
+    """`last probe: PASS 1.42x vs v3 [gpu]`: the latest background benchmark, against the best
+    recorded version (workflows/probe.py)."""
     verdict = "PASS" if probe.passed else f"FAIL ({probe.error.kind if probe.error else 'gate'})"
-    against = "reference" if probe.baseline == "reference" else "last passing"
+    against = probe.baseline_version or ("reference" if probe.baseline == "reference" else "the baseline")
     score = f" {probe.score:.2f}x vs {against}" if probe.score is not None else ""
     if probe.verdict == "no measurable change":
         score += " (no measurable change)"

@@ -1,9 +1,11 @@
-"""A probe: kernel.py measured against the last passing version, as the daemon does after a save
-(and `kernelscope.benchmark` on demand), and the rule that says which version that is.
+"""A probe: kernel.py measured against the best recorded version, as the daemon does after a
+save (and `kernelscope.benchmark` on demand), and the rules that say which versions those are.
 
-The last passing version is the newest readable record whose quality gate passed and that names
-the commit holding its kernel.py; run-iteration times a new version against it too (as its
-parent). With none, the probe is timed against the reference.
+A version can be a baseline when its quality gate passed and its record names the commit
+holding its kernel.py. The last passing one is the newest such (run-iteration times a new
+version against it, as its parent); the best is the one with the highest score vs v0
+(memory/scores.py), the question a probe answers being "is this better than what we have".
+With none, the probe is timed against the reference.
 """
 
 from __future__ import annotations
@@ -14,16 +16,18 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from kernelscope.daemon.engine.memory.records import MemoryEntry, MemoryManager
+from kernelscope.daemon.engine.memory.records import MemoryEntry
+from kernelscope.daemon.engine.memory.scores import memory_scores
 from kernelscope.daemon.engine.run.bench import BenchRequest, run_benchmark
 from kernelscope.daemon.engine.run.warm_worker import WarmWorkers
 from kernelscope.daemon.engine.workflows.git import Git
+from kernelscope.daemon.engine.workspace.workspace import Workspace
 from kernelscope.protocol.bench import BenchResult
+from kernelscope.protocol.workspace import ReadmeInfo
 
 
-def last_passing(entries: list[MemoryEntry]) -> MemoryEntry | None:
-    """The newest version whose gate passed and whose record names its commit."""
-    passing = [
+def _committed_passing(entries: list[MemoryEntry]) -> list[MemoryEntry]:
+    return [
         e
         for e in entries
         if e.record is not None
@@ -31,7 +35,24 @@ def last_passing(entries: list[MemoryEntry]) -> MemoryEntry | None:
         and isinstance(e.record.git_commit_hash, str)
         and e.record.git_commit_hash
     ]
+
+
+def last_passing(entries: list[MemoryEntry]) -> MemoryEntry | None:
+    """The newest version whose gate passed and whose record names its commit."""
+    passing = _committed_passing(entries)
     return passing[-1] if passing else None
+
+
+def best_passing(entries: list[MemoryEntry], readme: ReadmeInfo | None) -> MemoryEntry | None:
+    """The committed passing version with the highest score vs v0 (the last passing one when
+    none has a score)."""
+    passing = {e.version: e for e in _committed_passing(entries)}
+    scored = [
+        (s.score, passing[s.version].number, s.version)
+        for s in memory_scores(entries, readme)
+        if s.version in passing and s.score is not None and not passing[s.version].masked
+    ]
+    return passing[max(scored)[2]] if scored else last_passing(entries)
 
 
 def kernel_at(git: Git, kernel_path: Path, entry: MemoryEntry | None, tmp: Path, name: str) -> Path | None:
@@ -67,7 +88,7 @@ def run_probe(
     workers: WarmWorkers | None = None,
     on_progress: Callable[[int, int], None] | None = None,
 ) -> BenchResult:
-    """kernel.py (or `candidate`) against the last passing version, on the team's Ray cluster
+    """kernel.py (or `candidate`) against the best recorded version, on the team's Ray cluster
     or forked by a warm worker of this process (cold when none can start)."""
     # Inside the workspace's .git when there is one: Ray workers on other machines see the
     # workspace through a shared filesystem, never this machine's /tmp.
@@ -75,11 +96,11 @@ def run_probe(
     shared = git_dir / "kernelscope" if git_dir.is_dir() else None
     if shared is not None:
         shared.mkdir(exist_ok=True)
-    memory = MemoryManager(root)
+    workspace = Workspace(root)
+    readme = workspace.readme() if workspace.readme_path.is_file() else None
     with tempfile.TemporaryDirectory(prefix="probe-", dir=shared) as tmp:
-        baseline = kernel_at(
-            Git(root), root / "kernel.py", last_passing(memory.scan()), Path(tmp), "last_passing"
-        )
+        best = best_passing(workspace.memory.scan(), readme)
+        baseline = kernel_at(Git(root), workspace.kernel_path, best, Path(tmp), "best")
         request = BenchRequest(
             workspace=root,
             candidate=candidate,
@@ -94,5 +115,9 @@ def run_probe(
         if options.executor == "ray":
             from kernelscope.daemon.engine.run.executors import RayExecutor
 
-            return RayExecutor(options.ray_address).run_many([request], cancel=cancel)[0]
-        return run_benchmark(request, cancel=cancel, workers=workers)
+            result = RayExecutor(options.ray_address).run_many([request], cancel=cancel)[0]
+        else:
+            result = run_benchmark(request, cancel=cancel, workers=workers)
+    if baseline is not None and best is not None:
+        result.baseline_version = best.version
+    return result

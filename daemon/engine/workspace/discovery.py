@@ -31,3 +31,38 @@ def is_optimization_workspace(path: Path) -> bool:
     except OSError:
         return False
     return False
+
+
+def missing_parts(path: Path) -> list[str]:
+    """What `path` lacks to be an optimization workspace (empty: it is one)."""
+    if not path.is_dir():
+        return [f"{path} is not a directory"]
+    missing = [f"no {name}" for name in WORKSPACE_FILES if not (path / name).is_file()]
+    if not is_optimization_workspace(path) and not missing:
+        dirs = " or ".join(f"{name}/" for name in WORKSPACE_DIRS)
+        missing.append(f"no {dirs} and no {WORKSPACE_README} with a ```{WORKSPACE_FENCE} block")
+    return missing
+
+
+def require_workspace(path: Path) -> Path:
+    """`path` resolved, or the one "not a workspace" error every command gives (exit 2), naming
+    what is missing."""
+    from kernelscope.daemon.engine import DataError
+
+    resolved = Path(path).expanduser().resolve()
+    missing = missing_parts(resolved)
+    if missing:
+        raise DataError(
+            f"{resolved} is not an optimization workspace ({'; '.join(missing)}): a workspace holds "
+            f"kernel.py, and memory/ or a README.md with a ```{WORKSPACE_FENCE} block"
+        )
+    return resolved
+
+
+def workspace_holding(path: Path) -> Path | None:
+    """The innermost workspace at or above `path` (a file or a folder), or None."""
+    start = path if path.is_dir() else path.parent
+    for candidate in [start, *start.parents]:
+        if is_optimization_workspace(candidate):
+            return candidate
+    return None

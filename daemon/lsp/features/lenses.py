@@ -60,6 +60,8 @@ def code_lens(doc: Document, params: types.CodeLensParams) -> list[types.CodeLen
         lenses.insert(
             0, _lens(0, lens_text.probe_text(view.probe, view.stale), "kernelscope.benchmark", args)
         )
+    if view.settings.bench_on_save and not view.settings.runs_on_save:
+        lenses.insert(0, _lens(0, lens_text.UNTRUSTED, "kernelscope.benchmark", args))
     texts = kernel_texts(view)
     for kernel in view.cache.kernels().kernels:
         lenses.append(

@@ -1,8 +1,10 @@
-"""kernel.py changed (loop): a save (didSave), a buffer opened (didOpen), or the file rewritten
-on disk by an agent or git (the watcher). First the text is checked against every recorded
-version on a pool (no GPU time, no workspace code: it runs in untrusted workspaces too); an
-identical one is said at once and not benchmarked again; anything else is re-benchmarked,
-debounced, when the workspace is trusted (lsp/jobs.py, engine: workflows/probe.py).
+"""kernel.py changed (loop): a buffer opened (didOpen: an agent's first edit arrives this way)
+or edited (didChange, debounced), saved (didSave), or the file rewritten on disk by an agent or
+git (the watcher). Every text is checked against every recorded version on a pool (no GPU time,
+no workspace code: it runs in untrusted workspaces too) and the check's notices published; a
+saved text identical to a recorded version is not benchmarked again; any other saved text is
+re-benchmarked, debounced, when the workspace is trusted (lsp/jobs.py, engine:
+workflows/probe.py), and an untrusted workspace says once that it is not.
 
 One save is reported twice (didSave, and the watcher seeing the file change), the second up to
 seconds later on a loaded machine: a text already handled whose check or probe is still under
@@ -12,6 +14,7 @@ first and mark its fresh numbers stale).
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import logging
 from pathlib import Path
@@ -19,7 +22,7 @@ from typing import TYPE_CHECKING
 
 from lsprotocol import types
 
-from kernelscope.daemon.engine.views.diagnostics import Notice, fingerprint_notice
+from kernelscope.daemon.engine.views.diagnostics import Notice, text_notices, untrusted_notice
 from kernelscope.daemon.engine.workspace.cache import WorkspaceCache
 from kernelscope.daemon.lsp import notify
 from kernelscope.daemon.lsp.state import WorkspaceState
@@ -28,24 +31,54 @@ if TYPE_CHECKING:
     from kernelscope.daemon.lsp.server import KernelscopeServer
 
 log = logging.getLogger("kernelscope.lsp")
+CHECK_DEBOUNCE_S = 0.3  # didChange while typing: the check runs once the text rests
 
 
 def check_text(cache: WorkspaceCache, text: str) -> tuple[tuple[Notice, ...], bool]:
-    """(pool) The saved text against every recorded version: its notices, and whether an
-    identical recorded version makes the background benchmark unnecessary."""
+    """(pool) A text against every recorded version: its notices, and whether an identical
+    recorded version makes the background benchmark unnecessary."""
     try:
-        check = cache.history().fingerprint(text)
+        notices, identical = text_notices(cache.history(), text)
     except Exception:  # the check is best effort: a broken history never blocks a save
         log.exception("fingerprint check failed for %s", cache.root)
         return (), False
-    notice, identical = fingerprint_notice(check)
-    return ((notice,) if notice else ()), identical
+    return tuple(notices), identical
+
+
+def _digest(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8", errors="replace")).hexdigest()
+
+
+async def check(ls: KernelscopeServer, ws: WorkspaceState, text: str) -> bool | None:
+    """Check `text` (once per text) and publish what the check says; None when a newer text
+    arrived meanwhile (its check decides), else whether it is a recorded version's code."""
+    digest = _digest(text)
+    if ws.checked != digest:
+        ws.checked, ws.checked_notices = digest, None
+        notices, identical = await ls.off_loop(check_text, ws.cache, text)
+        if ws.checked != digest:
+            return None
+        ws.checked_notices, ws.checked_identical = notices, identical
+    while ws.checked_notices is None:  # the same text's check is under way (a second report)
+        await asyncio.sleep(0.01)
+        if ws.checked != digest:
+            return None
+    notices = ws.checked_notices
+    log.info("kernelscope check of %s: %s", ws.root.name, ", ".join(n.code for n in notices) or "new code")
+    if not ws.settings.runs_on_save and ws.settings.bench_on_save and not ws.untrusted_said:
+        ws.untrusted_said = True  # said once per session, as a diagnostic; the lens keeps saying it
+        notices = (*notices, untrusted_notice(str(ws.root)))
+    ws.notices = notices
+    notify.workspace_changed(ls, ws)
+    return ws.checked_identical
 
 
 async def kernel_changed(ls: KernelscopeServer, ws: WorkspaceState, text: str | None) -> None:
+    """A saved text (didSave, or the file rewritten on disk): checked, then measured unless it
+    is a recorded version's code."""
     if text is None:
         text = ws.cache.workspace.kernel_path.read_text(encoding="utf-8", errors="replace")
-    digest = hashlib.sha256(text.encode("utf-8", errors="replace")).hexdigest()
+    digest = _digest(text)
     if digest == ws.kernel_digest and (
         ws.checking_kernel == digest or not ws.stale or ls.jobs.probe_in_flight(ws)
     ):
@@ -54,13 +87,12 @@ async def kernel_changed(ls: KernelscopeServer, ws: WorkspaceState, text: str | 
     ws.kernel_edited()
     notify.workspace_changed(ls, ws, "kernel")
     try:
-        notices, identical = await ls.off_loop(check_text, ws.cache, text)
+        identical = await check(ls, ws, text)
     finally:
         if ws.checking_kernel == digest:
             ws.checking_kernel = None
-    if ws.kernel_digest != digest:  # a newer text arrived meanwhile: its check decides
+    if identical is None or ws.kernel_digest != digest:  # a newer text arrived meanwhile
         return
-    ws.notices = notices
     if identical:  # already measured (or already failed): the numbers on screen are this code's
         ls.jobs.cancel_pending_probe(ws)
         ls.jobs.cancel_running_probe(ws)  # it measures code that is no longer there
@@ -80,16 +112,34 @@ async def did_save(ls: KernelscopeServer, params: types.DidSaveTextDocumentParam
 
 
 def did_open(ls: KernelscopeServer, params: types.DidOpenTextDocumentParams) -> None:
-    """kernel.py opened: its workspace's history is built now (in the background, once), and
-    a probe already on screen is published again."""
+    """kernel.py opened (an agent's first edit arrives as didOpen with the edited text): the
+    text is checked at once; the history of a workspace no check needs yet is built now, in
+    the background, once."""
     ws = ls.kernel_workspace(params.text_document.uri)
     if ws is None:
         return
+    ls.jobs.spawn(check(ls, ws, params.text_document.text))
     if not ws.history_started:
         ws.history_started = True
         ls.state.workers.submit(warm_history, ws.cache)
-    if ws.probe is not None:
-        notify.workspace_changed(ls, ws)
+
+
+def did_change(ls: KernelscopeServer, params: types.DidChangeTextDocumentParams) -> None:
+    """kernel.py edited in the buffer: checked once the text rests (CHECK_DEBOUNCE_S)."""
+    ws = ls.kernel_workspace(params.text_document.uri)
+    if ws is None or ls.state.loop is None:
+        return
+    uri = params.text_document.uri
+    previous = ws.pending_check
+    if previous is not None:
+        previous.cancel()
+
+    def fire() -> None:
+        ws.pending_check = None
+        text = ls.workspace.get_text_document(uri).source
+        ls.jobs.spawn(check(ls, ws, text))
+
+    ws.pending_check = ls.state.loop.call_later(CHECK_DEBOUNCE_S, fire)
 
 
 def warm_history(cache: WorkspaceCache) -> None:

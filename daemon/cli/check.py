@@ -1,0 +1,73 @@
+"""`kernelscope check [FILE]`: what the daemon's diagnostics would say about a kernel.py text,
+for agents without an LSP client (Codex, scripts): a recorded version with the same code (not
+worth GPU time), a close one with the values tried at the changed meta-parameters, and whether
+re-benchmark on save is off. Nothing is written and no workspace code runs; skills call it
+before spending GPU time.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+
+from kernelscope.daemon.cli import output
+from kernelscope.daemon.cli.options import DbOpt, JsonOpt
+
+OptPath = Optional[Path]  # noqa: UP045
+
+
+def check_command(
+    file: Annotated[
+        OptPath,
+        typer.Argument(help="The text to check (default: the workspace's kernel.py).", show_default=False),
+    ] = None,
+    workspace: Annotated[
+        OptPath,
+        typer.Option("--workspace", "-w", help="Workspace directory (default: the one holding FILE, or .)."),
+    ] = None,
+    db: DbOpt = None,
+    json_out: JsonOpt = False,
+) -> None:
+    """Check kernel.py against every recorded version before spending GPU time."""
+    from kernelscope.daemon.engine import DataError
+    from kernelscope.daemon.engine.history.service import HistoryService
+    from kernelscope.daemon.engine.views.diagnostics import text_notices, untrusted_notice
+    from kernelscope.daemon.engine.workspace.discovery import require_workspace, workspace_holding
+    from kernelscope.daemon.engine.workspace.user_config import user_config
+    from kernelscope.protocol.settings import trusts, user_settings_from
+
+    if workspace is None:
+        workspace = workspace_holding(file.resolve() if file is not None else Path.cwd()) or Path(".")
+    root = require_workspace(workspace)
+    source = file if file is not None else root / "kernel.py"
+    try:
+        text = source.read_text(encoding="utf-8", errors="replace")
+    except OSError as exc:
+        raise DataError(f"cannot read {source}: {exc.strerror or exc}") from None
+    service = HistoryService(root, db_url=db)
+    notices, identical = text_notices(service, text)
+    user, folder = user_settings_from(user_config())
+    if folder.bench_on_save and not trusts(user.trusted, root):
+        notices.append(untrusted_notice(str(root)))
+    tried = [hint for hint in service.tried(text) if hint.values]
+    if json_out:
+        output.print_json(
+            {
+                "workspace": str(root),
+                "file": str(source),
+                "identical": identical,
+                "notices": [{"severity": n.severity, "code": n.code, "message": n.message} for n in notices],
+                "tried": [
+                    {"line": h.line + 1, "label": h.label, "value": h.value, "hint": h.hint} for h in tried
+                ],
+            }
+        )
+        return
+    for notice in notices:
+        output.info(f"{notice.severity}: {notice.message} [{notice.code}]")
+    if not notices:
+        output.info("nothing recorded matches this kernel.py: new code")
+    for hint in tried:
+        output.info(f"{source.name}:{hint.line + 1}: {hint.label}={hint.value} {hint.hint}")
