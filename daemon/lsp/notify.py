@@ -11,12 +11,12 @@ from typing import TYPE_CHECKING, Any
 
 from lsprotocol import types
 
-from kernelscope.daemon.engine.workspace.cache import Source
 from kernelscope.daemon.lsp.features.diagnostics import diagnostics
 from kernelscope.daemon.lsp.state import WorkspaceState
 from kernelscope.protocol.vocabulary import JOB_FINISHED
 
 if TYPE_CHECKING:
+    from kernelscope.daemon.engine.workspace.cache import Source
     from kernelscope.daemon.lsp.server import KernelscopeServer
 
 

@@ -13,22 +13,14 @@ import sys
 from pathlib import Path
 
 from kernelscope.daemon.engine.store.errors import StoreError
+from kernelscope.daemon.engine.workspace.user_config import config_path, user_config
 
 if sys.version_info >= (3, 11):
-    import tomllib
+    pass
 else:  # pragma: no cover - exercised on 3.10 only
-    import tomli as tomllib
+    pass
 
 ENV_URL = "KERNELSCOPE_DB_URL"
-ENV_CONFIG = "KERNELSCOPE_CONFIG"
-
-
-def config_path() -> Path:
-    explicit = os.environ.get(ENV_CONFIG)
-    if explicit:
-        return Path(explicit).expanduser()
-    base = os.environ.get("XDG_CONFIG_HOME") or str(Path.home() / ".config")
-    return Path(base) / "kernelscope" / "config.toml"
 
 
 def default_db_path() -> Path:
@@ -37,16 +29,15 @@ def default_db_path() -> Path:
 
 
 def _config_url() -> str | None:
-    path = config_path()
-    if not path.is_file():
-        return None
+    from kernelscope.daemon.engine import DataError
+
     try:
-        data = tomllib.loads(path.read_text(encoding="utf-8"))
-    except (OSError, tomllib.TOMLDecodeError) as exc:
-        raise StoreError(f"cannot read config file {path}: {exc}") from None
+        data = user_config()
+    except DataError as exc:
+        raise StoreError(str(exc)) from None
     value = data.get("db_url")
     if value is not None and not isinstance(value, str):
-        raise StoreError(f"{path}: db_url must be a string")
+        raise StoreError(f"{config_path()}: db_url must be a string")
     return value
 
 

@@ -1,12 +1,16 @@
-"""The user's kernelscope configuration file (`$XDG_CONFIG_HOME/kernelscope/config.toml`).
+"""The user's kernelscope configuration file (`$XDG_CONFIG_HOME/kernelscope/config.toml`, or
+the file `KERNELSCOPE_CONFIG` names).
 
-Read only from the user's own config directory: settings that run commands (`agent`) must
-never come from files inside a workspace, which may have been cloned from anyone.
+Read only from the user's own config directory: settings that run commands (`agent`, the
+interpreter, trust) must never come from files inside a workspace, which may have been cloned
+from anyone. Light on purpose: the daemon reads it at initialize.
 """
 
 from __future__ import annotations
 
+import os
 import sys
+from pathlib import Path
 from typing import Any
 
 from kernelscope.daemon.engine import DataError
@@ -16,10 +20,19 @@ if sys.version_info >= (3, 11):
 else:  # pragma: no cover
     import tomli as tomllib
 
+ENV_CONFIG = "KERNELSCOPE_CONFIG"
+
+
+def config_path() -> Path:
+    explicit = os.environ.get(ENV_CONFIG)
+    if explicit:
+        return Path(explicit).expanduser()
+    base = os.environ.get("XDG_CONFIG_HOME") or str(Path.home() / ".config")
+    return Path(base) / "kernelscope" / "config.toml"
+
 
 def user_config() -> dict[str, Any]:
-    from kernelscope.daemon.engine.store.config import config_path
-
+    """The file's settings ({} when there is none); DataError naming the file when unreadable."""
     path = config_path()
     if not path.is_file():
         return {}

@@ -11,9 +11,12 @@ snapshot taken on the loop, never the live state."""
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from kernelscope.daemon.lsp.state import WorkspaceView
-from kernelscope.protocol.workspace import KernelInfo
+
+if TYPE_CHECKING:  # (engine and models load with the first request, not at start-up)
+    from kernelscope.protocol.workspace import KernelInfo
 
 
 @dataclass(frozen=True)

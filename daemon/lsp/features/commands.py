@@ -13,12 +13,12 @@ from typing import TYPE_CHECKING, Any
 from pygls.exceptions import JsonRpcInternalError, JsonRpcInvalidParams
 
 from kernelscope.daemon.engine import KernelscopeError, WriteFailed
-from kernelscope.daemon.engine.workspace.cache import Source
 from kernelscope.daemon.lsp import notify
 from kernelscope.daemon.lsp.jobs import Jobs
 from kernelscope.daemon.lsp.state import ServerState, WorkspaceState, uri_to_path
 
 if TYPE_CHECKING:
+    from kernelscope.daemon.engine.workspace.cache import Source
     from kernelscope.daemon.lsp.server import KernelscopeServer
 
 

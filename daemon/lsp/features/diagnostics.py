@@ -6,7 +6,6 @@ from __future__ import annotations
 
 from lsprotocol import types
 
-from kernelscope.daemon.engine.views.diagnostics import Notice, probe_notices
 from kernelscope.daemon.lsp.state import WorkspaceState
 
 SEVERITY = {
@@ -18,6 +17,8 @@ SEVERITY = {
 
 
 def diagnostics(ws: WorkspaceState) -> list[types.Diagnostic]:
+    from kernelscope.daemon.engine.views.diagnostics import Notice, probe_notices
+
     scan = ws.cache.kernels()
     line = (scan.kernels[0].def_line - 1) if scan.kernels else 0
     where = types.Range(

@@ -5,12 +5,13 @@ from __future__ import annotations
 
 from lsprotocol import types
 
-from kernelscope.daemon.engine.views.history_table import kernel_history
 from kernelscope.daemon.lsp.features import Document
 from kernelscope.daemon.lsp.features.hints import blame_markdown
 
 
 def hover(doc: Document, params: types.HoverParams) -> types.Hover | None:
+    from kernelscope.daemon.engine.views.history_table import kernel_history
+
     position = params.position
     kernels = doc.kernels()
     blame = blame_markdown(doc.view, position.line, doc.text)

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 from lsprotocol import types
 
-from kernelscope.daemon.engine.views import lens_text
 from kernelscope.daemon.lsp.features import Document
 from kernelscope.daemon.lsp.state import WorkspaceView
 
@@ -26,6 +25,8 @@ def _lens(line: int, title: str, command: str, arguments: list[object]) -> types
 
 
 def file_text(view: WorkspaceView) -> str:
+    from kernelscope.daemon.engine.views import lens_text
+
     cache = view.cache
     return cache.get(
         "file_lens",
@@ -36,6 +37,8 @@ def file_text(view: WorkspaceView) -> str:
 
 def kernel_texts(view: WorkspaceView) -> dict[str, str]:
     """Kernel name -> one-line summary (shared by lenses, inlay hints and hover)."""
+    from kernelscope.daemon.engine.views import lens_text
+
     cache = view.cache
     names = [k.name for k in cache.kernels().kernels]
     texts = cache.get(
@@ -47,6 +50,8 @@ def kernel_texts(view: WorkspaceView) -> dict[str, str]:
 
 
 def code_lens(doc: Document, params: types.CodeLensParams) -> list[types.CodeLens]:
+    from kernelscope.daemon.engine.views import lens_text
+
     view = doc.view
     args: list[object] = [{"workspace": str(view.root)}]
     lenses = [_lens(0, file_text(view), "kernelscope.showHistory", args)]

@@ -22,12 +22,12 @@ from typing import TYPE_CHECKING
 
 from lsprotocol import types
 
-from kernelscope.daemon.engine.views.diagnostics import Notice, text_notices, untrusted_notice
-from kernelscope.daemon.engine.workspace.cache import WorkspaceCache
 from kernelscope.daemon.lsp import notify
 from kernelscope.daemon.lsp.state import WorkspaceState
 
 if TYPE_CHECKING:
+    from kernelscope.daemon.engine.views.diagnostics import Notice
+    from kernelscope.daemon.engine.workspace.cache import WorkspaceCache
     from kernelscope.daemon.lsp.server import KernelscopeServer
 
 log = logging.getLogger("kernelscope.lsp")
@@ -37,6 +37,8 @@ CHECK_DEBOUNCE_S = 0.3  # didChange while typing: the check runs once the text r
 def check_text(cache: WorkspaceCache, text: str) -> tuple[tuple[Notice, ...], bool]:
     """(pool) A text against every recorded version: its notices, and whether an identical
     recorded version makes the background benchmark unnecessary."""
+    from kernelscope.daemon.engine.views.diagnostics import text_notices
+
     try:
         notices, identical = text_notices(cache.history(), text)
     except Exception:  # the check is best effort: a broken history never blocks a save
@@ -66,6 +68,8 @@ async def check(ls: KernelscopeServer, ws: WorkspaceState, text: str) -> bool | 
     notices = ws.checked_notices
     log.info("kernelscope check of %s: %s", ws.root.name, ", ".join(n.code for n in notices) or "new code")
     if not ws.settings.runs_on_save and ws.settings.bench_on_save and not ws.untrusted_said:
+        from kernelscope.daemon.engine.views.diagnostics import untrusted_notice
+
         ws.untrusted_said = True  # said once per session, as a diagnostic; the lens keeps saying it
         notices = (*notices, untrusted_notice(str(ws.root)))
     ws.notices = notices
