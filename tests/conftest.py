@@ -21,6 +21,20 @@ FIXTURES = TESTS / "fixtures"  # upstream files, verbatim
 NO_TORCH_SERVER = [sys.executable, str(TESTS / "support" / "no_torch_server.py")]
 
 
+@pytest.fixture(autouse=True)
+def users_own_files(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """No test reads or writes the developer's own kernelscope files: the config file and the
+    per-user experiment store live in a folder of the test run's (daemons and CLIs the tests
+    start inherit it). A test that needs a config file writes one there."""
+    home = tmp_path_factory.getbasetemp() / "user"
+    (home / "config" / "kernelscope").mkdir(parents=True, exist_ok=True)
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(home / "config"))
+    monkeypatch.setenv("XDG_DATA_HOME", str(home / "data"))
+    for name in ("KERNELSCOPE_CONFIG", "KERNELSCOPE_DB_URL"):
+        monkeypatch.delenv(name, raising=False)
+    return home / "config" / "kernelscope" / "config.toml"
+
+
 @pytest.fixture
 def vector_add_ws(tmp_path: Path) -> Path:
     """A private copy of examples/vector_add (README, kernel.py, memory v0..v4)."""

@@ -39,7 +39,8 @@ def check_command(
     from kernelscope.protocol.settings import trusts, user_settings_from
 
     if workspace is None:
-        workspace = workspace_holding(file.resolve() if file is not None else Path.cwd()) or Path(".")
+        start = file.resolve().parent if file is not None else Path.cwd()
+        workspace = workspace_holding(start) or start
     root = require_workspace(workspace)
     source = file if file is not None else root / "kernel.py"
     try:

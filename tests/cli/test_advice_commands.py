@@ -1,0 +1,102 @@
+"""Every `kernelscope ...` command line that kernelscope tells someone to run (diagnostics, lens
+texts, CLI messages, the agent skills and the plugin's README) is one the CLI accepts: known
+command, known options, values of the right type. An agent runs what it is told verbatim."""
+
+from __future__ import annotations
+
+import ast
+import re
+import shlex
+from pathlib import Path
+
+import pytest
+import typer
+
+from kernelscope.daemon.cli.main import get_app
+from tests.conftest import REPO_ROOT
+
+PLACEHOLDER = re.compile(r"<[^<>]*>")
+SOURCES = [
+    *sorted((REPO_ROOT / "editor-clients" / "claude-code" / "skills").rglob("SKILL.md")),
+    REPO_ROOT / "editor-clients" / "claude-code" / "README.md",
+    *sorted((REPO_ROOT / "daemon").rglob("*.py")),
+]
+
+
+def _strings(path: Path) -> list[str]:
+    """A Markdown file's text; a module's string literals, docstrings left out (they describe
+    the code; what the code prints is what people are told to run)."""
+    if path.suffix != ".py":
+        return [path.read_text()]
+    tree = ast.parse(path.read_text())
+    docstrings = {
+        id(node.body[0].value)
+        for node in ast.walk(tree)
+        if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef))
+        and node.body
+        and isinstance(node.body[0], ast.Expr)
+        and isinstance(node.body[0].value, ast.Constant)
+    }
+    found = []
+    for node in ast.walk(tree):
+        if id(node) in docstrings:
+            continue
+        if isinstance(node, ast.Constant) and isinstance(node.value, str):
+            found.append(node.value)
+        elif isinstance(node, ast.JoinedStr):  # f-strings: their literal parts, values as placeholders
+            found.append("".join(v.value if isinstance(v, ast.Constant) else "<value>" for v in node.values))
+    return found
+
+
+def _code_block_lines(text: str) -> list[str]:
+    """Lines inside ``` fences, continuation backslashes joined."""
+    lines, inside = [], False
+    for line in text.replace("\\\n", " ").splitlines():
+        if line.strip().startswith("```"):
+            inside = not inside
+        elif inside:
+            lines.append(line.strip())
+    return lines
+
+
+def advised() -> list[tuple[str, str]]:
+    """(where, command line) for every `kernelscope ...` in backticks or in a code block."""
+    commands = []
+    for path in SOURCES:
+        if not path.is_file():
+            continue
+        for text in _strings(path):
+            candidates = re.findall(r"`(kernelscope [^`]+)`", text)
+            if path.suffix == ".md":
+                candidates += [line for line in _code_block_lines(text) if line.startswith("kernelscope ")]
+            for line in candidates:
+                line = line.split("  #")[0].strip()
+                if not re.search(r"\.\.\.|\[|\b[A-Z]{2,}\b", line):  # a synopsis, not a command
+                    commands.append((str(path.relative_to(REPO_ROOT)), line))
+    return sorted(set(commands))
+
+
+def test_there_is_advice_to_check() -> None:
+    found = advised()
+    assert len(found) >= 15, found
+    assert any(c.startswith("kernelscope iterate -a") for _, c in found)
+
+
+@pytest.mark.parametrize(("where", "line"), advised())
+def test_advised_command_is_accepted(where: str, line: str) -> None:
+    words = shlex.split(PLACEHOLDER.sub("1", line))[1:]
+    command = typer.main.get_command(get_app())  # (typer's own vendored click: duck-typed)
+    context = command.make_context("kernelscope", list(words))
+    while hasattr(command, "resolve_command"):  # a group
+        remaining = [*context._protected_args, *context.args]
+        if not remaining:
+            return  # a group named alone (`kernelscope exp`): it prints its commands
+        name, sub, rest = command.resolve_command(context, remaining)  # UsageError: unknown command
+        assert sub is not None, f"{where}: unknown command {name!r} in {line!r}"
+        command = sub
+        try:  # UsageError: an unknown option or a value of the wrong type
+            context = command.make_context(name or "", rest, parent=context)
+        except Exception as exc:
+            if type(exc).__name__ not in ("MissingParameter", "NoArgsIsHelpError"):  # a bare reference
+                raise
+            return

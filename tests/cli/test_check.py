@@ -1,0 +1,56 @@
+"""`kernelscope check [FILE]`: the daemon's diagnostics for agents without an LSP client, by
+the same code (views/diagnostics.text_notices), on a workspace iterate recorded (v0 BLOCK_SIZE
+64, v1 1024)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from kernelscope.daemon.engine.workflows.demo import kernel_with_block
+from tests.lsp.test_lsp import KERNEL, make_workspace, private_copy
+
+pytestmark = pytest.mark.slow
+
+
+@pytest.fixture(scope="module")
+def prepared(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    root = tmp_path_factory.mktemp("check")
+    make_workspace(root)
+    return root
+
+
+@pytest.fixture
+def ws(prepared: Path, tmp_path: Path) -> Path:
+    return private_copy(prepared, tmp_path) / "kernel_opt_vector_add"
+
+
+def test_a_recorded_versions_code_is_named(ws: Path, tmp_path: Path, cli) -> None:  # type: ignore[no-untyped-def]
+    text = tmp_path / "candidate.py"
+    text.write_text(kernel_with_block(KERNEL, 64))
+    result = cli("check", str(text), "-w", str(ws), "--db", str(ws.parent / "exp.sqlite"), "--json")
+    assert result.exit_code == 0, result.stderr
+    found = result.json()
+    assert found["identical"] is True and found["workspace"] == str(ws)
+    codes = [n["code"] for n in found["notices"]]
+    assert codes == ["already_tried", "bench_on_save_off"], found
+    assert found["notices"][0]["message"].startswith("identical to v0")
+
+
+def test_a_near_text_names_the_values_tried(ws: Path, cli, users_own_files: Path) -> None:  # type: ignore[no-untyped-def]
+    users_own_files.write_text(f'trusted = ["{ws}"]\n')  # trusted: no "re-benchmark is off"
+    (ws / "kernel.py").write_text(kernel_with_block(KERNEL, 256))
+    result = cli("check", "-w", str(ws), "--db", str(ws.parent / "exp.sqlite"))
+    assert result.exit_code == 0, result.stderr
+    assert "near v" in result.stdout and "BLOCK_SIZE 256 never tried; 64 -> 1.00x v0" in result.stdout
+    assert "not trusted" not in result.stdout
+    assert "kernel.py:" in result.stdout and "tried:" in result.stdout  # the values tried, by line
+
+
+def test_outside_a_workspace_it_names_what_is_missing(tmp_path: Path, cli) -> None:  # type: ignore[no-untyped-def]
+    script = tmp_path / "main.py"
+    script.write_text("print(1)\n")
+    result = cli("check", str(script))
+    assert result.exit_code == 2
+    assert f"{tmp_path.resolve()} is not an optimization workspace (no kernel.py)" in result.stderr

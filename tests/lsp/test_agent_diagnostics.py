@@ -1,0 +1,172 @@
+"""Diagnostics an agent can act on (issue #22), through a real LSP client (pytest-lsp) the way
+Claude Code talks to the daemon: didOpen carrying the edited text (an agent's first edit),
+full-text didChange, didSave; no initializationOptions but the store (the user's config file
+holds the rest). On a workspace `kernelscope iterate` recorded: v0 BLOCK_SIZE 64, v1 1024."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+import pytest
+import pytest_lsp
+from lsprotocol import types
+from pytest_lsp import ClientServerConfig, client_capabilities
+
+from kernelscope.daemon.engine.workflows.demo import kernel_with_block
+from tests.conftest import NO_TORCH_SERVER
+from tests.lsp.test_lsp import KERNEL, make_workspace, private_copy
+from tests.support.lsp_client import KernelscopeClient, _as_dict, make_client, wait_for
+
+pytestmark = pytest.mark.slow
+
+
+@pytest.fixture(scope="module")
+def prepared(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    root = tmp_path_factory.mktemp("agent")
+    make_workspace(root)
+    return root
+
+
+@pytest.fixture
+def folder(prepared: Path, tmp_path: Path) -> Path:
+    return private_copy(prepared, tmp_path)
+
+
+@pytest.fixture
+def trust(folder: Path, users_own_files: Path, request: pytest.FixtureRequest) -> Path:
+    """The user's config file: the interpreter, and trust by a glob when the test asks for it."""
+    lines = ['mode = "interpreter"', "seeds = 1", "debounce_ms = 100"]
+    if getattr(request, "param", False):
+        lines.append(f'trusted = ["{folder}/kernel_opt_*"]')
+    users_own_files.write_text("\n".join(lines) + "\n")
+    return users_own_files
+
+
+@pytest_lsp.fixture(config=ClientServerConfig(client_factory=make_client, server_command=NO_TORCH_SERVER))
+async def client(lsp_client: KernelscopeClient, folder: Path, trust: Path):
+    lsp_client.folder = folder
+    lsp_client.finished = []
+
+    @lsp_client.feature("kernelscope/jobFinished")
+    def on_finished(*args: object) -> None:
+        lsp_client.finished.append(_as_dict(args[-1]))
+
+    for method in (types.WORKSPACE_CODE_LENS_REFRESH, types.WORKSPACE_INLAY_HINT_REFRESH):
+        lsp_client.feature(method)(lambda params: None)
+    await lsp_client.initialize_session(
+        types.InitializeParams(
+            capabilities=client_capabilities("visual_studio_code"),
+            workspace_folders=[types.WorkspaceFolder(uri=folder.as_uri(), name="folder")],
+            initialization_options={"kernelscope": {"dbUrl": str(folder / "exp.sqlite")}},
+            process_id=None,
+        )
+    )
+    yield
+    await lsp_client.shutdown_session()
+
+
+def kernel(client: KernelscopeClient) -> Path:
+    return client.folder / "kernel_opt_vector_add" / "kernel.py"
+
+
+def messages(client: KernelscopeClient, uri: str) -> list[str]:
+    return [f"{d.code}: {d.message}" for d in client.diagnostics.get(uri) or []]
+
+
+def open_with(client: KernelscopeClient, path: Path, text: str) -> None:
+    client.text_document_did_open(
+        types.DidOpenTextDocumentParams(
+            text_document=types.TextDocumentItem(
+                uri=path.as_uri(), language_id="python", version=1, text=text
+            )
+        )
+    )
+
+
+async def test_an_agents_first_edit_is_checked_on_didopen(client: KernelscopeClient) -> None:
+    """The first edit reaches the daemon as didOpen with v0's code (nothing saved yet): v0 is
+    named, with a command an agent can run; untrusted, it says once that nothing is measured."""
+    path = kernel(client)
+    open_with(client, path, kernel_with_block(KERNEL, 64))
+    uri = path.as_uri()
+    await wait_for(
+        lambda: any("already_tried" in m for m in messages(client, uri)), 30, "no check on didOpen"
+    )
+    found = messages(client, uri)
+    identical = next(m for m in found if m.startswith("already_tried"))
+    assert "identical to v0" in identical and "`kernelscope bench`" in identical, found
+    assert any(m.startswith("bench_on_save_off") and "config.toml" in m for m in found), found
+    # saved: checked again, nothing measured, and the "not trusted" notice is not repeated
+    path.write_text(kernel_with_block(KERNEL, 64))
+    client.text_document_did_save(
+        types.DidSaveTextDocumentParams(text_document=types.TextDocumentIdentifier(uri=uri))
+    )
+    await asyncio.sleep(1.5)
+    assert not any(m.startswith("bench_on_save_off") for m in messages(client, uri)), messages(client, uri)
+    assert client.finished == []
+    lenses = await client.text_document_code_lens_async(
+        types.CodeLensParams(text_document=types.TextDocumentIdentifier(uri=uri))
+    )
+    titles = [lens.command.title for lens in lenses or [] if lens.command]
+    assert any(t.startswith("re-benchmark on save is off") for t in titles), (
+        titles
+    )  # the lens keeps saying it
+
+
+async def test_a_near_edit_names_the_values_tried_at_the_changed_parameter(client: KernelscopeClient) -> None:
+    """didChange (debounced) to a BLOCK_SIZE never tried: the diagnostic names it and what the
+    recorded versions scored at the values they used there."""
+    path = kernel(client)
+    uri = path.as_uri()
+    open_with(client, path, path.read_text())
+    await asyncio.sleep(0.5)
+    client.text_document_did_change(
+        types.DidChangeTextDocumentParams(
+            text_document=types.VersionedTextDocumentIdentifier(uri=uri, version=2),
+            content_changes=[
+                types.TextDocumentContentChangeWholeDocument(text=kernel_with_block(KERNEL, 256))
+            ],
+        )
+    )
+    await wait_for(lambda: any("near_tried" in m for m in messages(client, uri)), 30, "no check on didChange")
+    near = next(m for m in messages(client, uri) if m.startswith("near_tried"))
+    assert "BLOCK_SIZE 256 never tried; " in near and "64 -> 1.00x v0" in near and "x v1" in near, near
+
+
+@pytest.mark.parametrize("trust", [True], indirect=True)
+async def test_trusted_by_the_config_file_a_saved_edit_is_measured_and_reported(
+    trust: Path, client: KernelscopeClient
+) -> None:
+    """Trust from the user's config file (a glob over the folder's workspaces), nothing in
+    initializationOptions: a save of untried code is probed, and the result is one Information
+    diagnostic naming its baseline and how to record it."""
+    path = kernel(client)
+    uri = path.as_uri()
+    path.write_text(kernel_with_block(KERNEL, 512))
+    open_with(client, path, path.read_text())
+    client.text_document_did_save(
+        types.DidSaveTextDocumentParams(text_document=types.TextDocumentIdentifier(uri=uri))
+    )
+    await wait_for(lambda: any(f["kind"] == "benchmark" for f in client.finished), 120, "no probe")
+    await wait_for(lambda: any(m.startswith("probe:") for m in messages(client, uri)), 10, "no probe result")
+    probe = next(m for m in messages(client, uri) if m.startswith("probe:"))
+    assert "probe PASS on the CPU interpreter" in probe and "not comparable with v1" in probe, probe
+    assert '`kernelscope iterate -a <category> -d "<what changed>"`' in probe, probe
+    assert not any(m.startswith("bench_on_save_off") for m in messages(client, uri))
+
+
+async def test_a_python_file_outside_a_workspace_gets_nothing(
+    client: KernelscopeClient, tmp_path: Path
+) -> None:
+    """A .py the editor opens outside every workspace: nothing published, nothing started."""
+    other = client.folder / "scripts" / "main.py"
+    other.parent.mkdir()
+    other.write_text("print('hello')\n")
+    open_with(client, other, "print('hello, world')\n")
+    client.text_document_did_save(
+        types.DidSaveTextDocumentParams(text_document=types.TextDocumentIdentifier(uri=other.as_uri()))
+    )
+    await asyncio.sleep(1.5)
+    assert other.as_uri() not in client.diagnostics
+    assert client.finished == []
