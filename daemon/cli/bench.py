@@ -164,8 +164,10 @@ def bench_command(
     except SizeError as exc:
         message = str(exc).removeprefix("--problem-size ")  # click names the option itself
         raise typer.BadParameter(message, param_hint="--problem-size") from None
+    from kernelscope.daemon.engine.workspace.discovery import require_workspace
+
     request = BenchRequest(
-        workspace=workspace,
+        workspace=require_workspace(workspace),
         candidate=candidate,
         baseline=baseline,
         reference=reference,

@@ -34,8 +34,9 @@ def blame_command(
     """Show, for each line of kernel.py, the version that introduced it and its measured effect."""
     from kernelscope.daemon.engine import DataError
     from kernelscope.daemon.engine.history.service import HistoryService
+    from kernelscope.daemon.engine.workspace.discovery import require_workspace
 
-    service = HistoryService(workspace, db_url=db)
+    service = HistoryService(require_workspace(workspace), db_url=db)
     source = file if file is not None else service.root / "kernel.py"
     try:
         buffer = source.read_text(encoding="utf-8", errors="replace")

@@ -21,8 +21,9 @@ def compare_command(
 ) -> None:
     """Compare two versions: code diff, per-configuration deltas, gates and actions."""
     from kernelscope.daemon.engine.history.service import HistoryService
+    from kernelscope.daemon.engine.workspace.discovery import require_workspace
 
-    comparison = HistoryService(workspace, db_url=db).compare(version_a, version_b)
+    comparison = HistoryService(require_workspace(workspace), db_url=db).compare(version_a, version_b)
     if json_out:
         output.print_json(comparison)
         return

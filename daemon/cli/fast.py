@@ -145,9 +145,18 @@ class _Run:
 
     def __init__(self, options: dict[str, Any]) -> None:
         self.options = options
-        self.root = Path(options.get("workspace", ".")).resolve()
-        self.memory_dir = self.root / core.MEMORY_DIR
         self.committed = False
+
+    @property
+    def root(self) -> Path:
+        """The workspace, once a command needs it (after its flags were checked, as the CLI)."""
+        from kernelscope.daemon.engine.workspace.discovery import require_workspace
+
+        return require_workspace(Path(self.options.get("workspace", ".")), memory_only=True)
+
+    @property
+    def memory_dir(self) -> Path:
+        return self.root / core.MEMORY_DIR
 
     def list(self) -> None:
         files = _files(self.memory_dir)
@@ -303,7 +312,7 @@ def memory(command: str, args: list[str]) -> int | None:
     except Fallback:
         return None
     except KernelscopeError as exc:
-        output.error(str(exc))
+        output.failed(str(exc), exc.exit_code, type(exc).__name__, json_out="--json" in args)
         return exc.exit_code
     except KeyboardInterrupt:
         return 130  # as typer: Exit(130), nothing printed

@@ -46,8 +46,10 @@ def iterate_command(
 
     if mode not in ("auto", "gpu", "interpreter"):
         raise typer.BadParameter("must be auto, gpu or interpreter", param_hint="--mode")
+    from kernelscope.daemon.engine.workspace.discovery import require_workspace
+
     result = run_iteration(
-        workspace,
+        require_workspace(workspace),
         IterateOptions(
             action_category=action_category,
             action_description=action_description,

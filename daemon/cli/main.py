@@ -211,6 +211,8 @@ def main(argv: list[str] | None = None) -> None:
     usage_status = 2 if args[:1] == ["bench"] else EXIT_USAGE
     if args[:1] == ["bench"] and "--json" in args:
         sys.exit(_bench_json(args))
+    if "--json" in args and "--help" not in args:
+        sys.exit(_json(args))
     try:
         get_app()(args=args, prog_name="kernelscope")
     except SystemExit as exc:
@@ -223,6 +225,34 @@ def main(argv: list[str] | None = None) -> None:
         output.error("interrupted")
         sys.exit(130)
     sys.exit(EXIT_OK)
+
+
+def _json(args: list[str]) -> int:
+    """Any other command with `--json`: its result, or one JSON error document on stdout for a
+    usage error or a refusal (output.failed), with the documented exit status."""
+    import typer
+
+    from kernelscope.daemon.cli import output
+    from kernelscope.daemon.engine import KernelscopeError
+
+    usage_errors: tuple[type[BaseException], ...] = tuple(
+        c for c in typer.BadParameter.__mro__ if c.__name__ == "ClickException"
+    )
+    try:
+        code = get_app()(args=args, prog_name="kernelscope", standalone_mode=False)
+    except usage_errors as exc:
+        output.failed(exc.format_message(), EXIT_USAGE, "usage", json_out=True)  # type: ignore[attr-defined]
+        return EXIT_USAGE
+    except KernelscopeError as exc:
+        status = EXIT_USAGE if exc.exit_code == EXIT_USAGE else exc.exit_code
+        output.failed(str(exc), status, type(exc).__name__, json_out=True)
+        return status
+    except (typer.Abort, KeyboardInterrupt):
+        output.failed("interrupted", 130, "interrupted", json_out=True)
+        return 130
+    except typer.Exit as exc:
+        return int(exc.exit_code)
+    return code if isinstance(code, int) else EXIT_OK
 
 
 def _bench_json(args: list[str]) -> int:

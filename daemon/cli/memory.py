@@ -36,10 +36,13 @@ MoreVersionsArg = Annotated[
 ]
 
 
-def _manager(workspace: Path) -> MemoryManager:
+def _manager(workspace: Path, require: bool = True) -> MemoryManager:
+    """The workspace's memory manager; a folder that is no workspace is the one error every
+    command gives (`memory init`, which makes one, asks for none)."""
     from kernelscope.daemon.engine.memory.records import MemoryManager
+    from kernelscope.daemon.engine.workspace.discovery import require_workspace
 
-    return MemoryManager(workspace)
+    return MemoryManager(require_workspace(workspace, memory_only=True) if require else workspace)
 
 
 def _versions(option: list[str] | None, extra: list[str] | None) -> list[str]:
@@ -57,7 +60,7 @@ def _report_errors(errors: list[str]) -> None:
 @app.command()
 def init(workspace: WorkspaceOpt = Path("."), json_out: JsonOpt = False) -> None:
     """Create the memory/ directory."""
-    path = _manager(workspace).init()
+    path = _manager(workspace, require=False).init()
     output.report(json_out, {"memory_dir": str(path)}, f"Initialized memory directory: {path}")
 
 

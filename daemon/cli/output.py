@@ -140,6 +140,15 @@ def fmt(value: float | None, spec: str = ".2f", suffix: str = "") -> str:
     return "-" if value is None else f"{value:{spec}}{suffix}"
 
 
+def failed(message: str, exit_code: int, kind: str, json_out: bool) -> None:
+    """A command that did not run or was refused: under `--json` one JSON document on stdout
+    (an agent parses stdout: never a plain-text refusal there), else `error: ...` on stderr."""
+    if json_out:
+        print_json({"error": {"kind": kind, "message": message, "exit_code": exit_code}})
+    else:
+        error(message)
+
+
 def error(message: str) -> None:
     if _plain_stream(sys.stderr) and _plain_text(message):
         _write(sys.stderr, f"error: {message}")

@@ -34,8 +34,13 @@ def restart_command(
 ) -> None:
     """Mask half of the memory, launch a fresh agent with a brief, verify what it did."""
     from kernelscope.daemon.engine.workflows.restart import PartialRestart, RestartOptions
+    from kernelscope.daemon.engine.workspace.atrex import refuse_if_supervised
+    from kernelscope.daemon.engine.workspace.discovery import require_workspace
     from kernelscope.daemon.engine.workspace.user_config import user_config
 
+    # what is wrong with the workspace first (not one, or a supervisor's), then the agent
+    workspace = require_workspace(workspace)
+    refuse_if_supervised(workspace, "restart (mask half of the memory, launch an agent)", force)
     command = agent or user_config().get("agent")
     if not command:
         raise UsageError(

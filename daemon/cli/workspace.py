@@ -15,9 +15,10 @@ def workspace_command(
     json_out: Annotated[bool, typer.Option("--json", help="Print the WorkspaceSummary as JSON.")] = False,
 ) -> None:
     """Show the workspace: targets, stop conditions, kernels, memory."""
+    from kernelscope.daemon.engine.workspace.discovery import require_workspace
     from kernelscope.daemon.engine.workspace.workspace import Workspace
 
-    info = Workspace(workspace).summary()
+    info = Workspace(require_workspace(workspace)).summary()
     if json_out:
         output.print_json(info)
         return

@@ -54,6 +54,7 @@ from kernelscope.daemon.cli import exp, memory
 from kernelscope.daemon.cli import main as cli
 from kernelscope.daemon.cli.bench import bench_command
 from kernelscope.daemon.cli.blame import blame_command
+from kernelscope.daemon.cli.check import check_command
 from kernelscope.daemon.cli.compare import compare_command
 from kernelscope.daemon.cli.demo import demo_command
 from kernelscope.daemon.cli.iterate import iterate_command
@@ -77,6 +78,7 @@ app.command("iterate")(iterate_command)
 app.command("restart")(restart_command)
 app.command("serve")(serve_command)
 app.command("schema")(schema_command)
+app.command("check")(check_command)
 app.command("blame")(blame_command)
 app.command("compare")(compare_command)
 cli.get_app = lambda: app
@@ -157,10 +159,11 @@ def test_fast_memory_commands_import_neither_typer_nor_rich_nor_pydantic(
     assert proc.returncode == 0, proc.stderr
     assert not _top(modules) & HEAVY, sorted(_top(modules) & HEAVY)
     assert "kernelscope.daemon.engine.memory.records" not in modules
-    # the record rules only (stdlib): no pydantic model is built
+    # the record rules and the workspace rule only (stdlib): no pydantic model is built
     assert {n for n in modules if n.startswith("kernelscope.protocol")} <= {
         "kernelscope.protocol",
         "kernelscope.protocol.record_rules",
+        "kernelscope.protocol.vocabulary",
     }
     assert ("filelock" in modules) == (command[0] == "update")  # only a writer takes the lock
 

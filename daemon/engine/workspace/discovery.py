@@ -33,10 +33,13 @@ def is_optimization_workspace(path: Path) -> bool:
     return False
 
 
-def missing_parts(path: Path) -> list[str]:
-    """What `path` lacks to be an optimization workspace (empty: it is one)."""
+def missing_parts(path: Path, memory_only: bool = False) -> list[str]:
+    """What `path` lacks to be an optimization workspace (empty: it is one). `memory_only`:
+    what the memory commands need, a memory/ folder (the seed's memory manager asks no more)."""
     if not path.is_dir():
-        return [f"{path} is not a directory"]
+        return ["no such directory" if not path.exists() else "not a directory"]
+    if memory_only:
+        return [] if any((path / name).is_dir() for name in WORKSPACE_DIRS) else [f"no {WORKSPACE_DIRS[0]}/"]
     missing = [f"no {name}" for name in WORKSPACE_FILES if not (path / name).is_file()]
     if not is_optimization_workspace(path) and not missing:
         dirs = " or ".join(f"{name}/" for name in WORKSPACE_DIRS)
@@ -44,13 +47,13 @@ def missing_parts(path: Path) -> list[str]:
     return missing
 
 
-def require_workspace(path: Path) -> Path:
+def require_workspace(path: Path, memory_only: bool = False) -> Path:
     """`path` resolved, or the one "not a workspace" error every command gives (exit 2), naming
     what is missing."""
     from kernelscope.daemon.engine import DataError
 
     resolved = Path(path).expanduser().resolve()
-    missing = missing_parts(resolved)
+    missing = missing_parts(resolved, memory_only)
     if missing:
         raise DataError(
             f"{resolved} is not an optimization workspace ({'; '.join(missing)}): a workspace holds "
