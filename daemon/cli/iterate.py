@@ -46,10 +46,19 @@ def iterate_command(
 
     if mode not in ("auto", "gpu", "interpreter"):
         raise typer.BadParameter("must be auto, gpu or interpreter", param_hint="--mode")
+    from kernelscope.daemon.engine.workflows.iterate import refuse_recorded_code
+    from kernelscope.daemon.engine.workspace.atrex import refuse_if_supervised
     from kernelscope.daemon.engine.workspace.discovery import require_workspace
 
+    # what stops the iteration first (a supervisor's workspace, code already recorded), then
+    # what it needs said about itself
+    root = require_workspace(workspace)
+    refuse_if_supervised(root, "run an iteration (record a version and commit it)", force)
+    if not force and (root / "kernel.py").is_file():
+        refuse_recorded_code(root, db)
+    action_category, action_description = _ask_action(root, action_category, action_description)
     result = run_iteration(
-        require_workspace(workspace),
+        root,
         IterateOptions(
             action_category=action_category,
             action_description=action_description,
@@ -68,6 +77,28 @@ def iterate_command(
     else:
         print_iteration(result)
     raise typer.Exit(0 if result.passed else 3)
+
+
+def _ask_action(root: Path, category: str | None, description: str | None) -> tuple[str | None, str | None]:
+    """A record is permanent: what changed and why is asked for (at a terminal) unless given;
+    elsewhere (scripts, agents) a missing one is a usage error. v0 is the baseline by default."""
+    import sys
+
+    from kernelscope.daemon.engine import UsageError
+    from kernelscope.daemon.engine.memory.records import MemoryManager
+
+    if category and description:
+        return category, description
+    if MemoryManager(root).next_version() == "v0":
+        return category or "baseline", description or "the baseline kernel"
+    if not sys.stdin.isatty():
+        raise UsageError(
+            "say what this iteration changed: --action-category (-a, e.g. tiling) and "
+            "--action-description (-d, what changed and why); a recorded version is permanent"
+        )
+    category = category or typer.prompt("Action category (e.g. tiling, vectorization)")
+    description = description or typer.prompt("What changed and why")
+    return category, description
 
 
 def print_iteration(result: IterationResult) -> None:

@@ -105,7 +105,13 @@ def test_failed_gate_is_recorded_and_kernel_kept(workspace: tuple[Path, str]) ->
     assert git.show_file("refs/kernelscope/failed/v4", ws / "kernel.py") == broken
     experiment = ExperimentStore(db).require(result.experiment_id)  # type: ignore[arg-type]
     assert experiment.is_buggy and experiment.status == "failed" and "x - y" in experiment.code_change
-    # an agent asks for the revert
+    # the same broken code again is refused (identical to the failed v4); another try, with
+    # the revert asked for
+    from kernelscope.daemon.engine import DataError
+
+    with pytest.raises(DataError, match="identical to v4"):
+        iterate(ws, db, "fusion")
+    (ws / "kernel.py").write_text(KERNEL.replace("x + y", "x * y"))
     again = iterate(ws, db, "fusion", revert_on_fail=True)
     assert again.version == "v5" and again.reverted
     assert (ws / "kernel.py").read_text() == kernel_with_block(KERNEL, 1024)  # v3, the last passing
@@ -264,3 +270,52 @@ def test_unnamed_first_iteration_is_the_baseline_in_both_records(tmp_path: Path)
     assert record["optimization"]["action_category"] == "baseline"
     (experiment,) = ExperimentStore(str(db)).list_experiments()
     assert experiment.change_summary.startswith("baseline: ")
+
+
+def test_iterate_refuses_code_already_recorded(workspace: tuple[Path, str], tmp_path: Path) -> None:
+    """kernel.py back to v1's code: refused before any GPU time, naming v1 (nothing is ever
+    deleted, so a second record would stay); --force records it anyway. Without what changed
+    and why, the CLI asks (or, off a terminal, refuses)."""
+    ws, db = workspace
+    (ws / "kernel.py").write_text(kernel_with_block(KERNEL, 128))  # v1's code
+    refused = subprocess.run(
+        [str(KELNERSCOPE), "iterate", "-w", str(ws), "--db", db, "-a", "tiling", "-d", "again", "--json"],
+        capture_output=True,
+        text=True,
+    )
+    assert refused.returncode == 2, refused.stdout + refused.stderr
+    assert "kernel.py is identical to v1" in json.loads(refused.stdout)["error"]["message"]
+    assert not (ws / "memory" / "v4.json").exists()
+    (ws / "kernel.py").write_text(kernel_with_block(KERNEL, 512))
+    unsaid = subprocess.run(
+        [str(KELNERSCOPE), "iterate", "-w", str(ws), "--db", db],
+        capture_output=True,
+        text=True,
+        stdin=subprocess.DEVNULL,
+    )
+    assert unsaid.returncode == 1 and "--action-description" in unsaid.stderr, unsaid.stderr
+    assert not (ws / "memory" / "v4.json").exists()
+    (ws / "kernel.py").write_text(kernel_with_block(KERNEL, 128))
+    forced = subprocess.run(
+        [
+            str(KELNERSCOPE),
+            "iterate",
+            "-w",
+            str(ws),
+            "--db",
+            db,
+            "-a",
+            "tiling",
+            "-d",
+            "again",
+            "--force",
+            "--mode",
+            "interpreter",
+            "--seeds",
+            "1",
+            "--json",
+        ],
+        capture_output=True,
+        text=True,
+    )
+    assert forced.returncode == 0 and json.loads(forced.stdout)["version"] == "v4", forced.stderr[-2000:]

@@ -85,7 +85,7 @@ def _experiments(db: Path) -> tuple[str, int]:
 CASES = {
     "update": ["memory", "update", "-w", "{ws}", "--version", "v1", "--set", 'notes="' + "x" * 5000 + '"'],
     "mask-half": ["memory", "mask-half", "-w", "{ws}", "--seed", "1", "--force"],
-    "iterate": ["iterate", "-w", "{ws}", "--db", "{db}", "-a", "fault"],
+    "iterate": ["iterate", "-w", "{ws}", "--db", "{db}", "-a", "fault", "-d", "on a full disk"],
     "experiment": ["exp", "record", "--db", "{db}", "-m", "on a full disk", "--score", "1.2"],
 }
 

@@ -78,6 +78,9 @@ def make_gate_only_workspace(root: Path, iterations: int, copies_up_to: int) -> 
                 str(root / "exp.sqlite"),
                 "-a",
                 "baseline" if n == 0 else "tiling",
+                "-d",
+                f"iteration {n}",
+                "--force",  # the same kernel.py recorded again, on purpose
             ],
             check=True,
             capture_output=True,
@@ -157,13 +160,25 @@ OPERATIONS = [
     ),
     Operation(
         "iterate",
-        lambda ws, db, i: ["iterate", "-w", str(ws), "--db", str(db), "-a", "fault", "-d", f"run {i}"],
+        lambda ws, db, i: [
+            "iterate",
+            "-w",
+            str(ws),
+            "--db",
+            str(db),
+            "-a",
+            "fault",
+            "-d",
+            f"run {i}",
+            "--force",
+        ],
         (
             "kernelscope.runIteration",
             lambda ws, db, i: {
                 "workspace": str(ws),
                 "actionCategory": "fault",
                 "actionDescription": f"run {i}",
+                "force": True,  # the same kernel.py each time: the kill is the test
             },
         ),
         creates_versions=True,
@@ -455,6 +470,7 @@ def test_concurrent_iterations_take_distinct_versions(tmp_path: Path) -> None:
                 "concurrent",
                 "-d",
                 f"writer {n}",
+                "--force",  # every writer records the same kernel.py: concurrency is the test
                 "--json",
             ],
             stdout=subprocess.PIPE,

@@ -89,6 +89,21 @@ def evaluate_stop_conditions(
 ITERATION_LOCK_NAME = ".kernelscope-iteration.lock"
 
 
+def refuse_recorded_code(root: Path, db_url: str | None = None) -> None:
+    """Nothing is ever deleted, so a version recorded twice stays twice: kernel.py identical to
+    a recorded version is refused, naming it, before any GPU time (`force` records anyway)."""
+    from kernelscope.daemon.engine.history.service import HistoryService
+
+    text = (root / "kernel.py").read_text(encoding="utf-8", errors="replace")
+    check = HistoryService(root, db_url=db_url).fingerprint(text)
+    lead = check.matches[0] if check.matches else None
+    if lead is not None and lead.kind == "identical" and lead.version is not None:
+        raise DataError(
+            f"kernel.py is {check.verdict}: nothing new to record (change kernel.py, or pass --force "
+            "to record it again)"
+        )
+
+
 class Iteration:
     """One run-iteration on a workspace."""
 
@@ -109,6 +124,8 @@ class Iteration:
         refuse_if_supervised(
             self.ws.root, "run an iteration (record a version and commit it)", self.options.force
         )
+        if not self.options.force:
+            refuse_recorded_code(self.ws.root, self.options.db_url)
         readme = self.ws.readme() if self.ws.readme_path.is_file() else None
         entries = self.memory.scan()
         baseline_entry = next((e for e in entries if e.record is not None and e.number == 0), None)
