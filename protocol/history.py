@@ -36,11 +36,9 @@ class ScoreValue(ClosedModel):
         """`3.20x vs v0 [3.10-3.30]`, `latency ratio 1.16x vs v1`, `latency -13.9% vs incumbent`."""
         if self.kind == "latency_change_pct":
             return f"latency {self.value:+.1f}% vs {self.versus}"
-        interval = f" [{self.ci[0]:.2f}-{self.ci[1]:.2f}]" if self.ci else ""
-        prefix = {"speedup": "", "latency_ratio": "latency ratio ", "metric_ratio": "metric ratio "}[
-            self.kind
-        ]
-        return f"{prefix}{self.value:.2f}x vs {self.versus}{interval}"
+        from kernelscope.protocol.record_rules import format_score
+
+        return format_score(self.value, self.kind, self.ci, self.versus)
 
 
 class VersionEffect(ClosedModel):

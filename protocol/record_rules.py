@@ -13,6 +13,8 @@ import re
 from typing import Any
 
 VERSION_RE = re.compile(r"^v(\d+)$")
+# The memory record's performance field that holds each target metric.
+RECORD_METRIC: dict[str, str] = {"bandwidth": "bandwidth_gbps", "tflops": "tflops", "latency": "latency_us"}
 _LEADING_NUMBER = re.compile(r"^\s*([-+]?\d+(?:\.\d*)?(?:[eE][-+]?\d+)?)")
 # The types a loosely typed scalar may have (protocol.memory.Scalar).
 SCALAR_TYPES = (type(None), bool, int, float, str)
@@ -84,3 +86,16 @@ def certainly_valid(data: dict[str, Any]) -> bool:
     if type(version) is not str or not VERSION_RE.match(version.strip()):
         return False
     return all(type(data.get(key)) in SCALAR_TYPES for key in ("timestamp", "git_commit_hash"))
+
+
+def format_score(
+    value: float, kind: str = "speedup", ci: tuple[float, float] | None = None, versus: str | None = None
+) -> str:
+    """The one way a score is written, on every surface (tables, lenses, hover, hints,
+    diagnostics, JSON-free text): two decimals and an `x`, named when it is not an in-run
+    speedup (`latency ratio 1.16x`), the version it is against when the place does not say it,
+    its 95% interval when measured: `17.13x vs v0 [13.61-23.33]`."""
+    prefix = {"latency_ratio": "latency ratio ", "metric_ratio": "metric ratio "}.get(kind, "")
+    against = f" vs {versus}" if versus else ""
+    interval = f" [{ci[0]:.2f}-{ci[1]:.2f}]" if ci else ""
+    return f"{prefix}{value:.2f}x{against}{interval}"

@@ -16,8 +16,6 @@ Comparator = Literal[">=", ">", "<=", "<"]
 
 # Canonical units stop conditions are normalised to, so they compare with measurements.
 CANONICAL_UNIT: dict[str, str] = {"bandwidth": "GB/s", "tflops": "TFLOPS", "latency": "us"}
-# The memory record's performance field that holds each target metric.
-RECORD_METRIC: dict[str, str] = {"bandwidth": "bandwidth_gbps", "tflops": "tflops", "latency": "latency_us"}
 
 
 class TargetInfo(ClosedModel):
@@ -158,8 +156,9 @@ class VersionSummary(ClosedModel):
     latency_us: float | None = None
     tflops: float | None = None
     bandwidth_gbps: float | None = None
-    speedup_vs_v0: float | None = Field(
-        default=None, description="v0 latency / vN latency (a latency ratio, kept under its old name)"
+    latency_ratio: float | None = Field(
+        default=None,
+        description="v0 latency / this version's latency: a ratio of two recordings, not a score",
     )
     score: ScoreValue | None = Field(
         default=None, description="the one score vs v0 every surface shows (kind says what it is)"
@@ -231,3 +230,8 @@ class WorkspaceSummary(ClosedModel):
     next_version: str = "v0"
     masked_count: int = 0
     warnings: list[str] = Field(default_factory=list)
+    store: str | None = Field(default=None, description="the experiment store in use (no password)")
+    imported: dict[str, int] = Field(
+        default_factory=dict,
+        description="experiments of this workspace imported from the stores they were in",
+    )

@@ -9,6 +9,7 @@ from typing import Annotated, Optional
 import typer
 
 from kernelscope.daemon.cli import output
+from kernelscope.daemon.cli.options import DbOpt
 from kernelscope.daemon.engine.workflows.demo import run_demo
 
 OptPath = Optional[Path]  # noqa: UP045 - typer reads the annotation at runtime
@@ -18,13 +19,15 @@ def demo_command(
     directory: Annotated[
         OptPath, typer.Option("--dir", help="Where to create the demo (default: a temp dir).")
     ] = None,
-    db: Annotated[Optional[str], typer.Option("--db", help="Experiment DB (default: inside --dir).")] = None,  # noqa: UP045
+    db: DbOpt = None,
     mode: Annotated[str, typer.Option("--mode", help="auto, gpu or interpreter.")] = "auto",
     examples: Annotated[
         OptPath, typer.Option("--examples", help="The examples/ folder of a checkout.")
     ] = None,
 ) -> None:
     """Create a workspace, record v0 and three measured improvements, mask half, show the lenses."""
+    from kernelscope.daemon.engine.store.config import public_url
+
     result = run_demo(directory, db, mode=mode, examples=examples, progress=output.info)
     output.info("")
     # One score per version, the lenses' ("score vs v0": the in-run geometric-mean speedup);
@@ -37,10 +40,10 @@ def demo_command(
         output.info(f"  [above {kernel}] {text}")
     output.info("")
     output.info(f"Workspace: {result.workspace}")
-    output.info(f"Experiments: {result.db_url}")
+    output.info(f"Experiments: {public_url(result.db_url)} (your store: every command reads it)")
     output.info("Explore it:")
     output.info(f"  kernelscope memory summary -w {result.workspace}")
-    output.info(f"  kernelscope exp summary -w {result.workspace} --db {result.db_url}")
+    output.info(f"  kernelscope exp summary -w {result.workspace}")
     output.info(f"  kernelscope bench -w {result.workspace}")
     output.info(f"  cd {result.workspace} && git log --oneline")
     output.info("Editors: start `kernelscope serve` from your editor's LSP client with this folder open")

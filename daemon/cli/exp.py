@@ -78,7 +78,9 @@ FTag = Annotated[OptStr, typer.Option("--tag")]
 
 
 def _score(value: float | None) -> str:
-    return "-" if value is None else f"{value:.4f}x"
+    from kernelscope.protocol.record_rules import format_score
+
+    return "-" if value is None else format_score(value)
 
 
 def _table(records: list[KernelExperiment], title: str | None = None) -> None:

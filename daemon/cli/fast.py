@@ -35,7 +35,7 @@ from kernelscope.daemon.cli import output
 from kernelscope.daemon.engine import DataError, KernelscopeError, UsageError
 from kernelscope.daemon.engine.memory import core
 from kernelscope.daemon.engine.memory.record_edits import parse_assignment, set_path
-from kernelscope.protocol.record_rules import certainly_valid
+from kernelscope.protocol.record_rules import certainly_valid, format_score
 
 TYPE_CHECKING = False  # (typing itself is 2 ms of start-up: annotations only)
 if TYPE_CHECKING:
@@ -133,6 +133,16 @@ def _file(memory_dir: Path, version: str) -> core.RawFile:
     return found
 
 
+def _numbers(row: dict[str, Any]) -> list[Any]:
+    score = row.get("score") or {}
+    return [*row.values(), score.get("value"), *(score.get("ci") or ())]
+
+
+def _score(score: dict[str, Any] | None) -> str:
+    """The table cell of the one score (memory/scores.score_cell for the models)."""
+    return "-" if score is None else format_score(score["value"], score["kind"], score["ci"])
+
+
 def _fmt(value: float | None, spec: str, suffix: str = "") -> str:
     return "-" if value is None else f"{value:{spec}}{suffix}"
 
@@ -161,14 +171,13 @@ class _Run:
     def list(self) -> None:
         files = _files(self.memory_dir)
         base = next((f.raw for f in files if f.number == 0 and f.error is None), None)
-        base_latency = core.metric(base, "latency_us") if base is not None else None
         rows: list[dict[str, Any]] = []
         for found in files:
-            summary = core.summary_row(found.number, found.path, found.raw, found.error, base_latency)
+            summary = core.summary_row(found.number, found.path, found.raw, found.error, base)
             rows.append(core.listed(summary))
         if self.options.get("json"):
             for row in rows:
-                if any(isinstance(value, float) and not math.isfinite(value) for value in row.values()):
+                if any(isinstance(value, float) and not math.isfinite(value) for value in _numbers(row)):
                     raise Fallback  # inf/nan: pydantic's JSON mode decides how it looks
             self.committed = True
             output.print_json(rows)
@@ -180,15 +189,15 @@ class _Run:
                 row["version"],
                 "yes" if row["masked"] else "",
                 row["gate"] or "-",
+                _score(row["score"]),
                 _fmt(row["latency_us"], ".3f"),
-                _fmt(row["speedup_vs_v0"], ".3f", "x"),
             ]
             if row["error"] is None
             else [row["version"], "?", "CORRUPT", "-", row["error"]]
             for row in rows
         ]
         self.committed = True
-        output.print_table(None, ["version", "masked", "gate", "latency (us)", "latency ratio vs v0"], cells)
+        output.print_table(None, list(core.LIST_COLUMNS), cells)
 
     def read(self) -> None:
         options = self.options

@@ -13,6 +13,7 @@ import typer
 
 from kernelscope.daemon.cli import output
 from kernelscope.daemon.cli.options import ForceOpt, JsonOpt, OptStr
+from kernelscope.protocol.record_rules import format_score
 
 if TYPE_CHECKING:
     from kernelscope.protocol.commands import IterationResult
@@ -103,9 +104,9 @@ def _ask_action(root: Path, category: str | None, description: str | None) -> tu
 
 def print_iteration(result: IterationResult) -> None:
     verdict = "PASS" if result.passed else "FAIL"
-    score = f"{result.score:.3f}x vs v0" if result.score is not None else "no score"
+    score = format_score(result.score, versus="v0") if result.score is not None else "no score"
     parent = (
-        f", {result.score_vs_parent:.3f}x vs {result.parent_version}"
+        f", {format_score(result.score_vs_parent, versus=result.parent_version)}"
         if result.score_vs_parent is not None
         else ""
     )

@@ -156,25 +156,26 @@ app.command("unmask")(_mask_command(False))
 
 @app.command("list")
 def list_versions(workspace: WorkspaceOpt = Path("."), json_out: JsonOpt = False) -> None:
-    """List versions: masked, gate result, latency, latency ratio vs v0 (v0 latency / vN latency)."""
-    rows = _manager(workspace).summaries()
-    if json_out:  # the seed's fields (the fast path prints the same); `summary` adds the score
-        from kernelscope.daemon.engine.memory.core import listed
+    """List versions: masked, gate result, the one score vs v0, the recorded latency."""
+    from kernelscope.daemon.engine.memory.core import LIST_COLUMNS, listed
+    from kernelscope.daemon.engine.memory.scores import score_cell
 
+    rows = _manager(workspace).summaries()
+    if json_out:  # the fast path prints the same
         output.print_json([listed(row.model_dump(mode="json")) for row in rows])
         return
     if not rows:
         raise DataError(f"no memory files in {_manager(workspace).memory_dir}")
     output.print_table(
         None,
-        ["version", "masked", "gate", "latency (us)", "latency ratio vs v0"],
+        list(LIST_COLUMNS),
         [
             [
                 row.version,
                 "yes" if row.masked else "",
                 row.gate or "-",
+                score_cell(row.score),
                 output.fmt(row.latency_us, ".3f"),
-                output.fmt(row.speedup_vs_v0, ".3f", "x"),
             ]
             if row.error is None
             else [row.version, "?", "CORRUPT", "-", row.error]

@@ -21,7 +21,8 @@ ForceOpt = Annotated[
     typer.Option(
         "--force",
         help="Write even when an orchestrator drives the workspace (never its next version); "
-        "mask-half and restart also skip unreadable memory files.",
+        "mask-half and restart also skip unreadable memory files, iterate records kernel.py "
+        "identical to a recorded version.",
     ),
 ]
 OptStr = Optional[str]  # noqa: UP045

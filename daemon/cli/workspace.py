@@ -8,21 +8,37 @@ from typing import Annotated
 import typer
 
 from kernelscope.daemon.cli import output
+from kernelscope.daemon.cli.options import DbOpt
 
 
 def workspace_command(
     workspace: Annotated[Path, typer.Option("--workspace", "-w", help="Workspace directory.")] = Path("."),
+    db: DbOpt = None,
     json_out: Annotated[bool, typer.Option("--json", help="Print the WorkspaceSummary as JSON.")] = False,
 ) -> None:
-    """Show the workspace: targets, stop conditions, kernels, memory."""
+    """Show the workspace: targets, stop conditions, kernels, memory, and its experiment store."""
+    from kernelscope.daemon.engine.store import ExperimentStore
+    from kernelscope.daemon.engine.store.adopt import adopt
+    from kernelscope.daemon.engine.store.config import public_url
     from kernelscope.daemon.engine.workspace.discovery import require_workspace
     from kernelscope.daemon.engine.workspace.workspace import Workspace
 
-    info = Workspace(require_workspace(workspace)).summary()
+    ws = Workspace(require_workspace(workspace))
+    store = ExperimentStore(db)
+    # one store per user: experiments of this workspace recorded elsewhere (an older demo's
+    # store, a --db) are imported here, never dropped
+    records, _ = ws.memory.read_all(include_masked=True)
+    imported = adopt(ws.root, records, store)
+    info = ws.summary()
+    info.store = public_url(store.url)
+    info.imported = {public_url(url): count for url, count in imported.items()}
     if json_out:
         output.print_json(info)
         return
     output.info(f"Workspace: {info.root}  (git: {info.git_root or 'none'})")
+    output.info(f"Experiment store: {info.store}")
+    for url, count in info.imported.items():
+        output.info(f"Imported {count} experiments of this workspace from {url}, where they were recorded")
     if info.readme:
         t = info.readme.target
         output.info(

@@ -234,7 +234,7 @@ def comparison_markdown(comparison: VersionComparison, actions: dict[str, str | 
         for delta in comparison.configs:
             lines.append(
                 f"| {delta.config} | {_number(delta.a_latency_us)} | {_number(delta.b_latency_us)} "
-                f"| {_number(delta.latency_ratio, '.3f', 'x')} "
+                f"| {_number(delta.latency_ratio, '.2f', 'x')} "
                 f"| {_config_cell(delta.a_speedup, delta.a_passed)} "
                 f"| {_config_cell(delta.b_speedup, delta.b_passed)} |"
             )

@@ -12,6 +12,7 @@ model, whose message words the verdict.
 from __future__ import annotations
 
 import json
+import math
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -21,6 +22,7 @@ from kernelscope.daemon.engine import DataError, UsageError
 from kernelscope.daemon.engine.memory import atrex_fields
 from kernelscope.daemon.engine.memory.record_edits import get_path
 from kernelscope.protocol.record_rules import (
+    RECORD_METRIC,
     as_float,
     certainly_valid,
     format_version,
@@ -128,7 +130,7 @@ def field_of(raw: dict[str, Any], version: str, field: str | None) -> Any:
 
 
 # What `memory list --json` prints of a version's summary row, in this order (both CLI paths
-# print through `listed`); `memory summary` adds the score.
+# print through `listed`).
 LISTED_FIELDS = (
     "version",
     "masked",
@@ -136,7 +138,8 @@ LISTED_FIELDS = (
     "latency_us",
     "tflops",
     "bandwidth_gbps",
-    "speedup_vs_v0",
+    "latency_ratio",
+    "score",
     "action",
     "path",
     "error",
@@ -148,17 +151,83 @@ LISTED_FIELDS = (
 )
 
 
+# `memory list`'s table: the one score, then the recorded latency (a measurement, not a score)
+LIST_COLUMNS = ("version", "masked", "gate", "score vs v0", "latency (us)")
+
+
 def listed(row: dict[str, Any]) -> dict[str, Any]:
     """A summary row as `memory list --json` prints it (absent fields as null)."""
     return {key: row.get(key) for key in LISTED_FIELDS}
 
 
-def metric(raw: dict[str, Any], name: str) -> float | None:
-    return as_float(section_get(raw.get("performance"), name))
+def metric(record: Any, name: str) -> float | None:
+    """A performance metric of a record (the raw object or its model) as a float."""
+    return as_float(section_get(section_get(record, "performance"), name))
+
+
+# -- the one score of a version -----------------------------------------------------------
+# Every surface shows it (memory/scores.py wraps it for the models). In a fixed order:
+# 1. `kernelscope.score_vs_v0`: the in-run geometric-mean speedup over all configurations, with
+#    its 95% interval (`kernelscope.score_ci`), when the record has it (`kernelscope iterate`);
+# 2. else the latency ratio v0 latency / version latency (records of other tools), named a
+#    latency ratio, never a speedup;
+# 3. else the ratio of the README's target metric (bandwidth, TFLOP/s) to v0's.
+# Carried-forward numbers (an atrex pivot's) are never a score.
+
+
+def kernelscope_block(record: Any) -> dict[str, Any]:
+    """The record's `kernelscope` block (written by `kernelscope iterate`), or {}."""
+    block = section_get(record, "kernelscope")
+    return block if isinstance(block, dict) else {}
+
+
+def _interval(value: Any) -> tuple[float, float] | None:
+    if isinstance(value, (list, tuple)) and len(value) == 2:
+        low, high = as_float(value[0]), as_float(value[1])
+        if low is not None and high is not None:
+            return (low, high)
+    return None
+
+
+def _positive(value: Any) -> float | None:
+    number = as_float(value)
+    return number if number is not None and number > 0 and math.isfinite(number) else None
+
+
+ScoreParts = tuple[float, str, str, "tuple[float, float] | None", str]  # value, kind, versus, ci, source
+
+
+def score_parts(record: Any, baseline: Any, kind: str | None = None) -> ScoreParts | None:
+    """The one score of `record` (raw object or model) against v0's `baseline` record."""
+    if not atrex_fields.record_outcome(record).measured:
+        return None
+    block = kernelscope_block(record)
+    in_run = _positive(block.get("score_vs_v0"))
+    if in_run is not None:
+        interval = _interval(block.get("score_ci"))
+        if interval is not None and not interval[0] <= in_run <= interval[1]:
+            interval = None  # v0's record: its score is 1.0 by definition, its interval vs the reference
+        return (in_run, "speedup", "v0", interval, "kernelscope.score_vs_v0")
+    if baseline is None:
+        return None
+    base_latency, latency = _positive(metric(baseline, "latency_us")), _positive(metric(record, "latency_us"))
+    if base_latency and latency:
+        return (base_latency / latency, "latency_ratio", "v0", None, "performance.latency_us")
+    if kind in ("bandwidth", "tflops"):  # latency was tried above
+        name = RECORD_METRIC[kind]
+        base_value, value = _positive(metric(baseline, name)), _positive(metric(record, name))
+        if base_value and value:
+            return (value / base_value, "metric_ratio", "v0", None, f"performance.{name}")
+    return None
 
 
 def summary_row(
-    number: int, path: Path, raw: dict[str, Any] | None, error: str | None, base_latency: float | None
+    number: int,
+    path: Path,
+    raw: dict[str, Any] | None,
+    error: str | None,
+    base: dict[str, Any] | None,
+    kind: str | None = None,
 ) -> dict[str, Any]:
     """One `VersionSummary` (protocol/workspace.py) but its score, from the raw record: gate,
     metrics, the latency ratio vs v0, and what today's atrex supervisor records."""
@@ -166,6 +235,8 @@ def summary_row(
     if raw is None or error is not None:
         row["error"] = error
         return row
+    base_latency = metric(base, "latency_us") if base is not None else None
+    score = score_parts(raw, base, kind)
     outcome = atrex_fields.record_outcome(raw)
     latency = metric(raw, "latency_us") if outcome.measured else None
     notes = atrex_fields.experiments(raw)
@@ -177,7 +248,10 @@ def summary_row(
         latency_us=latency,
         tflops=metric(raw, "tflops"),
         bandwidth_gbps=metric(raw, "bandwidth_gbps"),
-        speedup_vs_v0=base_latency / latency if base_latency and latency else None,
+        latency_ratio=base_latency / latency if base_latency and latency else None,
+        score=None
+        if score is None
+        else {"value": score[0], "kind": score[1], "versus": score[2], "ci": score[3], "source": score[4]},
         action=None if action is None else str(action),
         outcome=outcome.label,
         carried_from=outcome.carried_from,

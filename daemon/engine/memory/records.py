@@ -62,7 +62,8 @@ from kernelscope.protocol.memory import (
     memory_schema_template,
     parse_version,
 )
-from kernelscope.protocol.workspace import RECORD_METRIC, MetricKind, VersionSummary
+from kernelscope.protocol.record_rules import RECORD_METRIC
+from kernelscope.protocol.workspace import MetricKind, VersionSummary
 
 # -- incremental reads ---------------------------------------------------------------
 RACY_NS = 100_000_000  # re-check a file whose timestamp is this close to when it was read
@@ -251,18 +252,14 @@ class MemoryManager:
     def summaries(self, kind: MetricKind | None = None) -> list[VersionSummary]:
         """One row per version for `list`/`summary`: gate, metrics, the latency ratio vs v0
         and the one score every surface shows (`kind`: the README's primary metric)."""
-        from kernelscope.daemon.engine.memory.scores import version_score
 
         entries = self.scan()
         baseline = next((e for e in entries if e.number == 0 and e.record), None)
-        base_latency = baseline.record.metric("latency_us") if baseline and baseline.record else None
-        rows: list[VersionSummary] = []
-        for entry in entries:
-            row = core.summary_row(entry.number, entry.path, entry.raw, entry.error, base_latency)
-            if entry.record is not None:
-                row["score"] = version_score(entry.record, baseline.record if baseline else None, kind)
-            rows.append(VersionSummary(**row))
-        return rows
+        base = baseline.raw if baseline is not None else None
+        return [
+            VersionSummary(**core.summary_row(entry.number, entry.path, entry.raw, entry.error, base, kind))
+            for entry in entries
+        ]
 
     # -- writing --------------------------------------------------------------------
 

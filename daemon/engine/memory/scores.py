@@ -18,40 +18,22 @@ Carried-forward numbers (an atrex pivot's) are never a score (`formats.atrex_fie
 
 from __future__ import annotations
 
-import math
 import re
 import threading
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from kernelscope.daemon.engine.memory import atrex_fields
+from kernelscope.daemon.engine.memory import atrex_fields, core
+from kernelscope.daemon.engine.memory.core import _interval, _positive, kernelscope_block
 from kernelscope.protocol.history import ScoreValue
 from kernelscope.protocol.memory import MemoryRecord, as_float
-from kernelscope.protocol.workspace import RECORD_METRIC, MetricKind, ReadmeInfo
+from kernelscope.protocol.record_rules import format_score
+from kernelscope.protocol.workspace import MetricKind, ReadmeInfo
 
 if TYPE_CHECKING:
     from kernelscope.daemon.engine.memory.records import MemoryEntry
 
 _REL_ERR = re.compile(r"\brel_err[ =:]+([-+]?\d+(?:\.\d*)?(?:[eE][-+]?\d+)?)")
-
-
-def kernelscope_block(record: MemoryRecord) -> dict[str, Any]:
-    """The record's `kernelscope` block (written by `kernelscope iterate`), or {}."""
-    block = getattr(record, "kernelscope", None)
-    return block if isinstance(block, dict) else {}
-
-
-def _interval(value: Any) -> tuple[float, float] | None:
-    if isinstance(value, (list, tuple)) and len(value) == 2:
-        low, high = as_float(value[0]), as_float(value[1])
-        if low is not None and high is not None:
-            return (low, high)
-    return None
-
-
-def _positive(value: Any) -> float | None:
-    number = as_float(value)
-    return number if number is not None and number > 0 and math.isfinite(number) else None
 
 
 def _score(value: float, kind: str, versus: str, ci: tuple[float, float] | None, source: str) -> ScoreValue:
@@ -64,27 +46,10 @@ def version_score(
     baseline: MemoryRecord | None,
     kind: MetricKind | None = None,
 ) -> ScoreValue | None:
-    """The one score of a version against v0, or None when nothing was measured on it."""
-    if not atrex_fields.record_outcome(record).measured:
-        return None
-    block = kernelscope_block(record)
-    in_run = _positive(block.get("score_vs_v0"))
-    if in_run is not None:
-        interval = _interval(block.get("score_ci"))
-        if interval is not None and not interval[0] <= in_run <= interval[1]:
-            interval = None  # v0's record: its score is 1.0 by definition, its interval vs the reference
-        return _score(in_run, "speedup", "v0", interval, "kernelscope.score_vs_v0")
-    if baseline is None:
-        return None
-    base_latency, latency = _positive(baseline.metric("latency_us")), _positive(record.metric("latency_us"))
-    if base_latency and latency:
-        return _score(base_latency / latency, "latency_ratio", "v0", None, "performance.latency_us")
-    if kind in ("bandwidth", "tflops"):  # latency was tried above
-        metric = RECORD_METRIC[kind]
-        base_value, value = _positive(baseline.metric(metric)), _positive(record.metric(metric))
-        if base_value and value:
-            return _score(value / base_value, "metric_ratio", "v0", None, f"performance.{metric}")
-    return None
+    """The one score of a version against v0 (memory/core.py's rule), or None when nothing
+    was measured on it."""
+    found = core.score_parts(record, baseline, kind)
+    return None if found is None else _score(*found)
 
 
 def score_value(
@@ -136,6 +101,8 @@ def parent_effect(
     (ABBA) improvement, else the ratio of the two recorded latencies."""
     if not atrex_fields.record_outcome(record).measured:
         return None
+    if parent_version == "v0":  # one number per fact: against v0 that is the version's score
+        return version_score(record, parent)
     versus = parent_version or "parent"
     block = kernelscope_block(record)
     in_run = _positive(block.get("score_vs_parent"))
@@ -231,11 +198,7 @@ def score_cell(score: ScoreValue | None) -> str:
     """A table cell that names what the number is when it is not the in-run speedup."""
     if score is None:
         return "-"
-    interval = f" [{score.ci[0]:.2f}-{score.ci[1]:.2f}]" if score.ci else ""
-    kind = {"speedup": "", "latency_ratio": " (latency ratio)", "metric_ratio": " (metric ratio)"}.get(
-        score.kind, f" ({score.kind})"
-    )
-    return f"{score.value:.2f}x{interval}{kind}"
+    return format_score(score.value, score.kind, score.ci)
 
 
 def score_table(

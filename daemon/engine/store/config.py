@@ -57,3 +57,11 @@ def resolve_db_url(explicit: str | None = None) -> str:
         if candidate:
             return normalize_url(candidate)
     return normalize_url(str(default_db_path()))
+
+
+def public_url(url: str) -> str:
+    """The URL without its password: what may be written into a workspace (records are
+    committed) or shown."""
+    from sqlalchemy.engine import make_url
+
+    return make_url(normalize_url(url)).render_as_string(hide_password=True)

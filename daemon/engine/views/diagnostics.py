@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Literal
 
 from kernelscope.protocol.bench import BenchResult
 from kernelscope.protocol.history import FingerprintCheck, TriedHint
+from kernelscope.protocol.record_rules import format_score
 
 if TYPE_CHECKING:
     from kernelscope.daemon.engine.history.service import HistoryService
@@ -95,8 +96,7 @@ def probe_notices(probe: BenchResult | None) -> list[Notice]:
         ]
     if probe.score is None:
         return [Notice("information", "probe", f"probe PASS (no timing) — {RECORD}")]
-    interval = f" [{probe.score_ci[0]:.2f}-{probe.score_ci[1]:.2f}]" if probe.score_ci else ""
-    measured = f"{probe.score:.2f}x vs {versus}{interval}"
+    measured = format_score(probe.score, ci=probe.score_ci, versus=versus)
     if probe.baseline != "reference" and probe.score_ci is not None and probe.score_ci[1] < REGRESSION_BELOW:
         worst = min(
             (c for c in probe.configs if c.speedup is not None), key=lambda c: c.speedup or 1.0, default=None

@@ -15,6 +15,7 @@ from kernelscope.daemon.engine.views.lens_text import file_lens, recorded_notes
 from kernelscope.daemon.engine.workspace.cache import WorkspaceCache
 from kernelscope.protocol.experiment import KernelExperiment
 from kernelscope.protocol.lsp import HistoryEntry, HistoryResult
+from kernelscope.protocol.record_rules import format_score
 
 FAILED_STATUSES = ("failed", "timeout", "FAIL", "TIMEOUT_FAIL")
 
@@ -150,7 +151,7 @@ def _history(cache: WorkspaceCache, kernel: str | None, sources: _Sources) -> Hi
         "|---|---:|---|---|",
     ]
     for entry in entries[-30:]:
-        score = "-" if entry.score is None else f"{entry.score:.3f}x"
+        score = "-" if entry.score is None else format_score(entry.score)
         status = f"{entry.status} (masked)" if entry.masked else entry.status
         lines.append(f"| {entry.version or '-'} | {score} | {status} | {_cell(entry.summary)} |")
     if sources.notes:

@@ -15,23 +15,25 @@ from kernelscope.daemon.engine.memory import atrex_fields
 from kernelscope.daemon.engine.memory.records import MemoryEntry
 from kernelscope.daemon.engine.memory.scores import VersionScore
 from kernelscope.daemon.engine.workspace import atrex
+from kernelscope.daemon.engine.workspace.cache import WorkspaceCache
 from kernelscope.daemon.engine.workspace.workspace import Workspace
 from kernelscope.protocol.bench import BenchResult
 from kernelscope.protocol.experiment import KernelSummary
 from kernelscope.protocol.memory import format_version
-from kernelscope.protocol.workspace import CANONICAL_UNIT, RECORD_METRIC, ReadmeInfo
+from kernelscope.protocol.record_rules import RECORD_METRIC, format_score
+from kernelscope.protocol.workspace import CANONICAL_UNIT, ReadmeInfo
 
 
 def kernel_lens(summary: KernelSummary | None, scores: list[VersionScore]) -> str:
     """`best 1.42x v7 | latest 0.97x v9 | 12 runs, 2 failed` for one kernel."""
     if summary is not None and summary.runs:
         best = (
-            f"best {summary.best_score:.2f}x {summary.best_version or ''}".rstrip()
+            f"best {format_score(summary.best_score)} {summary.best_version or ''}".rstrip()
             if summary.best_score is not None
             else "best -"
         )
         latest = (
-            f"latest {summary.latest_score:.2f}x {summary.latest_version or ''}".rstrip()
+            f"latest {format_score(summary.latest_score)} {summary.latest_version or ''}".rstrip()
             if summary.latest_score is not None and summary.latest_status not in ("failed", "timeout")
             else f"latest FAILED {summary.latest_version or ''}".rstrip()
         )
@@ -48,12 +50,16 @@ def kernel_lens(summary: KernelSummary | None, scores: list[VersionScore]) -> st
         if s.label:
             outcomes[s.label] = outcomes.get(s.label, 0) + 1
     failed = sum(1 for s in tried if not s.passed and not s.label)
-    best_text = f"best {best_score.score:.2f}x {best_score.version}" if best_score else "best -"
+    best_text = (
+        f"best {format_score(best_score.score)} {best_score.version}"
+        if best_score is not None and best_score.score is not None
+        else "best -"
+    )
     if last.label:
         carried = f", kept {last.carried_from}" if last.carried_from else ""
         latest_text = f"latest {last.version} {last.label}{carried}"
     elif last.passed and last.score is not None:
-        latest_text = f"latest {last.score:.2f}x {last.version}"
+        latest_text = f"latest {format_score(last.score)} {last.version}"
         if last.unchanged:
             latest_text += " (no measurable change)"
     else:
@@ -144,7 +150,7 @@ def _goal_progress(goal: str, entries: list[MemoryEntry]) -> str:
         return f"goal: {text} | no passing measurement yet"
     best, latency = min(latencies, key=lambda item: item[1])
     speedup = atrex_fields.speedup_vs_reference(best.record) if best.record else None
-    versus = f", {speedup:.2f}x vs reference" if speedup is not None else ""
+    versus = f", {format_score(speedup, versus='reference')}" if speedup is not None else ""
     return f"goal: {text} | best {latency:.4g} us {best.version}{versus}"
 
 
@@ -207,6 +213,21 @@ def kernel_texts(
     return {name: prefix + text(name) for name in kernels}
 
 
+def workspace_texts(cache: WorkspaceCache) -> tuple[str, dict[str, str]]:
+    """The file's lens line and each kernel's, as `kernelscope serve` shows them (the demo
+    prints these): kept by the workspace cache until a source they are made of changes."""
+    file_text = cache.get(
+        "file_lens", ("memory", "readme"), lambda: file_lens(cache.workspace, cache.memory(), cache.readme())
+    )
+    names = [k.name for k in cache.kernels().kernels]
+    texts = cache.get(
+        "kernel_texts",
+        ("kernel", "memory", "readme", "store"),
+        lambda: kernel_texts(names, cache.kernel_summaries(), cache.scores(), stale=False),
+    )
+    return file_text, texts
+
+
 UNTRUSTED = "re-benchmark on save is off: workspace not trusted (Benchmark now: `kernelscope bench`)"
 
 
@@ -223,7 +244,7 @@ def probe_text(probe: BenchResult, stale: bool) -> str:
     recorded version (workflows/probe.py)."""
     verdict = "PASS" if probe.passed else f"FAIL ({probe.error.kind if probe.error else 'gate'})"
     against = probe.baseline_version or ("reference" if probe.baseline == "reference" else "the baseline")
-    score = f" {probe.score:.2f}x vs {against}" if probe.score is not None else ""
+    score = f" {format_score(probe.score, versus=against)}" if probe.score is not None else ""
     if probe.verdict == "no measurable change":
         score += " (no measurable change)"
     elif probe.score is not None and not probe.comparable:

@@ -18,14 +18,16 @@ from pathlib import Path
 
 import kernelscope.daemon
 from kernelscope.daemon.engine import DataError
-from kernelscope.daemon.engine.memory.scores import memory_scores, score_table
+from kernelscope.daemon.engine.memory.scores import score_table
 from kernelscope.daemon.engine.store import ExperimentStore
-from kernelscope.daemon.engine.views.lens_text import file_lens, kernel_lens
+from kernelscope.daemon.engine.views.lens_text import workspace_texts
 from kernelscope.daemon.engine.workflows.git import Git
 from kernelscope.daemon.engine.workflows.iterate import IterateOptions, run_iteration
+from kernelscope.daemon.engine.workspace.cache import WorkspaceCache
 from kernelscope.daemon.engine.workspace.workspace import Workspace
 from kernelscope.protocol.commands import IterationResult, MaskHalfResult
 from kernelscope.protocol.history import ScoreValue
+from kernelscope.protocol.record_rules import format_score
 
 STEPS = [
     (64, "baseline", "Initial Triton vector add: BLOCK_SIZE=64, one program per 64 elements"),
@@ -78,7 +80,9 @@ def run_demo(
     if workspace.exists():
         raise DataError(f"{workspace} already exists: pick another --dir")
     workspace.mkdir(parents=True)
-    db = db_url or str(root / "experiments.sqlite")
+    from kernelscope.daemon.engine.store.config import resolve_db_url
+
+    db = resolve_db_url(db_url)  # the user's one store, as every other command reads
     for name in ("README.md", "reference.py"):
         shutil.copy(source_dir / name, workspace / name)
     kernel_source = (source_dir / "kernel.py").read_text()
@@ -96,7 +100,7 @@ def run_demo(
             ),
         )
         result.iterations.append(iteration)
-        score = f"{iteration.score:.2f}x vs v0" if iteration.score is not None else "no score"
+        score = format_score(iteration.score, versus="v0") if iteration.score is not None else "no score"
         progress(
             f"  {iteration.version}: {'PASS' if iteration.passed else 'FAIL'} {score} ({iteration.mode})"
         )
@@ -107,11 +111,9 @@ def run_demo(
         [ws.memory.memory_dir], f"partial restart: masked {', '.join(result.mask.masked)} (seed 0)"
     )
     progress(f"mask-half: masked {', '.join(result.mask.masked)}, kept best {result.mask.best_version}")
-    result.file_lens = file_lens(ws)
-    summaries = {s.kernel: s for s in ExperimentStore(db).kernel_summaries(str(ws.root))}
+    # what `kernelscope serve` shows for this folder, by the same code
+    store = ExperimentStore(db)
+    result.file_lens, result.kernel_lenses = workspace_texts(WorkspaceCache(ws.root, lambda: store))
     entries = ws.memory.scan()
-    scores = memory_scores(entries, readme)
-    for kernel in ws.kernels().kernels:
-        result.kernel_lenses[kernel.name] = kernel_lens(summaries.get(kernel.name), scores)
     result.table_columns, result.table_rows, result.scores = score_table(entries, readme.primary_kind)
     return result

@@ -24,6 +24,7 @@ from kernelscope.daemon.engine.memory.atomic_io import workspace_lock
 from kernelscope.daemon.engine.memory.records import MemoryEntry, utc_now_iso
 from kernelscope.daemon.engine.run.bench import BenchRequest, run_benchmark
 from kernelscope.daemon.engine.store import ExperimentStore
+from kernelscope.daemon.engine.store.config import public_url
 from kernelscope.daemon.engine.workflows.git import FAILED_REF_PREFIX, Git
 from kernelscope.daemon.engine.workflows.probe import kernel_at, last_passing
 from kernelscope.daemon.engine.workspace.atrex import refuse_if_supervised, reserved_versions
@@ -32,6 +33,7 @@ from kernelscope.protocol.bench import BenchResult, ConfigResult
 from kernelscope.protocol.commands import IterationResult, StopConditionStatus
 from kernelscope.protocol.experiment import KernelExperiment
 from kernelscope.protocol.memory import format_version, memory_schema_template, parse_version
+from kernelscope.protocol.record_rules import format_score
 from kernelscope.protocol.workspace import ReadmeInfo
 
 
@@ -108,7 +110,10 @@ class Iteration:
     """One run-iteration on a workspace."""
 
     def __init__(self, workspace: Path, options: IterateOptions) -> None:
+        from kernelscope.daemon.engine.store.config import resolve_db_url
+
         self.ws = Workspace(workspace)
+        self.store_url = resolve_db_url(options.db_url)
         self.options = options
         self.git = Git(self.ws.root)
         self.memory = self.ws.memory
@@ -174,7 +179,7 @@ class Iteration:
         stops, stops_met = evaluate_stop_conditions(readme, bench)
         record = self._memory_record(version, bench, parent_entry, stops)
         memory_path = self.memory.write_record(version, record)
-        store = ExperimentStore(self.options.db_url)
+        store = ExperimentStore(self.store_url)
         experiment = self._experiment(store, version, bench, parent_entry, readme)
         store.create_experiment(experiment)
 
@@ -236,7 +241,7 @@ class Iteration:
             kind = bench.error.kind if bench.error else "gate"
             return f"{version.upper()}: FAIL ({kind}) | {category}"
         latency = record["performance"]["latency_us"]
-        perf = f"{bench.score:.3f}x vs v0" if bench.score else "measured"
+        perf = format_score(bench.score, versus="v0") if bench.score else "measured"
         if latency is not None:
             perf += f", {latency:.1f}us"
         if bench.mode != "gpu":
@@ -306,6 +311,7 @@ class Iteration:
                 }
             )
         record["kernelscope"] = {
+            "store": public_url(self.store_url),  # where its experiment is (store/adopt.py)
             "mode": bench.mode,
             "score_vs_v0": bench.score,
             "score_ci": bench.score_ci,
@@ -362,8 +368,12 @@ class Iteration:
         for config in bench.configs:
             raw_lines.append(
                 f"- {config.name}: "
-                + (f"{config.speedup:.4f}x vs v0" if config.speedup else "not timed")
-                + (f", {config.speedup_vs_parent:.4f}x vs parent" if config.speedup_vs_parent else "")
+                + (format_score(config.speedup, versus="v0") if config.speedup else "not timed")
+                + (
+                    f", {format_score(config.speedup_vs_parent, versus='parent')}"
+                    if config.speedup_vs_parent
+                    else ""
+                )
                 + ("" if config.passed else f" FAIL: {config.error.message if config.error else ''}")
             )
         return KernelExperiment(

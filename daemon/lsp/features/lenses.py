@@ -27,25 +27,14 @@ def _lens(line: int, title: str, command: str, arguments: list[object]) -> types
 def file_text(view: WorkspaceView) -> str:
     from kernelscope.daemon.engine.views import lens_text
 
-    cache = view.cache
-    return cache.get(
-        "file_lens",
-        ("memory", "readme"),
-        lambda: lens_text.file_lens(cache.workspace, cache.memory(), cache.readme()),
-    )
+    return lens_text.workspace_texts(view.cache)[0]
 
 
 def kernel_texts(view: WorkspaceView) -> dict[str, str]:
     """Kernel name -> one-line summary (shared by lenses, inlay hints and hover)."""
     from kernelscope.daemon.engine.views import lens_text
 
-    cache = view.cache
-    names = [k.name for k in cache.kernels().kernels]
-    texts = cache.get(
-        "kernel_texts",
-        ("kernel", "memory", "readme", "store"),
-        lambda: lens_text.kernel_texts(names, cache.kernel_summaries(), cache.scores(), stale=False),
-    )
+    texts = lens_text.workspace_texts(view.cache)[1]
     return {name: f"(stale) {text}" for name, text in texts.items()} if view.stale else texts
 
 
