@@ -98,6 +98,14 @@ class ConfigResult(ClosedModel):
         description="axes the CPU interpreter ran smaller: {axis: [original, used]} (var axes only)",
     )
 
+    def shrunk_text(self) -> str | None:
+        """`num_rows 8192 -> 8`: the size that ran, when the interpreter ran a smaller one."""
+        if not self.shrunk_for_interpreter:
+            return None
+        return ", ".join(
+            f"{axis} {sizes[0]} -> {sizes[1]}" for axis, sizes in self.shrunk_for_interpreter.items()
+        )
+
 
 class GateReport(ClosedModel):
     """What the workspace's own gate command reported about itself.
@@ -160,6 +168,11 @@ class BenchResult(ClosedModel):
     env: dict[str, Any] = Field(default_factory=dict)
     duration_s: float | None = None
     gate: GateReport | None = Field(default=None, description="the workspace gate command's own report")
+
+    def shrunk(self) -> list[str]:
+        """`<config>: num_rows 8192 -> 8` for every configuration run smaller than stated; a
+        result with any is partial."""
+        return [f"{c.name}: {text}" for c in self.configs if (text := c.shrunk_text())]
 
     @property
     def failed_configs(self) -> list[ConfigResult]:

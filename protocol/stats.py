@@ -82,5 +82,6 @@ NOISY_PREFIX = "noisy: "
 def noisy_message(score_ci: tuple[float, float]) -> str:
     return (
         f"{NOISY_PREFIX}the 95% interval of the score is {score_ci[0]:.3f}-{score_ci[1]:.3f}; "
-        "re-run or raise --rep-ms/--rounds before trusting small differences"
+        "re-run, or measure longer (`kernelscope bench --rounds 4 --rep-ms 200`), before trusting small "
+        "differences"
     )

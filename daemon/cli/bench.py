@@ -148,6 +148,16 @@ def bench_command(
             "the tolerance follows (1e-4, 1e-2, 1e-2).",
         ),
     ] = None,
+    rep_ms: Annotated[
+        Optional[float],  # noqa: UP045
+        typer.Option("--rep-ms", min=1, help="Timed milliseconds per round and configuration (default 100)."),
+    ] = None,
+    rounds: Annotated[
+        Optional[int],  # noqa: UP045
+        typer.Option(
+            "--rounds", min=1, help="ABBA rounds per configuration (default 2): more, tighter intervals."
+        ),
+    ] = None,
 ) -> None:
     """Benchmark and gate the kernel: correctness on several seeds, then A/B timing.
 
@@ -164,10 +174,8 @@ def bench_command(
     except SizeError as exc:
         message = str(exc).removeprefix("--problem-size ")  # click names the option itself
         raise typer.BadParameter(message, param_hint="--problem-size") from None
-    from kernelscope.daemon.engine.workspace.discovery import require_workspace
-
     request = BenchRequest(
-        workspace=require_workspace(workspace),
+        workspace=workspace,
         candidate=candidate,
         baseline=baseline,
         reference=reference,
@@ -180,8 +188,16 @@ def bench_command(
         gate_command=gate_command,
         problem_sizes=sizes,
         precision=precision,
+        extra_args=[
+            *(["--rep-ms", str(rep_ms)] if rep_ms else []),
+            *(["--rounds", str(rounds)] if rounds else []),
+        ],
     )
     try:
+        from kernelscope.daemon.engine.workspace.discovery import require_workspace
+
+        # the files it reads: kernel.py, unless the candidates are named
+        request.workspace = require_workspace(workspace, "folder" if candidate or candidates else "kernel")
         _bench(request, json_out, candidates, more_candidates, executor, address, config_groups)
     except KernelscopeError as exc:
         if not json_out:
@@ -252,51 +268,71 @@ def _bench_many(
     raise typer.Exit(EXIT_PASS if all(r.passed for r in report.ranking) else EXIT_GATE_FAILED)
 
 
+def baseline_name(result: BenchResult) -> str:
+    """What the speedups are against, said plainly: the reference is the problem's own
+    (PyTorch) implementation, not a recorded version."""
+    if result.baseline == "reference":
+        return "the reference implementation (reference.py, not a recorded version)"
+    if result.baseline_version:
+        return f"{result.baseline_version} ({result.baseline})"
+    return result.baseline
+
+
 def print_result(result: BenchResult) -> None:
+    from kernelscope.protocol.record_rules import format_score
+
     verdict = "PASS" if result.passed else ("FAIL" if result.status != "unsupported" else "UNSUPPORTED")
-    output.info(f"{verdict}  mode={result.mode}  candidate={result.candidate}  baseline={result.baseline}")
+    versus = baseline_name(result)
+    output.info(f"{verdict}  mode={result.mode}  candidate={result.candidate}")
+    output.info(f"baseline: {versus}")
+    gpu = result.mode == "gpu"  # interpreter timings make no bandwidth or throughput figures
+    partial = result.shrunk()
     if result.configs:
         output.print_table(
             None,
             [
-                "config",
+                "config (size run)",
                 "gate",
                 "rel_err",
                 "candidate ms",
                 "baseline ms",
-                "speedup",
+                "speedup vs baseline",
                 "GB/s",
                 "TFLOP/s",
                 "% peak",
             ],
             [
                 [
-                    c.name,
+                    c.name + (f" ({shrunk}, interpreter)" if (shrunk := c.shrunk_text()) else ""),
                     "pass" if c.passed else "FAIL",
                     output.fmt(c.rel_err, ".2e"),
                     output.fmt(c.candidate_ms, ".4f"),
                     output.fmt(c.baseline_ms, ".4f"),
-                    output.fmt(c.speedup, ".3f", "x"),
-                    output.fmt(c.gbps, ".1f"),
-                    output.fmt(c.tflops, ".2f"),
-                    output.fmt(
-                        (c.bandwidth_fraction or c.tflops_fraction)
-                        and 100 * (c.bandwidth_fraction or c.tflops_fraction or 0),
-                        ".1f",
-                        "%",
-                    ),
+                    "-" if c.speedup is None else format_score(c.speedup),
+                    output.fmt(c.gbps if gpu and c.gbps else None, ".1f"),
+                    output.fmt(c.tflops if gpu and c.tflops else None, ".2f"),
+                    output.fmt(_peak(c) if gpu else None, ".1f", "%"),
                 ]
                 for c in result.configs
             ],
         )
     if result.score is not None:
-        ci = f" (95% CI {result.score_ci[0]:.3f}-{result.score_ci[1]:.3f})" if result.score_ci else ""
+        uncertain = result.score_ci is not None and result.score_ci[0] < 1.0 < result.score_ci[1]
         output.info(
-            f"score (geometric-mean speedup): {result.score:.3f}x{ci}{'  NOISY' if result.noisy else ''}"
+            f"score (geometric-mean speedup vs {versus}): {format_score(result.score, ci=result.score_ci)}"
+            + ("  NOISY: the interval holds 1.0, no verdict" if uncertain else "")
+            + ("" if gpu else "  (interpreter: correctness run, not GPU timings)")
         )
+    if partial:
+        output.warn("partial result: configurations ran smaller than stated: " + "; ".join(partial))
     if result.error:
         output.error(f"[{result.error.kind}] {result.error.message}")
         if result.error.stderr_tail:
             output.stderr.print(result.error.stderr_tail[-1500:], markup=False)
     for message in result.messages:
         output.warn(message)
+
+
+def _peak(config: Any) -> float | None:
+    fraction = config.bandwidth_fraction or config.tflops_fraction
+    return 100 * fraction if fraction else None

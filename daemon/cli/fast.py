@@ -162,7 +162,7 @@ class _Run:
         """The workspace, once a command needs it (after its flags were checked, as the CLI)."""
         from kernelscope.daemon.engine.workspace.discovery import require_workspace
 
-        return require_workspace(Path(self.options.get("workspace", ".")), memory_only=True)
+        return require_workspace(Path(self.options.get("workspace", ".")), need="memory")
 
     @property
     def memory_dir(self) -> Path:

@@ -32,7 +32,7 @@ CLICK_USAGE_STATUS = 2  # what click/typer exit with on a usage error
 COMMANDS: dict[str, tuple[str, str]] = {
     "workspace": (
         "kernelscope.daemon.cli.workspace:workspace_command",
-        "Show the workspace: targets, stop conditions, kernels, memory.",
+        "Show the workspace: targets, stop conditions, kernels, memory, and its experiment store.",
     ),
     "bench": (
         "kernelscope.daemon.cli.bench:bench_command",

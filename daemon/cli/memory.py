@@ -42,7 +42,7 @@ def _manager(workspace: Path, require: bool = True) -> MemoryManager:
     from kernelscope.daemon.engine.memory.records import MemoryManager
     from kernelscope.daemon.engine.workspace.discovery import require_workspace
 
-    return MemoryManager(require_workspace(workspace, memory_only=True) if require else workspace)
+    return MemoryManager(require_workspace(workspace, need="memory") if require else workspace)
 
 
 def _versions(option: list[str] | None, extra: list[str] | None) -> list[str]:
@@ -276,9 +276,10 @@ def mask_half(
     json_out: JsonOpt = False,
 ) -> None:
     """Mask half of the unmasked versions other than v0 and the current best."""
+    from kernelscope.daemon.engine.workspace.discovery import require_workspace
     from kernelscope.daemon.engine.workspace.workspace import Workspace
 
-    ws = Workspace(workspace)
+    ws = Workspace(require_workspace(workspace, need="memory"))
     kind = ws.readme().primary_kind if ws.readme_path.is_file() else None
     result = ws.memory.mask_half(kind, seed=seed, dry_run=dry_run, force=force, allow_supervised=force)
     if json_out:

@@ -383,10 +383,20 @@ async def test_hostile_kernels_cannot_take_the_daemon(client: KernelscopeClient)
 
 async def test_run_iteration_and_cancel(client: KernelscopeClient) -> None:
     ws = str(client.folder / "kernel_opt_vector_add")
-    started = await command(
+    await command(
         client,
         "kernelscope.runIteration",
         {"workspace": ws, "actionCategory": "noop", "actionDescription": "re-measure"},
+    )
+    await wait_for(lambda: bool(client.finished), timeout=120)
+    refused = client.finished[-1]
+    assert "identical to v1" in str(refused.get("error")) and "result" not in refused, refused
+    client.finished.clear()
+    started = await command(
+        client,
+        "kernelscope.runIteration",
+        # kernel.py is v1's code: recording it again is refused unless forced
+        {"workspace": ws, "actionCategory": "noop", "actionDescription": "re-measure", "force": True},
     )
     assert started["kind"] == "runIteration"  # type: ignore[index]
     await wait_for(lambda: bool(client.finished), timeout=120)

@@ -4,7 +4,9 @@ A store connection this process still holds (the engine keeps one per database) 
 its `-wal` file at any moment, on close: a plain copytree that listed the file can then fail on
 it (seen in CI under load). The copy first moves every store's WAL into its database file, then
 leaves WAL and shared-memory files out; the stores' workspace paths are moved along with the
-folder, so the copy's experiments belong to the copy's workspaces."""
+folder, so the copy's experiments belong to the copy's workspaces; with `records=True` so are the
+store URLs that memory records name (`kernelscope.store`; the records are then changed files in
+the workspace's git tree)."""
 
 from __future__ import annotations
 
@@ -15,7 +17,7 @@ from pathlib import Path
 STORE_TABLES = ("experiments", "experiment_kernels", "kernel_stats")
 
 
-def copy_with_stores(source: Path, target: Path) -> Path:
+def copy_with_stores(source: Path, target: Path, records: bool = False) -> Path:
     for database in source.rglob("*.sqlite"):
         with sqlite3.connect(database) as connection:
             connection.execute("PRAGMA wal_checkpoint(TRUNCATE)")
@@ -43,4 +45,8 @@ def copy_with_stores(source: Path, target: Path) -> Path:
             connection.commit()
         finally:
             connection.close()
+    for record in target.rglob("memory/v*.json") if records else ():
+        text = record.read_text()
+        if old in text:
+            record.write_text(text.replace(old, new))
     return target

@@ -47,6 +47,25 @@ def _write_failed(path: Path, exc: OSError) -> WriteFailed:
     return WriteFailed(f"could not write {path}: {reason}; {path.name} was left as it was")
 
 
+def current_umask() -> int:
+    """The process's umask: /proc's view (thread-safe), else by setting it and setting it back
+    (there is no getter; done once, at first use)."""
+    global _UMASK
+    if _UMASK is None:
+        try:
+            status = Path("/proc/self/status").read_text()
+            _UMASK = int(
+                next(line.split()[1] for line in status.splitlines() if line.startswith("Umask:")), 8
+            )
+        except (OSError, StopIteration, ValueError, IndexError):
+            _UMASK = os.umask(0o022)
+            os.umask(_UMASK)
+    return _UMASK
+
+
+_UMASK: int | None = None
+
+
 def atomic_write_bytes(path: Path, data: bytes) -> None:
     """Replace `path` with `data` so that readers and crashes see old or new, never half.
     A failed write (disk full, quota) raises WriteFailed and leaves no temp file behind."""
@@ -65,9 +84,8 @@ def _atomic_write_bytes(path: Path, data: bytes) -> None:
             handle.write(data)
             handle.flush()
             os.fsync(handle.fileno())
-        if path.exists():
-            with contextlib.suppress(OSError):
-                os.chmod(temp_name, path.stat().st_mode & 0o7777)
+        with contextlib.suppress(OSError):  # a replaced file keeps its mode, a new one the umask's
+            os.chmod(temp_name, path.stat().st_mode & 0o7777 if path.exists() else 0o666 & ~current_umask())
         os.replace(temp_name, path)
     except BaseException:
         with contextlib.suppress(OSError):

@@ -86,12 +86,14 @@ def probe_notices(probe: BenchResult | None) -> list[Notice]:
         detail = probe.error.message if probe.error else "the quality gate failed"
         return [Notice("error", kind, f"benchmark gate failed: {detail}")]
     if probe.mode != "gpu":
+        shrunk = probe.shrunk()
+        sizes = f" (partial: ran smaller, {'; '.join(shrunk)})" if shrunk else ""
         return [
             Notice(
                 "information",
                 "probe",
-                f"probe PASS on the CPU interpreter: correct on every configuration; its timings are not "
-                f"GPU figures, not comparable with {versus} — {RECORD}",
+                f"probe PASS on the CPU interpreter: correct on every configuration{sizes}; its timings are "
+                f"not GPU figures, not comparable with {versus} — {RECORD}",
             )
         ]
     if probe.score is None:

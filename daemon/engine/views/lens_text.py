@@ -249,4 +249,5 @@ def probe_text(probe: BenchResult, stale: bool) -> str:
         score += " (no measurable change)"
     elif probe.score is not None and not probe.comparable:
         score += " (not comparable)"
-    return f"last probe: {verdict}{score} [{probe.mode}]{' (stale)' if stale else ''}"
+    partial = ", partial: smaller sizes" if probe.shrunk() else ""
+    return f"last probe: {verdict}{score} [{probe.mode}{partial}]{' (stale)' if stale else ''}"

@@ -81,7 +81,9 @@ class WorkspaceCache:
             for source in sources:
                 self._versions[source] += 1
             history = self._history
-        if history is not None and sources:
+        if history is not None and set(sources) - {"kernel"}:
+            # kernel.py's text is not history (git, memory/ and the store are): an edit keeps
+            # the built history, so checking it takes milliseconds, not a rebuild
             history.invalidate()
 
     def files_changed(self, names: Iterable[str]) -> set[Source]:

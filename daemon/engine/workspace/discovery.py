@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
+from typing import Literal
 
 from kernelscope.protocol.vocabulary import WORKSPACE_DIRS, WORKSPACE_FENCE, WORKSPACE_FILES, WORKSPACE_README
 
@@ -33,27 +34,35 @@ def is_optimization_workspace(path: Path) -> bool:
     return False
 
 
-def missing_parts(path: Path, memory_only: bool = False) -> list[str]:
-    """What `path` lacks to be an optimization workspace (empty: it is one). `memory_only`:
-    what the memory commands need, a memory/ folder (the seed's memory manager asks no more)."""
+Need = Literal["workspace", "memory", "kernel", "folder"]
+
+
+def missing_parts(path: Path, need: Need = "workspace") -> list[str]:
+    """What `path` lacks for a command (empty: nothing): a whole workspace by the rule, or what
+    a command reads alone: `memory` (the memory commands: a memory/ folder, as the seed's
+    manager asked), `kernel` (a benchmark: kernel.py), `folder` (a benchmark of other files)."""
     if not path.is_dir():
         return ["no such directory" if not path.exists() else "not a directory"]
-    if memory_only:
+    if need == "folder":
+        return []
+    if need == "memory":
         return [] if any((path / name).is_dir() for name in WORKSPACE_DIRS) else [f"no {WORKSPACE_DIRS[0]}/"]
     missing = [f"no {name}" for name in WORKSPACE_FILES if not (path / name).is_file()]
+    if need == "kernel":
+        return missing
     if not is_optimization_workspace(path) and not missing:
         dirs = " or ".join(f"{name}/" for name in WORKSPACE_DIRS)
         missing.append(f"no {dirs} and no {WORKSPACE_README} with a ```{WORKSPACE_FENCE} block")
     return missing
 
 
-def require_workspace(path: Path, memory_only: bool = False) -> Path:
+def require_workspace(path: Path, need: Need = "workspace") -> Path:
     """`path` resolved, or the one "not a workspace" error every command gives (exit 2), naming
     what is missing."""
     from kernelscope.daemon.engine import DataError
 
     resolved = Path(path).expanduser().resolve()
-    missing = missing_parts(resolved, memory_only)
+    missing = missing_parts(resolved, need)
     if missing:
         raise DataError(
             f"{resolved} is not an optimization workspace ({'; '.join(missing)}): a workspace holds "

@@ -9,11 +9,16 @@ from lsprotocol import types
 from kernelscope.daemon.lsp.features import Document
 from kernelscope.daemon.lsp.state import WorkspaceView
 
-ACTIONS = (
-    ("Run iteration", "kernelscope.runIteration"),
-    ("Mask half & restart", "kernelscope.restart"),
-    ("Benchmark now", "kernelscope.benchmark"),
-)
+WRITES = (("Run iteration", "kernelscope.runIteration"), ("Mask half & restart", "kernelscope.restart"))
+READS = (("Benchmark now", "kernelscope.benchmark"),)
+
+
+def supervised(view: WorkspaceView) -> bool:
+    """An orchestrator (atrex's supervisor) drives the workspace: no write action is offered."""
+    from kernelscope.daemon.engine.workspace.atrex import supervisor
+
+    cache = view.cache
+    return bool(cache.get("supervised", ("memory",), lambda: supervisor(cache.root) is not None))
 
 
 def _lens(line: int, title: str, command: str, arguments: list[object]) -> types.CodeLens:
@@ -44,7 +49,8 @@ def code_lens(doc: Document, params: types.CodeLensParams) -> list[types.CodeLen
     view = doc.view
     args: list[object] = [{"workspace": str(view.root)}]
     lenses = [_lens(0, file_text(view), "kernelscope.showHistory", args)]
-    lenses += [_lens(0, title, command, args) for title, command in ACTIONS]
+    writes = () if supervised(view) else WRITES  # an orchestrator's workspace: kernelscope observes
+    lenses += [_lens(0, title, command, args) for title, command in (*writes, *READS)]
     if view.job is None and view.last_outcome is not None and view.last_outcome[1] == "cancelled":
         cancelled = lens_text.cancelled_text(view.last_outcome[0])
         lenses.insert(0, _lens(0, cancelled, "kernelscope.benchmark", args))
