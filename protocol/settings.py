@@ -38,17 +38,25 @@ Executor = Literal["local", "ray"]
 class UserSettings:
     """Settings that decide what runs, where, and with what limits: the user's alone."""
 
-    db_url: str | None = None  # experiment store URL or SQLite path
-    python: str | None = None  # interpreter with torch/triton for benchmarks
-    # kernel.py may run on save: true (every workspace), false, or the workspaces the user
-    # trusts, as paths or globs (`~/kernel_opt_*`): an agent's LSP plugin starts the daemon in
-    # every Python project, and only chosen workspaces should run code on save
+    db_url: str | None = None
+    """The experiment store: a SQLite path or an SQLAlchemy URL (default: the user's
+    `$XDG_DATA_HOME/kernelscope/experiments.sqlite`, the one every command reads)."""
+    python: str | None = None
+    """The interpreter with torch and triton that runs benchmarks (default: the daemon's own)."""
     trusted: bool | list[str] = False
-    agent: str | None = None  # restart agent command
-    executor: Executor = "local"  # where background benchmarks run
-    ray_address: str | None = None  # Ray cluster address for executor "ray"
+    """Whether kernel.py may run on save: `true` (every workspace), `false`, or the workspaces
+    the user trusts, as paths or globs (`["~/kernel_opt_*"]`). An agent's LSP plugin starts the
+    daemon in every Python project, so only chosen workspaces run code."""
+    agent: str | None = None
+    """The agent command `restart` starts after a mask-half (e.g. `claude -p`)."""
+    executor: Executor = "local"
+    """Where background benchmarks run: `local` or `ray`."""
+    ray_address: str | None = None
+    """The Ray cluster address for executor `ray`."""
     timeout_s: float = 900.0
-    memory_limit_mb: int | None = None  # resident-memory cap of a benchmark; None: half of RAM, 0: none
+    """Seconds a benchmark, or the agent a restart starts, may run before it is stopped."""
+    memory_limit_mb: int | None = None
+    """Resident-memory cap of a benchmark in MB: unset, half of RAM; 0, none."""
 
     def __post_init__(self) -> None:
         _check(
@@ -74,11 +82,16 @@ class UserSettings:
 class FolderSettings:
     """Settings a workspace folder may choose: how runs look, never what runs."""
 
-    bench_on_save: bool = True  # a request: only trusted workspaces are benchmarked on save
+    bench_on_save: bool = True
+    """Re-benchmark kernel.py on save (a request: only trusted workspaces are benchmarked)."""
     mode: Mode = "auto"
+    """`auto` (the GPU when there is one, else the CPU interpreter), `gpu` or `interpreter`."""
     debounce_ms: int = 400
+    """Milliseconds of quiet after a save before its benchmark starts (0 to 60000)."""
     seeds: int = 2
-    blame_inlay: bool = False  # a performance-blame inlay hint on every line of kernel.py
+    """Input seeds each benchmark checks correctness on (1 to 20)."""
+    blame_inlay: bool = False
+    """A performance-blame inlay hint on every line of kernel.py."""
 
     def __post_init__(self) -> None:
         _check(
@@ -154,7 +167,8 @@ def _check(checks: list[tuple[str, bool, str]]) -> None:
         raise ValueError("; ".join(problems))
 
 
-def _camel(name: str) -> str:
+def camel_key(name: str) -> str:
+    """A setting's key as editors write it: db_url -> dbUrl."""
     head, *rest = name.split("_")
     return head + "".join(part.title() for part in rest)
 
@@ -179,7 +193,7 @@ _converter = cattrs.Converter(forbid_extra_keys=False)
 _converter.register_structure_hook(bool, _strict_bool)  # before the dataclass hooks are generated
 _converter.register_structure_hook(bool | list[str], _trust)
 for _cls in (UserSettings, FolderSettings):
-    _renames: dict[str, Any] = {f.name: override(rename=_camel(f.name)) for f in fields(_cls)}
+    _renames: dict[str, Any] = {f.name: override(rename=camel_key(f.name)) for f in fields(_cls)}
     _converter.register_structure_hook(_cls, make_dict_structure_fn(_cls, _converter, **_renames))
 
 
@@ -193,8 +207,8 @@ _T = TypeVar("_T", UserSettings, FolderSettings)
 
 
 def _structure(cls: type[_T], data: dict[str, Any], base: _T) -> _T:
-    merged = {_camel(k): v for k, v in asdict(base).items()}
-    merged.update({_camel(_snake(k)): v for k, v in data.items()})
+    merged = {camel_key(k): v for k, v in asdict(base).items()}
+    merged.update({camel_key(_snake(k)): v for k, v in data.items()})
     try:
         return _converter.structure(merged, cls)
     except cattrs.BaseValidationError as exc:

@@ -15,6 +15,22 @@ from kernelscope.daemon.engine.workflows.demo import run_demo
 OptPath = Optional[Path]  # noqa: UP045 - typer reads the annotation at runtime
 
 
+def path_hint() -> str | None:
+    """How to put `kernelscope` on PATH, when the command the demo advises would not be found
+    (scripts/demo.sh runs it from .venv/bin, which a new shell does not have on PATH)."""
+    import shutil
+    import sys
+
+    here = Path(sys.executable).parent
+    found = shutil.which("kernelscope")
+    if found and Path(found).parent.resolve() == here.resolve():
+        return None
+    return (
+        f'`kernelscope` is not on your PATH yet: run `export PATH="{here}:$PATH"` '
+        f"(or `source {here}/activate`) first"
+    )
+
+
 def demo_command(
     directory: Annotated[
         OptPath, typer.Option("--dir", help="Where to create the demo (default: a temp dir).")
@@ -41,6 +57,9 @@ def demo_command(
     output.info("")
     output.info(f"Workspace: {result.workspace}")
     output.info(f"Experiments: {public_url(result.db_url)} (your store: every command reads it)")
+    hint = path_hint()
+    if hint:
+        output.info(hint)
     output.info("Explore it:")
     output.info(f"  kernelscope memory summary -w {result.workspace}")
     output.info(f"  kernelscope exp summary -w {result.workspace}")

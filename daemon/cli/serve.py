@@ -20,9 +20,9 @@ def serve_command(
 
 def _camel_properties(schema: dict) -> dict:
     """Settings travel in camelCase (dbUrl, benchOnSave...), as editors write them."""
-    from kernelscope.protocol.settings import _camel
+    from kernelscope.protocol.settings import camel_key
 
-    schema["properties"] = {_camel(k): v for k, v in schema.get("properties", {}).items()}
+    schema["properties"] = {camel_key(k): v for k, v in schema.get("properties", {}).items()}
     return schema
 
 

@@ -1,5 +1,5 @@
 """Every `kernelscope ...` command line that kernelscope tells someone to run (diagnostics, lens
-texts, CLI messages, the agent skills and the plugin's README) is one the CLI accepts: known
+texts, CLI messages, the agent skills, the plugin's README, the README and the docs) is one the CLI accepts: known
 command, known options, values of the right type. An agent runs what it is told verbatim."""
 
 from __future__ import annotations
@@ -19,7 +19,10 @@ PLACEHOLDER = re.compile(r"<[^<>]*>")
 SOURCES = [
     *sorted((REPO_ROOT / "editor-clients" / "claude-code" / "skills").rglob("SKILL.md")),
     REPO_ROOT / "editor-clients" / "claude-code" / "README.md",
+    REPO_ROOT / "README.md",
+    *sorted((REPO_ROOT / "docs").rglob("*.md")),
     *sorted((REPO_ROOT / "daemon").rglob("*.py")),
+    *sorted((REPO_ROOT / "protocol").rglob("*.py")),
 ]
 
 

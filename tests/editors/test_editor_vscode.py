@@ -2,7 +2,7 @@
 tests in a real VS Code (code-server 4.100.3, and 4.139.1, the newest npm served when this was
 written, which runs on Node 24) driven by Debian's Chromium through playwright-core: open an
 example workspace, see the lens text above a kernel, run a palette command, see its result, save
-a screenshot (4.100.3's: editor-clients/vscode/e2e/screenshot.png, shown in the README); then
+a screenshot (4.100.3's refreshes docs/images/vscode-lenses.png when KERNELSCOPE_SCREENSHOTS=docs/images); then
 kernel.py is rewritten on disk while open (the kernel moves down 3 lines): the lens follows the
 kernel, and an edit + save re-benchmarks (the `last probe:` lens shows the saved text's verdict).
 
@@ -131,12 +131,20 @@ def _run_e2e(
     return run, json.loads(report.read_text())
 
 
+def shots_dir(version: str, tmp_path: Path) -> Path:
+    """Where screenshots go: a temp folder (tests write nothing in the checkout), or, for the
+    first code-server version, the folder KERNELSCOPE_SCREENSHOTS names (docs/images refreshes
+    the documentation's)."""
+    chosen = os.environ.get("KERNELSCOPE_SCREENSHOTS")
+    return Path(chosen).resolve() if chosen and version == CODE_SERVERS[0] else tmp_path
+
+
 @E2E
 @pytest.mark.parametrize("version", CODE_SERVERS)
 def test_vscode_end_to_end(built_extension: Path, tmp_path: Path, version: str) -> None:
     ws = tmp_path / "kernel_opt_vector_add"
     shutil.copytree(EXAMPLES / "vector_add", ws)
-    screenshot = EXTENSION / "e2e" / "screenshot.png" if version == CODE_SERVERS[0] else tmp_path / "shot.png"
+    screenshot = shots_dir(version, tmp_path) / "vscode-lenses.png"
     run, results = _run_e2e(built_extension, ws, tmp_path, screenshot, version=version)
     assert run.returncode == 0 and results["error"] is None, (results, run.stderr[-3000:])
     assert any(text.startswith("target bandwidth >= 4.32TB/s") for text in results["lenses"])
@@ -199,12 +207,12 @@ def test_vscode_history_hints(built_extension: Path, tmp_path: Path, version: st
     """A workspace with a git history (V0..V4 commits): blame in the hover on the launch line,
     the values tried there as inlay hints, Compare Versions v0 -> v4 as a diff editor and a
     table webview, and v0's code written over kernel.py: "identical to v0" in the Problems panel
-    and no benchmark. The README version's screenshots are the README's (e2e/hints.png,
-    e2e/compare.png)."""
+    and no benchmark. The first version's screenshots are the docs' (docs/images/vscode-hints.png,
+    vscode-compare.png) when KERNELSCOPE_SCREENSHOTS names that folder."""
     ws, _, env = editor_history_session(tmp_path)
     v0 = tmp_path / "v0_kernel.py"
     v0.write_text(vector_add_history_kernels()["v0"])
-    shots = EXTENSION / "e2e" if version == CODE_SERVERS[0] else tmp_path
+    shots = shots_dir(version, tmp_path)
     env = {**env, "KS_V0_KERNEL": str(v0), "KS_SHOTS": str(shots)}
     run, results = _run_e2e(built_extension, ws, tmp_path, tmp_path / "shot.png", "hints", version, env=env)
     assert run.returncode == 0 and results["error"] is None, (results, run.stderr[-3000:])
@@ -221,4 +229,5 @@ def test_vscode_history_hints(built_extension: Path, tmp_path: Path, version: st
     assert table and "score (vs v0)" in table and "evict_first on streaming loads" in table, table
     assert "identical to v0" in (results["problems"] or ""), results["problems"]
     assert not any(t.startswith("last probe") for t in results["lensesAfterIdentical"]), results
-    assert (shots / "hints.png").stat().st_size > 10_000 and (shots / "compare.png").stat().st_size > 10_000
+    assert (shots / "vscode-hints.png").stat().st_size > 10_000
+    assert (shots / "vscode-compare.png").stat().st_size > 10_000

@@ -174,7 +174,7 @@ async function hintsScenario(page) {
     }
     return null;
   });
-  if (shots) await page.screenshot({ path: `${shots}/hints.png` });
+  if (shots) await page.screenshot({ path: `${shots}/vscode-hints.png` });
   await page.keyboard.press("Escape");
 
   await page.keyboard.press("F1");
@@ -203,7 +203,7 @@ async function hintsScenario(page) {
     }
     return null;
   });
-  if (shots) await page.screenshot({ path: `${shots}/compare.png` });
+  if (shots) await page.screenshot({ path: `${shots}/vscode-compare.png` });
 
   // back to kernel.py; an agent writes v0's code over it: kernelscope says so, benchmarks nothing
   await page.locator(".tab", { hasText: /^\s*kernel\.py\s*$/ }).first().click();
