@@ -352,9 +352,13 @@ class _Runner:
                     "inputs differ (a cached answer?)",
                 )
             seen.append(pair)
-            max_abs, max_rel, rel_err, rule = check_outputs(
-                outputs, references, inputs, tolerance, self.args.rel_err
-            )
+            verdicts: dict[str, Any] = {}
+            try:
+                max_abs, max_rel, rel_err, rule = check_outputs(
+                    outputs, references, inputs, tolerance, self.args.rel_err, upstream=verdicts
+                )
+            finally:
+                self._keep_upstream(result, verdicts)
             if launches.count == 0 and not self.framework_ok:  # a right answer, but not Triton's
                 raise GateFailure(
                     "no_kernel",
@@ -364,9 +368,37 @@ class _Runner:
             result.tolerance = rule
             worst = (max(worst[0], max_abs), max(worst[1], max_rel), max(worst[2], rel_err))
             del raw, outputs, references, inputs
+        self._second_distribution(config, problem, candidate, tolerance, result)
         if not self.framework_ok:
             self._launches_matter(config, problem, candidate, tolerance)
         return worst
+
+    def _second_distribution(
+        self, config: dict[str, Any], problem: Any, candidate: Any, tolerance: Any, result: Any
+    ) -> None:
+        """Right on the problem's own inputs: once more on signed heavy-tailed ones."""
+        from kernelscope.kernels.second_inputs import check_second_distribution
+
+        result.second_distribution = check_second_distribution(
+            problem, config, candidate, tolerance, self.args.rel_err, self.device, lambda: _sync(self.mode)
+        )
+
+    @staticmethod
+    def _keep_upstream(result: Any, verdicts: dict[str, Any]) -> None:
+        """Upstream's verdict and kernelscope's, worst seed kept (a SOL workspace's rule)."""
+        from kernelscope.protocol.bench import UpstreamVerdict
+
+        if not verdicts:
+            return
+        if result.upstream is not None:
+            kept = result.upstream
+            verdicts.update(
+                passed=kept.passed and verdicts["passed"],
+                kernelscope_passed=kept.kernelscope_passed and verdicts["kernelscope_passed"],
+                matched_ratio=min(kept.matched_ratio, verdicts["matched_ratio"]),
+                note=verdicts.get("note") or kept.note,
+            )
+        result.upstream = UpstreamVerdict(**verdicts)
 
     def _launches_matter(self, config: dict[str, Any], problem: Any, candidate: Any, tolerance: Any) -> None:
         """Run the candidate once with every Triton launch skipped and uninitialized memory
@@ -399,6 +431,33 @@ class _Runner:
             "and the Triton kernels do nothing",
         )
 
+    def _interpreter_limit(self, config: dict[str, Any], result: Any) -> None:
+        """A bf16 configuration that failed under the interpreter, in a kernel doing what the
+        interpreter's bf16 faults could break: `interpreter_limit`, not the kernel's verdict."""
+        from kernelscope.kernels import interpreter_limits
+
+        error = result.error
+        wrong = ("wrong_result", "wrong_off_distribution", "exception", "cheat")
+        if (
+            self.mode == "gpu"
+            or error is None
+            or error.kind not in wrong
+            or not interpreter_limits.uses_bf16(config)
+        ):
+            return
+        arithmetic, casts = interpreter_limits.bf16_faults(self.args.candidate)
+        if arithmetic:
+            error.kind = "interpreter_limit"
+            error.message = (
+                f"{error.message} -- not a verdict on the kernel: it runs bfloat16 under the CPU "
+                f"interpreter and {'; '.join(arithmetic[:3])}; check it on a GPU"
+            )
+        elif casts:
+            error.message = (
+                f"{error.message} (under the CPU interpreter {casts[0]}: at most one bfloat16 step, "
+                "2^-7 relative, of this error can be the interpreter's)"
+            )
+
     def run_config(self, config: dict[str, Any], problem: Any) -> tuple[Any, Any]:
         """The config's result and, when it passed the gate and its timed calls, its timing
         samples ((baseline, candidate), (first A, last A))."""
@@ -416,6 +475,7 @@ class _Runner:
             base, cand, par, aa = self.time_ab(config, problem, result, self.parent_fn)
         except (GateFailure, TimedCheckFailure) as failure:
             result.error = BenchError(kind=failure.kind, message=f"{name}: {failure.message}", config=name)
+            self._interpreter_limit(config, result)
             return result, None
         except Exception as exc:
             result.error = BenchError(
@@ -424,6 +484,7 @@ class _Runner:
                 config=name,
                 traceback=traceback.format_exc(limit=8),
             )
+            self._interpreter_limit(config, result)
             return result, None
         result.passed = True
         result.max_abs_err, result.max_rel_err, result.rel_err = worst
@@ -650,7 +711,7 @@ def _summarise(
             samples,
             NOISY_THRESHOLD if args.noisy_threshold is None else args.noisy_threshold,
         )
-        if noisy:
+        if noisy and comparable:  # interpreter timings are no figures: their noise is no advice
             messages.append(noisy_message(score_ci))
         aa = [pair for _, pair in (timing for _, timing in outcomes if timing is not None)]
         if aa and all(first and last for first, last in aa):
@@ -667,7 +728,9 @@ def _summarise(
                 messages.append(note)
     first_error = next((r.error for r in results if r.error), None)
     failed = [r for r in results if not r.passed]
-    unsupported = bool(failed) and all(r.error and r.error.kind == "unsupported" for r in failed)
+    unsupported = bool(failed) and all(
+        r.error and r.error.kind in ("unsupported", "interpreter_limit") for r in failed
+    )
     return BenchResult(
         status="ok" if passed else ("unsupported" if unsupported else "gate_failed"),
         passed=passed,

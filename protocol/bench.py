@@ -35,7 +35,24 @@ ErrorKind = Literal[
     "gate_command",  # the workspace's own gate command failed
     "resource_limit",  # too many processes, too much output, a file past the size cap
     "worker",  # the daemon's warm benchmark worker died or hung mid-job: no verdict on the kernel
+    "wrong_off_distribution",  # right on the problem's own inputs, wrong on a signed heavy-tailed draw
+    "static_check",  # the source breaks a static rule (KernelBench's or kernelscope's): nothing ran
+    "interpreter_limit",  # failed under the CPU interpreter where its known bf16 faults could explain it
 ]
+
+
+class UpstreamVerdict(ClosedModel):
+    """The verdict of the evaluator a workspace is submitted to, beside kernelscope's own, for
+    one configuration: where the two rules disagree, both are shown and upstream's decides."""
+
+    evaluator: Literal["sol-execbench"] = "sol-execbench"
+    passed: bool
+    kernelscope_passed: bool = Field(description="kernelscope's rule: every element within the bound")
+    matched_ratio: float = Field(description="elements within max_atol + max_rtol * |ref|, worst output")
+    required_matched_ratio: float
+    max_error_cap: float | None = None
+    allow_negative_inf: bool = False
+    note: str | None = Field(default=None, description="why the two verdicts differ, when they do")
 
 
 class BenchError(ClosedModel):
@@ -96,6 +113,13 @@ class ConfigResult(ClosedModel):
     shrunk_for_interpreter: dict[str, list[int]] | None = Field(
         default=None,
         description="axes the CPU interpreter ran smaller: {axis: [original, used]} (var axes only)",
+    )
+    upstream: UpstreamVerdict | None = Field(
+        default=None, description="SOL-ExecBench's verdict by its own rule (SOL workspaces)"
+    )
+    second_distribution: str | None = Field(
+        default=None,
+        description="the signed heavy-tailed input check: passed, skipped (and why) or opted out",
     )
 
     def shrunk_text(self) -> str | None:

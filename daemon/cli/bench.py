@@ -26,7 +26,7 @@ from kernelscope.protocol.bench import BENCH_SCHEMA_VERSION, BenchError, BenchRe
 from kernelscope.protocol.sizes import SizeError, parse_problem_sizes
 
 EXIT_PASS, EXIT_SETUP, EXIT_GATE_FAILED, EXIT_RESOURCE = 0, 2, 3, 4
-_SETUP_KINDS = {"setup", "unsupported"}
+_SETUP_KINDS = {"setup", "unsupported", "interpreter_limit"}  # no verdict on the kernel
 _RESOURCE_KINDS = {"out_of_memory", "resource_limit"}
 
 

@@ -91,6 +91,12 @@ class Problem(abc.ABC):
     def tolerance(self, config: dict[str, Any]) -> dict[str, float] | None:
         return None
 
+    def second_distribution_off(self) -> str | None:
+        """Why the signed heavy-tailed input check (kernels/second_inputs.py) does not run
+        for this problem; None: it runs. Off by default: an evaluator that draws its own
+        inputs (SOL-ExecBench) decides by them."""
+        return "off: this workspace kind's evaluator draws its own inputs"
+
     def default_tolerance(self, config: dict[str, Any]) -> dict[str, float] | None:
         """The contract's own default, used when neither the reference module nor the README
         sets one (None: the gate's per-dtype defaults)."""

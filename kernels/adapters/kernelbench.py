@@ -149,6 +149,12 @@ class KernelBenchProblem(Problem):
         model = self._built.get("baseline", self._built["reference"])
         return lambda *inputs: _no_grad(model, inputs)
 
+    def second_distribution_off(self) -> str | None:
+        """On by default; the reference module may opt out (kernels/second_inputs.py)."""
+        from kernelscope.kernels.second_inputs import declared_off
+
+        return declared_off(self.ref)
+
     def tolerance(self, config: dict[str, Any]) -> dict[str, float] | None:
         return self.declared_tolerance
 

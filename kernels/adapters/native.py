@@ -76,6 +76,12 @@ class NativeProblem(Problem):
     def bytes_moved(self, config: dict[str, Any]) -> float | None:
         return self._optional("bytes_moved", config)
 
+    def second_distribution_off(self) -> str | None:
+        """On by default; the reference module may opt out (kernels/second_inputs.py)."""
+        from kernelscope.kernels.second_inputs import declared_off
+
+        return declared_off(self.ref)
+
     def tolerance(self, config: dict[str, Any]) -> dict[str, float] | None:
         value = self._optional("tolerance", config)
         return value if value is not None else getattr(self.ref, "TOLERANCE", None)

@@ -147,14 +147,6 @@ def test_sol_seed_v0_wrapper_is_no_kernel_unless_marked(tmp_path: Path) -> None:
     assert untouched(ws) == ""
 
 
-@pytest.mark.slow
-def test_bfloat16_definition_is_unsupported_under_the_interpreter(tmp_path: Path) -> None:
-    ws = make_sol_workspace(tmp_path / "ws", dtype="bfloat16")
-    code, result, _ = bench_cli(ws, "--seeds", "1")
-    assert code == 2 and result["status"] == "unsupported"
-    assert "bfloat16" in result["error"]["message"]
-
-
 # -- the adapter in process -----------------------------------------------------------------
 
 
