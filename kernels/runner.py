@@ -683,6 +683,7 @@ def _summarise(
     args: argparse.Namespace,
 ) -> Any:
     from kernelscope.protocol.bench import BenchResult
+    from kernelscope.protocol.record_rules import check_before_trusting
     from kernelscope.protocol.stats import (
         NOISY_THRESHOLD,
         bootstrap_geomean_ci,
@@ -722,6 +723,9 @@ def _summarise(
                     f"no measurable change: the score {score:.3f}x lies within this run's own A/A noise "
                     f"band {noise_band[0]:.3f}-{noise_band[1]:.3f} (the baseline timed against itself)"
                 )
+    suspicious = check_before_trusting(score) if comparable and args.baseline == "reference" else None
+    if suspicious:
+        messages.append(suspicious)
     for result in results:
         for note in result.notes or []:
             if note not in messages:
@@ -742,6 +746,7 @@ def _summarise(
         noise_band=noise_band,
         verdict=verdict,
         comparable=comparable,
+        suspicious=suspicious,
         error=first_error,
         messages=messages,
         env=env,

@@ -187,6 +187,10 @@ class BenchResult(ClosedModel):
     comparable: bool = Field(
         default=True, description="false under the CPU interpreter: the score must not rank candidates"
     )
+    suspicious: str | None = Field(
+        default=None,
+        description="a speedup over the reference above 10x: check before trusting (KernelBench's flag)",
+    )
     error: BenchError | None = None
     messages: list[str] = Field(default_factory=list)
     env: dict[str, Any] = Field(default_factory=dict)

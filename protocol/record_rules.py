@@ -88,14 +88,33 @@ def certainly_valid(data: dict[str, Any]) -> bool:
     return all(type(data.get(key)) in SCALAR_TYPES for key in ("timestamp", "git_commit_hash"))
 
 
+EXCESSIVE_SPEEDUP = 10.0  # KernelBench's eval.py `excessive_speedup_threshold`
+REFERENCE_NAMES = ("reference", "the reference")
+
+
+def check_before_trusting(speedup: float | None) -> str | None:
+    """Why a speedup over the reference needs checking before it is trusted: KernelBench flags
+    any above 10x as suspicious (a cheat, a reference that does needless work, a timing
+    fault) and so does kernelscope, on the result, the lenses and hover."""
+    if speedup is None or speedup <= EXCESSIVE_SPEEDUP:
+        return None
+    return (
+        f"check before trusting: {speedup:.2f}x over the reference is above {EXCESSIVE_SPEEDUP:g}x, "
+        "which KernelBench flags as suspicious (a shortcut, a reference doing needless work, or a "
+        "timing fault)"
+    )
+
+
 def format_score(
     value: float, kind: str = "speedup", ci: tuple[float, float] | None = None, versus: str | None = None
 ) -> str:
     """The one way a score is written, on every surface (tables, lenses, hover, hints,
     diagnostics, JSON-free text): two decimals and an `x`, named when it is not an in-run
     speedup (`latency ratio 1.16x`), the version it is against when the place does not say it,
-    its 95% interval when measured: `17.13x vs v0 [13.61-23.33]`."""
+    its 95% interval when measured: `17.13x vs v0 [13.61-23.33]`; a speedup over the
+    reference above 10x says to check it before trusting it."""
     prefix = {"latency_ratio": "latency ratio ", "metric_ratio": "metric ratio "}.get(kind, "")
     against = f" vs {versus}" if versus else ""
     interval = f" [{ci[0]:.2f}-{ci[1]:.2f}]" if ci else ""
-    return f"{prefix}{value:.2f}x{against}{interval}"
+    flag = " (check before trusting)" if versus in REFERENCE_NAMES and check_before_trusting(value) else ""
+    return f"{prefix}{value:.2f}x{against}{interval}{flag}"

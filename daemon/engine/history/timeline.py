@@ -39,6 +39,7 @@ from kernelscope.daemon.engine.workspace.workspace import KERNEL_NAME, Workspace
 from kernelscope.protocol.experiment import KernelExperiment
 from kernelscope.protocol.history import ScoreValue, VersionEffect
 from kernelscope.protocol.memory import MemoryRecord, as_float
+from kernelscope.protocol.record_rules import format_score
 from kernelscope.protocol.workspace import MetricKind
 
 _EPISODE_BRANCH = re.compile(r"^refs/heads/atrex/long-e(\d+)-")
@@ -299,7 +300,7 @@ def effect_text(effect: VersionEffect) -> str:
         elif not (effect.vs_parent is not None and effect.vs_parent.versus == score.versus):
             parts.append(score.text())
     if effect.vs_reference is not None:
-        parts.append(f"{effect.vs_reference:.2f}x vs reference")
+        parts.append(format_score(effect.vs_reference, versus="reference"))
     if not parts and effect.version == "v0":
         parts.append("baseline")
     text = " · ".join(parts) if parts else "no measurement recorded"
@@ -597,7 +598,7 @@ def _episode_trials(history: History, branches: dict[int, tuple[str, str]]) -> l
                 reference = as_float(result.get("speedup_vs_ref_geomean"))
                 figures = [
                     f"{geomean:.3g} us geomean" if geomean else "",
-                    f"{reference:.2f}x vs reference" if reference else "",
+                    format_score(reference, versus="reference") if reference else "",
                 ]
                 detail = "PASS " + ", ".join(f for f in figures if f) + ", already measured"
             else:
