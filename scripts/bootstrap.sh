@@ -25,8 +25,14 @@ fi
 
 spec="."
 [ -n "$extras" ] && spec=".[$extras]"
+# With the dev extra: FlashInfer-Bench, whose Trace model tests/cli/test_traces.py validates
+# `kernelscope bench --trace` output with. Installed without its declared dependencies, which
+# include flashinfer-python and apache-tvm-ffi (CUDA JIT libraries, not needed to read and write
+# Trace records); what its import does need (pydantic, safetensors, docstring-parser, and torch
+# and numpy from the bench extra) is in pyproject.toml's extras.
+flashinfer_bench_spec="flashinfer-bench==0.1.2"
 stamp="$venv/.kernelscope-installed"
-want="$(cat pyproject.toml | sha256sum | cut -c1-16) $extras $torch_spec"
+want="$(cat pyproject.toml | sha256sum | cut -c1-16) $extras $torch_spec $flashinfer_bench_spec"
 if [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$want" ]; then
   exit 0
 fi
@@ -39,5 +45,14 @@ if ! "$venv/bin/python" -m pip install "${pkgs[@]}" >"$log" 2>&1; then
   echo "kernelscope: pip install failed (full log: $log)" >&2
   exit 1
 fi
+case ",$extras," in
+  *,dev,*)
+    if ! "$venv/bin/python" -m pip install --no-deps "$flashinfer_bench_spec" >>"$log" 2>&1; then
+      grep -v "is ignored: it is neither a file nor a directory" "$log" | tail -20 >&2
+      echo "kernelscope: pip install --no-deps $flashinfer_bench_spec failed (full log: $log)" >&2
+      exit 1
+    fi
+    ;;
+esac
 "$venv/bin/python" -c "import kernelscope.daemon, kernelscope.protocol, kernelscope.kernels" 
 echo "$want" > "$stamp"

@@ -158,6 +158,14 @@ def bench_command(
             "--rounds", min=1, help="ABBA rounds per configuration (default 2): more, tighter intervals."
         ),
     ] = None,
+    trace: Annotated[
+        Optional[Path],  # noqa: UP045
+        typer.Option(
+            "--trace",
+            metavar="FILE",
+            help="Append one FlashInfer-Bench / SOL-ExecBench Trace record per configuration (JSON lines).",
+        ),
+    ] = None,
 ) -> None:
     """Benchmark and gate the kernel: correctness on several seeds, then A/B timing.
 
@@ -198,7 +206,7 @@ def bench_command(
 
         # the files it reads: kernel.py, unless the candidates are named
         request.workspace = require_workspace(workspace, "folder" if candidate or candidates else "kernel")
-        _bench(request, json_out, candidates, more_candidates, executor, address, config_groups)
+        _bench(request, json_out, candidates, more_candidates, executor, address, config_groups, trace)
     except KernelscopeError as exc:
         if not json_out:
             raise  # main prints it and exits with its status
@@ -214,7 +222,10 @@ def _bench(
     executor: str,
     address: str | None,
     config_groups: int,
+    trace: Path | None = None,
 ) -> None:
+    if trace is not None and (candidates or more_candidates):
+        raise typer.BadParameter("takes one candidate's result, not --candidates", param_hint="--trace")
     if candidates or more_candidates:
         paths = [*(candidates or []), *(more_candidates or [])]
         _bench_many(request, paths, executor, address, json_out, config_groups)
@@ -224,6 +235,10 @@ def _bench(
     if config_groups > 1:
         raise typer.BadParameter("configuration groups need --candidates", param_hint="--config-groups")
     result = run_benchmark(request)
+    if trace is not None:
+        from kernelscope.daemon.engine.store.traces import write_bench_traces
+
+        write_bench_traces(trace, result, request.workspace)
     if json_out:
         print(result.model_dump_json(indent=2))
     else:

@@ -70,6 +70,10 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "kernelscope.daemon.cli.compare:compare_command",
         "Compare two versions: code diff, per-configuration deltas, gates and actions.",
     ),
+    "import-traces": (
+        "kernelscope.daemon.cli.traces:import_traces_command",
+        "Import FlashInfer-Bench / SOL-ExecBench Trace records (JSON lines) as experiments.",
+    ),
     "memory": (
         "kernelscope.daemon.cli.memory:app",
         "Read and change memory/v<N>.json records (a superset of the seed's memory_manager.py).",

@@ -60,6 +60,7 @@ from kernelscope.daemon.cli.demo import demo_command
 from kernelscope.daemon.cli.iterate import iterate_command
 from kernelscope.daemon.cli.restart import restart_command
 from kernelscope.daemon.cli.serve import schema_command, serve_command
+from kernelscope.daemon.cli.traces import import_traces_command
 from kernelscope.daemon.cli.workspace import workspace_command
 
 app = typer.Typer(
@@ -81,6 +82,7 @@ app.command("schema")(schema_command)
 app.command("check")(check_command)
 app.command("blame")(blame_command)
 app.command("compare")(compare_command)
+app.command("import-traces")(import_traces_command)
 cli.get_app = lambda: app
 os.environ["KERNELSCOPE_NO_FAST_PATH"] = "1"
 """
