@@ -340,6 +340,16 @@ def print_result(result: BenchResult) -> None:
         )
     if partial:
         output.warn("partial result: configurations ran smaller than stated: " + "; ".join(partial))
+    for config in result.configs:  # where the evaluator's rule and kernelscope's disagree: both
+        upstream = config.upstream
+        if upstream is not None and upstream.passed != upstream.kernelscope_passed:
+            said = "passes" if upstream.passed else "fails"
+            ours = "passes" if upstream.kernelscope_passed else "fails"
+            output.warn(
+                f"{config.name}: SOL-ExecBench's rule {said} it (matched {upstream.matched_ratio:.4f}, "
+                f"required {upstream.required_matched_ratio:g}) and decides; kernelscope's every-element "
+                f"rule {ours} it" + (f" ({upstream.note})" if upstream.note else "")
+            )
     if result.error:
         output.error(f"[{result.error.kind}] {result.error.message}")
         if result.error.stderr_tail:

@@ -8,6 +8,7 @@ workload asks for 0.9 and whose other takes upstream's 0.99."""
 from __future__ import annotations
 
 import json
+import subprocess
 from pathlib import Path
 from typing import Any
 
@@ -16,7 +17,7 @@ import torch
 
 from kernelscope.kernels.adapters.sol_execbench import UPSTREAM_ATOL, UPSTREAM_RTOL
 from kernelscope.kernels.gate import GateFailure, check_outputs
-from tests.kernels.test_sol_execbench import bench_cli
+from tests.kernels.test_sol_execbench import KERNELSCOPE, bench_cli
 from tests.support.sol_workspace import KERNELS, make_sol_workspace
 
 SOL_DEFAULTS: dict[str, Any] = {
@@ -117,3 +118,11 @@ def test_five_percent_wrong_passes_at_0_9_and_fails_at_0_99(tmp_path: Path) -> N
     assert second["upstream"]["passed"] is False and second["upstream"]["required_matched_ratio"] == 0.99
     assert "matched 0.9" in second["error"]["message"]
     assert code == 3 and result["passed"] is False
+    text = subprocess.run(
+        [str(KERNELSCOPE), "bench", "-w", str(ws), "--mode", "interpreter", "--seeds", "1"],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    said = " ".join((text.stdout + text.stderr).split())
+    assert "SOL-ExecBench's rule passes it (matched 0.9" in said and "every-element rule fails it" in said
