@@ -13,7 +13,6 @@ import argparse
 import json
 import os
 import platform
-import re
 import statistics
 import sys
 import tempfile
@@ -21,6 +20,8 @@ import time
 import traceback
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
+
+from kernelscope.kernels.static_rules import FRAMEWORK_BASELINE_MARK
 
 if TYPE_CHECKING:
     from kernelscope.protocol.bench import BenchMode, BenchStatus, ErrorKind
@@ -43,6 +44,7 @@ def _parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--warmup-ms", type=float, default=25.0)
     parser.add_argument("--rep-ms", type=float, default=100.0)
     parser.add_argument("--rounds", type=int, default=2, help="ABBA rounds per configuration")
+    parser.add_argument("--no-static-rules", action="store_true", help="run even if a static rule fires")
     parser.add_argument("--interpreter-reps", type=int, default=3)
     parser.add_argument("--cuda-graph", action="store_true")
     parser.add_argument("--noisy-threshold", type=float, default=None, help="default: 0.05")
@@ -176,9 +178,6 @@ def _sync(mode: str) -> None:
         import torch
 
         torch.cuda.synchronize()
-
-
-FRAMEWORK_BASELINE_MARK = re.compile(r"^\s*#\s*kernelscope:\s*framework-baseline\b", re.M)
 
 
 def framework_baseline(path: Path) -> bool:
@@ -565,6 +564,11 @@ def run(args: argparse.Namespace) -> Any:
         problems = interpreter_limits.kernel_problems([p for p in (candidate_path, baseline_path) if p])
         if problems:
             return failure("unsupported", "; ".join(problems), status="unsupported")
+    from kernelscope.kernels.static_gate import static_gate  # before anything of it runs
+
+    refused, static_warnings = static_gate(candidate_path, workspace, reference_path, args.adapter)
+    if refused and not args.no_static_rules:
+        return failure("static_check", refused, status="gate_failed")
     # Watches set up before kernel.py is imported: patches, threads and streams it makes at
     # import time are seen too (kernels/integrity.py).
     from kernelscope.kernels import gate, integrity, timing
@@ -656,6 +660,7 @@ def run(args: argparse.Namespace) -> Any:
         outcomes.append(runner.run_config(config, problem))
         _progress(index + 1, len(configs))
     result = _summarise(outcomes, mode, env, common, started, args)
+    result.messages.extend(static_warnings)
     if parent_fn is not None:
         result.parent = str(args.parent.resolve())
         ratios = [c.speedup_vs_parent for c in result.configs if c.speedup_vs_parent]

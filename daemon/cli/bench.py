@@ -158,6 +158,14 @@ def bench_command(
             "--rounds", min=1, help="ABBA rounds per configuration (default 2): more, tighter intervals."
         ),
     ] = None,
+    static_rules: Annotated[
+        bool,
+        typer.Option(
+            "--static-rules/--no-static-rules",
+            help="Fail a candidate that breaks a static rule (KernelBench's and kernelscope's) before it "
+            "runs; --no-static-rules runs it anyway, so the runtime checks speak.",
+        ),
+    ] = True,
     trace: Annotated[
         Optional[Path],  # noqa: UP045
         typer.Option(
@@ -199,6 +207,7 @@ def bench_command(
         extra_args=[
             *(["--rep-ms", str(rep_ms)] if rep_ms else []),
             *(["--rounds", str(rounds)] if rounds else []),
+            *([] if static_rules else ["--no-static-rules"]),
         ],
     )
     try:

@@ -1,8 +1,9 @@
 """`kernelscope check [FILE]`: what the daemon's diagnostics would say about a kernel.py text,
 for agents without an LSP client (Codex, scripts): a recorded version with the same code (not
-worth GPU time), a close one with the values tried at the changed meta-parameters, and whether
-re-benchmark on save is off. Nothing is written and no workspace code runs; skills call it
-before spending GPU time.
+worth GPU time), a close one with the values tried at the changed meta-parameters, what the
+static rules find (KernelBench's and kernelscope's: the cheats `bench` would fail before
+running), and whether re-benchmark on save is off. Nothing is written and no workspace code
+runs; skills call it before spending GPU time.
 """
 
 from __future__ import annotations
@@ -30,12 +31,14 @@ def check_command(
     db: DbOpt = None,
     json_out: JsonOpt = False,
 ) -> None:
-    """Check kernel.py against every recorded version before spending GPU time."""
+    """Check kernel.py against the static rules and every recorded version before spending GPU time."""
     from kernelscope.daemon.engine import DataError
     from kernelscope.daemon.engine.history.service import HistoryService
-    from kernelscope.daemon.engine.views.diagnostics import text_notices, untrusted_notice
+    from kernelscope.daemon.engine.views.diagnostics import static_notices, text_notices, untrusted_notice
     from kernelscope.daemon.engine.workspace.discovery import require_workspace, workspace_holding
+    from kernelscope.daemon.engine.workspace.kinds import detect_kind
     from kernelscope.daemon.engine.workspace.user_config import user_config
+    from kernelscope.daemon.engine.workspace.workspace import Workspace
     from kernelscope.protocol.settings import trusts, user_settings_from
 
     if workspace is None:
@@ -49,6 +52,8 @@ def check_command(
         raise DataError(f"cannot read {source}: {exc.strerror or exc}") from None
     service = HistoryService(root, db_url=db)
     notices, identical = text_notices(service, text)
+    readme = Workspace(root).readme() if (root / "README.md").is_file() else None
+    notices += static_notices(text, detect_kind(root, readme))
     user, folder = user_settings_from(user_config())
     if folder.bench_on_save and not trusts(user.trusted, root):
         notices.append(untrusted_notice(str(root)))
@@ -59,7 +64,10 @@ def check_command(
                 "workspace": str(root),
                 "file": str(source),
                 "identical": identical,
-                "notices": [{"severity": n.severity, "code": n.code, "message": n.message} for n in notices],
+                "notices": [
+                    {"severity": n.severity, "code": n.code, "message": n.message, "line": n.line}
+                    for n in notices
+                ],
                 "tried": [
                     {"line": h.line + 1, "label": h.label, "value": h.value, "hint": h.hint} for h in tried
                 ],
@@ -67,7 +75,8 @@ def check_command(
         )
         return
     for notice in notices:
-        output.info(f"{notice.severity}: {notice.message} [{notice.code}]")
+        where = f"{source.name}:{notice.line}: " if notice.line else ""
+        output.info(f"{where}{notice.severity}: {notice.message} [{notice.code}]")
     if not notices:
         output.info("nothing recorded matches this kernel.py: new code")
     for hint in tried:

@@ -60,7 +60,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     ),
     "check": (
         "kernelscope.daemon.cli.check:check_command",
-        "Check kernel.py against every recorded version before spending GPU time.",
+        "Check kernel.py against the static rules and every recorded version before spending GPU time.",
     ),
     "blame": (
         "kernelscope.daemon.cli.blame:blame_command",

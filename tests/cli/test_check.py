@@ -54,3 +54,18 @@ def test_outside_a_workspace_it_names_what_is_missing(tmp_path: Path, cli) -> No
     result = cli("check", str(script))
     assert result.exit_code == 2
     assert f"{tmp_path.resolve()} is not an optimization workspace (no kernel.py)" in result.stderr
+
+
+def test_static_rules_are_named_with_their_line(ws: Path, tmp_path: Path, cli) -> None:  # type: ignore[no-untyped-def]
+    """The static rules `bench` would fail the text on, before it runs (KernelBench's timing
+    patch rule here), with the line an agent has to change."""
+    text = tmp_path / "candidate.py"
+    cheat = kernel_with_block(KERNEL, 64) + "\ntorch.cuda.Event.elapsed_time = lambda self, other: 0.001\n"
+    text.write_text(cheat)
+    result = cli("check", str(text), "-w", str(ws), "--db", str(ws.parent / "exp.sqlite"), "--json")
+    assert result.exit_code == 0, result.stderr
+    static = [n for n in result.json()["notices"] if n["code"].startswith("static:")]
+    assert static and static[0]["severity"] == "error", result.json()
+    assert static[0]["line"] == len(cheat.splitlines())
+    shown = cli("check", str(text), "-w", str(ws), "--db", str(ws.parent / "exp.sqlite"))
+    assert f"candidate.py:{len(cheat.splitlines())}: error:" in shown.stdout

@@ -21,7 +21,7 @@ KERNELBENCH = FIXTURES / "kernelbench"
 pytestmark = pytest.mark.slow
 
 
-def bench(*args: str) -> dict:  # type: ignore[type-arg]
+def bench(*args: str, static: bool = False) -> dict:  # type: ignore[type-arg]
     env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
     proc = subprocess.run(
         [
@@ -33,6 +33,8 @@ def bench(*args: str) -> dict:  # type: ignore[type-arg]
             "--mode",
             "interpreter",
             "--json",
+            # the runtime checks are under test here (the static ones: test_static_rules.py)
+            *([] if static else ["--no-static-rules"]),
         ],
         capture_output=True,
         text=True,
@@ -68,6 +70,27 @@ def test_each_cheat_fails_with_its_kind(tmp_path: Path, name: str) -> None:
     error = result["error"]
     assert error["kind"] in ((kind,) if isinstance(kind, str) else kind), (name, error)
     assert fragment in error["message"], (name, error["message"])
+
+
+def test_static_rules_stop_a_cheat_before_it_runs(tmp_path: Path) -> None:
+    """By default a candidate that breaks an error rule fails as static_check, naming the rule
+    and the line, and nothing of it runs; the honest kernel passes with the rules on."""
+    from kernelscope.kernels.static_rules import check_source
+
+    caught = {
+        name
+        for name, (source, _, _) in VECTOR_ADD_CHEATS.items()
+        if any(f.severity == "error" for f in check_source(source, kind="native"))
+    }
+    assert len(caught) >= 5, caught
+    for name in sorted(caught)[:3]:
+        result = bench(
+            "-w", str(vector_add(tmp_path, VECTOR_ADD_CHEATS[name][0], name)), "--seeds", "1", static=True
+        )
+        assert result["error"]["kind"] == "static_check", (name, result["error"])
+        assert result["configs"] == [] and "kernel.py:" in result["error"]["message"]
+    honest = bench("-w", str(vector_add(tmp_path, HONEST, "honest")), "--seeds", "1", static=True)
+    assert honest["passed"] is True, honest.get("error")
 
 
 def test_framework_baseline_opts_out_per_file(tmp_path: Path) -> None:

@@ -170,3 +170,50 @@ async def test_a_python_file_outside_a_workspace_gets_nothing(
     await asyncio.sleep(1.5)
     assert other.as_uri() not in client.diagnostics
     assert client.finished == []
+
+
+FALLBACK_LAUNCHER = """
+
+def kernel_fn(x, y):
+    try:
+        return _launch(x, y)
+    except Exception:
+        return torch.add(x, y)
+"""
+
+
+async def test_static_rules_speak_as_the_agent_types(client: KernelscopeClient) -> None:
+    """A launcher that falls back to PyTorch in an except branch (KernelBench's rule): an
+    error on that line while the text is only typed (didChange, nothing saved, nothing run);
+    fixed, it goes away."""
+    path = kernel(client)
+    honest = kernel_with_block(KERNEL, 64)
+    open_with(client, path, honest)
+    uri = path.as_uri()
+    await wait_for(lambda: bool(messages(client, uri)), 30, "no check on didOpen")
+    assert not any(m.startswith("static:") for m in messages(client, uri)), messages(client, uri)
+    cheat = honest.replace("def kernel_fn(", "def _launch(") + FALLBACK_LAUNCHER
+    client.text_document_did_change(
+        types.DidChangeTextDocumentParams(
+            text_document=types.VersionedTextDocumentIdentifier(uri=uri, version=2),
+            content_changes=[types.TextDocumentContentChangeWholeDocument(text=cheat)],
+        )
+    )
+    await wait_for(
+        lambda: any(m.startswith("static:torch-fallback-in-except") for m in messages(client, uri)),
+        30,
+        "no static diagnostic",
+    )
+    found = next(d for d in client.diagnostics[uri] if d.code == "static:torch-fallback-in-except")
+    assert found.severity == types.DiagnosticSeverity.Error
+    line = cheat.splitlines()[found.range.start.line]
+    assert "torch.add" in line or "except" in line, (found.range, line)
+    client.text_document_did_change(
+        types.DidChangeTextDocumentParams(
+            text_document=types.VersionedTextDocumentIdentifier(uri=uri, version=3),
+            content_changes=[types.TextDocumentContentChangeWholeDocument(text=honest)],
+        )
+    )
+    await wait_for(
+        lambda: not any(m.startswith("static:") for m in messages(client, uri)), 30, "the diagnostic stayed"
+    )

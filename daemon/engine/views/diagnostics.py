@@ -33,6 +33,31 @@ class Notice:
     severity: Severity
     code: str
     message: str
+    # where it points, 1-based line and 0-based columns (None: the first kernel's line)
+    line: int | None = None
+    column: int = 0
+    end_line: int | None = None
+    end_column: int | None = None
+
+
+def static_notices(text: str, kind: str | None) -> list[Notice]:
+    """The static rules (kernels/static_rules.py: KernelBench's and kernelscope's) on the text
+    as it is typed, each on its own line; nothing runs. An error is what `kernelscope bench`
+    fails as static_check."""
+    from kernelscope.kernels.static_rules import check_source
+
+    return [
+        Notice(
+            "error" if f.severity == "error" else "warning",
+            f"static:{f.rule}",
+            f"{f.message} [{f.rule}, {f.source}]",
+            f.line,
+            f.column,
+            f.end_line,
+            f.end_column,
+        )
+        for f in check_source(text, kind=kind)
+    ]
 
 
 def tried_at(hints: list[TriedHint], labels: list[str]) -> list[str]:

@@ -117,6 +117,12 @@ class WorkspaceCache:
         path = self.workspace.readme_path
         return self.get("readme", ("readme",), lambda: self.workspace.readme() if path.is_file() else None)
 
+    def kind(self) -> str:
+        """The workspace's kind (protocol/kinds.py's rule, told what the README says)."""
+        from kernelscope.daemon.engine.workspace.kinds import detect_kind
+
+        return self.get("kind", ("readme",), lambda: detect_kind(self.root, self.readme()))
+
     def kernels(self) -> KernelScan:
         return self.get("kernels", ("kernel",), self.workspace.kernels)
 

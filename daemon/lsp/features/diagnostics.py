@@ -1,12 +1,18 @@
 """What is published under kernel.py (loop): the save check's notices (a recorded version with
-the same code, or a close one) and the latest probe's (a failed gate, a regression), each on
-the first kernel's line. The messages are views/diagnostics.py's."""
+the same code, or a close one; the static rules, each on its own line) and the latest probe's
+(a failed gate, a regression), on the first kernel's line unless they say where. The messages
+are views/diagnostics.py's."""
 
 from __future__ import annotations
+
+from typing import TYPE_CHECKING
 
 from lsprotocol import types
 
 from kernelscope.daemon.lsp.state import WorkspaceState
+
+if TYPE_CHECKING:
+    from kernelscope.daemon.engine.views.diagnostics import Notice
 
 SEVERITY = {
     "error": types.DiagnosticSeverity.Error,
@@ -17,7 +23,7 @@ SEVERITY = {
 
 
 def diagnostics(ws: WorkspaceState) -> list[types.Diagnostic]:
-    from kernelscope.daemon.engine.views.diagnostics import Notice, probe_notices
+    from kernelscope.daemon.engine.views.diagnostics import probe_notices
 
     scan = ws.cache.kernels()
     line = (scan.kernels[0].def_line - 1) if scan.kernels else 0
@@ -27,7 +33,21 @@ def diagnostics(ws: WorkspaceState) -> list[types.Diagnostic]:
     notices: list[Notice] = [*ws.notices, *probe_notices(ws.probe)]
     return [
         types.Diagnostic(
-            range=where, severity=SEVERITY[n.severity], source="kernelscope", code=n.code, message=n.message
+            range=where if n.line is None else _range(n),
+            severity=SEVERITY[n.severity],
+            source="kernelscope",
+            code=n.code,
+            message=n.message,
         )
         for n in notices
     ]
+
+
+def _range(notice: Notice) -> types.Range:
+    line = max(0, (notice.line or 1) - 1)
+    end_line = max(line, (notice.end_line or notice.line or 1) - 1)
+    end_column = notice.end_column if notice.end_column is not None else 200
+    return types.Range(
+        start=types.Position(line=line, character=max(0, notice.column)),
+        end=types.Position(line=end_line, character=max(0, end_column)),
+    )

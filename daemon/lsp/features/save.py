@@ -35,16 +35,21 @@ CHECK_DEBOUNCE_S = 0.3  # didChange while typing: the check runs once the text r
 
 
 def check_text(cache: WorkspaceCache, text: str) -> tuple[tuple[Notice, ...], bool]:
-    """(pool) A text against every recorded version: its notices, and whether an identical
-    recorded version makes the background benchmark unnecessary."""
-    from kernelscope.daemon.engine.views.diagnostics import text_notices
+    """(pool) A text against the static rules and every recorded version: its notices, and
+    whether an identical recorded version makes the background benchmark unnecessary."""
+    from kernelscope.daemon.engine.views.diagnostics import static_notices, text_notices
 
+    try:
+        static = static_notices(text, cache.kind())
+    except Exception:  # best effort, as the history's check
+        log.exception("static check failed for %s", cache.root)
+        static = []
     try:
         notices, identical = text_notices(cache.history(), text)
     except Exception:  # the check is best effort: a broken history never blocks a save
         log.exception("fingerprint check failed for %s", cache.root)
-        return (), False
-    return tuple(notices), identical
+        return tuple(static), False
+    return (*notices, *static), identical
 
 
 def _digest(text: str) -> str:
