@@ -77,7 +77,7 @@ def clone_outputs(outputs: list[torch.Tensor]) -> list[torch.Tensor]:
     return [o.detach().clone() for o in outputs]
 
 
-def _overlaps(a: torch.Tensor, b: torch.Tensor) -> bool:
+def overlaps(a: torch.Tensor, b: torch.Tensor) -> bool:
     if a.device != b.device or a.numel() == 0 or b.numel() == 0:
         return False
     a_start = a.untyped_storage().data_ptr()
@@ -238,7 +238,7 @@ def check_outputs(
         if out.device != ref.device:
             raise GateFailure("cheat", f"{label} is on {out.device}, expected {ref.device}")
         for position, value in enumerate(inputs):
-            if isinstance(value, torch.Tensor) and _overlaps(out, value):
+            if isinstance(value, torch.Tensor) and overlaps(out, value):
                 raise GateFailure(
                     "cheat",
                     f"{label} is a view of input {position} (it shares its memory; it must be a new tensor)",

@@ -190,26 +190,6 @@ def framework_baseline(path: Path) -> bool:
         return False
 
 
-class _PerturbOnly:
-    """Between the baseline's (and parent's) timed calls: the same input perturbation the
-    candidate's calls see, nothing checked."""
-
-    def __init__(self, checks: Any) -> None:
-        self.checks = checks
-
-    def before(self, index: int) -> None:
-        from kernelscope.kernels.timing import perturb_
-
-        if index > 0 and self.checks.perturb:
-            perturb_(self.checks.inputs, self.checks.rng)
-
-    def after(self, index: int, output: Any) -> None:
-        return None
-
-    def audit_point(self, index: int) -> None:
-        return None
-
-
 class _Runner:
     def __init__(
         self,
@@ -242,7 +222,7 @@ class _Runner:
         import random
 
         from kernelscope.kernels.gate import as_tensor_list, check_outputs, digest
-        from kernelscope.kernels.timing import TimedCallChecks
+        from kernelscope.kernels.timing import PerturbOnly, TimedCallChecks
 
         inputs = problem.make_inputs(config, 0, self.device)
         baseline, candidate = problem.baseline(config), problem.candidate(config)
@@ -261,7 +241,7 @@ class _Runner:
             sync=lambda: _sync(self.mode),
             require_launches=not self.framework_ok,
         )
-        others = _PerturbOnly(checks)
+        others = PerturbOnly(checks)
         base: list[float] = []
         cand: list[float] = []
         par: list[float] = []
@@ -654,13 +634,19 @@ def run(args: argparse.Namespace) -> Any:
         common_warning = None
     framework_ok = framework_baseline(candidate_path)
     runner = _Runner(args, mode, guard, parent_fn, framework_ok)
+    from kernelscope.kernels.problem_lint import lint_for_result  # the reference only, before any candidate
+
+    lint, lint_messages = lint_for_result(
+        problem, configs[0], runner.device, runner._tolerance(problem, configs[0]), args.rel_err
+    )
     outcomes = []
     _progress(0, len(configs))
     for index, config in enumerate(configs):
         outcomes.append(runner.run_config(config, problem))
         _progress(index + 1, len(configs))
     result = _summarise(outcomes, mode, env, common, started, args)
-    result.messages.extend(static_warnings)
+    result.messages.extend([*static_warnings, *lint_messages])
+    result.problem_lint = lint
     if parent_fn is not None:
         result.parent = str(args.parent.resolve())
         ratios = [c.speedup_vs_parent for c in result.configs if c.speedup_vs_parent]

@@ -373,3 +373,21 @@ class TimedCallChecks:
                 f"the hidden audit call (fresh inputs, at timed call {index}) got a wrong output: {exc}",
             ) from None
         self.checked_calls += 1
+
+
+class PerturbOnly:
+    """Between the baseline's (and parent's) timed calls: the same input perturbation the
+    candidate's calls see, nothing checked."""
+
+    def __init__(self, checks: Any) -> None:
+        self.checks = checks
+
+    def before(self, index: int) -> None:
+        if index > 0 and self.checks.perturb:
+            perturb_(self.checks.inputs, self.checks.rng)
+
+    def after(self, index: int, output: Any) -> None:
+        return None
+
+    def audit_point(self, index: int) -> None:
+        return None

@@ -158,6 +158,17 @@ class GateReport(ClosedModel):
     extra: dict[str, Any] = Field(default_factory=dict, description="other keys the gate printed")
 
 
+class ProblemFinding(ClosedModel):
+    """A weakness of the problem itself (kernels/problem_lint.py): a trivial kernel would pass
+    it. Found by running the reference only; shown on the problem file's line."""
+
+    rule: str
+    message: str
+    config: str
+    file: str | None = None
+    line: int | None = Field(default=None, description="1-based line in `file`")
+
+
 class BenchResult(ClosedModel):
     """The outcome of benchmarking one candidate kernel against a baseline."""
 
@@ -186,6 +197,9 @@ class BenchResult(ClosedModel):
     verdict: Literal["faster", "slower", "no measurable change", "not comparable"] | None = None
     comparable: bool = Field(
         default=True, description="false under the CPU interpreter: the score must not rank candidates"
+    )
+    problem_lint: list[ProblemFinding] = Field(
+        default_factory=list, description="what a trivial kernel would get away with on this problem"
     )
     suspicious: str | None = Field(
         default=None,

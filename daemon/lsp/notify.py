@@ -1,5 +1,6 @@
 """Everything the daemon tells the client unasked (event loop only): that a workspace's lenses,
-hints and diagnostics changed, and that a job ended.
+hints and diagnostics changed (kernel.py's, and the problem file's lint from the last probe),
+and that a job ended.
 
 `workspace_changed` is the one place a change becomes visible: it tells the workspace's cache
 which sources changed (engine/workspace/cache.py drops what was made of them), asks the client
@@ -11,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 from lsprotocol import types
 
-from kernelscope.daemon.lsp.features.diagnostics import diagnostics
+from kernelscope.daemon.lsp.features.diagnostics import diagnostics, problem_diagnostics
 from kernelscope.daemon.lsp.state import WorkspaceState
 from kernelscope.protocol.vocabulary import JOB_FINISHED
 
@@ -34,6 +35,12 @@ def workspace_changed(ls: KernelscopeServer, ws: WorkspaceState, *sources: Sourc
             uri=ws.cache.workspace.kernel_path.as_uri(), diagnostics=diagnostics(ws)
         )
     )
+    lint = problem_diagnostics(ws)
+    for uri in sorted(ws.lint_uris - set(lint)):  # a problem file the last probe found nothing in
+        ls.text_document_publish_diagnostics(types.PublishDiagnosticsParams(uri=uri, diagnostics=[]))
+    for uri, found in lint.items():
+        ls.text_document_publish_diagnostics(types.PublishDiagnosticsParams(uri=uri, diagnostics=found))
+    ws.lint_uris = frozenset(lint)
 
 
 def job_finished(ls: KernelscopeServer, outcome: dict[str, Any]) -> None:

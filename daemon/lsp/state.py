@@ -88,6 +88,7 @@ class WorkspaceState:
     untrusted_said: bool = False
     pending_check: asyncio.TimerHandle | None = None  # didChange's debounce
     history_started: bool = False  # built on the first open of kernel.py, not at start-up
+    lint_uris: frozenset[str] = frozenset()  # problem files holding the last probe's lint diagnostics
 
     # -- transitions (event loop only) ----------------------------------------------------
 

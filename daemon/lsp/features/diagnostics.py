@@ -51,3 +51,27 @@ def _range(notice: Notice) -> types.Range:
         start=types.Position(line=line, character=max(0, notice.column)),
         end=types.Position(line=end_line, character=max(0, end_column)),
     )
+
+
+def problem_diagnostics(ws: WorkspaceState) -> dict[str, list[types.Diagnostic]]:
+    """The last probe's problem lint (kernels/problem_lint.py), on the problem file's lines:
+    what a trivial kernel would get away with, said where the problem can be fixed."""
+    from pathlib import Path
+
+    found: dict[str, list[types.Diagnostic]] = {}
+    for finding in ws.probe.problem_lint if ws.probe is not None else []:
+        if not finding.file:
+            continue
+        line = max(0, (finding.line or 1) - 1)
+        found.setdefault(Path(finding.file).as_uri(), []).append(
+            types.Diagnostic(
+                range=types.Range(
+                    start=types.Position(line=line, character=0), end=types.Position(line=line, character=200)
+                ),
+                severity=types.DiagnosticSeverity.Warning,
+                source="kernelscope",
+                code=f"problem:{finding.rule}",
+                message=f"{finding.message} (seen on {finding.config})",
+            )
+        )
+    return found

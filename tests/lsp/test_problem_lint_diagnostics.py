@@ -1,0 +1,77 @@
+"""The problem lint in the editor (issue #25 item 1): a trusted KernelBench workspace is
+measured on save, and what a trivial kernel would get away with on the problem (19_ReLU: the
+identity passes its never-negative inputs) is published as warnings on the problem file's
+line, where the problem can be fixed; kernel.py's own diagnostics are unchanged."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+import pytest_lsp
+from lsprotocol import types
+from pytest_lsp import ClientServerConfig, client_capabilities
+
+from tests.conftest import FIXTURES, NO_TORCH_SERVER
+from tests.kernels.test_kernelbench import RELU, RELU_KERNEL
+from tests.support.lsp_client import KernelscopeClient, _as_dict, make_client, wait_for
+
+pytestmark = pytest.mark.slow
+
+
+@pytest.fixture
+def folder(tmp_path: Path, users_own_files: Path) -> Path:
+    ws = tmp_path / "kernel_opt_relu"
+    ws.mkdir()
+    shutil.copy(FIXTURES / "kernelbench" / RELU, ws / RELU)
+    (ws / "kernel.py").write_text(RELU_KERNEL)
+    block = {"bench": {"reference": RELU, "problem_sizes": {"batch_size": 8, "dim": 64}}}
+    (ws / "README.md").write_text(f"# relu\n\n```kernelscope\n{json.dumps(block)}\n```\n")
+    users_own_files.write_text(f'mode = "interpreter"\nseeds = 1\ndebounce_ms = 100\ntrusted = ["{ws}"]\n')
+    return tmp_path
+
+
+@pytest_lsp.fixture(config=ClientServerConfig(client_factory=make_client, server_command=NO_TORCH_SERVER))
+async def client(lsp_client: KernelscopeClient, folder: Path):
+    lsp_client.folder = folder
+    lsp_client.finished = []
+
+    @lsp_client.feature("kernelscope/jobFinished")
+    def on_finished(*args: object) -> None:
+        lsp_client.finished.append(_as_dict(args[-1]))
+
+    for method in (types.WORKSPACE_CODE_LENS_REFRESH, types.WORKSPACE_INLAY_HINT_REFRESH):
+        lsp_client.feature(method)(lambda params: None)
+    await lsp_client.initialize_session(
+        types.InitializeParams(
+            capabilities=client_capabilities("visual_studio_code"),
+            workspace_folders=[types.WorkspaceFolder(uri=folder.as_uri(), name="folder")],
+            initialization_options={"kernelscope": {"dbUrl": str(folder / "exp.sqlite")}},
+            process_id=None,
+        )
+    )
+    yield
+    await lsp_client.shutdown_session()
+
+
+async def test_the_problem_file_gets_the_lint_on_its_line(client: KernelscopeClient) -> None:
+    ws = client.folder / "kernel_opt_relu"
+    kernel = ws / "kernel.py"
+    uri = kernel.as_uri()
+    client.text_document_did_open(
+        types.DidOpenTextDocumentParams(
+            text_document=types.TextDocumentItem(uri=uri, language_id="python", version=1, text=RELU_KERNEL)
+        )
+    )
+    client.text_document_did_save(
+        types.DidSaveTextDocumentParams(text_document=types.TextDocumentIdentifier(uri=uri), text=RELU_KERNEL)
+    )
+    problem = (ws / RELU).as_uri()
+    await wait_for(lambda: bool(client.diagnostics.get(problem)), 240, "no lint on the problem file")
+    found = {d.code: d for d in client.diagnostics[problem]}
+    assert {"problem:identity-passes", "problem:sign-invariant"} <= set(found), found
+    sign = found["problem:sign-invariant"]
+    assert sign.severity == types.DiagnosticSeverity.Warning and sign.range.start.line == 25  # get_inputs
+    assert not any(str(d.code).startswith("problem:") for d in client.diagnostics.get(uri) or [])
