@@ -8,7 +8,9 @@ A page asks for a generated block with a marker on a line of its own:
 - `<!-- generated: settings -->`: every setting (initializationOptions, the user's config
   file, a folder's configuration), its default and its docstring, read from
   `protocol/settings.py`;
-- `<!-- generated: layout -->`: the source layout (`scripts/layout.py`).
+- `<!-- generated: layout -->`: the source layout (`scripts/layout.py`);
+- `<!-- generated: static-rules -->`, `<!-- generated: trace-statuses -->`: the static rules
+  and the Trace status mapping, from their modules' tables.
 
 `mkdocs build --strict` (in scripts/test.sh) fails on an unknown marker, as on a broken link.
 """
@@ -22,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
-MARKER = re.compile(r"^<!-- generated: (\w+) -->$", re.MULTILINE)
+MARKER = re.compile(r"^<!-- generated: ([\w-]+) -->$", re.MULTILINE)
 
 
 def _cell(text: str) -> str:
@@ -104,6 +106,31 @@ def settings_reference() -> str:
     return "\n".join(out)
 
 
+def static_rules_reference() -> str:
+    """Every static rule (kernels/static_rules.py): id, severity, whose rule it is, what it finds."""
+    from kernelscope.kernels.static_rules import _RULES  # the module's one table (ids -> specs)
+
+    rows = ["| rule | severity | from | finds |", "|---|---|---|---|"]
+    for rule, (severity, source, description, _why) in sorted(
+        _RULES.items(), key=lambda kv: (kv[1][0], kv[0])
+    ):
+        rows.append(f"| `{rule}` | {severity} | {source} | {_cell(description)} |")
+    return "\n".join(rows) + "\n"
+
+
+def trace_statuses_reference() -> str:
+    """How a kernelscope verdict is written as a Trace status (daemon/engine/store/traces.py)."""
+    from kernelscope.daemon.engine.store.traces import FLASHINFER_FALLBACK, KIND_STATUS, NO_VERDICT_KINDS
+
+    rows = ["| kernelscope kind | SOL-ExecBench status | FlashInfer-Bench status |", "|---|---|---|"]
+    rows.append("| (passed) | `PASSED` | `PASSED` |")
+    for kind, status in KIND_STATUS.items():
+        rows.append(f"| `{kind}` | `{status}` | `{FLASHINFER_FALLBACK.get(status, status)}` |")
+    for kind in sorted(NO_VERDICT_KINDS):
+        rows.append(f"| `{kind}` | no record (no verdict on the kernel) | no record |")
+    return "\n".join(rows) + "\n"
+
+
 def layout_reference() -> str:
     sys.path.insert(0, str(ROOT / "scripts"))
     try:
@@ -113,7 +140,13 @@ def layout_reference() -> str:
     return str(layout())
 
 
-GENERATORS = {"cli": cli_reference, "settings": settings_reference, "layout": layout_reference}
+GENERATORS = {
+    "cli": cli_reference,
+    "settings": settings_reference,
+    "layout": layout_reference,
+    "static-rules": static_rules_reference,
+    "trace-statuses": trace_statuses_reference,
+}
 
 
 def on_page_markdown(markdown: str, page: Any, config: Any, files: Any) -> str:
