@@ -11,12 +11,12 @@ from pathlib import Path
 import pytest
 import pytest_lsp
 from lsprotocol import types
-from pytest_lsp import ClientServerConfig, client_capabilities
+from pytest_lsp import ClientServerConfig
 
 from kernelscope.daemon.engine.workflows.demo import kernel_with_block
 from tests.conftest import NO_TORCH_SERVER
 from tests.lsp.test_lsp import KERNEL, make_workspace, private_copy
-from tests.support.lsp_client import KernelscopeClient, _as_dict, make_client, wait_for
+from tests.support.lsp_client import KernelscopeClient, make_client, start_session, wait_for
 
 pytestmark = pytest.mark.slow
 
@@ -45,23 +45,7 @@ def trust(folder: Path, users_own_files: Path, request: pytest.FixtureRequest) -
 
 @pytest_lsp.fixture(config=ClientServerConfig(client_factory=make_client, server_command=NO_TORCH_SERVER))
 async def client(lsp_client: KernelscopeClient, folder: Path, trust: Path):
-    lsp_client.folder = folder
-    lsp_client.finished = []
-
-    @lsp_client.feature("kernelscope/jobFinished")
-    def on_finished(*args: object) -> None:
-        lsp_client.finished.append(_as_dict(args[-1]))
-
-    for method in (types.WORKSPACE_CODE_LENS_REFRESH, types.WORKSPACE_INLAY_HINT_REFRESH):
-        lsp_client.feature(method)(lambda params: None)
-    await lsp_client.initialize_session(
-        types.InitializeParams(
-            capabilities=client_capabilities("visual_studio_code"),
-            workspace_folders=[types.WorkspaceFolder(uri=folder.as_uri(), name="folder")],
-            initialization_options={"kernelscope": {"dbUrl": str(folder / "exp.sqlite")}},
-            process_id=None,
-        )
-    )
+    await start_session(lsp_client, folder, {"dbUrl": str(folder / "exp.sqlite")}, "visual_studio_code")
     yield
     await lsp_client.shutdown_session()
 

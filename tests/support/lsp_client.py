@@ -10,8 +10,9 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from lsprotocol import types
 from pygls.protocol import default_converter
-from pytest_lsp import LanguageClient
+from pytest_lsp import LanguageClient, client_capabilities
 from pytest_lsp.client import register_lsp_features
 
 
@@ -29,6 +30,30 @@ def make_client() -> KernelscopeClient:
     client = KernelscopeClient(converter_factory=default_converter)
     register_lsp_features(client)
     return client
+
+
+async def start_session(
+    client: KernelscopeClient, folder: Path, options: dict[str, Any], editor: str = "visual_studio_code"
+) -> None:
+    """Open `folder` as the one workspace folder with `editor`'s capabilities and
+    `{"kernelscope": options}`, collecting jobFinished and accepting refresh requests."""
+    client.folder = folder
+    client.finished = []
+
+    @client.feature("kernelscope/jobFinished")
+    def on_finished(*args: object) -> None:
+        client.finished.append(_as_dict(args[-1]))
+
+    for method in (types.WORKSPACE_CODE_LENS_REFRESH, types.WORKSPACE_INLAY_HINT_REFRESH):
+        client.feature(method)(lambda params: None)
+    await client.initialize_session(
+        types.InitializeParams(
+            capabilities=client_capabilities(editor),
+            workspace_folders=[types.WorkspaceFolder(uri=folder.as_uri(), name="folder")],
+            initialization_options={"kernelscope": options},
+            process_id=None,
+        )
+    )
 
 
 async def wait_for(
