@@ -21,7 +21,7 @@ import traceback
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from kernelscope.kernels.static_rules import FRAMEWORK_BASELINE_MARK
+from kernelscope.protocol.static_rules import FRAMEWORK_BASELINE_MARK
 
 if TYPE_CHECKING:
     from kernelscope.protocol.bench import BenchMode, BenchStatus, ErrorKind

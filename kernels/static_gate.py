@@ -1,4 +1,4 @@
-"""The static rules (kernels/static_rules.py) as a gate: before the candidate is imported, a
+"""The static rules (protocol/static_rules.py) as a gate: before the candidate is imported, a
 rule of severity error fails the run as `static_check`, naming the rule and the line; the
 warnings go into the result's messages. Nothing of the candidate runs for this.
 
@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from kernelscope.kernels.static_rules import Finding, check_source
 from kernelscope.protocol.kinds import Folder, adapter_for, kinds
+from kernelscope.protocol.static_rules import Finding, check_source
 
 MAX_NAMED = 5
 

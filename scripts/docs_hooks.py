@@ -107,8 +107,8 @@ def settings_reference() -> str:
 
 
 def static_rules_reference() -> str:
-    """Every static rule (kernels/static_rules.py): id, severity, whose rule it is, what it finds."""
-    from kernelscope.kernels.static_rules import _RULES  # the module's one table (ids -> specs)
+    """Every static rule (protocol/static_rules.py): id, severity, whose rule it is, what it finds."""
+    from kernelscope.protocol.static_rules import _RULES  # the module's one table (ids -> specs)
 
     rows = ["| rule | severity | from | finds |", "|---|---|---|---|"]
     for rule, (severity, source, description, _why) in sorted(

@@ -75,7 +75,7 @@ def test_each_cheat_fails_with_its_kind(tmp_path: Path, name: str) -> None:
 def test_static_rules_stop_a_cheat_before_it_runs(tmp_path: Path) -> None:
     """By default a candidate that breaks an error rule fails as static_check, naming the rule
     and the line, and nothing of it runs; the honest kernel passes with the rules on."""
-    from kernelscope.kernels.static_rules import check_source
+    from kernelscope.protocol.static_rules import check_source
 
     caught = {
         name

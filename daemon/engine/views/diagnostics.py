@@ -41,10 +41,10 @@ class Notice:
 
 
 def static_notices(text: str, kind: str | None) -> list[Notice]:
-    """The static rules (kernels/static_rules.py: KernelBench's and kernelscope's) on the text
+    """The static rules (protocol/static_rules.py: KernelBench's and kernelscope's) on the text
     as it is typed, each on its own line; nothing runs. An error is what `kernelscope bench`
     fails as static_check."""
-    from kernelscope.kernels.static_rules import check_source
+    from kernelscope.protocol.static_rules import check_source
 
     return [
         Notice(

@@ -1,4 +1,4 @@
-"""kernelscope.kernels.static_rules: the editor-time cheat checks, read from source text only.
+"""kernelscope.protocol.static_rules: the editor-time cheat checks, read from source text only.
 
 Each rule has a minimal offending example (the line it must point at carries a `# HIT`
 comment) and a near miss that must stay quiet; every honest candidate in the repository
@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from kernelscope.kernels.static_rules import RULES, Finding, check_source
+from kernelscope.protocol.static_rules import RULES, Finding, check_source
 from tests.conftest import EXAMPLES
 from tests.kernels.test_kernelbench import GELU_KERNEL, GELU_SIGMOID_KERNEL, RELU_KERNEL
 from tests.support.cheat_kernels import (
@@ -694,7 +694,7 @@ def test_importable_and_usable_without_torch() -> None:
     in the child, and checking a candidate that imports both must not try to."""
     code = (
         "import sys\nsys.modules['torch'] = None\nsys.modules['triton'] = None\n"
-        "from kernelscope.kernels.static_rules import check_source\n"
+        "from kernelscope.protocol.static_rules import check_source\n"
         f"print(len(check_source({GELU_HONEST!r}, kind='kernelbench')))\n"
     )
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
