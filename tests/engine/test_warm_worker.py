@@ -45,7 +45,11 @@ def workspace(root: Path, kernel: str = "good", source: str | None = None) -> Pa
 
 
 def bench(ws: Path, pool: WarmWorkers | None, **kwargs: object) -> BenchResult:
+    """A job through `pool` (None: cold). The static rules are off: these kernels misbehave at
+    run time on purpose, and the static gate would stop them before the defences under test
+    (tests/protocol/test_static_rules.py covers the gate)."""
     kwargs.setdefault("seeds", 1)
+    kwargs.setdefault("extra_args", ["--no-static-rules"])
     kwargs.setdefault("mode", "interpreter")
     return run_benchmark(BenchRequest(workspace=ws, **kwargs), workers=pool)  # type: ignore[arg-type]
 
@@ -129,7 +133,11 @@ def test_a_cancelled_job_is_killed(pool: WarmWorkers, tmp_path: Path) -> None:
     runner = threading.Thread(
         target=lambda: found.append(
             run_benchmark(
-                BenchRequest(workspace=ws, mode="interpreter", seeds=1, timeout_s=120), cancel, pool
+                BenchRequest(
+                    workspace=ws, mode="interpreter", seeds=1, timeout_s=120, extra_args=["--no-static-rules"]
+                ),
+                cancel,
+                pool,
             )
         )
     )

@@ -313,19 +313,20 @@ def test_json_setup_and_usage_errors_print_one_document(tmp_path: Path) -> None:
 
 @pytest.mark.slow
 def test_problem_module_tolerance_is_honoured(tmp_path: Path) -> None:
-    """The sigmoid-approximated GELU is 6.4e-3 off: beyond KernelBench's fp32 1e-4, within a
-    tolerance the problem module declares (upstream files declare none, so this problem is
-    the GELU fixture plus two lines)."""
+    """The sigmoid-approximated GELU is 6.4e-3 off on the problem's inputs (torch.rand) and
+    about 2e-2 off on the signed heavy-tailed second draw: beyond KernelBench's fp32 1e-4,
+    within a tolerance of 5e-2 the problem module declares (upstream files declare none, so
+    this problem is the GELU fixture plus two lines)."""
     ws = workspace(tmp_path / "gelu", GELU, GELU_SIGMOID_KERNEL)
     args = ("-w", str(ws), "--reference", GELU, *SMALL, "--mode", "interpreter", "--seeds", "2", "--json")
     strict = bench(*args)
     assert strict.returncode == EXIT_GATE_FAILED, strict.stdout + strict.stderr
     assert one_document(strict.stdout)["error"]["kind"] == "wrong_result"
     with (ws / GELU).open("a") as problem:
-        problem.write("\n\natol = 1e-2\nrtol = 1e-2\n")
+        problem.write("\n\natol = 5e-2\nrtol = 5e-2\n")
     loose = bench(*args)
     assert loose.returncode == EXIT_PASS, loose.stdout + loose.stderr
-    assert one_document(loose.stdout)["configs"][0]["tolerance"] == "|out - ref| <= 0.01 + 0.01 * |ref|"
+    assert one_document(loose.stdout)["configs"][0]["tolerance"] == "|out - ref| <= 0.05 + 0.05 * |ref|"
 
 
 @pytest.mark.slow
@@ -358,6 +359,7 @@ def test_out_of_memory_is_its_own_exit_status(tmp_path: Path) -> None:
         "700",
         "--timeout",
         "120",
+        "--no-static-rules",  # no Triton in it: the static gate would stop it before it hoards
         "--json",
     )
     assert run.returncode == EXIT_RESOURCE, run.stdout + run.stderr

@@ -58,12 +58,12 @@ def test_sliced_comparison_matches_float64(monkeypatch: pytest.MonkeyPatch, dtyp
     torch.manual_seed(0)
     ref = torch.randn(4321).to(dtype)
     out = (ref.float() + 1e-3 * torch.randn(4321)).to(dtype)
-    max_abs, max_rel, rel_err, ok, _ = gate._compare(out, ref, {"rel_err": 0.01})
+    found = gate._compare(out, ref, {"rel_err": 0.01})
     expected = _float64_figures(out, ref)
-    assert ok
-    assert max_abs == pytest.approx(expected[0], rel=1e-3)
-    assert max_rel == pytest.approx(expected[1], rel=1e-3)
-    assert rel_err == pytest.approx(expected[2], rel=1e-3)
+    assert found.ok and found.counted == 4321
+    assert found.max_abs == pytest.approx(expected[0], rel=1e-3)
+    assert found.max_rel == pytest.approx(expected[1], rel=1e-3)
+    assert found.rel_err == pytest.approx(expected[2], rel=1e-3)
 
 
 def test_transposed_right_answer_is_wrong_layout() -> None:

@@ -303,9 +303,9 @@ async def test_one_change_reported_twice_is_benchmarked_once(client: Kernelscope
     assert any(t.startswith("last probe: PASS") for t in titles), titles
     assert not any("stale" in t for t in titles), titles
 
-    from tests.support.bench_fixtures import KERNELS, alive_with
+    from tests.support.bench_fixtures import EVADING, alive_with
 
-    path.write_text(KERNELS["hang"])  # a probe that runs until cancelled
+    path.write_text(EVADING["hang"])  # a probe that runs until cancelled (past the static gate)
     save()
     await wait_for(lambda: bool(alive_with(str(ws))), timeout=60)
     client.finished.clear()
@@ -326,10 +326,11 @@ def completed_probes(client: KernelscopeClient) -> list[dict]:
 
 async def test_hostile_kernels_cannot_take_the_daemon(client: KernelscopeClient) -> None:
     """Saving a kernel that forks without end, prints without end, hoards memory or never
-    returns: each background probe ends as a structured failure naming the cap (or is
-    superseded by the next save), nothing of it keeps running, nothing pops up, and the
-    daemon answers throughout."""
-    from tests.support.bench_fixtures import KERNELS, alive_with
+    returns: the plain versions stop at the static gate, nothing of them run; the versions
+    the static rules pass (tests/support/bench_fixtures.EVADING) end as a structured failure
+    naming the cap (or are superseded by the next save). Nothing keeps running, nothing
+    pops up, and the daemon answers throughout."""
+    from tests.support.bench_fixtures import EVADING, KERNELS, alive_with
 
     ws = client.folder / "kernel_opt_vector_add"
     uri = kernel_uri(client)
@@ -346,9 +347,15 @@ async def test_hostile_kernels_cannot_take_the_daemon(client: KernelscopeClient)
         "prints_forever": "MB of output",
         "hoards_memory": "1500 MB cap",
     }
+    client.finished.clear()
+    save(KERNELS["fork_bomb"])
+    await wait_for(lambda: bool(completed_probes(client)), timeout=120)
+    error = (completed_probes(client)[-1].get("result") or {}).get("error") or {}
+    assert error.get("kind") == "static_check" and "thread-injection" in error.get("message", ""), error
+    assert alive_with(str(ws)) == []
     for kernel, fragment in expected.items():
         client.finished.clear()
-        save(KERNELS[kernel])
+        save(EVADING[kernel])
         await wait_for(lambda: bool(completed_probes(client)), timeout=120)
         finished = completed_probes(client)[-1]
         assert finished["background"] is True
@@ -360,7 +367,7 @@ async def test_hostile_kernels_cannot_take_the_daemon(client: KernelscopeClient)
     # A kernel that never returns: the daemon answers while it runs, and the next save
     # supersedes it (its whole group killed) instead of waiting out the timeout.
     client.finished.clear()
-    save(KERNELS["hang"])
+    save(EVADING["hang"])
     await wait_for(lambda: bool(alive_with(str(ws))), timeout=60)
     await asyncio.sleep(3.0)  # inside kernel_fn by now
     assert await lenses(client)

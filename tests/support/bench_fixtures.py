@@ -104,3 +104,18 @@ def alive_with(marker: str) -> list[int]:
             if marker.encode() in cmdline and fields and fields[0] != "Z":
                 pids.append(int(entry.name))
     return pids
+
+
+_TRITON_BESIDE = HEADER.split("def add(x, y):")[0]
+# The same abuse in files the static rules pass (a real Triton kernel beside it; processes
+# started through subprocess, each carrying the job's command line so `alive_with` finds
+# it): what the runtime caps must stop when the static gate cannot.
+EVADING: dict[str, str] = {
+    "fork_bomb": _TRITON_BESIDE + "import subprocess, sys\n\ndef kernel_fn(x, y):\n"
+    "    title = open('/proc/self/cmdline').read().replace(chr(0), ' ')\n"
+    "    for _ in range(100000):\n"
+    "        subprocess.Popen(['sh', '-c', 'sleep 120; true', title])\n",
+    "prints_forever": _TRITON_BESIDE + KERNELS["prints_forever"],
+    "hoards_memory": _TRITON_BESIDE + KERNELS["hoards_memory"],
+    "hang": _TRITON_BESIDE + KERNELS["hang"],
+}
