@@ -42,7 +42,8 @@ WORKSPACES_REQUEST = "kernelscope/workspaces"
 # editor clients read it from editor-clients/commands.json to know where to start the daemon.
 # kernel.py is required: a repository whose README documents a ```kernelscope block (this one)
 # is not a workspace.
-WORKSPACE_FILES: tuple[str, ...] = ("kernel.py",)
+KERNEL_FILE = "kernel.py"  # the file kernelscope measures and annotates
+WORKSPACE_FILES: tuple[str, ...] = (KERNEL_FILE,)
 WORKSPACE_DIRS: tuple[str, ...] = ("memory",)
 WORKSPACE_README = "README.md"
 WORKSPACE_FENCE = "kernelscope"

@@ -23,7 +23,7 @@ if TYPE_CHECKING:
 
 def workspace_changed(ls: KernelscopeServer, ws: WorkspaceState, *sources: Source) -> None:
     """`sources` of the workspace changed (none: only its live state, e.g. job progress)."""
-    ws.cache.changed(*sources)
+    ws.sources_changed(*sources)
     if {"memory", "store"} & set(sources):
         ws.checked = None  # a new record can make the text a recorded version's: check again
     if ls.client.lens_refresh:
@@ -31,9 +31,7 @@ def workspace_changed(ls: KernelscopeServer, ws: WorkspaceState, *sources: Sourc
     if ls.client.inlay_refresh:
         ls.workspace_inlay_hint_refresh(None)
     ls.text_document_publish_diagnostics(
-        types.PublishDiagnosticsParams(
-            uri=ws.cache.workspace.kernel_path.as_uri(), diagnostics=diagnostics(ws)
-        )
+        types.PublishDiagnosticsParams(uri=ws.kernel_path.as_uri(), diagnostics=diagnostics(ws))
     )
     lint = problem_diagnostics(ws)
     for uri in sorted(ws.lint_uris - set(lint)):  # a problem file the last probe found nothing in

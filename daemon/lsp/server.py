@@ -71,7 +71,7 @@ class KernelscopeServer(LanguageServer):
         """The workspace whose kernel.py `uri` is (None for any other document)."""
         path = uri_to_path(uri)
         ws = self.state.workspace_of(path)
-        return ws if ws is not None and path.resolve() == ws.cache.workspace.kernel_path else None
+        return ws if ws is not None and path.resolve() == ws.kernel_path else None
 
     def document(self, uri: str) -> Document | None:
         """(loop) A snapshot of an open kernel.py for pool work."""

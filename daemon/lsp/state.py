@@ -17,18 +17,20 @@ import uuid
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
+from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from urllib.parse import unquote, urlparse
 
 from kernelscope.daemon.engine.workspace.discovery import is_optimization_workspace
 from kernelscope.protocol.settings import FolderSettings, Settings, UserSettings
+from kernelscope.protocol.vocabulary import KERNEL_FILE
 
 if TYPE_CHECKING:
     from kernelscope.daemon.engine.run.warm_worker import WarmWorkers
     from kernelscope.daemon.engine.store import ExperimentStore
     from kernelscope.daemon.engine.views.diagnostics import Notice
-    from kernelscope.daemon.engine.workspace.cache import WorkspaceCache
+    from kernelscope.daemon.engine.workspace.cache import Source, WorkspaceCache
     from kernelscope.protocol.bench import BenchResult
 
 
@@ -67,7 +69,9 @@ class WorkspaceView:
 @dataclass
 class WorkspaceState:
     root: Path
-    cache: WorkspaceCache
+    # The engine's cache of the folder, built on first use: a daemon serving a workspace nobody
+    # has looked at yet holds no records, no models and no store (resident memory at start-up).
+    make_cache: Callable[[], WorkspaceCache]
     # Effective settings: the user's (ServerState.user) composed with this folder's own.
     settings: Settings = field(default_factory=Settings)
     folder: FolderSettings = field(default_factory=FolderSettings)
@@ -89,6 +93,26 @@ class WorkspaceState:
     pending_check: asyncio.TimerHandle | None = None  # didChange's debounce
     history_started: bool = False  # built on the first open of kernel.py, not at start-up
     lint_uris: frozenset[str] = frozenset()  # problem files holding the last probe's lint diagnostics
+    _cache: WorkspaceCache | None = field(default=None, repr=False)
+    _cache_lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+
+    @cached_property
+    def kernel_path(self) -> Path:
+        """kernel.py (the engine's Workspace.kernel_path), known without building the cache."""
+        return Path(self.root).expanduser().resolve() / KERNEL_FILE
+
+    @property
+    def cache(self) -> WorkspaceCache:
+        if self._cache is None:
+            with self._cache_lock:  # the loop and pool threads may ask first at once: one cache
+                if self._cache is None:
+                    self._cache = self.make_cache()
+        return self._cache
+
+    def sources_changed(self, *sources: Source) -> None:
+        """Tell the cache, if there is one yet (a cache built later reads everything fresh)."""
+        if self._cache is not None:
+            self._cache.changed(*sources)
 
     # -- transitions (event loop only) ----------------------------------------------------
 
@@ -198,17 +222,19 @@ class ServerState:
         self.rescan()
 
     def new_workspace(self, root: Path) -> WorkspaceState:
-        from kernelscope.daemon.engine.workspace.cache import WorkspaceCache
-
         state: WorkspaceState
 
         def store() -> ExperimentStore | None:
             return self.store_for(state.settings.db_url)
 
-        keep_reads = os.environ.get("KERNELSCOPE_FULL_RESCAN") != "1"  # benchmarks/refresh_bench.py
-        cache = WorkspaceCache(root, store, keep_reads)
+        def make_cache() -> WorkspaceCache:
+            from kernelscope.daemon.engine.workspace.cache import WorkspaceCache  # on first use
+
+            keep_reads = os.environ.get("KERNELSCOPE_FULL_RESCAN") != "1"  # benchmarks/refresh_bench.py
+            return WorkspaceCache(root, store, keep_reads)
+
         settings = Settings.compose(self.user, self.folder_defaults, root)
-        state = WorkspaceState(root, cache, settings, self.folder_defaults)
+        state = WorkspaceState(root, make_cache, settings, self.folder_defaults)
         return state
 
     def rescan(self) -> None:

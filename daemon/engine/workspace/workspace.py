@@ -12,10 +12,11 @@ from kernelscope.daemon.engine.memory.records import MemoryManager
 from kernelscope.daemon.engine.workspace.discovery import is_optimization_workspace
 from kernelscope.daemon.engine.workspace.kernel_scan import scan_kernel_file
 from kernelscope.daemon.engine.workspace.readme import parse_readme_file
+from kernelscope.protocol.vocabulary import KERNEL_FILE, WORKSPACE_README
 from kernelscope.protocol.workspace import KernelScan, ReadmeInfo, WorkspaceProfile, WorkspaceSummary
 
-README_NAME = "README.md"
-KERNEL_NAME = "kernel.py"
+README_NAME = WORKSPACE_README
+KERNEL_NAME = KERNEL_FILE
 
 
 def find_git_root(start: Path) -> Path | None:

@@ -23,14 +23,18 @@ SEVERITY = {
 
 
 def diagnostics(ws: WorkspaceState) -> list[types.Diagnostic]:
+    if not ws.notices and ws.probe is None:
+        return []  # nothing to say: no engine import, no scan of kernel.py
     from kernelscope.daemon.engine.views.diagnostics import probe_notices
 
+    notices: list[Notice] = [*ws.notices, *probe_notices(ws.probe)]
+    if not notices:
+        return []  # (and no scan of kernel.py: a workspace nobody looked at stays unread)
     scan = ws.cache.kernels()
     line = (scan.kernels[0].def_line - 1) if scan.kernels else 0
     where = types.Range(
         start=types.Position(line=line, character=0), end=types.Position(line=line, character=200)
     )
-    notices: list[Notice] = [*ws.notices, *probe_notices(ws.probe)]
     return [
         types.Diagnostic(
             range=where if n.line is None else _range(n),

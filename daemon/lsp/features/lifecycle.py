@@ -79,7 +79,7 @@ def workspaces(ls: KernelscopeServer, params: Any) -> dict[str, Any]:
     ls.state.rescan()
     return {
         "workspaces": [
-            {"workspace": str(root), "kernel": str(state.cache.workspace.kernel_path)}
+            {"workspace": str(root), "kernel": str(state.kernel_path)}
             for root, state in sorted(ls.state.workspaces.items())
         ]
     }

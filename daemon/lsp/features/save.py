@@ -86,7 +86,7 @@ async def kernel_changed(ls: KernelscopeServer, ws: WorkspaceState, text: str | 
     """A saved text (didSave, or the file rewritten on disk): checked, then measured unless it
     is a recorded version's code."""
     if text is None:
-        text = ws.cache.workspace.kernel_path.read_text(encoding="utf-8", errors="replace")
+        text = ws.kernel_path.read_text(encoding="utf-8", errors="replace")
     digest = _digest(text)
     if digest == ws.kernel_digest and (
         ws.checking_kernel == digest or not ws.stale or ls.jobs.probe_in_flight(ws)
