@@ -62,32 +62,26 @@ def score_value(
 
 def previous_version(record: MemoryRecord) -> str | None:
     """The parent the record names (`comparison_with_previous.previous_version`)."""
-    performance = record.performance
-    comparison = (
-        performance.get("comparison_with_previous")
-        if isinstance(performance, dict)
-        else getattr(performance, "comparison_with_previous", None)
-    )
-    if comparison is None:
-        return None
-    value = (
-        comparison.get("previous_version")
-        if isinstance(comparison, dict)
-        else getattr(comparison, "previous_version", None)
-    )
-    if value is None and hasattr(comparison, "model_extra") and comparison.model_extra:
-        value = comparison.model_extra.get("previous_version")
+    comparison = _performance_field(record, "comparison_with_previous")
+    value = _field(comparison, "previous_version")
     return str(value) if isinstance(value, str) and value else None
 
 
-def _performance_field(record: MemoryRecord, name: str) -> Any:
-    performance = record.performance
-    if isinstance(performance, dict):
-        return performance.get(name)
-    value = getattr(performance, name, None)
-    if value is None and performance is not None and performance.model_extra:
-        value = performance.model_extra.get(name)
+def _field(holder: Any, name: str) -> Any:
+    """`name` of a block read either as a dict (raw JSON) or as a model, whose fields the
+    schema does not declare are in `model_extra`."""
+    if holder is None:
+        return None
+    if isinstance(holder, dict):
+        return holder.get(name)
+    value = getattr(holder, name, None)
+    if value is None and getattr(holder, "model_extra", None):
+        value = holder.model_extra.get(name)
     return value
+
+
+def _performance_field(record: MemoryRecord, name: str) -> Any:
+    return _field(record.performance, name)
 
 
 def parent_effect(
@@ -108,14 +102,7 @@ def parent_effect(
     in_run = _positive(block.get("score_vs_parent"))
     source = "kernelscope.score_vs_parent"
     if in_run is None:
-        comparison = _performance_field(record, "comparison_with_previous")
-        value = (
-            comparison.get("speedup_vs_previous")
-            if isinstance(comparison, dict)
-            else getattr(comparison, "speedup_vs_previous", None)
-        )
-        if value is None and hasattr(comparison, "model_extra") and comparison.model_extra:
-            value = comparison.model_extra.get("speedup_vs_previous")
+        value = _field(_performance_field(record, "comparison_with_previous"), "speedup_vs_previous")
         in_run, source = _positive(value), "performance.comparison_with_previous.speedup_vs_previous"
     if in_run is None and experiment_metrics:
         in_run, source = (
@@ -151,31 +138,19 @@ def failure_text(record: MemoryRecord) -> str | None:
     pitfalls = record.pitfalls_and_fixes
     if isinstance(pitfalls, list):
         for item in reversed(pitfalls):
-            error_type = (
-                item.get("error_type") if isinstance(item, dict) else getattr(item, "error_type", None)
-            )
+            error_type = _field(item, "error_type")
             if isinstance(error_type, str) and error_type and error_type != "partial_restart":
                 kind = error_type
                 break
     correctness = record.correctness
-    rel_err = as_float(
-        correctness.get("rel_err") if isinstance(correctness, dict) else getattr(correctness, "rel_err", None)
-    )
+    rel_err = as_float(_field(correctness, "rel_err"))
     if rel_err is None:
-        rel_err = as_float(
-            correctness.get("max_rel_err")
-            if isinstance(correctness, dict)
-            else (correctness.model_extra or {}).get("max_rel_err")
-            if correctness is not None
-            else None
-        )
-    gate = record.quality_gate
-    reason = gate.get("failure_reason") if isinstance(gate, dict) else getattr(gate, "failure_reason", None)
+        rel_err = as_float(_field(correctness, "max_rel_err"))
+    reason = _field(record.quality_gate, "failure_reason")
     if rel_err is None:
         # kernelscope's gate names the figure in its message ("... rel_err 1.43, max abs err ...")
         messages = [reason] + [
-            item.get("error_message") if isinstance(item, dict) else getattr(item, "error_message", None)
-            for item in (pitfalls if isinstance(pitfalls, list) else [])
+            _field(item, "error_message") for item in (pitfalls if isinstance(pitfalls, list) else [])
         ]
         for message in messages:
             found = _REL_ERR.search(message) if isinstance(message, str) else None
