@@ -11,7 +11,10 @@ site="$(mktemp -d)"
 NO_MKDOCS_2_WARNING=1 .venv/bin/mkdocs build --strict --quiet --site-dir "$site"
 rm -rf "$site"
 set +e
-.venv/bin/python -m pytest -q "$@"
+# Two workers (pytest-xdist), a test file each at a time: most of the suite waits on child
+# processes (the daemon, editors, the agent, the runner), so two cores serve two files at once.
+# KERNELSCOPE_TEST_WORKERS=0 runs in one process.
+.venv/bin/python -m pytest -q -n "${KERNELSCOPE_TEST_WORKERS:-2}" --dist loadfile "$@"
 status=$?
 set -e
 if [ "$status" -eq 5 ]; then

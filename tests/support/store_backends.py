@@ -15,6 +15,22 @@ from sqlalchemy import create_engine, text
 PG_URL = os.environ.get("KERNELSCOPE_TEST_PG_URL")
 
 
+def worker_url(url: str) -> str:
+    """`url` with a schema of this pytest-xdist worker's own first on the search path: the
+    workers share one server, and each drops and recreates the tables of its own tests."""
+    worker = os.environ.get("PYTEST_XDIST_WORKER")
+    if not worker:
+        return url
+    schema = "kernelscope_" + "".join(c for c in worker if c.isalnum())
+    engine = create_engine(url)
+    try:
+        with engine.begin() as conn:
+            conn.execute(text(f"CREATE SCHEMA IF NOT EXISTS {schema}"))
+    finally:
+        engine.dispose()
+    return f"{url}{'&' if '?' in url else '?'}options=-csearch_path%3D{schema}"
+
+
 def reset_postgres(url: str) -> None:
     engine = create_engine(url)
     try:
@@ -37,9 +53,10 @@ def backend_url(kind: str, tmp_path: os.PathLike[str]) -> str:
             pytest.fail(message + " -- required in CI")
         pytest.skip(message)
     try:
-        reset_postgres(PG_URL)
+        url = worker_url(PG_URL)
+        reset_postgres(url)
     except Exception as exc:  # unreachable server
         if os.environ.get("CI"):
             pytest.fail(f"PostgreSQL at KERNELSCOPE_TEST_PG_URL is unreachable: {exc}")
         pytest.skip(f"PostgreSQL at KERNELSCOPE_TEST_PG_URL is unreachable: {exc}")
-    return PG_URL
+    return url
