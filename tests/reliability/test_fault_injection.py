@@ -452,6 +452,33 @@ def test_stale_git_lock_recovery(tmp_path: Path) -> None:
     assert not lock.exists() and not list(markers.iterdir())
 
 
+def test_reading_git_commands_leave_the_index_alone(tmp_path: Path) -> None:
+    """`git diff` and `git status` refresh .git/index under index.lock when a file's stat
+    changed: a write to a workspace kernelscope only reads, and a lock with no marker that a
+    SIGKILL leaves for the next commit to fail on (seen in CI: 'git add -- kernel.py failed ...
+    index.lock'). kernelscope's reads run without it."""
+    from kernelscope.daemon.engine.store.traces import _git_state
+    from kernelscope.daemon.engine.workflows.git import Git
+
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    git = Git(ws)
+    git.init()
+    (ws / "a.txt").write_text("1")
+    commit = git.commit_paths([ws / "a.txt"], "first")
+    index = ws / ".git" / "index"
+    os.utime(index, (1_000_000_000, 1_000_000_000))
+    os.utime(ws / "a.txt", (1_500_000_000, 1_500_000_000))  # stat changed, content the same
+    before = (index.read_bytes(), index.stat().st_mtime_ns)
+    assert git.diff_file(commit, ws / "a.txt") == ""
+    assert git.run("status", "--porcelain") == ""
+    assert _git_state(ws / "a.txt") == (commit, False)
+    assert (index.read_bytes(), index.stat().st_mtime_ns) == before
+    # the same `git diff` run plainly rewrites the index: the test can fail
+    subprocess.run(["git", "diff", commit, "--", "a.txt"], cwd=ws, check=True, capture_output=True)
+    assert index.stat().st_mtime_ns != before[1]
+
+
 def test_concurrent_iterations_take_distinct_versions(tmp_path: Path) -> None:
     """Three iterations at once (the daemon, the CLI and an agent may all start one): each
     records its own version, each commits, and no git lock collision fails any of them."""

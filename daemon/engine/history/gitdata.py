@@ -14,14 +14,14 @@ import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
-from kernelscope.daemon.engine.workflows.git import FAILED_REF_PREFIX
+from kernelscope.daemon.engine.workflows.git import FAILED_REF_PREFIX, READ_ONLY_ENV, READ_ONLY_OPTIONS
 
 GIT_TIMEOUT_S = 120
 EPISODE_BRANCH_PREFIX = "refs/heads/atrex/"  # atrex: atrex/long-eNNNN-<id> per episode
 _ENV = {
     **os.environ,
     "GIT_TERMINAL_PROMPT": "0",
-    "GIT_OPTIONAL_LOCKS": "0",  # a read must never take index.lock from a writer
+    **READ_ONLY_ENV,  # a read must never take index.lock from a writer
     "LC_ALL": "C",
 }
 
@@ -34,7 +34,7 @@ def run_git(cwd: Path, *args: str, stdin: bytes | None = None, check: bool = Tru
     """One git command's stdout as bytes (blob contents are not necessarily UTF-8)."""
     try:
         done = subprocess.run(
-            ["git", *args],
+            ["git", *READ_ONLY_OPTIONS, *args],
             cwd=cwd,
             input=stdin,
             capture_output=True,

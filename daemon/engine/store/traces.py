@@ -85,6 +85,7 @@ from typing import TYPE_CHECKING, Annotated, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from kernelscope.daemon.engine import DataError
+from kernelscope.daemon.engine.workflows.git import READ_ONLY_ENV, READ_ONLY_OPTIONS
 from kernelscope.protocol.bench import BenchError, BenchResult, ConfigResult
 from kernelscope.protocol.experiment import SUMMARY_MAX_CHARS, KernelExperiment, utc_now_z
 
@@ -316,9 +317,10 @@ def _git_state(path: Path) -> tuple[str | None, bool]:
     def git(*args: str) -> str | None:
         try:
             done = subprocess.run(
-                ["git", "-C", str(path.parent), *args],
+                ["git", "-C", str(path.parent), *READ_ONLY_OPTIONS, *args],
                 capture_output=True,
                 text=True,
+                env={**os.environ, **READ_ONLY_ENV},  # reads only: no index refresh
                 timeout=15,
             )
         except (OSError, subprocess.SubprocessError):

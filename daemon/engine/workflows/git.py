@@ -27,6 +27,12 @@ _IDENTITY = {
 
 
 _READ_ONLY = frozenset({"rev-parse", "show", "diff", "log", "cat-file", "ls-files", "status"})
+# How kernelscope runs a git command that reads: `git status` (GIT_OPTIONAL_LOCKS) and `git diff`
+# (diff.autoRefreshIndex; git 2.39 ignores GIT_OPTIONAL_LOCKS there) otherwise refresh
+# .git/index under index.lock: a write to a workspace kernelscope only observes, and a lock a
+# SIGKILL would leave behind with no marker to clear it.
+READ_ONLY_ENV = {"GIT_OPTIONAL_LOCKS": "0"}
+READ_ONLY_OPTIONS = ("-c", "diff.autoRefreshIndex=false")
 GIT_TIMEOUT_S = 120
 
 
@@ -56,11 +62,16 @@ class Git:
         for key, value in _IDENTITY.items():
             environment.setdefault(key, value)
         environment.update(env or {})
-        marker = None if args[0] in _READ_ONLY else self._begin_write()
+        read_only = args[0] in _READ_ONLY
+        options: tuple[str, ...] = ()
+        if read_only:
+            environment.update(READ_ONLY_ENV)
+            options = READ_ONLY_OPTIONS
+        marker = None if read_only else self._begin_write()
         started = time.time()  # before git can create any lock
         try:
             process = subprocess.Popen(
-                ["git", *args],
+                ["git", *options, *args],
                 cwd=self.workdir,
                 stdout=subprocess.PIPE,
                 stderr=subprocess.PIPE,
