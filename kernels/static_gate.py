@@ -33,7 +33,7 @@ def static_gate(
         text = candidate.read_text(encoding="utf-8", errors="replace")
     except OSError:
         return None, []  # the import reports it
-    findings = check_source(text, candidate.name, kind=kind_of(workspace, reference, adapter))
+    findings = check_source(text, kind=kind_of(workspace, reference, adapter))
     errors = [f for f in findings if f.severity == "error"]
     warnings = [f"static check: {describe(candidate, f)}" for f in findings if f.severity != "error"]
     if not errors:

@@ -37,6 +37,8 @@ import re
 import sys
 from dataclasses import dataclass
 
+from kernelscope.protocol.syntax import parse
+
 __all__ = ["FRAMEWORK_BASELINE_MARK", "RULES", "Finding", "check_source"]
 
 
@@ -208,13 +210,13 @@ _FUNCS = (ast.FunctionDef, ast.AsyncFunctionDef)
 _Func = ast.FunctionDef | ast.AsyncFunctionDef
 
 
-def check_source(text: str, filename: str = "kernel.py", *, kind: str | None = None) -> list[Finding]:
+def check_source(text: str, *, kind: str | None = None) -> list[Finding]:
     """The findings for one candidate file, sorted by position. `kind` is the workspace kind
     ("kernelbench", "native", "sol-execbench", "atrex-bench", "atrex-v0.1" or None): it picks
     the timed entry point (ModelNew.forward, kernel_fn, run; every one of them when unknown).
     Never raises: a file that does not parse, or anything unexpected, gives []."""
     try:
-        tree = ast.parse(text, filename=filename)
+        tree = parse(text)
     except (SyntaxError, ValueError, RecursionError, MemoryError, OverflowError):
         return []
     try:

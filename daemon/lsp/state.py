@@ -88,6 +88,8 @@ class WorkspaceState:
     checked: str | None = None
     checked_notices: tuple[Notice, ...] | None = None
     checked_identical: bool = False
+    checked_static: tuple[Notice, ...] = ()  # the static rules' findings, published second
+    checked_extra: tuple[Notice, ...] = ()  # the one-time "not trusted" notice, when this check said it
     notices: tuple[Notice, ...] = ()
     untrusted_said: bool = False
     pending_check: asyncio.TimerHandle | None = None  # didChange's debounce

@@ -293,6 +293,28 @@ def test_a_trusted_edit_to_untried_code_brings_the_fresh_score(
 
 
 @RUN
+def test_an_edit_breaking_a_static_rule_reaches_the_model_with_the_verdict(
+    claude: Path, demo: Path, tmp_path: Path
+) -> None:
+    """(f) An edit that starts a thread beside the kernel: the history's verdict (new code; not
+    trusted, so nothing runs) is published first and the static rule's finding right after, as a
+    second publication; both reach the model."""
+
+    def director(requests: list[dict[str, Any]], ws: Path) -> Reply:
+        text = "import threading\n" + kernel_with_block(512, ws)
+        edit = tool("Write", file_path=str(ws / "kernel.py"), content=text)
+        return after_edit(requests, edit, 2.0, "thread-injection", 30)
+
+    run, server, _ws, _debug = session(claude, demo, tmp_path, director)
+    assert run.returncode == 0, run.stdout[-2000:] + run.stderr[-2000:]
+    index = carried(server.requests, "thread-injection")
+    assert index is not None, [texts(r)[-1500:] for r in server.requests]
+    said = "".join(texts(r) for r in server.requests[: index + 1])
+    assert "imports threading" in said and "(kernelscope)" in said, said[-1500:]
+    assert "re-benchmark on save is off" in said, said[-1500:]  # what the verdict's publication said
+
+
+@RUN
 def test_an_untrusted_workspace_says_re_benchmark_is_off(claude: Path, demo: Path, tmp_path: Path) -> None:
     """(d) Not trusted: the edit is checked, nothing runs, and the model is told once that
     re-benchmark on save is off and how to turn it on or measure."""

@@ -201,3 +201,38 @@ async def test_static_rules_speak_as_the_agent_types(client: KernelscopeClient) 
     await wait_for(
         lambda: not any(m.startswith("static:") for m in messages(client, uri)), 30, "the diagnostic stayed"
     )
+
+
+async def test_the_verdict_comes_first_and_a_burst_of_saves_is_linted_once(client: KernelscopeClient) -> None:
+    """Saves in a row (an agent writing in steps, a checkout), each starting a thread on another
+    line: the static rules wait until the text rests (features/save.py: STATIC_REST_S), so they
+    run once, on the last text, and their finding is a second publication after that text's
+    verdict (new code: no history notice)."""
+    path = kernel(client)
+    uri = path.as_uri()
+    open_with(client, path, kernel_with_block(KERNEL, 64))
+    await wait_for(lambda: any(u == uri for u, _ in client.published), 30, "no check on didOpen")
+    await asyncio.sleep(0.5)
+    client.published.clear()
+    for line in (0, 1, 2):  # text `line` imports threading on that line
+        text = "#\n" * line + "import threading\n" + kernel_with_block(KERNEL, 128)
+        client.text_document_did_save(
+            types.DidSaveTextDocumentParams(text_document=types.TextDocumentIdentifier(uri=uri), text=text)
+        )
+        await asyncio.sleep(0.01)
+
+    def linted() -> list[int]:
+        return [
+            i
+            for i, (u, found) in enumerate(client.published)
+            if u == uri and any(m.startswith("static:thread-injection") for m in found)
+        ]
+
+    await wait_for(linted, 30, "no static finding")
+    await asyncio.sleep(1.0)
+    assert len(linted()) == 1, client.published  # one lint, of the last text
+    first = linted()[0]
+    assert any(m.startswith("static:thread-injection@2:") for m in client.published[first][1])
+    assert first > 0 and client.published[first - 1][0] == uri, client.published
+    assert not any(m.startswith("static:") for m in client.published[first - 1][1]), client.published
+    assert any(m.startswith("static:thread-injection") for m in messages(client, uri))

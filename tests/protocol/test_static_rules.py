@@ -162,7 +162,7 @@ def honest_candidates() -> list[tuple[str, str, str]]:
     ("name", "text", "kind"), honest_candidates(), ids=[c[0] for c in honest_candidates()]
 )
 def test_honest_candidates_have_no_errors(name: str, text: str, kind: str, kind_given: bool) -> None:
-    findings = check_source(text, name, kind=kind if kind_given else None)
+    findings = check_source(text, kind=kind if kind_given else None)
     assert errors(findings) == [], findings
     assert [f for f in findings if f.rule.startswith("torch-")] == [], findings
 

@@ -6,7 +6,7 @@ Pass `client_factory=make_client` to `ClientServerConfig`; the fixture's `lsp_cl
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -23,6 +23,22 @@ class KernelscopeClient(LanguageClient):
         """The workspace folder the test opened (set by the fixture)."""
         self.finished: list[Any] = []
         """`kernelscope/jobFinished` notifications, in arrival order."""
+        self.published: list[tuple[str, list[str]]] = []
+        """Every publishDiagnostics, in arrival order: (uri, ["code@line: message", ...]), lines 0-based."""
+        self.diagnostics = _Published(self.published)
+
+
+class _Published(dict[str, Sequence[types.Diagnostic]]):
+    """pytest-lsp's diagnostics by uri (its handler stores each publication here, and a second
+    handler cannot be registered), logging every publication in `log` as it is stored."""
+
+    def __init__(self, log: list[tuple[str, list[str]]]) -> None:
+        super().__init__()
+        self.log = log
+
+    def __setitem__(self, uri: str, found: Sequence[types.Diagnostic]) -> None:
+        super().__setitem__(uri, found)
+        self.log.append((uri, [f"{d.code}@{d.range.start.line}: {d.message}" for d in found]))
 
 
 def make_client() -> KernelscopeClient:
@@ -36,9 +52,11 @@ async def start_session(
     client: KernelscopeClient, folder: Path, options: dict[str, Any], editor: str = "visual_studio_code"
 ) -> None:
     """Open `folder` as the one workspace folder with `editor`'s capabilities and
-    `{"kernelscope": options}`, collecting jobFinished and accepting refresh requests."""
+    `{"kernelscope": options}`, collecting jobFinished and every diagnostics publication and
+    accepting refresh requests."""
     client.folder = folder
     client.finished = []
+    client.published.clear()
 
     @client.feature("kernelscope/jobFinished")
     def on_finished(*args: object) -> None:

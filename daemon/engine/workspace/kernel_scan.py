@@ -12,6 +12,7 @@ import ast
 from functools import lru_cache
 from pathlib import Path
 
+from kernelscope.protocol.syntax import parse
 from kernelscope.protocol.workspace import KernelInfo, KernelScan, SourceError
 
 KERNEL_DECORATORS = frozenset({"jit", "autotune", "heuristics"})
@@ -40,7 +41,7 @@ def scan_kernel_source(source: str, path: str = "kernel.py") -> KernelScan:
 @lru_cache(maxsize=16)
 def _scan_cached(source: str, path: str) -> KernelScan:
     try:
-        tree = ast.parse(source, filename=path)
+        tree = parse(source)
     except SyntaxError as exc:
         return KernelScan(
             path=path,

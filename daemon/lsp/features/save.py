@@ -1,7 +1,8 @@
 """kernel.py changed (loop): a buffer opened (didOpen: an agent's first edit arrives this way)
 or edited (didChange, debounced), saved (didSave), or the file rewritten on disk by an agent or
 git (the watcher). Every text is checked against every recorded version on a pool (no GPU time,
-no workspace code: it runs in untrusted workspaces too) and the check's notices published; a
+no workspace code: it runs in untrusted workspaces too) and the check's notices published in two steps:
+the history's verdict at once, the static rules' findings when the text rests; a
 saved text identical to a recorded version is not benchmarked again; any other saved text is
 re-benchmarked, debounced, when the workspace is trusted (lsp/jobs.py, engine:
 workflows/probe.py), and an untrusted workspace says once that it is not.
@@ -32,24 +33,31 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("kernelscope.lsp")
 CHECK_DEBOUNCE_S = 0.3  # didChange while typing: the check runs once the text rests
+STATIC_REST_S = 0.05  # the static rules wait this long after a verdict (a newer text skips them)
 
 
-def check_text(cache: WorkspaceCache, text: str) -> tuple[tuple[Notice, ...], bool]:
-    """(pool) A text against the static rules and every recorded version: its notices, and
-    whether an identical recorded version makes the background benchmark unnecessary."""
-    from kernelscope.daemon.engine.views.diagnostics import static_notices, text_notices
+def history_check(cache: WorkspaceCache, text: str) -> tuple[tuple[Notice, ...], bool]:
+    """(pool) A text against every recorded version: its notices, and whether an identical
+    recorded version makes the background benchmark unnecessary."""
+    from kernelscope.daemon.engine.views.diagnostics import text_notices
 
-    try:
-        static = static_notices(text, cache.kind())
-    except Exception:  # best effort, as the history's check
-        log.exception("static check failed for %s", cache.root)
-        static = []
     try:
         notices, identical = text_notices(cache.history(), text)
     except Exception:  # the check is best effort: a broken history never blocks a save
         log.exception("fingerprint check failed for %s", cache.root)
-        return tuple(static), False
-    return (*notices, *static), identical
+        return (), False
+    return tuple(notices), identical
+
+
+def static_check(cache: WorkspaceCache, text: str) -> tuple[Notice, ...]:
+    """(pool) The static rules (KernelBench's and kernelscope's) on a text, each on its line."""
+    from kernelscope.daemon.engine.views.diagnostics import static_notices
+
+    try:
+        return tuple(static_notices(text, cache.kind()))
+    except Exception:  # best effort, as the history's check
+        log.exception("static check failed for %s", cache.root)
+        return ()
 
 
 def _digest(text: str) -> str:
@@ -58,28 +66,57 @@ def _digest(text: str) -> str:
 
 async def check(ls: KernelscopeServer, ws: WorkspaceState, text: str) -> bool | None:
     """Check `text` (once per text) and publish what the check says; None when a newer text
-    arrived meanwhile (its check decides), else whether it is a recorded version's code."""
+    arrived meanwhile (its check decides), else whether it is a recorded version's code.
+
+    Two steps, each published when it is known: the history's verdict first (what this save
+    is: a recorded version, near one, new code; it decides whether a probe runs), then the
+    static rules' findings, which take as long again on a large file and decide nothing here.
+    """
     digest = _digest(text)
     if ws.checked != digest:
-        ws.checked, ws.checked_notices = digest, None
-        notices, identical = await ls.off_loop(check_text, ws.cache, text)
+        ws.checked, ws.checked_notices, ws.checked_static = digest, None, ()
+        notices, identical = await ls.off_loop(history_check, ws.cache, text)
         if ws.checked != digest:
             return None
         ws.checked_notices, ws.checked_identical = notices, identical
+        ws.checked_extra = ()
+        if not ws.settings.runs_on_save and ws.settings.bench_on_save and not ws.untrusted_said:
+            from kernelscope.daemon.engine.views.diagnostics import untrusted_notice
+
+            ws.untrusted_said = True  # said once per session, as a diagnostic; the lens keeps saying it
+            ws.checked_extra = (untrusted_notice(str(ws.root)),)
+        ls.jobs.spawn(_check_static(ls, ws, text, digest))
+    else:
+        ws.checked_extra = ()  # a second report of the text: the one-time notice is not repeated
     while ws.checked_notices is None:  # the same text's check is under way (a second report)
         await asyncio.sleep(0.01)
         if ws.checked != digest:
             return None
-    notices = ws.checked_notices
-    log.info("kernelscope check of %s: %s", ws.root.name, ", ".join(n.code for n in notices) or "new code")
-    if not ws.settings.runs_on_save and ws.settings.bench_on_save and not ws.untrusted_said:
-        from kernelscope.daemon.engine.views.diagnostics import untrusted_notice
-
-        ws.untrusted_said = True  # said once per session, as a diagnostic; the lens keeps saying it
-        notices = (*notices, untrusted_notice(str(ws.root)))
-    ws.notices = notices
-    notify.workspace_changed(ls, ws)
+    codes = ", ".join(n.code for n in ws.checked_notices)
+    log.info("kernelscope check of %s: %s", ws.root.name, codes or "new code")
+    _publish(ls, ws)
     return ws.checked_identical
+
+
+async def _check_static(ls: KernelscopeServer, ws: WorkspaceState, text: str, digest: str) -> None:
+    """The static rules on the text whose history verdict is out, once it rests
+    (STATIC_REST_S): of a burst of saves (a checkout, an agent writing in steps, saves
+    in a row) only the last text is linted, and no save's verdict waits behind the lint of
+    the one before; published with the verdict."""
+    await asyncio.sleep(STATIC_REST_S)
+    if ws.checked != digest:
+        return  # a newer text arrived: its check lints it
+    static = await ls.off_loop(static_check, ws.cache, text)
+    if ws.checked != digest or ws.checked_notices is None:
+        return  # a newer text's check owns the diagnostics now
+    ws.checked_static = static
+    if static:  # (none: the verdict's publication already said everything)
+        _publish(ls, ws)
+
+
+def _publish(ls: KernelscopeServer, ws: WorkspaceState) -> None:
+    ws.notices = (*(ws.checked_notices or ()), *ws.checked_static, *ws.checked_extra)
+    notify.workspace_changed(ls, ws)
 
 
 async def kernel_changed(ls: KernelscopeServer, ws: WorkspaceState, text: str | None) -> None:
