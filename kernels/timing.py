@@ -28,7 +28,7 @@ from __future__ import annotations
 import contextlib
 import random
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import InitVar, dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
 import torch
@@ -112,20 +112,18 @@ def _persisting_l2_reset() -> Callable[[], Any] | None:
     return found
 
 
+@dataclass(eq=False)  # identity, as the objects they are
 class Timer:
     """Runs timed calls: the interpreter's wall-clock loop, or the GPU loop described above."""
 
-    def __init__(
-        self, mode: str, guard: Guard, reps: int, warmup_ms: float, rep_ms: float, graph: bool
-    ) -> None:
-        self.mode = mode
-        self.guard = guard
-        self.reps = reps
-        self.warmup_ms = warmup_ms
-        self.rep_ms = rep_ms
-        self.graph = graph
-        self._flush: torch.Tensor | None = None
-        self._calls_per_phase: dict[int, int] = {}
+    mode: str
+    guard: Guard
+    reps: int
+    warmup_ms: float
+    rep_ms: float
+    graph: bool
+    _flush: torch.Tensor | None = field(default=None, init=False)
+    _calls_per_phase: dict[int, int] = field(default_factory=dict, init=False)
 
     # -- GPU plumbing -----------------------------------------------------------------------
 
@@ -260,44 +258,37 @@ class _Graph:
         return self.output
 
 
+@dataclass(eq=False)
 class TimedCallChecks:
-    """Between timed calls: perturb the inputs, verify sampled outputs, run the hidden audit."""
+    """Between timed calls: perturb the inputs, verify sampled outputs, run the hidden audit.
+    Of `calls` timed calls, `verify` (at random, never the first) have their outputs checked
+    and one, at random, is audited."""
 
-    def __init__(
-        self,
-        inputs: tuple[Any, ...],
-        reference: Callable[[tuple[Any, ...]], list[torch.Tensor]],
-        fresh_inputs: Callable[[int], tuple[Any, ...]],
-        candidate: Callable[..., Any],
-        compare: Callable[[list[torch.Tensor], list[torch.Tensor], tuple[Any, ...]], object],
-        outputs_of: Callable[[Any], list[torch.Tensor]],
-        digest: Callable[[Any], str],
-        guard: Guard,
-        rng: random.Random,
-        calls: int,
-        verified: int = 2,
-        sync: Callable[[], None] = lambda: None,
-        require_launches: bool = True,
-    ) -> None:
-        self.inputs = inputs
-        self.reference = reference
-        self.fresh_inputs = fresh_inputs
-        self.candidate = candidate
-        self.compare = compare
-        self.outputs_of = outputs_of
-        self.digest = digest
-        self.guard = guard
-        self.rng = rng
-        self.sync = sync
-        self.require_launches = require_launches
-        self.perturb = True
-        self.notes: list[str] = []
+    inputs: tuple[Any, ...]
+    reference: Callable[[tuple[Any, ...]], list[torch.Tensor]]
+    fresh_inputs: Callable[[int], tuple[Any, ...]]
+    candidate: Callable[..., Any]
+    compare: Callable[[list[torch.Tensor], list[torch.Tensor], tuple[Any, ...]], object]
+    outputs_of: Callable[[Any], list[torch.Tensor]]
+    digest: Callable[[Any], str]
+    guard: Guard
+    rng: random.Random
+    calls: InitVar[int]
+    verify: InitVar[int] = 2
+    sync: Callable[[], None] = lambda: None
+    require_launches: bool = True
+    perturb: bool = field(default=True, init=False)
+    notes: list[str] = field(default_factory=list, init=False)
+    verified: set[int] = field(init=False)
+    audit_at: int = field(init=False)
+    _snapshot: tuple[list[torch.Tensor], str] | None = field(default=None, init=False)
+    checked_calls: int = field(default=0, init=False)
+    audited: bool = field(default=False, init=False)
+
+    def __post_init__(self, calls: int, verify: int) -> None:
         upper = max(calls, 1)
-        self.verified = set(rng.sample(range(1, upper), min(verified, upper - 1))) if upper > 1 else {0}
-        self.audit_at = rng.randrange(upper)
-        self._snapshot: tuple[list[torch.Tensor], str] | None = None
-        self.checked_calls = 0
-        self.audited = False
+        self.verified = set(self.rng.sample(range(1, upper), min(verify, upper - 1))) if upper > 1 else {0}
+        self.audit_at = self.rng.randrange(upper)
 
     def before(self, index: int) -> None:
         if index > 0 and self.perturb:

@@ -30,37 +30,33 @@ def _store(db: str | None) -> ExperimentStore:
     return ExperimentStore(db)
 
 
-def _filters(
-    operator_sig: str | None = None,
-    dtype_sig: str | None = None,
-    env: str | None = None,
-    base_commit: str | None = None,
-    status: str | None = None,
-    kernel: str | None = None,
-    workspace: str | None = None,
-    buggy: bool | None = None,
-    min_score: float | None = None,
-    max_score: float | None = None,
-    text: str | None = None,
-    tag: str | None = None,
-) -> dict[str, Any]:
-    if workspace is not None:
-        workspace = str(Path(workspace).expanduser().resolve())
-    values = {
-        "operator_sig": operator_sig,
-        "dtype_sig": dtype_sig,
-        "env": env,
-        "base_commit": base_commit,
-        "status": status,
-        "kernel": kernel,
-        "workspace": workspace,
-        "is_buggy": buggy,
-        "min_score": min_score,
-        "max_score": max_score,
-        "text": text,
-        "tag": tag,
+# The filter options' parameter names, each as the store's keyword (`--buggy` is `is_buggy`).
+_FILTER_KEYWORDS = {
+    "operator_sig": "operator_sig",
+    "dtype_sig": "dtype_sig",
+    "env": "env",
+    "base_commit": "base_commit",
+    "status": "status",
+    "kernel": "kernel",
+    "workspace": "workspace",
+    "buggy": "is_buggy",
+    "min_score": "min_score",
+    "max_score": "max_score",
+    "text": "text",
+    "tag": "tag",
+}
+
+
+def _filters(options: dict[str, Any]) -> dict[str, Any]:
+    """The store's filter keywords from a command's options (its `locals()` on entry, so that a
+    command declares each filter option once, as a parameter): the ones given, a workspace as
+    an absolute path."""
+    filters = {
+        keyword: options[name] for name, keyword in _FILTER_KEYWORDS.items() if options.get(name) is not None
     }
-    return {k: v for k, v in values.items() if v is not None}
+    if "workspace" in filters:
+        filters["workspace"] = str(Path(filters["workspace"]).expanduser().resolve())
+    return filters
 
 
 FOperator = Annotated[OptStr, typer.Option("--operator-sig", help="Exact operator signature.")]
@@ -123,20 +119,7 @@ def top(
     json_out: JsonOpt = False,
 ) -> None:
     """Best experiments first (buggy runs excluded unless --include-buggy)."""
-    filters = _filters(
-        operator_sig,
-        dtype_sig,
-        env,
-        base_commit,
-        status,
-        kernel,
-        workspace,
-        None,
-        min_score,
-        max_score,
-        text,
-        tag,
-    )
+    filters = _filters(locals())
     records = _store(db).top(max_results, include_buggy=include_buggy, **filters)
     if json_out:
         output.print_json([r.to_dict() for r in records])
@@ -163,20 +146,7 @@ def list_command(
     json_out: JsonOpt = False,
 ) -> None:
     """Experiments matching the filters, in the order they were recorded."""
-    filters = _filters(
-        operator_sig,
-        dtype_sig,
-        env,
-        base_commit,
-        status,
-        kernel,
-        workspace,
-        buggy,
-        min_score,
-        max_score,
-        text,
-        tag,
-    )
+    filters = _filters(locals())
     records = _store(db).list_experiments(limit=limit, **filters)
     if json_out:
         output.print_json([r.to_dict() for r in records])
@@ -335,7 +305,7 @@ def failures(
     json_out: JsonOpt = False,
 ) -> None:
     """What not to do: buggy, regressive, slightly regressive and marginal experiments."""
-    groups = _store(db).failures(**_filters(operator_sig=operator_sig, kernel=kernel, workspace=workspace))
+    groups = _store(db).failures(**_filters(locals()))
     if json_out:
         output.print_json({k: [r.to_dict() for r in v] for k, v in groups.items()})
         return

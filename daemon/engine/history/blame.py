@@ -189,11 +189,6 @@ def _blame_lines(history: History, buffer: str | None, include_masked: bool) -> 
             BlameLine.model_construct(
                 line=index,
                 origin="unknown",
-                version=None,
-                commit=None,
-                commit_subject=None,
-                effect=None,
-                tried_in=None,
                 hint="no git history for kernel.py",
             )
             for index in range(len(buffer_lines))
@@ -215,43 +210,25 @@ def _blame_lines(history: History, buffer: str | None, include_masked: bool) -> 
                 BlameLine.model_construct(
                     line=index,
                     origin="unsaved",
-                    version=None,
-                    commit=None,
-                    commit_subject=None,
-                    effect=None,
                     tried_in=seen[0] if seen else None,
                     hint=hint,
                 )
             )
             continue
         facts = history.versions.get(origin.version) if origin.version else None
-        if facts is not None:
-            hidden = facts.masked and not include_masked
-            result.append(
-                BlameLine.model_construct(
-                    line=index,
-                    origin="version",
-                    version=facts.version,
-                    commit=origin.commit,
-                    commit_subject=origin.subject,
-                    effect=None if hidden else facts.effect,
-                    tried_in=None,
-                    hint=_version_hint(facts.version, facts.effect, include_masked),
-                )
+        result.append(
+            BlameLine.model_construct(
+                line=index,
+                origin="commit" if facts is None else "version",
+                version=None if facts is None else facts.version,
+                commit=origin.commit,
+                commit_subject=origin.subject,
+                effect=None if facts is None or (facts.masked and not include_masked) else facts.effect,
+                hint=f'last changed in {short(origin.commit)} "{origin.subject}" (no memory record)'
+                if facts is None
+                else _version_hint(facts.version, facts.effect, include_masked),
             )
-        else:
-            result.append(
-                BlameLine.model_construct(
-                    line=index,
-                    origin="commit",
-                    version=None,
-                    commit=origin.commit,
-                    commit_subject=origin.subject,
-                    effect=None,
-                    tried_in=None,
-                    hint=f'last changed in {short(origin.commit)} "{origin.subject}" (no memory record)',
-                )
-            )
+        )
     return result
 
 

@@ -31,13 +31,7 @@ class _Index:
     skeleton: dict[str, list[TriedKernel]] = field(default_factory=dict)
 
 
-def _index(history: History) -> _Index:
-    index: _Index = history.memoized("fingerprint_index", lambda: _build_index(history))
-    return index
-
-
 def _build_index(history: History) -> _Index:
-    history.ensure_analyzed()
     index = _Index()
     version_blobs = {k.blob for k in history.tried_kernels if k.version is not None}
     for kernel in history.tried_kernels:
@@ -129,7 +123,7 @@ def _check(history: History, buffer: str | None, include_masked: bool) -> Finger
         return FingerprintCheck.model_construct(
             fingerprint=None, matches=[], verdict=None, severity=None, error=facts.error
         )
-    index = _index(history)
+    index = history.analyzed(_build_index)
     identical = sorted(index.exact.get(facts.fingerprint, []), key=lambda k: -k.order)
     if identical:
         # A failed twin is what the person must not miss; else the newest measured one.

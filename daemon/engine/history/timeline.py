@@ -20,7 +20,7 @@ import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from kernelscope.daemon.engine.history import gitdata
 from kernelscope.daemon.engine.history.source import FACTS, SourceFacts, content_key
@@ -41,6 +41,8 @@ from kernelscope.protocol.history import ScoreValue, VersionEffect
 from kernelscope.protocol.memory import MemoryRecord, as_float
 from kernelscope.protocol.record_rules import format_score
 from kernelscope.protocol.workspace import MetricKind
+
+Built = TypeVar("Built")
 
 _EPISODE_BRANCH = re.compile(r"^refs/heads/atrex/long-e(\d+)-")
 _VERSION_SUBJECT = re.compile(r"^[Vv](\d+):")
@@ -127,12 +129,12 @@ class History:
     root: Path
     key: gitdata.HistoryKey
     paths: gitdata.RepoPaths | None
-    head: str | None
-    head_blob: str | None
     versions: dict[str, VersionFacts]
-    tried_kernels: list[TriedKernel]
-    episode_versions: dict[int, str]
-    facts: dict[str, SourceFacts]  # blob -> analysis
+    head: str | None = None  # set from git once the versions are read (None: no git history)
+    head_blob: str | None = None
+    tried_kernels: list[TriedKernel] = field(default_factory=list)
+    episode_versions: dict[int, str] = field(default_factory=dict)
+    facts: dict[str, SourceFacts] = field(default_factory=dict)  # blob -> analysis
     unversioned_experiments: list[KernelExperiment] = field(default_factory=list)
     messages: list[str] = field(default_factory=list)
     memo: dict[Any, Any] = field(default_factory=dict)  # per-feature results for this state
@@ -140,12 +142,21 @@ class History:
     _analysis_lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
     _analyzed: bool = False
 
-    def memoized(self, key: Any, build: Callable[[], Any]) -> Any:
+    def memoized(self, key: Any, build: Callable[[], Built]) -> Built:
         """A feature's result for this history state, built once."""
         found = self.memo.get(key)
         if found is None:
             found = self.memo[key] = build()
         return found
+
+    def analyzed(self, build: Callable[[History], Built]) -> Built:
+        """A table built from the analysed versions (`ensure_analyzed`), once per history
+        state: the fingerprint index, the tried-values table."""
+        return self.memoized(build, lambda: self._analyzed_then(build))
+
+    def _analyzed_then(self, build: Callable[[History], Built]) -> Built:
+        self.ensure_analyzed()
+        return build(self)
 
     def ensure_analyzed(self) -> None:
         """Analyse every kernel version (fingerprints, spots) and add the experiments that
@@ -383,18 +394,8 @@ def build_history(
         versions[entry.version] = VersionFacts(entry=entry, record=record, effect=effect, experiments=own)
 
     paths = gitdata.repo_paths(root)
-    history = History(
-        root=root,
-        key=key,
-        paths=paths,
-        head=None,
-        head_blob=None,
-        versions=versions,
-        tried_kernels=[],
-        episode_versions={},
-        facts={},
-        unversioned_experiments=[e for e in experiments if e.memory_version not in known],
-    )
+    unversioned = [e for e in experiments if e.memory_version not in known]
+    history = History(root, key, paths, versions, unversioned_experiments=unversioned)
     for journal in atrex.episode_journals(root):
         if journal.episode is not None and journal.memory_version in versions:
             history.episode_versions[journal.episode] = journal.memory_version

@@ -84,13 +84,7 @@ def _add_uses(table: _Table, pairs: tuple[tuple[str, str], ...], use: _Use) -> N
             uses.append(use)
 
 
-def _table(history: History) -> _Table:
-    table: _Table = history.memoized("tried_table", lambda: _build_table(history))
-    return table
-
-
 def _build_table(history: History) -> _Table:
-    history.ensure_analyzed()
     table = _Table()
     for facts in history.versions.values():
         analysed = history.facts.get(facts.kernel_blob) if facts.kernel_blob else None
@@ -289,7 +283,7 @@ def _tried_hints(history: History, buffer: str | None, include_masked: bool) -> 
     if not text:
         return []
     facts = FACTS.get(text)
-    table = _table(history)
+    table = history.analyzed(_build_table)
     hints: list[TriedHint] = []
     for spot in facts.spots:
         hint = _hint_for(history, table, spot, include_masked)
@@ -310,20 +304,8 @@ def _hint_for(history: History, table: _Table, spot: Spot, include_masked: bool)
     if found is False:
         return None
     rows, text, verdict = found
-    return TriedHint.model_construct(
-        key=spot.key,
-        label=spot.label,
-        kind=spot.kind,
-        kernel=spot.kernel,
-        line=spot.line,
-        character=spot.character,
-        end_line=spot.end_line,
-        end_character=spot.end_character,
-        value=spot.value,
-        values=rows,
-        hint=text,
-        verdict=verdict,
-    )
+    # A hint is its spot (same field names: what, where, the value here) and what was tried there.
+    return TriedHint.model_construct(**spot._asdict(), values=rows, hint=text, verdict=verdict)
 
 
 def _rows_for(

@@ -99,26 +99,25 @@ def merge_results(parts: list[BenchResult]) -> BenchResult:
     if score is not None and score_ci is not None and noise_band is not None:
         verdict = verdict_of(score, score_ci, noise_band) if comparable else "not comparable"
     messages.append(f"measured as {len(parts)} configuration groups, one task each")
-    return BenchResult(
-        status="ok" if passed else "gate_failed",
-        passed=passed,
-        mode=first.mode,
-        workspace=first.workspace,
-        candidate=first.candidate,
-        baseline=first.baseline,
-        entry_point=first.entry_point,
-        parent=first.parent,
-        configs=configs,
-        score=score,
-        score_ci=score_ci,
-        score_vs_parent=score_vs_parent,
-        noisy=noisy,
-        noise_band=noise_band,
-        verdict=verdict,
-        comparable=comparable,
-        error=next((c.error for c in configs if c.error), None)
-        or next((p.error for p in parts if p.error), None),
-        messages=messages,
-        env=first.env,
-        duration_s=sum(p.duration_s or 0.0 for p in parts),
+    # What the groups share (workspace, candidate, baseline, entry point, environment, the
+    # problem's lint) is the first group's; what they measured is merged.
+    return first.model_copy(
+        deep=True,
+        update={
+            "status": "ok" if passed else "gate_failed",
+            "passed": passed,
+            "configs": configs,
+            "score": score,
+            "score_ci": score_ci,
+            "score_vs_parent": score_vs_parent,
+            "noisy": noisy,
+            "noise_band": noise_band,
+            "verdict": verdict,
+            "comparable": comparable,
+            "suspicious": next((p.suspicious for p in parts if p.suspicious), None),
+            "error": next((c.error for c in configs if c.error), None)
+            or next((p.error for p in parts if p.error), None),
+            "messages": messages,
+            "duration_s": sum(p.duration_s or 0.0 for p in parts),
+        },
     )
