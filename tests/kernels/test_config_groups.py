@@ -12,7 +12,7 @@ import pytest
 
 from kernelscope.daemon.engine.run.bench import BenchRequest, run_benchmark
 from kernelscope.daemon.engine.run.config_groups import merge_results, split_request
-from kernelscope.protocol.bench import BenchError, BenchResult, ConfigResult
+from kernelscope.protocol.bench import BenchError, BenchResult, ConfigResult, ProblemFinding
 from kernelscope.protocol.stats import bootstrap_geomean_ci, geomean
 from tests.conftest import EXAMPLES
 
@@ -80,6 +80,19 @@ def test_merge_keeps_failures_and_empty_groups() -> None:
     whole = merge_results([_part(good), crashed])
     assert whole.status == "error" and whole.error.kind == "crash"  # type: ignore[union-attr]
     assert "configuration group 1/2 failed as a whole" in whole.messages
+
+
+def test_merge_keeps_what_the_groups_share_and_any_groups_flag() -> None:
+    """The problem's lint (found once per problem, by the first group) and the baseline version
+    come through the merge; a group's "check before trusting" flag is the candidate's."""
+    rng = random.Random(3)
+    lint = ProblemFinding(rule="constant-output", message="the output is constant", config="c0")
+    first = _part([_config("a", 1.5, rng)], problem_lint=[lint], baseline_version="v2")
+    second = _part([_config("b", 12.0, rng)], suspicious="12.0x over the reference: check before trusting")
+    merged = merge_results([first, second])
+    assert merged.problem_lint == [lint] and merged.baseline_version == "v2"
+    assert merged.suspicious == second.suspicious
+    assert merged.score is not None and merged.duration_s == pytest.approx(2.0)
 
 
 @pytest.mark.slow
