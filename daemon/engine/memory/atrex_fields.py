@@ -11,8 +11,7 @@ Pydantic-free on purpose: the records are read as raw dicts too (the CLI's fast 
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from kernelscope.protocol.record_rules import as_float
 from kernelscope.protocol.record_rules import section_get as _get
@@ -46,8 +45,7 @@ def short_text(value: Any, limit: int = 160) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
-@dataclass(frozen=True)
-class RecordOutcome:
+class RecordOutcome(NamedTuple):
     """How to show one record: measured or not, and what happened to it."""
 
     label: str | None  # "pivot", "blocked"... (None for an ordinary record)
@@ -77,16 +75,15 @@ def record_outcome(record: MemoryRecord | dict[str, Any]) -> RecordOutcome:
     return RecordOutcome(label=label, carried_from=carried_from, measured=measured)
 
 
-@dataclass(frozen=True)
-class ExperimentNote:
-    index: int | None
+class ExperimentNote(NamedTuple):
+    number: int | None  # the record's `index`
     name: str
     decision: str
     result: str
     hypothesis: str = ""
 
     def line(self) -> str:
-        head = f"{self.index}. " if self.index is not None else ""
+        head = f"{self.number}. " if self.number is not None else ""
         decision = f" [{self.decision}]" if self.decision else ""
         result = f": {self.result}" if self.result else ""
         return f"{head}{self.name}{decision}{result}"
@@ -102,7 +99,7 @@ def experiments(record: MemoryRecord | dict[str, Any]) -> list[ExperimentNote]:
         index = item.get("index")
         notes.append(
             ExperimentNote(
-                index=index if isinstance(index, int) and not isinstance(index, bool) else None,
+                number=index if isinstance(index, int) and not isinstance(index, bool) else None,
                 name=short_text(item.get("name") or item.get("change") or "?", 80),
                 decision=short_text(item.get("decision"), 24),
                 result=short_text(item.get("result"), 120),

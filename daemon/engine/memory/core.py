@@ -14,9 +14,8 @@ from __future__ import annotations
 import json
 import math
 import re
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from kernelscope.daemon.engine import DataError, UsageError
 from kernelscope.daemon.engine.memory import atrex_fields
@@ -55,27 +54,21 @@ def mismatch(path: Path, said: str, number: int) -> str:
     return f"{path.name}: file says version {said!r}, its name says {format_version(number)}"
 
 
-@dataclass(frozen=True)
-class RecordFile:
-    """A memory file as found: its number, path, JSON object (None when unreadable) and why it
-    is unusable (None when it is fine)."""
+class RawFile(NamedTuple):
+    """A memory file read without the record model: its number, path, JSON object (None when
+    unreadable), why it is unusable (None when it is fine) and its text. (A named tuple, not a
+    dataclass: `dataclasses` would double the start-up of the CLI's fast path.)"""
 
     number: int
     path: Path
     raw: dict[str, Any] | None
     error: str | None
+    text: str = ""
+    vouched: bool = True  # False: only the record model can judge it
 
     @property
     def version(self) -> str:
         return format_version(self.number)
-
-
-@dataclass(frozen=True)
-class RawFile(RecordFile):
-    """A memory file read without the record model, with its text."""
-
-    text: str = ""
-    vouched: bool = True  # False: only the record model can judge it
 
     @property
     def masked(self) -> bool:

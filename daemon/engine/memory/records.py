@@ -84,11 +84,20 @@ def utc_now_iso() -> str:
 
 
 @dataclass(frozen=True)
-class MemoryEntry(core.RecordFile):
-    """One memory file as found on disk: its validated record, or the reason there is none."""
+class MemoryEntry:
+    """One memory file as found on disk: its number, path, JSON object (None when unreadable),
+    validated record, or the reason there is none."""
 
+    number: int
+    path: Path
+    raw: dict[str, Any] | None
+    error: str | None
     record: MemoryRecord | None = None
     indent: int = 2
+
+    @property
+    def version(self) -> str:
+        return core.format_version(self.number)
 
     @property
     def ok(self) -> bool:
