@@ -64,9 +64,10 @@ def _digest(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8", errors="replace")).hexdigest()
 
 
-async def check(ls: KernelscopeServer, ws: WorkspaceState, text: str) -> bool | None:
-    """Check `text` (once per text) and publish what the check says; None when a newer text
-    arrived meanwhile (its check decides), else whether it is a recorded version's code.
+async def check(ls: KernelscopeServer, ws: WorkspaceState, text: str, publish: bool = True) -> bool | None:
+    """Check `text` (once per text) and publish what the check says (publish=False: the
+    caller publishes it with what it does next); None when a newer text arrived meanwhile
+    (its check decides), else whether it is a recorded version's code.
 
     Two steps, each published when it is known: the history's verdict first (what this save
     is: a recorded version, near one, new code; it decides whether a probe runs), then the
@@ -94,7 +95,9 @@ async def check(ls: KernelscopeServer, ws: WorkspaceState, text: str) -> bool | 
             return None
     codes = ", ".join(n.code for n in ws.checked_notices)
     log.info("kernelscope check of %s: %s", ws.root.name, codes or "new code")
-    _publish(ls, ws)
+    _settle(ws)
+    if publish:
+        notify.workspace_changed(ls, ws)
     return ws.checked_identical
 
 
@@ -111,12 +114,13 @@ async def _check_static(ls: KernelscopeServer, ws: WorkspaceState, text: str, di
         return  # a newer text's check owns the diagnostics now
     ws.checked_static = static
     if static:  # (none: the verdict's publication already said everything)
-        _publish(ls, ws)
+        _settle(ws)
+        notify.workspace_changed(ls, ws)
 
 
-def _publish(ls: KernelscopeServer, ws: WorkspaceState) -> None:
+def _settle(ws: WorkspaceState) -> None:
+    """What the diagnostics say from now on: the verdict, the static findings, a one-time notice."""
     ws.notices = (*(ws.checked_notices or ()), *ws.checked_static, *ws.checked_extra)
-    notify.workspace_changed(ls, ws)
 
 
 async def kernel_changed(ls: KernelscopeServer, ws: WorkspaceState, text: str | None) -> None:
@@ -133,11 +137,11 @@ async def kernel_changed(ls: KernelscopeServer, ws: WorkspaceState, text: str | 
     ws.kernel_edited()
     notify.workspace_changed(ls, ws, "kernel")
     try:
-        identical = await check(ls, ws, text)
+        identical = await check(ls, ws, text, publish=False)  # published below, with the probe's state
     finally:
         if ws.checking_kernel == digest:
             ws.checking_kernel = None
-    if identical is None or ws.kernel_digest != digest:  # a newer text arrived meanwhile
+    if identical is None or ws.kernel_digest != digest:  # a newer text arrived meanwhile: it publishes
         return
     if identical:  # already measured (or already failed): the numbers on screen are this code's
         ls.jobs.cancel_pending_probe(ws)
