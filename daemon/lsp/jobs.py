@@ -23,7 +23,7 @@ from kernelscope.daemon.lsp.state import Job, ServerState, WorkspaceState
 from kernelscope.protocol.vocabulary import JobKind
 
 if TYPE_CHECKING:
-    from kernelscope.daemon.lsp.server import KernelscopeServer
+    from kernelscope.daemon.lsp.language_server import KernelscopeServer
 
 log = logging.getLogger("kernelscope.lsp")
 PROGRESS_CREATE_TIMEOUT_S = 3.0  # a client that never answers window/workDoneProgress/create

@@ -18,7 +18,7 @@ from kernelscope.protocol.vocabulary import JOB_FINISHED
 
 if TYPE_CHECKING:
     from kernelscope.daemon.engine.workspace.cache import Source
-    from kernelscope.daemon.lsp.server import KernelscopeServer
+    from kernelscope.daemon.lsp.language_server import KernelscopeServer
 
 
 def workspace_changed(ls: KernelscopeServer, ws: WorkspaceState, *sources: Source) -> None:

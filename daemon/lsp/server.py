@@ -8,81 +8,25 @@ The daemon process never imports torch or triton: benchmarks run in child proces
 
 from __future__ import annotations
 
-import asyncio
 import logging
 import os
 import secrets
 import sys
 from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
 from lsprotocol import types
-from pygls.lsp.server import LanguageServer
 
 from kernelscope.daemon.lsp.features import Document, hints, hover, lenses, lifecycle, save
-from kernelscope.daemon.lsp.features.commands import RUNS_ON_LOOP, Commands, parse
-from kernelscope.daemon.lsp.jobs import Jobs
-from kernelscope.daemon.lsp.state import ServerState, WorkspaceState, uri_to_path
-from kernelscope.daemon.lsp.watch import Watcher
+from kernelscope.daemon.lsp.features.commands import RUNS_ON_LOOP, parse
+from kernelscope.daemon.lsp.language_server import KernelscopeServer
 from kernelscope.protocol.vocabulary import COMMANDS, WORKSPACES_REQUEST
 
 log = logging.getLogger("kernelscope.lsp")
-VERSION = "0.1.0"
 Runs = Literal["loop", "pool"]
 LOOP: Runs = "loop"
 POOL: Runs = "pool"
-
-
-@dataclass
-class ClientCapabilities:
-    """What the client said it can do, read once at initialize."""
-
-    lens_refresh: bool = False
-    inlay_refresh: bool = False
-    resolves_tooltips: bool = False  # tooltips of inlay hints sent on inlayHint/resolve
-
-    def read(self, capabilities: types.ClientCapabilities) -> None:
-        workspace = capabilities.workspace
-        self.lens_refresh = bool(workspace and workspace.code_lens and workspace.code_lens.refresh_support)
-        self.inlay_refresh = bool(workspace and workspace.inlay_hint and workspace.inlay_hint.refresh_support)
-        text = capabilities.text_document
-        resolvable = text and text.inlay_hint and text.inlay_hint.resolve_support
-        self.resolves_tooltips = bool(resolvable and "tooltip" in resolvable.properties)
-
-
-class KernelscopeServer(LanguageServer):
-    def __init__(self) -> None:
-        super().__init__("kernelscope", VERSION)
-        self.state = ServerState()
-        self.client = ClientCapabilities()
-        self.jobs = Jobs(self, self.state)
-        self.commands = Commands(self, self.state, self.jobs)
-        self.watcher = Watcher(lambda root, names: save.on_disk_change(self, root, names))
-        self.tcp_token: str | None = None  # required in initializationOptions on TCP
-
-    async def off_loop(self, call: Callable[..., Any], *args: Any) -> Any:
-        """`call(*args)` on the command pool, awaited on the loop: engine work (history, store,
-        the workspace lock) never holds up lenses, hover or cancel."""
-        return await asyncio.get_running_loop().run_in_executor(self.state.command_pool, call, *args)
-
-    def kernel_workspace(self, uri: str) -> WorkspaceState | None:
-        """The workspace whose kernel.py `uri` is (None for any other document)."""
-        path = uri_to_path(uri)
-        ws = self.state.workspace_of(path)
-        return ws if ws is not None and path.resolve() == ws.kernel_path else None
-
-    def document(self, uri: str) -> Document | None:
-        """(loop) A snapshot of an open kernel.py for pool work."""
-        ws = self.kernel_workspace(uri)
-        if ws is None:
-            return None
-        text = self.workspace.get_text_document(uri).source or None
-        return Document(uri, text, ws.view(), self.client.resolves_tooltips)
-
-    def show_warning(self, message: str) -> None:
-        self.window_show_message(types.ShowMessageParams(type=types.MessageType.Warning, message=message))
 
 
 def on_pool(handler: Callable[[Document, Any], Any]) -> Callable[..., Any]:

@@ -14,7 +14,7 @@ import pytest
 from kernelscope.daemon.engine.history.gitdata import history_key
 from kernelscope.daemon.engine.history.service import HistoryService
 from kernelscope.daemon.engine.history.source import analyze_source
-from kernelscope.daemon.engine.history.timeline import apply_unified_diff
+from kernelscope.daemon.engine.history.unified_diff import apply_unified_diff
 from kernelscope.daemon.engine.memory.records import MemoryManager
 from kernelscope.daemon.engine.memory.scores import memory_scores, parent_effect, score_value, version_score
 from kernelscope.daemon.engine.store import ExperimentStore

@@ -14,34 +14,11 @@ unsaved/unmeasured, and when a failed version introduced the same line, the hint
 from __future__ import annotations
 
 import difflib
-from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, TypeVar
 
 from kernelscope.daemon.engine.history import gitdata
-from kernelscope.daemon.engine.history.source import no_gc_pauses
 from kernelscope.daemon.engine.history.timeline import History, short
 from kernelscope.protocol.history import BlameLine, VersionEffect
-
-T = TypeVar("T")
-BUFFER_MEMO_SIZE = 8
-
-
-def buffer_memo(history: History, feature: str, buffer: str | None, compute: Callable[[], T]) -> T:
-    """A per-buffer result, kept for the last few buffer texts of this history state (the
-    editor asks for hints at every cursor move; the text changes far less often)."""
-    table: dict[Any, Any] = history.memo.setdefault(("buffers", feature), {})
-    key = buffer if buffer is None else hash(buffer)
-    found = table.get(key)
-    if found is not None and found[0] == buffer:
-        table[key] = table.pop(key)  # most recently used last
-        return found[1]
-    with no_gc_pauses():
-        value = compute()
-    table[key] = (buffer, value)
-    while len(table) > BUFFER_MEMO_SIZE:
-        table.pop(next(iter(table)))
-    return value
 
 
 @dataclass(frozen=True)
@@ -52,15 +29,6 @@ class CommittedLine:
     commit: str
     subject: str
     version: str | None
-
-
-def head_text(history: History) -> str | None:
-    """HEAD's committed kernel.py ('' when HEAD has none, None without git)."""
-    if history.paths is None or history.head is None:
-        return None
-    if history.head_blob is None:
-        return ""
-    return history.source_of(history.head_blob) or ""
 
 
 def committed_lines(history: History) -> list[CommittedLine]:
@@ -111,7 +79,7 @@ def failed_lines(history: History) -> dict[str, tuple[str, str]]:
 def _lines_of_failures(history: History) -> dict[str, tuple[str, str]]:
     table: dict[str, tuple[str, str]] = {}
     tried = [f for f in history.versions.values() if f.kernel_blob and (not f.passed or f.effect.outcome)]
-    base = head_text(history) or ""
+    base = history.head_text() or ""
     needed = [f.kernel_blob for f in tried] + [f.parent_commit_blob for f in tried if f.parent_commit_blob]
     texts = history.memo.setdefault("texts", {})
     missing = [b for b in needed if b and b not in texts]
@@ -173,13 +141,13 @@ def _buffer_map(head_lines: list[str], buffer_lines: list[str]) -> list[int | No
 
 def blame_lines(history: History, buffer: str | None = None, include_masked: bool = False) -> list[BlameLine]:
     """One BlameLine per line of `buffer` (the editor's text; None: HEAD's kernel.py)."""
-    return buffer_memo(
-        history, f"blame:{include_masked}", buffer, lambda: _blame_lines(history, buffer, include_masked)
+    return history.per_buffer(
+        f"blame:{include_masked}", buffer, lambda: _blame_lines(history, buffer, include_masked)
     )
 
 
 def _blame_lines(history: History, buffer: str | None, include_masked: bool) -> list[BlameLine]:
-    committed_text = head_text(history)
+    committed_text = history.head_text()
     text = buffer if buffer is not None else committed_text
     if text is None:
         return []

@@ -17,7 +17,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from kernelscope.daemon.engine.history.blame import buffer_memo, head_text
 from kernelscope.daemon.engine.history.source import FACTS
 from kernelscope.daemon.engine.history.timeline import History, TriedKernel
 from kernelscope.protocol.history import FingerprintCheck, FingerprintMatch
@@ -107,13 +106,13 @@ def check_fingerprint(
     history: History, buffer: str | None = None, include_masked: bool = False
 ) -> FingerprintCheck:
     """The verdict for `buffer` (None: HEAD's kernel.py), cached per buffer text."""
-    return buffer_memo(
-        history, f"fingerprint:{include_masked}", buffer, lambda: _check(history, buffer, include_masked)
+    return history.per_buffer(
+        f"fingerprint:{include_masked}", buffer, lambda: _check(history, buffer, include_masked)
     )
 
 
 def _check(history: History, buffer: str | None, include_masked: bool) -> FingerprintCheck:
-    text = buffer if buffer is not None else head_text(history)
+    text = buffer if buffer is not None else history.head_text()
     if text is None:
         return FingerprintCheck.model_construct(
             fingerprint=None, matches=[], verdict=None, severity=None, error="no kernel.py to check"

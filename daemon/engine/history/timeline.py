@@ -23,7 +23,8 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from kernelscope.daemon.engine.history import gitdata
-from kernelscope.daemon.engine.history.source import FACTS, SourceFacts, content_key
+from kernelscope.daemon.engine.history.source import FACTS, SourceFacts, content_key, no_gc_pauses
+from kernelscope.daemon.engine.history.unified_diff import apply_unified_diff
 from kernelscope.daemon.engine.memory import atrex_fields
 from kernelscope.daemon.engine.memory.records import MemoryEntry, MemoryManager
 from kernelscope.daemon.engine.memory.scores import (
@@ -43,6 +44,7 @@ from kernelscope.protocol.record_rules import format_score
 from kernelscope.protocol.workspace import MetricKind
 
 Built = TypeVar("Built")
+BUFFER_MEMO_SIZE = 8  # buffer texts whose per-buffer results are kept
 
 _EPISODE_BRANCH = re.compile(r"^refs/heads/atrex/long-e(\d+)-")
 _VERSION_SUBJECT = re.compile(r"^[Vv](\d+):")
@@ -148,6 +150,30 @@ class History:
         if found is None:
             found = self.memo[key] = build()
         return found
+
+    def per_buffer(self, feature: str, buffer: str | None, compute: Callable[[], Built]) -> Built:
+        """A per-buffer result, kept for the last few buffer texts of this history state (the
+        editor asks for hints at every cursor move; the text changes far less often)."""
+        table: dict[Any, Any] = self.memo.setdefault(("buffers", feature), {})
+        key = buffer if buffer is None else hash(buffer)
+        found = table.get(key)
+        if found is not None and found[0] == buffer:
+            table[key] = table.pop(key)  # most recently used last
+            return found[1]
+        with no_gc_pauses():
+            value = compute()
+        table[key] = (buffer, value)
+        while len(table) > BUFFER_MEMO_SIZE:
+            table.pop(next(iter(table)))
+        return value
+
+    def head_text(self) -> str | None:
+        """HEAD's committed kernel.py ('' when HEAD has none, None without git)."""
+        if self.paths is None or self.head is None:
+            return None
+        if self.head_blob is None:
+            return ""
+        return self.source_of(self.head_blob) or ""
 
     def analyzed(self, build: Callable[[History], Built]) -> Built:
         """A table built from the analysed versions (`ensure_analyzed`), once per history
@@ -732,52 +758,3 @@ def _experiment_kernels(history: History) -> list[TriedKernel]:
             )
         )
     return found
-
-
-_HUNK = re.compile(r"^@@ -(\d+)(?:,(\d+))? \+(\d+)(?:,(\d+))? @@")
-
-
-def apply_unified_diff(base: str, diff: str) -> str | None:
-    """`base` with a unified diff of one file applied; None when a hunk does not fit."""
-    lines = base.splitlines(keepends=True)
-    output: list[str] = []
-    position = 0
-    hunk_lines: list[str] = []
-    hunks: list[tuple[int, list[str]]] = []
-    start = None
-    for line in diff.splitlines(keepends=True):
-        match = _HUNK.match(line)
-        if match:
-            if start is not None:
-                hunks.append((start, hunk_lines))
-            start, hunk_lines = int(match.group(1)), []
-        elif start is not None and line[:1] in (" ", "-", "+", "\\"):
-            hunk_lines.append(line)
-        elif start is not None and line in ("\n", ""):
-            hunk_lines.append(" \n")
-    if start is not None:
-        hunks.append((start, hunk_lines))
-    if not hunks:
-        return None
-    for start, body in hunks:
-        begin = max(start - 1, 0) if any(b[:1] in (" ", "-") for b in body) else start
-        if begin < position:
-            return None
-        output += lines[position:begin]
-        position = begin
-        for entry in body:
-            tag, text = entry[:1], entry[1:]
-            if tag == "\\":
-                if output and output[-1].endswith("\n"):
-                    output[-1] = output[-1][:-1]
-                continue
-            if tag in (" ", "-"):
-                if position >= len(lines) or lines[position].rstrip("\n") != text.rstrip("\n"):
-                    return None
-                if tag == " ":
-                    output.append(lines[position])
-                position += 1
-            else:
-                output.append(text)
-    output += lines[position:]
-    return "".join(output)

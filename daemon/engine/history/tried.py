@@ -15,7 +15,6 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from kernelscope.daemon.engine.history.blame import buffer_memo, head_text
 from kernelscope.daemon.engine.history.source import FACTS, Spot
 from kernelscope.daemon.engine.history.timeline import History, VersionFacts
 from kernelscope.daemon.engine.memory import atrex_fields
@@ -273,13 +272,13 @@ def _cell(shown: str, row: _Row, name_kind: bool) -> str:
 def tried_hints(history: History, buffer: str | None = None, include_masked: bool = False) -> list[TriedHint]:
     """One TriedHint per meta-parameter spot of `buffer` (None: HEAD's kernel.py) where
     history holds another value than the buffer's, or the buffer's value is new."""
-    return buffer_memo(
-        history, f"tried:{include_masked}", buffer, lambda: _tried_hints(history, buffer, include_masked)
+    return history.per_buffer(
+        f"tried:{include_masked}", buffer, lambda: _tried_hints(history, buffer, include_masked)
     )
 
 
 def _tried_hints(history: History, buffer: str | None, include_masked: bool) -> list[TriedHint]:
-    text = buffer if buffer is not None else head_text(history)
+    text = buffer if buffer is not None else history.head_text()
     if not text:
         return []
     facts = FACTS.get(text)

@@ -19,7 +19,7 @@ from kernelscope.daemon.lsp.state import ServerState, WorkspaceState, uri_to_pat
 
 if TYPE_CHECKING:
     from kernelscope.daemon.engine.workspace.cache import Source
-    from kernelscope.daemon.lsp.server import KernelscopeServer
+    from kernelscope.daemon.lsp.language_server import KernelscopeServer
 
 
 class _LazyProtocol:

@@ -19,7 +19,7 @@ from kernelscope.daemon.lsp import configuration, notify
 from kernelscope.daemon.lsp.state import uri_to_path
 
 if TYPE_CHECKING:
-    from kernelscope.daemon.lsp.server import KernelscopeServer
+    from kernelscope.daemon.lsp.language_server import KernelscopeServer
 
 log = logging.getLogger("kernelscope.lsp")
 

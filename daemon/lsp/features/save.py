@@ -29,7 +29,7 @@ from kernelscope.daemon.lsp.state import WorkspaceState
 if TYPE_CHECKING:
     from kernelscope.daemon.engine.views.diagnostics import Notice
     from kernelscope.daemon.engine.workspace.cache import WorkspaceCache
-    from kernelscope.daemon.lsp.server import KernelscopeServer
+    from kernelscope.daemon.lsp.language_server import KernelscopeServer
 
 log = logging.getLogger("kernelscope.lsp")
 CHECK_DEBOUNCE_S = 0.3  # didChange while typing: the check runs once the text rests

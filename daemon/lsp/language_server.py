@@ -1,0 +1,73 @@
+"""The language server object every handler receives (`ls`): the live state, the client's
+capabilities, the jobs, the commands and the watcher, and the three things handlers ask of
+it (run on the pool, which workspace a document is, a snapshot of it). Apart from the wiring
+in server.py, so that a handler that calls back into `ls` never climbs back into the module
+that called it (tests/lsp/test_save_flow.py)."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from lsprotocol import types
+from pygls.lsp.server import LanguageServer
+
+from kernelscope.daemon.lsp.features import Document, save
+from kernelscope.daemon.lsp.features.commands import Commands
+from kernelscope.daemon.lsp.jobs import Jobs
+from kernelscope.daemon.lsp.state import ServerState, WorkspaceState, uri_to_path
+from kernelscope.daemon.lsp.watch import Watcher
+
+VERSION = "0.1.0"
+
+
+@dataclass
+class ClientCapabilities:
+    """What the client said it can do, read once at initialize."""
+
+    lens_refresh: bool = False
+    inlay_refresh: bool = False
+    resolves_tooltips: bool = False  # tooltips of inlay hints sent on inlayHint/resolve
+
+    def read(self, capabilities: types.ClientCapabilities) -> None:
+        workspace = capabilities.workspace
+        self.lens_refresh = bool(workspace and workspace.code_lens and workspace.code_lens.refresh_support)
+        self.inlay_refresh = bool(workspace and workspace.inlay_hint and workspace.inlay_hint.refresh_support)
+        text = capabilities.text_document
+        resolvable = text and text.inlay_hint and text.inlay_hint.resolve_support
+        self.resolves_tooltips = bool(resolvable and "tooltip" in resolvable.properties)
+
+
+class KernelscopeServer(LanguageServer):
+    def __init__(self) -> None:
+        super().__init__("kernelscope", VERSION)
+        self.state = ServerState()
+        self.client = ClientCapabilities()
+        self.jobs = Jobs(self, self.state)
+        self.commands = Commands(self, self.state, self.jobs)
+        self.watcher = Watcher(lambda root, names: save.on_disk_change(self, root, names))
+        self.tcp_token: str | None = None  # required in initializationOptions on TCP
+
+    async def off_loop(self, call: Callable[..., Any], *args: Any) -> Any:
+        """`call(*args)` on the command pool, awaited on the loop: engine work (history, store,
+        the workspace lock) never holds up lenses, hover or cancel."""
+        return await asyncio.get_running_loop().run_in_executor(self.state.command_pool, call, *args)
+
+    def kernel_workspace(self, uri: str) -> WorkspaceState | None:
+        """The workspace whose kernel.py `uri` is (None for any other document)."""
+        path = uri_to_path(uri)
+        ws = self.state.workspace_of(path)
+        return ws if ws is not None and path.resolve() == ws.kernel_path else None
+
+    def document(self, uri: str) -> Document | None:
+        """(loop) A snapshot of an open kernel.py for pool work."""
+        ws = self.kernel_workspace(uri)
+        if ws is None:
+            return None
+        text = self.workspace.get_text_document(uri).source or None
+        return Document(uri, text, ws.view(), self.client.resolves_tooltips)
+
+    def show_warning(self, message: str) -> None:
+        self.window_show_message(types.ShowMessageParams(type=types.MessageType.Warning, message=message))
