@@ -55,9 +55,14 @@ from typing import Any
 PROTOCOL = 1
 PR_SET_PDEATHSIG = 1
 RUNNER = "kernelscope.kernels.runner"
-# Modules every job uses: imported once here, inherited by every forked child.
+# Modules every job uses: imported once here, inherited by every forked child (a job that
+# imports one of ours itself pays it on every save: tests/engine/test_warm_worker.py checks).
 HARNESS_MODULES = (
     "kernelscope.kernels.runner",
+    "kernelscope.kernels.static_gate",
+    "kernelscope.kernels.problem_lint",
+    "kernelscope.kernels.second_inputs",
+    "kernelscope.protocol.record_rules",
     "kernelscope.kernels.gate",
     "kernelscope.kernels.timing",
     "kernelscope.protocol.stats",

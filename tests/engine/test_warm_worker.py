@@ -102,6 +102,46 @@ def test_jobs_share_one_warm_worker(pool: WarmWorkers, tmp_path: Path) -> None:
     assert set(cold.env) == set(warm.env) - {"warm_worker"}
 
 
+PRELOAD_CHECK = """
+import json, sys
+from pathlib import Path
+from kernelscope.kernels import runner, worker
+worker._warm("interpreter")
+ours = lambda: {m for m in sys.modules if m.startswith("kernelscope.")}
+before = ours()
+ws, out = Path(sys.argv[1]), Path(sys.argv[2])
+try:
+    runner.main(["--workspace", str(ws), "--candidate", str(ws / "kernel.py"),
+                 "--reference", str(ws / "reference.py"), "--mode", "interpreter", "--seeds", "1",
+                 "--output", str(out), "--adapter", sys.argv[3]])
+except SystemExit:
+    pass
+print(json.dumps({"passed": json.loads(out.read_text())["passed"], "new": sorted(ours() - before)}))
+"""
+
+
+def test_the_worker_preloads_every_harness_module_a_job_imports(tmp_path: Path) -> None:
+    """What a job imports of kernelscope's own after the worker warmed up is paid again by
+    every job's child (on each save): the worker's list must hold all of it."""
+    import json
+    import subprocess
+
+    from kernelscope.protocol import kinds
+
+    ws = workspace(tmp_path)
+    adapter = kinds.adapter_for(kinds.Folder(ws, ws / "reference.py"))
+    done = subprocess.run(
+        [sys.executable, "-c", PRELOAD_CHECK, str(ws), str(tmp_path / "out.json"), adapter],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env={**os.environ, "TRITON_INTERPRET": "1"},
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    found = json.loads(done.stdout.strip().splitlines()[-1])
+    assert found == {"passed": True, "new": []}, found
+
+
 @pytest.mark.parametrize("kernel,fragment", [("segfault", "SIGSEGV"), ("abort", "SIGABRT")])
 def test_a_crash_kills_the_job_not_the_worker(
     pool: WarmWorkers, tmp_path: Path, kernel: str, fragment: str
