@@ -236,3 +236,33 @@ async def test_the_verdict_comes_first_and_a_burst_of_saves_is_linted_once(clien
     assert first > 0 and client.published[first - 1][0] == uri, client.published
     assert not any(m.startswith("static:") for m in client.published[first - 1][1]), client.published
     assert any(m.startswith("static:thread-injection") for m in messages(client, uri))
+
+
+async def test_a_typed_then_saved_text_is_checked_and_published_once(client: KernelscopeClient) -> None:
+    """An editor sends didChange then didSave of the same text: the save's check covers the
+    typing check (features/save.py cancels it), so nothing is published again once the
+    typing debounce (CHECK_DEBOUNCE_S) would have run out."""
+    from kernelscope.daemon.lsp.features.save import CHECK_DEBOUNCE_S
+
+    path = kernel(client)
+    uri = path.as_uri()
+    open_with(client, path, kernel_with_block(KERNEL, 64))
+    await wait_for(lambda: any("already_tried" in m for m in messages(client, uri)), 30, "no check on didOpen")
+    await asyncio.sleep(0.5)
+    client.published.clear()
+    text = kernel_with_block(KERNEL, 1024)  # v1's code: a verdict, no probe, no static finding
+    client.text_document_did_change(
+        types.DidChangeTextDocumentParams(
+            text_document=types.VersionedTextDocumentIdentifier(uri=uri, version=2),
+            content_changes=[types.TextDocumentContentChangeWholeDocument(text=text)],
+        )
+    )
+    client.text_document_did_save(
+        types.DidSaveTextDocumentParams(text_document=types.TextDocumentIdentifier(uri=uri), text=text)
+    )
+    await wait_for(
+        lambda: any("identical to v1" in m for m in messages(client, uri)), 30, "no verdict on didSave"
+    )
+    settled = len(client.published)
+    await asyncio.sleep(CHECK_DEBOUNCE_S + 1.0)
+    assert len(client.published) == settled, client.published[settled:]

@@ -157,6 +157,9 @@ async def did_save(ls: KernelscopeServer, params: types.DidSaveTextDocumentParam
     ws = ls.kernel_workspace(params.text_document.uri)
     if ws is None:
         return
+    if ws.pending_check is not None:  # the buffer's text is saved: this save's check covers it
+        ws.pending_check.cancel()
+        ws.pending_check = None
     document = ls.workspace.get_text_document(params.text_document.uri)
     await kernel_changed(ls, ws, params.text or document.source or None)
 
