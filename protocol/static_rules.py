@@ -37,8 +37,6 @@ import re
 import sys
 from dataclasses import dataclass
 
-from kernelscope.protocol.syntax import parse
-
 __all__ = ["FRAMEWORK_BASELINE_MARK", "RULES", "Finding", "check_source"]
 
 
@@ -216,7 +214,7 @@ def check_source(text: str, *, kind: str | None = None) -> list[Finding]:
     the timed entry point (ModelNew.forward, kernel_fn, run; every one of them when unknown).
     Never raises: a file that does not parse, or anything unexpected, gives []."""
     try:
-        tree = parse(text)
+        tree = ast.parse(text)
     except (SyntaxError, ValueError, RecursionError, MemoryError, OverflowError):
         return []
     try:

@@ -27,8 +27,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal, NamedTuple
 
-from kernelscope.protocol.syntax import parse
-
 SpotKind = Literal["launch", "grid", "autotune", "constant", "default"]
 # triton.Config keyword arguments that are compile options rather than kernel meta-parameters
 CONFIG_OPTIONS = ("num_warps", "num_stages", "num_ctas", "maxnreg")
@@ -387,7 +385,7 @@ def analyze_source(source: str) -> SourceFacts:
 
 def _analyze(source: str) -> SourceFacts:
     try:
-        tree = parse(source)
+        tree = ast.parse(source)
     except (SyntaxError, ValueError) as exc:
         where = f" (line {exc.lineno})" if isinstance(exc, SyntaxError) and exc.lineno else ""
         message = exc.msg if isinstance(exc, SyntaxError) else str(exc)

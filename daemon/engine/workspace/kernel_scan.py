@@ -12,7 +12,6 @@ import ast
 from functools import lru_cache
 from pathlib import Path
 
-from kernelscope.protocol.syntax import parse
 from kernelscope.protocol.workspace import KernelInfo, KernelScan, SourceError
 
 KERNEL_DECORATORS = frozenset({"jit", "autotune", "heuristics"})
@@ -41,7 +40,7 @@ def scan_kernel_source(source: str, path: str = "kernel.py") -> KernelScan:
 @lru_cache(maxsize=16)
 def _scan_cached(source: str, path: str) -> KernelScan:
     try:
-        tree = parse(source)
+        tree = ast.parse(source, filename=path)
     except SyntaxError as exc:
         return KernelScan(
             path=path,
