@@ -10,6 +10,7 @@ import asyncio
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
+from urllib.parse import unquote
 
 from lsprotocol import types
 from pygls.lsp.server import LanguageServer
@@ -57,17 +58,20 @@ class KernelscopeServer(LanguageServer):
 
     def kernel_workspace(self, uri: str) -> WorkspaceState | None:
         """The workspace whose kernel.py `uri` is (None for any other document)."""
-        path = uri_to_path(uri)
-        ws = self.state.workspace_of(path)
-        return ws if ws is not None and path.resolve() == ws.kernel_path else None
+        path = uri_to_path(uri).resolve()
+        ws = self.state.workspace_of(path, resolved=True)
+        return ws if ws is not None and path == ws.kernel_path else None
 
     def document(self, uri: str) -> Document | None:
         """(loop) A snapshot of an open kernel.py for pool work."""
         ws = self.kernel_workspace(uri)
         if ws is None:
             return None
-        text = self.workspace.get_text_document(uri).source or None
-        return Document(uri, text, ws.view(), self.client.resolves_tooltips)
+        # the editor's buffer; a document not open there is read on the pool, by the handlers
+        # that need its text (pygls's get_text_document would read it here, on the loop)
+        opened = self.workspace.text_documents.get(unquote(uri))
+        buffer = (opened.source or None) if opened is not None else None
+        return Document(uri, buffer, ws.view(), self.client.resolves_tooltips)
 
     def show_warning(self, message: str) -> None:
         self.window_show_message(types.ShowMessageParams(type=types.MessageType.Warning, message=message))

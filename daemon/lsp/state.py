@@ -258,8 +258,9 @@ class ServerState:
         ws.folder = folder
         ws.settings = Settings.compose(self.user, folder, ws.root)
 
-    def workspace_of(self, path: Path) -> WorkspaceState | None:
-        path = path.resolve()
+    def workspace_of(self, path: Path, resolved: bool = False) -> WorkspaceState | None:
+        """The workspace `path` lies in (`resolved`: symlinks already resolved by the caller)."""
+        path = path if resolved else path.resolve()
         for root, state in self.workspaces.items():
             if path == root or root in path.parents:
                 return state

@@ -247,7 +247,9 @@ async def test_a_typed_then_saved_text_is_checked_and_published_once(client: Ker
     path = kernel(client)
     uri = path.as_uri()
     open_with(client, path, kernel_with_block(KERNEL, 64))
-    await wait_for(lambda: any("already_tried" in m for m in messages(client, uri)), 30, "no check on didOpen")
+    await wait_for(
+        lambda: any("already_tried" in m for m in messages(client, uri)), 30, "no check on didOpen"
+    )
     await asyncio.sleep(0.5)
     client.published.clear()
     text = kernel_with_block(KERNEL, 1024)  # v1's code: a verdict, no probe, no static finding

@@ -250,3 +250,27 @@ async def test_a_client_that_answers_progress_badly_does_not_stall_jobs(
         release.set()
         await asyncio.sleep(0.1)
         await lsp_client.shutdown_session()
+
+
+def test_a_lens_request_reads_no_file_on_the_loop(tmp_path: Path) -> None:
+    """The loop only snapshots: for a kernel.py the editor has not opened, the snapshot holds
+    no text and the lens handler (on the pool) never asks for it; hover and hints read the
+    file there, as it is on disk."""
+    from kernelscope.daemon.lsp.features import lenses
+    from kernelscope.daemon.lsp.language_server import KernelscopeServer
+
+    ws = tmp_path / "kernel_opt_vector_add"
+    shutil.copytree(EXAMPLES / "vector_add", ws)
+    from pygls.workspace import Workspace
+
+    server = KernelscopeServer()
+    server.protocol._workspace = Workspace(tmp_path.as_uri())  # what `initialize` sets up
+    server.state.folders = [tmp_path.resolve()]
+    server.state.rescan()
+    uri = (ws / "kernel.py").as_uri()
+    doc = server.document(uri)
+    assert doc is not None and doc.buffer is None
+    found = lenses.code_lens(doc, None)  # type: ignore[arg-type]
+    assert len(found) > 1 and "text" not in doc.__dict__  # cached_property: never computed
+    assert doc.text == (ws / "kernel.py").read_text()  # what hover and hints get, read on the pool
+    assert server.document((ws / "README.md").as_uri()) is None

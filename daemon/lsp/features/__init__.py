@@ -11,6 +11,7 @@ snapshot taken on the loop, never the live state."""
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cached_property
 from typing import TYPE_CHECKING
 
 from kernelscope.daemon.lsp.state import WorkspaceView
@@ -24,15 +25,25 @@ class Document:
     """An open kernel.py as a pool handler sees it, taken on the loop."""
 
     uri: str
-    text: str | None  # the editor's text (None: the file on disk)
+    buffer: str | None  # the editor's text; None: not open in the editor, or empty
     view: WorkspaceView
     resolves_tooltips: bool = False  # the client asks inlayHint/resolve for tooltips
 
+    @cached_property
+    def text(self) -> str | None:
+        """The editor's text, else the file's as it is when first asked (None: empty or
+        unreadable). Read here, on the pool, and only by handlers that need it: a lens request
+        never reads the file."""
+        if self.buffer is not None:
+            return self.buffer
+        try:
+            return self.view.cache.workspace.kernel_path.read_text(encoding="utf-8", errors="replace") or None
+        except OSError:
+            return None
+
     def source(self) -> str:
-        """The editor's text, else the file's."""
-        if self.text is not None:
-            return self.text
-        return self.view.cache.workspace.kernel_path.read_text(encoding="utf-8", errors="replace")
+        """The editor's text, else the file's ("" when there is none)."""
+        return self.text or ""
 
     def kernels(self) -> list[KernelInfo]:
         """The kernels of the editor's text (positions as the user sees them), else of the
