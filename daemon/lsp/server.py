@@ -1,7 +1,8 @@
 """`kernelscope serve`: wiring only. The table `FEATURES` binds each LSP method to the feature
 module that handles it (daemon/lsp/features/) and says where it runs: `LOOP` handlers run on
 the event loop (they change the live state or talk to the client); `POOL` handlers read, on the
-command pool, from a `Document` snapshot taken on the loop (features/__init__.py).
+command pool, from a `Document` snapshot taken on the loop (features/__init__.py); an answer the
+workspace cache already holds (the lenses after a refresh) is handed out on the loop.
 
 The daemon process never imports torch or triton: benchmarks run in child processes.
 """
@@ -29,12 +30,19 @@ LOOP: Runs = "loop"
 POOL: Runs = "pool"
 
 
-def on_pool(handler: Callable[[Document, Any], Any]) -> Callable[..., Any]:
-    """A read handler: snapshot the document on the loop, answer on the command pool."""
+def on_pool(
+    handler: Callable[[Document, Any], Any], kept: Callable[[Document], Any] | None = None
+) -> Callable[..., Any]:
+    """A read handler: snapshot the document on the loop, answer on the command pool. `kept`
+    (loop, a lookup, no computing): an answer the cache already holds, given without the
+    round trip to the pool."""
 
     async def run(ls: KernelscopeServer, params: Any) -> Any:
         doc = ls.document(params.text_document.uri)
-        return None if doc is None else await ls.off_loop(handler, doc, params)
+        if doc is None:
+            return None
+        answer = kept(doc) if kept is not None else None
+        return answer if answer is not None else await ls.off_loop(handler, doc, params)
 
     run.__doc__ = handler.__doc__
     return run
@@ -60,7 +68,7 @@ FEATURES: list[tuple[str, Callable[..., Any], Runs]] = [
     (types.TEXT_DOCUMENT_DID_OPEN, save.did_open, LOOP),
     (types.TEXT_DOCUMENT_DID_CHANGE, save.did_change, LOOP),
     (types.TEXT_DOCUMENT_DID_SAVE, save.did_save, LOOP),
-    (types.TEXT_DOCUMENT_CODE_LENS, on_pool(lenses.code_lens), POOL),
+    (types.TEXT_DOCUMENT_CODE_LENS, on_pool(lenses.code_lens, lenses.kept_lenses), POOL),
     (types.TEXT_DOCUMENT_HOVER, on_pool(hover.hover), POOL),
     (types.TEXT_DOCUMENT_INLAY_HINT, on_pool(hints.inlay_hints), POOL),
     (types.INLAY_HINT_RESOLVE, resolve_inlay_hint, POOL),

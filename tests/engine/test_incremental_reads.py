@@ -6,8 +6,10 @@ recomputed. Reads are counted, not timed (benchmarks/refresh_bench.py times them
 from __future__ import annotations
 
 import json
+import shutil
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -223,5 +225,45 @@ def test_the_lens_refresh_reads_one_file_and_never_recomputes_the_store_digest(
         # the scores are the same as a full computation's
         full = original(MemoryManager(ws).scan(), ws_state.cache.readme())
         assert ws_state.cache.scores() == full
+    finally:
+        state.close()
+
+
+def test_the_lens_list_is_kept_until_a_source_or_what_it_shows_of_the_daemon_changes(
+    tmp_path: Path,
+) -> None:
+    """An editor asks for lenses after every refresh: the same answer is handed out until a
+    source changes (the watcher's report) or a live field the lenses show does (staleness, a
+    job, a probe)."""
+    from kernelscope.daemon.lsp.features import Document, lenses
+    from kernelscope.daemon.lsp.state import ServerState
+    from tests.conftest import EXAMPLES
+
+    state = ServerState()
+    try:
+        ws = tmp_path / "kernel_opt_vector_add"
+        shutil.copytree(EXAMPLES / "vector_add", ws)
+        ws_state = state.new_workspace(ws.resolve())
+
+        def answer() -> list[Any]:
+            return lenses.code_lens(Document(ws.as_uri(), None, ws_state.view()), None)  # type: ignore[arg-type]
+
+        doc = Document(ws.as_uri(), None, ws_state.view())
+        assert lenses.kept_lenses(doc) is None  # nothing kept: the pool computes it
+        first = answer()
+        assert answer() is first
+        assert lenses.kept_lenses(doc) is first  # kept: handed out on the loop
+        ws_state.stale = True
+        assert lenses.kept_lenses(Document(ws.as_uri(), None, ws_state.view())) is None
+        stale = answer()
+        assert stale is not first
+        assert any(lens.command.title.startswith("(stale)") for lens in stale), stale
+        assert answer() is stale
+        (ws / "kernel.py").write_text(
+            (ws / "kernel.py").read_text() + "\n\n@triton.jit\ndef extra(x):\n    pass\n"
+        )
+        ws_state.cache.files_changed({"kernel.py"})
+        grown = answer()
+        assert len(grown) == len(stale) + 1, grown
     finally:
         state.close()

@@ -64,7 +64,7 @@ class WorkspaceCache:
         self.root = self.workspace.root
         self._open_store = store or (lambda: None)
         self._versions: dict[Source, int] = dict.fromkeys(SOURCES, 0)
-        self._values: dict[str, tuple[tuple[int, ...], Any]] = {}
+        self._values: dict[str, tuple[tuple[Any, ...], Any]] = {}
         self._lock = threading.Lock()
         # keep_reads=False (KERNELSCOPE_FULL_RESCAN=1): every memory change rescans every file,
         # the comparison benchmarks/refresh_bench.py measures
@@ -98,18 +98,28 @@ class WorkspaceCache:
 
     # -- kept values ----------------------------------------------------------------------
 
-    def get(self, name: str, sources: tuple[Source, ...], compute: Callable[[], T]) -> T:
-        """The value `name`, made of `sources`: the kept one while none of them changed."""
+    def get(self, name: str, sources: tuple[Source, ...], compute: Callable[[], T], live: Any = None) -> T:
+        """The value `name`, made of `sources`: the kept one while none of them changed. `live`:
+        what else it is made of that no source tracks (the daemon's job, probe, staleness),
+        compared by equality; the value is kept while that is equal too."""
         with self._lock:
-            stamp = tuple(self._versions[s] for s in sources)
+            stamp = (*(self._versions[s] for s in sources), live)
             kept = self._values.get(name)
             if kept is not None and kept[0] == stamp:
                 return kept[1]
         value = compute()
         with self._lock:
-            if tuple(self._versions[s] for s in sources) == stamp:  # else: made of old sources
+            if (*(self._versions[s] for s in sources), live) == stamp:  # else: made of old sources
                 self._values[name] = (stamp, value)
         return value
+
+    def peek(self, name: str, sources: tuple[Source, ...], live: Any = None) -> Any | None:
+        """The value `get` would hand out without computing anything; None if it would compute."""
+        with self._lock:
+            kept = self._values.get(name)
+            if kept is not None and kept[0] == (*(self._versions[s] for s in sources), live):
+                return kept[1]
+        return None
 
     # -- the reads every surface uses -------------------------------------------------------
 

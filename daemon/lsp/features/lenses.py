@@ -1,13 +1,19 @@
-"""textDocument/codeLens (pool): the file's target line and the workflow actions at the top of
-kernel.py, the running job or the latest probe, and a summary above each kernel. The texts are
-views/lens_text.py's; what they are made of is kept by the workspace cache."""
+"""textDocument/codeLens (pool; an answer the cache still holds is given on the loop): the
+file's target line and the workflow actions at the top of kernel.py, the running job or the
+latest probe, and a summary above each kernel. The texts are views/lens_text.py's; what they
+are made of, and the answer itself, are kept by the workspace cache."""
 
 from __future__ import annotations
+
+from typing import TYPE_CHECKING
 
 from lsprotocol import types
 
 from kernelscope.daemon.lsp.features import Document
 from kernelscope.daemon.lsp.state import WorkspaceView
+
+if TYPE_CHECKING:
+    from kernelscope.daemon.engine.workspace.cache import Source
 
 WRITES = (("Run iteration", "kernelscope.runIteration"), ("Mask half & restart", "kernelscope.restart"))
 READS = (("Benchmark now", "kernelscope.benchmark"),)
@@ -43,10 +49,31 @@ def kernel_texts(view: WorkspaceView) -> dict[str, str]:
     return {name: f"(stale) {text}" for name, text in texts.items()} if view.stale else texts
 
 
+SOURCES: tuple[Source, ...] = ("kernel", "memory", "readme", "store")
+
+
+def _live(view: WorkspaceView) -> tuple[object, ...]:
+    """What the lenses show of the daemon's live state (no cache source tracks it)."""
+    trust = (view.settings.bench_on_save, view.settings.runs_on_save)
+    return (view.job, view.probe, view.stale, view.last_outcome, trust)
+
+
+def kept_lenses(doc: Document) -> list[types.CodeLens] | None:
+    """(loop) The answer kept from an earlier request, if nothing it shows changed since."""
+    kept: list[types.CodeLens] | None = doc.view.cache.peek("lenses", SOURCES, _live(doc.view))
+    return kept
+
+
 def code_lens(doc: Document, params: types.CodeLensParams) -> list[types.CodeLens]:
+    """Kept by the workspace cache while the sources and the live fields they show are the
+    same: an editor asks again after every refresh, 50 kernels are 300 protocol objects."""
+    view = doc.view
+    return view.cache.get("lenses", SOURCES, lambda: _code_lens(view), _live(view))
+
+
+def _code_lens(view: WorkspaceView) -> list[types.CodeLens]:
     from kernelscope.daemon.engine.views import lens_text
 
-    view = doc.view
     args: list[object] = [{"workspace": str(view.root)}]
     lenses = [_lens(0, file_text(view), "kernelscope.showHistory", args)]
     writes = () if supervised(view) else WRITES  # an orchestrator's workspace: kernelscope observes
