@@ -7,7 +7,10 @@ use (PEP 562), so a process that needs one model does not build all of them at s
 from __future__ import annotations
 
 import importlib
-from typing import Any
+
+TYPE_CHECKING = False  # typing is 2-3 ms of the CLI fast path's start-up: annotations only
+if TYPE_CHECKING:
+    from typing import Any
 
 _WHERE = {
     "CANONICAL_UNIT": "workspace",

@@ -14,7 +14,9 @@ module (a test keeps it current); none hand-copies them.
 
 from __future__ import annotations
 
-from typing import Literal
+TYPE_CHECKING = False  # typing is 2-3 ms of the CLI fast path's start-up (it reads WORKSPACE_RULE)
+if TYPE_CHECKING:
+    from typing import Literal
 
 # command name -> (params model in protocol/lsp.py, Commands method, job kind it starts or None)
 COMMANDS: dict[str, tuple[str, str, str | None]] = {
@@ -30,8 +32,20 @@ COMMANDS: dict[str, tuple[str, str, str | None]] = {
     "kernelscope.cancel": ("CancelParams", "cancel", None),
 }
 
-JobKind = Literal["benchmark", "runIteration", "restart"]
 JOB_KINDS: tuple[str, ...] = ("benchmark", "runIteration", "restart")
+if TYPE_CHECKING:
+    JobKind = Literal["benchmark", "runIteration", "restart"]
+
+
+def __getattr__(name: str) -> object:
+    """`JobKind` at run time (the protocol models validate with it), made from JOB_KINDS when
+    first asked for, so that importing the vocabulary does not import typing."""
+    if name == "JobKind":
+        from typing import Literal
+
+        return Literal[JOB_KINDS]  # Literal[("a", "b")] is Literal["a", "b"]
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
 
 JOB_FINISHED = "kernelscope/jobFinished"
 WORKSPACES_REQUEST = "kernelscope/workspaces"

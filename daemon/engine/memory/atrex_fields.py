@@ -11,12 +11,14 @@ Pydantic-free on purpose: the records are read as raw dicts too (the CLI's fast 
 from __future__ import annotations
 
 import json
-from typing import TYPE_CHECKING, Any, NamedTuple
 
 from kernelscope.protocol.record_rules import as_float
 from kernelscope.protocol.record_rules import section_get as _get
 
+TYPE_CHECKING = False  # typing is 2-3 ms of the CLI fast path's start-up: annotations only
 if TYPE_CHECKING:
+    from typing import Any
+
     from kernelscope.protocol.memory import MemoryRecord
 
 # long_horizon.status values of records that did not promote a new kernel
@@ -45,12 +47,16 @@ def short_text(value: Any, limit: int = 160) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
-class RecordOutcome(NamedTuple):
-    """How to show one record: measured or not, and what happened to it."""
+class RecordOutcome:
+    """How to show one record: measured or not, and what happened to it. (Plain classes here
+    and below: a named tuple's class costs the CLI's fast path a millisecond at start-up.)"""
 
-    label: str | None  # "pivot", "blocked"... (None for an ordinary record)
-    carried_from: str | None  # the version whose numbers a record carries forward
-    measured: bool  # its performance numbers were measured on its own kernel
+    __slots__ = ("carried_from", "label", "measured")
+
+    def __init__(self, label: str | None, carried_from: str | None, measured: bool) -> None:
+        self.label = label  # "pivot", "blocked"... (None for an ordinary record)
+        self.carried_from = carried_from  # the version whose numbers a record carries forward
+        self.measured = measured  # its performance numbers were measured on its own kernel
 
     def describe(self) -> str:
         if self.label and self.carried_from:
@@ -75,12 +81,16 @@ def record_outcome(record: MemoryRecord | dict[str, Any]) -> RecordOutcome:
     return RecordOutcome(label=label, carried_from=carried_from, measured=measured)
 
 
-class ExperimentNote(NamedTuple):
-    number: int | None  # the record's `index`
-    name: str
-    decision: str
-    result: str
-    hypothesis: str = ""
+class ExperimentNote:
+    """One of `experience.experiments[]`."""
+
+    __slots__ = ("decision", "hypothesis", "name", "number", "result")
+
+    def __init__(
+        self, number: int | None, name: str, decision: str, result: str, hypothesis: str = ""
+    ) -> None:
+        self.number = number  # the record's `index`
+        self.name, self.decision, self.result, self.hypothesis = name, decision, result, hypothesis
 
     def line(self) -> str:
         head = f"{self.number}. " if self.number is not None else ""

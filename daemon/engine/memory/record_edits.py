@@ -5,9 +5,12 @@ dotted paths. Nothing here imports pydantic or kernelscope.protocol, so the CLI'
 from __future__ import annotations
 
 import json
-from typing import Any
 
 from kernelscope.daemon.engine import DataError, UsageError
+
+TYPE_CHECKING = False  # typing is 2-3 ms of the CLI fast path's start-up: annotations only
+if TYPE_CHECKING:
+    from typing import Any
 
 
 def parse_cli_value(raw: str) -> Any:
