@@ -16,7 +16,7 @@
   inlay hints (values tried) for the whole file, p50/p99 of 200 each once the history is built
   (the first, cold, answer reported apart); and from `didSave` of a recorded version's text to
   the "identical to vN" diagnostic, and of a new text to the diagnostics without it (the
-  fingerprint check on save; 30 of each), and of a text that breaks a static rule (`import
+  fingerprint check on save; 30 of each, `--saves N`), and of a text that breaks a static rule (`import
   threading`) to that rule's diagnostic (published after the verdict, once the text has
   rested 50 ms; 20 saves).
 
@@ -329,7 +329,7 @@ def history_hints(args: argparse.Namespace) -> list[tuple[str, float, float, str
 
         version = 1
         matched, fresh = [], []
-        for index in range(30):
+        for index in range(args.saves):
             for body in (rng.choice(recorded), None):
                 version += 1
                 saved = body[1] if body else text + f"\nEXTRA_{index} = {index}\n"
@@ -413,6 +413,9 @@ def main() -> None:
     parser.add_argument("--kernels", type=int, default=50)
     parser.add_argument("--starts", type=int, default=10)
     parser.add_argument("--part", choices=("all", "hints"), default="all")
+    parser.add_argument(
+        "--saves", type=int, default=30, help="saves of each kind in the save rows (more: steadier p50)"
+    )
     args = parser.parse_args()
     hints = history_hints(args)
     print(
