@@ -103,13 +103,13 @@ class WorkspaceCache:
         what else it is made of that no source tracks (the daemon's job, probe, staleness),
         compared by equality; the value is kept while that is equal too."""
         with self._lock:
-            stamp = (*(self._versions[s] for s in sources), live)
+            stamp = self._stamp(sources, live)
             kept = self._values.get(name)
             if kept is not None and kept[0] == stamp:
                 return kept[1]
         value = compute()
         with self._lock:
-            if (*(self._versions[s] for s in sources), live) == stamp:  # else: made of old sources
+            if self._stamp(sources, live) == stamp:  # else: made of old sources
                 self._values[name] = (stamp, value)
         return value
 
@@ -117,9 +117,13 @@ class WorkspaceCache:
         """The value `get` would hand out without computing anything; None if it would compute."""
         with self._lock:
             kept = self._values.get(name)
-            if kept is not None and kept[0] == (*(self._versions[s] for s in sources), live):
+            if kept is not None and kept[0] == self._stamp(sources, live):
                 return kept[1]
         return None
+
+    def _stamp(self, sources: tuple[Source, ...], live: Any) -> tuple[Any, ...]:
+        """(lock held) What a kept value is checked against: its sources' versions and `live`."""
+        return (*(self._versions[s] for s in sources), live)
 
     # -- the reads every surface uses -------------------------------------------------------
 

@@ -157,9 +157,7 @@ async def did_save(ls: KernelscopeServer, params: types.DidSaveTextDocumentParam
     ws = ls.kernel_workspace(params.text_document.uri)
     if ws is None:
         return
-    if ws.pending_check is not None:  # the buffer's text is saved: this save's check covers it
-        ws.pending_check.cancel()
-        ws.pending_check = None
+    _cancel_typing_check(ws)  # the buffer's text is saved: this save's check covers it
     document = ls.workspace.get_text_document(params.text_document.uri)
     await kernel_changed(ls, ws, params.text or document.source or None)
 
@@ -183,9 +181,7 @@ def did_change(ls: KernelscopeServer, params: types.DidChangeTextDocumentParams)
     if ws is None or ls.state.loop is None:
         return
     uri = params.text_document.uri
-    previous = ws.pending_check
-    if previous is not None:
-        previous.cancel()
+    _cancel_typing_check(ws)
 
     def fire() -> None:
         ws.pending_check = None
@@ -193,6 +189,13 @@ def did_change(ls: KernelscopeServer, params: types.DidChangeTextDocumentParams)
         ls.jobs.spawn(check(ls, ws, text))
 
     ws.pending_check = ls.state.loop.call_later(CHECK_DEBOUNCE_S, fire)
+
+
+def _cancel_typing_check(ws: WorkspaceState) -> None:
+    """Drop the debounced didChange check not yet run (a newer text or a save supersedes it)."""
+    if ws.pending_check is not None:
+        ws.pending_check.cancel()
+        ws.pending_check = None
 
 
 def warm_history(cache: WorkspaceCache) -> None:
