@@ -61,12 +61,16 @@ import torch
 
 from kernelscope.kernels.adapters.base import Problem
 from kernelscope.kernels.gate import (
+    Comparison,
     GateFailure,
     as_tensor_list,
     describe_tolerance,
     overlaps,  # the gate's own memory-overlap test
     resolve_tolerance,
+    upstream_rule,
+    working_dtype,
 )
+from kernelscope.kernels.sizing import CHUNK_ELEMENTS
 
 RULES = (
     "constant-output",
@@ -77,8 +81,6 @@ RULES = (
 )
 INPUT_GENERATORS = ("get_inputs", "make_inputs")  # KernelBench, native
 REFERENCE_FUNCTIONS = ("reference", "run", "forward")  # native, SOL-ExecBench; after Model.forward
-CHUNK_ELEMENTS = 1 << 22  # comparison slices, as the gate's: bounded temporaries
-_TINY = 1e-12
 
 
 @dataclass(frozen=True)
@@ -332,51 +334,30 @@ def _message(cheat: _Cheat, what: str, other: float | None, seed: int) -> str:
 
 
 def _passes(ref: torch.Tensor, rows: Rows, rules: dict[str, float]) -> bool:
-    """The gate's rule for a cheat whose output `rows` gives slice by slice along dim 0: the
-    cheat is never materialized, the temporaries are one slice, and the first slice that
-    settles it ends it (an honest problem costs one slice).
-
-    kernelscope's rule (`gate._compare`): every element within atol + rtol * |ref|, where the
-    reference is finite, or the L2 rel_err under the README's threshold. SOL-ExecBench's
-    (a tolerance with `required_matched_ratio`, `gate._upstream_sanity`): that share of the
-    elements within the bound, the max abs error within `max_error_cap`, no NaN/Inf anywhere,
-    and an all-zero output fails unless the reference is all zero."""
-    work = ref.dtype if ref.dtype in (torch.float32, torch.float64) else torch.float32
-    upstream = "required_matched_ratio" in rules
+    """The gate's rule (`gate.Comparison.add_slice`, the one place it is written) for a cheat
+    whose output `rows` gives slice by slice along dim 0: the cheat is never materialized, the
+    temporaries are one slice, and the first slice that settles it ends it (an honest problem
+    costs one slice). SOL-ExecBench's sanity checks before its rule (`gate._upstream_sanity`):
+    no NaN/Inf anywhere, and an all-zero output fails unless the reference is all zero."""
+    work = working_dtype(ref.dtype)
+    upstream = upstream_rule(rules)
+    every_element = not upstream and "rel_err" not in rules
     allowed = (1.0 - float(rules.get("required_matched_ratio", 1.0))) * ref.numel()
     step = max(1, CHUNK_ELEMENTS // max(1, ref[0].numel()))
-    diff_sq = ref_sq = max_abs = 0.0
-    beyond = 0
+    found = Comparison(describe_tolerance(rules))
     out_nonzero = ref_nonzero = False
     for start in range(0, ref.shape[0], step):
         r = ref[start : start + step].to(work)
-        o = rows(start, start + step).to(ref.dtype).to(work)  # written in the output's dtype
-        finite = torch.isfinite(r)
-        if upstream and not (bool(finite.all()) and bool(torch.isfinite(o).all())):
+        o = rows(start, start + step).to(ref.dtype).to(work).expand_as(r)  # in the output's dtype
+        if upstream and not (bool(torch.isfinite(r).all()) and bool(torch.isfinite(o).all())):
             return False  # SOL-ExecBench fails every kernel here, honest or not: no finding
-        diff = (o - r).abs_().masked_fill_(~finite, 0)
-        r_abs = r.abs().masked_fill_(~finite, 0)
-        if "rel_err" in rules:
-            diff_sq += float(torch.linalg.vector_norm(diff, dtype=torch.float64)) ** 2
-            ref_sq += float(torch.linalg.vector_norm(r_abs, dtype=torch.float64)) ** 2
-            continue
-        within = diff <= rules["atol"] + rules["rtol"] * r_abs
-        if not upstream:
-            if not bool(within.all()):
-                return False
-            continue
-        beyond += int((~within).sum())
-        max_abs = max(max_abs, float(diff.max()))
-        out_nonzero = out_nonzero or bool(o.any())
-        ref_nonzero = ref_nonzero or bool(r.any())
-        if beyond > allowed:
+        found.add_slice(o, r, rules)
+        if (every_element and found.beyond) or (upstream and found.beyond > allowed):
             return False
-    if "rel_err" in rules:
-        return diff_sq**0.5 / max(ref_sq**0.5, _TINY) < rules["rel_err"]
-    if upstream:
-        cap = rules.get("max_error_cap")
-        return (out_nonzero or not ref_nonzero) and (cap is None or max_abs <= cap)
-    return True
+        if upstream:
+            out_nonzero = out_nonzero or bool(o.any())
+            ref_nonzero = ref_nonzero or bool(r.any())
+    return found.finish(rules).ok and (out_nonzero or not ref_nonzero or not upstream)
 
 
 def _fixed(value: float, ref: torch.Tensor) -> Rows:

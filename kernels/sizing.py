@@ -21,9 +21,18 @@ from typing import Any
 
 from kernelscope.protocol.sizes import SizeError
 
-# The comparison (`gate._compare`) works on slices of 4M elements: a few float32/float64
-# temporaries of one slice each, at most this much beside the tensors it compares.
-COMPARISON_SLICE_BYTES = 6 * 8 * (1 << 22)
+# The comparison (`gate.Comparison.add_slice`) works on slices of 4M elements of the output;
+# its temporaries per element of a slice: three of the working dtype (at most float64) and a
+# bool, or a 16-bit output's float32 copies beside them. Problem lint slices the same way.
+CHUNK_ELEMENTS = 1 << 22
+COMPARISON_BYTES_PER_ELEMENT = 3 * 8 + 1
+
+
+def comparison_bytes(elements: int) -> int:
+    """The comparison's working memory beside the tensors it compares (the largest output's
+    `elements`): one slice's temporaries."""
+    return COMPARISON_BYTES_PER_ELEMENT * min(elements, CHUNK_ELEMENTS)
+
 
 _HOOK = "__kernelscope_problem_size__"
 
@@ -231,7 +240,7 @@ def harness_footprint(
     runner: `tests/kernels/test_kernelbench.py` checks it against a measured peak.
     """
     del seeds, timing_input_sets  # the runner keeps digests, not copies, of both
-    slices = min(sizes.output_bytes, COMPARISON_SLICE_BYTES)
+    slices = comparison_bytes(sizes.largest_output_elements)
     parts = [
         (
             f"2 x {gb(sizes.input_bytes)} of inputs (the timed set and the hidden audit's fresh one)",

@@ -197,9 +197,9 @@ def test_footprint_of_the_full_size_problem() -> None:
     assert sizes.inputs == "1 tensor 4096x393216 float32" and sizes.param_bytes == 0
     footprint = harness_footprint(sizes, seeds=3, models=2, timing_input_sets=2)
     # 2 input sets + 2 outputs + the comparison's slices: 4 tensors, whatever the seeds
-    from kernelscope.kernels.sizing import COMPARISON_SLICE_BYTES
+    from kernelscope.kernels.sizing import CHUNK_ELEMENTS, COMPARISON_BYTES_PER_ELEMENT
 
-    assert footprint.total == 4 * sizes.input_bytes + COMPARISON_SLICE_BYTES
+    assert footprint.total == 4 * sizes.input_bytes + COMPARISON_BYTES_PER_ELEMENT * CHUNK_ELEMENTS
     assert "2 x 6.44 GB of inputs" in footprint.explain()
 
 
