@@ -274,3 +274,34 @@ def test_a_lens_request_reads_no_file_on_the_loop(tmp_path: Path) -> None:
     assert len(found) > 1 and "text" not in doc.__dict__  # cached_property: never computed
     assert doc.text == (ws / "kernel.py").read_text()  # what hover and hints get, read on the pool
     assert server.document((ws / "README.md").as_uri()) is None
+
+
+def test_opening_kernel_py_reads_what_the_lenses_show(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """didOpen's warm-up (on the pool) reads memory/, the README and the store's digest that the
+    lenses show, so the editor's first lens request, a moment later, reads none of them."""
+    from kernelscope.daemon.lsp.features import lenses
+    from kernelscope.daemon.lsp.features.save import warm_workspace
+    from kernelscope.daemon.lsp.language_server import KernelscopeServer
+
+    ws = tmp_path / "kernel_opt_vector_add"
+    shutil.copytree(EXAMPLES / "vector_add", ws)
+    from pygls.workspace import Workspace
+
+    server = KernelscopeServer()
+    server.protocol._workspace = Workspace(tmp_path.as_uri())
+    server.state.folders = [tmp_path.resolve()]
+    server.state.rescan()
+    doc = server.document((ws / "kernel.py").as_uri())
+    assert doc is not None
+    warm_workspace(doc.view.cache)
+
+    def no_read(*_: object) -> None:
+        raise AssertionError("the lens request read memory/ again")
+
+    monkeypatch.setattr(doc.view.cache.memory_manager, "scan", no_read)
+    monkeypatch.setattr(doc.view.cache.workspace, "readme", no_read)
+    found = lenses.code_lens(doc, None)  # type: ignore[arg-type]
+    titles = [lens.command.title for lens in found if lens.command]
+    assert any(title.startswith("best 1.22x v4") for title in titles), titles

@@ -7,7 +7,10 @@ change says so (`changed("memory")`, or `files_changed({"v7.json"})` from the fi
 every value kept here names the sources it is made of (`get(name, sources, compute)`) and is
 computed again only after one of them changed. Values are computed outside the lock, so a slow
 store query never blocks a lens; a value computed while one of its sources changed is handed to
-its caller but not kept.
+its caller but not kept. A value being computed is computed once: a second caller asking for it
+with the same stamp waits for the first one's result (the lens request that arrives while the
+warm-up begun by `didOpen` is still reading memory/ and the store waits for that read instead of
+doing it again beside it, both slowed by the one interpreter lock).
 
 Beside the derived values it owns the reads that make them cheap: the parsed memory files
 (`FileReads`: a new record costs one file read), the incremental scores (a new version costs
@@ -20,6 +23,7 @@ from __future__ import annotations
 import logging
 import threading
 from collections.abc import Callable, Iterable
+from concurrent.futures import Future
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
@@ -65,6 +69,7 @@ class WorkspaceCache:
         self._open_store = store or (lambda: None)
         self._versions: dict[Source, int] = dict.fromkeys(SOURCES, 0)
         self._values: dict[str, tuple[tuple[Any, ...], Any]] = {}
+        self._computing: dict[str, tuple[tuple[Any, ...], Future[Any]]] = {}
         self._lock = threading.Lock()
         # keep_reads=False (KERNELSCOPE_FULL_RESCAN=1): every memory change rescans every file,
         # the comparison benchmarks/refresh_bench.py measures
@@ -107,11 +112,34 @@ class WorkspaceCache:
             kept = self._values.get(name)
             if kept is not None and kept[0] == stamp:
                 return kept[1]
-        value = compute()
+            running = self._computing.get(name)
+            if running is not None and running[0] == stamp:
+                waiting: Future[Any] | None = running[1]
+            else:
+                waiting, mine = None, Future[Any]()
+                self._computing[name] = (stamp, mine)
+        if waiting is not None:
+            result: T = waiting.result()  # the first caller's value (or its exception)
+            return result
+        try:
+            value = compute()
+        except BaseException as exc:
+            with self._lock:
+                self._done_computing(name, mine)
+            mine.set_exception(exc)
+            raise
         with self._lock:
+            self._done_computing(name, mine)
             if self._stamp(sources, live) == stamp:  # else: made of old sources
                 self._values[name] = (stamp, value)
+        mine.set_result(value)
         return value
+
+    def _done_computing(self, name: str, mine: Future[Any]) -> None:
+        """(lock held) `name` is no longer being computed by this caller."""
+        running = self._computing.get(name)
+        if running is not None and running[1] is mine:
+            del self._computing[name]
 
     def peek(self, name: str, sources: tuple[Source, ...], live: Any = None) -> Any | None:
         """The value `get` would hand out without computing anything; None if it would compute."""

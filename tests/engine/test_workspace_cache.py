@@ -1,0 +1,94 @@
+"""The workspace cache computes a value once while it is being computed: the lens request that
+arrives while `didOpen`'s warm-up is reading memory/ waits for that read instead of doing it
+again beside it; a caller whose sources changed meanwhile computes its own; an error reaches
+every caller that waited for it and is not kept."""
+
+from __future__ import annotations
+
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import pytest
+
+from kernelscope.daemon.engine.workspace.cache import WorkspaceCache
+
+WAIT_S = 10.0
+
+
+class Gate:
+    """A compute function that counts its calls and holds the first one until released."""
+
+    def __init__(self) -> None:
+        self.calls = 0
+        self.entered = threading.Event()
+        self.release = threading.Event()
+
+    def __call__(self) -> object:
+        self.calls += 1
+        value = object()
+        if self.calls == 1:
+            self.entered.set()
+            assert self.release.wait(WAIT_S)
+        return value
+
+
+def test_a_value_being_computed_is_computed_once(tmp_path: Path) -> None:
+    cache = WorkspaceCache(tmp_path)
+    gate = Gate()
+    with ThreadPoolExecutor(4) as pool:
+        first = pool.submit(cache.get, "texts", ("memory",), gate)
+        assert gate.entered.wait(WAIT_S)
+        asking = [threading.Event() for _ in range(3)]
+
+        def ask(said: threading.Event) -> object:
+            said.set()
+            return cache.get("texts", ("memory",), gate)
+
+        waiting = [pool.submit(ask, said) for said in asking]
+        assert all(said.wait(WAIT_S) for said in asking)
+        time.sleep(0.2)  # each is in get() by now (without the rule it would compute: calls > 1)
+        gate.release.set()
+        values = {id(first.result(WAIT_S))} | {id(w.result(WAIT_S)) for w in waiting}
+    assert gate.calls == 1
+    assert len(values) == 1
+    assert cache.get("texts", ("memory",), gate) is first.result()  # and kept
+
+
+def test_a_caller_whose_sources_changed_computes_its_own(tmp_path: Path) -> None:
+    cache = WorkspaceCache(tmp_path)
+    gate = Gate()
+    with ThreadPoolExecutor(2) as pool:
+        first = pool.submit(cache.get, "texts", ("memory",), gate)
+        assert gate.entered.wait(WAIT_S)
+        cache.changed("memory")  # a new record while the first read was under way
+        second = cache.get("texts", ("memory",), gate)  # not the old read's value
+        gate.release.set()
+        old = first.result(WAIT_S)
+    assert gate.calls == 2
+    assert second is not old
+    assert cache.get("texts", ("memory",), gate) is second  # the old read was not kept
+
+
+def test_an_error_reaches_every_waiting_caller_and_is_not_kept(tmp_path: Path) -> None:
+    cache = WorkspaceCache(tmp_path)
+    entered, release = threading.Event(), threading.Event()
+    calls = []
+
+    def broken() -> object:
+        calls.append(1)
+        entered.set()
+        assert release.wait(WAIT_S)
+        raise OSError("memory/ unreadable")
+
+    with ThreadPoolExecutor(2) as pool:
+        first = pool.submit(cache.get, "texts", ("memory",), broken)
+        assert entered.wait(WAIT_S)
+        waiting = pool.submit(cache.get, "texts", ("memory",), broken)
+        release.set()
+        for future in (first, waiting):
+            with pytest.raises(OSError, match="unreadable"):
+                future.result(WAIT_S)
+    assert len(calls) == 1
+    assert cache.get("texts", ("memory",), lambda: "read again") == "read again"
