@@ -93,7 +93,7 @@ class WorkspaceState:
     notices: tuple[Notice, ...] = ()
     untrusted_said: bool = False
     pending_check: asyncio.TimerHandle | None = None  # didChange's debounce
-    history_started: bool = False  # built on the first open of kernel.py, not at start-up
+    warm_started: bool = False  # lens texts and history read on the first open of kernel.py, not at start-up
     lint_uris: frozenset[str] = frozenset()  # problem files holding the last probe's lint diagnostics
     _cache: WorkspaceCache | None = field(default=None, repr=False)
     _cache_lock: threading.Lock = field(default_factory=threading.Lock, repr=False)

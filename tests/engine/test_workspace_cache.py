@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import threading
 import time
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
@@ -34,12 +34,18 @@ class Gate:
         return value
 
 
+def held_first(pool: ThreadPoolExecutor, cache: WorkspaceCache, gate: Gate) -> Future[object]:
+    """The first caller's `get`, on the pool, held inside its computation."""
+    first = pool.submit(cache.get, "texts", ("memory",), gate)
+    assert gate.entered.wait(WAIT_S)
+    return first
+
+
 def test_a_value_being_computed_is_computed_once(tmp_path: Path) -> None:
     cache = WorkspaceCache(tmp_path)
     gate = Gate()
     with ThreadPoolExecutor(4) as pool:
-        first = pool.submit(cache.get, "texts", ("memory",), gate)
-        assert gate.entered.wait(WAIT_S)
+        first = held_first(pool, cache, gate)
         asking = [threading.Event() for _ in range(3)]
 
         def ask(said: threading.Event) -> object:
@@ -60,8 +66,7 @@ def test_a_caller_whose_sources_changed_computes_its_own(tmp_path: Path) -> None
     cache = WorkspaceCache(tmp_path)
     gate = Gate()
     with ThreadPoolExecutor(2) as pool:
-        first = pool.submit(cache.get, "texts", ("memory",), gate)
-        assert gate.entered.wait(WAIT_S)
+        first = held_first(pool, cache, gate)
         cache.changed("memory")  # a new record while the first read was under way
         second = cache.get("texts", ("memory",), gate)  # not the old read's value
         gate.release.set()

@@ -13,6 +13,7 @@ import sys
 import threading
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
 import pytest_lsp
@@ -25,6 +26,9 @@ from kernelscope.protocol.vocabulary import COMMANDS, JOB_KINDS
 from tests.conftest import EXAMPLES, NO_TORCH_SERVER, REPO_ROOT
 from tests.support.bench_fixtures import EVADING, alive_with
 from tests.support.lsp_client import KernelscopeClient, _as_dict, make_client, wait_for
+
+if TYPE_CHECKING:
+    from kernelscope.daemon.lsp.language_server import KernelscopeServer
 
 pytestmark = pytest.mark.slow
 SERVER = NO_TORCH_SERVER
@@ -252,21 +256,29 @@ async def test_a_client_that_answers_progress_badly_does_not_stall_jobs(
         await lsp_client.shutdown_session()
 
 
+def _server_over_example(tmp_path: Path) -> tuple[KernelscopeServer, Path]:
+    """An in-process server (no client) over a copy of the vector-add workspace, set up as
+    `initialize` sets it up; the server and the workspace."""
+    from pygls.workspace import Workspace
+
+    from kernelscope.daemon.lsp.language_server import KernelscopeServer
+
+    ws = tmp_path / "kernel_opt_vector_add"
+    shutil.copytree(EXAMPLES / "vector_add", ws)
+    server = KernelscopeServer()
+    server.protocol._workspace = Workspace(tmp_path.as_uri())  # what `initialize` sets up
+    server.state.folders = [tmp_path.resolve()]
+    server.state.rescan()
+    return server, ws
+
+
 def test_a_lens_request_reads_no_file_on_the_loop(tmp_path: Path) -> None:
     """The loop only snapshots: for a kernel.py the editor has not opened, the snapshot holds
     no text and the lens handler (on the pool) never asks for it; hover and hints read the
     file there, as it is on disk."""
     from kernelscope.daemon.lsp.features import lenses
-    from kernelscope.daemon.lsp.language_server import KernelscopeServer
 
-    ws = tmp_path / "kernel_opt_vector_add"
-    shutil.copytree(EXAMPLES / "vector_add", ws)
-    from pygls.workspace import Workspace
-
-    server = KernelscopeServer()
-    server.protocol._workspace = Workspace(tmp_path.as_uri())  # what `initialize` sets up
-    server.state.folders = [tmp_path.resolve()]
-    server.state.rescan()
+    server, ws = _server_over_example(tmp_path)
     uri = (ws / "kernel.py").as_uri()
     doc = server.document(uri)
     assert doc is not None and doc.buffer is None
@@ -283,16 +295,8 @@ def test_opening_kernel_py_reads_what_the_lenses_show(
     lenses show, so the editor's first lens request, a moment later, reads none of them."""
     from kernelscope.daemon.lsp.features import lenses
     from kernelscope.daemon.lsp.features.save import warm_workspace
-    from kernelscope.daemon.lsp.language_server import KernelscopeServer
 
-    ws = tmp_path / "kernel_opt_vector_add"
-    shutil.copytree(EXAMPLES / "vector_add", ws)
-    from pygls.workspace import Workspace
-
-    server = KernelscopeServer()
-    server.protocol._workspace = Workspace(tmp_path.as_uri())
-    server.state.folders = [tmp_path.resolve()]
-    server.state.rescan()
+    server, ws = _server_over_example(tmp_path)
     doc = server.document((ws / "kernel.py").as_uri())
     assert doc is not None
     warm_workspace(doc.view.cache)

@@ -170,8 +170,8 @@ def did_open(ls: KernelscopeServer, params: types.DidOpenTextDocumentParams) -> 
     ws = ls.kernel_workspace(params.text_document.uri)
     if ws is None:
         return
-    if not ws.history_started:
-        ws.history_started = True
+    if not ws.warm_started:
+        ws.warm_started = True
         ls.state.workers.submit(warm_workspace, ws.cache)
     ls.jobs.spawn(check(ls, ws, params.text_document.text))
 
