@@ -167,8 +167,8 @@ def test_fast_memory_commands_import_neither_typer_nor_rich_nor_pydantic(
         "kernelscope.protocol.record_rules",
         "kernelscope.protocol.vocabulary",
     }
-    assert ("filelock" in modules) == (command[0] == "update")  # only a writer takes the lock
-    if command[0] != "update":  # (filelock imports typing; a reader needs neither)
+    assert "filelock" not in modules  # the writer's lock is the standard library's flock
+    if command[0] != "update":  # (the writer's atomic_io imports typing; a reader needs neither)
         assert "typing" not in modules and "dataclasses" not in modules  # 2-4 ms of start-up
 
 

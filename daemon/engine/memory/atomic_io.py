@@ -3,7 +3,7 @@
 Agents, the CLI and the daemon all write `memory/v*.json`. A write goes to a temp file in
 the same directory, is fsynced, renamed over the target (atomic on POSIX) and the
 directory is fsynced, so a crash at any instant leaves either the old or the new content.
-Read-modify-write sequences run under a per-workspace lock (`filelock`, an fcntl lock), so
+Read-modify-write sequences run under a per-workspace lock (`flock` on a lock file), so
 concurrent writers never lose an update.
 """
 
@@ -15,6 +15,7 @@ import json
 import os
 import re
 import tempfile
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -180,19 +181,82 @@ def dump_json(data: Any, indent: int = 2) -> str:
 def workspace_lock(lock_dir: Path, timeout: float = 60.0, name: str = LOCK_NAME) -> Iterator[None]:
     """Hold one of the workspace's locks (a file in `lock_dir`, shared by all processes): the
     memory write lock by default. Different names are independent locks, so a holder of one
-    may take the other (never the same one twice: flock would wait for itself)."""
-    from filelock import FileLock, Timeout  # 21 modules, 30 ms: only writers pay for them
+    may take the other (never the same one twice: flock would wait for itself).
 
+    The lock is `flock` on the lock file, taken with the standard library: `filelock` takes the
+    same lock (so kernelscope versions that used it exclude this one and are excluded by it) but
+    costs 50 ms of imports, more than the seed's whole memory script an agent runs in its place
+    (docs/benchmarks.md, cli_bench). Where flock is missing (Windows, a file system without it),
+    filelock does the job."""
     lock_dir.mkdir(parents=True, exist_ok=True)
-    lock = FileLock(str(lock_dir / name), timeout=timeout)
+    path = lock_dir / name
+    try:
+        held = _flock(path, timeout)
+    except _NoFlock:
+        held = None
+    if held is None:
+        with _filelock(path, timeout):
+            yield
+        return
+    try:
+        yield
+    finally:
+        os.close(held)  # closing the only descriptor of the open file releases the flock
+
+
+class _NoFlock(Exception):
+    """flock is not available here (no fcntl module, or the file system refuses it)."""
+
+
+_NO_FLOCK_ERRNOS = {errno.ENOSYS, errno.ENOLCK, errno.EOPNOTSUPP, errno.ENOTSUP}
+
+
+def _flock(path: Path, timeout: float) -> int:
+    """The descriptor that holds an exclusive flock on `path`, polled until `timeout` (the
+    lock file is opened read-only when it is not writable: flock needs no write access)."""
+    try:
+        import fcntl
+    except ImportError:
+        raise _NoFlock from None
+    try:
+        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o666)
+    except PermissionError:
+        fd = os.open(path, os.O_RDONLY)
+    deadline = time.monotonic() + timeout
+    pause = 0.002
+    while True:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            return fd
+        except BlockingIOError:  # held by another open file (another process or thread)
+            if time.monotonic() >= deadline:
+                os.close(fd)
+                raise _held(path, timeout) from None
+            time.sleep(pause)
+            pause = min(pause * 2, 0.05)
+        except OSError as exc:
+            os.close(fd)
+            if exc.errno in _NO_FLOCK_ERRNOS:
+                raise _NoFlock from exc
+            raise
+
+
+@contextlib.contextmanager
+def _filelock(path: Path, timeout: float) -> Iterator[None]:
+    from filelock import FileLock, Timeout  # where flock is missing only (docstring above)
+
+    lock = FileLock(str(path), timeout=timeout)
     try:
         lock.acquire()
     except Timeout:
-        raise DataError(
-            f"another kernelscope process has held {lock_dir / name} for {timeout:g} s; "
-            "try again when it is done"
-        ) from None
+        raise _held(path, timeout) from None
     try:
         yield
     finally:
         lock.release()
+
+
+def _held(path: Path, timeout: float) -> DataError:
+    return DataError(
+        f"another kernelscope process has held {path} for {timeout:g} s; try again when it is done"
+    )
