@@ -525,15 +525,14 @@ def main() -> None:
             f"{mb:.1f} MB, {mb / bare_mb:.2f}x"
         )
     print(f"{'resident memory after codeLens (MB)':<40} {'':>12} {loaded_mb:>12.1f}")
-    print(
-        f"{'codeLens first, no didOpen (cold) ms':<40} {'':>12} {statistics.median(colds):>12.2f} "
-        f"{'':>7}  median of {len(colds)} fresh daemons: {', '.join(f'{ms:.1f}' for ms in colds)}"
-    )
-    print(
-        f"{f'codeLens first, {VSCODE_FIRST_LENS_S * 1000:.0f} ms after didOpen ms':<40} {'':>12} "
-        f"{statistics.median(opened):>12.2f} "
-        f"{'':>7}  median of {len(opened)} fresh daemons: {', '.join(f'{ms:.1f}' for ms in opened)}"
-    )
+    for label, samples in (
+        ("codeLens first, no didOpen (cold) ms", colds),
+        (f"codeLens first, {VSCODE_FIRST_LENS_S * 1000:.0f} ms after didOpen ms", opened),
+    ):
+        print(
+            f"{label:<40} {'':>12} {statistics.median(samples):>12.2f} {'':>7}  "
+            f"median of {len(samples)} fresh daemons: {', '.join(f'{ms:.1f}' for ms in samples)}"
+        )
     print(f"{'codeLens p50 ms':<40} {'':>12} {p50:>12.2f}")
     print(f"{'codeLens p99 ms':<40} {'':>12} {p99:>12.2f} {'':>7}  {verdict(p99 <= 10)} (<= 10 ms)")
     print(
