@@ -325,9 +325,12 @@ def history_hints(args: argparse.Namespace) -> list[tuple[str, float, float, str
         )
         # on a kernel's name the hover adds its experiments: the first such hover after a
         # change reads memory and the store once for every kernel of the file
-        def_lines = [i for i, line in enumerate(text.splitlines()) if line.startswith("def ")]
+        source_lines = text.splitlines()
+        kernel_lines = [  # a Triton kernel's `def` (the launch wrappers have no experiments)
+            i for i, line in enumerate(source_lines) if i and source_lines[i - 1] == "@triton.jit"
+        ]
         start = time.perf_counter()
-        named = hover(def_lines[len(def_lines) // 2])
+        named = hover(kernel_lines[len(kernel_lines) // 2])
         rows.append(
             (
                 "hover on a kernel's name, first after a change (all tables)",
