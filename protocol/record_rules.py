@@ -55,13 +55,23 @@ def format_version(number: int) -> str:
 
 
 def section_get(section: Any, key: str) -> Any:
-    """A key of a record's section: a dict's entry, a model's attribute, else None."""
+    """A key of a record's section: a dict's entry, a model's field or kept unknown key, else
+    None. A key a pydantic model lacks is answered from its class, not by `getattr`: pydantic
+    raises and formats an AttributeError for each one, and a memory scan asks thousands of
+    keys most records do not have (long_horizon, carried_from_version...)."""
     if section is None:
         return None
     if isinstance(section, dict):
         return section.get(key)
     if isinstance(section, (str, int, float, bool, list)):
         return None
+    fields = getattr(type(section), "__pydantic_fields__", None)
+    if fields is not None and key not in fields and not key.startswith("_"):
+        extra = section.__pydantic_extra__
+        if extra and key in extra:
+            return extra[key]
+        if not hasattr(type(section), key):  # no property or method of that name either
+            return None
     return getattr(section, key, None)
 
 

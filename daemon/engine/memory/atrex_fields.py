@@ -28,12 +28,8 @@ MEASURED_SUBJECTS = {"candidate", "episode_head", None}
 
 
 def _section(record: MemoryRecord | dict[str, Any], name: str) -> Any:
-    if isinstance(record, dict):
-        return record.get(name)
-    value = getattr(record, name, None)
-    if value is None and record.model_extra:
-        value = record.model_extra.get(name)
-    return value
+    """A record's top-level section, declared or kept as an unknown key (section_get's rule)."""
+    return _get(record, name)
 
 
 def as_dict(value: Any) -> dict[str, Any]:
