@@ -18,6 +18,7 @@ from kernelscope.daemon.engine.memory import atrex_fields
 from kernelscope.daemon.engine.memory.core import normalize_version
 from kernelscope.protocol.history import ConfigDelta, ScoreValue, VersionComparison
 from kernelscope.protocol.memory import as_float
+from kernelscope.protocol.record_rules import section_get
 
 
 def _facts(history: History, version: str) -> VersionFacts:
@@ -80,11 +81,11 @@ def _gate_details(facts: VersionFacts) -> list[str]:
     if effect.failure:
         lines.append(f"failure: {effect.failure}")
     gate = record.quality_gate
-    reason = gate.get("failure_reason") if isinstance(gate, dict) else getattr(gate, "failure_reason", None)
+    reason = section_get(gate, "failure_reason")
     if isinstance(reason, str) and reason.strip() and not effect.passed:
         text = " ".join(reason.split())
         lines.append(f"reason: {text if len(text) <= 200 else text[:199] + '…'}")
-    block = getattr(record, "kernelscope", None)
+    block = section_get(record, "kernelscope")
     if isinstance(block, dict):
         if block.get("mode"):
             lines.append(f"mode {block['mode']}")

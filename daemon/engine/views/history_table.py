@@ -15,7 +15,7 @@ from kernelscope.daemon.engine.views.lens_text import file_lens, recorded_notes
 from kernelscope.daemon.engine.workspace.cache import WorkspaceCache
 from kernelscope.protocol.experiment import KernelExperiment
 from kernelscope.protocol.lsp import HistoryEntry, HistoryResult
-from kernelscope.protocol.record_rules import format_score
+from kernelscope.protocol.record_rules import format_score, section_get
 
 FAILED_STATUSES = ("failed", "timeout", "FAIL", "TIMEOUT_FAIL")
 
@@ -105,11 +105,9 @@ def _memory_entries(cache: WorkspaceCache, sources: _Sources) -> list[HistoryEnt
     entries: list[HistoryEntry] = []
     for version_score in memory_scores(list(records.values()), cache.readme()):
         record = records[version_score.version].record
-        action = ""
-        if record is not None and isinstance(record.optimization, dict):
-            action = str(record.optimization.get("action_description") or "")
-        elif record is not None and record.optimization is not None:
-            action = str(getattr(record.optimization, "action_description", "") or "")
+        action = (
+            str(section_get(record.optimization, "action_description") or "") if record is not None else ""
+        )
         entries.append(
             HistoryEntry(
                 version=version_score.version,

@@ -20,7 +20,7 @@ from kernelscope.daemon.engine.workspace.workspace import Workspace
 from kernelscope.protocol.bench import BenchResult
 from kernelscope.protocol.experiment import KernelSummary
 from kernelscope.protocol.memory import format_version
-from kernelscope.protocol.record_rules import RECORD_METRIC, format_score
+from kernelscope.protocol.record_rules import RECORD_METRIC, format_score, section_get
 from kernelscope.protocol.workspace import CANONICAL_UNIT, ReadmeInfo
 
 
@@ -69,7 +69,7 @@ def kernel_lens(summary: KernelSummary | None, scores: list[VersionScore]) -> st
 
 
 def _mode(entry: MemoryEntry) -> str | None:
-    extra = getattr(entry.record, "kernelscope", None) if entry.record else None
+    extra = section_get(entry.record, "kernelscope")
     return extra.get("mode") if isinstance(extra, dict) else None
 
 

@@ -30,6 +30,7 @@ from kernelscope.daemon.engine.workflows.git import Git
 from kernelscope.daemon.engine.workspace.atrex import refuse_if_supervised
 from kernelscope.daemon.engine.workspace.workspace import Workspace
 from kernelscope.protocol.commands import RestartReport
+from kernelscope.protocol.record_rules import section_get
 
 FORBIDDEN_ACTIONS = [
     "Do not revert kernel.py to baseline or any earlier version.",
@@ -323,13 +324,8 @@ class PartialRestart:
                 gate = record.gate_result
                 if gate is None and record.metric("latency_us") is None:
                     violations.append(f"{next_version} holds no result (no quality gate, no performance)")
-                optimization = record.optimization
-                action = (
-                    optimization.get("action_category")
-                    if isinstance(optimization, dict)
-                    else getattr(optimization, "action_category", None)
-                )
-                kernelscope = getattr(record, "kernelscope", None) or {}
+                action = section_get(record.optimization, "action_category")
+                kernelscope = section_get(record, "kernelscope") or {}
                 stops = kernelscope.get("stop_conditions") if isinstance(kernelscope, dict) else None
                 returned = {
                     "latest_memory_path": str(target),
