@@ -15,7 +15,7 @@ from typing import Any
 from kernelscope.daemon.engine import DataError
 from kernelscope.daemon.engine.history.timeline import History, VersionFacts, short
 from kernelscope.daemon.engine.memory import atrex_fields
-from kernelscope.daemon.engine.memory.core import normalize_version
+from kernelscope.daemon.engine.memory.core import kernelscope_block, normalize_version
 from kernelscope.protocol.history import ConfigDelta, ScoreValue, VersionComparison
 from kernelscope.protocol.memory import as_float
 from kernelscope.protocol.record_rules import section_get
@@ -85,8 +85,8 @@ def _gate_details(facts: VersionFacts) -> list[str]:
     if isinstance(reason, str) and reason.strip() and not effect.passed:
         text = " ".join(reason.split())
         lines.append(f"reason: {text if len(text) <= 200 else text[:199] + '…'}")
-    block = section_get(record, "kernelscope")
-    if isinstance(block, dict):
+    block = kernelscope_block(record)
+    if block:
         if block.get("mode"):
             lines.append(f"mode {block['mode']}")
         if block.get("verdict"):

@@ -27,7 +27,7 @@ from kernelscope.daemon.engine.memory import atrex_fields, core
 from kernelscope.daemon.engine.memory.core import _interval, _positive, kernelscope_block
 from kernelscope.protocol.history import ScoreValue
 from kernelscope.protocol.memory import MemoryRecord, as_float
-from kernelscope.protocol.record_rules import format_score, section_get
+from kernelscope.protocol.record_rules import format_score
 from kernelscope.protocol.workspace import MetricKind, ReadmeInfo
 
 if TYPE_CHECKING:
@@ -243,8 +243,7 @@ def memory_scores(entries: list[MemoryEntry], readme: ReadmeInfo | None) -> list
             )
             continue
         score = score_value(record, base, kind)
-        extra = section_get(record, "kernelscope")
-        unchanged = isinstance(extra, dict) and extra.get("verdict") == "no measurable change"
+        unchanged = kernelscope_block(record).get("verdict") == "no measurable change"
         scores.append(
             VersionScore(entry.version, score, record.gate_passed, outcome.label, unchanged=unchanged)
         )

@@ -12,6 +12,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from kernelscope.daemon.engine.memory import atrex_fields
+from kernelscope.daemon.engine.memory.core import kernelscope_block
 from kernelscope.daemon.engine.memory.records import MemoryEntry
 from kernelscope.daemon.engine.memory.scores import VersionScore
 from kernelscope.daemon.engine.workspace import atrex
@@ -20,7 +21,7 @@ from kernelscope.daemon.engine.workspace.workspace import Workspace
 from kernelscope.protocol.bench import BenchResult
 from kernelscope.protocol.experiment import KernelSummary
 from kernelscope.protocol.memory import format_version
-from kernelscope.protocol.record_rules import RECORD_METRIC, format_score, section_get
+from kernelscope.protocol.record_rules import RECORD_METRIC, format_score
 from kernelscope.protocol.workspace import CANONICAL_UNIT, ReadmeInfo
 
 
@@ -69,8 +70,8 @@ def kernel_lens(summary: KernelSummary | None, scores: list[VersionScore]) -> st
 
 
 def _mode(entry: MemoryEntry) -> str | None:
-    extra = section_get(entry.record, "kernelscope")
-    return extra.get("mode") if isinstance(extra, dict) else None
+    mode: str | None = kernelscope_block(entry.record).get("mode")
+    return mode
 
 
 def file_lens(

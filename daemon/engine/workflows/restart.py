@@ -26,6 +26,7 @@ from typing import Any
 
 from kernelscope.daemon.engine import DataError, UsageError
 from kernelscope.daemon.engine.memory import atrex_fields
+from kernelscope.daemon.engine.memory.core import kernelscope_block
 from kernelscope.daemon.engine.workflows.git import Git
 from kernelscope.daemon.engine.workspace.atrex import refuse_if_supervised
 from kernelscope.daemon.engine.workspace.workspace import Workspace
@@ -325,8 +326,7 @@ class PartialRestart:
                 if gate is None and record.metric("latency_us") is None:
                     violations.append(f"{next_version} holds no result (no quality gate, no performance)")
                 action = section_get(record.optimization, "action_category")
-                kernelscope = section_get(record, "kernelscope") or {}
-                stops = kernelscope.get("stop_conditions") if isinstance(kernelscope, dict) else None
+                stops = kernelscope_block(record).get("stop_conditions")
                 returned = {
                     "latest_memory_path": str(target),
                     "performance_summary": (
