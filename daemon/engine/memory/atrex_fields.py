@@ -27,11 +27,6 @@ NOT_PROMOTED = {"pivot", "blocked", "rejected", "interrupted", "invalid_handoff"
 MEASURED_SUBJECTS = {"candidate", "episode_head", None}
 
 
-def _section(record: MemoryRecord | dict[str, Any], name: str) -> Any:
-    """A record's top-level section, declared or kept as an unknown key (section_get's rule)."""
-    return _get(record, name)
-
-
 def as_dict(value: Any) -> dict[str, Any]:
     """`value` if it is a JSON object, else an empty one (memory files are free-form JSON)."""
     return value if isinstance(value, dict) else {}
@@ -64,8 +59,8 @@ class RecordOutcome:
 
 def record_outcome(record: MemoryRecord | dict[str, Any]) -> RecordOutcome:
     """A pivot/blocked episode's record is labelled; carried-forward numbers are not measurements."""
-    performance = _section(record, "performance")
-    long_horizon = _section(record, "long_horizon")
+    performance = _get(record, "performance")
+    long_horizon = _get(record, "long_horizon")
     status = _get(long_horizon, "status")
     label = str(status) if isinstance(status, str) and status in NOT_PROMOTED else None
     carried = _get(performance, "carried_from_version")
@@ -97,7 +92,7 @@ class ExperimentNote:
 
 def experiments(record: MemoryRecord | dict[str, Any]) -> list[ExperimentNote]:
     """`experience.experiments[]`, one note each (name, decision, result)."""
-    items = _get(_section(record, "experience"), "experiments")
+    items = _get(_get(record, "experience"), "experiments")
     notes = []
     for item in items if isinstance(items, list) else []:
         if not isinstance(item, dict):
@@ -117,7 +112,7 @@ def experiments(record: MemoryRecord | dict[str, Any]) -> list[ExperimentNote]:
 
 def open_directions(record: MemoryRecord | dict[str, Any]) -> list[str]:
     """`open_directions[]`: strings, or `{direction, rationale}` objects."""
-    items = _section(record, "open_directions")
+    items = _get(record, "open_directions")
     found = []
     for item in items if isinstance(items, list) else []:
         if isinstance(item, dict):
@@ -131,7 +126,7 @@ def open_directions(record: MemoryRecord | dict[str, Any]) -> list[str]:
 
 def latency_by_shape(record: MemoryRecord | dict[str, Any]) -> dict[str, float]:
     """`performance.latency_us_by_shape` as floats (workload uuid or shape id -> us)."""
-    value = _get(_section(record, "performance"), "latency_us_by_shape")
+    value = _get(_get(record, "performance"), "latency_us_by_shape")
     if not isinstance(value, dict):
         return {}
     found = {str(k): as_float(v) for k, v in value.items()}
@@ -139,4 +134,4 @@ def latency_by_shape(record: MemoryRecord | dict[str, Any]) -> dict[str, float]:
 
 
 def speedup_vs_reference(record: MemoryRecord | dict[str, Any]) -> float | None:
-    return as_float(_get(_section(record, "performance"), "speedup_vs_ref_geomean"))
+    return as_float(_get(_get(record, "performance"), "speedup_vs_ref_geomean"))
