@@ -20,13 +20,12 @@ import statistics
 import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
-from lsp_bench import ENV, VSCODE_FIRST_LENS_S, Rpc, init_params  # noqa: E402
+from lsp_bench import ENV, first_lens  # noqa: E402
 
 KERNELS = 50
 
@@ -63,24 +62,9 @@ class Tree:
         self.db = built[-1]
 
     def first_lens(self, announced: bool) -> float:
-        rpc = Rpc(self.argv, ENV)
-        try:
-            rpc.request("initialize", init_params(self.folder, self.db))
-            rpc.notify("initialized", {})
-            time.sleep(1.0)
-            uri = self.kernel.as_uri()
-            if announced:
-                document = {"uri": uri, "languageId": "python", "version": 1, "text": self.kernel.read_text()}
-                rpc.notify("textDocument/didOpen", {"textDocument": document})
-                time.sleep(VSCODE_FIRST_LENS_S)
-            start = time.perf_counter()
-            lenses = rpc.request("textDocument/codeLens", {"textDocument": {"uri": uri}})
-            elapsed = (time.perf_counter() - start) * 1000
-        finally:
-            rpc.close()
-        # the trees may differ in their file-level lenses; one per kernel is the contract
-        assert len(lenses) >= KERNELS, f"{self.name}: {len(lenses)} lenses"
-        return elapsed
+        return first_lens(
+            self.kernel.parent, self.folder, self.db, KERNELS, announced, argv=self.argv, file_lenses=None
+        )
 
 
 def main() -> None:
