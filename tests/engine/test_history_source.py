@@ -8,6 +8,7 @@ import json
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -286,3 +287,45 @@ def test_workspace_in_a_subfolder_of_the_repository(tmp_path: Path) -> None:
     (hint,) = [h for h in service.tried() if h.label == "BLOCK_M"]
     assert hint.hint == "tried (latency ratio vs v0): 4 1.11x v1 · 8 1.00x v0"
     assert service.compare("v0", "v1").code_diff.count("BLOCK_M = ") == 2
+
+
+def test_invalidate_does_not_wait_for_a_build_and_the_overtaken_build_is_not_kept(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The daemon's loop calls `invalidate()` on every file event: it must not wait while a
+    pool thread builds the history (seconds for a thousand versions), and the history that
+    build returns, read before the change, must not be served afterwards."""
+    import threading
+
+    from kernelscope.daemon.engine.history import service as service_module
+
+    ws = build_plain_git_workspace(tmp_path / "ws")
+    service = HistoryService(ws, db_url=str(tmp_path / "exp.sqlite"))
+    real_build = service_module.build_history
+    started, release = threading.Event(), threading.Event()
+    builds: list[object] = []
+
+    def slow_build(*args: Any, **kwargs: Any) -> Any:
+        builds.append(args)
+        if len(builds) == 1:
+            started.set()
+            assert release.wait(60)
+        return real_build(*args, **kwargs)
+
+    monkeypatch.setattr(service_module, "build_history", slow_build)
+    first: list[object] = []
+    builder = threading.Thread(target=lambda: first.append(service.history(check=False)))
+    builder.start()
+    assert started.wait(60)
+    invalidator = threading.Thread(target=service.invalidate)
+    invalidator.start()
+    invalidator.join(30)
+    invalidated_during_build = not invalidator.is_alive()
+    release.set()
+    builder.join(60)
+    invalidator.join(60)
+    assert invalidated_during_build, "invalidate() waited for the build under way"
+    assert first and len(builds) == 1
+    second = service.history(check=False)
+    assert len(builds) == 2 and second is not first[0]
+    assert service.history(check=False) is second and len(builds) == 2

@@ -45,7 +45,14 @@ class HistoryService:
         self._db_url = db_url
         self._use_store = use_store
         self._history: History | None = None
-        self._lock = threading.Lock()
+        # Two locks: `_build` lets one thread build at a time (git, the store: seconds for a
+        # thousand versions); `_state` guards the cached value and is held only to read or
+        # swap it, so `invalidate()` (the daemon's event loop, on every file event) never
+        # waits for a build. A build that an invalidation overtook is returned to its caller
+        # but not kept (`_generation`).
+        self._build = threading.Lock()
+        self._state = threading.Lock()
+        self._generation = 0
         self._files: tuple[tuple[str, int, int], ...] | None = None
         self._files_at = 0.0
 
@@ -64,23 +71,31 @@ class HistoryService:
         daemon that watches memory/ calls `invalidate()` at once)."""
         memory = self.root / MEMORY_DIR
         now = time.monotonic()
-        if self._files is None or now - self._files_at >= FILE_SCAN_INTERVAL_S:
-            self._files, self._files_at = gitdata.tree_stats(memory), now
+        files = self._files
+        if files is None or now - self._files_at >= FILE_SCAN_INTERVAL_S:
+            files = gitdata.tree_stats(memory)
+            self._files, self._files_at = files, now
         fast = gitdata.history_key(
             self.root, memory, (store_watermark(self.store, self.root),), scan_files=False
         )
-        return (fast, self._files)
+        return (fast, files)
 
     def history(self, check: bool = True) -> History:
         """The current history: the cached one while the key is unchanged."""
-        with self._lock:
-            if self._history is not None and not check:
-                return self._history
+        with self._build:
+            with self._state:
+                cached, generation = self._history, self._generation
+            if cached is not None and not check:
+                return cached
             key = self.key()
-            if self._history is None or self._history.key != key:
-                with no_gc_pauses():
-                    self._history = build_history(self.root, self.store, key, self._memory)
-            return self._history
+            if cached is not None and cached.key == key:
+                return cached
+            with no_gc_pauses():
+                built = build_history(self.root, self.store, key, self._memory)
+            with self._state:
+                if self._generation == generation:  # no invalidation while it was built
+                    self._history = built
+            return built
 
     def warm(self) -> History:
         """Build what the first requests need (the history, blame of HEAD's kernel.py, every
@@ -95,8 +110,10 @@ class HistoryService:
         return history
 
     def invalidate(self) -> None:
-        """Forget the cached history (a watcher saw kernel history change)."""
-        with self._lock:
+        """Forget the cached history (a watcher saw kernel history change); returns at once,
+        also while a build is under way (that build is then not kept)."""
+        with self._state:
+            self._generation += 1
             self._history = None
             self._files = None
 
