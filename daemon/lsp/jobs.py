@@ -190,6 +190,8 @@ class Jobs:
             ray_address=settings.ray_address,
         )
 
+        measured = ws.kernel_digest  # the saved text this probe measures (the file on disk)
+
         def work(job: Job, token: str) -> Any:
             result = run_probe(
                 ws.root,
@@ -200,7 +202,7 @@ class Jobs:
                 on_progress=self._on_configs(ws, job, token),
             )
             if probe and not job.cancel.is_set():
-                self.state.on_loop(lambda: ws.probe_finished(result))  # before the job's end
+                self.state.on_loop(lambda: ws.probe_finished(result, measured))  # before the job's end
             return result
 
         return self.start(ws, "benchmark", work, gpu=True, background=background)

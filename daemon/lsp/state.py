@@ -122,7 +122,13 @@ class WorkspaceState:
         """kernel.py changed: the numbers on screen are no longer this code's."""
         self.stale = True
 
-    def probe_finished(self, result: BenchResult) -> None:
+    def probe_finished(self, result: BenchResult, measured: str | None) -> None:
+        """A probe ended; `measured` is `kernel_digest` when it started. A text saved since
+        (its own check and probe decide what is shown) or one put back to a recorded version's
+        (`already_measured`) makes the result one for code that is no longer there: dropped,
+        so an older text's numbers are never shown as the current code's."""
+        if measured != self.kernel_digest:
+            return
         self.probe, self.stale = result, False
 
     def already_measured(self) -> None:
