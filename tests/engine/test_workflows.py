@@ -319,3 +319,25 @@ def test_iterate_refuses_code_already_recorded(workspace: tuple[Path, str], tmp_
         text=True,
     )
     assert forced.returncode == 0 and json.loads(forced.stdout)["version"] == "v4", forced.stderr[-2000:]
+
+
+def test_a_local_probe_writes_nothing_in_the_workspace_git_folder_included(
+    workspace: tuple[Path, str],
+) -> None:
+    """The background probe a save starts runs kernel.py against the best recorded version,
+    written out from its commit: into the system's temp folder, not under `.git/` (only a Ray
+    probe, whose workers may be on other machines, needs the workspace's shared filesystem)."""
+    from kernelscope.daemon.engine.workflows.probe import ProbeOptions, run_probe
+
+    ws, _ = workspace
+    (ws / "kernel.py").write_text(kernel_with_block(KERNEL, 512))
+
+    def everything() -> dict[str, tuple[int, int]]:
+        return {str(p.relative_to(ws)): (p.stat().st_mtime_ns, p.stat().st_size) for p in ws.rglob("*")}
+
+    before = everything()
+    result = run_probe(ws, ProbeOptions(mode="interpreter", seeds=1))
+    assert result.passed, result.error
+    assert result.baseline_version in {"v0", "v1", "v2", "v3"}  # the best passing one, by its score
+    assert "kernel_opt_vector_add" not in result.baseline
+    assert everything() == before

@@ -18,6 +18,7 @@ from kernelscope.daemon.engine.workflows.demo import kernel_with_block
 from kernelscope.daemon.engine.workflows.git import Git
 from kernelscope.daemon.engine.workflows.iterate import IterateOptions, run_iteration
 from tests.conftest import EXAMPLES, NO_TORCH_SERVER, REPO_ROOT
+from tests.support.bench_fixtures import jobs_folder
 from tests.support.copies import copy_with_stores
 from tests.support.lsp_client import KernelscopeClient, _as_dict, make_client, wait_for
 from tests.support.stdio_client import frame
@@ -26,6 +27,7 @@ pytestmark = pytest.mark.slow
 ROOT = REPO_ROOT
 # The whole suite runs the server with torch and triton made unimportable in its process.
 SERVER = NO_TORCH_SERVER
+JOBS, DAEMON_ENV = jobs_folder()  # the daemons' TMPDIR: what their jobs' processes carry
 KERNEL = (EXAMPLES / "vector_add" / "kernel.py").read_text()
 
 
@@ -95,7 +97,7 @@ def init_params(folder: Path, editor: str) -> types.InitializeParams:
 
 @pytest_lsp.fixture(
     params=["visual_studio_code", "neovim"],
-    config=ClientServerConfig(client_factory=make_client, server_command=SERVER),
+    config=ClientServerConfig(client_factory=make_client, server_command=SERVER, server_env=DAEMON_ENV),
 )
 async def client(lsp_client: KernelscopeClient, request: pytest.FixtureRequest, folder: Path):
     lsp_client.refreshes = 0  # type: ignore[attr-defined]
@@ -307,15 +309,15 @@ async def test_one_change_reported_twice_is_benchmarked_once(client: Kernelscope
 
     path.write_text(EVADING["hang"])  # a probe that runs until cancelled (past the static gate)
     save()
-    await wait_for(lambda: bool(alive_with(str(ws))), timeout=60)
+    await wait_for(lambda: bool(alive_with(JOBS)), timeout=60)
     client.finished.clear()
     await command(client, "kernelscope.cancel", {"workspace": str(ws)})
     await wait_for(lambda: any(f.get("cancelled") for f in client.finished), timeout=60)
-    await wait_for(lambda: alive_with(str(ws)) == [], timeout=30)
+    await wait_for(lambda: alive_with(JOBS) == [], timeout=30)
     save()  # the same text again after a cancel: measured again
-    await wait_for(lambda: bool(alive_with(str(ws))), timeout=60)
+    await wait_for(lambda: bool(alive_with(JOBS)), timeout=60)
     await command(client, "kernelscope.cancel", {"workspace": str(ws)})
-    await wait_for(lambda: alive_with(str(ws)) == [], timeout=30)
+    await wait_for(lambda: alive_with(JOBS) == [], timeout=30)
 
 
 def completed_probes(client: KernelscopeClient) -> list[dict]:
@@ -352,7 +354,7 @@ async def test_hostile_kernels_cannot_take_the_daemon(client: KernelscopeClient)
     await wait_for(lambda: bool(completed_probes(client)), timeout=120)
     error = (completed_probes(client)[-1].get("result") or {}).get("error") or {}
     assert error.get("kind") == "static_check" and "thread-injection" in error.get("message", ""), error
-    assert alive_with(str(ws)) == []
+    assert alive_with(JOBS) == []
     for kernel, fragment in expected.items():
         client.finished.clear()
         save(EVADING[kernel])
@@ -362,18 +364,18 @@ async def test_hostile_kernels_cannot_take_the_daemon(client: KernelscopeClient)
         error = (finished.get("result") or {}).get("error") or {}
         assert fragment in json.dumps(finished), (kernel, finished)
         assert error.get("kind") in ("resource_limit", "out_of_memory"), (kernel, error)
-        assert alive_with(str(ws)) == []
+        assert alive_with(JOBS) == []
         assert await lenses(client)  # still answering
     # A kernel that never returns: the daemon answers while it runs, and the next save
     # supersedes it (its whole group killed) instead of waiting out the timeout.
     client.finished.clear()
     save(EVADING["hang"])
-    await wait_for(lambda: bool(alive_with(str(ws))), timeout=60)
+    await wait_for(lambda: bool(alive_with(JOBS)), timeout=60)
     await asyncio.sleep(3.0)  # inside kernel_fn by now
     assert await lenses(client)
     save(good)  # v1's code, already measured: the running probe is stopped, none starts
     await wait_for(lambda: any(f.get("cancelled") for f in client.finished), timeout=60)
-    assert alive_with(str(ws)) == []
+    assert alive_with(JOBS) == []
     # A crash loop: ten saves of a kernel that fails, in quick succession. The debounce and
     # the one-probe queue coalesce them, and nothing pops up in the editor.
     client.finished.clear()

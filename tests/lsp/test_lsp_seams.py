@@ -24,7 +24,7 @@ from kernelscope.daemon.engine.memory.atomic_io import workspace_lock
 from kernelscope.daemon.engine.memory.records import MemoryManager
 from kernelscope.protocol.vocabulary import COMMANDS, JOB_KINDS
 from tests.conftest import EXAMPLES, NO_TORCH_SERVER, REPO_ROOT
-from tests.support.bench_fixtures import EVADING, alive_with
+from tests.support.bench_fixtures import EVADING, alive_with, jobs_folder
 from tests.support.lsp_client import KernelscopeClient, _as_dict, make_client, wait_for
 
 if TYPE_CHECKING:
@@ -32,6 +32,7 @@ if TYPE_CHECKING:
 
 pytestmark = pytest.mark.slow
 SERVER = NO_TORCH_SERVER
+JOBS, DAEMON_ENV = jobs_folder()  # the daemons' TMPDIR: what their jobs' processes carry
 
 
 def test_commands_json_is_current() -> None:
@@ -61,7 +62,7 @@ def folder(tmp_path: Path) -> Path:
 
 @pytest_lsp.fixture(
     params=["visual_studio_code", "neovim"],
-    config=ClientServerConfig(client_factory=make_client, server_command=SERVER),
+    config=ClientServerConfig(client_factory=make_client, server_command=SERVER, server_env=DAEMON_ENV),
 )
 async def client(lsp_client: KernelscopeClient, request: pytest.FixtureRequest, folder: Path, tmp_path: Path):
     lsp_client.folder = folder
@@ -101,7 +102,9 @@ async def client(lsp_client: KernelscopeClient, request: pytest.FixtureRequest, 
     await lsp_client.shutdown_session()
 
 
-@pytest_lsp.fixture(config=ClientServerConfig(client_factory=make_client, server_command=SERVER))
+@pytest_lsp.fixture(
+    config=ClientServerConfig(client_factory=make_client, server_command=SERVER, server_env=DAEMON_ENV)
+)
 async def bare_client(lsp_client: KernelscopeClient):
     """A client the test sets up itself (its own handlers, then initialize)."""
     yield
@@ -156,7 +159,7 @@ async def test_cancel_on_progress_stops_the_job(client: KernelscopeClient, job: 
         types.CodeLensParams(text_document=types.TextDocumentIdentifier(uri=(ws / "kernel.py").as_uri()))
     )
     assert any(lens.command and lens.command.title == f"{job} cancelled" for lens in lenses or [])
-    assert alive_with(str(ws)) == []
+    assert alive_with(JOBS) == []
     assert not (ws / "memory" / "v5.json").exists()  # a cancelled iteration records nothing
 
 

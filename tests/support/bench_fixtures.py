@@ -88,6 +88,21 @@ def make_workspace(root: Path, kernel: str = "good", reference: str = REFERENCE)
     return root
 
 
+def jobs_folder() -> tuple[str, dict[str, str]]:
+    """A temp folder of this test process and an environment whose TMPDIR is it, for a daemon
+    whose jobs are followed with `alive_with(folder)`: the scratch copies and the probe's files
+    lie under it, so every process of a job carries it in its command line (the workspace's own
+    path does not: a job runs in a copy). One per process, since tests of a file run in one."""
+    import atexit
+    import os
+    import shutil
+    import tempfile
+
+    folder = tempfile.mkdtemp(prefix="kernelscope-test-jobs-")
+    atexit.register(shutil.rmtree, folder, True)
+    return folder, {**os.environ, "TMPDIR": folder}
+
+
 def alive_with(marker: str) -> list[int]:
     """Pids of live (not zombie) processes whose command line mentions `marker`: a runner
     started for a workspace and anything it forked carry the workspace's path."""

@@ -187,7 +187,7 @@ class Scratch:
 
     def map(self, path: Path | str | None) -> Path | None:
         """Where a child should read `path`: its copy when the copy holds it, otherwise the
-        original (outside the workspace, or not copied: a read-only use, e.g. the editor's
+        original (outside the workspace, or not copied: a read-only use, e.g. a Ray probe's
         last-passing kernel under `.git/kernelscope/`)."""
         if path is None:
             return None

@@ -90,10 +90,12 @@ def run_probe(
 ) -> BenchResult:
     """kernel.py (or `candidate`) against the best recorded version, on the team's Ray cluster
     or forked by a warm worker of this process (cold when none can start)."""
-    # Inside the workspace's .git when there is one: Ray workers on other machines see the
+    # The best version's kernel.py is written out for the runner: in the system's temp folder
+    # for a local run (a probe writes nothing in the workspace, .git included); for Ray,
+    # inside the workspace's .git when there is one, since workers on other machines see the
     # workspace through a shared filesystem, never this machine's /tmp.
     git_dir = root / ".git"
-    shared = git_dir / "kernelscope" if git_dir.is_dir() else None
+    shared = git_dir / "kernelscope" if options.executor == "ray" and git_dir.is_dir() else None
     if shared is not None:
         shared.mkdir(exist_ok=True)
     workspace = Workspace(root)
