@@ -23,6 +23,7 @@ from kernelscope.daemon.lsp.state import Job, ServerState, WorkspaceState
 from kernelscope.protocol.vocabulary import JobKind
 
 if TYPE_CHECKING:
+    from kernelscope.daemon.engine.workspace.cache import Source
     from kernelscope.daemon.lsp.language_server import KernelscopeServer
 
 log = logging.getLogger("kernelscope.lsp")
@@ -150,8 +151,11 @@ class Jobs:
                     self.state.finish_job(job)
                     ws.last_outcome = (kind, ended)
                     notify.job_finished(self.server, outcome)
-                    # iterations and restarts write memory and experiments, and commit kernel.py
-                    notify.workspace_changed(self.server, ws, "memory", "store", "kernel")
+                    # iterations and restarts write memory and experiments, and commit kernel.py;
+                    # a benchmark (a save's probe, the benchmark command) writes none of them: its
+                    # result is live state, and the history and the lens texts are kept
+                    written: tuple[Source, ...] = () if kind == "benchmark" else ("memory", "store", "kernel")
+                    notify.workspace_changed(self.server, ws, *written)
 
                 self.state.on_loop(finished)
 

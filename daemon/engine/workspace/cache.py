@@ -3,7 +3,7 @@ between requests, dropped by events rather than by names.
 
 A workspace is read from four sources: `readme` (README.md), `kernel` (kernel.py), `memory`
 (memory/*.json) and `store` (the experiment store's rows for the workspace). Whoever sees one
-change says so (`changed("memory")`, or `files_changed({"v7.json"})` from the file watcher);
+change says so (`changed("memory")`; the file watcher names them with `sources_of_files`);
 every value kept here names the sources it is made of (`get(name, sources, compute)`) and is
 computed again only after one of them changed. Values are computed outside the lock, so a slow
 store query never blocks a lens; a value computed while one of its sources changed is handed to
@@ -90,11 +90,6 @@ class WorkspaceCache:
             # kernel.py's text is not history (git, memory/ and the store are): an edit keeps
             # the built history, so checking it takes milliseconds, not a rebuild
             history.invalidate()
-
-    def files_changed(self, names: Iterable[str]) -> set[Source]:
-        sources = sources_of_files(names)
-        self.changed(*sources)
-        return sources
 
     def version(self, *sources: Source) -> tuple[int, ...]:
         """The state of the named sources: equal tuples mean nothing of them changed."""

@@ -75,8 +75,13 @@ async def check(ls: KernelscopeServer, ws: WorkspaceState, text: str, publish: b
     """
     digest = _digest(text)
     if ws.checked != digest:
-        ws.checked, ws.checked_notices, ws.checked_static = digest, None, ()
-        notices, identical = await ls.off_loop(history_check, ws.cache, text)
+        while True:
+            ws.checked, ws.checked_notices, ws.checked_static = digest, None, ()
+            notices, identical = await ls.off_loop(history_check, ws.cache, text)
+            if ws.checked is not None:
+                break
+            # memory/ or the store changed while it ran (notify.workspace_changed): the verdict
+            # is of the history before; the same text is checked again, not dropped
         if ws.checked != digest:
             return None
         ws.checked_notices, ws.checked_identical = notices, identical
@@ -91,7 +96,7 @@ async def check(ls: KernelscopeServer, ws: WorkspaceState, text: str, publish: b
         ws.checked_extra = ()  # a second report of the text: the one-time notice is not repeated
     while ws.checked_notices is None:  # the same text's check is under way (a second report)
         await asyncio.sleep(0.01)
-        if ws.checked != digest:
+        if ws.checked not in (digest, None):  # None: that check runs again (above)
             return None
     codes = ", ".join(n.code for n in ws.checked_notices)
     log.info("kernelscope check of %s: %s", ws.root.name, codes or "new code")
@@ -107,10 +112,11 @@ async def _check_static(ls: KernelscopeServer, ws: WorkspaceState, text: str, di
     in a row) only the last text is linted, and no save's verdict waits behind the lint of
     the one before; published with the verdict."""
     await asyncio.sleep(STATIC_REST_S)
-    if ws.checked != digest:
+    # None: a new record asked for the verdict again; the static rules read no history
+    if ws.checked not in (digest, None):
         return  # a newer text arrived: its check lints it
     static = await ls.off_loop(static_check, ws.cache, text)
-    if ws.checked != digest or ws.checked_notices is None:
+    if ws.checked not in (digest, None) or ws.checked_notices is None:
         return  # a newer text's check owns the diagnostics now
     ws.checked_static = static
     if static:  # (none: the verdict's publication already said everything)
@@ -228,13 +234,15 @@ def on_disk_change(ls: KernelscopeServer, root: Path, names: set[str]) -> None:
     """From the watcher thread: an agent or git changed files of a workspace."""
 
     def handle() -> None:
+        from kernelscope.daemon.engine.workspace.cache import sources_of_files
+
         if any(n in ("README.md", "kernel.py") for n in names) or root not in ls.state.workspaces:
             ls.state.rescan()
         ws = ls.state.workspaces.get(root)
         if ws is None:
             return
-        sources = ws.cache.files_changed(names)
-        notify.workspace_changed(ls, ws)
+        sources = sources_of_files(names)
+        notify.workspace_changed(ls, ws, *sources)  # a record an agent wrote can make the text a recorded one
         if "kernel" in sources:  # an agent rewrote it: the same check as a save
             ls.jobs.spawn(kernel_changed(ls, ws, None))
 
