@@ -244,15 +244,20 @@ def test_cli_exit_statuses(tmp_path: Path) -> None:
     ],
 )
 def test_resource_abuse_is_stopped(
-    tmp_path: Path, kernel: str, kind: str, fragment: str, limit: int | None
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, kernel: str, kind: str, fragment: str, limit: int | None
 ) -> None:
     """A kernel that forks without end, prints without end or holds memory is killed with its
     whole process group, long before the timeout, and nothing of it is left running."""
+    import tempfile
+
     ws = make_workspace(tmp_path / kernel, kernel)
+    jobs = tmp_path / "jobs"  # the run's scratch copy: every process of it carries this path
+    jobs.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(jobs))
     result = bench(ws, timeout_s=100, memory_limit_mb=limit)
     assert result.error is not None and result.error.kind == kind, result.error
     assert fragment in result.error.message
-    assert alive_with(str(ws)) == []
+    assert alive_with(str(jobs)) == []
     assert sum(f.stat().st_size for f in tmp_path.rglob("*") if f.is_file()) < 1 << 20
 
 
