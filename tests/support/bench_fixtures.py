@@ -105,7 +105,8 @@ def jobs_folder() -> tuple[str, dict[str, str]]:
 
 def alive_with(marker: str) -> list[int]:
     """Pids of live (not zombie) processes whose command line mentions `marker`: a runner
-    started for a workspace and anything it forked carry the workspace's path."""
+    and anything it forked carry the paths of its run (its scratch copy, keeping the
+    workspace's folder name, under the temp folder), not the workspace's own path."""
     from kernelscope.daemon.engine.run.child_limits import stat_fields
 
     pids = []
