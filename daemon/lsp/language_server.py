@@ -56,6 +56,11 @@ class KernelscopeServer(LanguageServer):
         the workspace lock) never holds up lenses, hover or cancel."""
         return await asyncio.get_running_loop().run_in_executor(self.state.command_pool, call, *args)
 
+    def history_changed(self, ws: WorkspaceState) -> None:
+        """(loop) A record was written or masked (notify.workspace_changed): the text on
+        screen gets its verdict again (features/save.py)."""
+        save.history_changed(self, ws)
+
     def kernel_workspace(self, uri: str) -> WorkspaceState | None:
         """The workspace whose kernel.py `uri` is (None for any other document)."""
         path = uri_to_path(uri).resolve()

@@ -25,7 +25,7 @@ def workspace_changed(ls: KernelscopeServer, ws: WorkspaceState, *sources: Sourc
     """`sources` of the workspace changed (none: only its live state, e.g. job progress)."""
     ws.sources_changed(*sources)
     if {"memory", "store"} & set(sources):
-        ws.checked = None  # a new record can make the text a recorded version's: check again
+        ls.history_changed(ws)  # a new record can make the text a recorded version's: check again
     if ls.client.lens_refresh:
         ls.workspace_code_lens_refresh(None)
     if ls.client.inlay_refresh:

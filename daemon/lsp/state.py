@@ -86,6 +86,7 @@ class WorkspaceState:
     # The check of the latest text (features/save.py): its digest, notices and verdict, and
     # what is shown as diagnostics (with the one-time "not trusted" notice).
     checked: str | None = None
+    checked_text: str | None = None  # that text: checked again when a record changes the history
     checked_notices: tuple[Notice, ...] | None = None
     checked_identical: bool = False
     checked_static: tuple[Notice, ...] = ()  # the static rules' findings, published second

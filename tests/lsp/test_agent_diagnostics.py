@@ -6,6 +6,7 @@ holds the rest). On a workspace `kernelscope iterate` recorded: v0 BLOCK_SIZE 64
 from __future__ import annotations
 
 import asyncio
+import sys
 from pathlib import Path
 
 import pytest
@@ -138,6 +139,45 @@ async def test_trusted_by_the_config_file_a_saved_edit_is_measured_and_reported(
     assert "probe PASS on the CPU interpreter" in probe and "not comparable with v1" in probe, probe
     assert '`kernelscope iterate -a <category> -d "<what changed>"`' in probe, probe
     assert not any(m.startswith("bench_on_save_off") for m in messages(client, uri))
+
+
+@pytest.mark.parametrize("trust", [True], indirect=True)
+async def test_once_the_agent_records_the_measured_text_the_diagnostic_stops_asking_for_it(
+    trust: Path, client: KernelscopeClient
+) -> None:
+    """The probe's result ends "record it: `kernelscope iterate ...`"; the agent does so from
+    its shell. The watcher's report of the new memory file makes the verdict again at once:
+    the text on screen is now the recorded version (named, with how to measure it again), and
+    nothing asks for a second record of it (which would give one version several scores)."""
+    path = kernel(client)
+    uri = path.as_uri()
+    path.write_text(kernel_with_block(KERNEL, 512))
+    open_with(client, path, path.read_text())
+    client.text_document_did_save(
+        types.DidSaveTextDocumentParams(text_document=types.TextDocumentIdentifier(uri=uri))
+    )
+    await wait_for(lambda: any(m.startswith("probe:") for m in messages(client, uri)), 120, "no probe result")
+    memory = path.parent / "memory"
+    before = {p.name for p in memory.glob("v*.json")}
+    agent = await asyncio.create_subprocess_exec(
+        str(Path(sys.executable).with_name("kernelscope")),
+        *("iterate", "-w", str(path.parent), "--db", str(client.folder / "exp.sqlite")),
+        *("--mode", "interpreter", "--seeds", "1", "-a", "tiling", "-d", "BLOCK_SIZE 512", "--json"),
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+    )
+    out, err = await agent.communicate()
+    assert agent.returncode == 0, (out, err)
+    (recorded,) = {p.name for p in memory.glob("v*.json")} - before
+    version = recorded.removesuffix(".json")
+
+    def identical() -> bool:
+        return any(
+            m.startswith("already_tried") and f"identical to {version}" in m for m in messages(client, uri)
+        )
+
+    await wait_for(identical, 30, f"the verdict was not made again after the record: {messages(client, uri)}")
+    assert not any("record it" in m for m in messages(client, uri)), messages(client, uri)
 
 
 async def test_a_python_file_outside_a_workspace_gets_nothing(

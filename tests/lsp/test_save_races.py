@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import threading
+import time
 from pathlib import Path
 from typing import Any
 
@@ -137,3 +138,140 @@ def test_a_job_end_names_what_the_job_wrote(
     asyncio.run(run())
     # (the start's own refresh, with no source, may come before or after the end's)
     assert [sources for sources in told if sources] == ([written] if written else []), told
+
+
+class _RunningJobs:
+    """The jobs of a server whose spawned tasks run, and which probes were cancelled."""
+
+    def __init__(self, state: ServerState) -> None:
+        self.state = state
+        self.tasks: list[asyncio.Task[Any]] = []
+        self.cancelled: list[str] = []
+
+    def spawn(self, coroutine: Any) -> None:
+        assert self.state.loop is not None
+        self.tasks.append(self.state.loop.create_task(coroutine))
+
+    def cancel_pending_probe(self, ws: WorkspaceState) -> None:
+        self.cancelled.append("pending")
+
+    def cancel_running_probe(self, ws: WorkspaceState) -> None:
+        self.cancelled.append("running")
+
+
+def _verdict_after_a_record(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, saved: bool
+) -> tuple[WorkspaceState, _RunningJobs, list[str], list[str]]:
+    """A text checked (new code, one static finding) and, when `saved`, probed; then a record
+    of that text: what the history check and the static rules were called with afterwards."""
+    state = ServerState()
+    ws = _workspace(tmp_path)
+    checked: list[str] = []
+    linted: list[str] = []
+    recorded = False
+
+    def history_check(cache: Any, text: str) -> tuple[tuple[()], bool]:
+        checked.append(text)
+        return (), recorded
+
+    def static_check(cache: Any, text: str) -> tuple[str, ...]:
+        linted.append(text)
+        return ("a static finding",)
+
+    monkeypatch.setattr(save, "history_check", history_check)
+    monkeypatch.setattr(save, "static_check", static_check)
+    monkeypatch.setattr(notify, "workspace_changed", lambda ls, changed, *sources: None)
+    ls = _Server(state)
+    jobs = _RunningJobs(state)
+    ls.jobs = jobs  # type: ignore[assignment]
+
+    async def run() -> None:
+        nonlocal recorded
+        state.loop = asyncio.get_running_loop()
+        if saved:
+            ws.kernel_digest = save._digest("the agent's text")
+            ws.probe, ws.stale = object(), False  # type: ignore[assignment]  # "probe PASS ... record it"
+        assert await save.check(ls, ws, "the agent's text") is False  # type: ignore[arg-type]
+        await asyncio.gather(*jobs.tasks)
+        assert ws.checked_static == ("a static finding",)
+        recorded = True  # the agent's `kernelscope iterate` recorded the text
+        save.history_changed(ls, ws)  # type: ignore[arg-type]
+        await asyncio.gather(*jobs.tasks)
+
+    asyncio.run(run())
+    return ws, jobs, checked, linted
+
+
+def test_a_record_of_the_checked_text_makes_its_verdict_again_at_once(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The saved, probed text is recorded: checked again without waiting for an edit, it is
+    now the recorded version's (the probe's "record it" is dropped and a probe still pending
+    or running is cancelled); the static findings stay, not linted twice."""
+    ws, jobs, checked, linted = _verdict_after_a_record(tmp_path, monkeypatch, saved=True)
+    assert checked == ["the agent's text"] * 2 and linted == ["the agent's text"]
+    assert ws.checked_identical is True and ws.probe is None and not ws.stale
+    assert sorted(jobs.cancelled) == ["pending", "running"]
+    assert ws.checked_static == ("a static finding",) and "a static finding" in ws.notices
+
+
+def test_a_record_of_an_unsaved_text_changes_its_verdict_and_no_probe(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The text checked is only in the buffer (didOpen/didChange): its verdict is made again,
+    and the saved text's probe, which measures other code, is left alone."""
+    ws, jobs, checked, _linted = _verdict_after_a_record(tmp_path, monkeypatch, saved=False)
+    assert checked == ["the agent's text"] * 2 and ws.checked_identical is True
+    assert jobs.cancelled == []
+
+
+def test_a_record_during_a_check_spawns_no_second_check(tmp_path: Path) -> None:
+    """A check under way runs again by itself (`check`'s loop): nothing else is started."""
+    state = ServerState()
+    ws = _workspace(tmp_path)
+    ws.checked, ws.checked_text, ws.checked_notices = "digest", "text", None
+    ls = _Server(state)
+    jobs = _RunningJobs(state)
+    ls.jobs = jobs  # type: ignore[assignment]
+    save.history_changed(ls, ws)  # type: ignore[arg-type]
+    assert ws.checked is None and jobs.tasks == []
+
+
+def test_static_findings_that_end_during_the_verdict_made_again_are_kept(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A record arrives while the text's static rules still run: their findings land while
+    the new verdict is under way, and are published with it, not dropped."""
+    state = ServerState()
+    ws = _workspace(tmp_path)
+    calls: list[str] = []
+
+    def history_check(cache: Any, text: str) -> tuple[tuple[()], bool]:
+        calls.append(text)
+        if len(calls) == 2:
+            time.sleep(0.3)  # the verdict made again: still under way when the lint ends
+        return (), len(calls) == 2
+
+    monkeypatch.setattr(save, "history_check", history_check)
+    monkeypatch.setattr(save, "static_check", lambda cache, text: ("a static finding",))
+    monkeypatch.setattr(save, "STATIC_REST_S", 0.0)
+    monkeypatch.setattr(notify, "workspace_changed", lambda ls, changed, *sources: None)
+    ls = _Server(state)
+    jobs = _RunningJobs(state)
+    ls.jobs = jobs  # type: ignore[assignment]
+
+    async def off_loop(call: Any, *args: Any) -> Any:
+        return await asyncio.to_thread(call, *args)
+
+    ls.off_loop = off_loop  # type: ignore[method-assign]
+
+    async def run() -> None:
+        state.loop = asyncio.get_running_loop()
+        await save.check(ls, ws, "text")  # type: ignore[arg-type]  # its lint spawned, not yet run
+        save.history_changed(ls, ws)  # type: ignore[arg-type]
+        while jobs.tasks:
+            await jobs.tasks.pop(0)
+
+    asyncio.run(run())
+    assert calls == ["text", "text"] and ws.checked_identical is True
+    assert "a static finding" in ws.notices, ws.notices

@@ -75,8 +75,11 @@ async def check(ls: KernelscopeServer, ws: WorkspaceState, text: str, publish: b
     """
     digest = _digest(text)
     if ws.checked != digest:
+        again = text == ws.checked_text  # the history changed (history_changed): the lint still holds
         while True:
-            ws.checked, ws.checked_notices, ws.checked_static = digest, None, ()
+            ws.checked, ws.checked_text, ws.checked_notices = digest, text, None
+            if not again:
+                ws.checked_static = ()
             notices, identical = await ls.off_loop(history_check, ws.cache, text)
             if ws.checked is not None:
                 break
@@ -91,7 +94,8 @@ async def check(ls: KernelscopeServer, ws: WorkspaceState, text: str, publish: b
 
             ws.untrusted_said = True  # said once per session, as a diagnostic; the lens keeps saying it
             ws.checked_extra = (untrusted_notice(str(ws.root)),)
-        ls.jobs.spawn(_check_static(ls, ws, text, digest))
+        if not again:
+            ls.jobs.spawn(_check_static(ls, ws, text))
     else:
         ws.checked_extra = ()  # a second report of the text: the one-time notice is not repeated
     while ws.checked_notices is None:  # the same text's check is under way (a second report)
@@ -106,22 +110,51 @@ async def check(ls: KernelscopeServer, ws: WorkspaceState, text: str, publish: b
     return ws.checked_identical
 
 
-async def _check_static(ls: KernelscopeServer, ws: WorkspaceState, text: str, digest: str) -> None:
+async def _check_static(ls: KernelscopeServer, ws: WorkspaceState, text: str) -> None:
     """The static rules on the text whose history verdict is out, once it rests
     (STATIC_REST_S): of a burst of saves (a checkout, an agent writing in steps, saves
     in a row) only the last text is linted, and no save's verdict waits behind the lint of
-    the one before; published with the verdict."""
+    the one before; published with the verdict. The text's verdict made again meanwhile (a
+    record: `history_changed`) keeps them and publishes them with its own."""
     await asyncio.sleep(STATIC_REST_S)
-    # None: a new record asked for the verdict again; the static rules read no history
-    if ws.checked not in (digest, None):
+    if ws.checked_text != text:
         return  # a newer text arrived: its check lints it
     static = await ls.off_loop(static_check, ws.cache, text)
-    if ws.checked not in (digest, None) or ws.checked_notices is None:
+    if ws.checked_text != text:
         return  # a newer text's check owns the diagnostics now
     ws.checked_static = static
-    if static:  # (none: the verdict's publication already said everything)
+    if static and ws.checked_notices is not None:  # (none: the verdict's publication said everything)
         _settle(ws)
         notify.workspace_changed(ls, ws)
+
+
+def history_changed(ls: KernelscopeServer, ws: WorkspaceState) -> None:
+    """(loop) memory/ or the store changed: a record an agent wrote from its shell, a
+    command's, an iteration's. The text last checked gets its verdict again at once: the text
+    an agent just recorded is that recorded version, no longer "new code ... record it" (which
+    asks for a second record, one version with two scores). A check under way runs again by
+    itself (`check`); the static rules read no history and are not run again."""
+    under_way = ws.checked is not None and ws.checked_notices is None
+    ws.checked = None
+    if ws.checked_text is not None and not under_way:
+        ls.jobs.spawn(_verdict_again(ls, ws, ws.checked_text))
+
+
+async def _verdict_again(ls: KernelscopeServer, ws: WorkspaceState, text: str) -> None:
+    identical = await check(ls, ws, text, publish=False)
+    if identical is None:
+        return  # a newer text arrived meanwhile: its check publishes
+    if identical and _digest(text) == ws.kernel_digest:  # the saved text is now a recorded version
+        _recorded(ls, ws)
+    notify.workspace_changed(ls, ws)
+
+
+def _recorded(ls: KernelscopeServer, ws: WorkspaceState) -> None:
+    """The saved text is a recorded version's: its probe measures nothing new (cancelled) and
+    the numbers on screen are the record's."""
+    ls.jobs.cancel_pending_probe(ws)
+    ls.jobs.cancel_running_probe(ws)
+    ws.already_measured()
 
 
 def _settle(ws: WorkspaceState) -> None:
@@ -150,9 +183,7 @@ async def kernel_changed(ls: KernelscopeServer, ws: WorkspaceState, text: str | 
     if identical is None or ws.kernel_digest != digest:  # a newer text arrived meanwhile: it publishes
         return
     if identical:  # already measured (or already failed): the numbers on screen are this code's
-        ls.jobs.cancel_pending_probe(ws)
-        ls.jobs.cancel_running_probe(ws)  # it measures code that is no longer there
-        ws.already_measured()
+        _recorded(ls, ws)
     else:
         ls.jobs.schedule_probe(ws)
     notify.workspace_changed(ls, ws)
