@@ -118,9 +118,11 @@ def session(
     director: Callable[[list[dict[str, Any]], Path], Reply],
     trusted: bool = False,
     folder: Path | None = None,
+    allowed: list[str] | None = None,
 ) -> tuple[subprocess.CompletedProcess[str], ModelServer, Path, Path]:
     """One `claude -p` session in a private copy of the demo (or in `folder`), the user's
-    config trusting the workspace or not; returns the run, the model server, the workspace and
+    config trusting the workspace or not, `allowed` the tool rules granted beyond edits (a
+    headless session asks no one); returns the run, the model server, the workspace and
     Claude Code's debug log (which holds the daemon's stderr)."""
     home = tmp_path / "home"
     (home / ".config" / "kernelscope").mkdir(parents=True)
@@ -163,6 +165,7 @@ def session(
                 "--no-session-persistence",
                 "--debug-file",
                 str(debug),
+                *(["--allowedTools", *allowed] if allowed else []),
             ],
             cwd=ws,
             env=env,
@@ -283,20 +286,37 @@ def test_lsp_hover_on_the_launch_line_answers_its_blame(claude: Path, demo: Path
     assert "introduced in v3: BLOCK_SIZE 1024 -> 4096" in answer, answer[-2000:]
 
 
+RECORD = "kernelscope iterate --mode interpreter --seeds 1 -a tiling -d 'BLOCK_SIZE 512'"
+
+
 @RUN
-def test_a_trusted_edit_to_untried_code_brings_the_fresh_score(
+def test_a_trusted_edit_to_untried_code_brings_the_fresh_score_and_its_record_the_verdict(
     claude: Path, demo: Path, tmp_path: Path
 ) -> None:
     """(c) Trusted (by the user's config file): an edit to code never tried is measured in the
     background and the fresh result reaches the model within 90 s, at its first turn after the
-    probe ends; before it, the near-match names what was tried at BLOCK_SIZE."""
+    probe ends; before it, the near-match names what was tried at BLOCK_SIZE. The model then
+    does what the result says, `kernelscope iterate` through its Bash tool: the record is seen
+    by the daemon's watcher and the next diagnostic names kernel.py as the new version, with
+    no second "record it"."""
+    phase: dict[str, int] = {}
 
     def director(requests: list[dict[str, Any]], ws: Path) -> Reply:
-        edit = tool("Write", file_path=str(ws / "kernel.py"), content=kernel_with_block(512, ws))
-        return after_edit(requests, edit, 3.0, "probe PASS", 120)
+        if "recorded" not in phase:
+            edit = tool("Write", file_path=str(ws / "kernel.py"), content=kernel_with_block(512, ws))
+            reply = after_edit(requests, edit, 3.0, "probe PASS", 120)
+            if reply.text is None or "probe PASS" not in texts(requests[-1]):
+                return reply
+            phase["recorded"] = len(requests)
+            return tool("Bash", command=RECORD, description="record the measured edit")
+        if "identical to v4" in texts(requests[-1]) or len(requests) - phase["recorded"] > 30:
+            return Reply(text="done")
+        return Reply(tools=[("Read", {"file_path": "kernel.py"})], delay_s=2.0)
 
     started = time.monotonic()
-    run, server, _ws, debug = session(claude, demo, tmp_path, director, trusted=True)
+    run, server, ws, debug = session(
+        claude, demo, tmp_path, director, trusted=True, allowed=["Bash(kernelscope iterate:*)"]
+    )
     assert run.returncode == 0, run.stdout[-2000:] + run.stderr[-2000:]
     near = carried(server.requests, "BLOCK_SIZE 512 never tried")
     assert near is not None, [texts(r)[-1000:] for r in server.requests]
@@ -306,6 +326,12 @@ def test_a_trusted_edit_to_untried_code_brings_the_fresh_score(
     assert server.times[index] - started < 90, server.times[index] - started
     message = texts(server.requests[index])
     assert "not comparable" in message and "kernelscope iterate -a" in message, message[-1500:]
+    # the record, then the verdict made again from it
+    assert (ws / "memory" / "v4.json").is_file(), [texts(r)[-800:] for r in server.requests[index:]]
+    recorded = carried(server.requests, "identical to v4")
+    assert recorded is not None and recorded > index, [texts(r)[-800:] for r in server.requests[index:]]
+    told_since = [texts({"messages": r["messages"][-1:]}) for r in server.requests[index + 1 :]]
+    assert not any("record it" in told for told in told_since), told_since  # (each request's newest turn)
 
 
 @RUN
