@@ -225,6 +225,36 @@ def test_a_record_of_an_unsaved_text_changes_its_verdict_and_no_probe(
     assert jobs.cancelled == []
 
 
+def test_a_burst_of_records_is_one_verdict(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """An iteration's writes (its memory file, its store row) reach the daemon as two events:
+    the text's verdict is made again once, after they rest (RECORD_REST_S)."""
+    state = ServerState()
+    ws = _workspace(tmp_path)
+    ws.checked, ws.checked_text, ws.checked_notices = "digest", "text", ()
+    calls: list[str] = []
+
+    def history_check(cache: Any, text: str) -> tuple[tuple[()], bool]:
+        calls.append(text)
+        return (), True
+
+    monkeypatch.setattr(save, "history_check", history_check)
+    published: list[WorkspaceState] = []
+    monkeypatch.setattr(notify, "workspace_changed", lambda ls, changed, *sources: published.append(changed))
+    ls = _Server(state)
+    jobs = _RunningJobs(state)
+    ls.jobs = jobs  # type: ignore[assignment]
+
+    async def run() -> None:
+        state.loop = asyncio.get_running_loop()
+        save.history_changed(ls, ws)  # type: ignore[arg-type]  # the memory file
+        await asyncio.sleep(save.RECORD_REST_S / 5)
+        save.history_changed(ls, ws)  # type: ignore[arg-type]  # the store row
+        await asyncio.gather(*jobs.tasks)
+
+    asyncio.run(run())
+    assert calls == ["text"] and ws.checked_identical is True and published == [ws]
+
+
 def test_a_record_during_a_check_spawns_no_second_check(tmp_path: Path) -> None:
     """A check under way runs again by itself (`check`'s loop): nothing else is started."""
     state = ServerState()
@@ -255,6 +285,7 @@ def test_static_findings_that_end_during_the_verdict_made_again_are_kept(
     monkeypatch.setattr(save, "history_check", history_check)
     monkeypatch.setattr(save, "static_check", lambda cache, text: ("a static finding",))
     monkeypatch.setattr(save, "STATIC_REST_S", 0.0)
+    monkeypatch.setattr(save, "RECORD_REST_S", 0.0)
     monkeypatch.setattr(notify, "workspace_changed", lambda ls, changed, *sources: None)
     ls = _Server(state)
     jobs = _RunningJobs(state)

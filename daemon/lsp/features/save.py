@@ -34,6 +34,10 @@ if TYPE_CHECKING:
 log = logging.getLogger("kernelscope.lsp")
 CHECK_DEBOUNCE_S = 0.3  # didChange while typing: the check runs once the text rests
 STATIC_REST_S = 0.05  # the static rules wait this long after a verdict (a newer text skips them)
+# A record's verdict waits this long: an iteration's writes (memory file, store row, commit)
+# make one check, and the lens request the record's refresh brings is answered first
+# (benchmarks/refresh_bench.py --opened).
+RECORD_REST_S = 0.25
 
 
 def history_check(cache: WorkspaceCache, text: str) -> tuple[tuple[Notice, ...], bool]:
@@ -133,7 +137,8 @@ def history_changed(ls: KernelscopeServer, ws: WorkspaceState) -> None:
     command's, an iteration's. The text last checked gets its verdict again at once: the text
     an agent just recorded is that recorded version, no longer "new code ... record it" (which
     asks for a second record, one version with two scores). A check under way runs again by
-    itself (`check`); the static rules read no history and are not run again."""
+    itself (`check`); the static rules read no history and are not run again. The new
+    verdict waits RECORD_REST_S, so that a burst of records is checked once."""
     under_way = ws.checked is not None and ws.checked_notices is None
     ws.checked = None
     if ws.checked_text is not None and not under_way:
@@ -141,6 +146,9 @@ def history_changed(ls: KernelscopeServer, ws: WorkspaceState) -> None:
 
 
 async def _verdict_again(ls: KernelscopeServer, ws: WorkspaceState, text: str) -> None:
+    await asyncio.sleep(RECORD_REST_S)
+    if ws.checked is not None:
+        return  # checked since: a newer text, or the verdict of a record of the same burst
     identical = await check(ls, ws, text, publish=False)
     if identical is None:
         return  # a newer text arrived meanwhile: its check publishes
