@@ -166,12 +166,16 @@ class Jobs:
 
     def _on_configs(self, ws: WorkspaceState, job: Job, token: str) -> Callable[[int, int], None]:
         def report(done: int, total: int) -> None:
-            job.done_configs, job.total_configs = done, total
             percentage = int(100 * done / total) if total else None
             self._progress(
                 token, "report", job.kind, message=f"{done}/{total} configs", percentage=percentage
             )
-            self.state.on_loop(lambda: notify.workspace_changed(self.server, ws))
+
+            def show() -> None:  # the job is live state: written on the loop, read there whole
+                job.done_configs, job.total_configs = done, total
+                notify.workspace_changed(self.server, ws)
+
+            self.state.on_loop(show)
 
         return report
 

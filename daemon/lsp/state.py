@@ -19,7 +19,7 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 from urllib.parse import unquote, urlparse
 
 from kernelscope.daemon.engine.workspace.discovery import is_optimization_workspace
@@ -32,6 +32,10 @@ if TYPE_CHECKING:
     from kernelscope.daemon.engine.views.diagnostics import Notice
     from kernelscope.daemon.engine.workspace.cache import Source, WorkspaceCache
     from kernelscope.protocol.bench import BenchResult
+
+
+T = TypeVar("T")
+LOOP_WAIT_S = 60.0  # the longest a pool thread waits for the loop to make a call for it
 
 
 def uri_to_path(uri_or_path: str) -> Path:
@@ -225,6 +229,24 @@ class ServerState:
     def on_loop(self, callback: Callable[[], None]) -> None:
         if self.loop is not None and not self.loop.is_closed():
             self.loop.call_soon_threadsafe(callback)
+
+    def on_loop_and_wait(self, call: Callable[[], T]) -> T:
+        """(any thread) `call()` made on the event loop, its result handed back: pool work that
+        must change the live state (a rescan replaces `workspaces`) waits for the loop to do it.
+        Called on the loop, or while no loop runs (tests, start-up), it is made here."""
+        loop = self.loop
+        try:
+            running: asyncio.AbstractEventLoop | None = asyncio.get_running_loop()
+        except RuntimeError:
+            running = None
+        if loop is None or loop.is_closed() or not loop.is_running() or running is loop:
+            return call()
+
+        async def made() -> T:
+            return call()
+
+        # bounded: a loop that stops meanwhile (the daemon exiting) leaves no pool thread waiting
+        return asyncio.run_coroutine_threadsafe(made(), loop).result(timeout=LOOP_WAIT_S)
 
     def set_folders(self, folders: list[Path]) -> None:
         self.folders = [f.resolve() for f in folders]

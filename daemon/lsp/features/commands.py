@@ -74,8 +74,8 @@ class Commands:
         if not self.state.inside_folders(path):
             raise JsonRpcInvalidParams(message=f"workspace: {path} is outside the editor's workspace folders")
         ws = self.state.workspace_of(path)
-        if ws is None:
-            self.state.rescan()
+        if ws is None:  # a workspace made since the last scan: the loop scans (it owns the list)
+            self.state.on_loop_and_wait(self.state.rescan)
             ws = self.state.workspace_of(path)
         if ws is None:
             raise JsonRpcInvalidParams(
