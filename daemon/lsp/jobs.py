@@ -109,7 +109,7 @@ class Jobs:
         """Run `work(job)` in the background; cancels the workspace's previous job first."""
         if ws.job is not None:
             ws.job.cancel.set()
-        job = self.state.new_job(ws, kind)
+        job = self.state.new_job(ws, kind, background)
         ws.job = job
         log.info("job started: %s %s in %s", kind, job.job_id, ws.root)
         ws.last_outcome = None
@@ -303,8 +303,10 @@ class Jobs:
         )
 
     def cancel_running_probe(self, ws: WorkspaceState) -> None:
+        """A save's background probe of code no longer there (a benchmark the user asked for,
+        of any file, is theirs to cancel)."""
         job = ws.job
-        if job is not None and job.kind == "benchmark":
+        if job is not None and job.kind == "benchmark" and job.background:
             job.cancel.set()
 
     def cancel_token(self, token: str | int) -> list[str]:

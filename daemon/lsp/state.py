@@ -51,6 +51,7 @@ class Job:
     kind: str
     cancel: threading.Event = field(default_factory=threading.Event)
     future: Future[Any] | None = None
+    background: bool = False  # a save's probe (not announced; cancelled by a newer save's verdict)
     done_configs: int = 0
     total_configs: int = 0
 
@@ -246,7 +247,12 @@ class ServerState:
             return call()
 
         # bounded: a loop that stops meanwhile (the daemon exiting) leaves no pool thread waiting
-        return asyncio.run_coroutine_threadsafe(made(), loop).result(timeout=LOOP_WAIT_S)
+        future = asyncio.run_coroutine_threadsafe(made(), loop)
+        try:
+            return future.result(timeout=LOOP_WAIT_S)
+        except TimeoutError:
+            future.cancel()
+            raise
 
     def set_folders(self, folders: list[Path]) -> None:
         self.folders = [f.resolve() for f in folders]
@@ -300,8 +306,8 @@ class ServerState:
         resolved = path.resolve()
         return any(resolved == f or f in resolved.parents for f in self.folders)
 
-    def new_job(self, state: WorkspaceState, kind: str) -> Job:
-        job = Job(job_id=uuid.uuid4().hex[:12], workspace=state.root, kind=kind)
+    def new_job(self, state: WorkspaceState, kind: str, background: bool = False) -> Job:
+        job = Job(job_id=uuid.uuid4().hex[:12], workspace=state.root, kind=kind, background=background)
         with self.lock:
             self.jobs[job.job_id] = job
         return job

@@ -68,7 +68,7 @@ def test_a_newer_text_still_supersedes_a_check_under_way(
     ws = _workspace(tmp_path)
 
     def history_check(cache: Any, text: str) -> tuple[tuple[()], bool]:
-        ws.checked = "digest of a newer text"
+        ws.checked, ws.checked_text = "digest of a newer text", "newer text"  # what its check sets
         return (), False
 
     monkeypatch.setattr(save, "history_check", history_check)
@@ -215,6 +215,51 @@ def test_a_record_of_the_checked_text_makes_its_verdict_again_at_once(
     assert ws.checked_static == ("a static finding",) and "a static finding" in ws.notices
 
 
+def test_a_record_leaves_a_recorded_texts_numbers_alone(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The saved text was a recorded version already and the user benchmarked it anyway
+    (Benchmark now): another record makes its verdict again, which changes nothing, so the
+    user's fresh numbers stay on screen."""
+    state = ServerState()
+    ws = _workspace(tmp_path)
+    monkeypatch.setattr(save, "history_check", lambda cache, text: ((), True))
+    monkeypatch.setattr(save, "static_check", lambda cache, text: ())
+    monkeypatch.setattr(save, "RECORD_REST_S", 0.0)
+    monkeypatch.setattr(notify, "workspace_changed", lambda ls, changed, *sources: None)
+    ls = _Server(state)
+    jobs = _RunningJobs(state)
+    ls.jobs = jobs  # type: ignore[assignment]
+
+    async def run() -> None:
+        state.loop = asyncio.get_running_loop()
+        ws.kernel_digest = save._digest("v3's text")
+        assert await save.check(ls, ws, "v3's text") is True  # type: ignore[arg-type]
+        ws.probe = object()  # type: ignore[assignment]  # the user's benchmark of it
+        save.history_changed(ls, ws)  # type: ignore[arg-type]
+        while jobs.tasks:
+            await jobs.tasks.pop(0)
+
+    asyncio.run(run())
+    assert ws.probe is not None and jobs.cancelled == []
+
+
+def test_a_record_cancels_only_a_saves_background_probe(tmp_path: Path) -> None:
+    """The saved text became a recorded version: its background probe is cancelled; a
+    benchmark the user asked for (the command, maybe of another file) runs on."""
+    state = ServerState()
+    ws = _workspace(tmp_path)
+    jobs = Jobs(_Server(state), state)  # type: ignore[arg-type]
+    asked = state.new_job(ws, "benchmark")
+    ws.job = asked
+    jobs.cancel_running_probe(ws)
+    assert not asked.cancel.is_set()
+    probe = state.new_job(ws, "benchmark", background=True)
+    ws.job = probe
+    jobs.cancel_running_probe(ws)
+    assert probe.cancel.is_set()
+
+
 def test_a_record_of_an_unsaved_text_changes_its_verdict_and_no_probe(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -267,26 +312,8 @@ def test_a_record_during_a_check_spawns_no_second_check(tmp_path: Path) -> None:
     assert ws.checked is None and jobs.tasks == []
 
 
-def test_static_findings_that_end_during_the_verdict_made_again_are_kept(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """A record arrives while the text's static rules still run: their findings land while
-    the new verdict is under way, and are published with it, not dropped."""
-    state = ServerState()
-    ws = _workspace(tmp_path)
-    calls: list[str] = []
-
-    def history_check(cache: Any, text: str) -> tuple[tuple[()], bool]:
-        calls.append(text)
-        if len(calls) == 2:
-            time.sleep(0.3)  # the verdict made again: still under way when the lint ends
-        return (), len(calls) == 2
-
-    monkeypatch.setattr(save, "history_check", history_check)
-    monkeypatch.setattr(save, "static_check", lambda cache, text: ("a static finding",))
-    monkeypatch.setattr(save, "STATIC_REST_S", 0.0)
-    monkeypatch.setattr(save, "RECORD_REST_S", 0.0)
-    monkeypatch.setattr(notify, "workspace_changed", lambda ls, changed, *sources: None)
+def _threaded(state: ServerState) -> tuple[_Server, _RunningJobs]:
+    """A stand-in server whose pool work runs on threads (so the loop runs on meanwhile)."""
     ls = _Server(state)
     jobs = _RunningJobs(state)
     ls.jobs = jobs  # type: ignore[assignment]
@@ -295,6 +322,41 @@ def test_static_findings_that_end_during_the_verdict_made_again_are_kept(
         return await asyncio.to_thread(call, *args)
 
     ls.off_loop = off_loop  # type: ignore[method-assign]
+    return ls, jobs
+
+
+def test_static_findings_that_end_during_the_verdict_made_again_are_kept(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A record arrives while the text's static rules still run: their findings land while
+    the new verdict is under way (made certain: the lint waits for the verdict to start, the
+    verdict for the lint to land), and are published with it, not dropped."""
+    state = ServerState()
+    ws = _workspace(tmp_path)
+    calls: list[str] = []
+    verdict_started = threading.Event()
+    landed_during: list[bool] = []
+
+    def history_check(cache: Any, text: str) -> tuple[tuple[()], bool]:
+        calls.append(text)
+        if len(calls) == 2:  # the verdict made again
+            verdict_started.set()
+            deadline = time.monotonic() + 5
+            while not ws.checked_static and time.monotonic() < deadline:
+                time.sleep(0.01)
+            landed_during.append(bool(ws.checked_static))
+        return (), len(calls) == 2
+
+    def static_check(cache: Any, text: str) -> tuple[str, ...]:
+        verdict_started.wait(5)
+        return ("a static finding",)
+
+    monkeypatch.setattr(save, "history_check", history_check)
+    monkeypatch.setattr(save, "static_check", static_check)
+    monkeypatch.setattr(save, "STATIC_REST_S", 0.0)
+    monkeypatch.setattr(save, "RECORD_REST_S", 0.0)
+    monkeypatch.setattr(notify, "workspace_changed", lambda ls, changed, *sources: None)
+    ls, jobs = _threaded(state)
 
     async def run() -> None:
         state.loop = asyncio.get_running_loop()
@@ -305,4 +367,45 @@ def test_static_findings_that_end_during_the_verdict_made_again_are_kept(
 
     asyncio.run(run())
     assert calls == ["text", "text"] and ws.checked_identical is True
+    assert landed_during == [True]  # the lint ended while the verdict ran
     assert "a static finding" in ws.notices, ws.notices
+
+
+def test_a_records_verdict_never_takes_over_a_newer_texts_check(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A record's verdict of text T waits (RECORD_REST_S) while kernel.py becomes C (a failed
+    iteration reverts it) and C's check runs; a second write of the record arrives during C's
+    check. T's verdict is not made (T is no longer on screen), and C is checked again against
+    the new history and decides: its verdict is published, its probe scheduled by its caller."""
+    state = ServerState()
+    ws = _workspace(tmp_path)
+    calls: list[str] = []
+
+    def history_check(cache: Any, text: str) -> tuple[tuple[()], bool]:
+        calls.append(text)
+        if text == "C" and calls.count("C") == 1:
+            time.sleep(0.3)  # C's first check: still running when T's verdict would start
+        return (), False
+
+    monkeypatch.setattr(save, "history_check", history_check)
+    monkeypatch.setattr(save, "static_check", lambda cache, text: ())
+    monkeypatch.setattr(save, "RECORD_REST_S", 0.1)
+    monkeypatch.setattr(notify, "workspace_changed", lambda ls, changed, *sources: None)
+    ls, jobs = _threaded(state)
+    results: list[bool | None] = []
+
+    async def run() -> None:
+        state.loop = asyncio.get_running_loop()
+        await save.check(ls, ws, "T")  # type: ignore[arg-type]
+        save.history_changed(ls, ws)  # type: ignore[arg-type]  # the memory file: T's verdict waits
+        checking = asyncio.ensure_future(save.check(ls, ws, "C"))  # type: ignore[arg-type]
+        await asyncio.sleep(0.05)
+        save.history_changed(ls, ws)  # type: ignore[arg-type]  # the store row, during C's check
+        results.append(await checking)
+        while jobs.tasks:
+            await jobs.tasks.pop(0)
+
+    asyncio.run(run())
+    assert calls == ["T", "C", "C"], calls
+    assert results == [False] and ws.checked_text == "C" and ws.checked == save._digest("C")

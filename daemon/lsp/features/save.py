@@ -85,12 +85,12 @@ async def check(ls: KernelscopeServer, ws: WorkspaceState, text: str, publish: b
             if not again:
                 ws.checked_static = ()
             notices, identical = await ls.off_loop(history_check, ws.cache, text)
+            if ws.checked_text != text:
+                return None  # a newer text's check started: it decides
             if ws.checked is not None:
                 break
-            # memory/ or the store changed while it ran (notify.workspace_changed): the verdict
-            # is of the history before; the same text is checked again, not dropped
-        if ws.checked != digest:
-            return None
+            # memory/ or the store changed while it ran (history_changed): the verdict is of
+            # the history before; the same text is checked again, not dropped
         ws.checked_notices, ws.checked_identical = notices, identical
         ws.checked_extra = ()
         if not ws.settings.runs_on_save and ws.settings.bench_on_save and not ws.untrusted_said:
@@ -104,7 +104,7 @@ async def check(ls: KernelscopeServer, ws: WorkspaceState, text: str, publish: b
         ws.checked_extra = ()  # a second report of the text: the one-time notice is not repeated
     while ws.checked_notices is None:  # the same text's check is under way (a second report)
         await asyncio.sleep(0.01)
-        if ws.checked not in (digest, None):  # None: that check runs again (above)
+        if ws.checked_text != text:  # (checked None: that check runs again, above)
             return None
     codes = ", ".join(n.code for n in ws.checked_notices)
     log.info("kernelscope check of %s: %s", ws.root.name, codes or "new code")
@@ -134,11 +134,11 @@ async def _check_static(ls: KernelscopeServer, ws: WorkspaceState, text: str) ->
 
 def history_changed(ls: KernelscopeServer, ws: WorkspaceState) -> None:
     """(loop) memory/ or the store changed: a record an agent wrote from its shell, a
-    command's, an iteration's. The text last checked gets its verdict again at once: the text
-    an agent just recorded is that recorded version, no longer "new code ... record it" (which
+    command's, an iteration's. The text last checked gets its verdict again once the writes
+    rest (RECORD_REST_S: a burst of records is one check), not at its next edit: the text an
+    agent just recorded is that recorded version, no longer "new code ... record it" (which
     asks for a second record, one version with two scores). A check under way runs again by
-    itself (`check`); the static rules read no history and are not run again. The new
-    verdict waits RECORD_REST_S, so that a burst of records is checked once."""
+    itself (`check`); the static rules read no history and are not run again."""
     under_way = ws.checked is not None and ws.checked_notices is None
     ws.checked = None
     if ws.checked_text is not None and not under_way:
@@ -147,19 +147,21 @@ def history_changed(ls: KernelscopeServer, ws: WorkspaceState) -> None:
 
 async def _verdict_again(ls: KernelscopeServer, ws: WorkspaceState, text: str) -> None:
     await asyncio.sleep(RECORD_REST_S)
-    if ws.checked is not None:
-        return  # checked since: a newer text, or the verdict of a record of the same burst
+    if ws.checked is not None or ws.checked_text != text:
+        return  # checked since (the verdict of a record of the same burst), or a newer text's is
+    was_identical = ws.checked_identical
     identical = await check(ls, ws, text, publish=False)
     if identical is None:
         return  # a newer text arrived meanwhile: its check publishes
-    if identical and _digest(text) == ws.kernel_digest:  # the saved text is now a recorded version
-        _recorded(ls, ws)
+    if identical and not was_identical and _digest(text) == ws.kernel_digest:
+        _recorded(ls, ws)  # the saved text has just become a recorded version
     notify.workspace_changed(ls, ws)
 
 
 def _recorded(ls: KernelscopeServer, ws: WorkspaceState) -> None:
-    """The saved text is a recorded version's: its probe measures nothing new (cancelled) and
-    the numbers on screen are the record's."""
+    """The saved text is a recorded version's: its background probe measures nothing new
+    (cancelled; a benchmark the user asked for runs on) and the numbers on screen are the
+    record's."""
     ls.jobs.cancel_pending_probe(ws)
     ls.jobs.cancel_running_probe(ws)
     ws.already_measured()
