@@ -97,3 +97,35 @@ def test_an_error_reaches_every_waiting_caller_and_is_not_kept(tmp_path: Path) -
                 future.result(WAIT_S)
     assert len(calls) == 1
     assert cache.get("texts", ("memory",), lambda: "read again") == "read again"
+
+
+def test_the_kernel_lens_texts_name_the_kernels_of_the_kernel_py_they_are_kept_for(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """kernel.py gains a kernel while its lens texts are being made (the scan read the file
+    just before the save): those texts are not kept as the new file's; the next request
+    names the new kernel instead of leaving its lens blank until another source changes."""
+    import shutil
+
+    from kernelscope.daemon.engine.views.lens_text import workspace_texts
+    from tests.conftest import EXAMPLES
+
+    ws = tmp_path / "kernel_opt_vector_add"
+    shutil.copytree(EXAMPLES / "vector_add", ws)
+    cache = WorkspaceCache(ws)
+    scan = cache.kernels
+    saved: list[bool] = []
+
+    def scan_then_save() -> object:
+        found = scan()
+        if not saved:  # the save lands right after the scan read the file
+            saved.append(True)
+            source = (ws / "kernel.py").read_text()
+            (ws / "kernel.py").write_text(source + "\n\n@triton.jit\ndef added_kernel(x_ptr):\n    pass\n")
+            cache.changed("kernel")
+        return found
+
+    monkeypatch.setattr(cache, "kernels", scan_then_save)
+    first = workspace_texts(cache)[1]
+    assert "added_kernel" not in first
+    assert "added_kernel" in workspace_texts(cache)[1]

@@ -220,11 +220,13 @@ def workspace_texts(cache: WorkspaceCache) -> tuple[str, dict[str, str]]:
     file_text = cache.get(
         "file_lens", ("memory", "readme"), lambda: file_lens(cache.workspace, cache.memory(), cache.readme())
     )
-    names = [k.name for k in cache.kernels().kernels]
     texts = cache.get(
         "kernel_texts",
         ("kernel", "memory", "readme", "store"),
-        lambda: kernel_texts(names, cache.kernel_summaries(), cache.scores(), stale=False),
+        # the names read inside: a kernel.py changed meanwhile makes this value one not kept
+        lambda: kernel_texts(
+            [k.name for k in cache.kernels().kernels], cache.kernel_summaries(), cache.scores(), stale=False
+        ),
     )
     return file_text, texts
 
