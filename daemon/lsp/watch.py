@@ -1,5 +1,6 @@
-"""Watches each workspace's kernel.py, memory/ and README.md on disk (agents, `git checkout`)
-with watchfiles, debounced, and tells the server what changed."""
+"""Watches each workspace's kernel.py, memory/, README.md and the files that show an
+orchestrator on disk (agents, `git checkout`, atrex's supervisor) with watchfiles, debounced,
+and tells the server which of them changed (paths relative to the workspace)."""
 
 from __future__ import annotations
 
@@ -13,17 +14,16 @@ from watchfiles import watch
 log = logging.getLogger("kernelscope.lsp")
 
 
-def _relevant(root: Path, changed: Path) -> bool:
+def _relevant(root: Path, changed: Path) -> str | None:
+    """`changed` relative to `root`, when a source of the workspace is made of it (the
+    engine's rule, imported on the first change: not at start-up)."""
+    from kernelscope.daemon.engine.workspace.cache import sources_of_paths
+
     try:
         relative = changed.relative_to(root)
     except ValueError:
-        return False
-    parts = relative.parts
-    if not parts:
-        return False
-    if parts[0] == "memory":
-        return changed.suffix == ".json" and not changed.name.startswith(".")
-    return parts[0] in ("kernel.py", "README.md") and len(parts) == 1
+        return None
+    return str(relative) if sources_of_paths([relative]) else None
 
 
 class Watcher:
@@ -64,8 +64,9 @@ class Watcher:
                 for _change, name in changes:
                     path = Path(name)
                     for root in roots:
-                        if _relevant(root, path):
-                            by_root.setdefault(root, set()).add(path.name)
+                        relative = _relevant(root, path)
+                        if relative is not None:
+                            by_root.setdefault(root, set()).add(relative)
                 for root, names in by_root.items():
                     self.on_change(root, names)
         except Exception:  # a vanished directory must not kill the daemon

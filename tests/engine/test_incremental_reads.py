@@ -15,7 +15,7 @@ import pytest
 
 from kernelscope.daemon.engine.memory import records as memory
 from kernelscope.daemon.engine.memory.records import MemoryManager
-from kernelscope.daemon.engine.workspace.cache import sources_of_files
+from kernelscope.daemon.engine.workspace.cache import sources_of_paths
 
 VERSIONS = 1000
 
@@ -217,7 +217,7 @@ def test_the_lens_refresh_reads_one_file_and_never_recomputes_the_store_digest(
                 id="e2", change_summary="second", score=2.0, workspace=str(ws), kernels=["add_kernel"]
             )
         )
-        ws_state.cache.changed(*sources_of_files({f"v{VERSIONS}.json"}))  # what the watcher reports
+        ws_state.cache.changed(*sources_of_paths({f"memory/v{VERSIONS}.json"}))  # what the watcher reports
         after = titles()
         assert reads == [f"v{VERSIONS}.json"]
         assert scored == [2]  # v0 (the base) and the new version, not 1,001 versions
@@ -263,7 +263,7 @@ def test_the_lens_list_is_kept_until_a_source_or_what_it_shows_of_the_daemon_cha
         (ws / "kernel.py").write_text(
             (ws / "kernel.py").read_text() + "\n\n@triton.jit\ndef extra(x):\n    pass\n"
         )
-        ws_state.cache.changed(*sources_of_files({"kernel.py"}))
+        ws_state.cache.changed(*sources_of_paths({"kernel.py"}))
         grown = answer()
         assert len(grown) == len(stale) + 1, grown
     finally:

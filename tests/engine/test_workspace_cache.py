@@ -129,3 +129,27 @@ def test_the_kernel_lens_texts_name_the_kernels_of_the_kernel_py_they_are_kept_f
     first = workspace_texts(cache)[1]
     assert "added_kernel" not in first
     assert "added_kernel" in workspace_texts(cache)[1]
+
+
+@pytest.mark.parametrize(
+    ("path", "sources"),
+    [
+        ("README.md", {"readme"}),
+        ("kernel.py", {"kernel"}),
+        ("memory/v12.json", {"memory", "store"}),
+        ("memory/live.json", {"memory", "store", "supervisor"}),
+        ("memory/.v12.json.tmp", set()),  # an atomic write's temp file
+        ("memory/notes.txt", set()),
+        (".orchestrator_state.json", {"supervisor"}),
+        (".orchestrator_mode.json", {"supervisor"}),
+        (".atrex_long_horizon", {"supervisor"}),
+        (".atrex_long_horizon/active_episode.json", {"supervisor"}),
+        (".atrex_long_horizon/episode_4.log", set()),  # written all the time, shows nothing new
+        ("src/kernel.py", set()),
+        ("notes.md", set()),
+    ],
+)
+def test_which_sources_a_changed_path_touches(path: str, sources: set[str]) -> None:
+    from kernelscope.daemon.engine.workspace.cache import sources_of_paths
+
+    assert sources_of_paths([path]) == sources

@@ -153,6 +153,35 @@ async def test_lenses(client: KernelscopeClient) -> None:
     assert "| 2 runs, 0 failed" in kernel_lens.command.title
 
 
+async def test_an_orchestrator_that_starts_later_takes_the_write_actions_off_the_lens(
+    client: KernelscopeClient,
+) -> None:
+    """atrex's supervisor starts in a workspace the lens already offered writes for: its state
+    file alone (nothing in memory/ yet) reaches the watcher, and the lens becomes an
+    observer's (no Run iteration, no Mask half), as it is for a workspace supervised from the
+    start; the file removed, the actions return."""
+    writes = {"Run iteration", "Mask half & restart"}
+    titles = {lens.command.title for lens in await lenses(client) if lens.command}
+    assert writes <= titles
+    await asyncio.sleep(1.0)  # the watcher is up once initialized
+    state = client.folder / "kernel_opt_vector_add" / ".orchestrator_state.json"
+    state.write_text('{"status": "running"}\n')
+
+    async def shown() -> set[str]:
+        return {lens.command.title for lens in await lenses(client) if lens.command}
+
+    deadline = asyncio.get_running_loop().time() + 10
+    while writes & await shown():
+        assert asyncio.get_running_loop().time() < deadline, await shown()
+        await asyncio.sleep(0.1)
+    assert "Benchmark now" in await shown()  # reading stays offered
+    state.unlink()
+    deadline = asyncio.get_running_loop().time() + 10
+    while not writes <= await shown():
+        assert asyncio.get_running_loop().time() < deadline, await shown()
+        await asyncio.sleep(0.1)
+
+
 async def test_lenses_on_a_foreign_workspace(client: KernelscopeClient) -> None:
     uri = (client.folder / "foreign_softmax" / "kernel.py").as_uri()
     titles = [lens.command.title for lens in await lenses(client, uri) if lens.command]

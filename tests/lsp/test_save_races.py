@@ -98,7 +98,7 @@ def test_a_record_an_agent_writes_reaches_the_check_through_the_watcher(
 
     async def run() -> None:
         state.loop = asyncio.get_running_loop()
-        save.on_disk_change(ls, tmp_path, {"v4.json"})  # type: ignore[arg-type]
+        save.on_disk_change(ls, tmp_path, {"memory/v4.json"})  # type: ignore[arg-type]
         await asyncio.sleep(0.05)
 
     asyncio.run(run())

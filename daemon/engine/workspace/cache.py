@@ -1,9 +1,10 @@
 """The one owner of everything a long-running process (the daemon) keeps about a workspace
 between requests, dropped by events rather than by names.
 
-A workspace is read from four sources: `readme` (README.md), `kernel` (kernel.py), `memory`
-(memory/*.json) and `store` (the experiment store's rows for the workspace). Whoever sees one
-change says so (`changed("memory")`; the file watcher names them with `sources_of_files`);
+A workspace is read from five sources: `readme` (README.md), `kernel` (kernel.py), `memory`
+(memory/*.json), `store` (the experiment store's rows for the workspace) and `supervisor` (the
+files that show an orchestrator drives it). Whoever sees one change says so
+(`changed("memory")`; the file watcher names them with `sources_of_paths`);
 every value kept here names the sources it is made of (`get(name, sources, compute)`) and is
 computed again only after one of them changed. Values are computed outside the lock, so a slow
 store query never blocks a lens; a value computed while one of its sources changed is handed to
@@ -24,12 +25,13 @@ import logging
 import threading
 from collections.abc import Callable, Iterable
 from concurrent.futures import Future
-from pathlib import Path
+from pathlib import Path, PurePath
 from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 from kernelscope.daemon.engine.memory.core import MEMORY_DIR
 from kernelscope.daemon.engine.memory.records import FileReads, MemoryEntry, MemoryManager
 from kernelscope.daemon.engine.memory.scores import IncrementalScores, VersionScore
+from kernelscope.daemon.engine.workspace.atrex import LIVE_FILE, ORCHESTRATOR_FILES, RUNTIME_DIR
 from kernelscope.daemon.engine.workspace.workspace import KERNEL_NAME, README_NAME, Workspace
 from kernelscope.protocol.workspace import KernelScan, ReadmeInfo
 
@@ -39,21 +41,38 @@ if TYPE_CHECKING:
     from kernelscope.protocol.experiment import KernelSummary
 
 log = logging.getLogger("kernelscope.cache")
-Source = Literal["readme", "kernel", "memory", "store"]
-SOURCES: tuple[Source, ...] = ("readme", "kernel", "memory", "store")
+Source = Literal["readme", "kernel", "memory", "store", "supervisor"]
+SOURCES: tuple[Source, ...] = ("readme", "kernel", "memory", "store", "supervisor")
+# what shows an atrex supervisor (workspace/atrex.py: supervisor()), watched for its arrival
+_SUPERVISOR_PATHS = {
+    (RUNTIME_DIR,),
+    (RUNTIME_DIR, "active_episode.json"),
+    *((n,) for n in ORCHESTRATOR_FILES),
+}
 T = TypeVar("T")
 
 
-def sources_of_files(names: Iterable[str]) -> set[Source]:
-    """Which sources a set of changed file names (as the watcher reports them) touched."""
+def sources_of_paths(paths: Iterable[PurePath | str]) -> set[Source]:
+    """Which sources changed files touched, by their paths relative to the workspace (as the
+    watcher reports them); a path no source is made of touches none (the watcher drops it)."""
     found: set[Source] = set()
-    for name in names:
-        if name == README_NAME:
+    for path in paths:
+        parts = PurePath(path).parts
+        if parts == (README_NAME,):
             found.add("readme")
-        elif name == KERNEL_NAME:
+        elif parts == (KERNEL_NAME,):
             found.add("kernel")
-        elif name.endswith(".json"):
+        elif (
+            len(parts) == 2
+            and parts[0] == MEMORY_DIR
+            and parts[1].endswith(".json")
+            and not parts[1].startswith(".")
+        ):
             found |= {"memory", "store"}  # iterations write memory and experiments together
+            if parts[1] == LIVE_FILE:
+                found.add("supervisor")
+        elif parts in _SUPERVISOR_PATHS:
+            found.add("supervisor")
     return found
 
 

@@ -24,7 +24,7 @@ def supervised(view: WorkspaceView) -> bool:
     from kernelscope.daemon.engine.workspace.atrex import supervisor
 
     cache = view.cache
-    return bool(cache.get("supervised", ("memory",), lambda: supervisor(cache.root) is not None))
+    return bool(cache.get("supervised", ("supervisor",), lambda: supervisor(cache.root) is not None))
 
 
 def _lens(line: int, title: str, command: str, arguments: list[object]) -> types.CodeLens:
@@ -49,7 +49,7 @@ def kernel_texts(view: WorkspaceView) -> dict[str, str]:
     return {name: f"(stale) {text}" for name, text in texts.items()} if view.stale else texts
 
 
-SOURCES: tuple[Source, ...] = ("kernel", "memory", "readme", "store")
+SOURCES: tuple[Source, ...] = ("kernel", "memory", "readme", "store", "supervisor")
 
 
 def _live(view: WorkspaceView) -> tuple[object, ...]:

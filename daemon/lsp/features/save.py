@@ -271,18 +271,19 @@ def warm_workspace(cache: WorkspaceCache) -> None:
     gc.freeze()
 
 
-def on_disk_change(ls: KernelscopeServer, root: Path, names: set[str]) -> None:
-    """From the watcher thread: an agent or git changed files of a workspace."""
+def on_disk_change(ls: KernelscopeServer, root: Path, paths: set[str]) -> None:
+    """From the watcher thread: an agent, git or an orchestrator changed files of a workspace
+    (`paths` relative to it)."""
 
     def handle() -> None:
-        from kernelscope.daemon.engine.workspace.cache import sources_of_files
+        from kernelscope.daemon.engine.workspace.cache import sources_of_paths
 
-        if any(n in ("README.md", "kernel.py") for n in names) or root not in ls.state.workspaces:
-            ls.state.rescan()
+        sources = sources_of_paths(paths)
+        if {"readme", "kernel"} & sources or root not in ls.state.workspaces:
+            ls.state.rescan()  # (what makes a folder a workspace)
         ws = ls.state.workspaces.get(root)
         if ws is None:
             return
-        sources = sources_of_files(names)
         notify.workspace_changed(ls, ws, *sources)  # a record an agent wrote can make the text a recorded one
         if "kernel" in sources:  # an agent rewrote it: the same check as a save
             ls.jobs.spawn(kernel_changed(ls, ws, None))
