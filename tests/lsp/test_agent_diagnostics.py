@@ -69,6 +69,18 @@ def open_with(client: KernelscopeClient, path: Path, text: str) -> None:
     )
 
 
+def save_untried_code(client: KernelscopeClient) -> tuple[Path, str]:
+    """kernel.py written with a BLOCK_SIZE never tried (512), opened and saved, as an agent does."""
+    path = kernel(client)
+    uri = path.as_uri()
+    path.write_text(kernel_with_block(KERNEL, 512))
+    open_with(client, path, path.read_text())
+    client.text_document_did_save(
+        types.DidSaveTextDocumentParams(text_document=types.TextDocumentIdentifier(uri=uri))
+    )
+    return path, uri
+
+
 async def test_an_agents_first_edit_is_checked_on_didopen(client: KernelscopeClient) -> None:
     """The first edit reaches the daemon as didOpen with v0's code (nothing saved yet): v0 is
     named, with a command an agent can run; untrusted, it says once that nothing is measured."""
@@ -126,13 +138,7 @@ async def test_trusted_by_the_config_file_a_saved_edit_is_measured_and_reported(
     """Trust from the user's config file (a glob over the folder's workspaces), nothing in
     initializationOptions: a save of untried code is probed, and the result is one Information
     diagnostic naming its baseline and how to record it."""
-    path = kernel(client)
-    uri = path.as_uri()
-    path.write_text(kernel_with_block(KERNEL, 512))
-    open_with(client, path, path.read_text())
-    client.text_document_did_save(
-        types.DidSaveTextDocumentParams(text_document=types.TextDocumentIdentifier(uri=uri))
-    )
+    _path, uri = save_untried_code(client)
     await wait_for(lambda: any(f["kind"] == "benchmark" for f in client.finished), 120, "no probe")
     await wait_for(lambda: any(m.startswith("probe:") for m in messages(client, uri)), 10, "no probe result")
     probe = next(m for m in messages(client, uri) if m.startswith("probe:"))
@@ -146,16 +152,11 @@ async def test_once_the_agent_records_the_measured_text_the_diagnostic_stops_ask
     trust: Path, client: KernelscopeClient
 ) -> None:
     """The probe's result ends "record it: `kernelscope iterate ...`"; the agent does so from
-    its shell. The watcher's report of the new memory file makes the verdict again at once:
-    the text on screen is now the recorded version (named, with how to measure it again), and
-    nothing asks for a second record of it (which would give one version several scores)."""
-    path = kernel(client)
-    uri = path.as_uri()
-    path.write_text(kernel_with_block(KERNEL, 512))
-    open_with(client, path, path.read_text())
-    client.text_document_did_save(
-        types.DidSaveTextDocumentParams(text_document=types.TextDocumentIdentifier(uri=uri))
-    )
+        its shell. The watcher's report of the new memory file makes the verdict again once the
+    writes rest (features/save.py: RECORD_REST_S), not at the next edit:
+        the text on screen is now the recorded version (named, with how to measure it again), and
+        nothing asks for a second record of it (which would give one version several scores)."""
+    path, uri = save_untried_code(client)
     await wait_for(lambda: any(m.startswith("probe:") for m in messages(client, uri)), 120, "no probe result")
     memory = path.parent / "memory"
     before = {p.name for p in memory.glob("v*.json")}

@@ -27,6 +27,14 @@ from kernelscope.protocol.workspace import Supervisor
 RUNTIME_DIR = ".atrex_long_horizon"
 LIVE_FILE = "live.json"
 ORCHESTRATOR_FILES = (".orchestrator_state.json", ".orchestrator_mode.json")
+ACTIVE_EPISODE_FILE = "active_episode.json"  # in RUNTIME_DIR while an episode is in flight
+# The paths (relative to the workspace) `supervisor` reads, besides memory/LIVE_FILE: the
+# daemon's watcher follows them (engine/workspace/cache.py: sources_of_paths).
+SUPERVISOR_PATHS = (
+    (RUNTIME_DIR,),
+    (RUNTIME_DIR, ACTIVE_EPISODE_FILE),
+    *((name,) for name in ORCHESTRATOR_FILES),
+)
 
 
 @dataclass(frozen=True)
@@ -136,9 +144,9 @@ def supervisor(root: Path) -> Supervisor | None:
     live = live_episode(root / "memory")
     if live is not None:
         evidence.append(f"memory/{LIVE_FILE} ({live.describe()})")
-    active = (runtime / "active_episode.json").is_file()
+    active = (runtime / ACTIVE_EPISODE_FILE).is_file()
     if active:
-        evidence.append(f"{RUNTIME_DIR}/active_episode.json")
+        evidence.append(f"{RUNTIME_DIR}/{ACTIVE_EPISODE_FILE}")
     if not evidence:
         return None
     return Supervisor(
@@ -172,7 +180,7 @@ def reserved_versions(root: Path) -> set[int]:
     if live is not None and live.version and live.version[1:].isdigit():
         reserved.add(int(live.version[1:]))
     try:
-        active = json.loads((root / RUNTIME_DIR / "active_episode.json").read_text(encoding="utf-8"))
+        active = json.loads((root / RUNTIME_DIR / ACTIVE_EPISODE_FILE).read_text(encoding="utf-8"))
     except (OSError, ValueError):
         active = None
     version = active.get("memory_version") if isinstance(active, dict) else None

@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING, Any, Literal, TypeVar
 from kernelscope.daemon.engine.memory.core import MEMORY_DIR
 from kernelscope.daemon.engine.memory.records import FileReads, MemoryEntry, MemoryManager
 from kernelscope.daemon.engine.memory.scores import IncrementalScores, VersionScore
-from kernelscope.daemon.engine.workspace.atrex import LIVE_FILE, ORCHESTRATOR_FILES, RUNTIME_DIR
+from kernelscope.daemon.engine.workspace.atrex import LIVE_FILE, SUPERVISOR_PATHS
 from kernelscope.daemon.engine.workspace.workspace import KERNEL_NAME, README_NAME, Workspace
 from kernelscope.protocol.workspace import KernelScan, ReadmeInfo
 
@@ -43,12 +43,6 @@ if TYPE_CHECKING:
 log = logging.getLogger("kernelscope.cache")
 Source = Literal["readme", "kernel", "memory", "store", "supervisor"]
 SOURCES: tuple[Source, ...] = ("readme", "kernel", "memory", "store", "supervisor")
-# what shows an atrex supervisor (workspace/atrex.py: supervisor()), watched for its arrival
-_SUPERVISOR_PATHS = {
-    (RUNTIME_DIR,),
-    (RUNTIME_DIR, "active_episode.json"),
-    *((n,) for n in ORCHESTRATOR_FILES),
-}
 T = TypeVar("T")
 
 
@@ -71,7 +65,7 @@ def sources_of_paths(paths: Iterable[PurePath | str]) -> set[Source]:
             found |= {"memory", "store"}  # iterations write memory and experiments together
             if parts[1] == LIVE_FILE:
                 found.add("supervisor")
-        elif parts in _SUPERVISOR_PATHS:
+        elif parts in SUPERVISOR_PATHS:
             found.add("supervisor")
     return found
 
