@@ -561,3 +561,42 @@ def test_interrupted_multi_file_write_is_finished_by_the_next_reader(
     MemoryManager(ws).scan()
     assert not journal.exists() and _memory(ws) == snapshot and not (tmp_path / "escape.json").exists()
     assert before != snapshot
+
+
+def test_finishing_a_cut_short_write_keeps_a_later_edit_by_a_writer_that_takes_no_lock(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Mask-half dies with files still to write; before any kernelscope command runs again, an
+    agent's own script (the seed's memory_manager.py takes no lock) edits one of them. The next
+    read finishes the other files and keeps the agent's edit (before, the journal's older
+    content overwrote it: the agent's measured latency and FAIL were lost)."""
+    from kernelscope.daemon.engine.memory import atomic_io
+    from kernelscope.daemon.engine.memory.records import MemoryManager
+
+    ws = make_gate_only_workspace(tmp_path, iterations=2, copies_up_to=9)
+    planned = _planned_mask(ws, 5)
+    real, calls = atomic_io.atomic_write_text, []
+
+    def dies_on_third(path: Path, text: str) -> None:  # journal, restart note, dies
+        calls.append(path.name)
+        if len(calls) == 3:
+            raise _Killed
+        real(path, text)
+
+    monkeypatch.setattr(atomic_io, "atomic_write_text", dies_on_third)
+    with pytest.raises(_Killed):
+        MemoryManager(ws).mask_half("latency", seed=5)
+    monkeypatch.setattr(atomic_io, "atomic_write_text", real)
+    unwritten = sorted(planned - {n for n, r in _memory(ws).items() if r.get("masked")})
+    assert len(unwritten) >= 2
+    edited = ws / "memory" / unwritten[0]
+    record = json.loads(edited.read_text())
+    record["performance"] = {"latency_us": 42.0}
+    record["correctness"] = {"status": "FAIL"}
+    edited.write_text(json.dumps(record, indent=2))  # no lock, no temp file: as the seed writes
+
+    MemoryManager(ws).scan()
+    after = _memory(ws)
+    assert after[unwritten[0]] == record  # the later edit stands (and stays unmasked)
+    assert all(after[name].get("masked") for name in unwritten[1:])  # the rest is finished
+    assert not (ws / "memory" / atomic_io.JOURNAL_NAME).exists()

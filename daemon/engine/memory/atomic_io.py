@@ -11,7 +11,9 @@ from __future__ import annotations
 
 import contextlib
 import errno
+import hashlib
 import json
+import logging
 import os
 import re
 import tempfile
@@ -23,6 +25,7 @@ from typing import Any
 from kernelscope.daemon.engine import DataError, WriteFailed
 from kernelscope.daemon.engine.memory.core import JOURNAL_NAME
 
+_log = logging.getLogger(__name__)
 LOCK_NAME = ".kernelscope.lock"
 TEMP_PREFIX = ".kernelscope-tmp-"
 
@@ -100,11 +103,12 @@ def atomic_write_text(path: Path, text: str) -> None:
 def atomic_write_all(files: list[tuple[Path, str]]) -> None:
     """Write several files of one directory all or nothing.
 
-    Crash: the new contents first go to a journal (itself written atomically), then each file
-    is replaced, then the journal is deleted. A writer killed in between leaves the journal,
-    and `replay_journal` (run by the next reader or writer under the workspace lock) finishes
-    the job, so nobody sees some files written and others not. Failure (disk full): the files
-    already replaced get their old content back and WriteFailed says so."""
+    Crash: the new contents first go to a journal (itself written atomically), with a digest
+    of what each file held before, then each file is replaced, then the journal is deleted. A
+    writer killed in between leaves the journal, and `replay_journal` (run by the next reader
+    or writer under the workspace lock) finishes the job, so nobody sees some files written
+    and others not. Failure (disk full): the files already replaced get their old content back
+    and WriteFailed says so."""
     if not files:
         return
     directory = files[0][0].parent
@@ -112,7 +116,15 @@ def atomic_write_all(files: list[tuple[Path, str]]) -> None:
         raise ValueError("atomic_write_all writes files of one directory")
     originals = [(path, path.read_bytes() if path.exists() else None) for path, _ in files]
     journal = directory / JOURNAL_NAME
-    atomic_write_text(journal, json.dumps({"files": {path.name: text for path, text in files}}))
+    atomic_write_text(
+        journal,
+        json.dumps(
+            {
+                "files": {path.name: text for path, text in files},
+                "before": {path.name: _digest(old) for path, old in originals},
+            }
+        ),
+    )
     for done, (path, text) in enumerate(files):
         try:
             atomic_write_text(path, text)
@@ -137,18 +149,42 @@ def atomic_write_all(files: list[tuple[Path, str]]) -> None:
     fsync_directory(directory)
 
 
+def _digest(content: bytes | None) -> str | None:
+    return None if content is None else hashlib.sha256(content).hexdigest()
+
+
+def _read_or_none(path: Path) -> bytes | None:
+    try:
+        return path.read_bytes()
+    except FileNotFoundError:
+        return None
+
+
 def replay_journal(directory: Path, names: re.Pattern[str]) -> list[str]:
     """Finish a multi-file write interrupted by a crash (call under the workspace lock).
     Returns the names written. A journal that does not parse, or names a file outside
     `names`, is not one kernelscope completed (it writes them atomically): it is removed
-    without effect."""
+    without effect.
+
+    A file is written only while it still holds what it held before the cut-short write (its
+    digest is in the journal). Writers that do not take kernelscope's lock (the seed's
+    `memory_manager.py`, an agent's own script) may have changed it since; their later edit is
+    kept, not overwritten with the older intent, and a warning names the file. A journal of a
+    kernelscope from before the digests is replayed as it says."""
     journal = directory / JOURNAL_NAME
     try:
         data = json.loads(journal.read_text(encoding="utf-8"))
         files = data["files"]
+        before = data.get("before")
         if not isinstance(files, dict) or not all(
             isinstance(name, str) and names.fullmatch(name) and isinstance(text, str)
             for name, text in files.items()
+        ):
+            raise ValueError("not a kernelscope journal")
+        if before is not None and not (
+            isinstance(before, dict)
+            and set(before) == set(files)
+            and all(digest is None or isinstance(digest, str) for digest in before.values())
         ):
             raise ValueError("not a kernelscope journal")
     except FileNotFoundError:
@@ -156,11 +192,28 @@ def replay_journal(directory: Path, names: re.Pattern[str]) -> list[str]:
     except (OSError, ValueError, KeyError, TypeError):
         journal.unlink(missing_ok=True)
         return []
+    written, kept = [], []
     for name, text in files.items():
-        atomic_write_text(directory / name, text)
+        path = directory / name
+        if before is not None:
+            current = _digest(_read_or_none(path))
+            if current == _digest(text.encode("utf-8")):
+                continue  # replaced before the crash
+            if current != before[name]:
+                kept.append(name)  # changed by someone else since: theirs is newer
+                continue
+        atomic_write_text(path, text)
+        written.append(name)
     journal.unlink()
     fsync_directory(directory)
-    return list(files)
+    if kept:
+        _log.warning(
+            "finished a cut-short multi-file write in %s; kept %s as another writer left %s since",
+            directory,
+            ", ".join(kept),
+            "it" if len(kept) == 1 else "them",
+        )
+    return written
 
 
 def detect_indent(text: str) -> int:
