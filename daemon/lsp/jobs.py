@@ -36,6 +36,9 @@ class Jobs:
         self.server = server
         self.state = state
         self.pending_saves: dict[Path, asyncio.TimerHandle] = {}
+        # a save's probe that waits for the user's own job in its workspace (an iteration, a
+        # restart, a benchmark they asked for) to end: it never cancels theirs
+        self.deferred_probes: set[Path] = set()
         self.ready: dict[str, asyncio.Event] = {}
         self.tasks: set[asyncio.Task[Any]] = set()  # kept until done: a dropped task can vanish
 
@@ -106,8 +109,11 @@ class Jobs:
         )
 
     def start(self, ws: WorkspaceState, kind: JobKind, work: Any, gpu: bool, background: bool = False) -> Job:
-        """Run `work(job)` in the background; cancels the workspace's previous job first."""
+        """Run `work(job)` in the background; cancels the workspace's previous job first (a
+        save's probe, cut short by the user's job, runs again when theirs ends)."""
         if ws.job is not None:
+            if ws.job.background and not ws.job.cancel.is_set() and not background:
+                self.deferred_probes.add(ws.root)
             ws.job.cancel.set()
         job = self.state.new_job(ws, kind, background)
         ws.job = job
@@ -149,6 +155,9 @@ class Jobs:
 
                 def finished() -> None:
                     self.state.finish_job(job)
+                    if ws.root in self.deferred_probes and not self.user_job_running(ws):
+                        self.deferred_probes.discard(ws.root)
+                        self.schedule_probe(ws)  # the save's probe that waited for this job
                     ws.last_outcome = (kind, ended)
                     notify.job_finished(self.server, outcome)
                     # iterations and restarts write memory and experiments, and commit kernel.py;
@@ -271,7 +280,8 @@ class Jobs:
 
     def schedule_probe(self, ws: WorkspaceState) -> None:
         """Debounced on the event loop (call it there): each save restarts the delay; the
-        probe it starts cancels a running one."""
+        probe it starts cancels a save's probe still running, and waits for a job the
+        user started (an iteration, a restart, a benchmark they asked for) to end."""
         if not ws.settings.runs_on_save or self.state.loop is None:
             return
         previous = self.pending_saves.pop(ws.root, None)
@@ -280,19 +290,31 @@ class Jobs:
 
         def fire() -> None:
             self.pending_saves.pop(ws.root, None)
+            if self.user_job_running(ws):
+                self.deferred_probes.add(ws.root)
+                log.info("the save's probe of %s waits for the user's job under way", ws.root.name)
+                return
             self.benchmark(ws, background=True)
 
         self.pending_saves[ws.root] = self.state.loop.call_later(ws.settings.debounce_ms / 1000.0, fire)
 
+    def user_job_running(self, ws: WorkspaceState) -> bool:
+        """A job the user started (not a save's probe) runs in the workspace."""
+        job = ws.job
+        return job is not None and not job.background and (job.future is None or not job.future.done())
+
     def cancel_pending_probe(self, ws: WorkspaceState) -> None:
-        """A save that needs no benchmark drops the one an earlier save scheduled."""
+        """A save that needs no benchmark drops the one an earlier save scheduled (or that
+        waits for the user's job)."""
+        self.deferred_probes.discard(ws.root)
         pending = self.pending_saves.pop(ws.root, None)
         if pending is not None:
             pending.cancel()
 
     def probe_in_flight(self, ws: WorkspaceState) -> bool:
-        """A save's probe is scheduled (debouncing) or running and not cancelled."""
-        if ws.root in self.pending_saves:
+        """A save's probe is scheduled (debouncing, or waiting for the user's job) or running
+        and not cancelled."""
+        if ws.root in self.pending_saves or ws.root in self.deferred_probes:
             return True
         job = ws.job
         return (

@@ -409,3 +409,88 @@ def test_a_records_verdict_never_takes_over_a_newer_texts_check(
     asyncio.run(run())
     assert calls == ["T", "C", "C"], calls
     assert results == [False] and ws.checked_text == "C" and ws.checked == save._digest("C")
+
+
+@pytest.mark.parametrize("kind", ["restart", "runIteration", "benchmark"])
+def test_a_saves_probe_waits_for_the_users_job_instead_of_cancelling_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, kind: str
+) -> None:
+    """A partial restart's agent (or the user, during an iteration or a benchmark they asked
+    for) saves kernel.py: the save's probe waits for that job to end and then runs; before,
+    its start cancelled the job (the restart's agent was killed at its first save)."""
+    from dataclasses import replace
+
+    state = ServerState()
+    ws = _workspace(tmp_path)
+    ws.settings = replace(ws.settings, trusted=True, debounce_ms=0)
+    monkeypatch.setattr(notify, "workspace_changed", lambda ls, changed, *sources: None)
+    monkeypatch.setattr(notify, "job_finished", lambda ls, outcome: None)
+    jobs = Jobs(_Server(state), state)  # type: ignore[arg-type]
+    probes: list[float] = []
+    release = threading.Event()
+    monkeypatch.setattr(jobs, "benchmark", lambda ws, background=False: probes.append(time.monotonic()))
+
+    def users_job(job: Any, token: str) -> dict[str, bool]:
+        release.wait(10)
+        return {"cancelled": job.cancel.is_set()}
+
+    async def run() -> Any:
+        state.loop = asyncio.get_running_loop()
+        job = jobs.start(ws, kind, users_job, gpu=False)  # type: ignore[arg-type]
+        jobs.schedule_probe(ws)  # the save
+        await asyncio.sleep(0.2)
+        assert not job.cancel.is_set() and probes == [] and jobs.probe_in_flight(ws)
+        released = time.monotonic()
+        release.set()
+        for _ in range(500):
+            if probes:
+                break
+            await asyncio.sleep(0.01)
+        assert probes and probes[0] > released and not job.cancel.is_set()
+        return job
+
+    asyncio.run(run())
+
+
+def test_a_saves_probe_cut_short_by_the_users_job_runs_when_it_ends(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The user starts a job while a save's probe runs: the probe is cancelled (one GPU, the
+    user's job first) and measures the saved text again once the user's job has ended; a
+    saved text found recorded meanwhile (the iteration's own) drops it."""
+    from dataclasses import replace
+
+    state = ServerState()
+    ws = _workspace(tmp_path)
+    ws.settings = replace(ws.settings, trusted=True, debounce_ms=0)
+    monkeypatch.setattr(notify, "workspace_changed", lambda ls, changed, *sources: None)
+    monkeypatch.setattr(notify, "job_finished", lambda ls, outcome: None)
+    jobs = Jobs(_Server(state), state)  # type: ignore[arg-type]
+    probes: list[str] = []
+    monkeypatch.setattr(jobs, "benchmark", lambda ws, background=False: probes.append("probe again"))
+    release = threading.Event()
+
+    def blocks(job: Any, token: str) -> None:
+        while not (job.cancel.is_set() or release.is_set()):
+            time.sleep(0.01)
+
+    async def run(recorded_meanwhile: bool) -> None:
+        state.loop = asyncio.get_running_loop()
+        release.clear()
+        probe = jobs.start(ws, "benchmark", blocks, gpu=False, background=True)
+        user = jobs.start(ws, "runIteration", blocks, gpu=False)
+        assert probe.cancel.is_set() and not user.cancel.is_set() and jobs.probe_in_flight(ws)
+        if recorded_meanwhile:
+            jobs.cancel_pending_probe(ws)  # what the saved text's verdict does once recorded
+        release.set()
+        for _ in range(100):
+            await asyncio.sleep(0.02)
+            if probes or (user.future is not None and user.future.done() and ws.job is None):
+                break
+        await asyncio.sleep(0.1)
+
+    asyncio.run(run(recorded_meanwhile=False))
+    assert probes == ["probe again"]
+    probes.clear()
+    asyncio.run(run(recorded_meanwhile=True))
+    assert probes == [] and not jobs.probe_in_flight(ws)
