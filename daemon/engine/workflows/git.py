@@ -51,6 +51,13 @@ def _alive(pid: int) -> bool:
     return fields is None or fields[0] != "Z"  # no /proc: trust kill(0)
 
 
+def is_revision(commit: str) -> bool:
+    """Whether a revision named by a record (`git_commit_hash`, written by whoever wrote the
+    record) may be put on a git command line: one that starts with '-' would be read as an
+    option (`--output=FILE` writes a file), and no revision holds whitespace or a NUL."""
+    return bool(commit) and not commit.startswith("-") and not any(c.isspace() or c == "\0" for c in commit)
+
+
 class Git:
     def __init__(self, workdir: Path) -> None:
         self.workdir = Path(workdir)
@@ -182,7 +189,10 @@ class Git:
         return head
 
     def show_file(self, commit: str, path: Path) -> str | None:
-        """A file's content at a commit, or None when it did not exist there."""
+        """A file's content at a commit, or None when it did not exist there (or `commit`
+        names no revision)."""
+        if not is_revision(commit):
+            return None
         value = subprocess.run(
             ["git", "show", f"{commit}:{self.relative(path)}"],
             cwd=self.workdir,
@@ -194,7 +204,7 @@ class Git:
 
     def diff_file(self, commit: str | None, path: Path) -> str:
         """The working tree's change to `path` since `commit` (empty when unchanged)."""
-        if commit is None:
+        if commit is None or not is_revision(commit):
             return ""
         return self.run("diff", commit, "--", self.relative(path), check=False)
 
@@ -215,4 +225,6 @@ class Git:
         return commit
 
     def restore_file(self, commit: str, path: Path) -> None:
+        if not is_revision(commit):
+            raise DataError(f"{commit!r} is not a git revision: {path.name} was left as it is")
         self.run("checkout", commit, "--", self.relative(path))

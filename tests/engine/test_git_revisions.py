@@ -1,0 +1,55 @@
+"""A record names its commit (`git_commit_hash`), and whoever wrote the record chose the text:
+one that git would read as an option must never reach a git command line (`git show
+--output=FILE` writes FILE; the editor's background probe reads that field on every save)."""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from kernelscope.daemon.engine import DataError
+from kernelscope.daemon.engine.workflows.git import Git, is_revision
+
+
+def _repo(tmp_path: Path) -> tuple[Git, Path]:
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    kernel = ws / "kernel.py"
+    kernel.write_text("x = 1\n")
+    subprocess.run(["git", "init", "-q"], cwd=ws, check=True)
+    git = Git(ws)
+    git.commit_paths([kernel], "v0")
+    return git, kernel
+
+
+def test_a_revision_that_git_would_read_as_an_option_writes_nothing(tmp_path: Path) -> None:
+    git, kernel = _repo(tmp_path)
+    head = git.head()
+    assert head is not None and git.show_file(head, kernel) == "x = 1\n"
+    kernel.write_text("x = 2\n")
+    assert "+x = 2" in git.diff_file(head, kernel)
+    hostile = f"--output={tmp_path / 'written'}"
+    assert git.show_file(hostile, kernel) is None
+    assert git.diff_file(hostile, kernel) == ""
+    with pytest.raises(DataError, match="not a git revision"):
+        git.restore_file(hostile, kernel)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["ws"]  # (before: written:kernel.py, written)
+    assert kernel.read_text() == "x = 2\n"
+
+
+@pytest.mark.parametrize(
+    ("commit", "usable"),
+    [
+        ("0123abc", True),
+        ("HEAD~1", True),
+        ("v1", True),
+        ("-p", False),
+        ("", False),
+        ("a b", False),
+        ("a\0b", False),
+    ],
+)
+def test_which_revisions_are_put_on_a_command_line(commit: str, usable: bool) -> None:
+    assert is_revision(commit) is usable
