@@ -125,6 +125,78 @@ def test_iterate_refuses_without_git(tmp_path: Path) -> None:
         iterate(tmp_path / "ws", str(tmp_path / "x.sqlite"), "x")
 
 
+def test_an_edit_during_the_measurement_is_not_what_gets_recorded(
+    workspace: tuple[Path, str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """kernel.py saved in the editor while the iteration measures it: the commit, the store's
+    row and the record are of the measured text, and the newer edit stays in the working tree
+    (before, the commit took whatever kernel.py held at the end, under the measured numbers)."""
+    from kernelscope.daemon.engine.workflows import iterate as iterate_module
+
+    ws, db = workspace
+    measured = kernel_with_block(KERNEL, 4096)
+    newer = KERNEL.replace("x + y", "x - y")  # never measured (and wrong)
+    (ws / "kernel.py").write_text(measured)
+    real = iterate_module.run_benchmark
+
+    def edited_meanwhile(request: object, cancel: object = None) -> object:
+        result = real(request, cancel=cancel)  # type: ignore[arg-type]
+        (ws / "kernel.py").write_text(newer)
+        return result
+
+    monkeypatch.setattr(iterate_module, "run_benchmark", edited_meanwhile)
+    result = iterate(ws, db, "block_size")
+    assert result.passed and result.version == "v4"
+    assert any("edited while it was measured" in m for m in result.messages)
+    git = Git(ws)
+    assert git.show_file(result.commit, ws / "kernel.py") == measured  # type: ignore[arg-type]
+    assert (ws / "kernel.py").read_text() == newer
+    assert git.run("status", "--porcelain") == "M kernel.py"  # the edit, shown as not committed
+    experiment = ExperimentStore(db).require(result.experiment_id)  # type: ignore[arg-type]
+    assert "BLOCK_SIZE=4096" in experiment.code_change and "x - y" not in experiment.code_change
+    assert json.loads((ws / "memory" / "v4.json").read_text())["git_commit_hash"] == result.commit
+
+
+def test_a_commit_refused_by_a_hook_leaves_nothing_recorded(workspace: tuple[Path, str]) -> None:
+    """A pre-commit hook says no: no memory record, no store row, no failed-kernel ref and
+    nothing staged stay behind, and a second try does the same (before, each try left a
+    vN.json without a commit, a 'done' experiment and the files staged in the user's index)."""
+    from kernelscope.daemon.engine import DataError
+
+    ws, db = workspace
+    hook = ws / ".git" / "hooks" / "pre-commit"
+    hook.write_text("#!/bin/sh\necho 'lint failed' >&2\nexit 1\n")
+    hook.chmod(0o755)
+    git = Git(ws)
+    head, memory = git.head(), sorted(p.name for p in (ws / "memory").iterdir())
+    experiments = len(ExperimentStore(db).list_experiments())
+    for kernel in (kernel_with_block(KERNEL, 4096), KERNEL.replace("x + y", "x - y")):  # pass, fail
+        (ws / "kernel.py").write_text(kernel)
+        with pytest.raises(DataError, match=r"could not be committed, so nothing was recorded.*lint failed"):
+            iterate(ws, db, "block_size")
+        assert sorted(p.name for p in (ws / "memory").iterdir()) == memory
+        assert len(ExperimentStore(db).list_experiments()) == experiments
+        assert git.head() == head and git.run("status", "--porcelain") == "M kernel.py"
+        assert git.run("for-each-ref", "refs/kernelscope/") == ""
+    hook.unlink()
+    assert iterate(ws, db, "fusion").version == "v4"  # the failed text, recorded once allowed
+
+
+def test_iterate_in_a_workspace_below_the_repositorys_top(tmp_path: Path) -> None:
+    """A workspace in a subfolder of a git repository (a monorepo of kernels): the commit names
+    its files from the repository's top (before, `git add sub/kernel.py` ran in sub/ and failed
+    after the measurement)."""
+    repo = tmp_path / "repo"
+    ws = repo / "kernels" / "vector_add"
+    shutil.copytree(EXAMPLES / "vector_add", ws, ignore=shutil.ignore_patterns("memory", "__pycache__"))
+    subprocess.run(["git", "init", "-q"], cwd=repo, check=True)
+    result = iterate(ws, str(tmp_path / "exp.sqlite"), "baseline")
+    assert result.version == "v0" and result.passed
+    git = Git(ws)
+    files = git.run("show", "--name-only", "--format=", str(result.commit)).split()
+    assert files == ["kernels/vector_add/kernel.py", "kernels/vector_add/memory/v0.json"]
+
+
 def agent_script(tmp_path: Path, body: str) -> str:
     script = tmp_path / "agent.py"
     script.write_text(textwrap.dedent(body))

@@ -63,7 +63,9 @@ class Git:
         self.workdir = Path(workdir)
         self._git_dir: Path | None = None
 
-    def run(self, *args: str, env: dict[str, str] | None = None, check: bool = True) -> str:
+    def run(
+        self, *args: str, env: dict[str, str] | None = None, check: bool = True, cwd: Path | None = None
+    ) -> str:
         environment = dict(os.environ)
         # Commits made for the user need an identity even where none is configured.
         for key, value in _IDENTITY.items():
@@ -79,7 +81,7 @@ class Git:
         try:
             process = subprocess.Popen(
                 ["git", *options, *args],
-                cwd=self.workdir,
+                cwd=cwd or self.workdir,
                 stdout=subprocess.PIPE,
                 stderr=subprocess.PIPE,
                 text=True,
@@ -179,14 +181,45 @@ class Git:
         top = Path(self.run("rev-parse", "--show-toplevel"))
         return str(Path(path).resolve().relative_to(top.resolve()))
 
-    def commit_paths(self, paths: list[Path], message: str) -> str:
-        """Commit exactly these paths (whatever else is staged stays staged) and return the hash."""
+    def commit_paths(self, paths: list[Path], message: str, contents: dict[Path, bytes] | None = None) -> str:
+        """Commit exactly these paths (whatever else is staged stays staged) and return the hash.
+
+        `contents` commits the given bytes for a path instead of the working tree's (the text an
+        iteration measured, when kernel.py was edited during the measurement): the commit is
+        made from a temporary work tree, and the working tree keeps the newer edit, shown as a
+        change since HEAD. A commit that fails (a hook refused it) leaves the index as it was."""
         names = [self.relative(p) for p in paths]
-        self.run("add", "--", *names)
-        self.run("commit", "-q", "--only", "-m", message, "--", *names)
+        specs = [":(top)" + name for name in names]  # from any folder of the repository
+        tracked = set(self.run("ls-files", "--full-name", "--", *specs).splitlines())
+        new = [spec for spec, name in zip(specs, names, strict=True) if name not in tracked]
+        if new:
+            self.run("add", "--intent-to-add", "--", *new)  # commit --only needs them known
+        try:
+            if contents:
+                self._commit_from_copy(paths, names, specs, message, contents)
+            else:
+                self.run("commit", "-q", "--only", "-m", message, "--", *specs)
+        except DataError:
+            if new:
+                self.run("reset", "-q", "--", *new, check=False)
+            raise
         head = self.head()
         assert head is not None
         return head
+
+    def _commit_from_copy(
+        self, paths: list[Path], names: list[str], specs: list[str], message: str, contents: dict[Path, bytes]
+    ) -> None:
+        git_dir = self.git_dir()
+        if git_dir is None:
+            raise DataError(f"{self.workdir} is not a git repository")
+        with tempfile.TemporaryDirectory(prefix="kernelscope-commit-") as tmp:
+            for path, name in zip(paths, names, strict=True):
+                copy = Path(tmp) / name
+                copy.parent.mkdir(parents=True, exist_ok=True)
+                copy.write_bytes(contents[path] if path in contents else Path(path).read_bytes())
+            env = {"GIT_DIR": str(git_dir), "GIT_WORK_TREE": tmp}
+            self.run("commit", "-q", "--only", "-m", message, "--", *specs, env=env, cwd=Path(tmp))
 
     def show_file(self, commit: str, path: Path) -> str | None:
         """A file's content at a commit, or None when it did not exist there (or `commit`
@@ -202,16 +235,22 @@ class Git:
         )
         return value.stdout if value.returncode == 0 else None
 
-    def diff_file(self, commit: str | None, path: Path) -> str:
-        """The working tree's change to `path` since `commit` (empty when unchanged)."""
-        if commit is None or not is_revision(commit):
+    def diff_file(self, commit: str | None, path: Path, to: str | None = None) -> str:
+        """The change to `path` since `commit`: in the working tree, or at commit `to` (empty
+        when unchanged)."""
+        if commit is None or not is_revision(commit) or (to is not None and not is_revision(to)):
             return ""
-        return self.run("diff", commit, "--", self.relative(path), check=False)
+        return self.run(
+            "diff", commit, *([to] if to else []), "--", ":(top)" + self.relative(path), check=False
+        )
 
-    def store_on_side_ref(self, path: Path, ref: str, message: str) -> str:
-        """Commit the working-tree content of `path` on `ref` (parent: HEAD) without touching
-        HEAD, the index or the working tree; returns the commit hash."""
-        blob = self.run("hash-object", "-w", "--", str(path))
+    def store_on_side_ref(self, path: Path, ref: str, message: str, content: bytes | None = None) -> str:
+        """Commit the working-tree content of `path` (or `content`) on `ref` (parent: HEAD)
+        without touching HEAD, the index or the working tree; returns the commit hash."""
+        if content is None:
+            blob = self.run("hash-object", "-w", "--", str(path))
+        else:
+            blob = self._hash_bytes(content)
         with tempfile.TemporaryDirectory() as tmp:
             env = {"GIT_INDEX_FILE": str(Path(tmp) / "index")}
             head = self.head()
@@ -224,7 +263,24 @@ class Git:
         self.run("update-ref", ref, commit)
         return commit
 
+    def _hash_bytes(self, content: bytes) -> str:
+        done = subprocess.run(
+            ["git", "hash-object", "-w", "--stdin"],
+            cwd=self.workdir,
+            input=content,
+            capture_output=True,
+            timeout=GIT_TIMEOUT_S,
+        )
+        if done.returncode != 0:
+            raise DataError(
+                f"git hash-object failed in {self.workdir}: {done.stderr.decode(errors='replace').strip()}"
+            )
+        return done.stdout.decode().strip()
+
+    def delete_ref(self, ref: str) -> None:
+        self.run("update-ref", "-d", ref, check=False)
+
     def restore_file(self, commit: str, path: Path) -> None:
         if not is_revision(commit):
             raise DataError(f"{commit!r} is not a git revision: {path.name} was left as it is")
-        self.run("checkout", commit, "--", self.relative(path))
+        self.run("checkout", commit, "--", ":(top)" + self.relative(path))

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from kernelscope.daemon.engine import Cancelled, DataError
+from kernelscope.daemon.engine import Cancelled, DataError, KernelscopeError
 from kernelscope.daemon.engine.memory.atomic_io import workspace_lock
 from kernelscope.daemon.engine.memory.records import MemoryEntry, utc_now_iso
 from kernelscope.daemon.engine.run.bench import BenchRequest, run_benchmark
@@ -28,6 +28,7 @@ from kernelscope.daemon.engine.store.config import public_url
 from kernelscope.daemon.engine.workflows.git import FAILED_REF_PREFIX, Git
 from kernelscope.daemon.engine.workflows.probe import kernel_at, last_passing
 from kernelscope.daemon.engine.workspace.atrex import refuse_if_supervised, reserved_versions
+from kernelscope.daemon.engine.workspace.kernel_scan import scan_kernel_source
 from kernelscope.daemon.engine.workspace.workspace import Workspace
 from kernelscope.protocol.bench import BenchResult, ConfigResult
 from kernelscope.protocol.commands import IterationResult, StopConditionStatus
@@ -142,6 +143,9 @@ class Iteration:
             parent_kernel = self._kernel_at(parent_entry, tmp, "parent")
             if baseline_entry is not None and baseline_kernel is None:
                 messages.append("v0 has no committed kernel.py: timing against the reference instead")
+            # The text the measurement starts from (the benchmark copies the workspace first):
+            # what is committed and recorded, even if kernel.py is edited while it runs.
+            measured = self.ws.kernel_path.read_bytes()
             bench = run_benchmark(
                 BenchRequest(
                     workspace=self.ws.root,
@@ -164,7 +168,7 @@ class Iteration:
         # there: an iteration started by the daemon and one started by the CLI or an agent
         # at the same time record v<N> and v<N+1> and never commit over each other.
         with workspace_lock(self.memory.lock_dir, timeout=600.0, name=ITERATION_LOCK_NAME):
-            return self._record(bench, readme, parent_entry, messages)
+            return self._record(bench, readme, parent_entry, messages, measured)
 
     def _record(
         self,
@@ -172,15 +176,48 @@ class Iteration:
         readme: ReadmeInfo | None,
         parent_entry: MemoryEntry | None,
         messages: list[str],
+        measured: bytes,
     ) -> IterationResult:
+        edited = self._edited_since(measured)
+        if edited:
+            messages.append(
+                "kernel.py was edited while it was measured: the commit holds the measured text; "
+                "the newer edit stays in the working tree, not recorded"
+            )
         version = self._free_version()
         if version == "v0" and bench.passed:
             bench.score = 1.0  # the baseline is the reference point of every later score
         stops, stops_met = evaluate_stop_conditions(readme, bench)
         record = self._memory_record(version, bench, parent_entry, stops)
+        head_before = self.git.head()
         memory_path = self.memory.write_record(version, record)
+        summary = self._summary_line(version, bench, record)
+        failed_ref = None if bench.passed else FAILED_REF_PREFIX + version
+        try:
+            if failed_ref is None:
+                commit = self.git.commit_paths(
+                    [self.ws.kernel_path, memory_path],
+                    summary,
+                    {self.ws.kernel_path: measured} if edited else None,
+                )
+                kernel_commit = commit
+            else:
+                kernel_commit = self.git.store_on_side_ref(
+                    self.ws.kernel_path, failed_ref, f"{summary} (failed kernel)", measured
+                )
+                commit = self.git.commit_paths([memory_path], summary)
+        except KernelscopeError as exc:
+            # Nothing half-done stays: not the record, not the failed kernel's ref.
+            memory_path.unlink(missing_ok=True)
+            if failed_ref is not None:
+                self.git.delete_ref(failed_ref)
+            raise DataError(
+                f"{version} was measured but could not be committed, so nothing was recorded: {exc}"
+            ) from None
         store = ExperimentStore(self.store_url)
-        experiment = self._experiment(store, version, bench, parent_entry, readme)
+        experiment = self._experiment(
+            store, version, bench, parent_entry, readme, measured, head_before, kernel_commit, commit
+        )
         store.create_experiment(experiment)
 
         result = IterationResult(
@@ -199,23 +236,28 @@ class Iteration:
             failure=None if bench.passed else (bench.error.message if bench.error else "the gate failed"),
             messages=messages + bench.messages,
         )
-        summary = self._summary_line(version, bench, record)
-        if bench.passed:
-            commit = self.git.commit_paths([self.ws.kernel_path, memory_path], summary)
-        else:
-            result.failed_ref = FAILED_REF_PREFIX + version
-            self.git.store_on_side_ref(self.ws.kernel_path, result.failed_ref, f"{summary} (failed kernel)")
-            commit = self.git.commit_paths([memory_path], summary)
+        if failed_ref is not None:
+            result.failed_ref = failed_ref
             if self.options.revert_on_fail and parent_entry is not None and parent_entry.record is not None:
-                self.git.restore_file(str(parent_entry.record.git_commit_hash), self.ws.kernel_path)
-                result.reverted = True
-        # Record the hash in both records, then commit the memory file once more so HEAD's
-        # copy carries it too.
+                if edited:
+                    result.messages.append(
+                        "kernel.py was not reverted: it holds an edit newer than the failed text"
+                    )
+                else:
+                    self.git.restore_file(str(parent_entry.record.git_commit_hash), self.ws.kernel_path)
+                    result.reverted = True
+        # Record the hash in the memory record, then commit the memory file once more so
+        # HEAD's copy carries it too (the store's row was made with it).
         self.memory.update(version, [f'git_commit_hash="{commit}"'])
-        store.update_experiment(experiment.id, metrics={**experiment.metrics, "git_commit_hash": commit})
         self.git.commit_paths([memory_path], f"{version}: record commit hash {commit[:12]}")
         result.commit = commit
         return result
+
+    def _edited_since(self, measured: bytes) -> bool:
+        try:
+            return self.ws.kernel_path.read_bytes() != measured
+        except OSError:
+            return True  # deleted or unreadable now: the measured text is what is committed
 
     def _free_version(self) -> str:
         """The next version, never one a supervisor's running episode will write (when the
@@ -332,21 +374,27 @@ class Iteration:
         bench: BenchResult,
         parent: MemoryEntry | None,
         readme: ReadmeInfo | None,
+        measured: bytes,
+        head_before: str | None,
+        kernel_commit: str,
+        commit: str,
     ) -> KernelExperiment:
+        """The store's row of the recorded version: the measured text's kernels and its change
+        since the parent (read from the commits, not from a kernel.py edited since)."""
         workspace = str(self.ws.root)
         parent_id = ""
         if parent is not None:
             found = store.list_experiments(workspace=workspace, memory_version=parent.version)
             if not found and parent.record is not None:
                 # The workspace may have moved: the parent's commit identifies its experiment.
-                commit = parent.record.git_commit_hash
+                parents_commit = parent.record.git_commit_hash
                 found = [
                     e
                     for e in store.list_experiments(memory_version=parent.version)
-                    if commit and e.metrics.get("git_commit_hash") == commit
+                    if parents_commit and e.metrics.get("git_commit_hash") == parents_commit
                 ]
             parent_id = found[-1].id if found else ""
-        scan = self.ws.kernels()
+        scan = scan_kernel_source(measured.decode("utf-8", errors="replace"), str(self.ws.kernel_path))
         kernels = [k.name for k in scan.kernels]
         category, description = self._action(version)
         parent_commit = parent.record.git_commit_hash if parent and parent.record else None
@@ -386,9 +434,9 @@ class Iteration:
             change_summary=f"{category}: {description}"[:80].split("\n")[0],
             detailed_description=description,
             code_change=self.git.diff_file(
-                str(parent_commit) if parent_commit else None, self.ws.kernel_path
+                str(parent_commit) if parent_commit else None, self.ws.kernel_path, to=kernel_commit
             ),
-            base_commit=str(parent_commit or self.git.head() or ""),
+            base_commit=str(parent_commit or head_before or ""),
             operator_sig=f"kernel.py: {', '.join(kernels)}"[:1000],
             profiling_info="not profiled: kernelscope iterate measures latency, GB/s and TFLOP/s only",
             status="done"
@@ -403,6 +451,7 @@ class Iteration:
                 "score_ci": bench.score_ci,
                 "score_vs_parent": bench.score_vs_parent,
                 "configs": {c.name: c.model_dump(exclude={"error"}) for c in bench.configs},
+                "git_commit_hash": commit,
             },
             tags=[bench.mode, category],
         )
