@@ -266,6 +266,16 @@ MISBEHAVING = {
         "open(os.path.join(ws, 'kernel.py'), 'w').write(subprocess.check_output(['git', 'show', c + ':kernel.py'], cwd=ws, text=True))",
         "kernel.py was reverted to the baseline",
     ),
+    "deletes the masked file": (  # (before: the verification crashed on it, no report at all)
+        "import os, json, glob; [os.remove(p) for p in glob.glob(os.path.join("
+        "os.environ['KERNELSCOPE_WORKSPACE'], 'memory', 'v*.json')) if json.load(open(p)).get('masked')]",
+        "memory files deleted: v",
+    ),
+    "breaks the masked file": (
+        "import os, json, glob; [open(p, 'w').write('{') for p in glob.glob(os.path.join("
+        "os.environ['KERNELSCOPE_WORKSPACE'], 'memory', 'v*.json')) if json.load(open(p)).get('masked')]",
+        "masked versions were made unreadable: v",
+    ),
     "writes nothing": ("print('thinking...')", "v4 was not written"),
     "creates a new workspace": (
         "import os; os.mkdir(os.environ['KERNELSCOPE_WORKSPACE'] + '_iter4')",
