@@ -173,6 +173,8 @@ class _Run:
         base = next((f.raw for f in files if f.number == 0 and f.error is None), None)
         rows: list[dict[str, Any]] = []
         for found in files:
+            if core.score_needs_kind(found.raw, base):
+                raise Fallback  # the README's primary metric scores it: the full CLI reads the README
             summary = core.summary_row(found.number, found.path, found.raw, found.error, base)
             rows.append(core.listed(summary))
         if self.options.get("json"):

@@ -159,8 +159,9 @@ def list_versions(workspace: WorkspaceOpt = Path("."), json_out: JsonOpt = False
     """List versions: masked, gate result, the one score vs v0, the recorded latency."""
     from kernelscope.daemon.engine.memory.core import LIST_COLUMNS, listed
     from kernelscope.daemon.engine.memory.scores import score_cell
+    from kernelscope.daemon.engine.workspace.workspace import Workspace
 
-    rows = _manager(workspace).summaries()
+    rows = Workspace(_manager(workspace).workspace).version_summaries()
     if json_out:  # the fast path prints the same
         output.print_json([listed(row.model_dump(mode="json")) for row in rows])
         return

@@ -30,7 +30,7 @@ from hypothesis import strategies as st
 from kernelscope.daemon.cli import fast, output
 from kernelscope.daemon.cli import main as cli_main
 from kernelscope.daemon.engine.memory.core import JOURNAL_NAME
-from tests.conftest import write_record
+from tests.conftest import EXAMPLES, write_record
 from tests.support.stdio_client import StdioClient
 
 CONSOLE = str(Path(sys.executable).with_name("kernelscope"))
@@ -526,6 +526,35 @@ def test_fast_reads_match_the_typer_cli(kind: str, tmp_path: Path, both) -> None
         assert quick.code in (0, 1, 2), (kind, command, quick.code)
         if kind not in FALLS_BACK:
             assert quick.fast_ran, (kind, command)
+
+
+def test_list_scores_a_bandwidth_target_as_the_lenses_do(tmp_path: Path, both) -> None:  # type: ignore[no-untyped-def]
+    """Records with GB/s and no latency, a README whose target is bandwidth: `memory list`
+    shows the score the lenses and `memory summary` show (1.50x), by either path; the fast
+    path, which reads no README, hands this one over (before: both paths showed no score)."""
+    from kernelscope.daemon.engine.memory.records import MemoryManager
+    from kernelscope.daemon.engine.memory.scores import memory_scores
+    from kernelscope.daemon.engine.workspace.readme import parse_readme_file
+
+    ws = tmp_path / "ws"
+    (ws / "memory").mkdir(parents=True)
+    shutil.copy(EXAMPLES / "layernorm" / "README.md", ws / "README.md")
+    for version, gbps in (("v0", 1000.0), ("v1", 1500.0)):
+        record = {
+            "version": version,
+            "performance": {"bandwidth_gbps": gbps},
+            "quality_gate": {"result": "PASS"},
+        }
+        (ws / "memory" / f"{version}.json").write_text(json.dumps(record))
+    quick, slow = both("memory", "list", "--json", "-w", str(ws))
+    assert quick.key() == slow.key() and not quick.fast_ran
+    listed = {row["version"]: row["score"] for row in json.loads(slow.out)}
+    lenses = memory_scores(MemoryManager(ws).scan(), parse_readme_file(ws / "README.md"))
+    assert listed["v1"]["value"] == pytest.approx(1.5) == next(s.score for s in lenses if s.version == "v1")
+    table, _ = both("memory", "list", "-w", str(ws))
+    assert "1.50x" in table.out
+    quick, slow = both("memory", "latest", "-w", str(ws))  # what needs no README stays fast
+    assert quick.key() == slow.key() and quick.fast_ran
 
 
 def test_fast_reads_on_the_example(vector_add_ws: Path, both) -> None:  # type: ignore[no-untyped-def]

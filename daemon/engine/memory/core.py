@@ -224,6 +224,15 @@ def score_parts(record: Any, baseline: Any, kind: str | None = None) -> ScorePar
     return None
 
 
+def score_needs_kind(record: Any, baseline: Any) -> bool:
+    """Whether the README's primary metric decides `record`'s score (no latency to compare,
+    a bandwidth or TFLOP/s on both sides): a reader that did not parse the README must not
+    show a score there, or show none."""
+    if record is None or score_parts(record, baseline) is not None:
+        return False
+    return any(score_parts(record, baseline, kind) is not None for kind in ("bandwidth", "tflops"))
+
+
 def summary_row(
     number: int,
     path: Path,

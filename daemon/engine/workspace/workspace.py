@@ -13,7 +13,13 @@ from kernelscope.daemon.engine.workspace.discovery import is_optimization_worksp
 from kernelscope.daemon.engine.workspace.kernel_scan import scan_kernel_file
 from kernelscope.daemon.engine.workspace.readme import parse_readme_file
 from kernelscope.protocol.vocabulary import KERNEL_FILE, WORKSPACE_README
-from kernelscope.protocol.workspace import KernelScan, ReadmeInfo, WorkspaceProfile, WorkspaceSummary
+from kernelscope.protocol.workspace import (
+    KernelScan,
+    ReadmeInfo,
+    VersionSummary,
+    WorkspaceProfile,
+    WorkspaceSummary,
+)
 
 README_NAME = WORKSPACE_README
 KERNEL_NAME = KERNEL_FILE
@@ -65,6 +71,13 @@ class Workspace:
     def kernels(self) -> KernelScan:
         return scan_kernel_file(self.kernel_path)
 
+    def version_summaries(self, readme: ReadmeInfo | None = None) -> list[VersionSummary]:
+        """Every version's row with the one score the lenses show: scored on the README's
+        primary metric where a record has no latency (a bandwidth or TFLOP/s target)."""
+        if readme is None and self.readme_path.is_file():
+            readme = self.readme()
+        return self.memory.summaries(readme.primary_kind if readme else None)
+
     def profile(self, readme: ReadmeInfo | None = None) -> WorkspaceProfile:
         """Its kind, targets from wherever they are stated, and who drives it."""
         from kernelscope.daemon.engine.workspace.kinds import profile
@@ -89,8 +102,7 @@ class Workspace:
             warnings.append(f"no {KERNEL_NAME} in {self.root}")
         elif kernels.error:
             warnings.append(f"{KERNEL_NAME}: {kernels.error.message}")
-        memory = self.memory
-        versions = memory.summaries(readme.primary_kind if readme else None)
+        versions = self.version_summaries(readme)
         warnings.extend(v.error for v in versions if v.error)
         git_root = self.git_root
         profile = self.profile(readme)
@@ -110,7 +122,7 @@ class Workspace:
             readme=readme,
             kernels=kernels,
             versions=versions,
-            next_version=memory.next_version(),
+            next_version=self.memory.next_version(),
             masked_count=sum(1 for v in versions if v.masked),
             warnings=warnings,
         )
