@@ -275,7 +275,7 @@ class _Run:
             assert data is not None
             for path, value in parsed:
                 set_path(data, path, value)
-            if not certainly_valid(data):
+            if not certainly_valid({"version": core.normalize_version(version), **data}):
                 raise Fallback
             try:
                 text = atomic_io.dump_json(data, atomic_io.detect_indent(entry.text))

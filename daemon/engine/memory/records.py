@@ -336,7 +336,8 @@ class MemoryManager:
             for path, value in parsed:
                 set_path(data, path, value)
             try:
-                MemoryRecord.model_validate(data)
+                # a record that leaves its version to its file name (as every reader accepts)
+                MemoryRecord.model_validate({"version": normalize_version(version), **data})
                 text = dump_json(data, indent)
             except (ValidationError, ValueError) as exc:
                 raise DataError(f"update would make {file_path.name} invalid: {exc}") from None
