@@ -176,3 +176,24 @@ def test_console_script_runs_as_a_real_process(vector_add_ws: Path) -> None:
         timeout=60,
     )
     assert bad.returncode == 2 and "v99 not found" in bad.stderr
+
+
+def test_a_version_file_named_with_leading_zeros_is_that_version(vector_add_ws: Path, cli) -> None:  # type: ignore[no-untyped-def]
+    """`v010.json` (as some tool may name it; the listing and the seed's script take it as v10):
+    read, update and mask-half find it; before, `memory list` showed v10 and every command
+    that named v10 looked for v10.json and failed (mask-half too: its note goes to v10)."""
+    memory = vector_add_ws / "memory"
+    record = json.loads((memory / "v4.json").read_text())
+    (memory / "v010.json").write_text(json.dumps({**record, "version": "v10"}, indent=2))
+    listed = cli("memory", "list", "-w", str(vector_add_ws), "--json").json()
+    assert listed[-1]["version"] == "v10"
+    for name in ("v10", "v010", "10"):
+        read = cli("memory", "read", "-w", str(vector_add_ws), "--version", name, "--field", "version")
+        assert read.exit_code == 0 and read.json() == "v10", (name, read.stderr)
+    updated = cli("memory", "update", "-w", str(vector_add_ws), "-v", "v10", "--set", "notes.seen=true")
+    assert updated.exit_code == 0, updated.stderr
+    assert json.loads((memory / "v010.json").read_text())["notes"]["seen"] is True
+    assert not (memory / "v10.json").exists()
+    masked = cli("memory", "mask-half", "-w", str(vector_add_ws), "--seed", "7", "--json")
+    assert masked.exit_code == 0, masked.stderr
+    assert masked.json()["next_version"] == "v11"

@@ -114,12 +114,18 @@ def record_files(memory_dir: Path) -> list[tuple[int, Path]]:
 
 
 def file_of(memory_dir: Path, version: str) -> tuple[int, Path]:
-    """One version's file; DataError when it does not exist."""
+    """One version's file; DataError when it does not exist. A file named with leading zeros
+    (`v010.json`, which the listing and the seed's script take as v10) is that version's
+    when no `v10.json` is there."""
     normalized = normalize_version(version)
+    number = parse_version(normalized)
     path = memory_dir / f"{normalized}.json"
-    if not path.is_file():
-        raise DataError(f"{normalized} not found: no file {path}")
-    return parse_version(normalized), path
+    if path.is_file():
+        return number, path
+    named = [found for n, found in record_files(memory_dir) if n == number]
+    if len(named) == 1:
+        return number, named[0]
+    raise DataError(f"{normalized} not found: no file {path}")
 
 
 def field_of(raw: dict[str, Any], version: str, field: str | None) -> Any:

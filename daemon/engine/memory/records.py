@@ -172,7 +172,11 @@ class MemoryManager:
     # -- reading --------------------------------------------------------------------
 
     def path_of(self, version: str) -> Path:
-        return self.memory_dir / f"{normalize_version(version)}.json"
+        """The version's file: the one there (`v010.json` too), else the one to create."""
+        try:
+            return core.file_of(self.memory_dir, version)[1]
+        except DataError:
+            return self.memory_dir / f"{normalize_version(version)}.json"
 
     def scan(self) -> list[MemoryEntry]:
         """Every `v<N>.json`, numerically sorted; corrupt files carry their error."""
@@ -299,7 +303,7 @@ class MemoryManager:
         """A new record from the schema template; refuses to overwrite unless `force`."""
         normalized = normalize_version(version)
         with self._lock():
-            path = self.memory_dir / f"{normalized}.json"
+            path = self.path_of(normalized)
             if path.exists() and not force:
                 raise DataError(f"{path} already exists (use --force to overwrite it)")
             self._write(path, memory_schema_template(normalized, utc_now_iso()))
@@ -315,7 +319,7 @@ class MemoryManager:
         except (ValidationError, ValueError) as exc:
             raise DataError(f"refusing to write invalid record {normalized}: {exc}") from None
         with self._lock():
-            path = self.memory_dir / f"{normalized}.json"
+            path = self.path_of(normalized)
             if path.exists() and not overwrite:
                 raise DataError(f"{path} already exists")
             self._write(path, payload)
