@@ -144,8 +144,12 @@ def test_mask_changes_only_the_masked_key(vector_add_ws: Path, cli) -> None:  # 
 
 def test_mask_half_on_example(vector_add_ws: Path, cli) -> None:  # type: ignore[no-untyped-def]
     before = {p.name: json.loads(p.read_text()) for p in (vector_add_ws / "memory").glob("*.json")}
+    files = sorted(vector_add_ws.rglob("*"))
     dry = cli("memory", "mask-half", "-w", str(vector_add_ws), "--seed", "7", "--dry-run", "--json").json()
     assert {p.name: json.loads(p.read_text()) for p in (vector_add_ws / "memory").glob("*.json")} == before
+    assert (
+        sorted(vector_add_ws.rglob("*")) == files
+    )  # not even a lock file (before: memory/.kernelscope.lock)
     # README's first stop condition is bandwidth: v4 (4043 GB/s, gate PASS) is the best
     assert dry["best_version"] == "v4" and dry["best_metric"] == "bandwidth"
     assert dry["candidates"] == ["v1", "v2", "v3"] and len(dry["masked"]) == 1

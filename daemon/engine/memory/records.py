@@ -435,7 +435,8 @@ class MemoryManager:
 
             refuse_if_supervised(self.workspace, "mask half of the memory", allow_supervised)
         seed = secrets.randbits(32) if seed is None else seed
-        with self._lock():
+        # a dry run writes nothing, not even the lock file (a workspace outside git keeps it in memory/)
+        with contextlib.nullcontext() if dry_run else self._lock():
             entries = self.scan()
             corrupt = [e.version for e in entries if e.error]
             if corrupt and not force:

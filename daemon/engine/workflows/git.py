@@ -62,16 +62,17 @@ class Git:
     def __init__(self, workdir: Path) -> None:
         self.workdir = Path(workdir)
         self._git_dir: Path | None = None
+        self._identity: dict[str, str] | None = None
 
     def run(
         self, *args: str, env: dict[str, str] | None = None, check: bool = True, cwd: Path | None = None
     ) -> str:
         environment = dict(os.environ)
-        # Commits made for the user need an identity even where none is configured.
-        for key, value in _IDENTITY.items():
-            environment.setdefault(key, value)
-        environment.update(env or {})
         read_only = args[0] in _READ_ONLY
+        if not read_only:
+            for key, value in self._fallback_identity().items():
+                environment.setdefault(key, value)
+        environment.update(env or {})
         options: tuple[str, ...] = ()
         if read_only:
             environment.update(READ_ONLY_ENV)
@@ -102,6 +103,27 @@ class Git:
         if check and process.returncode != 0:
             raise DataError(f"git {' '.join(args[:3])} failed in {self.workdir}: {stderr.strip()}")
         return stdout.strip()
+
+    def _fallback_identity(self) -> dict[str, str]:
+        """Commits made for the user need an identity even where none is configured; where
+        one is (user.name, user.email in any git config), it is the user's commits and theirs
+        stands (the GIT_* variables would override it)."""
+        if self._identity is None:
+            missing = {}
+            for part in ("name", "email"):
+                found = subprocess.run(
+                    ["git", "config", "--get", f"user.{part}"],
+                    cwd=self.workdir,
+                    capture_output=True,
+                    text=True,
+                    timeout=GIT_TIMEOUT_S,
+                )
+                if found.returncode != 0 or not found.stdout.strip():
+                    for role in ("AUTHOR", "COMMITTER"):
+                        name = f"GIT_{role}_{part.upper()}"
+                        missing[name] = _IDENTITY[name]
+            self._identity = missing
+        return self._identity
 
     # -- recovery from a kernelscope process killed in the middle of a git command ------------
 

@@ -1,0 +1,83 @@
+"""What kernelscope hands git. A record names its commit (`git_commit_hash`), and whoever
+wrote the record chose the text: one that git would read as an option must never reach a git
+command line (`git show --output=FILE` writes FILE; the editor's background probe reads that
+field on every save). And the commits made for the user carry the user's identity."""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from kernelscope.daemon.engine import DataError
+from kernelscope.daemon.engine.workflows.git import Git, is_revision
+
+
+def _repo(tmp_path: Path) -> tuple[Git, Path]:
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    kernel = ws / "kernel.py"
+    kernel.write_text("x = 1\n")
+    subprocess.run(["git", "init", "-q"], cwd=ws, check=True)
+    git = Git(ws)
+    git.commit_paths([kernel], "v0")
+    return git, kernel
+
+
+def test_a_revision_that_git_would_read_as_an_option_writes_nothing(tmp_path: Path) -> None:
+    git, kernel = _repo(tmp_path)
+    head = git.head()
+    assert head is not None and git.show_file(head, kernel) == "x = 1\n"
+    kernel.write_text("x = 2\n")
+    assert "+x = 2" in git.diff_file(head, kernel)
+    hostile = f"--output={tmp_path / 'written'}"
+    assert git.show_file(hostile, kernel) is None
+    assert git.diff_file(hostile, kernel) == ""
+    with pytest.raises(DataError, match="not a git revision"):
+        git.restore_file(hostile, kernel)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["ws"]  # (before: written:kernel.py, written)
+    assert kernel.read_text() == "x = 2\n"
+
+
+@pytest.mark.parametrize(
+    ("commit", "usable"),
+    [
+        ("0123abc", True),
+        ("HEAD~1", True),
+        ("v1", True),
+        ("-p", False),
+        ("", False),
+        ("a b", False),
+        ("a\0b", False),
+    ],
+)
+def test_which_revisions_are_put_on_a_command_line(commit: str, usable: bool) -> None:
+    assert is_revision(commit) is usable
+
+
+@pytest.mark.parametrize("configured", [True, False])
+def test_commits_carry_the_users_identity_where_one_is_configured(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, configured: bool
+) -> None:
+    """kernelscope's own identity only stands in where git has none (a fresh CI machine);
+    before, it overrode the user's user.name/user.email on every iteration's commit."""
+    empty = tmp_path / "gitconfig"
+    empty.write_text("")
+    monkeypatch.setenv("GIT_CONFIG_GLOBAL", str(empty))
+    monkeypatch.setenv("GIT_CONFIG_NOSYSTEM", "1")
+    for role in ("AUTHOR", "COMMITTER"):
+        for part in ("NAME", "EMAIL"):
+            monkeypatch.delenv(f"GIT_{role}_{part}", raising=False)
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    (ws / "kernel.py").write_text("x = 1\n")
+    subprocess.run(["git", "init", "-q"], cwd=ws, check=True)
+    if configured:
+        subprocess.run(["git", "config", "user.name", "Real User"], cwd=ws, check=True)
+        subprocess.run(["git", "config", "user.email", "real@example.com"], cwd=ws, check=True)
+    git = Git(ws)
+    commit = git.commit_paths([ws / "kernel.py"], "v0")
+    author = git.run("log", "-1", "--format=%an <%ae> / %cn <%ce>", commit)
+    expected = "Real User <real@example.com>" if configured else "kernelscope <kernelscope@localhost>"
+    assert author == f"{expected} / {expected}"
