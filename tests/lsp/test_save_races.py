@@ -494,3 +494,51 @@ def test_a_saves_probe_cut_short_by_the_users_job_runs_when_it_ends(
     probes.clear()
     asyncio.run(run(recorded_meanwhile=True))
     assert probes == [] and not jobs.probe_in_flight(ws)
+
+
+@pytest.mark.parametrize("recorded", [False, True])
+def test_typing_right_after_a_save_keeps_the_saves_probe(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, recorded: bool
+) -> None:
+    """The user saves and goes on typing: the buffer's check starts while the saved text's
+    (the first one builds the history: seconds) still runs. The buffer's verdict is what the
+    diagnostics show, and the saved text is still measured (or, recorded, not); before, the
+    save's probe was dropped and the lens stayed stale until the next save."""
+    state = ServerState()
+    ws = _workspace(tmp_path)
+    checked: list[str] = []
+
+    def history_check(cache: Any, text: str) -> tuple[tuple[()], bool]:
+        checked.append(text)
+        if len(checked) == 1:  # the buffer's debounced check starts meanwhile
+            ws.checked, ws.checked_text = "digest of the typed text", "the saved text, typed on"
+        return (), recorded
+
+    class _Probes(_RunningJobs):
+        def __init__(self, state: ServerState) -> None:
+            super().__init__(state)
+            self.scheduled = 0
+
+        def schedule_probe(self, ws: WorkspaceState) -> None:
+            self.scheduled += 1
+
+        def probe_in_flight(self, ws: WorkspaceState) -> bool:
+            return False
+
+    monkeypatch.setattr(save, "history_check", history_check)
+    monkeypatch.setattr(notify, "workspace_changed", lambda ls, changed, *sources: None)
+    ls = _Server(state)
+    jobs = _Probes(state)
+    ls.jobs = jobs  # type: ignore[assignment]
+
+    async def run() -> None:
+        state.loop = asyncio.get_running_loop()
+        await save.kernel_changed(ls, ws, "the saved text")  # type: ignore[arg-type]
+
+    asyncio.run(run())
+    assert ws.checked_text == "the saved text, typed on"  # the buffer's verdict stays on screen
+    assert checked == ["the saved text", "the saved text"]
+    if recorded:
+        assert jobs.scheduled == 0 and jobs.cancelled == ["pending", "running"]
+    else:
+        assert jobs.scheduled == 1
