@@ -15,7 +15,7 @@ from urllib.parse import unquote
 from lsprotocol import types
 from pygls.lsp.server import LanguageServer
 
-from kernelscope.daemon.lsp.features import Document, save
+from kernelscope.daemon.lsp.features import Document, lifecycle, save
 from kernelscope.daemon.lsp.features.commands import Commands
 from kernelscope.daemon.lsp.jobs import Jobs
 from kernelscope.daemon.lsp.state import ServerState, WorkspaceState, uri_to_path
@@ -49,6 +49,7 @@ class KernelscopeServer(LanguageServer):
         self.jobs = Jobs(self, self.state)
         self.commands = Commands(self, self.state, self.jobs)
         self.watcher = Watcher(lambda root, names: save.on_disk_change(self, root, names))
+        self.state.on_workspaces = lambda added, removed: lifecycle.workspaces_changed(self, added, removed)
         self.tcp_token: str | None = None  # required in initializationOptions on TCP
 
     async def off_loop(self, call: Callable[..., Any], *args: Any) -> Any:
@@ -65,6 +66,8 @@ class KernelscopeServer(LanguageServer):
         """The workspace whose kernel.py `uri` is (None for any other document)."""
         path = uri_to_path(uri).resolve()
         ws = self.state.workspace_of(path, resolved=True)
+        if ws is None and path.name == "kernel.py":
+            ws = self.state.discover(path)
         return ws if ws is not None and path == ws.kernel_path else None
 
     def document(self, uri: str) -> Document | None:

@@ -159,6 +159,8 @@ class ServerState:
     def __init__(self) -> None:
         self.folders: list[Path] = []
         self.workspaces: dict[Path, WorkspaceState] = {}
+        # (loop) told the workspaces that came and went at each rescan (lifecycle.workspaces_changed)
+        self.on_workspaces: Callable[[list[WorkspaceState], list[WorkspaceState]], None] | None = None
         self._warm_workers: WarmWorkers | None = None
         self._workers_lock = threading.Lock()
         self._stores: dict[str | None, ExperimentStore | None] = {}
@@ -275,14 +277,34 @@ class ServerState:
         return state
 
     def rescan(self) -> None:
-        """Every folder (or direct child) holding kernel.py and memory/ (or a README block)."""
+        """Every folder (or direct child) holding kernel.py and memory/ (or a README block),
+        by its resolved path: a child that is a symbolic link to a workspace elsewhere is that
+        workspace (documents arrive by their resolved paths), found once."""
         found: dict[Path, WorkspaceState] = {}
         for folder in self.folders:
             candidates = [folder, *(p for p in folder.iterdir() if p.is_dir())] if folder.is_dir() else []
             for candidate in candidates:
                 if is_optimization_workspace(candidate):
-                    found[candidate] = self.workspaces.get(candidate) or self.new_workspace(candidate)
-        self.workspaces = found
+                    root = candidate.resolve()
+                    found[root] = found.get(root) or self.workspaces.get(root) or self.new_workspace(root)
+        before, self.workspaces = self.workspaces, found
+        added = [ws for root, ws in found.items() if root not in before]
+        removed = [ws for root, ws in before.items() if root not in found]
+        if (added or removed) and self.on_workspaces is not None:
+            self.on_workspaces(added, removed)
+
+    def discover(self, kernel: Path) -> WorkspaceState | None:
+        """(loop) The workspace of a kernel.py (resolved) made since the last scan: an agent
+        creates a workspace in the editor's folder and opens its kernel.py. Scanned again only
+        when the file's folder is where a scan looks (an editor folder or a child of one) and
+        is a workspace (one check per request for any other kernel.py)."""
+        folder = kernel.parent
+        if not (folder in self.folders or folder.parent in self.folders) or not is_optimization_workspace(
+            folder
+        ):
+            return None
+        self.rescan()
+        return self.workspaces.get(folder)
 
     @property
     def default_settings(self) -> Settings:
@@ -302,9 +324,11 @@ class ServerState:
         return None
 
     def inside_folders(self, path: Path) -> bool:
-        """Whether a path (symlinks resolved) lies inside one of the editor's folders."""
+        """Whether a path (symlinks resolved) lies inside one of the editor's folders, or in a
+        workspace found there (one a folder links to lies elsewhere)."""
         resolved = path.resolve()
-        return any(resolved == f or f in resolved.parents for f in self.folders)
+        roots = [*self.folders, *self.workspaces]
+        return any(resolved == f or f in resolved.parents for f in roots)
 
     def new_job(self, state: WorkspaceState, kind: str, background: bool = False) -> Job:
         job = Job(job_id=uuid.uuid4().hex[:12], workspace=state.root, kind=kind, background=background)

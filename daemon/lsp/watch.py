@@ -23,6 +23,8 @@ def _relevant(root: Path, changed: Path) -> str | None:
         relative = changed.relative_to(root)
     except ValueError:
         return None
+    if relative == Path("."):
+        return "."  # the workspace itself was moved or deleted (all a rename reports)
     return str(relative) if sources_of_paths([relative]) else None
 
 

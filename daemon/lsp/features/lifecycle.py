@@ -16,7 +16,7 @@ from lsprotocol import types
 from pygls.exceptions import JsonRpcInvalidRequest
 
 from kernelscope.daemon.lsp import configuration, notify
-from kernelscope.daemon.lsp.state import uri_to_path
+from kernelscope.daemon.lsp.state import WorkspaceState, uri_to_path
 
 if TYPE_CHECKING:
     from kernelscope.daemon.lsp.language_server import KernelscopeServer
@@ -70,7 +70,25 @@ async def did_change_configuration(ls: KernelscopeServer, params: types.DidChang
 
 def did_change_folders(ls: KernelscopeServer, params: types.DidChangeWorkspaceFoldersParams) -> None:
     ls.state.set_folders([uri_to_path(f.uri) for f in ls.workspace.folders.values()])
+
+
+def workspaces_changed(
+    ls: KernelscopeServer, added: list[WorkspaceState], removed: list[WorkspaceState]
+) -> None:
+    """(loop) A scan found workspaces that came or went (the editor's folders changed, an agent
+    made one and opened its kernel.py, one was moved or deleted): the watcher follows the new
+    set, a new one asks for its folder's settings, a gone one's probe and jobs are cancelled
+    and its diagnostics cleared (nothing is left running or shown for a folder no longer there)."""
     ls.watcher.watch(list(ls.state.workspaces))
+    for ws in removed:
+        ls.jobs.cancel_pending_probe(ws)
+        ls.jobs.cancel(ws.root)
+        if ls.state.loop is not None:
+            ls.text_document_publish_diagnostics(
+                types.PublishDiagnosticsParams(uri=ws.kernel_path.as_uri(), diagnostics=[])
+            )
+    if added and ls.state.loop is not None:  # (before `initialized`, that handler asks)
+        ls.jobs.spawn(configuration.load_folder_configuration(ls, ls.state, ls.show_warning))
 
 
 def workspaces(ls: KernelscopeServer, params: Any) -> dict[str, Any]:

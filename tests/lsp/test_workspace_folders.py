@@ -1,0 +1,119 @@
+"""Which folders are workspaces, as they come and go: a child of the editor's folder that is a
+symbolic link to a workspace elsewhere, a workspace an agent creates while the editor is open
+(watched from the moment its kernel.py is opened), and one moved away (its diagnostics cleared,
+nothing left running for it)."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+import pytest_lsp
+from lsprotocol import types
+from pytest_lsp import ClientServerConfig
+
+from kernelscope.daemon.lsp.state import ServerState, WorkspaceState
+from tests.conftest import EXAMPLES, NO_TORCH_SERVER
+from tests.support.lsp_client import KernelscopeClient, make_client, start_session, wait_for
+
+
+def _workspace(path: Path) -> Path:
+    shutil.copytree(EXAMPLES / "vector_add", path, ignore=shutil.ignore_patterns("__pycache__"))
+    return path
+
+
+def test_a_linked_workspace_is_found_by_its_resolved_path(tmp_path: Path) -> None:
+    """Documents arrive by their resolved paths: a workspace registered under the link's path
+    got no lens, hover or save check, and its own lens's commands were refused as outside the
+    folders (before)."""
+    target = _workspace(tmp_path / "elsewhere" / "ws")
+    folder = tmp_path / "folder"
+    folder.mkdir()
+    (folder / "link").symlink_to(target)
+    (folder / "link_again").symlink_to(target)
+    (tmp_path / "outside").mkdir()
+    state = ServerState()
+    state.set_folders([folder])
+    assert list(state.workspaces) == [target]  # once, for both links
+    ws = state.workspace_of((folder / "link" / "kernel.py").resolve(), resolved=True)
+    assert ws is not None and ws.kernel_path == target / "kernel.py"
+    assert state.inside_folders(folder / "link") and state.inside_folders(target / "memory")
+    assert not state.inside_folders(tmp_path / "outside")
+
+
+def test_a_workspace_made_since_the_last_scan_is_found_when_its_kernel_is_asked_for(tmp_path: Path) -> None:
+    folder = tmp_path / "folder"
+    folder.mkdir()
+    state = ServerState()
+    told: list[tuple[list[Path], list[Path]]] = []
+
+    def on_workspaces(added: list[WorkspaceState], removed: list[WorkspaceState]) -> None:
+        told.append(([ws.root for ws in added], [ws.root for ws in removed]))
+
+    state.on_workspaces = on_workspaces
+    state.set_folders([folder])
+    assert state.workspaces == {} and told == []
+    made = _workspace(folder / "made_later")
+    assert state.discover(made / "kernel.py") is state.workspaces[made]
+    assert told == [([made], [])]
+    deeper = _workspace(folder / "a" / "b")  # not where a scan looks: no scan for it
+    assert state.discover(deeper / "kernel.py") is None and len(told) == 1
+    shutil.rmtree(made)
+    state.rescan()
+    assert state.workspaces == {} and told[-1] == ([], [made])
+
+
+@pytest_lsp.fixture(config=ClientServerConfig(client_factory=make_client, server_command=NO_TORCH_SERVER))
+async def client(lsp_client: KernelscopeClient, tmp_path: Path):
+    folder = tmp_path / "folder"
+    folder.mkdir()
+    await start_session(lsp_client, folder, {"dbUrl": str(tmp_path / "exp.sqlite")}, "visual_studio_code")
+    yield
+    await lsp_client.shutdown_session()
+
+
+async def _titles(client: KernelscopeClient, uri: str) -> list[str]:
+    found = await client.text_document_code_lens_async(
+        types.CodeLensParams(text_document=types.TextDocumentIdentifier(uri=uri))
+    )
+    return [lens.command.title for lens in found or [] if lens.command]
+
+
+@pytest.mark.slow
+async def test_a_workspace_an_agent_creates_is_served_and_watched_and_let_go(
+    client: KernelscopeClient, tmp_path: Path
+) -> None:
+    """The editor opened an empty folder; an agent creates a workspace in it and opens its
+    kernel.py: it gets lenses at once, an agent's record written afterwards reaches them
+    through the watcher, and moved out of the folder its diagnostics are cleared (before: no
+    lens until a restart, and never watched)."""
+    ws = _workspace(client.folder / "kernel_opt_made_later")
+    kernel = ws / "kernel.py"
+    uri = kernel.as_uri()
+    client.text_document_did_open(
+        types.DidOpenTextDocumentParams(
+            text_document=types.TextDocumentItem(
+                uri=uri, language_id="python", version=1, text=kernel.read_text()
+            )
+        )
+    )
+    titles = await _titles(client, uri)
+    assert any(t.startswith("best ") for t in titles) and any("next v5" in t for t in titles), titles
+    await wait_for(lambda: client.diagnostics.get(uri), 30, "the opened text was not checked")
+    record = json.loads((ws / "memory" / "v4.json").read_text())
+    (ws / "memory" / "v5.json").write_text(json.dumps({**record, "version": "v5"}))  # an agent's record
+
+    for _ in range(100):  # (the lens request is the probe: refreshes are not counted here)
+        titles = await _titles(client, uri)
+        if any("next v6" in t for t in titles):
+            break
+        await asyncio.sleep(0.1)
+    assert any("next v6" in t for t in titles), titles
+    published = len(client.published)
+    ws.rename(tmp_path / "moved_away")
+    await wait_for(
+        lambda: (uri, []) in client.published[published:], 30, f"diagnostics not cleared: {client.published}"
+    )
