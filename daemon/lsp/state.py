@@ -20,7 +20,8 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
-from urllib.parse import unquote, urlparse
+
+from pygls.uris import to_fs_path
 
 from kernelscope.daemon.engine.workspace.discovery import is_optimization_workspace
 from kernelscope.protocol.settings import FolderSettings, Settings, UserSettings
@@ -39,8 +40,12 @@ LOOP_WAIT_S = 60.0  # the longest a pool thread waits for the loop to make a cal
 
 
 def uri_to_path(uri_or_path: str) -> Path:
-    if uri_or_path.startswith("file://"):
-        return Path(unquote(urlparse(uri_or_path).path))
+    """A `file:` URI's path by pygls's rule (percent-decoding; a Windows drive, `file:///c%3A/...`;
+    a UNC host, `file://server/share/...`, which urlparse's path alone dropped); a path as it is."""
+    if uri_or_path.startswith("file:"):
+        path = to_fs_path(uri_or_path)
+        if path is not None:
+            return Path(path)
     return Path(uri_or_path)
 
 

@@ -117,3 +117,18 @@ async def test_a_workspace_an_agent_creates_is_served_and_watched_and_let_go(
     await wait_for(
         lambda: (uri, []) in client.published[published:], 30, f"diagnostics not cleared: {client.published}"
     )
+
+
+@pytest.mark.parametrize(
+    ("uri", "path"),
+    [
+        ("file:///tmp/a%20b/kernel.py", "/tmp/a b/kernel.py"),
+        ("file:///tmp/%C3%A9t%C3%A9/kernel.py", "/tmp/été/kernel.py"),
+        ("file://server/share/ws/kernel.py", "//server/share/ws/kernel.py"),  # (before: /share/ws/...)
+        ("/tmp/plain path/kernel.py", "/tmp/plain path/kernel.py"),
+    ],
+)
+def test_uris_become_the_paths_the_editor_means(uri: str, path: str) -> None:
+    from kernelscope.daemon.lsp.state import uri_to_path
+
+    assert uri_to_path(uri) == Path(path)
