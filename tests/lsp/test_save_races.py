@@ -159,6 +159,17 @@ class _RunningJobs:
         self.cancelled.append("running")
 
 
+def _served(
+    state: ServerState, jobs: _RunningJobs, history_check: Any, monkeypatch: pytest.MonkeyPatch
+) -> _Server:
+    """A server with these jobs whose history check is `history_check`; nothing sent to a client."""
+    monkeypatch.setattr(save, "history_check", history_check)
+    monkeypatch.setattr(notify, "workspace_changed", lambda ls, changed, *sources: None)
+    ls = _Server(state)
+    ls.jobs = jobs  # type: ignore[assignment]
+    return ls
+
+
 def _verdict_after_a_record(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, saved: bool
 ) -> tuple[WorkspaceState, _RunningJobs, list[str], list[str]]:
@@ -178,12 +189,9 @@ def _verdict_after_a_record(
         linted.append(text)
         return ("a static finding",)
 
-    monkeypatch.setattr(save, "history_check", history_check)
     monkeypatch.setattr(save, "static_check", static_check)
-    monkeypatch.setattr(notify, "workspace_changed", lambda ls, changed, *sources: None)
-    ls = _Server(state)
     jobs = _RunningJobs(state)
-    ls.jobs = jobs  # type: ignore[assignment]
+    ls = _served(state, jobs, history_check, monkeypatch)
 
     async def run() -> None:
         nonlocal recorded
@@ -411,13 +419,10 @@ def test_a_records_verdict_never_takes_over_a_newer_texts_check(
     assert results == [False] and ws.checked_text == "C" and ws.checked == save._digest("C")
 
 
-@pytest.mark.parametrize("kind", ["restart", "runIteration", "benchmark"])
-def test_a_saves_probe_waits_for_the_users_job_instead_of_cancelling_it(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, kind: str
-) -> None:
-    """A partial restart's agent (or the user, during an iteration or a benchmark they asked
-    for) saves kernel.py: the save's probe waits for that job to end and then runs; before,
-    its start cancelled the job (the restart's agent was killed at its first save)."""
+def _trusted_jobs(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> tuple[ServerState, WorkspaceState, Jobs]:
+    """The real jobs of a trusted workspace whose saves probe at once, with nothing sent to a client."""
     from dataclasses import replace
 
     state = ServerState()
@@ -425,7 +430,17 @@ def test_a_saves_probe_waits_for_the_users_job_instead_of_cancelling_it(
     ws.settings = replace(ws.settings, trusted=True, debounce_ms=0)
     monkeypatch.setattr(notify, "workspace_changed", lambda ls, changed, *sources: None)
     monkeypatch.setattr(notify, "job_finished", lambda ls, outcome: None)
-    jobs = Jobs(_Server(state), state)  # type: ignore[arg-type]
+    return state, ws, Jobs(_Server(state), state)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("kind", ["restart", "runIteration", "benchmark"])
+def test_a_saves_probe_waits_for_the_users_job_instead_of_cancelling_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, kind: str
+) -> None:
+    """A partial restart's agent (or the user, during an iteration or a benchmark they asked
+    for) saves kernel.py: the save's probe waits for that job to end and then runs; before,
+    its start cancelled the job (the restart's agent was killed at its first save)."""
+    state, ws, jobs = _trusted_jobs(tmp_path, monkeypatch)
     probes: list[float] = []
     release = threading.Event()
     monkeypatch.setattr(jobs, "benchmark", lambda ws, background=False: probes.append(time.monotonic()))
@@ -458,14 +473,7 @@ def test_a_saves_probe_cut_short_by_the_users_job_runs_when_it_ends(
     """The user starts a job while a save's probe runs: the probe is cancelled (one GPU, the
     user's job first) and measures the saved text again once the user's job has ended; a
     saved text found recorded meanwhile (the iteration's own) drops it."""
-    from dataclasses import replace
-
-    state = ServerState()
-    ws = _workspace(tmp_path)
-    ws.settings = replace(ws.settings, trusted=True, debounce_ms=0)
-    monkeypatch.setattr(notify, "workspace_changed", lambda ls, changed, *sources: None)
-    monkeypatch.setattr(notify, "job_finished", lambda ls, outcome: None)
-    jobs = Jobs(_Server(state), state)  # type: ignore[arg-type]
+    state, ws, jobs = _trusted_jobs(tmp_path, monkeypatch)
     probes: list[str] = []
     monkeypatch.setattr(jobs, "benchmark", lambda ws, background=False: probes.append("probe again"))
     release = threading.Event()
@@ -525,11 +533,8 @@ def test_typing_right_after_a_save_keeps_the_saves_probe(
         def probe_in_flight(self, ws: WorkspaceState) -> bool:
             return False
 
-    monkeypatch.setattr(save, "history_check", history_check)
-    monkeypatch.setattr(notify, "workspace_changed", lambda ls, changed, *sources: None)
-    ls = _Server(state)
     jobs = _Probes(state)
-    ls.jobs = jobs  # type: ignore[assignment]
+    ls = _served(state, jobs, history_check, monkeypatch)
 
     async def run() -> None:
         state.loop = asyncio.get_running_loop()

@@ -521,6 +521,27 @@ class _Killed(BaseException):
     """Stands for SIGKILL inside one process: nothing after it runs, no cleanup."""
 
 
+def _mask_half_killed_at_write(ws: Path, nth: int, monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """Mask-half (seed 5) in this process, killed as its `nth` file write starts; the names
+    of the files it went to write, in order."""
+    from kernelscope.daemon.engine.memory import atomic_io
+    from kernelscope.daemon.engine.memory.records import MemoryManager
+
+    real, calls = atomic_io.atomic_write_text, []
+
+    def dies(path: Path, text: str) -> None:
+        calls.append(path.name)
+        if len(calls) == nth:
+            raise _Killed
+        real(path, text)
+
+    monkeypatch.setattr(atomic_io, "atomic_write_text", dies)
+    with pytest.raises(_Killed):
+        MemoryManager(ws).mask_half("latency", seed=5)
+    monkeypatch.setattr(atomic_io, "atomic_write_text", real)
+    return calls
+
+
 def test_interrupted_multi_file_write_is_finished_by_the_next_reader(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -534,18 +555,7 @@ def test_interrupted_multi_file_write_is_finished_by_the_next_reader(
     planned = _planned_mask(ws, 5)
     assert len(planned) >= 2
     before = _memory(ws)
-    real, calls = atomic_io.atomic_write_text, []
-
-    def dies_on_fourth(path: Path, text: str) -> None:  # journal, restart note, one file, dies
-        calls.append(path.name)
-        if len(calls) == 4:
-            raise _Killed
-        real(path, text)
-
-    monkeypatch.setattr(atomic_io, "atomic_write_text", dies_on_fourth)
-    with pytest.raises(_Killed):
-        MemoryManager(ws).mask_half("latency", seed=5)
-    monkeypatch.setattr(atomic_io, "atomic_write_text", real)
+    calls = _mask_half_killed_at_write(ws, 4, monkeypatch)  # journal, restart note, one file, dies
     journal = ws / "memory" / atomic_io.JOURNAL_NAME
     assert journal.exists() and calls[0] == atomic_io.JOURNAL_NAME
     half_done = {n for n, r in _memory(ws).items() if r.get("masked")}
@@ -575,18 +585,7 @@ def test_finishing_a_cut_short_write_keeps_a_later_edit_by_a_writer_that_takes_n
 
     ws = make_gate_only_workspace(tmp_path, iterations=2, copies_up_to=9)
     planned = _planned_mask(ws, 5)
-    real, calls = atomic_io.atomic_write_text, []
-
-    def dies_on_third(path: Path, text: str) -> None:  # journal, restart note, dies
-        calls.append(path.name)
-        if len(calls) == 3:
-            raise _Killed
-        real(path, text)
-
-    monkeypatch.setattr(atomic_io, "atomic_write_text", dies_on_third)
-    with pytest.raises(_Killed):
-        MemoryManager(ws).mask_half("latency", seed=5)
-    monkeypatch.setattr(atomic_io, "atomic_write_text", real)
+    _mask_half_killed_at_write(ws, 3, monkeypatch)  # journal, restart note, dies
     unwritten = sorted(planned - {n for n, r in _memory(ws).items() if r.get("masked")})
     assert len(unwritten) >= 2
     edited = ws / "memory" / unwritten[0]
