@@ -25,7 +25,6 @@ tests/cli/test_cli_startup.py runs both paths on the same inputs and compares th
 
 from __future__ import annotations
 
-import contextlib
 import errno
 import math
 import sys
@@ -263,13 +262,7 @@ class _Run:
                 raise UsageError("masked must be true or false")
         from kernelscope.daemon.engine.memory import atomic_io  # filelock: only writers pay for it
 
-        git_dir = self.root / ".git"
-        lock_dir = git_dir / "kernelscope" if git_dir.is_dir() else self.memory_dir
-        with atomic_io.workspace_lock(lock_dir):
-            for orphan in self.memory_dir.glob(atomic_io.TEMP_PREFIX + "*"):
-                with contextlib.suppress(OSError):
-                    orphan.unlink()
-            atomic_io.replay_journal(self.memory_dir, core.FILE_RE)
+        with atomic_io.memory_write_lock(self.root):
             entry = _file(self.memory_dir, version)
             data = entry.raw
             assert data is not None

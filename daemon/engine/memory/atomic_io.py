@@ -11,9 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import errno
-import hashlib
 import json
-import logging
 import os
 import re
 import tempfile
@@ -23,9 +21,8 @@ from pathlib import Path
 from typing import Any
 
 from kernelscope.daemon.engine import DataError, WriteFailed
-from kernelscope.daemon.engine.memory.core import JOURNAL_NAME
+from kernelscope.daemon.engine.memory.core import FILE_RE, JOURNAL_NAME, MEMORY_DIR
 
-_log = logging.getLogger(__name__)
 LOCK_NAME = ".kernelscope.lock"
 TEMP_PREFIX = ".kernelscope-tmp-"
 
@@ -150,6 +147,8 @@ def atomic_write_all(files: list[tuple[Path, str]]) -> None:
 
 
 def _digest(content: bytes | None) -> str | None:
+    import hashlib  # (3 ms of OpenSSL the CLI fast path's `memory update` does not pay)
+
     return None if content is None else hashlib.sha256(content).hexdigest()
 
 
@@ -207,7 +206,9 @@ def replay_journal(directory: Path, names: re.Pattern[str]) -> list[str]:
     journal.unlink()
     fsync_directory(directory)
     if kept:
-        _log.warning(
+        import logging  # (the CLI fast path's writes pay for it only here)
+
+        logging.getLogger(__name__).warning(
             "finished a cut-short multi-file write in %s; kept %s as another writer left %s since",
             directory,
             ", ".join(kept),
@@ -228,6 +229,27 @@ def detect_indent(text: str) -> int:
 def dump_json(data: Any, indent: int = 2) -> str:
     """JSON the way the seed's memory manager writes it: indented, UTF-8, final newline."""
     return json.dumps(data, indent=indent, ensure_ascii=False, allow_nan=False) + "\n"
+
+
+def lock_dir_of(workspace: Path) -> Path:
+    """Where a workspace's locks live: inside `.git/kernelscope/` when the workspace is a git
+    repository's root (so no untracked file appears), else its memory/."""
+    git_dir = workspace / ".git"
+    return git_dir / "kernelscope" if git_dir.is_dir() else workspace / MEMORY_DIR
+
+
+@contextlib.contextmanager
+def memory_write_lock(workspace: Path) -> Iterator[None]:
+    """The memory write lock, which every memory write holds (the engine's and the CLI fast
+    path's): a temp file found while holding it is the orphan of a writer that was killed, and
+    a journal the cut-short write of one (both finished or removed first)."""
+    memory_dir = workspace / MEMORY_DIR
+    with workspace_lock(lock_dir_of(workspace)):
+        for orphan in memory_dir.glob(TEMP_PREFIX + "*"):
+            with contextlib.suppress(OSError):
+                orphan.unlink()
+        replay_journal(memory_dir, FILE_RE)
+        yield
 
 
 @contextlib.contextmanager

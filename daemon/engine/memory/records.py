@@ -41,13 +41,12 @@ from kernelscope.daemon.engine import DataError, KernelscopeError, UsageError
 from kernelscope.daemon.engine.memory import core
 from kernelscope.daemon.engine.memory.atomic_io import (
     JOURNAL_NAME,
-    TEMP_PREFIX,
     atomic_write_all,
     atomic_write_text,
     detect_indent,
     dump_json,
-    replay_journal,
-    workspace_lock,
+    lock_dir_of,
+    memory_write_lock,
 )
 from kernelscope.daemon.engine.memory.core import BASELINE, MEMORY_DIR, normalize_version
 from kernelscope.daemon.engine.memory.record_edits import (  # the rules the fast CLI path shares
@@ -162,12 +161,8 @@ class MemoryManager:
 
     @property
     def lock_dir(self) -> Path:
-        """Where the workspace's write lock lives: inside `.git/kernelscope/` when the
-        workspace is a git repository's root (so no untracked file appears), else memory/."""
-        git_dir = self.workspace / ".git"
-        if git_dir.is_dir():
-            return git_dir / "kernelscope"
-        return self.memory_dir
+        """Where the workspace's locks live (atomic_io.lock_dir_of)."""
+        return lock_dir_of(self.workspace)
 
     # -- reading --------------------------------------------------------------------
 
@@ -278,13 +273,8 @@ class MemoryManager:
 
     @contextlib.contextmanager
     def _lock(self) -> Iterator[None]:
-        """The workspace write lock. Every memory write happens under it, so a temp file
-        found while holding it is the orphan of a writer that was killed: remove it."""
-        with workspace_lock(self.lock_dir):
-            for orphan in self.memory_dir.glob(TEMP_PREFIX + "*"):
-                with contextlib.suppress(OSError):
-                    orphan.unlink()
-            replay_journal(self.memory_dir, core.FILE_RE)
+        """The memory write lock (atomic_io.memory_write_lock), which every memory write holds."""
+        with memory_write_lock(self.workspace):
             yield
 
     def _write(self, path: Path, data: dict[str, Any], indent: int = 2) -> None:
