@@ -268,7 +268,7 @@ class _Run:
             assert data is not None
             for path, value in parsed:
                 set_path(data, path, value)
-            if not certainly_valid({"version": core.normalize_version(version), **data}):
+            if not certainly_valid(core.with_version(data, entry.number)):
                 raise Fallback
             try:
                 text = atomic_io.dump_json(data, atomic_io.detect_indent(entry.text))
@@ -279,7 +279,7 @@ class _Run:
         if self.options.get("json"):
             output.print_json(data)
         else:
-            output.info(f"Updated: {self.memory_dir / (core.normalize_version(version) + '.json')}")
+            output.info(f"Updated: {entry.path}")
 
 
 class _PacifyFlush:

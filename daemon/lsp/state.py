@@ -41,8 +41,11 @@ LOOP_WAIT_S = 60.0  # the longest a pool thread waits for the loop to make a cal
 
 def uri_to_path(uri_or_path: str) -> Path:
     """A `file:` URI's path by pygls's rule (percent-decoding; a Windows drive, `file:///c%3A/...`;
-    a UNC host, `file://server/share/...`, which urlparse's path alone dropped); a path as it is."""
+    a UNC host, `file://server/share/...`, which urlparse's path alone dropped; `localhost` is
+    this machine); a path as it is."""
     if uri_or_path.startswith("file:"):
+        if uri_or_path.startswith("file://localhost/"):  # this machine, by name (RFC 8089)
+            uri_or_path = "file:///" + uri_or_path[len("file://localhost/") :]
         path = to_fs_path(uri_or_path)
         if path is not None:
             return Path(path)
@@ -284,13 +287,15 @@ class ServerState:
     def rescan(self) -> None:
         """Every folder (or direct child) holding kernel.py and memory/ (or a README block),
         by its resolved path: a child that is a symbolic link to a workspace elsewhere is that
-        workspace (documents arrive by their resolved paths), found once."""
+        workspace (documents arrive by their resolved paths), found once. A workspace stays one
+        while its folder is there: kernel.py replaced by delete-and-create (an agent, a slow
+        write) must not drop its state, its jobs or its probe."""
         found: dict[Path, WorkspaceState] = {}
         for folder in self.folders:
             candidates = [folder, *(p for p in folder.iterdir() if p.is_dir())] if folder.is_dir() else []
             for candidate in candidates:
-                if is_optimization_workspace(candidate):
-                    root = candidate.resolve()
+                root = candidate.resolve()
+                if root in found or root in self.workspaces or is_optimization_workspace(candidate):
                     found[root] = found.get(root) or self.workspaces.get(root) or self.new_workspace(root)
         before, self.workspaces = self.workspaces, found
         added = [ws for root, ws in found.items() if root not in before]

@@ -195,9 +195,16 @@ def test_a_version_file_named_with_leading_zeros_is_that_version(vector_add_ws: 
         read = cli("memory", "read", "-w", str(vector_add_ws), "--version", name, "--field", "version")
         assert read.exit_code == 0 and read.json() == "v10", (name, read.stderr)
     updated = cli("memory", "update", "-w", str(vector_add_ws), "-v", "v10", "--set", "notes.seen=true")
-    assert updated.exit_code == 0, updated.stderr
+    assert updated.exit_code == 0 and "v010.json" in updated.stdout, (updated.stdout, updated.stderr)
     assert json.loads((memory / "v010.json").read_text())["notes"]["seen"] is True
     assert not (memory / "v10.json").exists()
+    from kernelscope.daemon.engine.history.timeline import build_history
+
+    assert "v10" in build_history(vector_add_ws).versions  # hover and the save check know it too
     masked = cli("memory", "mask-half", "-w", str(vector_add_ws), "--seed", "7", "--json")
     assert masked.exit_code == 0, masked.stderr
     assert masked.json()["next_version"] == "v11"
+    # beside a v10.json, v010.json is not v10's file: one row, the plain name's
+    (memory / "v10.json").write_text(json.dumps({**record, "version": "v10"}, indent=2))
+    rows = cli("memory", "list", "-w", str(vector_add_ws), "--json").json()
+    assert [row["path"] for row in rows if row["version"] == "v10"] == [str(memory / "v10.json")]

@@ -145,6 +145,11 @@ def test_an_edit_during_the_measurement_is_not_what_gets_recorded(
         return result
 
     monkeypatch.setattr(iterate_module, "run_benchmark", edited_meanwhile)
+    # a hook that reads the repository's files from where it runs (as pre-commit's reads its
+    # config): it runs in the work tree, not in a copy holding two files
+    hook = ws / ".git" / "hooks" / "pre-commit"
+    hook.write_text("#!/bin/sh\ntest -f README.md || { echo 'no README here' >&2; exit 1; }\n")
+    hook.chmod(0o755)
     result = iterate(ws, db, "block_size")
     assert result.passed and result.version == "v4"
     assert any("edited while it was measured" in m for m in result.messages)

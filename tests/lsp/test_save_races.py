@@ -427,6 +427,7 @@ def _trusted_jobs(
 
     state = ServerState()
     ws = _workspace(tmp_path)
+    state.workspaces[ws.root] = ws  # (a job's end finds its workspace there)
     ws.settings = replace(ws.settings, trusted=True, debounce_ms=0)
     monkeypatch.setattr(notify, "workspace_changed", lambda ls, changed, *sources: None)
     monkeypatch.setattr(notify, "job_finished", lambda ls, outcome: None)
@@ -520,6 +521,8 @@ def test_typing_right_after_a_save_keeps_the_saves_probe(
         checked.append(text)
         if len(checked) == 1:  # the buffer's debounced check starts meanwhile
             ws.checked, ws.checked_text = "digest of the typed text", "the saved text, typed on"
+        else:  # the save's own decision: a second report of it (the watcher's) is not handled again
+            assert ws.checking_kernel == save._digest("the saved text")
         return (), recorded
 
     class _Probes(_RunningJobs):

@@ -125,6 +125,7 @@ async def test_a_workspace_an_agent_creates_is_served_and_watched_and_let_go(
         ("file:///tmp/a%20b/kernel.py", "/tmp/a b/kernel.py"),
         ("file:///tmp/%C3%A9t%C3%A9/kernel.py", "/tmp/été/kernel.py"),
         ("file://server/share/ws/kernel.py", "//server/share/ws/kernel.py"),  # (before: /share/ws/...)
+        ("file://localhost/tmp/ws/kernel.py", "/tmp/ws/kernel.py"),
         ("/tmp/plain path/kernel.py", "/tmp/plain path/kernel.py"),
     ],
 )
@@ -132,3 +133,25 @@ def test_uris_become_the_paths_the_editor_means(uri: str, path: str) -> None:
     from kernelscope.daemon.lsp.state import uri_to_path
 
     assert uri_to_path(uri) == Path(path)
+
+
+def test_a_workspace_stays_one_while_its_kernel_is_rewritten(tmp_path: Path) -> None:
+    """kernel.py deleted and created again (an agent's rewrite, a slow write): a scan in
+    between keeps the workspace, its state and jobs (the same object); its folder moved out,
+    it goes."""
+    folder = tmp_path / "folder"
+    ws_path = _workspace(folder / "ws")
+    state = ServerState()
+    removed: list[Path] = []
+    state.on_workspaces = lambda added, gone: removed.extend(ws.root for ws in gone)
+    state.set_folders([folder])
+    ws = state.workspaces[ws_path]
+    text = (ws_path / "kernel.py").read_text()
+    (ws_path / "kernel.py").unlink()
+    state.rescan()
+    (ws_path / "kernel.py").write_text(text)
+    state.rescan()
+    assert state.workspaces == {ws_path: ws} and removed == []
+    ws_path.rename(tmp_path / "moved")
+    state.rescan()
+    assert state.workspaces == {} and removed == [ws_path]

@@ -398,8 +398,7 @@ def build_history(
     if key is None:
         key = gitdata.history_key(root, ws.memory_dir, (store_watermark(store, root),))
     scanned = (memory or ws.memory).scan()
-    # readable records under their canonical names (v1.json, never v01.json)
-    entries = [e for e in scanned if e.record is not None and e.path.name == f"{e.version}.json"]
+    entries = [e for e in scanned if e.record is not None]  # (which file is a version's: core.record_files)
     readme = None
     if ws.readme_path.is_file():
         try:

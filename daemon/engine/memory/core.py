@@ -32,6 +32,7 @@ from kernelscope.protocol.record_rules import (
 
 TYPE_CHECKING = False  # typing is 2-3 ms of the CLI fast path's start-up: annotations only
 if TYPE_CHECKING:
+    from collections.abc import Iterable
     from typing import Any
 
 MEMORY_DIR = "memory"
@@ -85,6 +86,12 @@ class RawFile:
         return self.raw is not None and self.error is None and masked(self.raw.get("masked"))
 
 
+def with_version(raw: dict[str, Any], number: int) -> dict[str, Any]:
+    """The record as the model judges it: one without a `version` key has its file's (every
+    reader and writer takes it so; the file keeps no key it was not given)."""
+    return raw if "version" in raw else {"version": format_version(number), **raw}
+
+
 def read_file(number: int, path: Path) -> RawFile:
     try:
         text = path.read_text(encoding="utf-8")
@@ -93,7 +100,7 @@ def read_file(number: int, path: Path) -> RawFile:
         return RawFile(number, path, None, f"{path.name}: not valid JSON ({exc})")
     if not isinstance(raw, dict):
         return RawFile(number, path, None, f"{path.name}: expected a JSON object, got {type(raw).__name__}")
-    data = raw if "version" in raw else {"version": format_version(number), **raw}
+    data = with_version(raw, number)
     if not certainly_valid(data):
         return RawFile(number, path, raw, None, text, vouched=False)
     if parse_version(data["version"]) != number:
@@ -102,7 +109,9 @@ def read_file(number: int, path: Path) -> RawFile:
 
 
 def record_files(memory_dir: Path) -> list[tuple[int, Path]]:
-    """(number, path) of every `v<N>.json` file, numerically sorted (v10 after v9)."""
+    """(number, path) of every `v<N>.json` file, numerically sorted (v10 after v9). The file of
+    a version is `v<N>.json`; one named with leading zeros (`v010.json`, as the seed's script
+    reads it) is that version's when no `v<N>.json` is there."""
     if not memory_dir.is_dir():
         return []
     found = []
@@ -110,7 +119,16 @@ def record_files(memory_dir: Path) -> list[tuple[int, Path]]:
         match = FILE_RE.match(path.name)
         if match and path.is_file():
             found.append((int(match.group(1)), path))
-    return sorted(found, key=lambda item: item[0])
+    hidden = shadowed((number, path.name) for number, path in found)
+    return sorted(((n, path) for n, path in found if path.name not in hidden), key=lambda item: item[0])
+
+
+def shadowed(files: Iterable[tuple[int, str]]) -> set[str]:
+    """The names among (version number, file name) that are not their version's file: a
+    `v010.json` beside a `v10.json`."""
+    listed = list(files)
+    plain = {number for number, name in listed if name == f"v{number}.json"}
+    return {name for number, name in listed if number in plain and name != f"v{number}.json"}
 
 
 def file_of(memory_dir: Path, version: str) -> tuple[int, Path]:

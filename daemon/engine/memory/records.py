@@ -147,6 +147,8 @@ class FileReads:
                 entries.append(entry)
             for gone in set(self._reads) - seen:  # deleted (or no longer a file): dropped
                 del self._reads[gone]
+        hidden = core.shadowed((entry.number, entry.path.name) for entry in entries)
+        entries = [entry for entry in entries if entry.path.name not in hidden]
         entries.sort(key=lambda entry: entry.number)
         return entries
 
@@ -189,7 +191,7 @@ class MemoryManager:
         if found.raw is None:
             return MemoryEntry(number, path, None, found.error)
         raw = found.raw
-        data = raw if "version" in raw else {"version": format_version(number), **raw}
+        data = core.with_version(raw, number)
         try:
             record = MemoryRecord.model_validate(data)
         except ValidationError as exc:
@@ -330,8 +332,9 @@ class MemoryManager:
             for path, value in parsed:
                 set_path(data, path, value)
             try:
-                # a record that leaves its version to its file name (as every reader accepts)
-                MemoryRecord.model_validate({"version": normalize_version(version), **data})
+                MemoryRecord.model_validate(
+                    core.with_version(data, parse_version(normalize_version(version)))
+                )
                 text = dump_json(data, indent)
             except (ValidationError, ValueError) as exc:
                 raise DataError(f"update would make {file_path.name} invalid: {exc}") from None

@@ -200,27 +200,25 @@ class Git:
         return value or None
 
     def relative(self, path: Path) -> str:
-        top = Path(self.run("rev-parse", "--show-toplevel"))
-        return str(Path(path).resolve().relative_to(top.resolve()))
+        """`path` as git names it: from the repository's top."""
+        return str(Path(path).resolve().relative_to(self.toplevel().resolve()))
 
     def commit_paths(self, paths: list[Path], message: str, contents: dict[Path, bytes] | None = None) -> str:
-        """Commit exactly these paths (whatever else is staged stays staged) and return the hash.
-
-        `contents` commits the given bytes for a path instead of the working tree's (the text an
-        iteration measured, when kernel.py was edited during the measurement): the commit is
-        made from a temporary work tree, and the working tree keeps the newer edit, shown as a
-        change since HEAD. A commit that fails (a hook refused it) leaves the index as it was."""
-        names = [self.relative(p) for p in paths]
-        specs = [":(top)" + name for name in names]  # from any folder of the repository
-        tracked = set(self.run("ls-files", "--full-name", "--", *specs).splitlines())
-        new = [spec for spec, name in zip(specs, names, strict=True) if name not in tracked]
+        """Commit exactly these paths (files, or folders: all of their changes) and return the
+        hash; whatever else is staged stays staged, and the index's entries of these paths then
+        hold what was committed (`git commit --only`). `contents`: files committed with the
+        bytes given for some of them (the text an iteration measured, however kernel.py was
+        edited since; `commit_files`). A commit that fails (a hook refused it) leaves the index
+        as it was."""
+        if contents:
+            return self.commit_files(paths, message, contents)
+        specs = [":(top)" + self.relative(p) for p in paths]  # from any folder of the repository
+        untracked = self.run("ls-files", "--others", "--exclude-standard", "--full-name", "--", *specs)
+        new = [":(top)" + name for name in untracked.splitlines()]
         if new:
             self.run("add", "--intent-to-add", "--", *new)  # commit --only needs them known
         try:
-            if contents:
-                self._commit_from_copy(paths, names, specs, message, contents)
-            else:
-                self.run("commit", "-q", "--only", "-m", message, "--", *specs)
+            self.run("commit", "-q", "--only", "-m", message, "--", *specs)
         except DataError:
             if new:
                 self.run("reset", "-q", "--", *new, check=False)
@@ -229,19 +227,35 @@ class Git:
         assert head is not None
         return head
 
-    def _commit_from_copy(
-        self, paths: list[Path], names: list[str], specs: list[str], message: str, contents: dict[Path, bytes]
-    ) -> None:
-        git_dir = self.git_dir()
-        if git_dir is None:
-            raise DataError(f"{self.workdir} is not a git repository")
-        with tempfile.TemporaryDirectory(prefix="kernelscope-commit-") as tmp:
-            for path, name in zip(paths, names, strict=True):
-                copy = Path(tmp) / name
-                copy.parent.mkdir(parents=True, exist_ok=True)
-                copy.write_bytes(contents[path] if path in contents else Path(path).read_bytes())
-            env = {"GIT_DIR": str(git_dir), "GIT_WORK_TREE": tmp}
-            self.run("commit", "-q", "--only", "-m", message, "--", *specs, env=env, cwd=Path(tmp))
+    def commit_files(self, files: list[Path], message: str, contents: dict[Path, bytes]) -> str:
+        """Commit these files, with the bytes in `contents` for those it holds and the working
+        tree's for the others, leaving the working tree alone (a newer edit shows as a change
+        since HEAD). Made from a temporary index (HEAD plus these files) in the real work tree:
+        hooks run where they expect, seeing that index as `git commit --only` shows them its
+        own. The index's entries of these files then hold what was committed."""
+        top = self.toplevel()
+        entries = []
+        for path in files:
+            given = contents.get(path)
+            blob = self._hash_bytes(Path(path).read_bytes() if given is None else given)
+            mode = "100755" if os.access(path, os.X_OK) else "100644"
+            entries.append(f"{mode},{blob},{self.relative(path)}")
+        head = self.head()
+        with tempfile.TemporaryDirectory(prefix="kernelscope-index-") as tmp:
+            env = {"GIT_INDEX_FILE": str(Path(tmp) / "index")}
+            if head:
+                self.run("read-tree", head, env=env, cwd=top)
+            for entry in entries:
+                self.run("update-index", "--add", "--cacheinfo", entry, env=env, cwd=top)
+            self.run("commit", "-q", "-m", message, env=env, cwd=top)
+        for entry in entries:  # the index's entries of these files: what HEAD now holds
+            self.run("update-index", "--add", "--cacheinfo", entry, cwd=top)
+        committed = self.head()
+        assert committed is not None
+        return committed
+
+    def toplevel(self) -> Path:
+        return Path(self.run("rev-parse", "--show-toplevel"))
 
     def show_file(self, commit: str, path: Path) -> str | None:
         """A file's content at a commit, or None when it did not exist there (or `commit`

@@ -196,9 +196,7 @@ class Iteration:
         try:
             if failed_ref is None:
                 commit = self.git.commit_paths(
-                    [self.ws.kernel_path, memory_path],
-                    summary,
-                    {self.ws.kernel_path: measured} if edited else None,
+                    [self.ws.kernel_path, memory_path], summary, {self.ws.kernel_path: measured}
                 )
                 kernel_commit = commit
             else:
@@ -239,7 +237,7 @@ class Iteration:
         if failed_ref is not None:
             result.failed_ref = failed_ref
             if self.options.revert_on_fail and parent_entry is not None and parent_entry.record is not None:
-                if edited:
+                if self._edited_since(measured):  # (asked again: hooks and the store took time)
                     result.messages.append(
                         "kernel.py was not reverted: it holds an edit newer than the failed text"
                     )

@@ -187,17 +187,18 @@ async def kernel_changed(ls: KernelscopeServer, ws: WorkspaceState, text: str | 
     notify.workspace_changed(ls, ws, "kernel")
     try:
         identical = await check(ls, ws, text, publish=False)  # published below, with the probe's state
+        if ws.kernel_digest != digest:  # a newer saved text arrived meanwhile: its check decides
+            return
+        if identical is None:
+            # The buffer, edited after this save, took the diagnostics over (its check
+            # publishes); whether the saved text is measured is still this save's to decide
+            # (and a second report of it meanwhile is not handled again: checking_kernel).
+            _, identical = await ls.off_loop(history_check, ws.cache, text)
+            if ws.kernel_digest != digest:
+                return
     finally:
         if ws.checking_kernel == digest:
             ws.checking_kernel = None
-    if ws.kernel_digest != digest:  # a newer saved text arrived meanwhile: its check decides
-        return
-    if identical is None:
-        # The buffer, edited after this save, took the diagnostics over (its check publishes);
-        # whether the saved text is measured is still this save's to decide.
-        _, identical = await ls.off_loop(history_check, ws.cache, text)
-        if ws.kernel_digest != digest:
-            return
     if identical:  # already measured (or already failed): the numbers on screen are this code's
         _recorded(ls, ws)
     else:
