@@ -32,7 +32,6 @@ from kernelscope.protocol.record_rules import (
 
 TYPE_CHECKING = False  # typing is 2-3 ms of the CLI fast path's start-up: annotations only
 if TYPE_CHECKING:
-    from collections.abc import Iterable
     from typing import Any
 
 MEMORY_DIR = "memory"
@@ -119,16 +118,16 @@ def record_files(memory_dir: Path) -> list[tuple[int, Path]]:
         match = FILE_RE.match(path.name)
         if match and path.is_file():
             found.append((int(match.group(1)), path))
-    hidden = shadowed((number, path.name) for number, path in found)
+    hidden = shadowed([(number, path.name) for number, path in found])
     return sorted(((n, path) for n, path in found if path.name not in hidden), key=lambda item: item[0])
 
 
-def shadowed(files: Iterable[tuple[int, str]]) -> set[str]:
+def shadowed(files: list[tuple[int, str]]) -> set[str]:
     """The names among (version number, file name) that are not their version's file: a
-    `v010.json` beside a `v10.json`."""
-    listed = list(files)
-    plain = {number for number, name in listed if name == f"v{number}.json"}
-    return {name for number, name in listed if number in plain and name != f"v{number}.json"}
+    `v010.json` beside a `v10.json`. (A list, not a generator: a caller's generator would run
+    its module's code from inside this one, a climb tests/lsp/test_save_flow.py forbids.)"""
+    plain = {number for number, name in files if name == f"v{number}.json"}
+    return {name for number, name in files if number in plain and name != f"v{number}.json"}
 
 
 def file_of(memory_dir: Path, version: str) -> tuple[int, Path]:

@@ -147,7 +147,7 @@ class FileReads:
                 entries.append(entry)
             for gone in set(self._reads) - seen:  # deleted (or no longer a file): dropped
                 del self._reads[gone]
-        hidden = core.shadowed((entry.number, entry.path.name) for entry in entries)
+        hidden = core.shadowed([(entry.number, entry.path.name) for entry in entries])
         entries = [entry for entry in entries if entry.path.name not in hidden]
         entries.sort(key=lambda entry: entry.number)
         return entries
