@@ -81,3 +81,19 @@ def test_commits_carry_the_users_identity_where_one_is_configured(
     author = git.run("log", "-1", "--format=%an <%ae> / %cn <%ce>", commit)
     expected = "Real User <real@example.com>" if configured else "kernelscope <kernelscope@localhost>"
     assert author == f"{expected} / {expected}"
+
+
+def test_a_commit_of_given_bytes_stands_while_another_git_command_holds_the_index(tmp_path: Path) -> None:
+    """The commit of the measured text is made from its own index; the user's index locked by
+    another git command (an editor's git integration) at that moment must not turn a made
+    commit into an error that has iterate remove the record it names."""
+    git, kernel = _repo(tmp_path)
+    kernel.write_text("x = 3  # edited after the measurement\n")
+    lock = tmp_path / "ws" / ".git" / "index.lock"
+    lock.write_text("")
+    try:
+        commit = git.commit_files([kernel], "v1", {kernel: b"x = 2\n"})
+    finally:
+        lock.unlink()
+    assert git.head() == commit and git.show_file(commit, kernel) == "x = 2\n"
+    assert kernel.read_text() == "x = 3  # edited after the measurement\n"

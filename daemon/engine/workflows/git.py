@@ -248,8 +248,10 @@ class Git:
             for entry in entries:
                 self.run("update-index", "--add", "--cacheinfo", entry, env=env, cwd=top)
             self.run("commit", "-q", "-m", message, env=env, cwd=top)
-        for entry in entries:  # the index's entries of these files: what HEAD now holds
-            self.run("update-index", "--add", "--cacheinfo", entry, cwd=top)
+        # The index's entries of these files: what HEAD now holds. Best effort: the commit is
+        # made, and an index another git command holds locked only shows them as changed.
+        for entry in entries:
+            self.run("update-index", "--add", "--cacheinfo", entry, cwd=top, check=False)
         committed = self.head()
         assert committed is not None
         return committed
