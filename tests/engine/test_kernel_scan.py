@@ -1,8 +1,10 @@
-"""Kernel discovery in kernel.py by parsing, under every import style."""
+"""Kernel discovery in kernel.py by parsing, under every import style; its lines as editors count them."""
 
 from __future__ import annotations
 
-from kernelscope.daemon.engine.workspace.kernel_scan import scan_kernel_source
+import pytest
+
+from kernelscope.daemon.engine.workspace.kernel_scan import scan_kernel_source, source_lines
 
 SOURCE = """
 import triton
@@ -75,3 +77,19 @@ def test_nul_bytes_are_an_error_not_a_crash() -> None:
 def test_same_name_jit_from_other_library_is_not_a_kernel() -> None:
     scan = scan_kernel_source("from numba import jit\n\n@jit\ndef f():\n    pass\n")
     assert scan.kernels == []
+
+
+@pytest.mark.parametrize(
+    ("text", "lines"),
+    [
+        ("a\nb\n", ["a", "b"]),
+        ("a\r\nb", ["a", "b"]),
+        ("a\x0c\nb\n", ["a\x0c", "b"]),  # a form feed ends no line (str.splitlines: 3 lines)
+        ("a\u2028b\n", ["a\u2028b"]),
+        ("", []),
+    ],
+)
+def test_source_lines_are_counted_as_editors_the_parser_and_git_count_them(
+    text: str, lines: list[str]
+) -> None:
+    assert source_lines(text) == lines

@@ -208,6 +208,33 @@ async def test_hover_and_inlay_hints(client: KernelscopeClient) -> None:
     assert hints and hints[0].position.line == 8 and str(hints[0].label).startswith("best ")
 
 
+async def test_a_form_feed_does_not_move_the_hints(client: KernelscopeClient) -> None:
+    """A page break (^L) in kernel.py: editors, Python's parser and git count it as no line
+    break, str.splitlines as one; the kernel's hint was placed at the end of the line above
+    its `def` (a wrong column), and the tried values' columns likewise."""
+    path = client.folder / "kernel_opt_vector_add" / "kernel.py"
+    text = "# helpers\x0c\n" + path.read_text()
+    path.write_text(text)
+    uri = path.as_uri()
+    client.text_document_did_open(
+        types.DidOpenTextDocumentParams(
+            text_document=types.TextDocumentItem(uri=uri, language_id="python", version=1, text=text)
+        )
+    )
+    hints = await client.text_document_inlay_hint_async(
+        types.InlayHintParams(
+            text_document=types.TextDocumentIdentifier(uri=uri),
+            range=types.Range(
+                start=types.Position(line=0, character=0), end=types.Position(line=60, character=0)
+            ),
+        )
+    )
+    lines = text.split("\n")
+    kernel_hint = next(h for h in hints or [] if "best " in str(h.label))
+    line = kernel_hint.position.line
+    assert lines[line].startswith("def add_kernel") and kernel_hint.position.character == len(lines[line])
+
+
 async def test_commands_and_bad_parameters(client: KernelscopeClient) -> None:
     ws = str(client.folder / "kernel_opt_vector_add")
     dry = await command(client, "kernelscope.maskHalf", {"workspace": ws, "dryRun": True, "seed": 3})

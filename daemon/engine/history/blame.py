@@ -18,6 +18,7 @@ from dataclasses import dataclass
 
 from kernelscope.daemon.engine.history import gitdata
 from kernelscope.daemon.engine.history.timeline import History, short
+from kernelscope.daemon.engine.workspace.kernel_scan import source_lines
 from kernelscope.protocol.history import BlameLine, VersionEffect
 
 
@@ -90,8 +91,8 @@ def _lines_of_failures(history: History) -> dict[str, tuple[str, str]]:
         if text is None:
             continue
         parent = texts.get(facts.parent_commit_blob) if facts.parent_commit_blob else base
-        before = (parent or "").splitlines()
-        after = text.splitlines()
+        before = source_lines(parent or "")
+        after = source_lines(text)
         matcher = difflib.SequenceMatcher(None, before, after, autojunk=False)
         for tag, _i1, _i2, j1, j2 in matcher.get_opcodes():
             if tag in ("insert", "replace"):
@@ -151,7 +152,7 @@ def _blame_lines(history: History, buffer: str | None, include_masked: bool) -> 
     text = buffer if buffer is not None else committed_text
     if text is None:
         return []
-    buffer_lines = text.splitlines()
+    buffer_lines = source_lines(text)
     if committed_text is None:
         return [
             BlameLine.model_construct(
@@ -162,7 +163,7 @@ def _blame_lines(history: History, buffer: str | None, include_masked: bool) -> 
             for index in range(len(buffer_lines))
         ]
     committed = committed_lines(history)
-    head_lines = committed_text.splitlines()
+    head_lines = source_lines(committed_text)
     mapping = _buffer_map(head_lines, buffer_lines)
     tried = failed_lines(history) if any(m is None for m in mapping) else {}
     result: list[BlameLine] = []

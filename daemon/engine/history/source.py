@@ -27,6 +27,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal, NamedTuple
 
+from kernelscope.daemon.engine.workspace.kernel_scan import source_lines
+
 SpotKind = Literal["launch", "grid", "autotune", "constant", "default"]
 # triton.Config keyword arguments that are compile options rather than kernel meta-parameters
 CONFIG_OPTIONS = ("num_warps", "num_stages", "num_ctas", "maxnreg")
@@ -121,7 +123,7 @@ class _Columns:
     """ast columns are UTF-8 byte offsets; editors want characters."""
 
     def __init__(self, source: str) -> None:
-        self.lines = source.splitlines()
+        self.lines = source_lines(source)
 
     def char(self, line: int, byte_col: int) -> int:
         text = self.lines[line - 1] if 0 < line <= len(self.lines) else ""

@@ -19,6 +19,7 @@ from typing import Any
 
 from lsprotocol import types
 
+from kernelscope.daemon.engine.workspace.kernel_scan import source_lines
 from kernelscope.daemon.lsp.features import Document
 from kernelscope.daemon.lsp.features.lenses import kernel_texts
 from kernelscope.daemon.lsp.state import WorkspaceView
@@ -73,7 +74,7 @@ class HintData:
 
 def inlay_hints(doc: Document, params: types.InlayHintParams) -> list[types.InlayHint]:
     """Each kernel's summary after its `def` line, then the history's hints in view."""
-    lines = doc.source().splitlines()
+    lines = source_lines(doc.source())
     texts = kernel_texts(doc.view)
     hints = []
     for kernel in doc.kernels():
