@@ -187,6 +187,22 @@ def test_a_commit_refused_by_a_hook_leaves_nothing_recorded(workspace: tuple[Pat
     assert iterate(ws, db, "fusion").version == "v4"  # the failed text, recorded once allowed
 
 
+def test_a_refused_second_commit_leaves_the_iteration_recorded(workspace: tuple[Path, str]) -> None:
+    """The record's hash goes into memory/vN.json in a second commit; a hook that refuses only
+    that one leaves the iteration recorded and committed, said in the result, not raised as
+    if nothing had been recorded (before: an error, with v4, its commit and its row in place)."""
+    ws, db = workspace
+    hook = ws / ".git" / "hooks" / "commit-msg"
+    hook.write_text("#!/bin/sh\n! grep -q 'record commit hash' \"$1\"\n")
+    hook.chmod(0o755)
+    (ws / "kernel.py").write_text(kernel_with_block(KERNEL, 4096))
+    result = iterate(ws, db, "block_size")
+    assert result.passed and result.version == "v4" and result.commit
+    assert any("lacks it" in m for m in result.messages), result.messages
+    assert json.loads((ws / "memory" / "v4.json").read_text())["git_commit_hash"] == result.commit
+    assert Git(ws).head() == result.commit
+
+
 def test_iterate_in_a_workspace_below_the_repositorys_top(tmp_path: Path) -> None:
     """A workspace in a subfolder of a git repository (a monorepo of kernels): the commit names
     its files from the repository's top (before, `git add sub/kernel.py` ran in sub/ and failed

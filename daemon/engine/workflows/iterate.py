@@ -247,8 +247,14 @@ class Iteration:
         # Record the hash in the memory record, then commit the memory file once more so
         # HEAD's copy carries it too (the store's row was made with it).
         self.memory.update(version, [f'git_commit_hash="{commit}"'])
-        self.git.commit_paths([memory_path], f"{version}: record commit hash {commit[:12]}")
         result.commit = commit
+        try:
+            self.git.commit_paths([memory_path], f"{version}: record commit hash {commit[:12]}")
+        except KernelscopeError as exc:  # the iteration is recorded and committed: say, do not fail
+            result.messages.append(
+                f"{version} is recorded (commit {commit[:12]}), but committing its record once more "
+                f"with that hash was refused, so HEAD's {memory_path.name} lacks it: {exc}"
+            )
         return result
 
     def _edited_since(self, measured: bytes) -> bool:
