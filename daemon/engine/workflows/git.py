@@ -8,10 +8,12 @@ working tree are left as they were.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import subprocess
 import tempfile
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 from kernelscope.daemon.engine import DataError
@@ -62,6 +64,7 @@ class Git:
     def __init__(self, workdir: Path) -> None:
         self.workdir = Path(workdir)
         self._git_dir: Path | None = None
+        self._toplevel: Path | None = None
         self._identity: dict[str, str] | None = None
 
     def run(
@@ -203,15 +206,11 @@ class Git:
         """`path` as git names it: from the repository's top."""
         return str(Path(path).resolve().relative_to(self.toplevel().resolve()))
 
-    def commit_paths(self, paths: list[Path], message: str, contents: dict[Path, bytes] | None = None) -> str:
-        """Commit exactly these paths (files, or folders: all of their changes) and return the
-        hash; whatever else is staged stays staged, and the index's entries of these paths then
-        hold what was committed (`git commit --only`). `contents`: files committed with the
-        bytes given for some of them (the text an iteration measured, however kernel.py was
-        edited since; `commit_files`). A commit that fails (a hook refused it) leaves the index
-        as it was."""
-        if contents:
-            return self.commit_files(paths, message, contents)
+    def commit_paths(self, paths: list[Path], message: str) -> str:
+        """Commit exactly these paths (files, or folders: all of their changes) as the working
+        tree holds them and return the hash; whatever else is staged stays staged, and the
+        index's entries of these paths then hold what was committed (`git commit --only`). A
+        commit that fails (a hook refused it) leaves the index as it was."""
         specs = [":(top)" + self.relative(p) for p in paths]  # from any folder of the repository
         untracked = self.run("ls-files", "--others", "--exclude-standard", "--full-name", "--", *specs)
         new = [":(top)" + name for name in untracked.splitlines()]
@@ -229,35 +228,47 @@ class Git:
 
     def commit_files(self, files: list[Path], message: str, contents: dict[Path, bytes]) -> str:
         """Commit these files, with the bytes in `contents` for those it holds and the working
-        tree's for the others, leaving the working tree alone (a newer edit shows as a change
-        since HEAD). Made from a temporary index (HEAD plus these files) in the real work tree:
-        hooks run where they expect, seeing that index as `git commit --only` shows them its
-        own. The index's entries of these files then hold what was committed."""
-        top = self.toplevel()
-        entries = []
-        for path in files:
-            given = contents.get(path)
-            blob = self._hash_bytes(Path(path).read_bytes() if given is None else given)
-            mode = "100755" if os.access(path, os.X_OK) else "100644"
-            entries.append(f"{mode},{blob},{self.relative(path)}")
-        head = self.head()
-        with tempfile.TemporaryDirectory(prefix="kernelscope-index-") as tmp:
-            env = {"GIT_INDEX_FILE": str(Path(tmp) / "index")}
-            if head:
-                self.run("read-tree", head, env=env, cwd=top)
-            for entry in entries:
-                self.run("update-index", "--add", "--cacheinfo", entry, env=env, cwd=top)
-            self.run("commit", "-q", "-m", message, env=env, cwd=top)
+        tree's for the others (the text an iteration measured, however kernel.py was edited
+        since), leaving the working tree alone (a newer edit shows as a change since HEAD).
+        Made from a temporary index in the real work tree: hooks run where they expect, seeing
+        that index as `git commit --only` shows them its own. The index's entries of these
+        files then hold what was committed. A commit that fails leaves the index as it was."""
+        entries = [self._index_entry(path, contents.get(path)) for path in files]
+        with self._index_of_head_with(entries) as env:
+            self.run("commit", "-q", "-m", message, env=env, cwd=self.toplevel())
         # The index's entries of these files: what HEAD now holds. Best effort: the commit is
         # made, and an index another git command holds locked only shows them as changed.
         for entry in entries:
-            self.run("update-index", "--add", "--cacheinfo", entry, cwd=top, check=False)
+            self.run("update-index", "--add", "--cacheinfo", entry, cwd=self.toplevel(), check=False)
         committed = self.head()
         assert committed is not None
         return committed
 
+    def _index_entry(self, path: Path, content: bytes | None) -> str:
+        """`update-index --cacheinfo`'s entry for `path` holding `content` (None: the working
+        tree's), its object written."""
+        blob = self._hash_bytes(Path(path).read_bytes() if content is None else content)
+        mode = "100755" if os.access(path, os.X_OK) else "100644"
+        return f"{mode},{blob},{self.relative(path)}"
+
+    @contextlib.contextmanager
+    def _index_of_head_with(self, entries: list[str]) -> Iterator[dict[str, str]]:
+        """A temporary index holding HEAD's tree with these entries over it: the environment
+        that points git at it (the user's index is not touched)."""
+        with tempfile.TemporaryDirectory(prefix="kernelscope-index-") as tmp:
+            env = {"GIT_INDEX_FILE": str(Path(tmp) / "index")}
+            head = self.head()
+            if head:
+                self.run("read-tree", head, env=env, cwd=self.toplevel())
+            for entry in entries:
+                self.run("update-index", "--add", "--cacheinfo", entry, env=env, cwd=self.toplevel())
+            yield env
+
     def toplevel(self) -> Path:
-        return Path(self.run("rev-parse", "--show-toplevel"))
+        """The repository's top folder (asked once: every path given to git is named from it)."""
+        if self._toplevel is None:
+            self._toplevel = Path(self.run("rev-parse", "--show-toplevel"))
+        return self._toplevel
 
     def show_file(self, commit: str, path: Path) -> str | None:
         """A file's content at a commit, or None when it did not exist there (or `commit`
@@ -282,20 +293,12 @@ class Git:
             "diff", commit, *([to] if to else []), "--", ":(top)" + self.relative(path), check=False
         )
 
-    def store_on_side_ref(self, path: Path, ref: str, message: str, content: bytes | None = None) -> str:
-        """Commit the working-tree content of `path` (or `content`) on `ref` (parent: HEAD)
-        without touching HEAD, the index or the working tree; returns the commit hash."""
-        if content is None:
-            blob = self.run("hash-object", "-w", "--", str(path))
-        else:
-            blob = self._hash_bytes(content)
-        with tempfile.TemporaryDirectory() as tmp:
-            env = {"GIT_INDEX_FILE": str(Path(tmp) / "index")}
-            head = self.head()
-            if head:
-                self.run("read-tree", head, env=env)
-            self.run("update-index", "--add", "--cacheinfo", f"100644,{blob},{self.relative(path)}", env=env)
+    def store_on_side_ref(self, path: Path, ref: str, message: str, content: bytes) -> str:
+        """Commit `content` as `path` on `ref` (parent: HEAD) without touching HEAD, the index
+        or the working tree; returns the commit hash."""
+        with self._index_of_head_with([self._index_entry(path, content)]) as env:
             tree = self.run("write-tree", env=env)
+        head = self.head()
         parents = ["-p", head] if head else []
         commit = self.run("commit-tree", tree, *parents, "-m", message)
         self.run("update-ref", ref, commit)

@@ -195,7 +195,7 @@ class Iteration:
         failed_ref = None if bench.passed else FAILED_REF_PREFIX + version
         try:
             if failed_ref is None:
-                commit = self.git.commit_paths(
+                commit = self.git.commit_files(
                     [self.ws.kernel_path, memory_path], summary, {self.ws.kernel_path: measured}
                 )
                 kernel_commit = commit
