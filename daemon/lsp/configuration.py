@@ -22,7 +22,7 @@ from typing import Any
 from lsprotocol import types
 from pygls.lsp.server import LanguageServer
 
-from kernelscope.daemon.lsp.state import ServerState
+from kernelscope.daemon.lsp.state import ServerState, WorkspaceState
 from kernelscope.protocol.settings import FolderSettings, folder_settings_from, user_settings_from
 
 log = logging.getLogger("kernelscope.lsp")
@@ -112,15 +112,19 @@ def apply_change_payload(state: ServerState, raw: Any, warn: Warn) -> None:
         state.set_folder_settings(ws, state.folder_defaults)
 
 
-async def load_folder_configuration(ls: LanguageServer, state: ServerState, warn: Warn) -> None:
-    """Each workspace's folder settings from `workspace/configuration` (section `kernelscope`),
-    bounded by CONFIGURATION_TIMEOUT_S; any failure keeps the folder defaults."""
-    for ws in state.workspaces.values():
+async def load_folder_configuration(
+    ls: LanguageServer, state: ServerState, warn: Warn, workspaces: list[WorkspaceState] | None = None
+) -> None:
+    """Each workspace's folder settings (or only these `workspaces`': new ones, the others
+    keep theirs meanwhile) from `workspace/configuration` (section `kernelscope`), bounded by
+    CONFIGURATION_TIMEOUT_S; any failure keeps the folder defaults."""
+    asked = list(state.workspaces.values()) if workspaces is None else workspaces
+    for ws in asked:
         state.set_folder_settings(ws, state.folder_defaults)
     caps = ls.client_capabilities.workspace if ls.client_capabilities else None
-    if not (caps and caps.configuration) or not state.workspaces:
+    if not (caps and caps.configuration) or not asked:
         return
-    roots: list[Path] = list(state.workspaces)
+    roots: list[Path] = [ws.root for ws in asked]
     params = types.ConfigurationParams(
         items=[types.ConfigurationItem(scope_uri=root.as_uri(), section="kernelscope") for root in roots]
     )

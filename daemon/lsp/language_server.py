@@ -20,6 +20,7 @@ from kernelscope.daemon.lsp.features.commands import Commands
 from kernelscope.daemon.lsp.jobs import Jobs
 from kernelscope.daemon.lsp.state import ServerState, WorkspaceState, uri_to_path
 from kernelscope.daemon.lsp.watch import Watcher
+from kernelscope.protocol.vocabulary import KERNEL_FILE
 
 VERSION = "0.1.0"
 
@@ -66,7 +67,7 @@ class KernelscopeServer(LanguageServer):
         """The workspace whose kernel.py `uri` is (None for any other document)."""
         path = uri_to_path(uri).resolve()
         ws = self.state.workspace_of(path, resolved=True)
-        if ws is None and path.name == "kernel.py":
+        if ws is None and path.name == KERNEL_FILE:
             ws = self.state.discover(path)
         return ws if ws is not None and path == ws.kernel_path else None
 

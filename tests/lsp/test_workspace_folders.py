@@ -155,3 +155,28 @@ def test_a_workspace_stays_one_while_its_kernel_is_rewritten(tmp_path: Path) -> 
     ws_path.rename(tmp_path / "moved")
     state.rescan()
     assert state.workspaces == {} and removed == [ws_path]
+
+
+def test_a_new_workspaces_settings_are_asked_for_without_resetting_the_others(tmp_path: Path) -> None:
+    """A workspace found later asks for its folder's settings; the workspaces already served
+    keep theirs meanwhile (asking for all reset every one to the defaults until the client
+    answered)."""
+    from dataclasses import replace
+    from types import SimpleNamespace
+
+    from kernelscope.daemon.lsp import configuration
+
+    folder = tmp_path / "folder"
+    _workspace(folder / "served")
+    state = ServerState()
+    state.set_folders([folder])
+    served = state.workspaces[(folder / "served").resolve()]
+    state.set_folder_settings(served, replace(state.folder_defaults, debounce_ms=100))
+    made = _workspace(folder / "made_later")
+    new = state.discover(made / "kernel.py")
+    assert new is not None
+    client = SimpleNamespace(client_capabilities=None)  # (one that cannot answer: defaults for the new one)
+    asyncio.run(configuration.load_folder_configuration(client, state, print, [new]))  # type: ignore[arg-type]
+    assert (
+        served.settings.debounce_ms == 100 and new.settings.debounce_ms == state.folder_defaults.debounce_ms
+    )

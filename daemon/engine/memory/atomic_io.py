@@ -111,7 +111,7 @@ def atomic_write_all(files: list[tuple[Path, str]]) -> None:
     directory = files[0][0].parent
     if any(path.parent != directory for path, _ in files):
         raise ValueError("atomic_write_all writes files of one directory")
-    originals = [(path, path.read_bytes() if path.exists() else None) for path, _ in files]
+    originals = [(path, _read_or_none(path)) for path, _ in files]
     journal = directory / JOURNAL_NAME
     atomic_write_text(
         journal,

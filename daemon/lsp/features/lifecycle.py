@@ -88,7 +88,7 @@ def workspaces_changed(
                 types.PublishDiagnosticsParams(uri=ws.kernel_path.as_uri(), diagnostics=[])
             )
     if added and ls.state.loop is not None:  # (before `initialized`, that handler asks)
-        ls.jobs.spawn(configuration.load_folder_configuration(ls, ls.state, ls.show_warning))
+        ls.jobs.spawn(configuration.load_folder_configuration(ls, ls.state, ls.show_warning, added))
 
 
 def workspaces(ls: KernelscopeServer, params: Any) -> dict[str, Any]:

@@ -285,7 +285,7 @@ def on_disk_change(ls: KernelscopeServer, root: Path, paths: set[str]) -> None:
     def handle() -> None:
         from kernelscope.daemon.engine.workspace.cache import sources_of_paths
 
-        sources = sources_of_paths(paths - {"."})
+        sources = sources_of_paths(paths)
         if {"readme", "kernel"} & sources or "." in paths or root not in ls.state.workspaces:
             ls.state.rescan()  # (what makes a folder a workspace; "." the workspace itself went)
         ws = ls.state.workspaces.get(root)
