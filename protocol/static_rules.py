@@ -37,12 +37,14 @@ import re
 import sys
 from dataclasses import dataclass
 
+from kernelscope.protocol.text_positions import Columns
+
 __all__ = ["FRAMEWORK_BASELINE_MARK", "RULES", "Finding", "check_source"]
 
 
 @dataclass(frozen=True)
 class Finding:
-    """One rule hit, positioned for an editor diagnostic (1-based lines, 0-based columns)."""
+    """One rule hit, positioned for an editor diagnostic (1-based lines, 0-based columns in chars)."""
 
     rule: str
     line: int
@@ -218,7 +220,7 @@ def check_source(text: str, *, kind: str | None = None) -> list[Finding]:
     except (SyntaxError, ValueError, RecursionError, MemoryError, OverflowError):
         return []
     try:
-        checker = _Checker(tree, kind)
+        checker = _Checker(tree, kind, Columns(text))
         checker.run()
     except Exception:  # an editor aid never takes the editor down; the runtime checks remain
         return []
@@ -279,8 +281,8 @@ def _str_arg(call: ast.Call, index: int) -> str | None:
 class _Checker:
     """One parsed file: its imports, top-level definitions and timed functions, then the rules."""
 
-    def __init__(self, tree: ast.Module, kind: str | None) -> None:
-        self.tree, self.kind = tree, kind
+    def __init__(self, tree: ast.Module, kind: str | None, columns: Columns) -> None:
+        self.tree, self.kind, self.columns = tree, kind, columns  # (ast's columns are bytes)
         self.findings: list[Finding] = []
         self.parents: dict[int, ast.AST] = {}
         self.aliases: dict[str, str] = dict(_DEFAULT_ALIASES)
@@ -400,7 +402,8 @@ class _Checker:
 
     def _add(self, rule: str, node: ast.AST, what: str) -> None:
         severity, source, _, why = _RULES[rule]
-        self.findings.append(Finding(rule, *_span(node), f"{what}: {why}", severity, source))
+        where = self.columns.span(*_span(node))
+        self.findings.append(Finding(rule, *where, f"{what}: {why}", severity, source))
 
     # -- what counts as PyTorch compute --------------------------------------------------------
     def _direct_compute(self, call: ast.Call, cls: ast.ClassDef | None) -> str | None:

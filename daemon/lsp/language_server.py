@@ -80,7 +80,7 @@ class KernelscopeServer(LanguageServer):
         # that need its text (pygls's get_text_document would read it here, on the loop)
         opened = self.workspace.text_documents.get(unquote(uri))
         buffer = (opened.source or None) if opened is not None else None
-        return Document(uri, buffer, ws.view(), self.client.resolves_tooltips)
+        return Document(uri, buffer, ws.view(), self.client.resolves_tooltips, self.workspace.position_codec)
 
     def show_warning(self, message: str) -> None:
         self.window_show_message(types.ShowMessageParams(type=types.MessageType.Warning, message=message))

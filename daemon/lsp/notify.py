@@ -30,9 +30,9 @@ def workspace_changed(ls: KernelscopeServer, ws: WorkspaceState, *sources: Sourc
         ls.workspace_code_lens_refresh(None)
     if ls.client.inlay_refresh:
         ls.workspace_inlay_hint_refresh(None)
-    ls.text_document_publish_diagnostics(
-        types.PublishDiagnosticsParams(uri=ws.kernel_path.as_uri(), diagnostics=diagnostics(ws))
-    )
+    found = diagnostics(ws, ls.workspace.position_codec)
+    kernel_uri = ws.kernel_path.as_uri()
+    ls.text_document_publish_diagnostics(types.PublishDiagnosticsParams(uri=kernel_uri, diagnostics=found))
     lint = problem_diagnostics(ws)
     for uri in sorted(ws.lint_uris - set(lint)):  # a problem file the last probe found nothing in
         ls.text_document_publish_diagnostics(types.PublishDiagnosticsParams(uri=uri, diagnostics=[]))

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from kernelscope.daemon.engine.workspace.kernel_scan import scan_kernel_source, source_lines
+from kernelscope.daemon.engine.workspace.kernel_scan import scan_kernel_source
+from kernelscope.protocol.text_positions import source_lines
 
 SOURCE = """
 import triton

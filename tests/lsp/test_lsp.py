@@ -118,7 +118,8 @@ async def client(lsp_client: KernelscopeClient, request: pytest.FixtureRequest, 
         params = args[-1]
         lsp_client.finished.append(params if isinstance(params, dict) else _as_dict(params))
 
-    await lsp_client.initialize_session(init_params(folder, request.param))
+    started = await lsp_client.initialize_session(init_params(folder, request.param))
+    lsp_client.encoding = started.capabilities.position_encoding or types.PositionEncodingKind.Utf16
     lsp_client.folder = folder
     yield
     await lsp_client.shutdown_session()
@@ -233,6 +234,65 @@ async def test_a_form_feed_does_not_move_the_hints(client: KernelscopeClient) ->
     kernel_hint = next(h for h in hints or [] if "best " in str(h.label))
     line = kernel_hint.position.line
     assert lines[line].startswith("def add_kernel") and kernel_hint.position.character == len(lines[line])
+
+
+def units(text: str, encoding: str) -> int:
+    """`text`'s length as the client counts columns."""
+    if encoding == types.PositionEncodingKind.Utf8:
+        return len(text.encode("utf-8"))
+    if encoding == types.PositionEncodingKind.Utf32:
+        return len(text)
+    return len(text.encode("utf-16-le")) // 2
+
+
+async def test_columns_are_counted_in_the_clients_units(client: KernelscopeClient) -> None:
+    """A line with an emoji (a comment an agent wrote, a label string): LSP columns count UTF-16
+    units unless the client negotiated another encoding, Python's str counts characters and ast
+    counts UTF-8 bytes. The kernel's hint sat short of its line's end, the tried values' hint
+    inside the launch, the static rule's diagnostic past its call."""
+    path = client.folder / "kernel_opt_vector_add" / "kernel.py"
+    text = (
+        path.read_text()
+        .replace("tl.constexpr):", "tl.constexpr):  # 🚀 the fast one ✓")
+        .replace("    add_kernel[grid](", '    tag = "🚀🚀"; add_kernel[grid](')
+        .replace("    return out", '    label = "é🚀"; out = torch.relu(out)\n    return out')
+    )
+    uri = path.as_uri()
+    client.text_document_did_open(
+        types.DidOpenTextDocumentParams(
+            text_document=types.TextDocumentItem(uri=uri, language_id="python", version=1, text=text)
+        )
+    )
+    hints = await client.text_document_inlay_hint_async(
+        types.InlayHintParams(
+            text_document=types.TextDocumentIdentifier(uri=uri),
+            range=types.Range(
+                start=types.Position(line=0, character=0), end=types.Position(line=60, character=0)
+            ),
+        )
+    )
+    encoding = client.encoding  # type: ignore[attr-defined]
+    lines = text.split("\n")
+    kernel_hint = next(h for h in hints or [] if "best " in str(h.label))
+    line = lines[kernel_hint.position.line]
+    assert line.startswith("def add_kernel") and kernel_hint.position.character == units(line, encoding)
+    tried = next(
+        h
+        for h in hints or []
+        if str(h.label).startswith("tried") and "add_kernel[grid]" in lines[h.position.line]
+    )
+    launch = lines[tried.position.line]
+    assert tried.position.character == units(launch[: launch.index("1024") + 4], encoding), (tried, launch)
+    await wait_for(
+        lambda: any(d.code == "static:torch-computation-ops" for d in client.diagnostics.get(uri) or []),
+        30,
+        "no static diagnostic",
+    )
+    found = next(d for d in client.diagnostics[uri] if d.code == "static:torch-computation-ops")
+    call = lines[found.range.start.line]
+    start = call.index("torch.relu")
+    assert found.range.start.character == units(call[:start], encoding), (found.range, call)
+    assert found.range.end.character == units(call[: start + len("torch.relu(out)")], encoding)
 
 
 async def test_commands_and_bad_parameters(client: KernelscopeClient) -> None:

@@ -18,8 +18,8 @@ from dataclasses import dataclass
 
 from kernelscope.daemon.engine.history import gitdata
 from kernelscope.daemon.engine.history.timeline import History, short
-from kernelscope.daemon.engine.workspace.kernel_scan import source_lines
 from kernelscope.protocol.history import BlameLine, VersionEffect
+from kernelscope.protocol.text_positions import source_lines
 
 
 @dataclass(frozen=True)

@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal, NamedTuple
 
-from kernelscope.daemon.engine.workspace.kernel_scan import source_lines
+from kernelscope.protocol.text_positions import Columns
 
 SpotKind = Literal["launch", "grid", "autotune", "constant", "default"]
 # triton.Config keyword arguments that are compile options rather than kernel meta-parameters
@@ -119,19 +119,6 @@ def _is_constexpr(annotation: ast.expr | None) -> bool:
     return text.endswith("constexpr")
 
 
-class _Columns:
-    """ast columns are UTF-8 byte offsets; editors want characters."""
-
-    def __init__(self, source: str) -> None:
-        self.lines = source_lines(source)
-
-    def char(self, line: int, byte_col: int) -> int:
-        text = self.lines[line - 1] if 0 < line <= len(self.lines) else ""
-        if text.isascii():
-            return byte_col
-        return len(text.encode("utf-8")[:byte_col].decode("utf-8", "replace"))
-
-
 _Launches = list[tuple[ast.Call, "int | None"]]
 _Assignments = dict[int, dict[str, list[tuple[int, ast.expr]]]]
 
@@ -140,7 +127,7 @@ class _Analyzer:
     def __init__(self, source: str, tree: ast.Module) -> None:
         self.source = source
         self.tree = tree
-        self.columns = _Columns(source)
+        self.columns = Columns(source)
         self.spots: list[Spot] = []
         self.masked: dict[int, str] = {}  # id(literal node) -> spot label
         self.spot_nodes: set[int] = set()

@@ -9,25 +9,13 @@ Importing kernel.py would run user code (and pull in torch/triton) inside the da
 from __future__ import annotations
 
 import ast
-import re
 from functools import lru_cache
 from pathlib import Path
 
+from kernelscope.protocol.text_positions import source_lines
 from kernelscope.protocol.workspace import KernelInfo, KernelScan, SourceError
 
 KERNEL_DECORATORS = frozenset({"jit", "autotune", "heuristics"})
-_LINE_BREAK = re.compile(r"\r\n|\r|\n")
-
-
-def source_lines(text: str) -> list[str]:
-    """kernel.py's lines as editors (LSP positions), Python's parser and git count them:
-    broken at \\n, \\r\\n and \\r only. `str.splitlines` also breaks at a form feed (^L, a
-    page break some style guides use), \\v and Unicode separators, which put every later line
-    one off from the line numbers the scan and git give."""
-    lines = _LINE_BREAK.split(text)
-    if lines and lines[-1] == "":
-        lines.pop()
-    return lines
 
 
 def scan_kernel_file(path: Path) -> KernelScan:
@@ -67,7 +55,7 @@ def _scan_cached(source: str, path: str) -> KernelScan:
     except ValueError as exc:  # e.g. source contains NUL bytes
         return KernelScan(path=path, error=SourceError(path=path, message=str(exc)))
     aliases = _triton_aliases(tree)
-    lines = source.splitlines()
+    lines = source_lines(source)
     kernels: list[KernelInfo] = []
     for node in ast.walk(tree):
         if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):

@@ -14,10 +14,15 @@ from dataclasses import dataclass
 from functools import cached_property
 from typing import TYPE_CHECKING
 
+from lsprotocol import types
+from pygls.workspace.position_codec import PositionCodec
+
 from kernelscope.daemon.lsp.state import WorkspaceView
 
 if TYPE_CHECKING:  # (engine and models load with the first request, not at start-up)
     from kernelscope.protocol.workspace import KernelInfo
+
+UTF32 = PositionCodec(types.PositionEncodingKind.Utf32)  # characters as they are (no conversion)
 
 
 @dataclass(frozen=True)
@@ -28,6 +33,9 @@ class Document:
     buffer: str | None  # the editor's text; None: not open in the editor, or empty
     view: WorkspaceView
     resolves_tooltips: bool = False  # the client asks inlayHint/resolve for tooltips
+    # the client's units for columns (UTF-16 unless it negotiated another): the engine counts
+    # characters, so a line with an emoji puts a hint short of its place without this
+    codec: PositionCodec = UTF32
 
     @cached_property
     def text(self) -> str | None:
@@ -45,6 +53,17 @@ class Document:
         """The editor's text, else the file's ("" when there is none)."""
         return self.text or ""
 
+    def to_client(self, lines: list[str], line: int, character: int) -> types.Position:
+        """A position the engine gives (a character column) as the client counts it."""
+        return to_client(self.codec, lines, line, character)
+
+    def from_client(self, lines: list[str], position: types.Position) -> types.Position:
+        """A position the client sent, its column in characters as the engine counts them."""
+        if position.line >= len(lines):
+            return position
+        found = self.codec.position_from_client_units(lines, position)
+        return types.Position(line=found.line, character=found.character)
+
     def kernels(self) -> list[KernelInfo]:
         """The kernels of the editor's text (positions as the user sees them), else of the
         file; scans are remembered per text, so a hover does not re-parse 1,000 lines."""
@@ -52,3 +71,10 @@ class Document:
 
         scan = scan_kernel_source(self.text) if self.text is not None else self.view.cache.kernels()
         return list(scan.kernels)
+
+
+def to_client(codec: PositionCodec, lines: list[str], line: int, character: int) -> types.Position:
+    """(line, character column) in the client's units; past the text's end it stays as it is."""
+    if line >= len(lines):
+        return types.Position(line=line, character=character)
+    return codec.position_to_client_units(lines, types.Position(line=line, character=character))

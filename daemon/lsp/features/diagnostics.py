@@ -9,9 +9,13 @@ from typing import TYPE_CHECKING
 
 from lsprotocol import types
 
+from kernelscope.daemon.lsp.features import UTF32, to_client
 from kernelscope.daemon.lsp.state import WorkspaceState
+from kernelscope.protocol.text_positions import source_lines
 
 if TYPE_CHECKING:
+    from pygls.workspace.position_codec import PositionCodec
+
     from kernelscope.daemon.engine.views.diagnostics import Notice
 
 SEVERITY = {
@@ -22,7 +26,8 @@ SEVERITY = {
 }
 
 
-def diagnostics(ws: WorkspaceState) -> list[types.Diagnostic]:
+def diagnostics(ws: WorkspaceState, codec: PositionCodec = UTF32) -> list[types.Diagnostic]:
+    """kernel.py's diagnostics, columns in the client's units (`codec`)."""
     if not ws.notices and ws.probe is None:
         return []  # nothing to say: no engine import, no scan of kernel.py
     from kernelscope.daemon.engine.views.diagnostics import probe_notices
@@ -30,6 +35,7 @@ def diagnostics(ws: WorkspaceState) -> list[types.Diagnostic]:
     notices: list[Notice] = [*ws.notices, *probe_notices(ws.probe)]
     if not notices:
         return []  # (and no scan of kernel.py: a workspace nobody looked at stays unread)
+    lines = source_lines(ws.checked_text or "")  # the text the notices point into
     scan = ws.cache.kernels()
     line = (scan.kernels[0].def_line - 1) if scan.kernels else 0
     where = types.Range(
@@ -37,7 +43,7 @@ def diagnostics(ws: WorkspaceState) -> list[types.Diagnostic]:
     )
     return [
         types.Diagnostic(
-            range=where if n.line is None else _range(n),
+            range=where if n.line is None else _range(n, codec, lines),
             severity=SEVERITY[n.severity],
             source="kernelscope",
             code=n.code,
@@ -47,13 +53,13 @@ def diagnostics(ws: WorkspaceState) -> list[types.Diagnostic]:
     ]
 
 
-def _range(notice: Notice) -> types.Range:
+def _range(notice: Notice, codec: PositionCodec, lines: list[str]) -> types.Range:
     line = max(0, (notice.line or 1) - 1)
     end_line = max(line, (notice.end_line or notice.line or 1) - 1)
     end_column = notice.end_column if notice.end_column is not None else 200
     return types.Range(
-        start=types.Position(line=line, character=max(0, notice.column)),
-        end=types.Position(line=end_line, character=max(0, end_column)),
+        start=to_client(codec, lines, line, max(0, notice.column)),
+        end=to_client(codec, lines, end_line, max(0, end_column)),
     )
 
 

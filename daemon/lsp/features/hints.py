@@ -19,10 +19,10 @@ from typing import Any
 
 from lsprotocol import types
 
-from kernelscope.daemon.engine.workspace.kernel_scan import source_lines
 from kernelscope.daemon.lsp.features import Document
 from kernelscope.daemon.lsp.features.lenses import kernel_texts
 from kernelscope.daemon.lsp.state import WorkspaceView
+from kernelscope.protocol.text_positions import source_lines
 
 log = logging.getLogger("kernelscope.lsp")
 
@@ -83,7 +83,7 @@ def inlay_hints(doc: Document, params: types.InlayHintParams) -> list[types.Inla
             continue
         hints.append(
             types.InlayHint(
-                position=types.Position(line=line, character=len(lines[line].rstrip("\r\n"))),
+                position=doc.to_client(lines, line, len(lines[line])),
                 label=texts.get(kernel.name, ""),
                 padding_left=True,
             )
@@ -100,13 +100,10 @@ def history_hints(doc: Document, window: types.Range, lines: list[str]) -> list[
         service = view.cache.history()
         for tried in service.tried(doc.text):
             if tried.values and _in_range(tried.line, window):
-                hint = types.InlayHint(
-                    position=types.Position(line=tried.end_line, character=tried.end_character),
-                    label=tried.hint,
-                    padding_left=True,
-                )
+                where = doc.to_client(lines, tried.end_line, tried.end_character)
+                hint = types.InlayHint(position=where, label=tried.hint, padding_left=True)
                 if doc.resolves_tooltips:
-                    hint.data = HintData(doc.uri, tried.end_line, tried.end_character).dump()
+                    hint.data = HintData(doc.uri, where.line, where.character).dump()
                 else:
                     hint.tooltip = _cached_table(service, tried)
                 hints.append(hint)
@@ -115,7 +112,7 @@ def history_hints(doc: Document, window: types.Range, lines: list[str]) -> list[
                 if _in_range(found.line, window) and found.line < len(lines) and lines[found.line].strip():
                     hints.append(
                         types.InlayHint(
-                            position=types.Position(line=found.line, character=len(lines[found.line])),
+                            position=doc.to_client(lines, found.line, len(lines[found.line])),
                             label=found.hint,
                             padding_left=True,
                         )
@@ -130,8 +127,10 @@ def resolve(doc: Document, hint: types.InlayHint, where: HintData) -> types.Inla
     answer then carries no tables (formatting 250 of them after a history change is ~9 ms)."""
     try:
         service = doc.view.cache.history()
+        lines = source_lines(doc.source())
         for tried in service.tried(doc.text):
-            if tried.values and (tried.end_line, tried.end_character) == (where.line, where.character):
+            at = doc.to_client(lines, tried.end_line, tried.end_character)
+            if tried.values and (at.line, at.character) == (where.line, where.character):
                 hint.tooltip = _cached_table(service, tried)
                 break
     except Exception:
