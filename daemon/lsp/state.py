@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from pygls.uris import to_fs_path
 
-from kernelscope.daemon.engine.workspace.discovery import is_optimization_workspace
+from kernelscope.daemon.engine.workspace.discovery import is_optimization_workspace, workspace_holding
 from kernelscope.protocol.settings import FolderSettings, Settings, UserSettings
 from kernelscope.protocol.vocabulary import KERNEL_FILE
 
@@ -287,9 +287,10 @@ class ServerState:
     def rescan(self) -> None:
         """Every folder (or direct child) holding kernel.py and memory/ (or a README block),
         by its resolved path: a child that is a symbolic link to a workspace elsewhere is that
-        workspace (documents arrive by their resolved paths), found once. A workspace stays one
-        while its folder is there: kernel.py replaced by delete-and-create (an agent, a slow
-        write) must not drop its state, its jobs or its probe."""
+        workspace (documents arrive by their resolved paths), found once; and the workspaces
+        `discover` found deeper in a folder. A workspace stays one while its folder is there:
+        kernel.py replaced by delete-and-create (an agent, a slow write) must not drop its
+        state, its jobs or its probe."""
         found: dict[Path, WorkspaceState] = {}
         for folder in self.folders:
             candidates = [folder, *(p for p in folder.iterdir() if p.is_dir())] if folder.is_dir() else []
@@ -297,24 +298,36 @@ class ServerState:
                 root = candidate.resolve()
                 if root in found or root in self.workspaces or is_optimization_workspace(candidate):
                     found[root] = found.get(root) or self.workspaces.get(root) or self.new_workspace(root)
+        for root, ws in self.workspaces.items():  # found deeper by discover
+            if root not in found and root.is_dir() and self.folder_holding(root) is not None:
+                found[root] = ws
         before, self.workspaces = self.workspaces, found
         added = [ws for root, ws in found.items() if root not in before]
         removed = [ws for root, ws in before.items() if root not in found]
         if (added or removed) and self.on_workspaces is not None:
             self.on_workspaces(added, removed)
 
-    def discover(self, kernel: Path) -> WorkspaceState | None:
-        """(loop) The workspace of a kernel.py (resolved) made since the last scan: an agent
-        creates a workspace in the editor's folder and opens its kernel.py. Scanned again only
-        when the file's folder is where a scan looks (an editor folder or a child of one) and
-        is a workspace (one check per request for any other kernel.py)."""
-        folder = kernel.parent
-        if not (folder in self.folders or folder.parent in self.folders) or not is_optimization_workspace(
-            folder
-        ):
+    def folder_holding(self, path: Path) -> Path | None:
+        """The editor's folder `path` (resolved) lies in, or None."""
+        return next((f for f in self.folders if path == f or f in path.parents), None)
+
+    def discover(self, path: Path) -> WorkspaceState | None:
+        """(loop) The workspace holding `path` (resolved: a kernel.py, or a folder a command
+        names) that no scan found: one made since the last scan (an agent creates a workspace
+        and opens its kernel.py), or one nested deeper in an editor folder than a scan looks
+        (a monorepo's root opened). Climbs from `path` up to its editor folder, by the one rule
+        (engine/workspace/discovery.py); nothing outside the editor's folders."""
+        folder = self.folder_holding(path)
+        root = workspace_holding(path, within=folder) if folder is not None else None
+        if root is None:
             return None
-        self.rescan()
-        return self.workspaces.get(folder)
+        ws = self.workspaces.get(root)
+        if ws is None:
+            ws = self.new_workspace(root)
+            self.workspaces = {**self.workspaces, root: ws}  # a new dict: readers on the pool
+            if self.on_workspaces is not None:
+                self.on_workspaces([ws], [])
+        return ws
 
     @property
     def default_settings(self) -> Settings:

@@ -59,11 +59,38 @@ def test_a_workspace_made_since_the_last_scan_is_found_when_its_kernel_is_asked_
     made = _workspace(folder / "made_later")
     assert state.discover(made / "kernel.py") is state.workspaces[made]
     assert told == [([made], [])]
-    deeper = _workspace(folder / "a" / "b")  # not where a scan looks: no scan for it
-    assert state.discover(deeper / "kernel.py") is None and len(told) == 1
     shutil.rmtree(made)
     state.rescan()
     assert state.workspaces == {} and told[-1] == ([], [made])
+
+
+def test_a_workspace_nested_deeper_in_the_folder_is_found_and_kept(tmp_path: Path) -> None:
+    """The editor's folder is a monorepo's root (eglot's and lsp-mode's project root, a git
+    root opened in VS Code): a workspace two folders down gets its kernel served and its
+    commands answered (before: scans looked at the folder and its children only, and the
+    commands called it "not an optimization workspace"). The climb stops at the folder."""
+    outside = _workspace(tmp_path / "outside_ws")
+    folder = tmp_path / "proj"
+    nested = _workspace(folder / "ops" / "softmax" / "kernel_opt_va")
+    (folder / "ops" / "plain").mkdir()
+    (folder / "ops" / "plain" / "kernel.py").write_text("x = 1\n")
+    state = ServerState()
+    told: list[tuple[list[Path], list[Path]]] = []
+    state.on_workspaces = lambda added, removed: told.append(
+        ([w.root for w in added], [w.root for w in removed])
+    )
+    state.set_folders([folder])
+    assert state.workspaces == {}
+    ws = state.discover(nested / "kernel.py")
+    assert ws is not None and ws is state.workspaces.get(nested) and told == [([nested], [])]
+    assert state.discover(nested / "memory") is ws and len(told) == 1  # (a command naming a folder in it)
+    assert state.discover(folder / "ops" / "plain" / "kernel.py") is None
+    assert state.discover(outside / "kernel.py") is None  # not in the editor's folders
+    state.rescan()
+    assert state.workspaces == {nested: ws}  # a scan keeps it
+    shutil.rmtree(nested)
+    state.rescan()
+    assert state.workspaces == {} and told[-1] == ([], [nested])
 
 
 @pytest_lsp.fixture(config=ClientServerConfig(client_factory=make_client, server_command=NO_TORCH_SERVER))
@@ -180,3 +207,27 @@ def test_a_new_workspaces_settings_are_asked_for_without_resetting_the_others(tm
     assert (
         served.settings.debounce_ms == 100 and new.settings.debounce_ms == state.folder_defaults.debounce_ms
     )
+
+
+async def test_a_command_on_a_nested_workspace_is_answered(client: KernelscopeClient) -> None:
+    """A command names a workspace two folders below the editor's folder, never opened: it is
+    answered; a folder that is no workspace is refused naming what it lacks (before: every
+    folder was "not an optimization workspace (no kernel.py and memory/)")."""
+    ws = _workspace(client.folder / "ops" / "softmax" / "kernel_opt_va")
+    result = await client.workspace_execute_command_async(
+        types.ExecuteCommandParams(
+            command="kernelscope.compare",
+            arguments=[{"workspace": str(ws), "versionA": "v0", "versionB": "v1"}],
+        )
+    )
+    assert result["markdown"].startswith("## v0 → v1")  # type: ignore[index]
+    plain = client.folder / "plain"
+    plain.mkdir()
+    (plain / "kernel.py").write_text("x = 1\n")
+    with pytest.raises(Exception, match=r"not an optimization workspace \(no memory/ and no README.md"):
+        await client.workspace_execute_command_async(
+            types.ExecuteCommandParams(
+                command="kernelscope.compare",
+                arguments=[{"workspace": str(plain), "versionA": "v0", "versionB": "v1"}],
+            )
+        )

@@ -73,10 +73,14 @@ def require_workspace(path: Path, need: Need = "workspace") -> Path:
     return resolved
 
 
-def workspace_holding(path: Path) -> Path | None:
-    """The innermost workspace at or above `path` (a file or a folder), or None."""
+def workspace_holding(path: Path, within: Path | None = None) -> Path | None:
+    """The innermost workspace at or above `path` (a file or a folder), or None; with `within`
+    (a folder at or above `path`), the climb stops at that folder (the editor's folder: a
+    workspace nested any depth below it is found, nothing above it is looked at)."""
     start = path if path.is_dir() else path.parent
     for candidate in [start, *start.parents]:
+        if within is not None and candidate != within and within not in candidate.parents:
+            return None
         if is_optimization_workspace(candidate):
             return candidate
     return None

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 from pygls.exceptions import JsonRpcInternalError, JsonRpcInvalidParams
 
 from kernelscope.daemon.engine import KernelscopeError, WriteFailed
+from kernelscope.daemon.engine.workspace.discovery import missing_parts
 from kernelscope.daemon.lsp import notify
 from kernelscope.daemon.lsp.jobs import Jobs
 from kernelscope.daemon.lsp.state import ServerState, WorkspaceState, uri_to_path
@@ -74,12 +75,16 @@ class Commands:
         if not self.state.inside_folders(path):
             raise JsonRpcInvalidParams(message=f"workspace: {path} is outside the editor's workspace folders")
         ws = self.state.workspace_of(path)
-        if ws is None:  # a workspace made since the last scan: the loop scans (it owns the list)
+        if ws is None:  # made since the last scan, or nested deeper: the loop finds it (it owns the list)
+            resolved = path.resolve()
+            ws = self.state.on_loop_and_wait(lambda: self.state.discover(resolved))
+        if ws is None:  # (a link made since the last scan: only a scan follows it)
             self.state.on_loop_and_wait(self.state.rescan)
             ws = self.state.workspace_of(path)
         if ws is None:
+            missing = "; ".join(missing_parts(path.resolve())) or "not in the editor's folders"
             raise JsonRpcInvalidParams(
-                message=f"workspace: {path} is not an optimization workspace (no kernel.py and memory/)"
+                message=f"workspace: {path} is not an optimization workspace ({missing})"
             )
         return ws
 
