@@ -394,15 +394,26 @@ lens refresh, with `lsp-lens-enable')."
     (when (bound-and-true-p kernelscope-hints-mode)
       (kernelscope-hints-mode -1))))
 
+(defun kernelscope--eglot-contact (&optional interactive &rest more)
+  "eglot's contact for a Python buffer: the kernelscope daemon inside an optimization
+workspace; anywhere else the next `eglot-server-programs' entry for the buffer's mode (the
+user's pylsp or pyright), so that loading kernelscope.el takes no other Python project."
+  (if (kernelscope-root)
+      (cons 'kernelscope-eglot-server
+            (append kernelscope-command
+                    (list :initializationOptions kernelscope-initialization-options)))
+    (let* ((eglot-server-programs
+            (seq-remove (lambda (entry) (eq (cdr-safe entry) 'kernelscope--eglot-contact))
+                        eglot-server-programs))
+           (found (eglot--lookup-mode major-mode))
+           ;; eglot 1.9: (MODES LANGUAGE-ID CONTACT); later: (((MODE . LANGUAGE-ID)...) . CONTACT)
+           (contact (if (consp (car-safe (car-safe found))) (cdr found) (nth 2 found))))
+      (if (functionp contact) (apply contact interactive more) contact))))
+
 (with-eval-after-load 'eglot
   (defclass kernelscope-eglot-server (eglot-lsp-server) ()
     :documentation "The kernelscope daemon: asks to redraw the inlay hints kernelscope.el draws.")
-  (add-to-list 'eglot-server-programs
-               `(python-mode . ,(lambda (&rest _)
-                                  (cons 'kernelscope-eglot-server
-                                        (append kernelscope-command
-                                                (list :initializationOptions
-                                                      kernelscope-initialization-options))))))
+  (add-to-list 'eglot-server-programs '(python-mode . kernelscope--eglot-contact))
   (cl-defmethod eglot-client-capabilities ((_server kernelscope-eglot-server))
     (let ((capabilities (cl-call-next-method)))
       (unless (fboundp 'eglot-inlay-hints-mode)  ; where eglot draws them, it says what it supports

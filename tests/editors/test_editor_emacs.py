@@ -159,3 +159,36 @@ def test_finds_a_workspace_the_server_would_serve(tmp_path: Path) -> None:
         env={**os.environ, "HOME": str(tmp_path / "home")},
     )
     assert json.loads(proc.stdout) == [f"{fresh}/", None], proc.stderr[-2000:]
+
+
+@needs_emacs
+def test_eglot_starts_the_daemon_only_in_a_workspace(tmp_path: Path) -> None:
+    """kernelscope.el's eglot entry comes first for python-mode: in an ordinary Python project
+    M-x eglot starts the user's own server (before: kernelscope's daemon, for every project)."""
+    assert EMACS is not None
+    fresh, _ = root_rule_folders(tmp_path)
+    (tmp_path / "app").mkdir()
+    form = (
+        "(progn (require 'package) "
+        '(add-to-list (quote package-directory-list) "/usr/share/emacs/site-lisp/elpa") '
+        "(package-initialize) (require 'eglot) (require 'json) "
+        '(add-to-list (quote eglot-server-programs) (quote (python-mode . ("my-pylsp")))) '
+        f'(load "{EMACS_DIR / "kernelscope.el"}") '
+        "(princ (json-encode (mapcar (lambda (file) (find-file file) (python-mode) "
+        "(let ((guess (eglot--guess-contact))) (vector (symbol-name (nth 2 guess)) (car (nth 3 guess))))) "
+        f'(list "{tmp_path}/app/app.py" "{fresh}/kernel.py")))))'
+    )
+    proc = subprocess.run(
+        [EMACS, "--batch", "-Q", "--eval", form],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env={**os.environ, "HOME": str(tmp_path / "home")},
+    )
+    assert json.loads(proc.stdout) == [
+        ["eglot-lsp-server", "my-pylsp"],
+        ["kernelscope-eglot-server", "kernelscope"],
+    ], (
+        proc.stdout,
+        proc.stderr[-2000:],
+    )
