@@ -194,16 +194,38 @@ Returns that buffer."
                    (error (user-error "kernelscope compare %s..%s: %s" version-a version-b
                                       (or (alist-get 'jsonrpc-error-message (cdr-safe (cdr err)))
                                           (error-message-string err))))))
-         (buffer (get-buffer-create (format "*kernelscope compare %s..%s*" version-a version-b))))
+         (buffer (kernelscope--markdown-buffer (format "*kernelscope compare %s..%s*" version-a version-b)
+                                               (kernelscope--get result "markdown") root)))
+    (if (called-interactively-p 'any) (pop-to-buffer buffer) (display-buffer buffer))
+    buffer))
+
+(defun kernelscope--markdown-buffer (name markdown root)
+  "The read-only buffer NAME showing MARKDOWN (a daemon's answer) of the workspace ROOT."
+  (let ((buffer (get-buffer-create name)))
     (with-current-buffer buffer
       (let ((inhibit-read-only t))
         (erase-buffer)
-        (insert (or (kernelscope--get result "markdown") ""))
+        (insert (or markdown ""))
         (if (require 'markdown-mode nil t) (markdown-mode) (text-mode))
-        (setq default-directory (file-name-as-directory root))
+        (when (stringp root) (setq default-directory (file-name-as-directory root)))
         (goto-char (point-min))
         (view-mode 1)))  ; read-only, q quits
-    (if (called-interactively-p 'any) (pop-to-buffer buffer) (display-buffer buffer))
+    buffer))
+
+(defun kernelscope--lsp-show-answer (action)
+  "A lens clicked in lsp-mode (ACTION, its Command): lsp-mode would run the daemon command and
+drop the answer; this runs it and shows the answer's markdown (the history, a comparison) in a
+read-only buffer `*kernelscope NAME*'. Returns that buffer."
+  (let* ((command (kernelscope--get action "command"))
+         (arguments (or (kernelscope--get action "arguments") []))
+         (first (and (> (length arguments) 0) (elt arguments 0)))
+         (answer (kernelscope--request "workspace/executeCommand"
+                                       (list :command command :arguments arguments)))
+         (buffer (kernelscope--markdown-buffer
+                  (format "*kernelscope %s*" (string-remove-prefix "kernelscope." command))
+                  (kernelscope--get answer "markdown")
+                  (and first (kernelscope--get first "workspace")))))
+    (pop-to-buffer buffer)
     buffer))
 
 ;;;; inlay hints, for clients without their own
@@ -378,6 +400,11 @@ lens refresh, with `lsp-lens-enable')."
     :request-handlers
     (let ((handlers (make-hash-table :test #'equal)))
       (puthash "workspace/codeLens/refresh" #'kernelscope--lsp-lens-refresh handlers)
+      handlers)
+    :action-handlers  ; a clicked lens shows the daemon's answer
+    (let ((handlers (make-hash-table :test #'equal)))
+      (dolist (command '("kernelscope.showHistory" "kernelscope.compare"))
+        (puthash command #'kernelscope--lsp-show-answer handlers))
       handlers)
     :after-open-fn #'kernelscope--hints-on
     :add-on? t

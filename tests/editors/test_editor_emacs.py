@@ -57,6 +57,9 @@ def test_lsp_mode(tmp_path: Path) -> None:
     assert results["mask_best"] == "v4"
     assert results["lens_overlays"] >= 2  # lsp-lens-mode drew them
     assert results["kernel_lens_line"] == 7  # above `@triton.jit` of add_kernel
+    # the kernel lens clicked shows the history (before: the daemon's answer was dropped)
+    shown = results["lens_click"]
+    assert shown and shown["read_only"] and "| v4 |" in shown["text"], shown
 
     # kernel.py rewritten on disk (the kernel moved down), the buffer reloaded, edited, saved
     revert, auto_revert = results["reloads"]

@@ -129,6 +129,18 @@
       (ks-wait 15 (lambda () (ks-lens "^best ")))
       (push (cons 'lens_overlays (length (bound-and-true-p lsp-lens--overlays))) ks-result)
       (push (cons 'kernel_lens_line (car (ks-lens "^best "))) ks-result)
+      ;; the kernel lens clicked, as lsp-lens-mode runs it: the history shown in a buffer
+      (let* ((lenses (lsp-request "textDocument/codeLens"
+                                  (list :textDocument (lsp--text-document-identifier))))
+             (lens (seq-find (lambda (l) (string-prefix-p "best " (lsp:command-title (lsp:code-lens-command? l))))
+                             lenses)))
+        (save-window-excursion
+          (funcall-interactively (lsp-lens--create-interactive-command (lsp:code-lens-command? lens))))
+        (push (cons 'lens_click (let ((shown (get-buffer "*kernelscope showHistory*")))
+                                  (and shown (with-current-buffer shown
+                                               (list (cons 'text (buffer-string))
+                                                     (cons 'read_only buffer-read-only))))))
+              ks-result))
       (push (cons 'reloads
                   (vector
                    ;; the edit breaks the kernel (its probe cannot pass), the next one fixes it

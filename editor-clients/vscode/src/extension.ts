@@ -7,7 +7,7 @@ import vocabularyJson from "../../commands.json";
 import {
   Comparison, FOLDER_KEYS, HistoryResult, MaskHalfResult, USER_KEYS, Vocabulary, WorkspaceInfo, daemonCommand,
   folderSettingsOnly, initializationOptions, maskConfirmation, missingCommands, parseVersionPair, recordParams,
-  serialized, statusText, workspaceFor,
+  serialized, showAnswers, statusText, workspaceFor,
 } from "./pure";
 import { showHistoryPanel } from "./history";
 import { showComparison } from "./compare";
@@ -21,6 +21,8 @@ let client: LanguageClient | undefined;
 const lifecycle = serialized();
 let output: vscode.LogOutputChannel;
 let status: vscode.StatusBarItem;
+/** kernel.py of compared versions, served read-only to the diff editor. */
+const versionTexts = new Map<string, string>();
 
 /** The user's own value of a setting (user settings, else the default): never a workspace's,
  * whatever scope VS Code applies (settings that decide what runs are the user's alone). */
@@ -49,6 +51,11 @@ async function startClient(context: vscode.ExtensionContext): Promise<void> {
     // Background benchmarks run kernel.py: only in trusted workspaces.
     initializationOptions: initializationOptions(current, vscode.workspace.isTrusted),
     middleware: {
+      // a clicked lens's history or comparison is shown (the client would drop the answer)
+      executeCommand: showAnswers(vocabulary, {
+        history: (history) => showHistoryPanel(context, history),
+        comparison: (comparison) => showComparison(comparison, versionTexts),
+      }),
       workspace: {
         // Folder answers carry folder keys only (the server ignores the rest anyway).
         configuration: async (params, token, next) => {
@@ -188,7 +195,6 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
   status.command = "kernelscope.client.showHistory";
   context.subscriptions.push(output, status);
 
-  const versionTexts = new Map<string, string>();
   context.subscriptions.push(vscode.workspace.registerTextDocumentContentProvider("kernelscope-version", {
     provideTextDocumentContent: (uri) => versionTexts.get(uri.toString()) ?? "",
   }));

@@ -32,6 +32,23 @@ export function daemonCommand(vocabulary: Vocabulary, name: string): string {
   return command;
 }
 
+/** Where a daemon command's answer is shown when VS Code runs it (a code lens clicked). */
+export interface AnswerViews { history(result: HistoryResult): unknown; comparison(result: Comparison): unknown }
+
+/** The client's `executeCommand` middleware: a lens runs its daemon command through
+ * vscode-languageclient, which returns the answer to VS Code and shows nothing; the answers of
+ * `showHistory` (the kernel and file lenses) and `compare` open the same views as the palette. */
+export function showAnswers(vocabulary: Vocabulary, views: AnswerViews) {
+  const history = daemonCommand(vocabulary, "showHistory");
+  const compare = daemonCommand(vocabulary, "compare");
+  return async (command: string, args: unknown[], next: (command: string, args: unknown[]) => unknown): Promise<unknown> => {
+    const answer = await next(command, args);
+    if (answer && command === history) await views.history(answer as HistoryResult);
+    else if (answer && command === compare) await views.comparison(answer as Comparison);
+    return answer;
+  };
+}
+
 /** Daemon commands the server does not offer (an older or newer daemon than this extension). */
 export function missingCommands(vocabulary: Vocabulary, offered: string[] | undefined): string[] {
   const have = new Set(offered ?? []);

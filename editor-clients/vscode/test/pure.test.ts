@@ -3,7 +3,7 @@ import { test } from "node:test";
 import { readFileSync } from "node:fs";
 import {
   Comparison, Vocabulary, chartPoints, comparisonHtml, daemonCommand, folderSettingsOnly, initializationOptions,
-  maskConfirmation, missingCommands, parseVersionPair, recordParams, serialized, statusText, workspaceFor,
+  maskConfirmation, missingCommands, parseVersionPair, recordParams, serialized, showAnswers, statusText, workspaceFor,
 } from "../src/pure";
 
 const vocabulary = JSON.parse(readFileSync("../commands.json", "utf8")) as Vocabulary;
@@ -138,4 +138,21 @@ test("serialized runs a restart only after a start still under way has settled, 
   assert.deepEqual(events, ["start begins", "start fails", "restart"]);
   await lifecycle(async () => { events.push("after"); });  // the queue goes on
   assert.equal(events.at(-1), "after");
+});
+
+test("a clicked lens's history and comparison are shown, other answers passed through", async () => {
+  // VS Code runs a lens's command through this middleware; without it the answer was dropped
+  const shown: string[] = [];
+  const middleware = showAnswers(vocabulary, {
+    history: (h) => shown.push(`history ${h.workspace}`),
+    comparison: (c) => shown.push(`compare ${c.workspace}`),
+  });
+  const answers: Record<string, unknown> = {
+    "kernelscope.showHistory": { workspace: "/ws", kernel: "add_kernel", entries: [], markdown: "" },
+    "kernelscope.compare": { workspace: "/ws2" },
+    "kernelscope.benchmark": { job_id: "j1" },
+  };
+  const next = async (command: string, args: unknown[]) => { assert.equal(args.length, 1); return answers[command]; };
+  for (const command of Object.keys(answers)) assert.deepEqual(await middleware(command, [{ workspace: "/ws" }], next), answers[command]);
+  assert.deepEqual(shown, ["history /ws", "compare /ws2"]);
 });
