@@ -1,4 +1,5 @@
 // Pure helpers of the extension (no `vscode` import), unit-tested with node's test runner.
+import { realpathSync } from "node:fs";
 
 export interface HistoryEntry { version: string | null; score: number | null; status: string; summary: string; masked?: boolean; failed?: boolean }
 export interface HistoryResult { workspace: string; kernel: string | null; entries: HistoryEntry[]; markdown: string; target?: string | null }
@@ -7,13 +8,26 @@ export interface MaskHalfResult { masked: string[]; candidates: string[]; best_v
 /** One optimization workspace as the server's `kernelscope/workspaces` answer names it. */
 export interface WorkspaceInfo { workspace: string; kernel: string }
 
+/** `path` with symbolic links resolved (as the daemon names workspaces), or as given if it
+ * cannot be resolved (a file not saved yet). */
+export function resolvedPath(path: string): string {
+  try {
+    return realpathSync.native(path);
+  } catch {
+    return path;
+  }
+}
+
 /** The workspace for `filePath` among those the server named: the innermost one holding the
- * file; with no file (or a file outside them all), the only workspace if there is exactly one. */
+ * file; with no file (or a file outside them all), the only workspace if there is exactly one.
+ * The file is compared by its resolved path: a folder opened through a symbolic link gives
+ * VS Code paths the daemon's resolved ones never start with. */
 export function workspaceFor(filePath: string | undefined, workspaces: WorkspaceInfo[]): string | undefined {
   if (filePath) {
+    const file = resolvedPath(filePath);
     const holding = workspaces
       .map((w) => w.workspace)
-      .filter((root) => filePath === root || filePath.startsWith(root.endsWith("/") ? root : `${root}/`))
+      .filter((root) => file === root || file.startsWith(root.endsWith("/") ? root : `${root}/`))
       .sort((a, b) => b.length - a.length);
     if (holding.length) return holding[0];
   }

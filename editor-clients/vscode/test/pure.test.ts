@@ -1,6 +1,8 @@
 import { strict as assert } from "node:assert";
 import { test } from "node:test";
-import { readFileSync } from "node:fs";
+import { mkdirSync, mkdtempSync, readFileSync, realpathSync, symlinkSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import {
   Comparison, Vocabulary, chartPoints, comparisonHtml, daemonCommand, folderSettingsOnly, initializationOptions,
   maskConfirmation, missingCommands, parseVersionPair, recordParams, serialized, showAnswers, statusText, workspaceFor,
@@ -155,4 +157,15 @@ test("a clicked lens's history and comparison are shown, other answers passed th
   const next = async (command: string, args: unknown[]) => { assert.equal(args.length, 1); return answers[command]; };
   for (const command of Object.keys(answers)) assert.deepEqual(await middleware(command, [{ workspace: "/ws" }], next), answers[command]);
   assert.deepEqual(shown, ["history /ws", "compare /ws2"]);
+});
+
+test("workspaceFor compares the file by its resolved path (a folder opened through a link)", () => {
+  const top = realpathSync(mkdtempSync(join(tmpdir(), "ks-link-")));
+  for (const name of ["a", "b"]) {
+    mkdirSync(join(top, "real", name), { recursive: true });
+    writeFileSync(join(top, "real", name, "kernel.py"), "");
+  }
+  symlinkSync(join(top, "real"), join(top, "link"));
+  const named = ["a", "b"].map((n) => ({ workspace: join(top, "real", n), kernel: join(top, "real", n, "kernel.py") }));
+  assert.equal(workspaceFor(join(top, "link", "b", "kernel.py"), named), join(top, "real", "b"));
 });
