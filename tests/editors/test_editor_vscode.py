@@ -139,6 +139,29 @@ def shots_dir(version: str, tmp_path: Path) -> Path:
     return Path(chosen).resolve() if chosen and version == CODE_SERVERS[0] else tmp_path
 
 
+def test_every_setting_can_be_set_in_vscode() -> None:
+    """Every setting the daemon takes is a `kernelscope.*` setting of the extension and is sent
+    (pure.ts's USER_KEYS or FOLDER_KEYS; trust comes from VS Code's workspace trust), folder
+    settings with a folder scope (before: blameInlay, documented, could not be set)."""
+    from kernelscope.protocol.settings import FOLDER_KEYS, USER_KEYS, camel_key
+
+    properties = json.loads((EXTENSION / "package.json").read_text())["contributes"]["configuration"][
+        "properties"
+    ]
+    pure = (EXTENSION / "src" / "pure.ts").read_text()
+
+    def sent(name: str) -> set[str]:
+        found = re.search(rf"export const {name} = \[([^\]]*)\]", pure)
+        assert found, name
+        return set(re.findall(r'"(\w+)"', found.group(1)))
+
+    users, folders = {camel_key(k) for k in USER_KEYS} - {"trusted"}, {camel_key(k) for k in FOLDER_KEYS}
+    assert sent("USER_KEYS") == users and sent("FOLDER_KEYS") == folders
+    for key in users | folders:
+        assert f"kernelscope.{key}" in properties, key
+    assert {properties[f"kernelscope.{key}"]["scope"] for key in folders} == {"resource"}
+
+
 @E2E
 @pytest.mark.parametrize("version", CODE_SERVERS)
 def test_vscode_end_to_end(built_extension: Path, tmp_path: Path, version: str) -> None:

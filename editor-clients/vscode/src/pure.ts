@@ -190,7 +190,7 @@ export function escapeHtml(text: string): string {
  * where, with which limits. Trust is not among them: it comes from `workspace.isTrusted`. */
 export const USER_KEYS = ["dbUrl", "python", "agent", "executor", "rayAddress", "timeoutS", "memoryLimitMb"];
 /** Settings a workspace folder may choose (how runs look, never what runs). */
-export const FOLDER_KEYS = ["benchOnSave", "mode", "seeds", "debounceMs"];
+export const FOLDER_KEYS = ["benchOnSave", "mode", "seeds", "debounceMs", "blameInlay"];
 
 /** Settings sent as initializationOptions: trust from VS Code's workspace trust only (a
  * `trusted` key in the settings is ignored); background benchmarks only when trusted. */
