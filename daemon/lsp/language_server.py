@@ -13,6 +13,7 @@ from typing import Any
 from urllib.parse import unquote
 
 from lsprotocol import types
+from pygls.exceptions import JsonRpcInvalidParams
 from pygls.lsp.server import LanguageServer
 
 from kernelscope.daemon.lsp.features import Document, lifecycle, save
@@ -70,6 +71,21 @@ class KernelscopeServer(LanguageServer):
         if ws is None and path.name == KERNEL_FILE:
             ws = self.state.discover(path)
         return ws if ws is not None and path == ws.kernel_path else None
+
+    def implied_workspace(self) -> str:
+        """(loop) The workspace a command sent without arguments means (Helix's
+        `:lsp-workspace-command` sends none): the only one served, else the only one whose
+        kernel.py is open; InvalidParams otherwise."""
+        roots = sorted(self.state.workspaces)
+        if len(roots) != 1:
+            opened = (self.kernel_workspace(uri) for uri in list(self.workspace.text_documents))
+            roots = sorted({ws.root for ws in opened if ws is not None})
+        if len(roots) != 1:
+            raise JsonRpcInvalidParams(
+                message=f"no workspace given and {len(self.state.workspaces)} served, {len(roots)} with "
+                'kernel.py open: pass one object argument {"workspace": "/path/to/workspace"}'
+            )
+        return str(roots[0])
 
     def document(self, uri: str) -> Document | None:
         """(loop) A snapshot of an open kernel.py for pool work."""

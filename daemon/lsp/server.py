@@ -84,6 +84,9 @@ def _command_handler(model_name: str, method_name: str) -> Callable[..., Any]:
         from kernelscope.protocol import lsp as protocol
 
         model = getattr(protocol, model_name)
+        workspace = model.model_fields.get("workspace")
+        if not args and workspace is not None and workspace.is_required():
+            args = ({"workspace": ls.implied_workspace()},)
         params = model() if not args and model_name == "CancelParams" else parse(model, args)
         method = getattr(ls.commands, method_name)
         if method_name in RUNS_ON_LOOP:

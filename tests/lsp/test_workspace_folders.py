@@ -231,3 +231,37 @@ async def test_a_command_on_a_nested_workspace_is_answered(client: KernelscopeCl
                 arguments=[{"workspace": str(plain), "versionA": "v0", "versionB": "v1"}],
             )
         )
+
+
+async def test_a_command_without_arguments_takes_the_implied_workspace(client: KernelscopeClient) -> None:
+    """Helix's `:lsp-workspace-command` sends no arguments: the only workspace served, else the
+    only one whose kernel.py is open; with neither, the refusal says what to pass (before: every
+    command without arguments was refused)."""
+
+    async def history() -> object:
+        return await client.workspace_execute_command_async(
+            types.ExecuteCommandParams(command="kernelscope.showHistory")
+        )
+
+    first = _workspace(client.folder / "kernel_opt_a")
+    client.workspace_did_change_workspace_folders(
+        types.DidChangeWorkspaceFoldersParams(event=types.WorkspaceFoldersChangeEvent(added=[], removed=[]))
+    )
+    assert (await history())["workspace"] == str(first)  # type: ignore[index]
+    second = _workspace(client.folder / "kernel_opt_b")
+    kernel = second / "kernel.py"
+    client.text_document_did_open(
+        types.DidOpenTextDocumentParams(
+            text_document=types.TextDocumentItem(
+                uri=kernel.as_uri(), language_id="python", version=1, text=kernel.read_text()
+            )
+        )
+    )
+    assert (await history())["workspace"] == str(second)  # type: ignore[index]
+    client.text_document_did_close(
+        types.DidCloseTextDocumentParams(text_document=types.TextDocumentIdentifier(uri=kernel.as_uri()))
+    )
+    with pytest.raises(
+        Exception, match=r'2 served, 0 with kernel.py open: pass one object argument \{"workspace"'
+    ):
+        await history()
