@@ -245,3 +245,37 @@ def test_neovim_finds_a_workspace_the_server_would_serve(tmp_path: Path, neovim:
         timeout=60,
     )
     assert json.loads(proc.stdout.strip() or proc.stderr.strip()) == [str(fresh), None], proc
+
+
+@pytest.mark.parametrize("neovim", ["system", "pypi"])
+def test_neovim_installed_alone_reads_the_rule_from_its_daemon_command(tmp_path: Path, neovim: str) -> None:
+    """The plugin copied outside the checkout (no ../commands.json) with the daemon run as
+    `python -m kernelscope.daemon.lsp`: the rule comes from the CLI module beside it (before:
+    `<python> schema --commands` failed silently and no buffer was ever attached); a command
+    that cannot give the rule is said (vim.notify), not swallowed."""
+    nvim = _nvim(neovim)
+    fresh, _ = root_rule_folders(tmp_path)
+    plugin = tmp_path / "pack" / "kernelscope"
+    shutil.copytree(REPO_ROOT / "editor-clients" / "neovim", plugin)
+    found = {}
+    for name, cmd in (
+        ("module", [sys.executable, "-m", "kernelscope.daemon.lsp"]),
+        ("broken", [str(tmp_path / "no-such-kernelscope"), "serve"]),
+    ):
+        lua = (
+            f"vim.opt.runtimepath:append('{plugin}'); local ks = require('kernelscope'); "
+            f"ks.setup({{cmd = vim.fn.json_decode('{json.dumps(cmd)}')}}); "
+            f"io.stdout:write(vim.fn.json_encode({{ks.find_root('{fresh}/sub/x.py') or vim.NIL, "
+            "vim.fn.execute('messages')}))"
+        )
+        proc = subprocess.run(
+            [nvim, "--headless", "-u", "NONE", "-c", f"lua {lua}", "-c", "qa!"],
+            capture_output=True,
+            text=True,
+            timeout=60,
+            env={**os.environ, "HOME": str(tmp_path / "home")},
+        )
+        found[name] = json.loads(proc.stdout.strip() or proc.stderr.strip())
+    assert found["module"][0] == str(fresh), found
+    assert found["broken"][0] is None, found
+    assert "cannot read the server's workspace rule" in found["broken"][1], found

@@ -15,6 +15,10 @@ local M = {}
 
 M.config = {
   cmd = { "kernelscope", "serve" },
+  -- prints the server's vocabulary when the plugin runs outside the repository; nil: derived
+  -- from `cmd` ({..., "serve"} -> {..., "schema", "--commands"}; {python, "-m",
+  -- "kernelscope.daemon.lsp"} -> {python, "-m", "kernelscope.daemon.cli.main", "schema", "--commands"})
+  schema_cmd = nil,
   init_options = { kernelscope = {} }, -- e.g. { kernelscope = { trusted = true, dbUrl = "..." } }
   refresh_events = { "BufEnter", "BufWritePost", "CursorHold", "InsertLeave" },
   on_result = nil, -- function(command, result): defaults to a notification / scratch buffer
@@ -34,19 +38,57 @@ M.hint_namespace = HINTS
 local VOCABULARY = debug.getinfo(1, "S").source:sub(2):gsub("[^/]*$", "") .. "../../../commands.json"
 local vocabulary_cache
 
+--- The command that prints the vocabulary: `schema_cmd`, else derived from `cmd` (nil if it
+--- cannot be: neither `serve` nor `-m kernelscope...` in it).
+function M.schema_cmd()
+  if M.config.schema_cmd then
+    return M.config.schema_cmd
+  end
+  local cmd = M.config.cmd or {}
+  for i, word in ipairs(cmd) do
+    if word == "serve" then
+      local derived = vim.list_slice(cmd, 1, i - 1)
+      vim.list_extend(derived, { "schema", "--commands" })
+      return derived
+    end
+    if word == "-m" and type(cmd[i + 1]) == "string" and cmd[i + 1]:match("^kernelscope") then
+      local derived = vim.list_slice(cmd, 1, i - 1)
+      vim.list_extend(derived, { "-m", "kernelscope.daemon.cli.main", "schema", "--commands" })
+      return derived
+    end
+  end
+  return nil
+end
+
 local function vocabulary()
   if vocabulary_cache == nil then
-    local text
+    local text, problem
     if vim.fn.filereadable(VOCABULARY) == 1 then
       text = table.concat(vim.fn.readfile(VOCABULARY), "\n")
-    elseif vim.fn.executable(M.config.cmd[1]) == 1 then
-      text = vim.fn.system({ M.config.cmd[1], "schema", "--commands" })
-      if vim.v.shell_error ~= 0 then
-        text = nil
+    else
+      local schema = M.schema_cmd()
+      if not schema then
+        problem = "cannot tell from cmd " .. vim.inspect(M.config.cmd) .. " how to run `kernelscope schema --commands`"
+      elseif vim.fn.executable(schema[1]) ~= 1 then
+        problem = vim.inspect(schema) .. ": " .. tostring(schema[1]) .. " is not executable"
+      else
+        text = vim.fn.system(schema)
+        if vim.v.shell_error ~= 0 then
+          problem = vim.inspect(schema) .. " failed (status " .. vim.v.shell_error .. "): " .. text:sub(1, 300)
+          text = nil
+        end
       end
     end
     local ok, decoded = pcall(vim.fn.json_decode, text or "")
     vocabulary_cache = (ok and type(decoded) == "table") and decoded or false
+    if not vocabulary_cache then
+      vim.notify(
+        "kernelscope: cannot read the server's workspace rule, so no buffer is attached: "
+          .. (problem or "its output is not JSON")
+          .. ". Set schema_cmd (or cmd) in require('kernelscope').setup{...}",
+        vim.log.levels.WARN
+      )
+    end
   end
   return vocabulary_cache or nil
 end
@@ -618,6 +660,9 @@ end
 
 function M.setup(opts)
   M.config = vim.tbl_deep_extend("force", M.config, opts or {})
+  if vocabulary_cache == false then -- read again with the new settings
+    vocabulary_cache = nil
+  end
   if next(M.commands) == nil then
     load_commands()
   end
