@@ -35,22 +35,54 @@
   (expand-file-name "../commands.json" (file-name-directory (or load-file-name buffer-file-name)))
   "editor-clients/commands.json (written by `kernelscope schema --commands').")
 
+(defcustom kernelscope-schema-command nil
+  "Command line that prints the daemon's vocabulary (`kernelscope schema --commands'), read
+when kernelscope.el runs outside the repository (no ../commands.json).  nil: derived from
+`kernelscope-command' (\"serve\" and what follows becomes \"schema --commands\"; \"-m
+kernelscope...\" becomes \"-m kernelscope.daemon.cli.main schema --commands\")."
+  :type '(choice (const nil) (repeat string)))
+
+(defun kernelscope--schema-command ()
+  "`kernelscope-schema-command', else derived from `kernelscope-command' (nil if it cannot be)."
+  (or kernelscope-schema-command
+      (let ((serve (seq-position kernelscope-command "serve"))
+            (module (seq-position kernelscope-command "-m")))
+        (cond (serve (append (seq-take kernelscope-command serve) '("schema" "--commands")))
+              ((and module (string-prefix-p "kernelscope" (or (nth (1+ module) kernelscope-command) "")))
+               (append (seq-take kernelscope-command module)
+                       '("-m" "kernelscope.daemon.cli.main" "schema" "--commands")))))))
+
 (defvar kernelscope--vocabulary 'unread)
 
 (defun kernelscope--vocabulary ()
   "The daemon's vocabulary, read once: commands.json beside this package, else what
-`kernelscope schema --commands' prints."
-  (when (eq kernelscope--vocabulary 'unread)
-    (setq kernelscope--vocabulary
-          (ignore-errors
-            (let ((json-object-type 'alist) (json-array-type 'list) (json-key-type 'string))
-              (if (file-readable-p kernelscope--vocabulary-file)
-                  (json-read-file kernelscope--vocabulary-file)
-                (with-temp-buffer
-                  (when (eq 0 (call-process (car kernelscope-command) nil t nil "schema" "--commands"))
-                    (goto-char (point-min))
-                    (json-read))))))))
-  kernelscope--vocabulary)
+`kernelscope--schema-command' prints; a failure is said, and the rule read again once that
+command changes."
+  (when (or (eq kernelscope--vocabulary 'unread)
+            (and (eq (car-safe kernelscope--vocabulary) 'failed)
+                 (not (equal (cdr kernelscope--vocabulary) (kernelscope--schema-command)))))
+    (let ((json-object-type 'alist) (json-array-type 'list) (json-key-type 'string)
+          (schema (kernelscope--schema-command))
+          problem)
+      (setq kernelscope--vocabulary
+            (if (file-readable-p kernelscope--vocabulary-file)
+                (ignore-errors (json-read-file kernelscope--vocabulary-file))
+              (with-temp-buffer
+                (let ((status (if schema
+                                  (condition-case err (apply #'call-process (car schema) nil t nil (cdr schema))
+                                    (error (error-message-string err)))
+                                "no command")))
+                  (if (eq status 0)
+                      (progn (goto-char (point-min)) (ignore-errors (json-read)))
+                    (setq problem (format "%S: %s %s" schema status
+                                          (string-trim (buffer-substring (point-min) (min (point-max) 300)))))
+                    nil)))))
+      (unless kernelscope--vocabulary
+        (message "kernelscope: cannot read the daemon workspace rule, so no buffer is served: %s. Set kernelscope-schema-command (or kernelscope-command)"
+                 (or problem (format "%S printed no JSON" schema)))
+        (setq kernelscope--vocabulary (cons 'failed schema)))))
+  (unless (or (eq kernelscope--vocabulary 'unread) (eq (car-safe kernelscope--vocabulary) 'failed))
+    kernelscope--vocabulary))
 
 (defun kernelscope--workspace-p (dir)
   "The server's rule for an optimization workspace, read as data (commands.json's

@@ -12,6 +12,7 @@ import json
 import os
 import shutil
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -195,3 +196,43 @@ def test_eglot_starts_the_daemon_only_in_a_workspace(tmp_path: Path) -> None:
         proc.stdout,
         proc.stderr[-2000:],
     )
+
+
+@needs_emacs
+def test_installed_alone_reads_the_rule_from_its_daemon_command(tmp_path: Path) -> None:
+    """kernelscope.el copied outside the checkout (no ../commands.json) with the daemon run as
+    `python -m kernelscope.daemon.lsp`: the rule comes from the CLI module beside it (before:
+    `<python> schema --commands` failed silently and no buffer was ever served); a command that
+    cannot give the rule is said in a message."""
+    assert EMACS is not None
+    fresh, _ = root_rule_folders(tmp_path)
+    alone = tmp_path / "site-lisp" / "kernelscope"
+    alone.mkdir(parents=True)
+    shutil.copy(EMACS_DIR / "kernelscope.el", alone / "kernelscope.el")
+    found = {}
+    for name, cmd in (
+        ("module", [sys.executable, "-m", "kernelscope.daemon.lsp"]),
+        ("broken", [str(tmp_path / "no-such-kernelscope"), "serve"]),
+    ):
+        command = " ".join(json.dumps(word) for word in cmd)
+        proc = subprocess.run(
+            [
+                EMACS,
+                "--batch",
+                "-Q",
+                "-l",
+                str(alone / "kernelscope.el"),
+                "--eval",
+                f"(setq kernelscope-command (list {command}))",
+                "--eval",
+                f'(princ (or (kernelscope-root "{fresh}/sub/x.py") "none"))',
+            ],
+            capture_output=True,
+            text=True,
+            timeout=60,
+            env={**os.environ, "HOME": str(tmp_path / "home")},
+        )
+        found[name] = (proc.stdout, proc.stderr[-2000:])
+    assert found["module"][0] == f"{fresh}/", found
+    assert found["broken"][0] == "none", found
+    assert "cannot read the daemon workspace rule" in found["broken"][1], found
