@@ -24,10 +24,12 @@ if TYPE_CHECKING:  # the store (SQLAlchemy) and the models (pydantic) load when 
 app = typer.Typer(help="Kernel experiment history (the seed's kernel-exp-history API).", no_args_is_help=True)
 
 
-def _store(db: str | None) -> ExperimentStore:
+def _store(db: str | None, create: bool = False) -> ExperimentStore:
+    """The store; only `record` and `import` create one (`create`): a read or an update
+    through a mistyped --db is refused instead of creating an empty store."""
     from kernelscope.daemon.engine.store import ExperimentStore
 
-    return ExperimentStore(db)
+    return ExperimentStore(db, must_exist=not create)
 
 
 # The filter options' parameter names, each as the store's keyword (`--buggy` is `is_buggy`).
@@ -235,7 +237,7 @@ def record(
     }
     if exp_id:
         fields["id"] = exp_id
-    created = _store(db).create_experiment(fields)
+    created = _store(db, create=True).create_experiment(fields)
     output.report(
         json_out, created.to_dict(), f"Recorded {created.id} ({_score(created.score)}, {created.category})"
     )
@@ -348,7 +350,7 @@ def import_command(
     """Import records; all are validated first and nothing is written if any is invalid."""
     from kernelscope.daemon.engine.store.transfer import read_records
 
-    counts = _store(db).import_experiments(read_records(path), replace=replace)
+    counts = _store(db, create=True).import_experiments(read_records(path), replace=replace)
     output.report(json_out, counts, ", ".join(f"{v} {k}" for k, v in counts.items()))
 
 

@@ -41,13 +41,15 @@ def elsewhere(root: Path, records: list[dict[str, object]], current: ExperimentS
     counts: dict[str, int] = {}
     have = {e.id for e in current.list_experiments(workspace=str(root))}
     for url in recorded_stores(root, records):
-        if public_url(url) == public_url(current.url) or "***" in url:
-            continue  # the store in use, or one whose password was (rightly) not recorded
         try:
-            other = ExperimentStore(url)
+            if public_url(url) == public_url(current.url) or "***" in url:
+                continue  # the store in use, or one whose password was (rightly) not recorded
+            # Read-only, and only if it exists: a URL in a record may name a teammate's home or
+            # a file inside the workspace, and showing a workspace creates nothing.
+            other = ExperimentStore(url, read_only=True)
             missing = [e for e in other.list_experiments(workspace=str(root)) if e.id not in have]
-        except StoreError:
-            continue  # gone, or not a store: nothing to bring
+        except (StoreError, OSError):
+            continue  # gone, unreachable, or not a store: nothing to bring
         if missing:
             counts[url] = len(missing)
     return counts
@@ -58,6 +60,6 @@ def adopt(root: Path, records: list[dict[str, object]], current: ExperimentStore
     URL -> how many were imported."""
     imported: dict[str, int] = {}
     for url in elsewhere(root, records, current):
-        found = ExperimentStore(url).list_experiments(workspace=str(root))
+        found = ExperimentStore(url, read_only=True).list_experiments(workspace=str(root))
         imported[url] = current.import_experiments(found)["inserted"]
     return imported

@@ -41,22 +41,59 @@ def _config_url() -> str | None:
     return value
 
 
-def normalize_url(url: str) -> str:
-    """A SQLAlchemy URL from what a user typed: a path, sqlite:///..., postgresql://..."""
+def _sqlite_url(path_text: str, base: Path | None) -> str:
+    path = Path(path_text).expanduser()
+    if base is not None and not path.is_absolute():
+        path = base / path
+    return f"sqlite:///{path.resolve()}"
+
+
+def normalize_url(url: str, base: Path | None = None) -> str:
+    """A SQLAlchemy URL from what a user typed: a path, sqlite:///..., postgresql://...
+
+    `~` is expanded and a relative path is made absolute against `base` (the current
+    directory when None), so the same text always names the same file. Anything that is not
+    SQLite or PostgreSQL is refused with a StoreError rather than left to the driver."""
     text = url.strip()
+    if not text:
+        raise StoreError("empty database URL: give a SQLite path or a postgresql:// URL")
     if "://" not in text:
-        return f"sqlite:///{Path(text).expanduser().resolve()}"
-    if text.startswith(("postgresql://", "postgres://")):
-        return "postgresql+psycopg://" + text.split("://", 1)[1]
-    return text
+        return _sqlite_url(text, base)
+    scheme, rest = text.split("://", 1)
+    dialect = scheme.split("+", 1)[0].lower()
+    if dialect in ("postgresql", "postgres"):
+        return "postgresql+psycopg://" + rest if "+" not in scheme else text
+    if dialect != "sqlite":
+        raise StoreError(
+            f"unsupported database URL {scheme}://...: kernelscope stores experiments in SQLite "
+            "(a file path or sqlite:///PATH) or PostgreSQL (postgresql://user@host/db)"
+        )
+    path_text, question, query = rest.partition("?")
+    if path_text in ("", "/:memory:"):
+        return text  # an in-memory database
+    if not path_text.startswith("/"):
+        raise StoreError(
+            f"{text}: sqlite:// with two slashes names a host; write sqlite:///PATH (three "
+            "slashes, then the path) or just the path"
+        )
+    return _sqlite_url(path_text[1:], base) + question + query
 
 
 def resolve_db_url(explicit: str | None = None) -> str:
-    """The database URL to use, by the precedence in the module docstring."""
-    for candidate in (explicit, os.environ.get(ENV_URL), _config_url()):
+    """The database URL to use, by the precedence in the module docstring. A relative path in
+    the config file is taken from the config file's folder, not the current directory."""
+    for candidate in (explicit, os.environ.get(ENV_URL)):
         if candidate:
             return normalize_url(candidate)
+    configured = _config_url()
+    if configured:
+        return normalize_url(configured, config_path().expanduser().resolve().parent)
     return normalize_url(str(default_db_path()))
+
+
+def is_default_url(url: str) -> bool:
+    """Whether `url` is the per-user default store (a first read may create it empty)."""
+    return url == normalize_url(str(default_db_path()))
 
 
 def public_url(url: str) -> str:

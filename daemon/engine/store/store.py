@@ -19,6 +19,7 @@ import threading
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote
 
 from pydantic import ValidationError
 from sqlalchemy import (
@@ -32,17 +33,16 @@ from sqlalchemy import (
     exists,
     func,
     insert,
-    inspect,
     or_,
     select,
     text,
     update,
 )
 from sqlalchemy.engine import make_url
-from sqlalchemy.exc import DBAPIError, IntegrityError, OperationalError
+from sqlalchemy.exc import ArgumentError, DBAPIError, IntegrityError, NoSuchModuleError, OperationalError
 
 from kernelscope.daemon.engine.store import kernel_stats as stats
-from kernelscope.daemon.engine.store.config import resolve_db_url
+from kernelscope.daemon.engine.store.config import is_default_url, resolve_db_url
 from kernelscope.daemon.engine.store.errors import (
     DuplicateExperiment,
     ExperimentNotFound,
@@ -51,7 +51,7 @@ from kernelscope.daemon.engine.store.errors import (
     StoreError,
     StoreWriteFailed,
 )
-from kernelscope.daemon.engine.store.migrations import MIGRATIONS, SCHEMA_VERSION
+from kernelscope.daemon.engine.store.migrations import SCHEMA_VERSION, migrate, stored_version
 from kernelscope.daemon.engine.store.schema import (
     experiment_kernels,
     experiments,
@@ -107,9 +107,18 @@ def _experiment_to_row(exp: KernelExperiment) -> dict[str, Any]:
 class ExperimentStore:
     """One experiment database. Cheap to create; opens lazily; safe across fork()."""
 
-    def __init__(self, url: str | None = None) -> None:
+    def __init__(self, url: str | None = None, *, must_exist: bool = False, read_only: bool = False) -> None:
+        """`must_exist`: refuse a SQLite file that is not there (a read through a mistyped
+        --db must not create an empty store), except the per-user default, which a first read
+        creates. `read_only`: never create, migrate or write (another user's store); a SQLite
+        file this process may not write is opened read-only in any case."""
         self.url = resolve_db_url(url)
-        self._backend = make_url(self.url).get_backend_name()
+        try:
+            self._backend = make_url(self.url).get_backend_name()
+        except ArgumentError as exc:
+            raise StoreError(f"invalid database URL {url or self.url!r}: {exc}") from None
+        self.read_only = read_only
+        self._must_exist = read_only or (must_exist and not is_default_url(self.url))
         self._engine_obj: Engine | None = None
         self._engine_pid: int | None = None
         self._raw_connection: sqlite3.Connection | None = None
@@ -129,15 +138,22 @@ class ExperimentStore:
     def _make_engine(self) -> Engine:
         if self.is_sqlite:
             database = make_url(self.url).database
-            if database and database != ":memory:":
-                path = Path(database)
-                path.parent.mkdir(parents=True, exist_ok=True)
-                if path.exists() and path.is_dir():
-                    raise StoreError(f"{path} is a directory, not a database file")
+            path = Path(database) if database and database != ":memory:" else None
+            if path is not None:
+                self.read_only |= _prepare_sqlite_file(path, create=not self._must_exist)
             # Transactions are always closed by `_writing`/`_reading`, so the pool need not
             # roll back every connection it gets back (a measurable cost per insert).
-            engine = create_engine(self.url, connect_args={"timeout": 60}, pool_reset_on_return=None)
-            event.listen(engine, "connect", _sqlite_on_connect)
+            if self.read_only and path is not None:
+                uri = f"file:{quote(str(path))}?mode=ro"
+                engine = create_engine(
+                    "sqlite://",
+                    creator=lambda: sqlite3.connect(uri, uri=True, timeout=60, check_same_thread=False),
+                    pool_reset_on_return=None,
+                )
+            else:
+                engine = create_engine(self.url, connect_args={"timeout": 60}, pool_reset_on_return=None)
+            on_connect = _sqlite_on_connect_read_only if self.read_only else _sqlite_on_connect
+            event.listen(engine, "connect", on_connect)
             event.listen(engine, "begin", _sqlite_on_begin)
             return engine
         try:
@@ -146,6 +162,8 @@ class ExperimentStore:
             raise StoreError(
                 f"no driver for {self._backend}: install kernelscope[postgres] ({exc.name} missing)"
             ) from None
+        except (ArgumentError, NoSuchModuleError) as exc:
+            raise StoreError(f"cannot use the database URL {self!r}: {exc}") from None
 
     @property
     def engine(self) -> Engine:
@@ -159,7 +177,7 @@ class ExperimentStore:
         if not self._schema_checked:
             self._schema_checked = True
             try:
-                self._migrate()
+                self._check_schema()
             except BaseException:
                 self._schema_checked = False
                 raise
@@ -200,6 +218,8 @@ class ExperimentStore:
     def _store_error(self, message: str) -> StoreError:
         """A driver's error message as the StoreError a person can act on."""
         lowered = message.lower()
+        if "readonly database" in lowered:
+            return StoreWriteFailed(f"cannot write to {self._where()}: it is read-only ({message})")
         if "disk is full" in lowered or "no space left" in lowered or "could not extend file" in lowered:
             return StoreWriteFailed(
                 f"could not write to {self._where()}: no space left on the device (disk full); "
@@ -218,32 +238,23 @@ class ExperimentStore:
 
     # -- schema -----------------------------------------------------------------------
 
-    def _migrate(self) -> None:
+    def _check_schema(self) -> None:
+        """Read the schema version in a plain read transaction (readers never wait behind a
+        writer); take the write lock only when the database must be created or migrated."""
         assert self._engine_obj is not None
         with self._translate_errors(), self._engine_obj.connect() as conn:
+            with conn.begin():
+                current = stored_version(conn, self._where())
+            if current == SCHEMA_VERSION:
+                return
+            if self.read_only:
+                raise StoreError(
+                    f"{self._where()} is opened read-only but needs its schema migrated from version "
+                    f"{current} to {SCHEMA_VERSION}: open it once where it can be written"
+                )
             conn = conn.execution_options(kernelscope_write=True)
             with conn.begin():
-                if not self.is_sqlite:
-                    conn.execute(text("SELECT pg_advisory_xact_lock(7283945)"))
-                tables = set(inspect(conn).get_table_names())
-                if "schema_version" not in tables:
-                    if tables - {"experiments", "experiment_kernels"}:
-                        raise StoreError(
-                            f"{self._where()} is a database but not a kernelscope experiment store "
-                            f"(it has tables {sorted(tables)[:5]}); use another --db"
-                        )
-                    schema_version.create(conn)
-                    conn.execute(insert(schema_version).values(id=1, version=0))
-                current = conn.execute(select(schema_version.c.version)).scalar_one()
-                if current > SCHEMA_VERSION:
-                    raise StoreError(
-                        f"{self._where()} has schema version {current}, newer than this kernelscope "
-                        f"understands ({SCHEMA_VERSION}); upgrade kernelscope to use it"
-                    )
-                for version in range(current, SCHEMA_VERSION):
-                    MIGRATIONS[version](conn)
-                if current < SCHEMA_VERSION:
-                    conn.execute(update(schema_version).values(version=SCHEMA_VERSION))
+                migrate(conn, self._where(), self.is_sqlite)
 
     def schema_version(self) -> int:
         with self._reading() as conn:
@@ -312,6 +323,8 @@ class ExperimentStore:
         lock up front exactly as `_writing` does.
         """
         self.engine  # noqa: B018 - opens and migrates the database on first use
+        if self.read_only:
+            raise self._store_error("attempt to write a readonly database")
         pid = os.getpid()
         with self._raw_lock:
             if self._raw_connection is None or self._raw_pid != pid:
@@ -744,6 +757,31 @@ def _sqlite_on_connect(dbapi_connection: Any, _record: Any) -> None:
         cursor.execute(f"PRAGMA synchronous={sync}")
     finally:
         cursor.close()
+
+
+def _prepare_sqlite_file(path: Path, create: bool) -> bool:
+    """Check (and, when `create`, make the folder of) a SQLite store file; True when it exists
+    but this process may not write it (or its folder, where SQLite keeps its journal)."""
+    if path.is_dir():
+        raise StoreError(f"{path} is a directory, not a database file")
+    if path.exists():
+        return not (os.access(path, os.W_OK) and os.access(path.parent, os.W_OK))
+    if not create:
+        raise StoreError(
+            f"no experiment store at {path} (check --db / KERNELSCOPE_DB_URL; "
+            "a write such as `kernelscope exp record` creates one)"
+        )
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise StoreError(f"cannot create the experiment store {path}: {exc.strerror or exc}") from None
+    return False
+
+
+def _sqlite_on_connect_read_only(dbapi_connection: Any, _record: Any) -> None:
+    """A read-only file: manual transactions and the busy timeout, no journal-mode change."""
+    dbapi_connection.isolation_level = None
+    dbapi_connection.execute("PRAGMA busy_timeout=60000")
 
 
 def _sqlite_on_begin(conn: Connection) -> None:

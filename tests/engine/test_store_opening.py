@@ -1,0 +1,173 @@
+"""Opening a store touches nothing it should not: reads never wait behind a writer, a file this
+process may not write is read read-only, another application's database is refused before
+anything is written, a mistyped location is refused instead of created, other stores named in
+memory records are only read, and a relative `db_url` in the config file is the config's."""
+
+from __future__ import annotations
+
+import json
+import os
+import sqlite3
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from kernelscope.daemon.engine.store import ExperimentStore, StoreError, resolve_db_url
+from kernelscope.daemon.engine.store.adopt import elsewhere
+from kernelscope.protocol.experiment import KernelExperiment
+
+KERNELSCOPE = str(Path(sys.executable).with_name("kernelscope"))
+
+
+def _tables(path: Path) -> list[str]:
+    connection = sqlite3.connect(path)
+    try:
+        return sorted(r[0] for r in connection.execute("SELECT name FROM sqlite_master WHERE type='table'"))
+    finally:
+        connection.close()
+
+
+def _stored(path: Path) -> None:
+    store = ExperimentStore(str(path))
+    store.create_experiment(KernelExperiment(change_summary="x", score=1.1, workspace="/ws"))
+    store.close()
+
+
+def test_a_reader_does_not_wait_behind_a_writer(tmp_path: Path) -> None:
+    path = tmp_path / "rb.sqlite"
+    _stored(path)
+    writer = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
+    writer.execute("BEGIN IMMEDIATE")
+    release = threading.Timer(4.0, lambda: writer.execute("COMMIT"))
+    release.start()
+    try:
+        start = time.monotonic()
+        assert len(ExperimentStore(str(path)).list_experiments()) == 1
+        assert time.monotonic() - start < 2.0  # the writer holds its lock for 4 s
+    finally:
+        release.join()
+        writer.close()
+
+
+def test_a_file_that_cannot_be_written_is_read(tmp_path: Path) -> None:
+    folder = tmp_path / "ro"
+    folder.mkdir()
+    path = folder / "x.sqlite"
+    _stored(path)
+    connection = sqlite3.connect(path)
+    connection.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    connection.execute("PRAGMA journal_mode=DELETE")
+    connection.close()
+    if subprocess.run(["chattr", "+i", str(path), str(folder)], capture_output=True).returncode:
+        pytest.skip("chattr +i is not available here")
+    try:
+        store = ExperimentStore(str(path))
+        assert [e.change_summary for e in store.list_experiments()] == ["x"]
+        with pytest.raises(StoreError, match="read-only"):
+            store.create_experiment(KernelExperiment(change_summary="y"))
+    finally:
+        subprocess.run(["chattr", "-i", str(path), str(folder)], check=True)
+
+
+def test_another_applications_experiments_table_is_refused_before_any_write(tmp_path: Path) -> None:
+    path = tmp_path / "foreign.sqlite"
+    connection = sqlite3.connect(path)
+    connection.execute("CREATE TABLE experiments (id INTEGER PRIMARY KEY, name TEXT, lr REAL)")
+    connection.commit()
+    connection.close()
+    with pytest.raises(StoreError, match="not a kernelscope experiment store"):
+        ExperimentStore(str(path)).list_experiments()
+    assert _tables(path) == ["experiments"]
+
+
+@pytest.mark.parametrize(
+    ("url", "message"),
+    [
+        ("foo://bar", "unsupported database URL"),
+        ("mysql://u:p@h/db", "SQLite .* or PostgreSQL"),
+        ("http://x", "unsupported database URL"),
+        ("sqlite://rel.db", "three slashes"),
+        ("   ", "empty database URL"),
+    ],
+)
+def test_unusable_urls_are_store_errors(url: str, message: str) -> None:
+    with pytest.raises(StoreError, match=message):
+        ExperimentStore(url).count()
+
+
+def test_tilde_is_expanded_in_sqlite_urls(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("HOME", str(tmp_path))
+    monkeypatch.chdir(tmp_path)
+    assert resolve_db_url("sqlite:///~/x.db") == f"sqlite:///{tmp_path}/x.db"
+    assert resolve_db_url("~/x.db") == f"sqlite:///{tmp_path}/x.db"
+
+
+def test_a_read_through_a_missing_file_creates_nothing(tmp_path: Path) -> None:
+    missing = tmp_path / "typo" / "experimnets.sqlite"
+    with pytest.raises(StoreError, match="no experiment store at"):
+        ExperimentStore(str(missing), must_exist=True).list_experiments()
+    assert not missing.parent.exists()
+    below_a_file = tmp_path / "file"
+    below_a_file.write_text("")
+    with pytest.raises(StoreError, match="cannot create the experiment store"):
+        ExperimentStore(str(below_a_file / "x.sqlite")).count()
+
+
+def test_cli_reads_refuse_a_mistyped_db_with_one_json_error(tmp_path: Path) -> None:
+    env = {**os.environ, "HOME": str(tmp_path), "XDG_DATA_HOME": str(tmp_path / "data")}
+    env.pop("KERNELSCOPE_DB_URL", None)
+    for db in ("experimnets.sqlite", "foo://bar", "sqlite://rel.db"):
+        done = subprocess.run(
+            [KERNELSCOPE, "exp", "list", "--db", db, "--json"],
+            capture_output=True,
+            text=True,
+            cwd=tmp_path,
+            env=env,
+            timeout=120,
+        )
+        assert done.returncode == 2, (db, done.stdout, done.stderr)
+        assert json.loads(done.stdout)["error"]["kind"] == "StoreError"
+        assert "Traceback" not in done.stderr
+    assert sorted(p.name for p in tmp_path.iterdir()) == []
+
+
+def test_stores_named_in_records_are_only_read(tmp_path: Path) -> None:
+    root = tmp_path / "ws"
+    (root / "memory").mkdir(parents=True)
+    below_a_file = tmp_path / "file"
+    below_a_file.write_text("")
+    other = tmp_path / "other.sqlite"
+    store = ExperimentStore(str(other))
+    store.create_experiment(KernelExperiment(change_summary="theirs", workspace=str(root)))
+    store.close()
+    records: list[dict[str, object]] = [
+        {"kernelscope": {"store": f"sqlite:///{tmp_path}/alice/.local/share/experiments.sqlite"}},
+        {"kernelscope": {"store": f"sqlite:///{root}/memory/team.sqlite"}},
+        {"kernelscope": {"store": f"sqlite:///{below_a_file}/x.sqlite"}},
+        {"kernelscope": {"store": "mysql://u@h/db"}},
+        {"kernelscope": {"store": f"sqlite:///{other}"}},
+    ]
+    current = ExperimentStore(str(tmp_path / "mine.sqlite"))
+    assert elsewhere(root, records, current) == {f"sqlite:///{other}": 1}
+    assert not (tmp_path / "alice").exists()
+    assert sorted(p.name for p in (root / "memory").iterdir()) == []
+
+
+def test_a_relative_db_url_in_the_config_is_the_config_folders(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    config = tmp_path / "config" / "kernelscope" / "config.toml"
+    config.parent.mkdir(parents=True)
+    config.write_text('db_url = "team/exps.sqlite"\n')
+    monkeypatch.delenv("KERNELSCOPE_DB_URL", raising=False)
+    monkeypatch.setenv("KERNELSCOPE_CONFIG", str(config))
+    elsewhere_dir = tmp_path / "somewhere"
+    elsewhere_dir.mkdir()
+    monkeypatch.chdir(elsewhere_dir)
+    assert resolve_db_url() == f"sqlite:///{config.parent}/team/exps.sqlite"
+    monkeypatch.setenv("KERNELSCOPE_DB_URL", "rel.sqlite")  # the environment's stays the cwd's
+    assert resolve_db_url() == f"sqlite:///{elsewhere_dir}/rel.sqlite"
