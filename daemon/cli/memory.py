@@ -68,7 +68,14 @@ def init(workspace: WorkspaceOpt = Path("."), json_out: JsonOpt = False) -> None
 def create(
     version: Annotated[str, typer.Option("--version", "-v", help="Version to create, e.g. v3.")],
     workspace: WorkspaceOpt = Path("."),
-    force: Annotated[bool, typer.Option("--force", help="Overwrite an existing file.")] = False,
+    force: Annotated[
+        bool,
+        typer.Option(
+            "--force",
+            help="Overwrite an existing file; also write when an orchestrator drives the workspace "
+            "(never its running episode's version).",
+        ),
+    ] = False,
     json_out: JsonOpt = False,
 ) -> None:
     """Create memory/<version>.json from the schema template."""
@@ -113,11 +120,15 @@ def update(
         list[str], typer.Option("--set", "-s", help="KEY=VALUE (dotted key, JSON-typed value); repeatable.")
     ],
     workspace: WorkspaceOpt = Path("."),
+    include_baseline: Annotated[
+        bool, typer.Option("--include-baseline", help="Allow --set masked=true on v0 (normally refused).")
+    ] = False,
+    force: ForceOpt = False,
     json_out: JsonOpt = False,
 ) -> None:
     """Set fields: all assignments are applied in one atomic write, or none."""
     manager = _manager(workspace)
-    data = manager.update(version, assignments)
+    data = manager.update(version, assignments, allow_baseline=include_baseline, allow_supervised=force)
     output.report(json_out, data, f"Updated: {manager.path_of(version)}")
 
 

@@ -208,3 +208,49 @@ def test_a_version_file_named_with_leading_zeros_is_that_version(vector_add_ws: 
     (memory / "v10.json").write_text(json.dumps({**record, "version": "v10"}, indent=2))
     rows = cli("memory", "list", "-w", str(vector_add_ws), "--json").json()
     assert [row["path"] for row in rows if row["version"] == "v10"] == [str(memory / "v10.json")]
+
+
+def test_create_and_update_refuse_a_supervised_workspace_on_both_paths(
+    tmp_path: Path,
+    cli,  # type: ignore[no-untyped-def]
+    monkeypatch,  # type: ignore[no-untyped-def]
+) -> None:
+    """`memory create` / `memory update` write as `mask` does, so they refuse what it refuses:
+    an orchestrator's workspace (unless --force), its running episode's version (always), and
+    masked=true on v0 without --include-baseline; the fast path and typer alike."""
+    ws = tmp_path
+    for version in range(5):
+        write_record(ws, version, masked=False)
+    (ws / ".orchestrator_state.json").write_text('{"stall": 0}\n')
+    (ws / "memory" / "live.json").write_text('{"version": "v5", "episode": 5, "phase": "exploring"}\n')
+    before = {p.name: p.read_bytes() for p in (ws / "memory").iterdir()}
+    for fast_path in (True, False):
+        if fast_path:
+            monkeypatch.delenv("KERNELSCOPE_NO_FAST_PATH", raising=False)
+        else:
+            monkeypatch.setenv("KERNELSCOPE_NO_FAST_PATH", "1")
+        for args in (
+            ("create", "--version", "v5"),
+            ("create", "--version", "v5", "--force"),
+            ("create", "--version", "v7"),
+            ("update", "--version", "v4", "--set", 'quality_gate.result="FAIL"'),
+            ("update", "--version", "v3", "--set", "masked=true"),
+        ):
+            refused = cli("memory", *args, "-w", str(ws))
+            assert refused.exit_code == 2 and "refusing" in refused.stderr, (fast_path, args, refused)
+        baseline = cli(
+            "memory", "update", "--version", "v0", "--set", "masked=true", "-w", str(ws), "--force"
+        )
+        assert baseline.exit_code == 1 and "refusing to mask v0" in baseline.stderr, baseline
+        assert {p.name: p.read_bytes() for p in (ws / "memory").iterdir()} == before
+    forced = cli("memory", "update", "--version", "v4", "--set", "notes=1", "-w", str(ws), "--force")
+    assert forced.exit_code == 0, forced.stderr
+    (ws / ".orchestrator_state.json").unlink()
+    (ws / "memory" / "live.json").unlink()
+    monkeypatch.delenv("KERNELSCOPE_NO_FAST_PATH", raising=False)
+    fast_refusal = cli("memory", "update", "--version", "v0", "--set", "masked=true", "-w", str(ws))
+    assert fast_refusal.exit_code == 1 and "refusing to mask v0" in fast_refusal.stderr
+    allowed = cli(
+        "memory", "update", "--version", "v0", "--set", "masked=true", "-w", str(ws), "--include-baseline"
+    )
+    assert allowed.exit_code == 0, allowed.stderr

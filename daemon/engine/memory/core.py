@@ -39,6 +39,19 @@ BASELINE = "v0"
 FILE_RE = re.compile(r"^v(\d+)\.json$")
 # A mask-half cut short leaves this journal in memory/: the writer's lock replays it first.
 JOURNAL_NAME = ".kernelscope-journal.json"
+# Masking the baseline, by `memory mask` or by `memory update --set masked=true`.
+MASK_BASELINE_REFUSAL = (
+    "refusing to mask v0, the baseline (the restart workflow forbids it); "
+    "pass --include-baseline if you really mean it"
+)
+# Files any of which may show that a supervisor drives the workspace (workspace/atrex.py says
+# for certain; the CLI fast path hands such a workspace to the full CLI, which asks it).
+SUPERVISOR_HINTS = (
+    ".atrex_long_horizon",
+    ".orchestrator_state.json",
+    ".orchestrator_mode.json",
+    "memory/live.json",
+)
 
 
 def normalize_version(version: str) -> str:
@@ -51,6 +64,14 @@ def normalize_version(version: str) -> str:
         return format_version(parse_version(text))
     except ValueError as exc:
         raise UsageError(str(exc)) from None
+
+
+def is_baseline(version: str) -> bool:
+    """Whether `version` names v0 (False for a malformed one: reading it words that error)."""
+    try:
+        return normalize_version(version) == BASELINE
+    except (DataError, UsageError):
+        return False
 
 
 def mismatch(path: Path, said: str, number: int) -> str:

@@ -292,8 +292,18 @@ class MemoryManager:
         return self.memory_dir
 
     def create(self, version: str, force: bool = False) -> Path:
-        """A new record from the schema template; refuses to overwrite unless `force`."""
+        """A new record from the schema template; refuses to overwrite unless `force`. In a
+        workspace a supervisor drives it refuses unless `force`, and never creates the version
+        the supervisor's running episode will write."""
+        from kernelscope.daemon.engine.workspace.atrex import refuse_if_supervised, reserved_versions
+
         normalized = normalize_version(version)
+        refuse_if_supervised(self.workspace, "create memory records", force)
+        if parse_version(normalized) in reserved_versions(self.workspace):
+            raise DataError(
+                f"refusing to create {normalized}: the supervisor's running episode will write it; "
+                "nothing was changed"
+            )
         with self._lock():
             path = self.path_of(normalized)
             if path.exists() and not force:
@@ -317,8 +327,18 @@ class MemoryManager:
             self._write(path, payload)
         return path
 
-    def update(self, version: str, assignments: Iterable[str]) -> dict[str, Any]:
-        """Apply `a.b=VALUE` assignments atomically: all of them are written, or none."""
+    def update(
+        self,
+        version: str,
+        assignments: Iterable[str],
+        allow_baseline: bool = False,
+        allow_supervised: bool = False,
+    ) -> dict[str, Any]:
+        """Apply `a.b=VALUE` assignments atomically: all of them are written, or none. The
+        rules of `set_masked` hold here too: a supervised workspace is refused unless
+        `allow_supervised`, masking v0 unless `allow_baseline`."""
+        from kernelscope.daemon.engine.workspace.atrex import refuse_if_supervised
+
         parsed = [parse_assignment(item) for item in assignments]
         if not parsed:
             raise UsageError("nothing to update: give at least one --set KEY=VALUE")
@@ -327,6 +347,9 @@ class MemoryManager:
                 raise UsageError("the version field follows the file name and cannot be --set")
             if path == ["masked"] and not isinstance(value, bool):
                 raise UsageError("masked must be true or false")
+            if path == ["masked"] and value and core.is_baseline(version) and not allow_baseline:
+                raise UsageError(core.MASK_BASELINE_REFUSAL)
+        refuse_if_supervised(self.workspace, "update memory records", allow_supervised)
         with self._lock():
             file_path, data, indent = self._read_raw_for_update(version)
             for path, value in parsed:
@@ -356,10 +379,7 @@ class MemoryManager:
         if not normalized:
             raise UsageError("no versions given")
         if masked and BASELINE in normalized and not allow_baseline:
-            raise UsageError(
-                "refusing to mask v0, the baseline (the restart workflow forbids it); "
-                "pass --include-baseline if you really mean it"
-            )
+            raise UsageError(core.MASK_BASELINE_REFUSAL)
         changed: list[str] = []
         writes: list[tuple[Path, str]] = []
         with self._lock():
