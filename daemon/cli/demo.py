@@ -42,8 +42,11 @@ def demo_command(
     ] = None,
 ) -> None:
     """Create a workspace, record v0 and three measured improvements, mask half, show the lenses."""
+    from kernelscope.daemon.engine import DataError
     from kernelscope.daemon.engine.store.config import public_url
 
+    if mode not in ("auto", "gpu", "interpreter"):  # as iterate and bench word it
+        raise typer.BadParameter("must be auto, gpu or interpreter", param_hint="--mode")
     result = run_demo(directory, db, mode=mode, examples=examples, progress=output.info)
     output.info("")
     # One score per version, the lenses' ("score vs v0": the in-run geometric-mean speedup);
@@ -67,3 +70,5 @@ def demo_command(
     output.info(f"  cd {result.workspace} && git log --oneline")
     output.info("Editors: start `kernelscope serve` from your editor's LSP client with this folder open")
     output.info("(see the README's editor section); the lens texts above are what it shows.")
+    if not any(iteration.passed for iteration in result.iterations):
+        raise DataError("every iteration of the demo failed its gate: see the table above")

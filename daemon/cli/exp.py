@@ -382,7 +382,10 @@ def shim(
     db: DbOpt = None,
 ) -> None:
     """Write a kernel_exp_dataclass.py that forwards the seed's API to kernelscope."""
+    from kernelscope.daemon.engine.store.config import normalize_url
     from kernelscope.daemon.engine.store.shim import write_shim
 
-    target = write_shim(directory, db)
+    # The URL as the store reads it (absolute path, ~ expanded): the skill that imports the shim
+    # runs from other directories, where a relative path would name another file.
+    target = write_shim(directory, normalize_url(db) if db else None)
     output.info(f"Wrote {target}")

@@ -171,3 +171,29 @@ def test_a_relative_db_url_in_the_config_is_the_config_folders(
     assert resolve_db_url() == f"sqlite:///{config.parent}/team/exps.sqlite"
     monkeypatch.setenv("KERNELSCOPE_DB_URL", "rel.sqlite")  # the environment's stays the cwd's
     assert resolve_db_url() == f"sqlite:///{elsewhere_dir}/rel.sqlite"
+
+
+def test_shim_names_the_store_by_its_absolute_url(tmp_path: Path) -> None:
+    done = subprocess.run(
+        [KERNELSCOPE, "exp", "shim", "skill", "--db", "team.sqlite"],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr
+    shim = (tmp_path / "skill" / "kernel_exp_dataclass.py").read_text()
+    assert f"_expdb.use_database('sqlite:///{tmp_path}/team.sqlite')" in shim
+
+
+def test_demo_refuses_an_unknown_mode_before_recording(tmp_path: Path) -> None:
+    env = {**os.environ, "KERNELSCOPE_DB_URL": str(tmp_path / "demo.sqlite")}
+    done = subprocess.run(
+        [KERNELSCOPE, "demo", "--dir", str(tmp_path / "demo"), "--mode", "bogus"],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=300,
+    )
+    assert done.returncode == 1 and "--mode" in done.stderr, (done.stdout, done.stderr)
+    assert not (tmp_path / "demo").exists() and not (tmp_path / "demo.sqlite").exists()

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import kernelscope.daemon
-from kernelscope.daemon.engine import DataError
+from kernelscope.daemon.engine import DataError, UsageError
 from kernelscope.daemon.engine.memory.scores import score_table
 from kernelscope.daemon.engine.store import ExperimentStore
 from kernelscope.daemon.engine.views.lens_text import workspace_texts
@@ -69,6 +69,8 @@ def run_demo(
     examples: Path | None = None,
     progress: Callable[[str], None] = lambda _message: None,
 ) -> DemoResult:
+    if mode not in ("auto", "gpu", "interpreter"):  # checked before anything is created or recorded
+        raise UsageError(f"--mode must be auto, gpu or interpreter, got {mode!r}")
     examples = examples or default_examples_dir()
     source_dir = examples / "vector_add"
     if not (source_dir / "kernel.py").is_file():
