@@ -73,6 +73,13 @@ FMin = Annotated[OptFloat, typer.Option("--min-score")]
 FMax = Annotated[OptFloat, typer.Option("--max-score")]
 FText = Annotated[OptStr, typer.Option("--text", help="Substring of summary or description.")]
 FTag = Annotated[OptStr, typer.Option("--tag")]
+IncludeInterpreter = Annotated[
+    bool,
+    typer.Option(
+        "--include-interpreter",
+        help="Also rank Triton-interpreter (CPU) runs, whose timings are no GPU figures.",
+    ),
+]
 
 
 def _score(value: float | None) -> str:
@@ -106,6 +113,7 @@ def _table(records: list[KernelExperiment], title: str | None = None) -> None:
 def top(
     max_results: Annotated[int, typer.Option("--max-results", "-n", min=0)] = 20,
     include_buggy: Annotated[bool, typer.Option("--include-buggy")] = False,
+    include_interpreter: IncludeInterpreter = False,
     operator_sig: FOperator = None,
     dtype_sig: FDtype = None,
     env: FEnv = None,
@@ -120,9 +128,12 @@ def top(
     db: DbOpt = None,
     json_out: JsonOpt = False,
 ) -> None:
-    """Best experiments first (buggy runs excluded unless --include-buggy)."""
+    """Best experiments first (buggy and interpreter runs excluded unless --include-buggy /
+    --include-interpreter)."""
     filters = _filters(locals())
-    records = _store(db).top(max_results, include_buggy=include_buggy, **filters)
+    records = _store(db).top(
+        max_results, include_buggy=include_buggy, include_interpreter=include_interpreter, **filters
+    )
     if json_out:
         output.print_json([r.to_dict() for r in records])
     else:
@@ -303,11 +314,13 @@ def failures(
     operator_sig: FOperator = None,
     kernel: FKernel = None,
     workspace: FWorkspace = None,
+    include_interpreter: IncludeInterpreter = False,
     db: DbOpt = None,
     json_out: JsonOpt = False,
 ) -> None:
-    """What not to do: buggy, regressive, slightly regressive and marginal experiments."""
-    groups = _store(db).failures(**_filters(locals()))
+    """What not to do: buggy, regressive, slightly regressive and marginal experiments
+    (interpreter runs, whose timings are no GPU figures, only with --include-interpreter)."""
+    groups = _store(db).failures(include_interpreter, **_filters(locals()))
     if json_out:
         output.print_json({k: [r.to_dict() for r in v] for k, v in groups.items()})
         return

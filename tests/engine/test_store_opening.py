@@ -197,3 +197,20 @@ def test_demo_refuses_an_unknown_mode_before_recording(tmp_path: Path) -> None:
     )
     assert done.returncode == 1 and "--mode" in done.stderr, (done.stdout, done.stderr)
     assert not (tmp_path / "demo").exists() and not (tmp_path / "demo.sqlite").exists()
+
+
+def test_interpreter_runs_are_kept_but_never_ranked(tmp_path: Path) -> None:
+    store = ExperimentStore(str(tmp_path / "interp.sqlite"))
+    gpu = store.create_experiment(KernelExperiment(change_summary="gpu", score=1.25, metrics={"mode": "gpu"}))
+    cpu_fast = store.create_experiment(
+        KernelExperiment(change_summary="cpu", score=3.0, metrics={"mode": "interpreter"})
+    )
+    cpu_slow = store.create_experiment(
+        KernelExperiment(change_summary="cpu slow", score=0.001, metrics={"mode": "interpreter"})
+    )
+    assert [e.id for e in store.top()] == [gpu.id]
+    assert [e["id"] for e in store.top_experiments()] == [gpu.id]
+    assert [e.id for e in store.top(include_interpreter=True)] == [cpu_fast.id, gpu.id, cpu_slow.id]
+    assert store.failures()["regressive"] == []
+    assert [e.id for e in store.failures(include_interpreter=True)["regressive"]] == [cpu_slow.id]
+    assert len(store.list_experiments()) == 3  # recorded all the same

@@ -58,6 +58,12 @@ from kernelscope.daemon.engine.store.schema import (
     kernel_stats,
     schema_version,
 )
+from kernelscope.daemon.engine.store.sqlite_setup import (
+    prepare_sqlite_file,
+    sqlite_on_begin,
+    sqlite_on_connect,
+    sqlite_on_connect_read_only,
+)
 from kernelscope.protocol.experiment import (
     TOP_KEYS,
     FailureCategory,
@@ -140,7 +146,7 @@ class ExperimentStore:
             database = make_url(self.url).database
             path = Path(database) if database and database != ":memory:" else None
             if path is not None:
-                self.read_only |= _prepare_sqlite_file(path, create=not self._must_exist)
+                self.read_only |= prepare_sqlite_file(path, create=not self._must_exist)
             # Transactions are always closed by `_writing`/`_reading`, so the pool need not
             # roll back every connection it gets back (a measurable cost per insert).
             if self.read_only and path is not None:
@@ -152,9 +158,9 @@ class ExperimentStore:
                 )
             else:
                 engine = create_engine(self.url, connect_args={"timeout": 60}, pool_reset_on_return=None)
-            on_connect = _sqlite_on_connect_read_only if self.read_only else _sqlite_on_connect
+            on_connect = sqlite_on_connect_read_only if self.read_only else sqlite_on_connect
             event.listen(engine, "connect", on_connect)
-            event.listen(engine, "begin", _sqlite_on_begin)
+            event.listen(engine, "begin", sqlite_on_begin)
             return engine
         try:
             return create_engine(self.url, pool_pre_ping=True)
@@ -330,7 +336,7 @@ class ExperimentStore:
             if self._raw_connection is None or self._raw_pid != pid:
                 database = make_url(self.url).database or ":memory:"
                 connection = sqlite3.connect(database, timeout=60, check_same_thread=False)
-                _sqlite_on_connect(connection, None)
+                sqlite_on_connect(connection, None)
                 self._raw_connection, self._raw_pid = connection, pid
             connection = self._raw_connection
             cursor = connection.cursor()
@@ -549,12 +555,21 @@ class ExperimentStore:
                 ).scalar_one()
             )
 
-    def _top_query(self, max_results: int, include_buggy: bool, filters: dict[str, Any], columns: Any):
-        if not filters and not include_buggy and columns is _TOP_COLUMNS:
+    def _top_query(
+        self,
+        max_results: int,
+        include_buggy: bool,
+        filters: dict[str, Any],
+        columns: Any,
+        include_interpreter: bool = False,
+    ):
+        if not filters and not include_buggy and not include_interpreter and columns is _TOP_COLUMNS:
             return _TOP_QUERY.params(limit=max(0, int(max_results)))
         conditions = self._conditions(filters)
         if not include_buggy and "is_buggy" not in filters:
             conditions.append(E.is_buggy == False)  # noqa: E712 - SQL expression
+        if not include_interpreter:
+            conditions.append(_COMPARABLE)
         conditions.append(E.score.is_not(None))
         return (
             select(*columns)
@@ -564,19 +579,28 @@ class ExperimentStore:
         )
 
     def top(
-        self, max_results: int = 20, include_buggy: bool = False, **filters: Any
+        self,
+        max_results: int = 20,
+        include_buggy: bool = False,
+        include_interpreter: bool = False,
+        **filters: Any,
     ) -> list[KernelExperiment]:
-        """Highest-scoring experiments as full records (buggy runs excluded by default)."""
-        query = self._top_query(max_results, include_buggy, filters, _ROW_COLUMNS)
+        """Highest-scoring experiments as full records (buggy runs excluded by default, and
+        interpreter runs: their timings are no GPU figures, so their scores never rank)."""
+        query = self._top_query(max_results, include_buggy, filters, _ROW_COLUMNS, include_interpreter)
         with self._reading() as conn:
             rows = conn.execute(query).fetchall()
         return [KernelExperiment.model_validate(_row_to_dict(r)) for r in rows]
 
     def top_experiments(
-        self, max_results: int = 20, include_buggy: bool = False, **filters: Any
+        self,
+        max_results: int = 20,
+        include_buggy: bool = False,
+        include_interpreter: bool = False,
+        **filters: Any,
     ) -> list[dict[str, Any]]:
         """The seed's top_experiments: dicts of the key fields, best score first."""
-        query = self._top_query(max_results, include_buggy, filters, _TOP_COLUMNS)
+        query = self._top_query(max_results, include_buggy, filters, _TOP_COLUMNS, include_interpreter)
         with self._reading() as conn:
             return [dict(row._mapping) for row in conn.execute(query)]
 
@@ -612,8 +636,11 @@ class ExperimentStore:
             experiment=experiment, ancestors=ancestors, descendants=descendants, missing_parent=missing
         )
 
-    def failures(self, **filters: Any) -> dict[FailureCategory, list[KernelExperiment]]:
-        """Experiments grouped by the seed's categories (improvements left out)."""
+    def failures(
+        self, include_interpreter: bool = False, **filters: Any
+    ) -> dict[FailureCategory, list[KernelExperiment]]:
+        """Experiments grouped by the seed's categories (improvements left out). Interpreter
+        runs are left out unless `include_interpreter`: a CPU timing is no regression."""
         groups: dict[FailureCategory, list[KernelExperiment]] = {
             "buggy": [],
             "regressive": [],
@@ -621,6 +648,8 @@ class ExperimentStore:
             "marginal": [],
         }
         for exp in self.list_experiments(**filters):
+            if not include_interpreter and exp.metrics.get("mode") == "interpreter":
+                continue
             category = failure_category(exp.score, exp.is_buggy)
             if category in groups:
                 groups[category].append(exp)
@@ -681,9 +710,12 @@ def _summary_query() -> Any:
 _SUMMARY_QUERY = _summary_query()
 _GET_QUERY = select(*_ROW_COLUMNS).where(E.id == bindparam("exp_id"))
 _TOP_COLUMNS = [getattr(E, key) for key in TOP_KEYS]
+# Not a run of the Triton interpreter (metrics.mode, as every writer serializes it): its
+# timings are CPU figures, recorded but never ranked against GPU runs.
+_COMPARABLE = ~E.metrics_json.contains('"mode": "interpreter"', autoescape=True)
 _TOP_QUERY = (
     select(*_TOP_COLUMNS)
-    .where(E.is_buggy == False, E.score.is_not(None))  # noqa: E712 - SQL expression
+    .where(E.is_buggy == False, E.score.is_not(None), _COMPARABLE)  # noqa: E712 - SQL expression
     .order_by(E.score.desc(), E.seq.desc())
     .limit(bindparam("limit"))
 )
@@ -733,59 +765,3 @@ def _sqlite_stats_upsert() -> tuple[str, tuple[str, ...]]:
 
     compiled = stats.upsert_statement("sqlite").compile(dialect=sqlite_dialect.dialect())
     return str(compiled), tuple(compiled.positiontup or ())
-
-
-def _sqlite_on_connect(dbapi_connection: Any, _record: Any) -> None:
-    """WAL (readers never block writers), NORMAL sync (no fsync per commit in WAL; a commit
-    survives a process crash, and the database is never corrupted by a power loss), a busy
-    timeout so concurrent writers queue instead of failing, and manual transactions so that
-    writes can take the lock up front with BEGIN IMMEDIATE."""
-    dbapi_connection.isolation_level = None
-    cursor = dbapi_connection.cursor()
-    try:
-        cursor.execute("PRAGMA busy_timeout=60000")
-        cursor.execute("PRAGMA journal_mode=WAL")
-        # A 64 MiB page cache (allocated as used) keeps the index pages of a 100k-record
-        # store in memory: inserts then write pages instead of reading them first.
-        cursor.execute("PRAGMA cache_size=-65536")
-        # Checkpoint the WAL every ~16 MiB instead of every 4 MiB: fewer, larger checkpoints
-        # (each one fsyncs the database file) for the many small commits of iterations.
-        cursor.execute("PRAGMA wal_autocheckpoint=4000")
-        sync = os.environ.get("KERNELSCOPE_SQLITE_SYNC", "NORMAL").upper()
-        if sync not in ("OFF", "NORMAL", "FULL", "EXTRA"):
-            sync = "NORMAL"
-        cursor.execute(f"PRAGMA synchronous={sync}")
-    finally:
-        cursor.close()
-
-
-def _prepare_sqlite_file(path: Path, create: bool) -> bool:
-    """Check (and, when `create`, make the folder of) a SQLite store file; True when it exists
-    but this process may not write it (or its folder, where SQLite keeps its journal)."""
-    if path.is_dir():
-        raise StoreError(f"{path} is a directory, not a database file")
-    if path.exists():
-        return not (os.access(path, os.W_OK) and os.access(path.parent, os.W_OK))
-    if not create:
-        raise StoreError(
-            f"no experiment store at {path} (check --db / KERNELSCOPE_DB_URL; "
-            "a write such as `kernelscope exp record` creates one)"
-        )
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-    except OSError as exc:
-        raise StoreError(f"cannot create the experiment store {path}: {exc.strerror or exc}") from None
-    return False
-
-
-def _sqlite_on_connect_read_only(dbapi_connection: Any, _record: Any) -> None:
-    """A read-only file: manual transactions and the busy timeout, no journal-mode change."""
-    dbapi_connection.isolation_level = None
-    dbapi_connection.execute("PRAGMA busy_timeout=60000")
-
-
-def _sqlite_on_begin(conn: Connection) -> None:
-    if conn.get_execution_options().get("kernelscope_write"):
-        conn.exec_driver_sql("BEGIN IMMEDIATE")
-    else:
-        conn.exec_driver_sql("BEGIN")
