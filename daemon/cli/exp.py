@@ -82,6 +82,29 @@ IncludeInterpreter = Annotated[
 ]
 
 
+IncludeMasked = Annotated[
+    bool,
+    typer.Option(
+        "--include-masked",
+        help="Also show experiments of the workspace's masked memory versions (hidden after a restart).",
+    ),
+]
+
+
+def _masked_versions(workspace: str) -> set[str]:
+    """The workspace's masked memory versions: their experience is hidden from a restarted
+    agent, as `memory read` hides their records."""
+    from kernelscope.daemon.engine.memory import core
+
+    found = (core.read_file(number, path) for number, path in core.record_files(Path(workspace) / "memory"))
+    return {f.version for f in found if f.raw is not None and f.masked}
+
+
+def _hidden(filters: dict[str, Any], include_masked: bool) -> set[str]:
+    workspace = filters.get("workspace")
+    return set() if include_masked or not workspace else _masked_versions(workspace)
+
+
 def _score(value: float | None) -> str:
     from kernelscope.protocol.record_rules import format_score
 
@@ -114,6 +137,7 @@ def top(
     max_results: Annotated[int, typer.Option("--max-results", "-n", min=0)] = 20,
     include_buggy: Annotated[bool, typer.Option("--include-buggy")] = False,
     include_interpreter: IncludeInterpreter = False,
+    include_masked: IncludeMasked = False,
     operator_sig: FOperator = None,
     dtype_sig: FDtype = None,
     env: FEnv = None,
@@ -132,7 +156,11 @@ def top(
     --include-interpreter)."""
     filters = _filters(locals())
     records = _store(db).top(
-        max_results, include_buggy=include_buggy, include_interpreter=include_interpreter, **filters
+        max_results,
+        include_buggy=include_buggy,
+        include_interpreter=include_interpreter,
+        hidden_versions=_hidden(filters, include_masked),
+        **filters,
     )
     if json_out:
         output.print_json([r.to_dict() for r in records])
@@ -155,12 +183,16 @@ def list_command(
     text: FText = None,
     tag: FTag = None,
     limit: Annotated[Optional[int], typer.Option("--limit", min=0)] = None,  # noqa: UP045
+    include_masked: IncludeMasked = False,
     db: DbOpt = None,
     json_out: JsonOpt = False,
 ) -> None:
-    """Experiments matching the filters, in the order they were recorded."""
+    """Experiments matching the filters, in the order they were recorded (with --workspace,
+    those of its masked memory versions only with --include-masked)."""
     filters = _filters(locals())
-    records = _store(db).list_experiments(limit=limit, **filters)
+    records = _store(db).list_experiments(
+        limit=limit, hidden_versions=_hidden(filters, include_masked), **filters
+    )
     if json_out:
         output.print_json([r.to_dict() for r in records])
     else:
@@ -169,10 +201,24 @@ def list_command(
 
 @app.command()
 def show(
-    exp_id: Annotated[str, typer.Argument(help="Experiment id.")], db: DbOpt = None, json_out: JsonOpt = False
+    exp_id: Annotated[str, typer.Argument(help="Experiment id.")],
+    include_masked: IncludeMasked = False,
+    db: DbOpt = None,
+    json_out: JsonOpt = False,
 ) -> None:
-    """One experiment in full."""
+    """One experiment in full (one of a masked memory version only with --include-masked)."""
+    from kernelscope.daemon.engine import DataError
+
     record = _store(db).require(exp_id)
+    if (
+        not include_masked
+        and record.workspace
+        and record.memory_version in _masked_versions(record.workspace)
+    ):
+        raise DataError(
+            f"{exp_id} is the experiment of {record.memory_version}, which is masked in "
+            f"{record.workspace}: its experience is hidden (pass --include-masked to show it anyway)"
+        )
     if json_out:
         output.print_json(record.to_dict())
         return

@@ -214,3 +214,43 @@ def test_interpreter_runs_are_kept_but_never_ranked(tmp_path: Path) -> None:
     assert store.failures()["regressive"] == []
     assert [e.id for e in store.failures(include_interpreter=True)["regressive"]] == [cpu_slow.id]
     assert len(store.list_experiments()) == 3  # recorded all the same
+
+
+def test_masked_versions_experience_is_hidden_from_exp_reads(tmp_path: Path) -> None:
+    ws = tmp_path / "ws"
+    (ws / "memory").mkdir(parents=True)
+    for number in (1, 2, 4):
+        (ws / "memory" / f"v{number}.json").write_text(
+            json.dumps({"version": f"v{number}", "masked": number == 2})
+        )
+    db = str(tmp_path / "mask.sqlite")
+    store = ExperimentStore(db)
+    ids = {
+        number: store.create_experiment(
+            KernelExperiment(
+                change_summary=f"v{number}",
+                score=1 + number / 10,
+                workspace=str(ws),
+                memory_version=f"v{number}",
+            )
+        ).id
+        for number in (1, 2, 4)
+    }
+    store.close()
+
+    def exp(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [KERNELSCOPE, "exp", *args, "--db", db, "--json"], capture_output=True, text=True, timeout=120
+        )
+
+    for command in ("top", "list"):
+        shown = [r["memory_version"] for r in json.loads(exp(command, "-w", str(ws)).stdout)]
+        assert "v2" not in shown and {"v1", "v4"} <= set(shown), (command, shown)
+        everything = [
+            r["memory_version"] for r in json.loads(exp(command, "-w", str(ws), "--include-masked").stdout)
+        ]
+        assert "v2" in everything
+    refused = exp("show", ids[2])
+    assert refused.returncode == 2 and "masked" in json.loads(refused.stdout)["error"]["message"]
+    assert exp("show", ids[2], "--include-masked").returncode == 0
+    assert exp("show", ids[4]).returncode == 0

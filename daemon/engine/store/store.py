@@ -535,10 +535,12 @@ class ExperimentStore:
         return conditions
 
     def list_experiments(
-        self, limit: int | None = None, offset: int = 0, **filters: Any
+        self, limit: int | None = None, offset: int = 0, hidden_versions: Iterable[str] = (), **filters: Any
     ) -> list[KernelExperiment]:
-        """Experiments matching all filters, oldest first (the order they were recorded)."""
-        query = select(*_ROW_COLUMNS).where(*self._conditions(filters)).order_by(E.seq)
+        """Experiments matching all filters, oldest first (the order they were recorded);
+        `hidden_versions`: memory versions to leave out (a workspace's masked ones)."""
+        conditions = [*self._conditions(filters), *_not_versions(hidden_versions)]
+        query = select(*_ROW_COLUMNS).where(*conditions).order_by(E.seq)
         if limit is not None:
             query = query.limit(max(0, int(limit)))
         if offset:
@@ -562,10 +564,12 @@ class ExperimentStore:
         filters: dict[str, Any],
         columns: Any,
         include_interpreter: bool = False,
+        hidden_versions: Iterable[str] = (),
     ):
-        if not filters and not include_buggy and not include_interpreter and columns is _TOP_COLUMNS:
+        plain = not (filters or include_buggy or include_interpreter or hidden_versions)
+        if plain and columns is _TOP_COLUMNS:
             return _TOP_QUERY.params(limit=max(0, int(max_results)))
-        conditions = self._conditions(filters)
+        conditions = [*self._conditions(filters), *_not_versions(hidden_versions)]
         if not include_buggy and "is_buggy" not in filters:
             conditions.append(E.is_buggy == False)  # noqa: E712 - SQL expression
         if not include_interpreter:
@@ -583,11 +587,14 @@ class ExperimentStore:
         max_results: int = 20,
         include_buggy: bool = False,
         include_interpreter: bool = False,
+        hidden_versions: Iterable[str] = (),
         **filters: Any,
     ) -> list[KernelExperiment]:
         """Highest-scoring experiments as full records (buggy runs excluded by default, and
         interpreter runs: their timings are no GPU figures, so their scores never rank)."""
-        query = self._top_query(max_results, include_buggy, filters, _ROW_COLUMNS, include_interpreter)
+        query = self._top_query(
+            max_results, include_buggy, filters, _ROW_COLUMNS, include_interpreter, hidden_versions
+        )
         with self._reading() as conn:
             rows = conn.execute(query).fetchall()
         return [KernelExperiment.model_validate(_row_to_dict(r)) for r in rows]
@@ -678,6 +685,11 @@ class ExperimentStore:
             for key in sorted(set(stored) | set(fresh))
             if stored.get(key) != fresh.get(key)
         ]
+
+
+def _not_versions(versions: Iterable[str]) -> list[Any]:
+    hidden = sorted(set(versions))
+    return [or_(E.memory_version.is_(None), E.memory_version.not_in(hidden))] if hidden else []
 
 
 def _summary_query() -> Any:
