@@ -124,11 +124,20 @@ def test_import_with_one_bad_record_imports_nothing(tmp_path: Path, cli) -> None
     source.write_text("\n".join(lines) + "\n")
     db = str(tmp_path / "x.sqlite")
     result = cli("exp", "import", str(source), "--db", db)
-    assert result.exit_code == 1 and "in.jsonl:6" in result.stderr and "nothing imported" in result.stderr
+    assert result.exit_code == 2 and "in.jsonl:6" in result.stderr and "nothing imported" in result.stderr
     assert ExperimentStore(db).count() == 0
     broken = tmp_path / "broken.json"
     broken.write_text('{"a": ')
-    assert cli("exp", "import", str(broken), "--db", db).exit_code == 1
+    assert cli("exp", "import", str(broken), "--db", db).exit_code == 2  # invalid data, as documented
+    latin = tmp_path / "latin.jsonl"
+    latin.write_bytes(b'\xff\xfe{"id": "x"}\n')
+    undecodable = cli("exp", "import", str(latin), "--db", db)
+    assert undecodable.exit_code == 2 and "not UTF-8" in undecodable.stderr
+    assert cli("exp", "import", str(tmp_path / "missing.jsonl"), "--db", db).exit_code == 2
+    one = tmp_path / "one.jsonl"  # one record a line, without an id: not the seed's id -> record map
+    one.write_text(json.dumps({"change_summary": "solo", "score": 1.1, "metrics": {"mode": "gpu"}}) + "\n")
+    assert cli("exp", "import", str(one), "--db", db).exit_code == 0
+    assert [e.change_summary for e in ExperimentStore(db).list_experiments()] == ["solo"]
 
 
 def test_cli_commands(tmp_path: Path, vector_add_ws: Path, cli) -> None:  # type: ignore[no-untyped-def]

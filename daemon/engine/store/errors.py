@@ -23,6 +23,11 @@ class InvalidQuery(UsageError, ValueError):
     """An unknown filter or a bad filter value."""
 
 
+class InvalidImportFile(DataError, ValueError):
+    """A file to import that cannot be read, is not JSON (lines), or holds an invalid record:
+    invalid data (exit 2); nothing was imported."""
+
+
 class ExperimentNotFound(DataError, KeyError):
     """No experiment with that id."""
 

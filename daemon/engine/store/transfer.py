@@ -17,7 +17,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from kernelscope.daemon.engine.store.errors import InvalidExperiment
+from kernelscope.daemon.engine.store.errors import InvalidImportFile
 from kernelscope.protocol.experiment import KernelExperiment
 
 CSV_FIELDS = list(KernelExperiment.model_fields)
@@ -28,13 +28,17 @@ def read_records(path: Path) -> list[KernelExperiment]:
     try:
         text = path.read_text(encoding="utf-8")
     except OSError as exc:
-        raise InvalidExperiment(f"cannot read {path}: {exc.strerror or exc}") from None
+        raise InvalidImportFile(f"cannot read {path}: {exc.strerror or exc}") from None
+    except UnicodeDecodeError as exc:
+        raise InvalidImportFile(f"{path} is not UTF-8 text ({exc.reason} at byte {exc.start})") from None
     raw_records: list[tuple[str, Any]] = []
     stripped = text.lstrip()
     if stripped.startswith("{"):
         try:
             data = json.loads(text)
-            if isinstance(data, dict) and not ("id" in data and "change_summary" in data):
+            # The seed's database maps ids to record objects; a record (one JSON line) has
+            # fields that are not objects (its summary, its score).
+            if isinstance(data, dict) and data and all(isinstance(v, dict) for v in data.values()):
                 for key, value in data.items():
                     if isinstance(value, dict) and "id" not in value:
                         value = {**value, "id": key}
@@ -47,7 +51,7 @@ def read_records(path: Path) -> list[KernelExperiment]:
         try:
             data = json.loads(text)
         except json.JSONDecodeError as exc:
-            raise InvalidExperiment(f"{path}: not valid JSON ({exc})") from None
+            raise InvalidImportFile(f"{path}: not valid JSON ({exc})") from None
         raw_records = [(f"{path.name}[{i}]", item) for i, item in enumerate(data)]
     else:
         raw_records = _json_lines(path, text)
@@ -61,7 +65,7 @@ def read_records(path: Path) -> list[KernelExperiment]:
             errors.append(f"{where}: {'.'.join(str(p) for p in first['loc']) or 'record'}: {first['msg']}")
     if errors:
         shown = "; ".join(errors[:10]) + (f"; and {len(errors) - 10} more" if len(errors) > 10 else "")
-        raise InvalidExperiment(f"{len(errors)} invalid record(s), nothing imported: {shown}")
+        raise InvalidImportFile(f"{len(errors)} invalid record(s), nothing imported: {shown}")
     return records
 
 
@@ -73,7 +77,7 @@ def _json_lines(path: Path, text: str) -> list[tuple[str, Any]]:
         try:
             found.append((f"{path.name}:{number}", json.loads(line)))
         except json.JSONDecodeError as exc:
-            raise InvalidExperiment(f"{path}:{number}: not valid JSON ({exc.msg})") from None
+            raise InvalidImportFile(f"{path}:{number}: not valid JSON ({exc.msg})") from None
     return found
 
 
