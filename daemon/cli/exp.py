@@ -335,6 +335,8 @@ def update_command(
             "created_at",
         }:
             value = raw if value is not None else None
+        if key.strip() == "workspace" and value:
+            value = str(Path(str(value)).expanduser().resolve())  # as `record -w` stores it
         changes[key.strip()] = value
     updated = _store(db).update_experiment(exp_id, **changes)
     output.report(json_out, updated.to_dict(), f"Updated {updated.id}")

@@ -254,3 +254,20 @@ def test_masked_versions_experience_is_hidden_from_exp_reads(tmp_path: Path) -> 
     assert refused.returncode == 2 and "masked" in json.loads(refused.stdout)["error"]["message"]
     assert exp("show", ids[2], "--include-masked").returncode == 0
     assert exp("show", ids[4]).returncode == 0
+
+
+def test_exp_update_stores_the_workspace_as_record_does(tmp_path: Path) -> None:
+    db = str(tmp_path / "uw.sqlite")
+    (tmp_path / "ws").mkdir()
+    store = ExperimentStore(db)
+    created = store.create_experiment(KernelExperiment(change_summary="x"))
+    store.close()
+    done = subprocess.run(
+        [KERNELSCOPE, "exp", "update", created.id, "--set", "workspace=ws", "--db", db],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr
+    assert ExperimentStore(db).require(created.id).workspace == str(tmp_path / "ws")
