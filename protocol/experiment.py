@@ -116,9 +116,13 @@ class KernelExperiment(BaseModel):
     @classmethod
     def _iso_timestamp(cls, value: str) -> str:
         try:
-            datetime.fromisoformat(value.replace("Z", "+00:00"))
+            parsed = datetime.fromisoformat(value.replace("Z", "+00:00"))
         except ValueError:
             raise ValueError(f"created_at {value!r} is not an ISO 8601 timestamp") from None
+        if parsed.tzinfo is not None and not value.endswith("Z"):
+            # In UTC ending in Z, like every timestamp kernelscope writes: the store orders
+            # "latest" by this text, and 12:00+05:00 (07:00 UTC) must sort before 10:00Z.
+            return parsed.astimezone(timezone.utc).isoformat().replace("+00:00", "Z")
         return value
 
     @model_validator(mode="after")

@@ -271,3 +271,12 @@ def test_exp_update_stores_the_workspace_as_record_does(tmp_path: Path) -> None:
     )
     assert done.returncode == 0, done.stderr
     assert ExperimentStore(db).require(created.id).workspace == str(tmp_path / "ws")
+
+
+def test_latest_compares_timestamps_with_offsets_in_utc(tmp_path: Path) -> None:
+    store = ExperimentStore(str(tmp_path / "latest.sqlite"))
+    common = {"status": "done", "workspace": "/ws", "kernels": ["k"], "score": 1.1}
+    store.create_experiment({**common, "id": "run1", "created_at": "2026-03-01T12:00:00+05:00"})
+    store.create_experiment({**common, "id": "run2", "created_at": "2026-03-01T10:00:00Z"})
+    assert store.require("run1").created_at == "2026-03-01T07:00:00Z"
+    assert [s.latest_id for s in store.kernel_summaries("/ws")] == ["run2"]
