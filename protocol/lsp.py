@@ -79,6 +79,11 @@ class TopExperimentsParams(_Params):
     operator_sig: str | None = Field(default=None, alias="operatorSig")
     kernel: str | None = None
     include_buggy: bool = Field(default=False, alias="includeBuggy")
+    include_interpreter: bool = Field(
+        default=False,
+        alias="includeInterpreter",
+        description="also rank Triton-interpreter (CPU) runs, whose timings are no GPU figures",
+    )
 
 
 class CompareParams(WorkspaceParams):

@@ -200,7 +200,12 @@ class Commands:
             filters["kernel"] = params.kernel
         store = self._store(settings.db_url)
         records = self._engine(
-            lambda: store.top(params.max_results, include_buggy=params.include_buggy, **filters)
+            lambda: store.top(
+                params.max_results,
+                include_buggy=params.include_buggy,
+                include_interpreter=params.include_interpreter,
+                **filters,
+            )
         )
         return [r.model_dump(mode="json") for r in records]
 
