@@ -155,17 +155,31 @@ def top(
     """Best experiments first (buggy and interpreter runs excluded unless --include-buggy /
     --include-interpreter)."""
     filters = _filters(locals())
-    records = _store(db).top(
+    store, hidden = _store(db), _hidden(filters, include_masked)
+    records = store.top(
         max_results,
         include_buggy=include_buggy,
         include_interpreter=include_interpreter,
-        hidden_versions=_hidden(filters, include_masked),
+        hidden_versions=hidden,
         **filters,
     )
     if json_out:
         output.print_json([r.to_dict() for r in records])
-    else:
-        _table(records, f"top {len(records)}")
+        return
+    _table(records, f"top {len(records)}")
+    if not include_interpreter and len(records) < max_results:  # on a CPU machine: all of them
+        every = store.top(
+            max_results,
+            include_buggy=include_buggy,
+            include_interpreter=True,
+            hidden_versions=hidden,
+            **filters,
+        )
+        if len(every) > len(records):
+            output.info(
+                f"{len(every) - len(records)} interpreter run(s) left out (CPU timings do not rank; "
+                "--include-interpreter shows them)"
+            )
 
 
 @app.command("list")

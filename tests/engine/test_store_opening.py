@@ -214,6 +214,16 @@ def test_interpreter_runs_are_kept_but_never_ranked(tmp_path: Path) -> None:
     assert store.failures()["regressive"] == []
     assert [e.id for e in store.failures(include_interpreter=True)["regressive"]] == [cpu_slow.id]
     assert len(store.list_experiments()) == 3  # recorded all the same
+    store.close()
+    shown = subprocess.run(
+        [KERNELSCOPE, "exp", "top", "--db", str(tmp_path / "interp.sqlite")],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={**os.environ, "COLUMNS": "200"},
+    )
+    # a CPU machine's first `exp top` (every run an interpreter run) says why its table is short
+    assert shown.returncode == 0 and "2 interpreter run(s) left out" in shown.stdout, shown
 
 
 def test_masked_versions_experience_is_hidden_from_exp_reads(tmp_path: Path) -> None:
