@@ -9,16 +9,10 @@ A plain path is taken as a SQLite file; `postgresql://` URLs use the psycopg dri
 from __future__ import annotations
 
 import os
-import sys
 from pathlib import Path
 
 from kernelscope.daemon.engine.store.errors import StoreError
 from kernelscope.daemon.engine.workspace.user_config import config_path, user_config
-
-if sys.version_info >= (3, 11):
-    pass
-else:  # pragma: no cover - exercised on 3.10 only
-    pass
 
 ENV_URL = "KERNELSCOPE_DB_URL"
 
