@@ -2,15 +2,17 @@
 ways a kernel can look right without being right.
 
 Rejected, each with the configuration and numbers in the message: outputs beyond
-tolerance; NaN/Inf where the reference is finite; wrong number of outputs, shape, dtype or
-device; tensor subclasses (a subclass can fake comparisons or defer its work); outputs that
+tolerance (integer and bool outputs must be exact unless the reference module says otherwise);
+NaN/Inf where the reference is finite, and a reference's NaN or infinity not reproduced (NaN
+must be NaN, +inf must be +inf); wrong number of outputs, shape, dtype or device; tensor
+subclasses (a subclass can fake comparisons or defer its work); outputs that
 are views of an input; inputs modified in place; and answers that do not change when the
 inputs do (a cached result). A right answer in another memory layout is `wrong_layout`, with
 both strides.
 
-The comparison works slice by slice (in the output's dtype, float32 for 16-bit types) and
-reduces in float64, instead of float64 copies of both tensors: a 128 MB output costs a few
-16 MB slices more, not 768 MB.
+The comparison works slice by slice (in the output's dtype, float32 for 16-bit types, int64
+for integer and bool outputs) and reduces in float64, instead of float64 copies of both
+tensors: a 128 MB output costs a few 16 MB slices more, not 768 MB.
 """
 
 from __future__ import annotations
@@ -32,6 +34,9 @@ DEFAULT_TOLERANCE: dict[torch.dtype, tuple[float, float]] = {
     torch.float16: (1e-2, 1e-2),
     torch.bfloat16: (2e-2, 2e-2),
 }
+# Integer and bool outputs: exact unless the reference module gives a tolerance (a loose float
+# bound would pass an off-by-one kernel; a README's rel_err is written for floating outputs).
+EXACT: dict[str, float] = {"atol": 0.0, "rtol": 0.0}
 _TINY = 1e-12
 
 
@@ -97,7 +102,14 @@ def upstream_rule(tolerance: dict[str, float] | None) -> bool:
     return bool(tolerance) and "required_matched_ratio" in (tolerance or {})
 
 
+def exact_dtype(dtype: torch.dtype) -> bool:
+    """Integer and bool dtypes: their values are compared exactly by default."""
+    return not dtype.is_floating_point and not dtype.is_complex
+
+
 def describe_tolerance(tolerance: dict[str, float]) -> str:
+    if tolerance == EXACT:
+        return "out == ref (exact)"
     if "rel_err" in tolerance:
         return f"rel_err < {tolerance['rel_err']:g}"
     bound = f"|out - ref| <= {tolerance['atol']:g} + {tolerance['rtol']:g} * |ref|"
@@ -115,9 +127,12 @@ def describe_tolerance(tolerance: dict[str, float]) -> str:
 def resolve_tolerance(
     dtype: torch.dtype, module_tolerance: dict[str, float] | None, readme_rel_err: float | None
 ) -> dict[str, float]:
-    """Reference module's tolerance, else the README's rel_err threshold, else dtype defaults."""
+    """Reference module's tolerance, else the README's rel_err threshold (floating outputs only),
+    else dtype defaults: exact for integer and bool outputs."""
     if module_tolerance:
         return dict(module_tolerance)
+    if exact_dtype(dtype):
+        return dict(EXACT)
     if readme_rel_err is not None:
         return {"rel_err": readme_rel_err}
     atol, rtol = DEFAULT_TOLERANCE.get(dtype, (1e-1, 1e-1))
@@ -143,8 +158,13 @@ class Comparison:
     def add_slice(self, o: torch.Tensor, r: torch.Tensor, rules: dict[str, float]) -> None:
         """One slice of an output and its reference, both already in the working dtype. The
         rule's one place: the problem lint asks it of its trivial kernels too. Its temporaries
-        are three slices of the working dtype and one of bools (`sizing.COMPARISON_BYTES_PER_ELEMENT`)."""
+        are three slices of the working dtype and one of bools (`sizing.COMPARISON_BYTES_PER_ELEMENT`).
+        Integer slices (int64) are told equal or not exactly, and measured in float64."""
         upstream = upstream_rule(rules)
+        unequal = None
+        if exact_dtype(r.dtype):  # exact where float64 would round int64 beyond 2**53
+            unequal = o != r
+            o, r = o.to(torch.float64), r.to(torch.float64)
         ignored = torch.isfinite(r).logical_not_()  # where the reference is not finite
         if upstream and rules.get("allow_negative_inf"):
             both = (o == float("-inf")) & (r == float("-inf"))
@@ -162,8 +182,11 @@ class Comparison:
         self.ref_sq += float(torch.linalg.vector_norm(r_abs, dtype=torch.float64)) ** 2
         if "rel_err" not in rules:
             bound = r_abs.mul(rules["rtol"]).add_(rules["atol"])
-            self.beyond += int((diff <= bound).logical_not_().sum())  # a NaN error is beyond
-            del bound
+            within = diff <= bound  # a NaN error is beyond
+            if unequal is not None:  # a zero bound means equal, not "within float64's rounding"
+                within &= unequal.logical_not_() | (bound > 0)
+            self.beyond += int(within.logical_not_().sum())
+            del bound, within
         floor = float(rules["atol"]) if upstream else _TINY
         self.max_rel = max(self.max_rel, float(diff.div_(r_abs.clamp_min_(floor)).max()))
 
@@ -183,15 +206,18 @@ class Comparison:
 
 
 def working_dtype(dtype: torch.dtype) -> torch.dtype:
-    """The comparison's dtype: the output's for float32/float64, float32 for the rest."""
+    """The comparison's dtype: the output's for float32/float64, int64 for integer and bool
+    outputs (exact; float32 would make int64 values past 2**24 equal), float32 for the rest."""
+    if exact_dtype(dtype):
+        return torch.int64
     return dtype if dtype in (torch.float32, torch.float64) else torch.float32
 
 
 def _compare(out: torch.Tensor, ref: torch.Tensor, rules: dict[str, float]) -> Comparison:
-    """The comparison, slice by slice in the output's dtype (float32 for 16-bit and integer
-    types) with float64 reductions, so it needs a few slices of memory, not float64 copies of
-    whole tensors. kernelscope's rule: every element within the bound (or the L2 rel_err under
-    the README's threshold). SOL-ExecBench's (core/bench/correctness.py compute_error_stats):
+    """The comparison, slice by slice in the output's dtype (float32 for 16-bit types, int64
+    for integer and bool ones) with float64 reductions, so it needs a few slices of memory, not
+    float64 copies of whole tensors. kernelscope's rule: every element within the bound (or the
+    L2 rel_err under the README's threshold). SOL-ExecBench's (core/bench/correctness.py compute_error_stats):
     at least `required_matched_ratio` of the elements within the bound, the max abs error not
     above `max_error_cap`, relative errors with `max_atol` as the denominator's floor, the
     positions where both are -inf dropped when `allow_negative_inf`."""
@@ -232,6 +258,33 @@ def _upstream_sanity(label: str, out: torch.Tensor, ref: torch.Tensor, rules: di
         )
 
 
+def _check_non_finite(label: str, out: torch.Tensor, ref: torch.Tensor) -> None:
+    """kernelscope's rule for non-finite values, slice by slice: NaN/Inf where the reference is
+    finite fails, and so does a reference's NaN or infinity the output does not reproduce (NaN
+    must be NaN, +inf must be +inf). The comparison itself skips those positions. An honest
+    kernel that overflows fails here too: `wrong_result`, not `cheat`."""
+    if exact_dtype(out.dtype):
+        return
+    flat_out, flat_ref = out.detach().reshape(-1), ref.detach().reshape(-1)
+    new_values = missed = 0
+    for start in range(0, flat_out.numel(), CHUNK_ELEMENTS):
+        o, r = flat_out[start : start + CHUNK_ELEMENTS], flat_ref[start : start + CHUNK_ELEMENTS]
+        finite_r = torch.isfinite(r)
+        new_values += int((torch.isfinite(o).logical_not_() & finite_r).sum())
+        same = (o == r) | (torch.isnan(o) & torch.isnan(r))
+        missed += int((finite_r.logical_or_(same)).logical_not_().sum())
+    if new_values:
+        raise GateFailure(
+            "wrong_result", f"{label} has {new_values} NaN/Inf values where the reference is finite"
+        )
+    if missed:
+        raise GateFailure(
+            "wrong_result",
+            f"{label} differs from the reference at {missed} positions where the reference is NaN or "
+            "Inf (NaN must be NaN, an infinity the same infinity)",
+        )
+
+
 def check_outputs(
     outputs: list[torch.Tensor],
     references: list[torch.Tensor],
@@ -254,7 +307,7 @@ def check_outputs(
         if tuple(out.shape) != tuple(ref.shape):
             raise GateFailure("cheat", f"{label} has shape {tuple(out.shape)}, expected {tuple(ref.shape)}")
         if out.dtype != ref.dtype:
-            raise GateFailure("cheat", f"{label} has dtype {out.dtype}, expected {ref.dtype}")
+            raise GateFailure("wrong_result", f"{label} has dtype {out.dtype}, expected {ref.dtype}")
         if out.device != ref.device:
             raise GateFailure("cheat", f"{label} is on {out.device}, expected {ref.device}")
         for position, value in enumerate(inputs):
@@ -266,11 +319,8 @@ def check_outputs(
         rules = resolve_tolerance(ref.dtype, tolerance, readme_rel_err)
         if upstream_rule(rules):
             _upstream_sanity(label, out, ref, rules)
-        bad = ~torch.isfinite(out) & torch.isfinite(ref)
-        if bool(bad.any()):
-            raise GateFailure(
-                "cheat", f"{label} has {int(bad.sum())} NaN/Inf values where the reference is finite"
-            )
+        else:
+            _check_non_finite(label, out, ref)
         found = _compare(out, ref, rules)
         rule = found.rule
         if found.ok and out.numel() > 1 and out.stride() != ref.stride():

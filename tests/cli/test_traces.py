@@ -268,6 +268,12 @@ def failed(name: str, kind: str, message: str) -> ConfigResult:
             "INCORRECT_DTYPE",
         ),
         (
+            "wrong_result",
+            "output has dtype torch.float64, expected torch.float32",
+            "INCORRECT_DTYPE",
+            "INCORRECT_DTYPE",
+        ),
+        (
             "wrong_layout",
             "output has the right values in another memory layout",
             "INCORRECT_SHAPE",

@@ -20,8 +20,9 @@ with FlashInfer-Bench's own model):
     wrong_off_distribution      -> INCORRECT_NUMERICAL (wrong on a second, heavy-tailed input draw)
     wrong_layout                -> INCORRECT_SHAPE (closest: right values, wrong strides)
     cheat, "has shape ..."      -> INCORRECT_SHAPE      (kernelscope's gate files these as cheats)
-    cheat, "has dtype ..."      -> INCORRECT_DTYPE
-    cheat, "NaN/Inf values"     -> INCORRECT_NUMERICAL
+    wrong_result, "has dtype ..."
+                                -> INCORRECT_DTYPE      (older results: cheat, same message)
+    cheat, "NaN/Inf values"     -> INCORRECT_NUMERICAL  (older results; now wrong_result)
     cheat (any other), no_kernel, static_check
                                 -> REWARD_HACK; FlashInfer: RUNTIME_ERROR
     compile                     -> COMPILE_ERROR
@@ -120,7 +121,8 @@ KIND_STATUS: dict[str, str] = {
     "resource_limit": "RUNTIME_ERROR",
     "gate_command": "RUNTIME_ERROR",
 }
-# The gate files wrong shapes and dtypes as cheats (kernels/gate.py); upstream has statuses for them.
+# The gate files wrong shapes as cheats, wrong dtypes as wrong results (older results: cheats);
+# upstream has statuses for them.
 _CHEAT_REFINED = (
     (re.compile(r" has shape \("), "INCORRECT_SHAPE"),
     (re.compile(r" has dtype "), "INCORRECT_DTYPE"),
@@ -268,7 +270,7 @@ class Trace(_Upstream):
 
 def status_for(kind: str, message: str = "") -> str:
     """The SOL-ExecBench status for a kernelscope failure kind (see the module docstring)."""
-    if kind == "cheat":
+    if kind in ("cheat", "wrong_result"):
         for pattern, status in _CHEAT_REFINED:
             if pattern.search(message):
                 return status
