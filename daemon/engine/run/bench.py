@@ -38,6 +38,7 @@ from kernelscope.daemon.engine.run.gate_output import (
     configs_from_report,
     measured_by,
     report_from,
+    report_says_failed,
     summary,
 )
 from kernelscope.daemon.engine.run.scratch import Scratch, scratch_copy
@@ -197,16 +198,19 @@ class _LineFollower:
         self.path, self.on_line, self.offset, self.partial = path, on_line, 0, b""
 
     def poll(self) -> None:
+        """Everything appended since the last poll, up to the end of the file, 1 MiB at a time:
+        a child that printed more than a chunk between polls (or before it exited) must not
+        leave its last lines, a gate's RESULT_JSON, unread. The log is capped (64 MB)."""
         if self.on_line is None:
             return
         with contextlib.suppress(OSError), self.path.open("rb") as handle:
             handle.seek(self.offset)
-            chunk = handle.read(1 << 20)
-            self.offset += len(chunk)
-            *lines, self.partial = (self.partial + chunk).split(b"\n")
-            self.partial = self.partial[-MAX_PARTIAL_LINE:]
-            for line in lines:
-                self.on_line(line.decode("utf-8", errors="replace"))
+            while chunk := handle.read(1 << 20):
+                self.offset += len(chunk)
+                *lines, self.partial = (self.partial + chunk).split(b"\n")
+                self.partial = self.partial[-MAX_PARTIAL_LINE:]
+                for line in lines:
+                    self.on_line(line.decode("utf-8", errors="replace"))
 
     def flush(self) -> None:
         """The last line, when the child exited without ending it with a newline."""
@@ -500,9 +504,7 @@ def run_gate_command(request: BenchRequest, cancel: threading.Event | None = Non
     by = measured_by(words, report.source if report else None)
     configs = configs_from_report(report, workspace) if report else configs_from_json_line(details)
     finished = not (outcome.timed_out or outcome.cancelled or outcome.limit_exceeded)
-    says_failed = (report is not None and report.all_pass is False) or (
-        report is None and details.get("passed") is False
-    )
+    says_failed = report_says_failed(report) if report is not None else details.get("passed") is False
     messages = [summary(report, by)] if report else []
     if finished and outcome.returncode == 0 and not says_failed:
         timed = report is not None and bool(report.latency_us_by_shape)
@@ -534,7 +536,8 @@ def run_gate_command(request: BenchRequest, cancel: threading.Event | None = Non
         named = "; ".join(report.failures)
         message = f"{by} failed {count} workloads: {named[:2000]}"
     elif report is not None and says_failed:
-        message = f"{by} reported all_pass=false (exit status {outcome.returncode}): {command}"
+        counts = "all_pass=false" if report.all_pass is False else f"{report.passed}/{report.total} passed"
+        message = f"{by} reported {counts} (exit status {outcome.returncode}): {command}"
     else:
         message = str(
             details.get("message") or f"gate command exited with status {outcome.returncode}: {command}"

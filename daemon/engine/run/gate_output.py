@@ -119,6 +119,13 @@ def report_from(command: str, source: str, data: dict[str, Any], exit_code: int 
     )
 
 
+def report_says_failed(report: GateReport) -> bool:
+    """A report fails when any of its fields says so: `all_pass: false`, a failure listed, or
+    fewer workloads passed than ran. A missing `all_pass` is not a pass."""
+    fewer = report.passed is not None and report.total is not None and report.passed < report.total
+    return report.all_pass is False or bool(report.failures) or fewer
+
+
 @dataclass
 class Workloads:
     """`workload.jsonl` of a SOL-ExecBench workspace, read only to name configurations: uuid
