@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from kernelscope.kernels.second_inputs import OPT_OUT, signed_heavy_tailed
+from kernelscope.kernels.second_inputs import OPT_OUT, check_second_distribution, signed_heavy_tailed
 from tests.conftest import EXAMPLES
 from tests.kernels.test_kernelbench import (
     _ELEMENTWISE,
@@ -133,3 +133,27 @@ def test_honest_examples_pass_the_second_draw(tmp_path: Path, example: str) -> N
     result = json.loads(done.stdout)
     assert result["passed"] is True, (result.get("error"), done.stderr[-2000:])
     assert all(c["second_distribution"].startswith("passed") for c in result["configs"]), result["configs"]
+
+
+class _ProbabilityProblem:
+    """A problem whose reference raises outside its domain, as F.binary_cross_entropy does on
+    values outside [0, 1]."""
+
+    def second_distribution_off(self) -> None:
+        return None
+
+    def make_inputs(self, config: dict, seed: int, device: str) -> tuple:  # type: ignore[type-arg]
+        return (torch.rand(64, generator=torch.Generator().manual_seed(seed)).clamp(0.01, 0.99),)
+
+    def reference(self, config: dict, inputs: tuple) -> torch.Tensor:  # type: ignore[type-arg]
+        (p,) = inputs
+        return torch.nn.functional.binary_cross_entropy(p, torch.full_like(p, 0.5), reduction="none")
+
+
+def test_a_reference_that_raises_on_the_draw_skips_it() -> None:
+    def candidate(p: torch.Tensor) -> torch.Tensor:
+        raise AssertionError("never called: the reference decides first")
+
+    found = check_second_distribution(_ProbabilityProblem(), {}, candidate, None, None, "cpu", lambda: None)
+    assert found.startswith("skipped: the reference raised on signed heavy-tailed inputs"), found
+    assert "RuntimeError" in found
