@@ -250,8 +250,12 @@ class _Runner:
         kernel_ms: list[float] = []
         launches: list[int] = []
         counted = not self.framework_ok
+
+        def phase(fn: Any) -> list[float]:  # the baseline's or parent's, on unperturbed inputs if need be
+            return checks.unperturbed_on_error(lambda: self.timer.run(fn, inputs, others)).samples_ms
+
         for _ in range(max(1, self.args.rounds)):
-            samples = self.timer.run(baseline, inputs, others).samples_ms
+            samples = phase(baseline)
             base += samples
             first_a += samples
             timed = self.timer.run(candidate, inputs, checks, counted)
@@ -259,13 +263,13 @@ class _Runner:
             kernel_ms += timed.kernel_ms
             launches += timed.launches
             if parent is not None:
-                par += self.timer.run(parent, inputs, others).samples_ms
-                par += self.timer.run(parent, inputs, others).samples_ms
+                par += phase(parent)
+                par += phase(parent)
             timed = self.timer.run(candidate, inputs, checks, counted)
             cand += timed.samples_ms
             kernel_ms += timed.kernel_ms
             launches += timed.launches
-            samples = self.timer.run(baseline, inputs, others).samples_ms
+            samples = phase(baseline)
             base += samples
             last_a += samples
         if kernel_ms:

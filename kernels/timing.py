@@ -3,10 +3,13 @@
 Every timed call goes through `Timer.run`, which lets a `TimedCallChecks` act between calls,
 outside the timed region:
 
-- before each call the inputs are *perturbed in place* (a few elements of every floating or
-  integer tensor swapped with others of the same tensor: same buffers, same value
-  distribution, new values), so a candidate that caches its answer by input pointer or by
-  input value returns a stale output, and one that skips work on repeated inputs has none;
+- before each call the inputs are *perturbed in place* (a few elements of every floating
+  tensor swapped with others of the same tensor: same buffers, same value distribution, new
+  values), so a candidate that caches its answer by input pointer or by input value returns a
+  stale output, and one that skips work on repeated inputs has none. Integer and bool tensors
+  are left alone: they are indices, offsets and masks, whose order is the problem's structure.
+  A reference or baseline that raises on perturbed inputs gets them back as they were, and
+  perturbation stops for the configuration (a note says so);
 - a few calls chosen at random are *verified*: the reference's answer for exactly the inputs
   the call gets is computed before it (untimed), the output is compared with it afterwards,
   and the inputs must be unchanged by the call; a wrong output is re-checked with a fresh
@@ -64,30 +67,53 @@ class Timed:
     launches: list[int] = field(default_factory=list)  # Triton launches per timed call
 
 
-def perturb_(inputs: tuple[Any, ...], rng: random.Random, swaps: int = 8) -> bool:
-    """Swap a few elements of every contiguous tensor input with others of the same tensor, in
-    place. Returns whether anything could be perturbed."""
+Swaps = list[tuple[torch.Tensor, list[int], list[int]]]  # (flat tensor, left, right)
+
+
+def _distinct_picks(rng: random.Random, size: int, count: int) -> list[int]:
+    if size <= 10**6:
+        return rng.sample(range(size), count)
+    picks: dict[int, None] = {}  # distinct, so that a swap is its own inverse
+    while len(picks) < count:
+        picks[rng.randrange(size)] = None
+    return list(picks)
+
+
+def _swap(flat: torch.Tensor, left: list[int], right: list[int]) -> None:
+    at_left = torch.tensor(left, device=flat.device)
+    at_right = torch.tensor(right, device=flat.device)
+    with torch.no_grad():
+        a, b = flat[at_left].clone(), flat[at_right].clone()
+        flat[at_left] = b
+        flat[at_right] = a
+
+
+def perturb_(inputs: tuple[Any, ...], rng: random.Random, swaps: int = 8, undo: Swaps | None = None) -> bool:
+    """Swap a few elements of every contiguous floating-point tensor input with others of the
+    same tensor, in place (integer and bool tensors are indices, offsets, masks: their order is
+    the problem's structure). Returns whether anything could be perturbed; `undo` receives the
+    swaps, for `restore_`."""
     changed = False
     for value in inputs:
         if not isinstance(value, torch.Tensor) or value.numel() < 2 or not value.is_contiguous():
             continue
-        if value.dtype == torch.bool or value.is_complex():
+        if not value.is_floating_point():
             continue
         flat = value.view(-1)
         count = min(swaps, flat.numel() // 2)
-        picks = (
-            rng.sample(range(flat.numel()), 2 * count)
-            if flat.numel() <= 10**6
-            else [rng.randrange(flat.numel()) for _ in range(2 * count)]
-        )
-        left = torch.tensor(picks[:count], device=flat.device)
-        right = torch.tensor(picks[count:], device=flat.device)
-        with torch.no_grad():
-            a, b = flat[left].clone(), flat[right].clone()
-            flat[left] = b
-            flat[right] = a
+        picks = _distinct_picks(rng, flat.numel(), 2 * count)
+        _swap(flat, picks[:count], picks[count:])
+        if undo is not None:
+            undo.append((flat, picks[:count], picks[count:]))
         changed = True
     return changed
+
+
+def restore_(undo: Swaps) -> None:
+    """The inputs as they were before the swaps `perturb_` recorded (each swap undone, last
+    first), and the record emptied."""
+    while undo:
+        _swap(*undo.pop())
 
 
 _RESET: list[Callable[[], Any] | None] = []
@@ -258,6 +284,12 @@ class _Graph:
         return self.output
 
 
+UNPERTURBED_NOTE = (
+    "the inputs could not be perturbed between timed calls (the problem's inputs have "
+    "structure the reference relies on): timed outputs were checked by the hidden audit only"
+)
+
+
 @dataclass(eq=False)
 class TimedCallChecks:
     """Between timed calls: perturb the inputs, verify sampled outputs, run the hidden audit.
@@ -278,6 +310,7 @@ class TimedCallChecks:
     sync: Callable[[], None] = lambda: None
     require_launches: bool = True
     perturb: bool = field(default=True, init=False)
+    swaps: Swaps = field(default_factory=list, init=False)  # every swap since the inputs were made
     notes: list[str] = field(default_factory=list, init=False)
     verified: set[int] = field(init=False)
     audit_at: int = field(init=False)
@@ -292,14 +325,46 @@ class TimedCallChecks:
 
     def before(self, index: int) -> None:
         if index > 0 and self.perturb:
-            self.perturb = perturb_(self.inputs, self.rng)
+            self.perturb = perturb_(self.inputs, self.rng, undo=self.swaps)
         if index in self.verified:
             # The reference's answer for exactly these inputs, computed before the call (untimed):
             # one output kept instead of a copy of every input.
             before = self.digest(self.inputs)
-            expected = self.reference(self.inputs)
+            try:
+                expected = self.reference(self.inputs)
+            except Exception:
+                if not self.unperturb():
+                    raise
+                before = self.digest(self.inputs)
+                expected = self.reference(self.inputs)
             if self.digest(self.inputs) == before:
                 self._snapshot = (expected, before)
+
+    def unperturb(self) -> bool:
+        """The inputs back as the problem made them, perturbation off for the rest of the
+        configuration, with the note saying so; False when nothing had been perturbed."""
+        if not self.swaps:
+            return False
+        restore_(self.swaps)
+        self._stop_perturbing()
+        return True
+
+    def unperturbed_on_error(self, phase: Callable[[], Timed]) -> Timed:
+        """A timed phase of the baseline or parent; when it raises on perturbed inputs (a
+        reference that validates its input, structure the problem relies on), it runs again on
+        the inputs as they were, never perturbed again."""
+        try:
+            return phase()
+        except Exception:
+            if not self.unperturb():
+                raise
+        return phase()
+
+    def _stop_perturbing(self) -> None:
+        self.perturb = False
+        self.swaps.clear()
+        if UNPERTURBED_NOTE not in self.notes:
+            self.notes.append(UNPERTURBED_NOTE)
 
     def after(self, index: int, output: Any) -> None:
         self.sync()
@@ -335,11 +400,7 @@ class TimedCallChecks:
         try:
             self.compare(self.outputs_of(self.candidate(*fresh)), expected, fresh)
         except Exception:
-            self.perturb = False
-            self.notes.append(
-                "the inputs could not be perturbed between timed calls (the problem's inputs have "
-                "structure the reference relies on): timed outputs were checked by the hidden audit only"
-            )
+            self._stop_perturbing()
             return
         raise TimedCheckFailure(
             "cheat",
@@ -375,7 +436,7 @@ class PerturbOnly:
 
     def before(self, index: int) -> None:
         if index > 0 and self.checks.perturb:
-            perturb_(self.checks.inputs, self.checks.rng)
+            perturb_(self.checks.inputs, self.checks.rng, undo=self.checks.swaps)
 
     def after(self, index: int, output: Any) -> None:
         return None

@@ -14,7 +14,7 @@ import pytest
 from kernelscope.daemon.engine.run.bench import BenchRequest, run_benchmark
 from kernelscope.protocol.bench import BenchResult
 from tests.conftest import EXAMPLES, TESTS
-from tests.support.bench_fixtures import alive_with, make_workspace
+from tests.support.bench_fixtures import REFERENCE, alive_with, make_workspace
 
 pytestmark = pytest.mark.slow
 
@@ -269,3 +269,20 @@ def test_default_memory_cap_is_half_of_ram() -> None:
     assert ResourceLimits.for_benchmark(None).memory_mb == total_mb // 2
     assert ResourceLimits.for_benchmark(0).memory_mb is None
     assert ResourceLimits.for_benchmark(800).memory_mb == 800
+
+
+SORTED_REFERENCE = REFERENCE.replace(
+    'return (torch.randn(config["n"], generator=g).to(device),',
+    'return (torch.randn(config["n"], generator=g).sort().values.to(device),',
+).replace(
+    "def reference(x, y):\n",
+    "def reference(x, y):\n    assert bool((x[1:] >= x[:-1]).all()), 'x must be sorted'\n",
+)
+
+
+def test_a_reference_that_raises_on_perturbed_inputs_times_them_unperturbed(tmp_path: Path) -> None:
+    """The reference (the baseline too) validates its input; the timing's swaps break it: the
+    inputs come back as they were and timing goes on unperturbed, with a note."""
+    result = bench(make_workspace(tmp_path / "sorted", reference=SORTED_REFERENCE))
+    assert result.passed, result.error
+    assert all(any("could not be perturbed" in n for n in c.notes or []) for c in result.configs)

@@ -16,7 +16,14 @@ from kernelscope.daemon.engine.memory.scores import memory_scores
 from kernelscope.daemon.engine.views.lens_text import kernel_lens
 from kernelscope.daemon.engine.workspace.workspace import Workspace
 from kernelscope.kernels import gate
-from kernelscope.kernels.timing import perturb_
+from kernelscope.kernels.timing import (
+    UNPERTURBED_NOTE,
+    PerturbOnly,
+    Timed,
+    TimedCallChecks,
+    perturb_,
+    restore_,
+)
 from kernelscope.protocol.stats import verdict_of
 from tests.conftest import EXAMPLES
 
@@ -97,3 +104,65 @@ def test_perturbation_keeps_buffers_and_values_changes_order() -> None:
     assert perturb_((x, 3, torch.ones(5, dtype=torch.bool)), random.Random(1))
     assert x.data_ptr() == pointer and sorted(x.tolist()) == values  # same buffer, same multiset
     assert not torch.equal(x, before)
+
+
+def test_perturbation_leaves_integer_tensors_alone_and_is_undone() -> None:
+    offsets, indices = torch.arange(0, 400, 4), torch.randint(0, 50, (400,))
+    weight = torch.randn(50, 8)
+    kept = (offsets.clone(), indices.clone(), weight.clone())
+    swaps: list = []
+    rng = random.Random(3)
+    for _ in range(5):
+        assert perturb_((indices, offsets, weight), rng, undo=swaps)
+    assert torch.equal(offsets, kept[0]) and torch.equal(indices, kept[1])  # CSR structure intact
+    assert not torch.equal(weight, kept[2])
+    restore_(swaps)
+    assert torch.equal(weight, kept[2]) and swaps == []
+
+
+def _sorted_only(xs: tuple) -> list[torch.Tensor]:  # type: ignore[type-arg]
+    (x,) = xs
+    if not bool((x[1:] >= x[:-1]).all()):
+        raise ValueError("the input must be sorted")  # a reference that validates its input
+    return [x.cumsum(0)]
+
+
+def _checks(x: torch.Tensor) -> TimedCallChecks:
+    return TimedCallChecks(
+        (x,),
+        reference=_sorted_only,
+        fresh_inputs=lambda seed: (torch.arange(100.0),),
+        candidate=lambda x: x.cumsum(0),
+        compare=lambda outs, refs, xs: gate.check_outputs(outs, refs, xs, None, None),
+        outputs_of=lambda value: gate.as_tensor_list(value, "the candidate"),
+        digest=gate.digest,
+        guard=None,  # type: ignore[arg-type]
+        rng=random.Random(0),
+        calls=6,
+        verify=5,
+    )
+
+
+def test_a_reference_that_raises_on_perturbed_inputs_gets_them_back() -> None:
+    x = torch.arange(100.0)
+    checks = _checks(x)
+    for index in range(6):
+        checks.before(index)
+    assert torch.equal(x, torch.arange(100.0)) and not checks.perturb
+    assert checks.notes == [UNPERTURBED_NOTE]
+
+
+def test_a_baseline_that_raises_on_perturbed_inputs_runs_again_unperturbed() -> None:
+    x = torch.arange(100.0)
+    checks = _checks(x)
+    PerturbOnly(checks).before(1)  # the baseline's phase perturbs as the candidate's does
+    assert not bool((x[1:] >= x[:-1]).all())
+    phases: list[int] = []
+
+    def baseline_phase() -> Timed:
+        phases.append(1)
+        _sorted_only((x,))
+        return Timed(samples_ms=[1.0])
+
+    assert checks.unperturbed_on_error(baseline_phase).samples_ms == [1.0]
+    assert len(phases) == 2 and torch.equal(x, torch.arange(100.0)) and checks.notes == [UNPERTURBED_NOTE]
