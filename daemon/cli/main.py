@@ -14,6 +14,7 @@ iteration, editors start `serve`), so this module imports nothing heavy:
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sys
 from collections.abc import Iterator, MutableMapping
@@ -207,6 +208,8 @@ def main(argv: list[str] | None = None) -> None:
         if code is not None:
             sys.exit(code)
 
+    if args[:1] != ["serve"]:
+        _exit_on_sigterm()
     from kernelscope.daemon.cli import output
     from kernelscope.daemon.engine import KernelscopeError
 
@@ -229,6 +232,20 @@ def main(argv: list[str] | None = None) -> None:
         output.error("interrupted")
         sys.exit(130)
     sys.exit(EXIT_OK)
+
+
+def _exit_on_sigterm() -> None:
+    """SIGTERM raises SystemExit (status 143) instead of ending the process where it stands, so
+    `finally` blocks run: a benchmark's runner (in its own session, beyond the reach of the
+    terminal's signals) is killed and its temporary folders removed, as on Ctrl-C. Not for
+    `serve`, which has its own shutdown."""
+    import signal
+
+    def terminate(signum: int, frame: object) -> None:
+        raise SystemExit(128 + signum)
+
+    with contextlib.suppress(ValueError):  # not the main thread (an embedding caller)
+        signal.signal(signal.SIGTERM, terminate)
 
 
 def _json(args: list[str]) -> int:

@@ -298,37 +298,45 @@ def run_child(
             process = spawn(argv, cwd, env, log, limits)
         except WorkerLost as exc:  # the worker died before the child existed
             return ChildOutcome(None, False, False, _tail(log), time.perf_counter() - started, None, str(exc))
-        child_limits.apply_to(process.pid, limits)
-        timed_out = cancelled = False
-        exceeded: str | None = None
-        deadline = started + timeout_s
-        next_watch = started + WATCH_INTERVAL_S
-        follower = _LineFollower(log, on_line)
-        while True:
-            try:
-                process.wait(timeout=0.05)
-                follower.poll()
-                break
-            except subprocess.TimeoutExpired:
-                follower.poll()
-            now = time.perf_counter()
-            if cancel is not None and cancel.is_set():
-                cancelled = True
-            elif now > deadline:
-                timed_out = True
-            elif now >= next_watch:
-                next_watch = now + WATCH_INTERVAL_S
-                exceeded = child_limits.over_limit(limits, process.pid, log)
-                if exceeded is None:
+        try:
+            child_limits.apply_to(process.pid, limits)
+            timed_out = cancelled = False
+            exceeded: str | None = None
+            deadline = started + timeout_s
+            next_watch = started + WATCH_INTERVAL_S
+            follower = _LineFollower(log, on_line)
+            while True:
+                try:
+                    process.wait(timeout=0.05)
+                    follower.poll()
+                    break
+                except subprocess.TimeoutExpired:
+                    follower.poll()
+                now = time.perf_counter()
+                if cancel is not None and cancel.is_set():
+                    cancelled = True
+                elif now > deadline:
+                    timed_out = True
+                elif now >= next_watch:
+                    next_watch = now + WATCH_INTERVAL_S
+                    exceeded = child_limits.over_limit(limits, process.pid, log)
+                    if exceeded is None:
+                        continue
+                else:
                     continue
-            else:
-                continue
+                child_limits.kill_group(process.pid)
+                process.wait()
+                break
+        finally:
+            # Reap anything the child left in its group or session (a forked grandchild), and
+            # the child itself when this is unwinding (Ctrl-C; SIGTERM, which the CLI turns
+            # into SystemExit): in its own session nothing else would stop it, and its
+            # timeout and memory cap die with this loop.
             child_limits.kill_group(process.pid)
-            process.wait()
-            break
-        # Reap anything the child left in its group or session (a forked grandchild).
-        child_limits.kill_group(process.pid)
-        _wait_gone(process.pid)
+            _wait_gone(process.pid)
+            if process.returncode is None:
+                with contextlib.suppress(Exception):
+                    process.wait(timeout=GONE_TIMEOUT_S)
         follower.flush()
         return ChildOutcome(
             process.returncode,
