@@ -163,9 +163,14 @@ class Timer:
         if reset is not None:  # persisting L2 lines would survive the flush
             reset()
 
+    def new_configuration(self) -> None:
+        """Forget the per-function estimates: a problem hands the same function object to every
+        configuration, and a small one's call count (and warmup) would be a large one's."""
+        self._calls_per_phase.clear()
+
     def _gpu_calls(self, fn: Callable[[], Any], key: int) -> int:
         """How many timed calls fit in rep_ms, from a short warmup (at least 10, at most 1000);
-        estimated once per function timed (`key`)."""
+        estimated once per function timed (`key`) per configuration (`new_configuration`)."""
         if key not in self._calls_per_phase:
             start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
             fn()

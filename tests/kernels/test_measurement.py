@@ -166,3 +166,36 @@ def test_a_baseline_that_raises_on_perturbed_inputs_runs_again_unperturbed() -> 
 
     assert checks.unperturbed_on_error(baseline_phase).samples_ms == [1.0]
     assert len(phases) == 2 and torch.equal(x, torch.arange(100.0)) and checks.notes == [UNPERTURBED_NOTE]
+
+
+def test_calls_per_phase_are_estimated_again_for_each_configuration(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A problem hands every configuration the same function object; on a (simulated) CUDA clock
+    the small configuration's call count must not be reused for the large one."""
+    from kernelscope.kernels.timing import Timer
+
+    clock = [0.0]
+
+    class FakeEvent:
+        def __init__(self, enable_timing: bool = True) -> None:
+            self.t = 0.0
+
+        def record(self) -> None:
+            self.t = clock[0]
+
+        def elapsed_time(self, other: FakeEvent) -> float:
+            return other.t - self.t
+
+    monkeypatch.setattr(torch.cuda, "Event", FakeEvent)
+    monkeypatch.setattr(torch.cuda, "synchronize", lambda *a, **k: None)
+    cost = [0.0]
+
+    def kernel_fn() -> None:
+        clock[0] += cost[0]
+
+    timer = Timer("gpu", guard=None, reps=3, warmup_ms=25.0, rep_ms=100.0, graph=False)  # type: ignore[arg-type]
+    found = []
+    for per_call_ms in (0.01, 2.0):  # n=98304, then n=16777216
+        cost[0] = per_call_ms
+        timer.new_configuration()  # as the runner's time_ab does for every configuration
+        found.append(timer._gpu_calls(kernel_fn, id(kernel_fn)))
+    assert found[0] == 1000 and 45 <= found[1] <= 50  # ~rep_ms / 2 ms, not 1000 calls of 2 ms
