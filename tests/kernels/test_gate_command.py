@@ -322,6 +322,18 @@ def test_scratch_copy_holds_what_git_shows(tmp_path: Path) -> None:
     assert "kernel.py" in workspace_files(plain)
 
 
+def test_a_workspace_named_cache_gets_its_scratch_copy(tmp_path: Path) -> None:
+    """The scratch's private cache folder sits beside the copy: a workspace folder named `cache`
+    collided with it (FileExistsError, no result)."""
+    ws = tmp_path / "cache"
+    shutil.copytree(EXAMPLES / "vector_add", ws)
+    with scratch_copy(ws) as scratch:
+        assert scratch.root.name == "cache" and (scratch.root / "kernel.py").is_file()
+        assert scratch.cache.is_dir() and scratch.cache != scratch.root
+        parent = scratch.root.parent
+    assert not parent.exists()
+
+
 def test_gate_lines_formats_and_hostile_values(tmp_path: Path) -> None:
     lines = GateLines()
     for line in (

@@ -254,8 +254,8 @@ def scratch_copy(workspace: Path, prefix: str = "kernelscope-scratch-") -> Itera
     try:
         root = parent / (workspace.name or "workspace")
         copy_workspace(workspace, root)
-        cache = parent / "cache"
-        cache.mkdir()
+        # a name of its own beside the copy: a workspace folder called `cache` is the copy's
+        cache = Path(tempfile.mkdtemp(prefix="cache-", dir=parent))
         yield Scratch(workspace=workspace, root=root, cache=cache)
     finally:
         with contextlib.suppress(OSError):
