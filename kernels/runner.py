@@ -21,6 +21,7 @@ import traceback
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from kernelscope.kernels.result_seal import ResultSeal
 from kernelscope.protocol.static_rules import FRAMEWORK_BASELINE_MARK
 
 if TYPE_CHECKING:
@@ -83,6 +84,7 @@ def _parse_args(argv: list[str] | None) -> argparse.Namespace:
         default=None,
         help="the launcher's memory cap: a problem whose estimated footprint exceeds it is refused",
     )
+    parser.add_argument("--result-key", default=None, help="the launcher's key file (read, deleted)")
     return parser.parse_args(argv)
 
 
@@ -556,10 +558,10 @@ def run(args: argparse.Namespace) -> Any:
         return failure("static_check", refused, status="gate_failed")
     # Watches set up before kernel.py is imported: patches, threads and streams it makes at
     # import time are seen too (kernels/integrity.py).
-    from kernelscope.kernels import gate, integrity, timing
+    from kernelscope.kernels import gate, integrity, result_seal, timing
     from kernelscope.protocol import stats
 
-    guard = integrity.Guard([gate, stats, timing, integrity, sys.modules[__name__]])
+    guard = integrity.Guard([gate, stats, timing, integrity, result_seal, sys.modules[__name__]])
     try:
         problem = load_problem(
             reference_path,
@@ -781,8 +783,10 @@ def _return_freed_memory() -> None:
 def main(argv: list[str] | None = None) -> int:
     _return_freed_memory()
     args = _parse_args(argv)
+    seal = ResultSeal.take(args.result_key)  # before the candidate is imported (result_seal.py)
     result = run(args)
     _write(result, args.output)
+    seal.sign(args.output)
     return 0
 
 

@@ -14,7 +14,7 @@ import pytest
 from kernelscope.daemon.engine.run.bench import BenchRequest, run_benchmark
 from kernelscope.protocol.bench import BenchResult
 from tests.conftest import EXAMPLES, TESTS
-from tests.support.bench_fixtures import REFERENCE, alive_with, make_workspace
+from tests.support.bench_fixtures import HEADER, REFERENCE, alive_with, make_workspace
 
 pytestmark = pytest.mark.slow
 
@@ -286,3 +286,49 @@ def test_a_reference_that_raises_on_perturbed_inputs_times_them_unperturbed(tmp_
     result = bench(make_workspace(tmp_path / "sorted", reference=SORTED_REFERENCE))
     assert result.passed, result.error
     assert all(any("could not be perturbed" in n for n in c.notes or []) for c in result.configs)
+
+
+FORGING_KERNEL = HEADER.replace("import torch\n", "import json, os, sys\nimport torch\n", 1) + (
+    "\ndef kernel_fn(x, y):\n"
+    "    a = sys.argv\n"
+    "    forged = {'schema_version': 1, 'status': 'ok', 'passed': True, 'mode': 'gpu', 'score': 42.0,\n"
+    "              'workspace': a[a.index('--workspace') + 1], 'candidate': a[a.index('--candidate') + 1],\n"
+    "              'baseline': 'reference', 'entry_point': 'kernel_fn'}\n"
+    "    with open(a[a.index('--output') + 1], 'w') as f:\n"
+    "        json.dump(forged, f)\n"
+    "    os._exit(0)\n"
+)
+
+
+def test_a_result_the_candidate_wrote_itself_is_rejected(tmp_path: Path) -> None:
+    ws = make_workspace(tmp_path / "forge")
+    (ws / "kernel.py").write_text(FORGING_KERNEL)
+    result = bench(ws)
+    assert not result.passed and result.status == "gate_failed" and result.score is None
+    assert result.error is not None and result.error.kind == "cheat"
+    assert "signature does not verify" in result.error.message
+
+
+def test_a_signed_result_must_have_measured_in_the_mode_asked_for(tmp_path: Path) -> None:
+    import hashlib
+    import hmac
+
+    from kernelscope.daemon.engine.run.bench import _not_the_runners
+
+    key, output = b"k" * 32, tmp_path / "result.json"
+    request = BenchRequest(workspace=tmp_path, mode="auto")
+    env = {"TRITON_INTERPRET": "1"}
+
+    def check(**fields: object) -> str | None:
+        result = BenchResult(
+            status="ok", passed=True, mode="gpu", workspace="w", candidate="c", baseline="b", entry_point="e"
+        ).model_copy(update=fields)
+        body = result.model_dump_json().encode()
+        Path(f"{output}.sig").write_text(hmac.new(key, body, hashlib.sha256).hexdigest())
+        return _not_the_runners(result, body, output, key, request, env)
+
+    assert "no configuration measured" in (check() or "")
+    real = bench(EXAMPLES / "vector_add")
+    assert real.passed and real.mode == "interpreter"
+    assert "claims mode gpu" in (check(configs=real.configs) or "")
+    assert check(configs=real.configs, mode="interpreter") is None

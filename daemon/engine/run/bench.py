@@ -13,8 +13,11 @@ the child's stderr.
 from __future__ import annotations
 
 import contextlib
+import hashlib
+import hmac
 import json
 import os
+import secrets
 import shlex
 import signal
 import subprocess
@@ -562,6 +565,31 @@ def run_gate_command(request: BenchRequest, cancel: threading.Event | None = Non
 PROGRESS_MARKER = "@@kernelscope-progress "
 
 
+def _not_the_runners(
+    result: BenchResult, body: bytes, output: Path, key: bytes, request: BenchRequest, env: dict[str, str]
+) -> str | None:
+    """Why the result file cannot be the runner's (None: it can). The candidate runs in the
+    runner's process and can write `--output` itself: the runner's signature must verify, and
+    a pass must have measured something in the mode this launcher asked for."""
+    try:
+        signature = Path(f"{output}.sig").read_text(encoding="ascii").strip()
+    except (OSError, UnicodeDecodeError):
+        signature = ""
+    if not hmac.compare_digest(signature, hmac.new(key, body, hashlib.sha256).hexdigest()):
+        return (
+            "the result file is not the harness runner's (its signature does not verify): the "
+            "candidate, which runs in its process and can read --output from its command line, wrote it"
+        )
+    if not result.passed:
+        return None
+    if not result.configs:
+        return "the result claims a pass with no configuration measured: not the harness runner's"
+    expected = _gate_mode(request, env)
+    if result.mode != expected and (request.mode != "auto" or expected == "interpreter"):
+        return f"the result claims mode {result.mode}, where this launcher ran it in {expected} mode"
+    return None
+
+
 def _progress_reader(on_progress: Callable[[int, int], None] | None) -> Callable[[str], None] | None:
     if on_progress is None:
         return None
@@ -629,6 +657,10 @@ def _run_harness(
     peak_gbps, peak_tflops = _peaks(readme) if readme else (None, None)
     with tempfile.TemporaryDirectory(prefix="kernelscope-bench-") as tmp:
         output = Path(tmp) / "result.json"
+        key = secrets.token_bytes(32)  # the runner signs its result with it (kernels/result_seal.py)
+        key_file = Path(tmp) / "result.key"
+        key_file.touch(mode=0o600)
+        key_file.write_bytes(key)
         argv = [
             str(resolved.python),
             "-m",
@@ -649,6 +681,8 @@ def _run_harness(
             str(resolved.seeds),
             "--output",
             str(output),
+            "--result-key",
+            str(key_file),
         ]
         # the adapter the one kinds rule names (a kind registered in this process included)
         argv += ["--adapter", kinds.adapter_for(kinds.Folder(resolved.workspace, resolved.reference))]
@@ -691,7 +725,8 @@ def _run_harness(
         if outcome.timed_out or outcome.cancelled or outcome.limit_exceeded or not output.is_file():
             return _classify_death(resolved, outcome)
         try:
-            result = BenchResult.model_validate_json(output.read_text(encoding="utf-8"))
+            body = output.read_bytes()
+            result = BenchResult.model_validate_json(body)
         except (ValidationError, OSError) as exc:
             return _failure(
                 resolved,
@@ -699,6 +734,11 @@ def _run_harness(
                 f"the runner wrote an unreadable result: {exc}",
                 stderr_tail=outcome.output_tail,
             )
+        forged = _not_the_runners(result, body, output, key, resolved, env)
+        if forged:
+            failed = _failure(resolved, "cheat", forged, stderr_tail=outcome.output_tail)
+            failed.status = "gate_failed"
+            return failed
     if worker is not None:  # how it ran: a forked child of this warm worker
         result.env["warm_worker"] = {"pid": worker.pid, "job": worker.jobs}
     return BenchResult.model_validate(scratch.restore(result.model_dump()))
