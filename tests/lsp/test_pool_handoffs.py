@@ -49,23 +49,24 @@ def test_a_jobs_progress_is_written_on_the_loop(tmp_path: Path, monkeypatch: Any
     assert seen == [(threading.main_thread().name, 3, 8)]
 
 
-def test_a_command_naming_a_new_workspace_has_the_loop_rescan(tmp_path: Path) -> None:
+def test_a_command_naming_a_new_workspace_has_the_loop_find_it(tmp_path: Path) -> None:
     """A command on the pool names a workspace created after the last scan (an agent's
-    `kernelscope demo`): the rescan that finds it runs on the loop, which owns the list of
-    workspaces, and the command gets the workspace it found."""
+    `kernelscope demo`): the search that finds it (`discover`, a climb from the named folder)
+    runs on the loop, which owns the list of workspaces, and the command gets the workspace it
+    found."""
     state = ServerState()
     state.set_folders([tmp_path])
     assert state.workspaces == {}
     ws = tmp_path / "kernel_opt_vector_add"
     shutil.copytree(EXAMPLES / "vector_add", ws)
     scans: list[str] = []
-    rescan = state.rescan
+    discover = state.discover
 
-    def recorded() -> None:
+    def recorded(path: Path) -> WorkspaceState | None:
         scans.append(threading.current_thread().name)
-        rescan()
+        return discover(path)
 
-    state.rescan = recorded  # type: ignore[method-assign]
+    state.discover = recorded  # type: ignore[method-assign]
     commands = Commands(object(), state, object())  # type: ignore[arg-type]
     found: list[WorkspaceState] = []
 

@@ -246,7 +246,7 @@ class Iteration:
                     result.reverted = True
         # Record the hash in the memory record, then commit the memory file once more so
         # HEAD's copy carries it too (the store's row was made with it).
-        self.memory.update(version, [f'git_commit_hash="{commit}"'])
+        self.memory.update(version, [f'git_commit_hash="{commit}"'], allow_supervised=self.options.force)
         result.commit = commit
         try:
             self.git.commit_paths([memory_path], f"{version}: record commit hash {commit[:12]}")
