@@ -297,15 +297,17 @@ def check_outputs(
     Under SOL-ExecBench's rule `upstream` (a dict) receives both verdicts, the worst matched
     ratio and, when kernelscope's every-element rule would fail what upstream passes, why."""
     if len(outputs) != len(references):
-        raise GateFailure(
-            "cheat", f"returned {len(outputs)} outputs, the reference returns {len(references)}"
+        raise GateFailure(  # (an honest kernel gets these wrong too: a wrong result, not a cheat)
+            "wrong_result", f"returned {len(outputs)} outputs, the reference returns {len(references)}"
         )
     worst = (0.0, 0.0, 0.0)
     rule = ""
     for index, (out, ref) in enumerate(zip(outputs, references, strict=True)):
         label = f"output {index}" if len(outputs) > 1 else "output"
         if tuple(out.shape) != tuple(ref.shape):
-            raise GateFailure("cheat", f"{label} has shape {tuple(out.shape)}, expected {tuple(ref.shape)}")
+            raise GateFailure(
+                "wrong_result", f"{label} has shape {tuple(out.shape)}, expected {tuple(ref.shape)}"
+            )
         if out.dtype != ref.dtype:
             raise GateFailure("wrong_result", f"{label} has dtype {out.dtype}, expected {ref.dtype}")
         if out.device != ref.device:

@@ -261,6 +261,8 @@ def failed(name: str, kind: str, message: str) -> ConfigResult:
         ("cheat", "output is a view of input 0 (it shares its memory)", "RUNTIME_ERROR", "REWARD_HACK"),
         ("no_kernel", "launched no Triton kernel", "RUNTIME_ERROR", "REWARD_HACK"),
         ("cheat", "output has shape (4,), expected (5,)", "INCORRECT_SHAPE", "INCORRECT_SHAPE"),
+        ("wrong_result", "output has shape (4,), expected (5,)", "INCORRECT_SHAPE", "INCORRECT_SHAPE"),
+        ("wrong_result", "returned 1 outputs, the reference returns 2", "INCORRECT_SHAPE", "INCORRECT_SHAPE"),
         (
             "cheat",
             "output has dtype torch.float64, expected torch.float32",

@@ -59,7 +59,7 @@ def test_ab_plumbing_slow_variant_loses(tmp_path: Path) -> None:
         ("mutates_input", "cheat", "modified its inputs"),
         ("aliases_input", "cheat", "view of input 0"),
         ("nan", "wrong_result", "NaN/Inf"),
-        ("wrong_shape", "cheat", "shape"),
+        ("wrong_shape", "wrong_result", "shape"),
         ("wrong_dtype", "wrong_result", "dtype"),
         ("wrong_strides", "wrong_layout", "strides (2,), expected (1,)"),
         ("cached", "cheat", "cached answer"),

@@ -19,7 +19,8 @@ with FlashInfer-Bench's own model):
     wrong_result                -> INCORRECT_NUMERICAL (NaN/Inf outputs too, with has_nan/has_inf)
     wrong_off_distribution      -> INCORRECT_NUMERICAL (wrong on a second, heavy-tailed input draw)
     wrong_layout                -> INCORRECT_SHAPE (closest: right values, wrong strides)
-    cheat, "has shape ..."      -> INCORRECT_SHAPE      (kernelscope's gate files these as cheats)
+    wrong_result, "has shape ..." or "N outputs, the reference returns M"
+                                -> INCORRECT_SHAPE      (older results: cheat, same message)
     wrong_result, "has dtype ..."
                                 -> INCORRECT_DTYPE      (older results: cheat, same message)
     cheat, "NaN/Inf values"     -> INCORRECT_NUMERICAL  (older results; now wrong_result)
@@ -121,10 +122,11 @@ KIND_STATUS: dict[str, str] = {
     "resource_limit": "RUNTIME_ERROR",
     "gate_command": "RUNTIME_ERROR",
 }
-# The gate files wrong shapes as cheats, wrong dtypes as wrong results (older results: cheats);
-# upstream has statuses for them.
+# The gate files wrong shapes, output counts and dtypes as wrong results (older results:
+# cheats); upstream has statuses for them.
 _CHEAT_REFINED = (
     (re.compile(r" has shape \("), "INCORRECT_SHAPE"),
+    (re.compile(r" outputs, the reference returns "), "INCORRECT_SHAPE"),
     (re.compile(r" has dtype "), "INCORRECT_DTYPE"),
     (re.compile(r"NaN/Inf values"), "INCORRECT_NUMERICAL"),
 )
