@@ -195,3 +195,42 @@ def test_version_commits_found_by_subject_when_records_cite_none(tmp_path: Path)
     assert "-    add_kernel[grid](x, y, out, n_elements, BLOCK_SIZE=1024)" in comparison.code_diff
     failed = service.compare("v2", "v3")
     assert failed.code_a == kernels["v2"] and failed.code_b is None and not failed.code_available
+
+
+def test_subject_commits_of_another_workspace_in_the_same_repository_are_not_taken(tmp_path: Path) -> None:
+    """Two workspaces in one repository, both committed as `V<N>: ...`: workspace b's `V1:`
+    and `V2:` commits are not workspace a's v1 and v2 (a's v2 is recorded, never committed),
+    so a's v1 kernel is its own and v2 has none."""
+    from tests.conftest import EXAMPLES, vector_add_history_kernels
+
+    kernels = vector_add_history_kernels()
+    repo = tmp_path / "repo"
+    identity = ["-c", "user.name=agent", "-c", "user.email=agent@example.invalid"]
+
+    def git(*args: str) -> None:
+        subprocess.run(["git", *identity, *args], cwd=repo, check=True, capture_output=True)
+
+    def version(ws: str, number: int, kernel: str, message: str) -> None:
+        (repo / ws / "kernel.py").write_text(kernel)
+        record = (EXAMPLES / "vector_add" / "memory" / f"v{number}.json").read_text()
+        (repo / ws / "memory" / f"v{number}.json").write_text(record)
+        git("add", "-A")
+        git("commit", "-qm", message)
+
+    for ws in ("a", "b"):
+        (repo / ws / "memory").mkdir(parents=True)
+        for name in ("README.md", "reference.py"):
+            (repo / ws / name).write_text((EXAMPLES / "vector_add" / name).read_text())
+    git("-c", "init.defaultBranch=main", "init", "-q")
+    version("a", 0, kernels["v0"], "V0: a baseline")
+    version("b", 0, kernels["v0"], "V0: b baseline")
+    version("a", 1, kernels["v1"], "V1: a BLOCK_SIZE 4096")
+    version("b", 1, kernels["v2"], "V1: b multiple_of")
+    version("b", 2, kernels["v4"], "V2: b evict_first")
+    (repo / "a" / "memory" / "v2.json").write_text(
+        (EXAMPLES / "vector_add" / "memory" / "v2.json").read_text()
+    )
+
+    comparison = HistoryService(repo / "a", db_url=str(tmp_path / "exp.sqlite")).compare("v1", "v2")
+    assert comparison.code_a == kernels["v1"]
+    assert comparison.code_b is None and not comparison.code_available

@@ -507,15 +507,18 @@ def _attach_git(history: History) -> None:
 
 def _attach_subject_commits(history: History) -> None:
     """Versions whose record cites no commit (or one git does not know): the newest commit on
-    HEAD's history whose subject names the version (`V3: ...`, as agents following the seed
-    workflow commit) is the version's commit, so its kernel.py counts for tried values and
-    compare just as a cited commit's does (a failed version's commit holds its parent's
-    kernel.py: only its commit is taken)."""
+    HEAD's history that touches the workspace's folder and whose subject names the version
+    (`V3: ...`, as agents following the seed workflow commit) is the version's commit, so its
+    kernel.py counts for tried values and compare just as a cited commit's does (a failed
+    version's commit holds its parent's kernel.py: only its commit is taken)."""
     unresolved = [f for f in history.versions.values() if not f.commit]
-    if not unresolved or not history.head:
+    if not unresolved or not history.head or history.paths is None:
         return
     by_version: dict[str, str] = {}
-    for entry in gitdata.log_commits(history.root, [history.head]):
+    # only commits touching this workspace's folder: in a repository holding several
+    # workspaces, another one's `V2:` commit is not this one's v2
+    folder = history.paths.prefix or None
+    for entry in gitdata.log_commits(history.paths.toplevel, [history.head], folder):
         match = _VERSION_SUBJECT.match(entry.subject)
         if match:
             by_version.setdefault(f"v{int(match.group(1))}", entry.commit)  # newest first
