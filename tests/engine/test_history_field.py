@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import re
+import shutil
 import subprocess
 from pathlib import Path
 
@@ -234,3 +235,33 @@ def test_subject_commits_of_another_workspace_in_the_same_repository_are_not_tak
     comparison = HistoryService(repo / "a", db_url=str(tmp_path / "exp.sqlite")).compare("v1", "v2")
     assert comparison.code_a == kernels["v1"]
     assert comparison.code_b is None and not comparison.code_available
+
+
+def _clone(sol: Path, target: Path, *options: str) -> Path:
+    """A clone of the campaign's repository as a reviewer gets it: episode branches only as
+    remote-tracking refs (or none with --single-branch), the supervisor's journals copied."""
+    subprocess.run(["git", "clone", "-q", *options, str(sol), str(target)], check=True, capture_output=True)
+    shutil.copytree(sol / ".atrex_long_horizon", target / ".atrex_long_horizon", dirs_exist_ok=True)
+    return target
+
+
+def test_a_clone_reads_episode_branches_from_remote_tracking_refs(sol: Path, tmp_path: Path) -> None:
+    """In a clone the pivot v3's kernel is its episode branch's checkpoint, found under
+    refs/remotes/origin/atrex/, not the incumbent kernel.py of its outcome commit."""
+    clone = _clone(sol, tmp_path / WORKSPACE_NAME)
+    pivot = _service(clone).compare("v2", "v3")
+    assert any("branch origin/atrex/long-e0003-" in d for d in pivot.gate_details["v3"]), pivot.gate_details
+    assert pivot.code_b is not None and pivot.code_b != pivot.code_a
+    check = _service(clone).fingerprint(KERNEL_V2)
+    assert check.verdict is not None and check.verdict.startswith("identical to v2"), check.verdict
+
+
+def test_an_outcome_versions_subject_commit_lends_it_no_kernel(sol: Path, tmp_path: Path) -> None:
+    """Without its episode branch, the pivot v3 has only its `v3: ... pivot` outcome commit,
+    which holds records and the incumbent's kernel.py: v3 gets the commit, not that kernel, so
+    the incumbent is not flagged as the pivot's tried-and-not-promoted code."""
+    clone = _clone(sol, tmp_path / WORKSPACE_NAME, "--single-branch")
+    pivot = _service(clone).compare("v2", "v3")
+    assert pivot.code_b is None, pivot.gate_details["v3"]
+    check = _service(clone).fingerprint(KERNEL_V2)
+    assert check.verdict is not None and check.verdict.startswith("identical to v2"), check.verdict

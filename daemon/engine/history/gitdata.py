@@ -18,6 +18,8 @@ from kernelscope.daemon.engine.workflows.git import FAILED_REF_PREFIX, READ_ONLY
 
 GIT_TIMEOUT_S = 120
 EPISODE_BRANCH_PREFIX = "refs/heads/atrex/"  # atrex: atrex/long-eNNNN-<id> per episode
+# the same branches in a clone of a campaign's repository: remote-tracking refs only
+REMOTE_EPISODE_BRANCH_PATTERN = "refs/remotes/*/atrex/long-e*"
 _ENV = {
     **os.environ,
     "GIT_TERMINAL_PROMPT": "0",
@@ -156,11 +158,12 @@ def history_key(
     """What identifies one state of a workspace's history, read without starting a process.
 
     HEAD's commit, packed-refs and the folders of the failed-version refs and atrex episode
-    branches (git writes a loose ref by renaming a lock file into its folder, so the folder's
-    mtime moves), the atrex supervisor's state.json, and memory/: with `scan_files`, (name,
-    mtime, size) of every file in it (about 3 ms for a thousand records), else the folder's own
-    stat (creations, deletions and atomic renames; not an in-place rewrite of a file). `extra`
-    carries what the caller adds (the experiment store's watermark)."""
+    branches, local and remote-tracking (git writes a loose ref by renaming a lock file into
+    its folder, so the folder's mtime moves), the atrex supervisor's state.json, and memory/:
+    with `scan_files`, (name, mtime, size) of every file in it (about 3 ms for a thousand
+    records), else the folder's own stat (creations, deletions and atomic renames; not an
+    in-place rewrite of a file). `extra` carries what the caller adds (the experiment store's
+    watermark)."""
     paths = repo_paths(root)
     memory = tree_stats(memory_dir) if scan_files else _stat(memory_dir)
     if paths is None:
@@ -172,10 +175,20 @@ def history_key(
         _stat(paths.common_dir / "packed-refs"),
         _stat(failed),
         _stat(refs / EPISODE_BRANCH_PREFIX[len("refs/") : -1]),
+        _remote_episode_folders(refs / "remotes"),
         memory,
         _stat(root / ".atrex_long_horizon" / "state.json"),
         extra,
     )
+
+
+def _remote_episode_folders(remotes: Path) -> tuple[object, ...]:
+    """The stat of every remote's `atrex/` folder (a fetch of episode branches moves it)."""
+    try:
+        names = sorted(entry.name for entry in remotes.iterdir())
+    except OSError:
+        return ()
+    return tuple((name, _stat(remotes / name / "atrex")) for name in names)
 
 
 def refs_with_prefix(root: Path, *prefixes: str) -> dict[str, str]:

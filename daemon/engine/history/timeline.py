@@ -7,8 +7,9 @@ blame, tried values, fingerprint and compare without touching disk. Version kern
 - `git_commit_hash` of the record (kernelscope iterate, atrex promoted episodes: the candidate
   commit on the episode branch, whose kernel.py is the one squash-merged on the main line);
 - `refs/kernelscope/failed/v<N>` for a version whose gate failed (its kernel is not on HEAD);
-- the atrex episode branch (`refs/heads/atrex/long-eNNNN-*`) of a version recorded without a
-  commit (a pivot: its last checkpoint is what was tried).
+- the atrex episode branch (`refs/heads/atrex/long-eNNNN-*`, or `refs/remotes/<remote>/atrex/...`
+  in a clone) of a version recorded without a commit (a pivot: its last checkpoint is what was
+  tried).
 """
 
 from __future__ import annotations
@@ -46,7 +47,7 @@ from kernelscope.protocol.workspace import MetricKind
 Built = TypeVar("Built")
 BUFFER_MEMO_SIZE = 8  # buffer texts whose per-buffer results are kept
 
-_EPISODE_BRANCH = re.compile(r"^refs/heads/atrex/long-e(\d+)-")
+_EPISODE_BRANCH = re.compile(r"^refs/(?:heads|remotes/[^/]+)/atrex/long-e(\d+)-")
 _VERSION_SUBJECT = re.compile(r"^[Vv](\d+):")
 _PROMOTION_SUBJECT = re.compile(r"^episode (\d+): promote")
 _TRIAL_SUBJECT = re.compile(r"^(v\d+ trial \d+)")
@@ -55,6 +56,14 @@ _ACTION_LIMIT = 60
 
 def short(commit: str | None) -> str:
     return (commit or "")[:8]
+
+
+def _branch_name(ref: str) -> str:
+    """`atrex/long-e0003-...` of a local branch, `origin/atrex/long-e0003-...` of a remote one."""
+    for prefix in ("refs/heads/", "refs/remotes/"):
+        if ref.startswith(prefix):
+            return ref[len(prefix) :]
+    return ref
 
 
 def _first_clause(text: str | None) -> str | None:
@@ -437,7 +446,9 @@ def build_history(
 def _attach_git(history: History) -> None:
     root, rel = history.root, history.kernel_rel
     history.head = gitdata.resolve_head(history.paths) if history.paths else None
-    refs = gitdata.refs_with_prefix(root, FAILED_REF_PREFIX, gitdata.EPISODE_BRANCH_PREFIX)
+    refs = gitdata.refs_with_prefix(
+        root, FAILED_REF_PREFIX, gitdata.EPISODE_BRANCH_PREFIX, gitdata.REMOTE_EPISODE_BRANCH_PATTERN
+    )
     failed = {
         name[len(FAILED_REF_PREFIX) :]: sha
         for name, sha in refs.items()
@@ -446,8 +457,9 @@ def _attach_git(history: History) -> None:
     branches: dict[int, tuple[str, str]] = {}
     for name, sha in refs.items():
         match = _EPISODE_BRANCH.match(name)
-        if match:
-            branches[int(match.group(1))] = (name, sha)
+        local = name.startswith(gitdata.EPISODE_BRANCH_PREFIX)
+        if match and (local or int(match.group(1)) not in branches):
+            branches[int(match.group(1))] = (name, sha)  # a local branch before a remote one
 
     names: list[str] = []
     if history.head:
@@ -486,7 +498,7 @@ def _attach_git(history: History) -> None:
             blob = objects.get(f"{sha}:{rel}")
             if blob:
                 facts.kernel_blob = blob
-                facts.kernel_origin = f"branch {name[len('refs/heads/') :]} ({short(sha)})"
+                facts.kernel_origin = f"branch {_branch_name(name)} ({short(sha)})"
     _attach_subject_commits(history)
 
     blobs = [f.kernel_blob for f in history.versions.values() if f.kernel_blob]
@@ -510,7 +522,8 @@ def _attach_subject_commits(history: History) -> None:
     HEAD's history that touches the workspace's folder and whose subject names the version
     (`V3: ...`, as agents following the seed workflow commit) is the version's commit, so its
     kernel.py counts for tried values and compare just as a cited commit's does (a failed
-    version's commit holds its parent's kernel.py: only its commit is taken)."""
+    version's commit holds its parent's kernel.py: only its commit is taken, and so does an
+    outcome-only version's, a pivot's `v3: ... pivot` commit of its records)."""
     unresolved = [f for f in history.versions.values() if not f.commit]
     if not unresolved or not history.head or history.paths is None:
         return
@@ -533,7 +546,7 @@ def _attach_subject_commits(history: History) -> None:
             continue
         facts.commit = facts.effect.commit = sha
         blob = objects.get(f"{sha}:{rel}")
-        if blob and not facts.kernel_blob and (facts.passed or facts.effect.outcome):
+        if blob and not facts.kernel_blob and facts.passed and not facts.effect.outcome:
             facts.kernel_blob, facts.kernel_origin = blob, f"commit {short(sha)}"
 
 
