@@ -218,3 +218,21 @@ def test_targets_digest_tracks_thresholds(tmp_path: Path) -> None:
 def test_missing_readme_is_an_error_on_the_result(tmp_path: Path) -> None:
     info = parse_readme_file(tmp_path / "README.md")
     assert info.errors and "cannot read" in info.errors[0]
+
+
+def test_a_filled_in_condition_with_comparators_in_its_note_is_not_a_placeholder() -> None:
+    """`<=` and `n > 1M` in one bullet are comparators, not a template's `<...>` bracket: the
+    condition is read (it is the primary one, not the bullet after it) and nothing warns."""
+    info = parse_readme(
+        "# x\n\n## Stop Conditions\n"
+        "- latency <= 40 us (do_bench p50, for n > 1M)\n"
+        "- memory-bound target: bandwidth >= 4.32TB/s -> then stop\n"
+        "- latency < 90 us for 1K<n<1M (n>4K: do_bench median)\n"
+    )
+    latency, bandwidth, small = info.stop_conditions
+    assert latency.kind == "latency" and latency.value == 40.0 and latency.line == 4
+    assert bandwidth.kind == "bandwidth" and bandwidth.normalized_value == pytest.approx(4320.0)
+    assert small.value == 90.0 and info.primary_kind == "latency"
+    assert not any("placeholder" in w for w in info.warnings), info.warnings
+    template = parse_readme("# x\n\n## Stop Conditions\n- latency <= <target> us (for n > <size>)\n")
+    assert template.stop_conditions == [] and any("placeholder" in w for w in template.warnings)

@@ -34,7 +34,9 @@ from kernelscope.protocol.workspace import (
 _HEADING = re.compile(r"^(#{1,6})\s+(.*?)\s*#*\s*$")
 _BULLET = re.compile(r"^\s*(?:[-*+]|\d+[.)])\s+(.*)$")
 _KEY_VALUE = re.compile(r"^\**([A-Za-z][\w /-]*?)\**\s*:\s*(.*)$")
-_PLACEHOLDER = re.compile(r"<[^<>\n]*[A-Za-z][^<>\n]*>")
+# a template's `<value>`, `<metric name>`: the bracket hugs a word, so a comparator (`< 40 us`,
+# `<= 40`, `n > 1M`, `n<1M`) never opens or closes one
+_PLACEHOLDER = re.compile(r"<(?![=\s\d-])[^<>\n]*[A-Za-z][^<>\n]*(?<![\s=-])>")
 _NUMBER = r"(\d+(?:\.\d+)?(?:[eE][-+]?\d+)?|\.\d+)"
 _COMPARATOR = r"(>=|<=|≥|≤|=>|=<|>|<)"
 _UNIT = r"(TB/s|GB/s|MB/s|TFLOP/s|TFLOPS|TFLOPs|TOPS|T|ms|us|µs|μs|ns)"
@@ -299,7 +301,7 @@ def _parse_stop_conditions(sections: list[_Section], warnings: list[str]) -> lis
     conditions: list[StopCondition] = []
     for section in _sections_named(sections, "stop condition"):
         for line_no, bullet in _bullets(section):
-            if _PLACEHOLDER.search(bullet):
+            if _PLACEHOLDER.search(bullet):  # before parsing: a template's example reads as a target
                 warnings.append(
                     f"README line {line_no}: stop condition is still a template placeholder: {bullet[:80]}"
                 )
