@@ -153,3 +153,40 @@ def test_which_sources_a_changed_path_touches(path: str, sources: set[str]) -> N
     from kernelscope.daemon.engine.workspace.cache import sources_of_paths
 
     assert sources_of_paths([path]) == sources
+
+
+def test_lens_and_hover_texts_follow_a_supervisor_that_starts(tmp_path: Path) -> None:
+    """The file lens says whose next version it is and hover names the episode's outcome, both
+    read from the supervisor's files: the watcher reports those as "supervisor", and the kept
+    texts are made again, not left saying "next v5" alone."""
+    import json
+    import shutil
+
+    from kernelscope.daemon.engine.views.history_table import kernel_history
+    from kernelscope.daemon.engine.views.lens_text import workspace_texts
+    from kernelscope.daemon.engine.workspace.cache import sources_of_paths
+    from tests.conftest import EXAMPLES
+
+    ws = tmp_path / "kernel_opt_vector_add"
+    shutil.copytree(EXAMPLES / "vector_add", ws)
+    cache = WorkspaceCache(ws)
+    kernels = [k.name for k in cache.kernels().kernels]
+    assert "supervisor's" not in workspace_texts(cache)[0]
+    assert "tiles exhausted" not in kernel_history(cache, kernels[0], kernels).markdown
+
+    journal = ws / ".atrex_long_horizon" / "episodes" / "e0004" / "episode_runtime" / "journal.json"
+    journal.parent.mkdir(parents=True)
+    journal.write_text(
+        json.dumps(
+            {
+                "episode": 4,
+                "memory_version": 4,
+                "state": "candidate_ready",
+                "outcome": {"summary": "tiles exhausted"},
+            }
+        )
+    )
+    (ws / ".orchestrator_state.json").write_text(json.dumps({"stall": 0}))
+    cache.changed(*sources_of_paths([".atrex_long_horizon", ".orchestrator_state.json"]))
+    assert "(the supervisor's; kernelscope observes)" in workspace_texts(cache)[0]
+    assert "tiles exhausted" in kernel_history(cache, kernels[0], kernels).markdown

@@ -85,7 +85,9 @@ def kernel_history(cache: WorkspaceCache, kernel: str, kernels: list[str]) -> Hi
     ones, on any kernel, are lookups (the cache keeps them; job progress does not drop them)."""
     wanted = sorted({*kernels, kernel})
     tables = cache.get(
-        f"history_tables:{','.join(wanted)}", ("memory", "readme", "store"), lambda: histories(cache, wanted)
+        f"history_tables:{','.join(wanted)}",
+        ("memory", "readme", "store", "supervisor"),  # the notes name episode journals' outcomes
+        lambda: histories(cache, wanted),
     )
     return tables[kernel]
 

@@ -218,7 +218,9 @@ def workspace_texts(cache: WorkspaceCache) -> tuple[str, dict[str, str]]:
     """The file's lens line and each kernel's, as `kernelscope serve` shows them (the demo
     prints these): kept by the workspace cache until a source they are made of changes."""
     file_text = cache.get(
-        "file_lens", ("memory", "readme"), lambda: file_lens(cache.workspace, cache.memory(), cache.readme())
+        "file_lens",
+        ("memory", "readme", "supervisor"),  # "next v5 (the supervisor's; ...)"
+        lambda: file_lens(cache.workspace, cache.memory(), cache.readme()),
     )
     texts = cache.get(
         "kernel_texts",
