@@ -18,6 +18,8 @@ import ast
 from pathlib import Path
 from typing import Any
 
+from kernelscope.protocol.text_positions import python_text
+
 UNSUPPORTED_DTYPES = ("float8", "fp8", "e4m3", "e5m2")
 BF16_NAMES = ("bfloat16", "bf16")
 _REDUCTIONS = {"sum", "max", "min", "reduce", "cumsum", "dot", "argmax", "argmin", "xor_sum", "prod"}
@@ -26,7 +28,7 @@ _REDUCTIONS = {"sum", "max", "min", "reduce", "cumsum", "dot", "argmax", "argmin
 def autotune_config_counts(path: Path) -> dict[str, int]:
     """kernel name -> number of configs in its @triton.autotune(configs=[...]) (literal lists)."""
     try:
-        tree = ast.parse(path.read_text(encoding="utf-8", errors="replace"))
+        tree = ast.parse(python_text(path.read_text(encoding="utf-8", errors="replace")))
     except (OSError, SyntaxError, ValueError):
         return {}
     counts: dict[str, int] = {}
@@ -118,7 +120,7 @@ def bf16_faults(path: Path) -> tuple[list[str], list[str]]:
     without a cast to fp32 (followed through assignments), and, apart, casts that are not to
     fp32 (to bf16, to an output's or input's element type)."""
     try:
-        tree = ast.parse(path.read_text(encoding="utf-8", errors="replace"))
+        tree = ast.parse(python_text(path.read_text(encoding="utf-8", errors="replace")))
     except (OSError, SyntaxError, ValueError):
         return [], []
     arithmetic: list[tuple[int, str]] = []

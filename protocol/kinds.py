@@ -22,6 +22,8 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
 
+from kernelscope.protocol.text_positions import python_text
+
 ENTRY_POINT_GROUP = "kernelscope.workspace_kinds"
 
 
@@ -47,7 +49,7 @@ class Folder:
         """Names the reference module defines at top level (empty when unreadable)."""
         path = self.reference if self.reference is not None else self.root / "reference.py"
         try:
-            tree = ast.parse(path.read_text(encoding="utf-8", errors="replace"))
+            tree = ast.parse(python_text(path.read_text(encoding="utf-8", errors="replace")))
         except (OSError, SyntaxError, ValueError):
             return frozenset()
         names: set[str] = set()

@@ -37,7 +37,7 @@ import re
 import sys
 from dataclasses import dataclass
 
-from kernelscope.protocol.text_positions import Columns
+from kernelscope.protocol.text_positions import Columns, python_text
 
 __all__ = ["FRAMEWORK_BASELINE_MARK", "RULES", "Finding", "check_source"]
 
@@ -216,7 +216,7 @@ def check_source(text: str, *, kind: str | None = None) -> list[Finding]:
     the timed entry point (ModelNew.forward, kernel_fn, run; every one of them when unknown).
     Never raises: a file that does not parse, or anything unexpected, gives []."""
     try:
-        tree = ast.parse(text)
+        tree = ast.parse(python_text(text))  # Columns drops the mark too (source_lines)
     except (SyntaxError, ValueError, RecursionError, MemoryError, OverflowError):
         return []
     try:

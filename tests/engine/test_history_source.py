@@ -77,6 +77,14 @@ def test_spots_of_an_autotuned_kernel() -> None:
     assert facts.kernels == ("matmul_kernel",)
 
 
+def test_a_byte_order_mark_changes_neither_the_fingerprint_nor_the_positions() -> None:
+    """kernel.py saved with a UTF-8 BOM (valid Python) is the same kernel: the same fingerprint
+    and spots at the same lines and columns, not a parse error."""
+    plain, marked = analyze_source(AUTOTUNED), analyze_source("\ufeff" + AUTOTUNED)
+    assert marked.error is None and marked.fingerprint is not None
+    assert marked.fingerprint == plain.fingerprint and marked.spots == plain.spots
+
+
 def test_fingerprint_ignores_formatting_and_the_skeleton_only_meta_literals() -> None:
     base = analyze_source(KERNEL_V2)
     formatted = analyze_source(

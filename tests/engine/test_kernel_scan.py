@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from kernelscope.daemon.engine.workspace.kernel_scan import scan_kernel_source
@@ -87,6 +89,7 @@ def test_same_name_jit_from_other_library_is_not_a_kernel() -> None:
         ("a\r\nb", ["a", "b"]),
         ("a\x0c\nb\n", ["a\x0c", "b"]),  # a form feed ends no line (str.splitlines: 3 lines)
         ("a\u2028b\n", ["a\u2028b"]),
+        ("\ufeffa\nb\n", ["a", "b"]),  # a byte order mark is no character of line 1
         ("", []),
     ],
 )
@@ -94,3 +97,19 @@ def test_source_lines_are_counted_as_editors_the_parser_and_git_count_them(
     text: str, lines: list[str]
 ) -> None:
     assert source_lines(text) == lines
+
+
+def test_a_kernel_py_starting_with_a_byte_order_mark_is_scanned_as_python_reads_it(tmp_path: Path) -> None:
+    """Python imports a file that starts with a UTF-8 BOM; the scan finds its kernels at the
+    same lines and columns as without it (editors do not count the mark either)."""
+    from kernelscope.daemon.engine.workspace.kernel_scan import scan_kernel_file
+
+    path = tmp_path / "kernel.py"
+    path.write_bytes(b"\xef\xbb\xbf" + SOURCE.lstrip("\n").encode())
+    scan = scan_kernel_file(path)
+    plain = scan_kernel_source(SOURCE.lstrip("\n"))
+    assert scan.error is None, scan.error
+    assert [(k.name, k.def_line, k.name_column) for k in scan.kernels] == [
+        (k.name, k.def_line, k.name_column) for k in plain.kernels
+    ]
+    assert scan.kernels[0].def_line == 10

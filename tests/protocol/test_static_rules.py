@@ -699,3 +699,10 @@ def test_importable_and_usable_without_torch() -> None:
     )
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert proc.returncode == 0 and proc.stdout.strip() == "0", proc.stderr
+
+
+def test_a_file_starting_with_a_byte_order_mark_gets_the_same_findings() -> None:
+    """A candidate saved with a UTF-8 BOM (Python imports it) is checked, not skipped as a file
+    that does not parse, with its findings at the same positions."""
+    findings = check_source(GELU_FRAMEWORK, kind="kernelbench")
+    assert findings and check_source("\ufeff" + GELU_FRAMEWORK, kind="kernelbench") == findings

@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal, NamedTuple
 
-from kernelscope.protocol.text_positions import Columns
+from kernelscope.protocol.text_positions import Columns, python_text
 
 SpotKind = Literal["launch", "grid", "autotune", "constant", "default"]
 # triton.Config keyword arguments that are compile options rather than kernel meta-parameters
@@ -373,6 +373,7 @@ def analyze_source(source: str) -> SourceFacts:
 
 
 def _analyze(source: str) -> SourceFacts:
+    source = python_text(source)
     try:
         tree = ast.parse(source)
     except (SyntaxError, ValueError) as exc:

@@ -12,7 +12,7 @@ import ast
 from functools import lru_cache
 from pathlib import Path
 
-from kernelscope.protocol.text_positions import source_lines
+from kernelscope.protocol.text_positions import python_text, source_lines
 from kernelscope.protocol.workspace import KernelInfo, KernelScan, SourceError
 
 KERNEL_DECORATORS = frozenset({"jit", "autotune", "heuristics"})
@@ -40,6 +40,7 @@ def scan_kernel_source(source: str, path: str = "kernel.py") -> KernelScan:
 
 @lru_cache(maxsize=16)
 def _scan_cached(source: str, path: str) -> KernelScan:
+    source = python_text(source)
     try:
         tree = ast.parse(source, filename=path)
     except SyntaxError as exc:
