@@ -32,6 +32,12 @@ class ScoreValue(ClosedModel):
     ci: tuple[float, float] | None = Field(default=None, description="95% interval, when measured")
     source: str = Field(default="", description="where the number comes from, e.g. kernelscope.score_vs_v0")
 
+    @property
+    def in_one_run(self) -> bool:
+        """Both sides were measured in one interleaved run (kernelscope's speedup, atrex's ABBA
+        latency change), not taken from two records measured apart."""
+        return self.kind in ("speedup", "latency_change_pct")
+
     def text(self) -> str:
         """`3.20x vs v0 [3.10-3.30]`, `latency ratio 1.16x vs v1`, `latency -13.9% vs incumbent`."""
         if self.kind == "latency_change_pct":

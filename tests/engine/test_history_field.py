@@ -265,3 +265,18 @@ def test_an_outcome_versions_subject_commit_lends_it_no_kernel(sol: Path, tmp_pa
     assert pivot.code_b is None, pivot.gate_details["v3"]
     check = _service(clone).fingerprint(KERNEL_V2)
     assert check.verdict is not None and check.verdict.startswith("identical to v2"), check.verdict
+
+
+def test_a_ratio_of_two_records_latencies_is_not_said_to_be_measured_in_one_run(tmp_path: Path) -> None:
+    """The shipped example's records hold latencies measured apart: compare shows v2 vs v1 as
+    their latency ratio, labelled as coming from the two records, never "measured in one run"."""
+    from tests.conftest import EXAMPLES
+
+    ws = tmp_path / "kernel_opt_vector_add"
+    shutil.copytree(EXAMPLES / "vector_add", ws)
+    comparison = _service(ws).compare("v1", "v2")
+    assert comparison.score_ratio is not None and comparison.score_ratio.kind == "latency_ratio"
+    assert "measured in one run)" not in comparison.markdown.replace("not measured in one run)", "")
+    assert (
+        "**v2 vs v1** (from the two records, not measured in one run): latency ratio" in comparison.markdown
+    )

@@ -210,6 +210,7 @@ def test_compare_two_versions(ws: Path) -> None:
     assert delta.latency_ratio == pytest.approx(delta.a_latency_us / delta.b_latency_us)
     assert delta.a_speedup.kind == "speedup" and delta.a_speedup.ci is not None
     assert "| n=4096 |" in comparison.markdown and "latency ratio v2/v4" in comparison.markdown
+    assert "**v4 vs v2** (measured in one run): " in comparison.markdown  # iterate's in-run speedup
     failed = service(ws).compare("v2", "v3")
     assert (
         failed.b.gate == "FAIL" and "kernel.py from refs/kernelscope/failed/v3" in failed.gate_details["v3"]

@@ -209,10 +209,12 @@ def comparison_markdown(comparison: VersionComparison, actions: dict[str, str | 
     lines.append(f"| latency (us) | {_number(a.latency_us)} | {_number(b.latency_us)} |")
     lines.append(f"| commit | {short(a.commit) or '-'} | {short(b.commit) or '-'} |")
     if comparison.score_ratio is not None:
-        lines += [
-            "",
-            f"**{b.version} vs {a.version}** (measured in one run): {comparison.score_ratio.text()}",
-        ]
+        how = (
+            "measured in one run"
+            if comparison.score_ratio.in_one_run
+            else "from the two records, not measured in one run"
+        )
+        lines += ["", f"**{b.version} vs {a.version}** ({how}): {comparison.score_ratio.text()}"]
     actions = actions or {}
     lines += ["", "### Actions"]
     for effect in (a, b):
