@@ -178,6 +178,17 @@ def test_hover_notes_list_experiments_directions_outcome_and_workloads(atrex_ws:
     assert "- open directions: Reuse the weight tile across row blocks" in notes
 
 
+def test_hover_names_workloads_whole_unless_they_are_uuids(tmp_path: Path) -> None:
+    """Per-workload latencies: a workload.jsonl uuid is shown by its first 8 characters, a
+    readable name whole (`n=16777216`, not `n=167772`), a long one cut with an ellipsis."""
+    ws = tmp_path / "kernel_opt_vector_add"
+    shutil.copytree(EXAMPLES / "vector_add", ws)
+    notes = "\n".join(recorded_notes(ws, Workspace(ws).memory.scan()))
+    assert "- per workload (measured): n=16777216 " in notes, notes
+    assert atrex_fields.workload_label("0d3c5b8e-2a41-4f7e-9c13-5b6d8e0f1a27") == "0d3c5b8e"
+    assert atrex_fields.workload_label("M=4096,N=4096,K=4096,dtype=bf16") == "M=4096,N=4096,K=4096,dt…"
+
+
 def test_memory_summary_cli_columns(atrex_ws: Path) -> None:
     result = kernelscope("memory", "summary", "-w", str(atrex_ws), "--json")
     assert result.returncode == 0, result.stderr

@@ -11,6 +11,7 @@ Pydantic-free on purpose: the records are read as raw dicts too (the CLI's fast 
 from __future__ import annotations
 
 import json
+import re
 
 from kernelscope.protocol.record_rules import as_float
 from kernelscope.protocol.record_rules import section_get as _get
@@ -36,6 +37,16 @@ def short_text(value: Any, limit: int = 160) -> str:
     text = value if isinstance(value, str) else json.dumps(value) if value is not None else ""
     text = " ".join(text.split())
     return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+_UUID = re.compile(r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}")
+
+
+def workload_label(name: str, limit: int = 24) -> str:
+    """A workload's name as a one-line cell: a workload.jsonl uuid by its first 8 characters
+    (as the evaluator's failures name it), any other name whole (`n=16777216`), or cut with an
+    ellipsis past `limit`."""
+    return name[:8] if _UUID.fullmatch(name) else short_text(name, limit)
 
 
 class RecordOutcome:

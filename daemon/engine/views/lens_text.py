@@ -184,7 +184,8 @@ def recorded_notes(root: Path, entries: list[MemoryEntry], versions: int = 4) ->
             lines.append(f"- … {len(notes) - 8} more experiments")
         if shapes:
             kind = "carried" if outcome.carried_from else "measured"
-            cells = " · ".join(f"{name[:8]} {value:.3g} us" for name, value in list(shapes.items())[:6])
+            label = atrex_fields.workload_label
+            cells = " · ".join(f"{label(name)} {value:.3g} us" for name, value in list(shapes.items())[:6])
             lines.append(f"- per workload ({kind}): {cells}")
         if journal is not None and journal.summary:
             lines.append(f"- episode {journal.episode} {journal.state}: {journal.summary}")
