@@ -178,6 +178,22 @@ def test_hover_notes_list_experiments_directions_outcome_and_workloads(atrex_ws:
     assert "- open directions: Reuse the weight tile across row blocks" in notes
 
 
+def test_lenses_never_name_a_masked_version_best_or_latest(tmp_path: Path) -> None:
+    """Masking v4 (the best and latest) hides it from the active memory, and blame hides its
+    numbers: the lenses name v1 best and the failed v3 latest, with v1's numbers, not v4's."""
+    ws = tmp_path / "kernel_opt_vector_add"
+    shutil.copytree(EXAMPLES / "vector_add", ws)
+    workspace = Workspace(ws)
+    before = kernel_lens(None, memory_scores(workspace.memory.scan(), workspace.readme()))
+    assert before.startswith("best 1.22x v4 | latest 1.22x v4"), before
+    workspace.memory.set_masked(["v4"], masked=True)
+    entries = workspace.memory.scan()
+    lens = kernel_lens(None, memory_scores(entries, workspace.readme()))
+    assert lens.startswith("best 1.16x v1 | latest FAILED v3 | 4 runs"), lens
+    text = file_lens(workspace, entries)
+    assert "best 3842 GB/s v1" in text and "v4" not in text.split("| next")[0], text
+
+
 def test_hover_names_workloads_whole_unless_they_are_uuids(tmp_path: Path) -> None:
     """Per-workload latencies: a workload.jsonl uuid is shown by its first 8 characters, a
     readable name whole (`n=16777216`, not `n=167772`), a long one cut with an ellipsis."""

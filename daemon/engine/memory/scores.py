@@ -223,6 +223,7 @@ class VersionScore:
     label: str | None = None  # "pivot", "blocked"...: an episode outcome, not a failed kernel
     carried_from: str | None = None  # its numbers are another version's, carried forward
     unchanged: bool = False  # within its run's own A/A noise band: no measurable change
+    masked: bool = False  # hidden from the active memory: never named best or latest
 
 
 def memory_scores(entries: list[MemoryEntry], readme: ReadmeInfo | None) -> list[VersionScore]:
@@ -239,13 +240,27 @@ def memory_scores(entries: list[MemoryEntry], readme: ReadmeInfo | None) -> list
         outcome = atrex_fields.record_outcome(record)
         if not outcome.measured:  # a carried-forward latency is not this version's measurement
             scores.append(
-                VersionScore(entry.version, None, record.gate_passed, outcome.label, outcome.carried_from)
+                VersionScore(
+                    entry.version,
+                    None,
+                    record.gate_passed,
+                    outcome.label,
+                    outcome.carried_from,
+                    masked=entry.masked,
+                )
             )
             continue
         score = score_value(record, base, kind)
         unchanged = kernelscope_block(record).get("verdict") == "no measurable change"
         scores.append(
-            VersionScore(entry.version, score, record.gate_passed, outcome.label, unchanged=unchanged)
+            VersionScore(
+                entry.version,
+                score,
+                record.gate_passed,
+                outcome.label,
+                unchanged=unchanged,
+                masked=entry.masked,
+            )
         )
     return scores
 

@@ -42,9 +42,12 @@ def kernel_lens(summary: KernelSummary | None, scores: list[VersionScore]) -> st
     tried = [s for s in scores if s.version != "v0"]
     if not tried:
         return "no iterations yet"
-    scored = [s for s in tried if s.passed and s.score is not None]
+    # a masked version is hidden from the active memory (blame hides its numbers too): it is
+    # counted as a run, never named best or latest
+    active = [s for s in tried if not s.masked]
+    scored = [s for s in active if s.passed and s.score is not None]
     best_score = max(scored, key=lambda s: s.score or 0.0) if scored else None
-    last = tried[-1]
+    last = active[-1] if active else None
     # A pivot or blocked episode is an outcome of the search, not a kernel that failed its gate.
     outcomes: dict[str, int] = {}
     for s in tried:
@@ -56,7 +59,9 @@ def kernel_lens(summary: KernelSummary | None, scores: list[VersionScore]) -> st
         if best_score is not None and best_score.score is not None
         else "best -"
     )
-    if last.label:
+    if last is None:
+        latest_text = "latest -"
+    elif last.label:
         carried = f", kept {last.carried_from}" if last.carried_from else ""
         latest_text = f"latest {last.version} {last.label}{carried}"
     elif last.passed and last.score is not None:
@@ -92,6 +97,7 @@ def file_lens(
             (e, measured)
             for e in entries
             if e.record
+            and not e.masked  # hidden from the active memory, as blame hides its numbers
             and e.record.gate_passed
             and (measured := e.record.metric(metric)) is not None
             and atrex_fields.record_outcome(e.record).measured
