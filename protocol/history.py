@@ -81,7 +81,8 @@ class BlameLine(ClosedModel):
     line: int = Field(description="0-based line in the buffer")
     origin: Literal["version", "commit", "unsaved", "unknown"] = Field(
         description="version: a recorded version introduced it; commit: a commit with no memory record; "
-        "unsaved: not in HEAD's committed kernel.py (unmeasured); unknown: no git history"
+        "unsaved: not in HEAD's committed kernel.py (unmeasured); unknown: no git history, or a line "
+        "older than a shallow clone's history"
     )
     version: str | None = None
     commit: str | None = None

@@ -280,3 +280,26 @@ def test_a_ratio_of_two_records_latencies_is_not_said_to_be_measured_in_one_run(
     assert (
         "**v2 vs v1** (from the two records, not measured in one run): latency ratio" in comparison.markdown
     )
+
+
+def test_lines_older_than_a_shallow_clones_history_have_no_version(tmp_path: Path) -> None:
+    """In a clone with --depth 2 git blame gives every older line to the oldest commit it has
+    (its `boundary`): those lines are before the shallow history, version unknown, not that
+    commit's version; a line the newest commit changed is still its version's. In the full
+    history the root commit's lines stay v0's."""
+    from tests.conftest import editor_history_session
+
+    ws, _, env = editor_history_session(tmp_path)
+    launch = int(env["KS_LAUNCH_LINE"])  # changed in v1
+    evict = _line((ws / "kernel.py").read_text(), "evict_first")  # changed in v4, the newest commit
+    full = _service(ws).blame()
+    assert full[launch].version == "v1" and full[0].version == "v0", full[0].hint
+    clone = tmp_path / "shallow" / ws.name
+    subprocess.run(
+        ["git", "clone", "-q", "--depth", "2", f"file://{ws}", str(clone)], check=True, capture_output=True
+    )
+    lines = HistoryService(clone, db_url=str(tmp_path / "shallow.sqlite")).blame()
+    assert lines[evict].version == "v4", lines[evict].hint
+    for line in (0, launch):
+        assert lines[line].origin == "unknown" and lines[line].version is None, lines[line].hint
+        assert lines[line].hint.startswith("before the shallow history (it starts at "), lines[line].hint

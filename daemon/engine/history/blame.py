@@ -26,7 +26,7 @@ from kernelscope.protocol.text_positions import source_lines
 class CommittedLine:
     """Who introduced one line of HEAD's kernel.py."""
 
-    origin: str  # "version" or "commit"
+    origin: str  # "version", "commit" or "boundary" (older than a shallow clone's history)
     commit: str
     subject: str
     version: str | None
@@ -44,6 +44,7 @@ def _blame_head(history: History) -> list[CommittedLine]:
         entries = gitdata.blame(history.paths.toplevel, history.kernel_rel, history.head or "HEAD")
         resolved: dict[str, str | None] = {}
         unresolved: list[str] = []
+        shallow = gitdata.shallow_commits(history.paths) if any(e.boundary for e in entries) else frozenset()
         for entry in entries:
             if entry.commit in resolved:
                 continue
@@ -58,6 +59,9 @@ def _blame_head(history: History) -> list[CommittedLine]:
                 blob = blobs.get(f"{commit}:{history.kernel_rel}")
                 resolved[commit] = history.version_of_blob(blob) if blob else None
         for entry in entries:
+            if entry.boundary and entry.commit in shallow:
+                lines.append(CommittedLine("boundary", entry.commit, entry.subject, None))
+                continue
             version = resolved.get(entry.commit)
             lines.append(
                 CommittedLine("version" if version else "commit", entry.commit, entry.subject, version)
@@ -181,6 +185,16 @@ def _blame_lines(history: History, buffer: str | None, include_masked: bool) -> 
                     origin="unsaved",
                     tried_in=seen[0] if seen else None,
                     hint=hint,
+                )
+            )
+            continue
+        if origin.origin == "boundary":
+            result.append(
+                BlameLine.model_construct(
+                    line=index,
+                    origin="unknown",
+                    hint=f"before the shallow history (it starts at {short(origin.commit)} "
+                    f'"{origin.subject}"): version unknown',
                 )
             )
             continue

@@ -173,6 +173,7 @@ def history_key(
     return (
         resolve_head(paths),
         _stat(paths.common_dir / "packed-refs"),
+        _stat(paths.common_dir / "shallow"),  # a fetch that deepens the history
         _stat(failed),
         _stat(refs / EPISODE_BRANCH_PREFIX[len("refs/") : -1]),
         _remote_episode_folders(refs / "remotes"),
@@ -271,22 +272,36 @@ class BlameEntry:
     commit: str
     subject: str
     original_line: int  # 1-based line number in that commit's version of the file
+    boundary: bool = False  # blame went no further back (a root commit or a shallow clone's edge)
+
+
+def shallow_commits(paths: RepoPaths) -> frozenset[str]:
+    """The commits where a shallow clone's history stops (`shallow`): git shows them without
+    parents, so blame gives them every older line too; those lines' origin is unknown."""
+    try:
+        text = (paths.common_dir / "shallow").read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return frozenset()
+    return frozenset(text.split())
 
 
 def blame(root: Path, path: str, revision: str = "HEAD") -> list[BlameEntry]:
     """`git blame --porcelain` of a committed file (`path` relative to `root`, the top level):
-    one entry per line of it ([] on error)."""
+    one entry per line of it ([] on error), each marked when its commit is a `boundary` (see
+    `shallow_commits`)."""
     try:
         out = run_git(root, "blame", "--porcelain", revision, "--", path)
     except GitUnavailable:
         return []
     subjects: dict[str, str] = {}
+    boundaries: set[str] = set()
     entries: list[BlameEntry] = []
     current: tuple[str, int] | None = None
     for raw in out.decode("utf-8", "replace").split("\n"):
         if raw.startswith("\t"):
             if current is not None:
-                entries.append(BlameEntry(current[0], subjects.get(current[0], ""), current[1]))
+                commit = current[0]
+                entries.append(BlameEntry(commit, subjects.get(commit, ""), current[1], commit in boundaries))
             current = None
             continue
         head, _, rest = raw.partition(" ")
@@ -295,4 +310,6 @@ def blame(root: Path, path: str, revision: str = "HEAD") -> list[BlameEntry]:
             current = (head, int(fields[0]) if fields else 0)
         elif head == "summary" and current is not None:
             subjects[current[0]] = rest
+        elif raw == "boundary" and current is not None:
+            boundaries.add(current[0])
     return entries
