@@ -30,6 +30,9 @@ VersionsOpt = Annotated[
     Optional[list[str]],  # noqa: UP045 - typer inspects the annotation at runtime
     typer.Option("--version", "-v", help="Version(s), e.g. --version v2 v4 v5."),
 ]
+IncludeBaselineOpt = Annotated[
+    bool, typer.Option("--include-baseline", help="Allow masking v0 (normally refused), here or by --set.")
+]
 MoreVersionsArg = Annotated[
     Optional[list[str]],  # noqa: UP045
     typer.Argument(help="More versions (so '--version v2 v4 v5' works as in the seed).", show_default=False),
@@ -120,9 +123,7 @@ def update(
         list[str], typer.Option("--set", "-s", help="KEY=VALUE (dotted key, JSON-typed value); repeatable.")
     ],
     workspace: WorkspaceOpt = Path("."),
-    include_baseline: Annotated[
-        bool, typer.Option("--include-baseline", help="Allow --set masked=true on v0 (normally refused).")
-    ] = False,
+    include_baseline: IncludeBaselineOpt = False,
     force: ForceOpt = False,
     json_out: JsonOpt = False,
 ) -> None:
@@ -139,9 +140,7 @@ def _mask_command(masked: bool) -> Callable[..., None]:
         version: VersionsOpt = None,
         more: MoreVersionsArg = None,
         workspace: WorkspaceOpt = Path("."),
-        include_baseline: Annotated[
-            bool, typer.Option("--include-baseline", help="Allow masking v0 (normally refused).")
-        ] = False,
+        include_baseline: IncludeBaselineOpt = False,
         force: ForceOpt = False,
         json_out: JsonOpt = False,
     ) -> None:
