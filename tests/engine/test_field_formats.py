@@ -21,6 +21,7 @@ from kernelscope.daemon.engine.workflows.restart import PartialRestart, RestartO
 from kernelscope.daemon.engine.workspace import atrex
 from kernelscope.daemon.engine.workspace.kinds import detect_kind
 from kernelscope.daemon.engine.workspace.workspace import Workspace
+from kernelscope.protocol.experiment import KernelSummary
 from tests.conftest import EXAMPLES, FIXTURES
 from tests.support.field_workspaces import build_atrex_sol_workspace, build_plain_git_workspace
 
@@ -192,6 +193,9 @@ def test_lenses_never_name_a_masked_version_best_or_latest(tmp_path: Path) -> No
     assert lens.startswith("best 1.16x v1 | latest FAILED v3 | 4 runs"), lens
     text = file_lens(workspace, entries)
     assert "best 3842 GB/s v1" in text and "v4" not in text.split("| next")[0], text
+    # the store's per-kernel digest (the lens's first choice) names v4 too: the records decide
+    digest = KernelSummary(kernel="add_kernel", runs=5, failures=1, best_score=1.22, best_version="v4")
+    assert kernel_lens(digest, memory_scores(entries, workspace.readme())) == lens
 
 
 def test_hover_names_workloads_whole_unless_they_are_uuids(tmp_path: Path) -> None:

@@ -26,8 +26,11 @@ from kernelscope.protocol.workspace import CANONICAL_UNIT, ReadmeInfo
 
 
 def kernel_lens(summary: KernelSummary | None, scores: list[VersionScore]) -> str:
-    """`best 1.42x v7 | latest 0.97x v9 | 12 runs, 2 failed` for one kernel."""
-    if summary is not None and summary.runs:
+    """`best 1.42x v7 | latest 0.97x v9 | 12 runs, 2 failed` for one kernel. The store's digest
+    when it has runs and names no masked version as best or latest (a masked version is hidden
+    from the active memory, as blame hides it); else the records'."""
+    masked = {s.version for s in scores if s.masked}
+    if summary is not None and summary.runs and not {summary.best_version, summary.latest_version} & masked:
         best = (
             f"best {format_score(summary.best_score)} {summary.best_version or ''}".rstrip()
             if summary.best_score is not None
