@@ -145,6 +145,8 @@ def test_the_kernel_lens_texts_name_the_kernels_of_the_kernel_py_they_are_kept_f
         (".atrex_long_horizon", {"supervisor"}),
         (".atrex_long_horizon/active_episode.json", {"supervisor"}),
         (".atrex_long_horizon/episode_4.log", set()),  # written all the time, shows nothing new
+        (".atrex_long_horizon/episodes/e0004/episode_runtime/journal.json", {"supervisor"}),  # hover reads it
+        (".atrex_long_horizon/episodes/e0004/episode_runtime/trace.log", set()),
         ("src/kernel.py", set()),
         ("notes.md", set()),
     ],

@@ -16,6 +16,7 @@ unless the user forces a write.
 
 from __future__ import annotations
 
+import fnmatch
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -35,6 +36,17 @@ SUPERVISOR_PATHS = (
     (RUNTIME_DIR, ACTIVE_EPISODE_FILE),
     *((name,) for name in ORCHESTRATOR_FILES),
 )
+# ... and each finished episode's journal (`episode_journals`), which hover's tables read.
+EPISODE_JOURNAL = (RUNTIME_DIR, "episodes", "e*", "episode_runtime", "journal.json")
+
+
+def is_supervisor_path(parts: tuple[str, ...]) -> bool:
+    """A path (relative to the workspace, as parts) that the supervisor's readers read."""
+    if parts in SUPERVISOR_PATHS:
+        return True
+    return len(parts) == len(EPISODE_JOURNAL) and all(
+        fnmatch.fnmatchcase(part, pattern) for part, pattern in zip(parts, EPISODE_JOURNAL, strict=True)
+    )
 
 
 @dataclass(frozen=True)
@@ -99,7 +111,7 @@ def episode_journals(root: Path) -> list[EpisodeJournal]:
     """`.atrex_long_horizon/episodes/eNNNN/episode_runtime/journal.json`, in episode order."""
     episodes = root / RUNTIME_DIR / "episodes"
     journals = []
-    for path in sorted(episodes.glob("e*/episode_runtime/journal.json")) if episodes.is_dir() else []:
+    for path in sorted(episodes.glob("/".join(EPISODE_JOURNAL[2:]))) if episodes.is_dir() else []:
         try:
             data = json.loads(path.read_text(encoding="utf-8"))
         except (OSError, ValueError):

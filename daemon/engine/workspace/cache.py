@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING, Any, Literal, TypeVar
 from kernelscope.daemon.engine.memory.core import MEMORY_DIR
 from kernelscope.daemon.engine.memory.records import FileReads, MemoryEntry, MemoryManager
 from kernelscope.daemon.engine.memory.scores import IncrementalScores, VersionScore
-from kernelscope.daemon.engine.workspace.atrex import LIVE_FILE, SUPERVISOR_PATHS
+from kernelscope.daemon.engine.workspace.atrex import LIVE_FILE, is_supervisor_path
 from kernelscope.daemon.engine.workspace.workspace import KERNEL_NAME, README_NAME, Workspace
 from kernelscope.protocol.workspace import KernelScan, ReadmeInfo
 
@@ -65,7 +65,7 @@ def sources_of_paths(paths: Iterable[PurePath | str]) -> set[Source]:
             found |= {"memory", "store"}  # iterations write memory and experiments together
             if parts[1] == LIVE_FILE:
                 found.add("supervisor")
-        elif parts in SUPERVISOR_PATHS:
+        elif is_supervisor_path(parts):
             found.add("supervisor")
     return found
 
