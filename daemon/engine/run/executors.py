@@ -83,6 +83,7 @@ class LocalExecutor:
     ) -> list[BenchResult]:
         free = list(range(self.slots))
         lock = threading.Lock()
+        cancel = cancel or threading.Event()
         own = self.workers is None and len(requests) > 1
         workers = WarmWorkers(max_idle=self.slots) if own else self.workers
 
@@ -100,7 +101,15 @@ class LocalExecutor:
 
         try:
             with ThreadPoolExecutor(max_workers=self.slots) as pool:
-                return list(pool.map(run, range(len(requests))))
+                try:
+                    return list(pool.map(run, range(len(requests))))
+                except BaseException:
+                    # Ctrl-C or SIGTERM (SystemExit) while jobs run: the pool's exit waits for
+                    # them, so they are cancelled (their runners killed), not waited out to
+                    # their timeouts; the jobs not started yet are dropped
+                    cancel.set()
+                    pool.shutdown(wait=True, cancel_futures=True)
+                    raise
         finally:
             if own and workers is not None:
                 workers.close()
