@@ -202,7 +202,7 @@ CALLBACK, return at once and call it with the result (in this buffer, if still a
 
 (defun kernelscope--root-or-lose ()
   (or (kernelscope-root)
-      (user-error "kernelscope: %s is not in an optimization workspace (kernel.py beside memory/)"
+      (user-error "kernelscope: %s is not in an optimization workspace (`kernelscope workspace -w DIR` says what a folder lacks)"
                   (buffer-name))))
 
 (defun kernelscope-compare (version-a version-b)
