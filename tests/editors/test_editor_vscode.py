@@ -180,6 +180,8 @@ def test_vscode_end_to_end(built_extension: Path, tmp_path: Path, version: str) 
     # an edit + save re-benchmarked the saved text (it raises at import)
     assert results["saved"] and results["probeLens"], results
     assert "edited in VS Code" in (ws / "kernel.py").read_text()
+    # the history lens clicked opens the history panel (the daemon's answer was dropped before)
+    assert results["historyTab"], results
 
 
 @E2E

@@ -26,7 +26,7 @@ const report = {
   lenses: [], notification: null, saved: false, error: null,
   kernelLensLine: null, rewrittenLensLine: null, lensesAfterRewrite: [], probeLens: null,
   hover: null, launchLineText: null, tabs: [], diffEditor: false, diffText: null, compareTable: null,
-  problems: null, lensesAfterIdentical: [], hintTooltip: null,
+  problems: null, lensesAfterIdentical: [], hintTooltip: null, historyTab: null,
 };
 const hints = scenario === "hints";
 const state = mkdtempSync(join(tmpdir(), "ks-code-server-"));
@@ -122,6 +122,15 @@ try {
       const probe = texts.find((t) => t.startsWith("last probe: FAIL") && !t.split(" | ")[0].includes("stale"));
       return probe ?? null;
     });
+
+    // The history lens clicked, as a user does: the daemon's answer to kernelscope.showHistory
+    // opens the history panel (the executeCommand middleware), not nothing.
+    await page.locator(".codelens-decoration a", { hasText: "latest " }).first().click();  // the kernel's lens
+    report.historyTab = await poll(60_000, async () => {
+      const tabs = await page.locator(".tab").allInnerTexts();
+      return tabs.find((t) => t.includes("kernelscope: add_kernel")) ?? null;
+    });
+    report.tabs = await page.locator(".tab").allInnerTexts();
   }
   if (untrusted) await page.screenshot({ path: screenshot });
 } catch (error) {

@@ -7,7 +7,7 @@ import vocabularyJson from "../../commands.json";
 import {
   Comparison, FOLDER_KEYS, HistoryResult, MaskHalfResult, USER_KEYS, Vocabulary, WorkspaceInfo, daemonCommand,
   folderSettingsOnly, initializationOptions, maskConfirmation, missingCommands, parseVersionPair, recordParams,
-  serialized, showAnswers, statusText, workspaceFor,
+  serialized, showAnswers, statusText, topExperiments, workspaceFor,
 } from "./pure";
 import { showHistoryPanel } from "./history";
 import { showComparison } from "./compare";
@@ -239,7 +239,8 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
     register(`kernelscope.client.${name}`, withWorkspace(async (workspace) => showResult(name, await daemon(command(name), { workspace }))));
   for (const name of ["runIteration", "restart", "benchmark", "cancel"]) job(name);
   register("kernelscope.client.topExperiments", withWorkspace(async (workspace) =>
-    showResult("top experiments", await daemon(command("topExperiments"), { workspace, maxResults: 10 }))));
+    showResult(...await topExperiments((includeInterpreter) =>
+      daemon(command("topExperiments"), { workspace, maxResults: 10, includeInterpreter })))));
   register("kernelscope.client.showHistory", withWorkspace(async (workspace) => {
     const history = await daemon<HistoryResult>(command("showHistory"), { workspace });
     if (history) showHistoryPanel(context, history);

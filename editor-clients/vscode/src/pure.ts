@@ -63,6 +63,17 @@ export function showAnswers(vocabulary: Vocabulary, views: AnswerViews) {
   };
 }
 
+/** The top experiments to show, and their title: the ranked ones; when none ranks (on a machine
+ * without a GPU every run is an interpreter run, CPU timings), the interpreter's, said so. */
+export async function topExperiments(ask: (includeInterpreter: boolean) => Promise<unknown>): Promise<[string, unknown]> {
+  const ranked = await ask(false);
+  if (Array.isArray(ranked) && ranked.length === 0) {
+    const cpu = await ask(true);
+    if (Array.isArray(cpu) && cpu.length > 0) return ["top experiments: no GPU runs; the interpreter's (CPU timings, not ranked)", cpu];
+  }
+  return ["top experiments", ranked];
+}
+
 /** Daemon commands the server does not offer (an older or newer daemon than this extension). */
 export function missingCommands(vocabulary: Vocabulary, offered: string[] | undefined): string[] {
   const have = new Set(offered ?? []);

@@ -5,7 +5,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import {
   Comparison, Vocabulary, chartPoints, comparisonHtml, daemonCommand, folderSettingsOnly, initializationOptions,
-  maskConfirmation, missingCommands, parseVersionPair, recordParams, serialized, showAnswers, statusText, workspaceFor,
+  maskConfirmation, missingCommands, parseVersionPair, recordParams, serialized, showAnswers, statusText, topExperiments, workspaceFor,
 } from "../src/pure";
 
 const vocabulary = JSON.parse(readFileSync("../commands.json", "utf8")) as Vocabulary;
@@ -168,4 +168,18 @@ test("workspaceFor compares the file by its resolved path (a folder opened throu
   symlinkSync(join(top, "real"), join(top, "link"));
   const named = ["a", "b"].map((n) => ({ workspace: join(top, "real", n), kernel: join(top, "real", n, "kernel.py") }));
   assert.equal(workspaceFor(join(top, "link", "b", "kernel.py"), named), join(top, "real", "b"));
+});
+
+test("top experiments: when none ranks, the interpreter's runs, said so", async () => {
+  const asked: boolean[] = [];
+  const store = (ranked: unknown[], cpu: unknown[]) => async (includeInterpreter: boolean) => {
+    asked.push(includeInterpreter);
+    return includeInterpreter ? cpu : ranked;
+  };
+  assert.deepEqual(await topExperiments(store([{ id: "g" }], [{ id: "c" }])), ["top experiments", [{ id: "g" }]]);
+  assert.deepEqual(asked, [false]);
+  const [title, shown] = await topExperiments(store([], [{ id: "c" }]));
+  assert.match(title, /no GPU runs; the interpreter's/);
+  assert.deepEqual(shown, [{ id: "c" }]);
+  assert.deepEqual(await topExperiments(store([], [])), ["top experiments", []]);
 });
