@@ -59,7 +59,7 @@ class Document:
 
     def from_client(self, lines: list[str], position: types.Position) -> types.Position:
         """A position the client sent, its column in characters as the engine counts them."""
-        if position.line >= len(lines):
+        if position.line >= len(lines) or lines[position.line].isascii():
             return position
         found = self.codec.position_from_client_units(lines, position)
         return types.Position(line=found.line, character=found.character)
@@ -74,7 +74,9 @@ class Document:
 
 
 def to_client(codec: PositionCodec, lines: list[str], line: int, character: int) -> types.Position:
-    """(line, character column) in the client's units; past the text's end it stays as it is."""
-    if line >= len(lines):
+    """(line, character column) in the client's units; past the text's end, or on an ASCII line
+    (one unit a character in every encoding: most lines, and the codec's per-character count
+    would cost 250 hints several ms), it stays as it is."""
+    if line >= len(lines) or lines[line].isascii():
         return types.Position(line=line, character=character)
     return codec.position_to_client_units(lines, types.Position(line=line, character=character))
