@@ -209,14 +209,8 @@ async def test_hover_and_inlay_hints(client: KernelscopeClient) -> None:
     assert hints and hints[0].position.line == 8 and str(hints[0].label).startswith("best ")
 
 
-async def test_a_form_feed_does_not_move_the_hints(client: KernelscopeClient) -> None:
-    """A page break (^L) in kernel.py: editors, Python's parser and git count it as no line
-    break, str.splitlines as one; the kernel's hint was placed at the end of the line above
-    its `def` (a wrong column), and the tried values' columns likewise."""
-    path = client.folder / "kernel_opt_vector_add" / "kernel.py"
-    text = "# helpers\x0c\n" + path.read_text()
-    path.write_text(text)
-    uri = path.as_uri()
+async def open_with_hints(client: KernelscopeClient, uri: str, text: str) -> list[types.InlayHint]:
+    """didOpen of `text` at `uri`, then the inlay hints of its first 60 lines."""
     client.text_document_did_open(
         types.DidOpenTextDocumentParams(
             text_document=types.TextDocumentItem(uri=uri, language_id="python", version=1, text=text)
@@ -230,6 +224,18 @@ async def test_a_form_feed_does_not_move_the_hints(client: KernelscopeClient) ->
             ),
         )
     )
+    return hints or []
+
+
+async def test_a_form_feed_does_not_move_the_hints(client: KernelscopeClient) -> None:
+    """A page break (^L) in kernel.py: editors, Python's parser and git count it as no line
+    break, str.splitlines as one; the kernel's hint was placed at the end of the line above
+    its `def` (a wrong column), and the tried values' columns likewise."""
+    path = client.folder / "kernel_opt_vector_add" / "kernel.py"
+    text = "# helpers\x0c\n" + path.read_text()
+    path.write_text(text)
+    uri = path.as_uri()
+    hints = await open_with_hints(client, uri, text)
     lines = text.split("\n")
     kernel_hint = next(h for h in hints or [] if "best " in str(h.label))
     line = kernel_hint.position.line
@@ -258,19 +264,7 @@ async def test_columns_are_counted_in_the_clients_units(client: KernelscopeClien
         .replace("    return out", '    label = "é🚀"; out = torch.relu(out)\n    return out')
     )
     uri = path.as_uri()
-    client.text_document_did_open(
-        types.DidOpenTextDocumentParams(
-            text_document=types.TextDocumentItem(uri=uri, language_id="python", version=1, text=text)
-        )
-    )
-    hints = await client.text_document_inlay_hint_async(
-        types.InlayHintParams(
-            text_document=types.TextDocumentIdentifier(uri=uri),
-            range=types.Range(
-                start=types.Position(line=0, character=0), end=types.Position(line=60, character=0)
-            ),
-        )
-    )
+    hints = await open_with_hints(client, uri, text)
     encoding = client.encoding  # type: ignore[attr-defined]
     lines = text.split("\n")
     kernel_hint = next(h for h in hints or [] if "best " in str(h.label))
