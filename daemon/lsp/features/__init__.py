@@ -53,12 +53,20 @@ class Document:
         """The editor's text, else the file's ("" when there is none)."""
         return self.text or ""
 
-    def to_client(self, lines: list[str], line: int, character: int) -> types.Position:
-        """A position the engine gives (a character column) as the client counts it."""
-        return to_client(self.codec, lines, line, character)
+    @cached_property
+    def lines(self) -> list[str]:
+        """The text's lines as editors count them (split once per request)."""
+        from kernelscope.protocol.text_positions import source_lines
 
-    def from_client(self, lines: list[str], position: types.Position) -> types.Position:
+        return source_lines(self.source())
+
+    def to_client(self, line: int, character: int) -> types.Position:
+        """A position the engine gives (a character column) as the client counts it."""
+        return to_client(self.codec, self.lines, line, character)
+
+    def from_client(self, position: types.Position) -> types.Position:
         """A position the client sent, its column in characters as the engine counts them."""
+        lines = self.lines
         if position.line >= len(lines) or lines[position.line].isascii():
             return position
         found = self.codec.position_from_client_units(lines, position)

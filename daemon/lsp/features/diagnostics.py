@@ -35,7 +35,8 @@ def diagnostics(ws: WorkspaceState, codec: PositionCodec = UTF32) -> list[types.
     notices: list[Notice] = [*ws.notices, *probe_notices(ws.probe)]
     if not notices:
         return []  # (and no scan of kernel.py: a workspace nobody looked at stays unread)
-    lines = source_lines(ws.checked_text or "")  # the text the notices point into
+    # the text the notices point into, split only when one of them says where
+    lines = source_lines(ws.checked_text or "") if any(n.line is not None for n in notices) else []
     scan = ws.cache.kernels()
     line = (scan.kernels[0].def_line - 1) if scan.kernels else 0
     where = types.Range(

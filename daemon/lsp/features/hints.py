@@ -22,7 +22,6 @@ from lsprotocol import types
 from kernelscope.daemon.lsp.features import Document
 from kernelscope.daemon.lsp.features.lenses import kernel_texts
 from kernelscope.daemon.lsp.state import WorkspaceView
-from kernelscope.protocol.text_positions import source_lines
 
 log = logging.getLogger("kernelscope.lsp")
 
@@ -74,7 +73,7 @@ class HintData:
 
 def inlay_hints(doc: Document, params: types.InlayHintParams) -> list[types.InlayHint]:
     """Each kernel's summary after its `def` line, then the history's hints in view."""
-    lines = source_lines(doc.source())
+    lines = doc.lines
     texts = kernel_texts(doc.view)
     hints = []
     for kernel in doc.kernels():
@@ -83,24 +82,24 @@ def inlay_hints(doc: Document, params: types.InlayHintParams) -> list[types.Inla
             continue
         hints.append(
             types.InlayHint(
-                position=doc.to_client(lines, line, len(lines[line])),
+                position=doc.to_client(line, len(lines[line])),
                 label=texts.get(kernel.name, ""),
                 padding_left=True,
             )
         )
-    return hints + history_hints(doc, params.range, lines)
+    return hints + history_hints(doc, params.range)
 
 
-def history_hints(doc: Document, window: types.Range, lines: list[str]) -> list[types.InlayHint]:
+def history_hints(doc: Document, window: types.Range) -> list[types.InlayHint]:
     """Tried values at each meta-parameter in view, and per-line blame when asked for. For a
     client that resolves tooltips the tables are left for inlayHint/resolve."""
     hints: list[types.InlayHint] = []
-    view = doc.view
+    view, lines = doc.view, doc.lines
     try:
         service = view.cache.history()
         for tried in service.tried(doc.text):
             if tried.values and _in_range(tried.line, window):
-                where = doc.to_client(lines, tried.end_line, tried.end_character)
+                where = doc.to_client(tried.end_line, tried.end_character)
                 hint = types.InlayHint(position=where, label=tried.hint, padding_left=True)
                 if doc.resolves_tooltips:
                     hint.data = HintData(doc.uri, where.line, where.character).dump()
@@ -112,7 +111,7 @@ def history_hints(doc: Document, window: types.Range, lines: list[str]) -> list[
                 if _in_range(found.line, window) and found.line < len(lines) and lines[found.line].strip():
                     hints.append(
                         types.InlayHint(
-                            position=doc.to_client(lines, found.line, len(lines[found.line])),
+                            position=doc.to_client(found.line, len(lines[found.line])),
                             label=found.hint,
                             padding_left=True,
                         )
@@ -127,9 +126,8 @@ def resolve(doc: Document, hint: types.InlayHint, where: HintData) -> types.Inla
     answer then carries no tables (formatting 250 of them after a history change is ~9 ms)."""
     try:
         service = doc.view.cache.history()
-        lines = source_lines(doc.source())
         for tried in service.tried(doc.text):
-            at = doc.to_client(lines, tried.end_line, tried.end_character)
+            at = doc.to_client(tried.end_line, tried.end_character)
             if tried.values and (at.line, at.character) == (where.line, where.character):
                 hint.tooltip = _cached_table(service, tried)
                 break

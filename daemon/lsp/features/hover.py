@@ -7,13 +7,12 @@ from lsprotocol import types
 
 from kernelscope.daemon.lsp.features import Document
 from kernelscope.daemon.lsp.features.hints import blame_markdown
-from kernelscope.protocol.text_positions import source_lines
 
 
 def hover(doc: Document, params: types.HoverParams) -> types.Hover | None:
     from kernelscope.daemon.engine.views.history_table import kernel_history
 
-    position = doc.from_client(source_lines(doc.source()), params.position)
+    position = doc.from_client(params.position)
     kernels = doc.kernels()
     blame = blame_markdown(doc.view, position.line, doc.text)
     value = blame
