@@ -60,12 +60,23 @@ class Document:
 
         return source_lines(self.source())
 
+    @cached_property
+    def converts(self) -> bool:
+        """Whether any column needs converting: not for an all-ASCII text (one unit a character
+        in every encoding; one C-level pass, where a hover would otherwise split the whole
+        file into lines only to look at one) nor for a client counting characters."""
+        return self.codec.encoding != types.PositionEncodingKind.Utf32 and not self.source().isascii()
+
     def to_client(self, line: int, character: int) -> types.Position:
         """A position the engine gives (a character column) as the client counts it."""
+        if not self.converts:
+            return types.Position(line=line, character=character)
         return to_client(self.codec, self.lines, line, character)
 
     def from_client(self, position: types.Position) -> types.Position:
         """A position the client sent, its column in characters as the engine counts them."""
+        if not self.converts:
+            return position
         lines = self.lines
         if position.line >= len(lines) or lines[position.line].isascii():
             return position
