@@ -54,7 +54,8 @@ class UserSettings:
     ray_address: str | None = None
     """The Ray cluster address for executor `ray`."""
     timeout_s: float = 900.0
-    """Seconds a benchmark, or the agent a restart starts, may run before it is stopped."""
+    """Seconds a benchmark (a save's probe, `kernelscope.benchmark`, an iteration's run) may run
+    before it is stopped. A restart's agent has the command's own limit (`timeoutS`, 1 h)."""
     memory_limit_mb: int | None = None
     """Resident-memory cap of a benchmark in MB: unset, half of RAM; 0, none."""
 
