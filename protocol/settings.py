@@ -54,7 +54,8 @@ class UserSettings:
     ray_address: str | None = None
     """The Ray cluster address for executor `ray`."""
     timeout_s: float = 900.0
-    """Seconds a benchmark, or the agent a restart starts, may run before it is stopped."""
+    """Seconds a benchmark (a save's probe, `kernelscope.benchmark`, an iteration's run) may run
+    before it is stopped. A restart's agent has the command's own limit (`timeoutS`, 1 h)."""
     memory_limit_mb: int | None = None
     """Resident-memory cap of a benchmark in MB: unset, half of RAM; 0, none."""
 
@@ -173,7 +174,8 @@ def camel_key(name: str) -> str:
     return head + "".join(part.title() for part in rest)
 
 
-def _snake(name: str) -> str:
+def snake_key(name: str) -> str:
+    """A setting's field name from either spelling: dbUrl -> db_url, db_url -> db_url."""
     return "".join(f"_{c.lower()}" if c.isupper() else c for c in name)
 
 
@@ -208,7 +210,7 @@ _T = TypeVar("_T", UserSettings, FolderSettings)
 
 def _structure(cls: type[_T], data: dict[str, Any], base: _T) -> _T:
     merged = {camel_key(k): v for k, v in asdict(base).items()}
-    merged.update({camel_key(_snake(k)): v for k, v in data.items()})
+    merged.update({camel_key(snake_key(k)): v for k, v in data.items()})
     try:
         return _converter.structure(merged, cls)
     except cattrs.BaseValidationError as exc:
@@ -217,7 +219,7 @@ def _structure(cls: type[_T], data: dict[str, Any], base: _T) -> _T:
 
 
 def _known(data: dict[str, Any], keys: frozenset[str]) -> dict[str, Any]:
-    return {k: v for k, v in data.items() if isinstance(k, str) and _snake(k) in keys}
+    return {k: v for k, v in data.items() if isinstance(k, str) and snake_key(k) in keys}
 
 
 def user_settings_from(
@@ -235,7 +237,7 @@ def folder_settings_from(data: dict[str, Any], base: FolderSettings) -> tuple[Fo
     """From a folder (`workspace/configuration`, `didChangeConfiguration`): only folder keys
     are read. The second value names the keys ignored: user-only ones (`trusted`, `python`,
     `rayAddress`...) a folder may not set, and unknown ones."""
-    ignored = sorted(str(k) for k in data if not (isinstance(k, str) and _snake(k) in FOLDER_KEYS))
+    ignored = sorted(str(k) for k in data if not (isinstance(k, str) and snake_key(k) in FOLDER_KEYS))
     return _structure(FolderSettings, _known(data, FOLDER_KEYS), base), ignored
 
 

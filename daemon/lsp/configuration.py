@@ -23,7 +23,7 @@ from lsprotocol import types
 from pygls.lsp.server import LanguageServer
 
 from kernelscope.daemon.lsp.state import ServerState, WorkspaceState
-from kernelscope.protocol.settings import FolderSettings, folder_settings_from, user_settings_from
+from kernelscope.protocol.settings import FolderSettings, folder_settings_from, snake_key, user_settings_from
 
 log = logging.getLogger("kernelscope.lsp")
 CONFIGURATION_TIMEOUT_S = 3.0
@@ -50,6 +50,9 @@ def apply_initialization_options(state: ServerState, raw: Any, warn: Warn) -> No
     except KernelscopeError as exc:
         warn(f"kernelscope: {exc}; ignoring the config file")
         from_file = {}
+    # The file's store is the one resolve_db_url picks, as for every CLI command (after
+    # KERNELSCOPE_DB_URL, a relative path from the config's folder): not an explicit setting.
+    from_file = {k: v for k, v in from_file.items() if not (isinstance(k, str) and snake_key(k) == "db_url")}
     try:
         state.user, state.folder_defaults = user_settings_from(from_file)
     except ValueError as exc:

@@ -32,6 +32,30 @@ def test_every_readme_link_resolves() -> None:
             assert (REPO_ROOT / target).exists(), target
 
 
+SOURCE_PATH = re.compile(
+    r"\b(?:tests|benchmarks|scripts|daemon|kernels|protocol|editor-clients|examples)/[\w./-]+"
+)
+
+
+def test_every_source_path_the_docs_name_exists() -> None:
+    """A reader follows `daemon/lsp/...` or `tests/...` from the docs into the source: each such
+    path names a file or folder of the checkout, from the root or from the page's own folder
+    (an editor client's README names its own `tests/`); `*` stands for any name."""
+    pages = [
+        REPO_ROOT / "README.md",
+        REPO_ROOT / "SECURITY.md",
+        *(REPO_ROOT / "docs").rglob("*.md"),
+        *(REPO_ROOT / "editor-clients").glob("*/README.md"),
+    ]
+    missing = []
+    for page in pages:
+        for path in set(SOURCE_PATH.findall(page.read_text(encoding="utf-8"))):
+            path = path.rstrip(".")
+            if not any(list(base.glob(path)) for base in (REPO_ROOT, page.parent)):
+                missing.append(f"{page.relative_to(REPO_ROOT)}: {path}")
+    assert not missing, missing
+
+
 def build(config: Path, site: Path) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [*MKDOCS, "build", "--strict", "-f", str(config), "--site-dir", str(site)],

@@ -290,3 +290,38 @@ def test_latest_compares_timestamps_with_offsets_in_utc(tmp_path: Path) -> None:
     store.create_experiment({**common, "id": "run2", "created_at": "2026-03-01T10:00:00Z"})
     assert store.require("run1").created_at == "2026-03-01T07:00:00Z"
     assert [s.latest_id for s in store.kernel_summaries("/ws")] == ["run2"]
+
+
+@pytest.mark.parametrize("key", ["db_url", "dbUrl"])
+@pytest.mark.parametrize("env", [None, "from-env.sqlite"])
+def test_the_daemon_and_the_cli_open_the_config_files_store(
+    key: str, env: str | None, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The settings reference writes keys as editors do (`dbUrl`), and getting-started promises
+    that every command and the daemon use one store: either spelling in config.toml names the
+    same store for both, after KERNELSCOPE_DB_URL, a relative path from the config's folder."""
+    from kernelscope.daemon.lsp.configuration import apply_initialization_options
+    from kernelscope.daemon.lsp.state import ServerState
+    from kernelscope.protocol.settings import Settings
+
+    config = tmp_path / "config" / "config.toml"
+    config.parent.mkdir()
+    config.write_text(f'{key} = "team/exps.sqlite"\n')
+    monkeypatch.setenv("KERNELSCOPE_CONFIG", str(config))
+    cwd = tmp_path / "cwd"
+    cwd.mkdir()
+    monkeypatch.chdir(cwd)
+    if env is None:
+        monkeypatch.delenv("KERNELSCOPE_DB_URL", raising=False)
+        expected = f"sqlite:///{config.parent}/team/exps.sqlite"
+    else:
+        monkeypatch.setenv("KERNELSCOPE_DB_URL", env)
+        expected = f"sqlite:///{cwd}/{env}"
+    assert resolve_db_url() == expected  # the CLI's
+    state = ServerState()
+    apply_initialization_options(state, None, pytest.fail)
+    settings = Settings.compose(state.user, state.folder_defaults)
+    store = state.store_for(settings.db_url)
+    assert store is not None
+    assert store.url == expected  # the daemon's
+    store.close()

@@ -1,8 +1,9 @@
 """Where the experiment database lives.
 
-Precedence: an explicit URL (`--db`), then `KERNELSCOPE_DB_URL`, then `db_url` in the config
-file (`$XDG_CONFIG_HOME/kernelscope/config.toml`, or `KERNELSCOPE_CONFIG`), then the per-user
-default `$XDG_DATA_HOME/kernelscope/experiments.sqlite` (XDG: `~/.local/share` when unset).
+Precedence: an explicit URL (`--db`, or the editor's `dbUrl`), then `KERNELSCOPE_DB_URL`, then
+`db_url` (or `dbUrl`) in the config file (`$XDG_CONFIG_HOME/kernelscope/config.toml`, or
+`KERNELSCOPE_CONFIG`; the daemon reads it here too), then the per-user default
+`$XDG_DATA_HOME/kernelscope/experiments.sqlite` (XDG: `~/.local/share` when unset).
 A plain path is taken as a SQLite file; `postgresql://` URLs use the psycopg driver.
 """
 
@@ -29,7 +30,12 @@ def _config_url() -> str | None:
         data = user_config()
     except DataError as exc:
         raise StoreError(str(exc)) from None
-    value = data.get("db_url")
+    if not data:
+        return None
+    from kernelscope.protocol.settings import snake_key  # (cattrs: only when there is a file)
+
+    # either spelling, as for every setting in the file (`dbUrl`, as editors write it, or `db_url`)
+    value = next((v for k, v in data.items() if isinstance(k, str) and snake_key(k) == "db_url"), None)
     if value is not None and not isinstance(value, str):
         raise StoreError(f"{config_path()}: db_url must be a string")
     return value
