@@ -226,6 +226,29 @@ def test_interpreter_runs_are_kept_but_never_ranked(tmp_path: Path) -> None:
     assert shown.returncode == 0 and "2 interpreter run(s) left out" in shown.stdout, shown
 
 
+def test_an_agent_reading_json_is_told_that_interpreter_runs_were_left_out(tmp_path: Path) -> None:
+    """The experiment-history skill's first commands, `exp top --json` and `exp failures --json`,
+    on a machine without a GPU (every run an interpreter run): stdout stays the JSON an agent
+    parses, and stderr, which its shell shows too, says the empty answer is not "nothing tried"."""
+    db = str(tmp_path / "cpu.sqlite")
+    store = ExperimentStore(db)
+    for summary, score in (("cpu", 3.0), ("cpu slow", 0.5)):
+        store.create_experiment(
+            KernelExperiment(change_summary=summary, score=score, metrics={"mode": "interpreter"})
+        )
+    store.close()
+    for command, left_out in (("top", 2), ("failures", 1)):
+        shown = subprocess.run(
+            [KERNELSCOPE, "exp", command, "--db", db, "--json"], capture_output=True, text=True, timeout=120
+        )
+        assert shown.returncode == 0, shown
+        found = json.loads(shown.stdout)
+        rows = found if command == "top" else [row for group in found.values() for row in group]
+        assert rows == [], found
+        assert f"{left_out} interpreter run(s) left out" in shown.stderr, shown
+        assert "--include-interpreter" in shown.stderr, shown
+
+
 def test_masked_versions_experience_is_hidden_from_exp_reads(tmp_path: Path) -> None:
     ws = tmp_path / "ws"
     (ws / "memory").mkdir(parents=True)
