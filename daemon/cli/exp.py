@@ -386,17 +386,19 @@ def failures(
     kernel: FKernel = None,
     workspace: FWorkspace = None,
     include_interpreter: IncludeInterpreter = False,
+    include_masked: IncludeMasked = False,
     db: DbOpt = None,
     json_out: JsonOpt = False,
 ) -> None:
     """What not to do: buggy, regressive, slightly regressive and marginal experiments
-    (interpreter runs, whose timings are no GPU figures, only with --include-interpreter)."""
+    (interpreter runs, whose timings are no GPU figures, only with --include-interpreter; with
+    --workspace, those of its masked memory versions only with --include-masked)."""
     filters = _filters(locals())
-    store = _store(db)
-    groups = store.failures(include_interpreter, **filters)
+    store, hidden = _store(db), _hidden(filters, include_masked)
+    groups = store.failures(include_interpreter, hidden_versions=hidden, **filters)
     left_out = 0
     if not include_interpreter:
-        every = store.failures(True, **filters)
+        every = store.failures(True, hidden_versions=hidden, **filters)
         left_out = sum(map(len, every.values())) - sum(map(len, groups.values()))
     if json_out:
         output.print_json({k: [r.to_dict() for r in v] for k, v in groups.items()})

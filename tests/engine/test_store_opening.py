@@ -269,6 +269,15 @@ def test_masked_versions_experience_is_hidden_from_exp_reads(tmp_path: Path) -> 
         ).id
         for number in (1, 2, 4)
     }
+    for number in (1, 2, 4):  # and a crash at each version: what `exp failures` lists
+        store.create_experiment(
+            KernelExperiment(
+                change_summary=f"v{number} crashed",
+                is_buggy=True,
+                workspace=str(ws),
+                memory_version=f"v{number}",
+            )
+        )
     store.close()
 
     def exp(*args: str) -> subprocess.CompletedProcess[str]:
@@ -283,6 +292,14 @@ def test_masked_versions_experience_is_hidden_from_exp_reads(tmp_path: Path) -> 
             r["memory_version"] for r in json.loads(exp(command, "-w", str(ws), "--include-masked").stdout)
         ]
         assert "v2" in everything
+
+    def crashed(*args: str) -> list[str]:
+        return [
+            r["memory_version"] for r in json.loads(exp("failures", "-w", str(ws), *args).stdout)["buggy"]
+        ]
+
+    assert crashed() == ["v1", "v4"]  # a restarted agent's "what not to do": not the masked v2's
+    assert crashed("--include-masked") == ["v1", "v2", "v4"]
     refused = exp("show", ids[2])
     assert refused.returncode == 2 and "masked" in json.loads(refused.stdout)["error"]["message"]
     assert exp("show", ids[2], "--include-masked").returncode == 0
