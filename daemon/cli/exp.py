@@ -105,6 +105,17 @@ def _hidden(filters: dict[str, Any], include_masked: bool) -> set[str]:
     return set() if include_masked or not workspace else _masked_versions(workspace)
 
 
+def _interpreter_runs_left_out(count: int, json_out: bool) -> None:
+    """Say that interpreter runs were left out (on a machine without a GPU: every run), so an
+    empty answer is not read as "nothing was tried". Under --json on stderr: stdout stays the
+    document, and an agent's shell shows it both."""
+    if count > 0:
+        message = (
+            f"{count} interpreter run(s) left out (CPU timings do not rank; --include-interpreter shows them)"
+        )
+        (output.warn if json_out else output.info)(message)
+
+
 def _score(value: float | None) -> str:
     from kernelscope.protocol.record_rules import format_score
 
@@ -163,10 +174,7 @@ def top(
         hidden_versions=hidden,
         **filters,
     )
-    if json_out:
-        output.print_json([r.to_dict() for r in records])
-        return
-    _table(records, f"top {len(records)}")
+    left_out = 0
     if not include_interpreter and len(records) < max_results:  # on a CPU machine: all of them
         every = store.top(
             max_results,
@@ -175,11 +183,12 @@ def top(
             hidden_versions=hidden,
             **filters,
         )
-        if len(every) > len(records):
-            output.info(
-                f"{len(every) - len(records)} interpreter run(s) left out (CPU timings do not rank; "
-                "--include-interpreter shows them)"
-            )
+        left_out = len(every) - len(records)
+    if json_out:
+        output.print_json([r.to_dict() for r in records])
+    else:
+        _table(records, f"top {len(records)}")
+    _interpreter_runs_left_out(left_out, json_out)
 
 
 @app.command("list")
@@ -377,18 +386,27 @@ def failures(
     kernel: FKernel = None,
     workspace: FWorkspace = None,
     include_interpreter: IncludeInterpreter = False,
+    include_masked: IncludeMasked = False,
     db: DbOpt = None,
     json_out: JsonOpt = False,
 ) -> None:
     """What not to do: buggy, regressive, slightly regressive and marginal experiments
-    (interpreter runs, whose timings are no GPU figures, only with --include-interpreter)."""
-    groups = _store(db).failures(include_interpreter, **_filters(locals()))
+    (interpreter runs, whose timings are no GPU figures, only with --include-interpreter; with
+    --workspace, those of its masked memory versions only with --include-masked)."""
+    filters = _filters(locals())
+    store, hidden = _store(db), _hidden(filters, include_masked)
+    groups = store.failures(include_interpreter, hidden_versions=hidden, **filters)
+    left_out = 0
+    if not include_interpreter:
+        every = store.failures(True, hidden_versions=hidden, **filters)
+        left_out = sum(map(len, every.values())) - sum(map(len, groups.values()))
     if json_out:
         output.print_json({k: [r.to_dict() for r in v] for k, v in groups.items()})
-        return
-    for category, records in groups.items():
-        if records:
-            _table(records, f"{category} ({len(records)})")
+    else:
+        for category, records in groups.items():
+            if records:
+                _table(records, f"{category} ({len(records)})")
+    _interpreter_runs_left_out(left_out, json_out)
 
 
 @app.command()

@@ -5,9 +5,13 @@ command, known options, values of the right type. An agent runs what it is told 
 from __future__ import annotations
 
 import ast
+import json
 import re
 import shlex
+import subprocess
+import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 import typer
@@ -107,3 +111,71 @@ def test_advised_command_is_accepted(where: str, line: str) -> None:
             if type(exc).__name__ not in ("MissingParameter", "NoArgsIsHelpError"):  # a bare reference
                 raise
             return
+
+
+def _filled(line: str) -> list[str]:
+    """A skill's command line as an agent fills it in: the kernel's name, a score, text."""
+
+    def value(match: re.Match[str]) -> str:
+        placeholder = match.group()
+        return "add_kernel" if "kernel" in placeholder else "0.7" if "speedup" in placeholder else "x"
+
+    return shlex.split(PLACEHOLDER.sub(value, line.split("  #")[0]))
+
+
+def test_the_history_skill_reads_this_workspace_unmasked_and_files_its_record_under_the_kernel(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """After a partial restart (v1 masked) a fresh agent runs the experiment-history skill's
+    `kernelscope exp` commands verbatim in the workspace folder: none shows the masked v1's
+    experiments nor another workspace's, and the attempt it records by hand is then in the
+    kernel's history."""
+    from kernelscope.daemon.engine.store import ExperimentStore
+    from kernelscope.protocol.experiment import KernelExperiment
+
+    ws, other = (tmp_path / "kernel_opt_add").resolve(), (tmp_path / "kernel_opt_other").resolve()
+    (ws / "memory").mkdir(parents=True)
+    for number in range(3):
+        record = {"version": f"v{number}", "masked": number == 1}
+        (ws / "memory" / f"v{number}.json").write_text(json.dumps(record))
+    monkeypatch.setenv("KERNELSCOPE_DB_URL", str(tmp_path / "exp.sqlite"))
+    store = ExperimentStore(None)
+    for where, number in ((ws, 0), (ws, 1), (ws, 2), (other, 1)):
+        for buggy in (False, True):  # a measured attempt and a crash at each version
+            store.create_experiment(
+                KernelExperiment(
+                    change_summary=f"{where.name} v{number}",
+                    score=None if buggy else 1 + number / 10,
+                    is_buggy=buggy,
+                    workspace=str(where),
+                    memory_version=f"v{number}",
+                    kernels=["add_kernel"],
+                )
+            )
+    store.close()
+    skill = (
+        REPO_ROOT / "editor-clients/claude-code/skills/kernelscope-experiment-history/SKILL.md"
+    ).read_text()
+    commands = [_filled(line) for line in _code_block_lines(skill) if line.startswith("kernelscope exp ")]
+    assert [words[2] for words in commands] == ["top", "failures", "list", "summary", "record"], commands
+
+    def run(words: list[str]) -> Any:
+        done = subprocess.run(
+            [str(Path(sys.executable).with_name("kernelscope")), *words[1:]],
+            capture_output=True,
+            text=True,
+            cwd=ws,
+            timeout=120,
+        )
+        assert done.returncode == 0, (words, done.stdout, done.stderr)
+        return json.loads(done.stdout)
+
+    shown = []
+    for words in commands[:3]:
+        found = run(words)  # failures: the rows grouped by category
+        rows = [row for group in found.values() for row in group] if isinstance(found, dict) else found
+        shown += [row["change_summary"] for row in rows]
+    assert shown and set(shown) <= {"kernel_opt_add v0", "kernel_opt_add v2"}, shown
+    recorded = run(commands[4])
+    assert recorded["id"] in [row["id"] for row in run(commands[2])]  # the kernel's attempts
+    assert next(row for row in run(commands[3]) if row["kernel"] == "add_kernel")["runs"] == 7

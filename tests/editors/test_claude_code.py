@@ -16,6 +16,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import shlex
 import shutil
 import subprocess
 import sys
@@ -111,6 +112,25 @@ def kernel_with_block(block: int, ws: Path) -> str:
     return re.sub(r"BLOCK_SIZE=\d+\)", f"BLOCK_SIZE={block})", source)
 
 
+def user_env(home: Path) -> dict[str, str]:
+    """A user whose home is `home`: kernelscope's and Claude Code's files there, the scripted
+    model's key, `kernelscope` itself on PATH (ANTHROPIC_BASE_URL: the model server's, set by
+    the caller)."""
+    return {
+        **{
+            k: v for k, v in os.environ.items() if not k.startswith(("ANTHROPIC_", "CLAUDE_", "KERNELSCOPE_"))
+        },
+        **QUIET,
+        "HOME": str(home),
+        "XDG_CONFIG_HOME": str(home / ".config"),
+        "XDG_DATA_HOME": str(home / ".local" / "share"),
+        "CLAUDE_CONFIG_DIR": str(home / ".claude"),
+        "ANTHROPIC_API_KEY": "sk-ant-scripted",
+        "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}",  # `kernelscope` itself
+        "KERNELSCOPE_LOG": "INFO",
+    }
+
+
 def session(
     claude: Path,
     demo: Path,
@@ -136,19 +156,7 @@ def session(
         config.insert(0, f"trusted = [{json.dumps(str(ws))}]")
     (home / ".config" / "kernelscope" / "config.toml").write_text("\n".join(config) + "\n")
     debug = tmp_path / "claude-debug.log"
-    env = {
-        **{
-            k: v for k, v in os.environ.items() if not k.startswith(("ANTHROPIC_", "CLAUDE_", "KERNELSCOPE_"))
-        },
-        **QUIET,
-        "HOME": str(home),
-        "XDG_CONFIG_HOME": str(home / ".config"),
-        "XDG_DATA_HOME": str(home / ".local" / "share"),
-        "CLAUDE_CONFIG_DIR": str(home / ".claude"),
-        "ANTHROPIC_API_KEY": "sk-ant-scripted",
-        "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}",  # `kernelscope` itself
-        "KERNELSCOPE_LOG": "INFO",
-    }
+    env = user_env(home)
     with ModelServer(lambda requests: director(requests, ws)) as server:
         env["ANTHROPIC_BASE_URL"] = server.url
         run = subprocess.run(
@@ -396,3 +404,32 @@ def test_a_python_project_that_is_no_workspace_gets_nothing(claude: Path, demo: 
     log = debug.read_text()
     assert "kernelscope serving 0 optimization workspace(s)" in log, log[-3000:]
     assert "kernelscope check" not in log and "job started" not in log
+
+
+@RUN
+def test_the_partial_restart_skills_agent_command_can_record_the_next_version(
+    claude: Path, demo: Path, tmp_path: Path
+) -> None:
+    """The partial-restart skill's `kernelscope restart --agent '...'`, run as written (with
+    this `claude` on PATH): the fresh headless agent edits kernel.py and records it with
+    `kernelscope iterate` through its Bash tool, as the brief says, and the restart completes."""
+    skill = (PLUGIN / "skills" / "kernelscope-partial-restart" / "SKILL.md").read_text()
+    (line,) = [s.strip() for s in skill.splitlines() if s.strip().startswith("kernelscope restart --agent")]
+    ws = copy_with_stores(demo, tmp_path / "demo") / "kernel_opt_vector_add"
+
+    def director(requests: list[dict[str, Any]]) -> Reply:
+        if len(requests) == 1:
+            return tool("Write", file_path=str(ws / "kernel.py"), content=kernel_with_block(512, ws))
+        if len(requests) == 2:
+            return tool("Bash", command=RECORD, description="record the iteration")
+        return Reply(text="done")
+
+    env = user_env(tmp_path / "home")
+    env["PATH"] = f"{claude.parent}{os.pathsep}{env['PATH']}"
+    with ModelServer(director) as server:
+        env["ANTHROPIC_BASE_URL"] = server.url
+        done = subprocess.run(shlex.split(line), cwd=ws, env=env, capture_output=True, text=True, timeout=300)
+    report = json.loads(done.stdout)
+    told = texts(server.requests[-1])[-1500:] if server.requests else ""
+    assert done.returncode == 0 and report["completed"], (report["violations"], told, done.stderr[-2000:])
+    assert report["latest_memory_path"] == str(ws / "memory" / "v4.json")

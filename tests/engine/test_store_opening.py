@@ -226,6 +226,29 @@ def test_interpreter_runs_are_kept_but_never_ranked(tmp_path: Path) -> None:
     assert shown.returncode == 0 and "2 interpreter run(s) left out" in shown.stdout, shown
 
 
+def test_an_agent_reading_json_is_told_that_interpreter_runs_were_left_out(tmp_path: Path) -> None:
+    """The experiment-history skill's first commands, `exp top --json` and `exp failures --json`,
+    on a machine without a GPU (every run an interpreter run): stdout stays the JSON an agent
+    parses, and stderr, which its shell shows too, says the empty answer is not "nothing tried"."""
+    db = str(tmp_path / "cpu.sqlite")
+    store = ExperimentStore(db)
+    for summary, score in (("cpu", 3.0), ("cpu slow", 0.5)):
+        store.create_experiment(
+            KernelExperiment(change_summary=summary, score=score, metrics={"mode": "interpreter"})
+        )
+    store.close()
+    for command, left_out in (("top", 2), ("failures", 1)):
+        shown = subprocess.run(
+            [KERNELSCOPE, "exp", command, "--db", db, "--json"], capture_output=True, text=True, timeout=120
+        )
+        assert shown.returncode == 0, shown
+        found = json.loads(shown.stdout)
+        rows = found if command == "top" else [row for group in found.values() for row in group]
+        assert rows == [], found
+        assert f"{left_out} interpreter run(s) left out" in shown.stderr, shown
+        assert "--include-interpreter" in shown.stderr, shown
+
+
 def test_masked_versions_experience_is_hidden_from_exp_reads(tmp_path: Path) -> None:
     ws = tmp_path / "ws"
     (ws / "memory").mkdir(parents=True)
@@ -246,6 +269,15 @@ def test_masked_versions_experience_is_hidden_from_exp_reads(tmp_path: Path) -> 
         ).id
         for number in (1, 2, 4)
     }
+    for number in (1, 2, 4):  # and a crash at each version: what `exp failures` lists
+        store.create_experiment(
+            KernelExperiment(
+                change_summary=f"v{number} crashed",
+                is_buggy=True,
+                workspace=str(ws),
+                memory_version=f"v{number}",
+            )
+        )
     store.close()
 
     def exp(*args: str) -> subprocess.CompletedProcess[str]:
@@ -260,6 +292,14 @@ def test_masked_versions_experience_is_hidden_from_exp_reads(tmp_path: Path) -> 
             r["memory_version"] for r in json.loads(exp(command, "-w", str(ws), "--include-masked").stdout)
         ]
         assert "v2" in everything
+
+    def crashed(*args: str) -> list[str]:
+        return [
+            r["memory_version"] for r in json.loads(exp("failures", "-w", str(ws), *args).stdout)["buggy"]
+        ]
+
+    assert crashed() == ["v1", "v4"]  # a restarted agent's "what not to do": not the masked v2's
+    assert crashed("--include-masked") == ["v1", "v2", "v4"]
     refused = exp("show", ids[2])
     assert refused.returncode == 2 and "masked" in json.loads(refused.stdout)["error"]["message"]
     assert exp("show", ids[2], "--include-masked").returncode == 0

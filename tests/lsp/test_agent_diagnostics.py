@@ -148,6 +148,21 @@ async def test_trusted_by_the_config_file_a_saved_edit_is_measured_and_reported(
 
 
 @pytest.mark.parametrize("trust", [True], indirect=True)
+async def test_in_a_workspace_an_orchestrator_drives_the_probe_does_not_ask_for_a_record(
+    trust: Path, client: KernelscopeClient
+) -> None:
+    """atrex's supervisor drives the workspace (its state file is there): the probe still runs,
+    but its result must not tell the agent to `kernelscope iterate`, which refuses here (the
+    supervisor owns the versions): it says who records instead."""
+    (kernel(client).parent / ".orchestrator_state.json").write_text('{"stall_count": 0}\n')
+    _path, uri = save_untried_code(client)
+    await wait_for(lambda: any(m.startswith("probe:") for m in messages(client, uri)), 120, "no probe result")
+    probe = next(m for m in messages(client, uri) if m.startswith("probe:"))
+    assert "probe PASS on the CPU interpreter" in probe and "kernelscope iterate" not in probe, probe
+    assert "the supervisor driving this workspace records" in probe, probe
+
+
+@pytest.mark.parametrize("trust", [True], indirect=True)
 async def test_once_the_agent_records_the_measured_text_the_diagnostic_stops_asking_for_it(
     trust: Path, client: KernelscopeClient
 ) -> None:

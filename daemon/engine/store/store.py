@@ -644,17 +644,18 @@ class ExperimentStore:
         )
 
     def failures(
-        self, include_interpreter: bool = False, **filters: Any
+        self, include_interpreter: bool = False, hidden_versions: Iterable[str] = (), **filters: Any
     ) -> dict[FailureCategory, list[KernelExperiment]]:
         """Experiments grouped by the seed's categories (improvements left out). Interpreter
-        runs are left out unless `include_interpreter`: a CPU timing is no regression."""
+        runs are left out unless `include_interpreter`: a CPU timing is no regression;
+        `hidden_versions` as in list_experiments."""
         groups: dict[FailureCategory, list[KernelExperiment]] = {
             "buggy": [],
             "regressive": [],
             "slight_regression": [],
             "marginal": [],
         }
-        for exp in self.list_experiments(**filters):
+        for exp in self.list_experiments(hidden_versions=hidden_versions, **filters):
             if not include_interpreter and exp.metrics.get("mode") == "interpreter":
                 continue
             category = failure_category(exp.score, exp.is_buggy)

@@ -26,6 +26,8 @@ MEASURE = "measure anyway: `kernelscope bench` (editor: kernelscope.benchmark)"
 RECORD = (
     'record it: `kernelscope iterate -a <category> -d "<what changed>"` (editor: kernelscope.runIteration)'
 )
+# where an orchestrator drives the workspace, `iterate` refuses: its supervisor records versions
+SUPERVISED = "the supervisor driving this workspace records its versions (kernelscope only observes)"
 
 
 @dataclass(frozen=True)
@@ -100,11 +102,13 @@ def text_notices(history: HistoryService, text: str) -> tuple[list[Notice], bool
     return ([notice] if notice else []), identical
 
 
-def probe_notices(probe: BenchResult | None) -> list[Notice]:
+def probe_notices(probe: BenchResult | None, supervised: bool = False) -> list[Notice]:
     """What the latest background probe measured: a failed gate (error), a statistically
-    significant regression (warning, GPU timings only), else its result (information)."""
+    significant regression (warning, GPU timings only), else its result (information), with
+    how to record it (`supervised`: an orchestrator records, so no command is advised)."""
     if probe is None:
         return []
+    record = SUPERVISED if supervised else RECORD
     versus = probe.baseline_version or ("the reference" if probe.baseline == "reference" else "the baseline")
     if not probe.passed:
         kind = probe.error.kind if probe.error else "gate"
@@ -118,11 +122,11 @@ def probe_notices(probe: BenchResult | None) -> list[Notice]:
                 "information",
                 "probe",
                 f"probe PASS on the CPU interpreter: correct on every configuration{sizes}; its timings are "
-                f"not GPU figures, not comparable with {versus} — {RECORD}",
+                f"not GPU figures, not comparable with {versus} — {record}",
             )
         ]
     if probe.score is None:
-        return [Notice("information", "probe", f"probe PASS (no timing) — {RECORD}")]
+        return [Notice("information", "probe", f"probe PASS (no timing) — {record}")]
     measured = format_score(probe.score, ci=probe.score_ci, versus=versus)
     if probe.baseline != "reference" and probe.score_ci is not None and probe.score_ci[1] < REGRESSION_BELOW:
         worst = min(
@@ -137,7 +141,7 @@ def probe_notices(probe: BenchResult | None) -> list[Notice]:
         return [Notice("warning", "regression", f"regression: {measured}{detail}")]
     if probe.verdict == "no measurable change":
         return [Notice("information", "probe", f"probe PASS: no measurable change, {measured}")]
-    return [Notice("information", "probe", f"probe PASS: {measured} — {RECORD}")]
+    return [Notice("information", "probe", f"probe PASS: {measured} — {record}")]
 
 
 def untrusted_notice(root: str) -> Notice:

@@ -176,6 +176,13 @@ class WorkspaceCache:
     def kernels(self) -> KernelScan:
         return self.get("kernels", ("kernel",), self.workspace.kernels)
 
+    def supervised(self) -> bool:
+        """An orchestrator (atrex's supervisor) drives the workspace: it records the versions,
+        kernelscope observes (no write offered, none advised)."""
+        from kernelscope.daemon.engine.workspace.atrex import supervisor
+
+        return self.get("supervised", ("supervisor",), lambda: supervisor(self.root) is not None)
+
     def memory(self) -> list[MemoryEntry]:
         return self.get("memory", ("memory",), self.memory_manager.scan)
 

@@ -32,7 +32,8 @@ def diagnostics(ws: WorkspaceState, codec: PositionCodec = UTF32) -> list[types.
         return []  # nothing to say: no engine import, no scan of kernel.py
     from kernelscope.daemon.engine.views.diagnostics import probe_notices
 
-    notices: list[Notice] = [*ws.notices, *probe_notices(ws.probe)]
+    supervised = ws.probe is not None and ws.cache.supervised()
+    notices: list[Notice] = [*ws.notices, *probe_notices(ws.probe, supervised)]
     if not notices:
         return []  # (and no scan of kernel.py: a workspace nobody looked at stays unread)
     # the text the notices point into, split only when one of them says where

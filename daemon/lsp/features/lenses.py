@@ -19,14 +19,6 @@ WRITES = (("Run iteration", "kernelscope.runIteration"), ("Mask half & restart",
 READS = (("Benchmark now", "kernelscope.benchmark"),)
 
 
-def supervised(view: WorkspaceView) -> bool:
-    """An orchestrator (atrex's supervisor) drives the workspace: no write action is offered."""
-    from kernelscope.daemon.engine.workspace.atrex import supervisor
-
-    cache = view.cache
-    return bool(cache.get("supervised", ("supervisor",), lambda: supervisor(cache.root) is not None))
-
-
 def _lens(line: int, title: str, command: str, arguments: list[object]) -> types.CodeLens:
     zero = types.Position(line=max(line, 0), character=0)
     return types.CodeLens(
@@ -76,7 +68,7 @@ def _code_lens(view: WorkspaceView) -> list[types.CodeLens]:
 
     args: list[object] = [{"workspace": str(view.root)}]
     lenses = [_lens(0, file_text(view), "kernelscope.showHistory", args)]
-    writes = () if supervised(view) else WRITES  # an orchestrator's workspace: kernelscope observes
+    writes = () if view.cache.supervised() else WRITES  # an orchestrator's workspace: kernelscope observes
     lenses += [_lens(0, title, command, args) for title, command in (*writes, *READS)]
     if view.job is None and view.last_outcome is not None and view.last_outcome[1] == "cancelled":
         cancelled = lens_text.cancelled_text(view.last_outcome[0])
