@@ -32,6 +32,7 @@ from kernelscope.daemon.engine.workspace.atrex import refuse_if_supervised
 from kernelscope.daemon.engine.workspace.workspace import Workspace
 from kernelscope.protocol.commands import RestartReport
 from kernelscope.protocol.record_rules import section_get
+from kernelscope.protocol.vocabulary import WORKSPACE_DIRS, WORKSPACE_FILES
 
 FORBIDDEN_ACTIONS = [
     "Do not revert kernel.py to baseline or any earlier version.",
@@ -283,6 +284,17 @@ class PartialRestart:
 
     # -- phase 3 ------------------------------------------------------------------------
 
+    def _is_new_workspace(self, folder: Path) -> bool:
+        """Whether a folder that appeared beside the workspace is the new workspace the seed
+        forbids (`kernel_opt_<name>_iter<N>`, a copy): named after this one, or holding a kernel
+        or a memory folder. The seed's workspaces live in /tmp, where caches and other programs
+        make folders all the time: those are none of the agent's doing."""
+        if folder.name.startswith(self.ws.root.name):
+            return True
+        return any((folder / name).is_file() for name in WORKSPACE_FILES) or any(
+            (folder / name).is_dir() for name in WORKSPACE_DIRS
+        )
+
     def _verify(
         self, before: dict[str, Any], baseline_kernel: str | None, next_version: str, masked: list[str]
     ) -> tuple[list[str], dict[str, Any]]:
@@ -298,7 +310,11 @@ class PartialRestart:
             violations.append(f"memory files deleted: {', '.join(deleted)}")
         if after["v0_masked"] and not before["v0_masked"]:
             violations.append("memory/v0.json (the baseline) was masked")
-        new_dirs = sorted(set(after["siblings"]) - set(before["siblings"]))
+        new_dirs = [
+            name
+            for name in sorted(set(after["siblings"]) - set(before["siblings"]))
+            if self._is_new_workspace(self.ws.root.parent / name)
+        ]
         if new_dirs:
             violations.append(f"new workspace directories created next to this one: {', '.join(new_dirs)}")
         if (
