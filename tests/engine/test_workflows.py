@@ -347,6 +347,37 @@ def test_hanging_agent_is_stopped(workspace: tuple[Path, str], tmp_path: Path) -
     assert "ran past its 3 s limit" in report.violations[0]
 
 
+@pytest.mark.parametrize("agent", ["no-such-agent-xyz {brief}", "./agents/missing.sh"])
+def test_restart_with_an_agent_that_cannot_start_changes_nothing(
+    workspace: tuple[Path, str], agent: str
+) -> None:
+    """A mistyped agent command: before, half of the memory was masked (and the restart noted
+    in a record) and then the launch died with a FileNotFoundError traceback; a second try
+    masked another half. Now it is refused first, naming the program; nothing is masked."""
+    from kernelscope.daemon.engine import UsageError
+
+    ws, db = workspace
+    before = {p.name: p.read_text() for p in (ws / "memory").glob("v*.json")}
+    with pytest.raises(UsageError, match="cannot start the agent"):
+        restart(ws, db, agent)
+    assert {p.name: p.read_text() for p in (ws / "memory").glob("v*.json")} == before
+
+
+def test_restart_with_an_agent_found_but_not_runnable_reports_it(
+    workspace: tuple[Path, str], tmp_path: Path
+) -> None:
+    """An executable script without a #! line passes the check but cannot be executed: the
+    report names it (before: an OSError traceback after the mask)."""
+    ws, db = workspace
+    script = tmp_path / "agent-no-shebang"
+    script.write_text("echo hello\n")
+    script.chmod(0o755)
+    report = restart(ws, db, str(script))
+    assert not report.completed and report.agent_exit_code is None
+    assert report.violations[0].startswith("the agent could not be started: "), report.violations
+    assert f"unmask {', '.join(report.mask.masked)}" in report.violations[0]
+
+
 def test_restart_cli_needs_an_agent(
     workspace: tuple[Path, str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -15,6 +15,7 @@ import contextlib
 import json
 import os
 import shlex
+import shutil
 import signal
 import subprocess
 import threading
@@ -239,6 +240,18 @@ class PartialRestart:
 
     # -- phase 2 ------------------------------------------------------------------------
 
+    def _require_program(self, program: str) -> None:
+        """The agent's program must exist before anything is masked (a mistyped command used
+        to mask half of the memory, then fail to launch; each retry masked another half). A
+        path is taken from the workspace, where the agent runs."""
+        where = str(self.ws.root / program) if os.sep in program else program
+        if shutil.which(where) is None:
+            raise UsageError(
+                f"cannot start the agent: {program!r} is not an executable program"
+                + ("" if os.sep in program else " on PATH")
+                + "; nothing was masked"
+            )
+
     def _launch(
         self,
         argv: list[str],
@@ -381,6 +394,7 @@ class PartialRestart:
         refuse_if_supervised(
             self.ws.root, "restart (mask half of the memory and launch an agent)", self.options.force
         )
+        self._require_program(argv[0])
         before = self._snapshot()
         baseline_kernel = self._baseline_kernel()
         readme = self.ws.readme()
@@ -400,8 +414,16 @@ class PartialRestart:
             siblings=started["siblings"],
             targets_digest=self.ws.profile(readme).targets_digest,
         )
-        code, timed_out, cancelled = self._launch(argv, env, on_output, cancel)
+        try:
+            code, timed_out, cancelled = self._launch(argv, env, on_output, cancel)
+            not_started = None
+        except OSError as exc:  # found but not runnable (no #! line, say): the report says so
+            code, timed_out, cancelled = None, False, False
+            undo = f" (unmask {', '.join(mask.masked)} to undo the mask)" if mask.masked else ""
+            not_started = f"the agent could not be started: {exc}{undo}"
         violations, returned = self._verify(before, baseline_kernel, next_version, mask.masked)
+        if not_started:
+            violations.insert(0, not_started)
         if timed_out:
             violations.insert(0, f"the agent ran past its {self.options.timeout_s:g} s limit and was stopped")
         if cancelled:
