@@ -203,6 +203,24 @@ def test_a_refused_second_commit_leaves_the_iteration_recorded(workspace: tuple[
     assert Git(ws).head() == result.commit
 
 
+def test_iterate_with_a_store_it_cannot_open_records_nothing(
+    workspace: tuple[Path, str], tmp_path: Path
+) -> None:
+    """A --db that cannot be created (a mistyped path): before, the kernel was measured and
+    v4 written and committed, and only then the store failed, so the version stood without
+    its experiment or its commit hash and a retry was refused as 'identical to v4'. The store
+    is opened first now: the error comes before any measurement, nothing is written."""
+    from kernelscope.daemon.engine.store.errors import StoreError
+
+    ws, _ = workspace
+    (tmp_path / "a-file").write_text("")
+    (ws / "kernel.py").write_text(kernel_with_block(KERNEL, 4096))
+    head = Git(ws).head()
+    with pytest.raises(StoreError, match="cannot create the experiment store"):
+        iterate(ws, str(tmp_path / "a-file" / "exp.sqlite"), "block_size")
+    assert not (ws / "memory" / "v4.json").exists() and Git(ws).head() == head
+
+
 def test_iterate_in_a_workspace_below_the_repositorys_top(tmp_path: Path) -> None:
     """A workspace in a subfolder of a git repository (a monorepo of kernels): the commit names
     its files from the repository's top (before, `git add sub/kernel.py` ran in sub/ and failed
