@@ -203,6 +203,24 @@ def test_a_refused_second_commit_leaves_the_iteration_recorded(workspace: tuple[
     assert Git(ws).head() == result.commit
 
 
+def test_iterate_with_a_store_it_cannot_open_records_nothing(
+    workspace: tuple[Path, str], tmp_path: Path
+) -> None:
+    """A --db that cannot be created (a mistyped path): before, the kernel was measured and
+    v4 written and committed, and only then the store failed, so the version stood without
+    its experiment or its commit hash and a retry was refused as 'identical to v4'. The store
+    is opened first now: the error comes before any measurement, nothing is written."""
+    from kernelscope.daemon.engine.store.errors import StoreError
+
+    ws, _ = workspace
+    (tmp_path / "a-file").write_text("")
+    (ws / "kernel.py").write_text(kernel_with_block(KERNEL, 4096))
+    head = Git(ws).head()
+    with pytest.raises(StoreError, match="cannot create the experiment store"):
+        iterate(ws, str(tmp_path / "a-file" / "exp.sqlite"), "block_size")
+    assert not (ws / "memory" / "v4.json").exists() and Git(ws).head() == head
+
+
 def test_iterate_in_a_workspace_below_the_repositorys_top(tmp_path: Path) -> None:
     """A workspace in a subfolder of a git repository (a monorepo of kernels): the commit names
     its files from the repository's top (before, `git add sub/kernel.py` ran in sub/ and failed
@@ -266,6 +284,20 @@ def test_honest_agent_completes(workspace: tuple[Path, str], tmp_path: Path) -> 
     assert f"{report.mask.masked[0]}.json" not in offered and "v3.json" in offered  # masked one not offered
 
 
+def test_unrelated_new_folders_beside_the_workspace_are_no_violation(
+    workspace: tuple[Path, str], tmp_path: Path
+) -> None:
+    """The seed's workspace is /tmp/kernel_opt_<name>: while the agent works, compilers,
+    caches and other programs make folders in /tmp. Only a folder that is a new workspace (named
+    after this one, or holding kernel.py or memory/) breaks the rule; before, any new folder
+    made an honest restart 'NOT completed'."""
+    ws, db = workspace
+    cache = "import os; os.mkdir(os.path.join(os.path.dirname(os.environ['KERNELSCOPE_WORKSPACE']), 'torchinductor_me'))"
+    report = restart(ws, db, agent_script(tmp_path, cache + "\n" + textwrap.dedent(HONEST)))
+    assert (ws.parent / "torchinductor_me").is_dir()
+    assert report.violations == [] and report.completed, report.violations
+
+
 MISBEHAVING = {
     "deletes a memory file": (
         "import os; os.remove(os.path.join(os.environ['KERNELSCOPE_WORKSPACE'], 'memory', 'v3.json'))",
@@ -302,6 +334,12 @@ MISBEHAVING = {
         "import os; os.mkdir(os.environ['KERNELSCOPE_WORKSPACE'] + '_iter4')",
         "new workspace directories created",
     ),
+    "copies the kernel into a new folder": (
+        "import os, shutil; ws = os.environ['KERNELSCOPE_WORKSPACE']; "
+        "os.mkdir(os.path.join(os.path.dirname(ws), 'fresh')); "
+        "shutil.copy(os.path.join(ws, 'kernel.py'), os.path.join(os.path.dirname(ws), 'fresh'))",
+        "new workspace directories created next to this one: fresh",
+    ),
 }
 
 
@@ -325,6 +363,37 @@ def test_hanging_agent_is_stopped(workspace: tuple[Path, str], tmp_path: Path) -
     )
     assert report.agent_timed_out and not report.completed
     assert "ran past its 3 s limit" in report.violations[0]
+
+
+@pytest.mark.parametrize("agent", ["no-such-agent-xyz {brief}", "./agents/missing.sh"])
+def test_restart_with_an_agent_that_cannot_start_changes_nothing(
+    workspace: tuple[Path, str], agent: str
+) -> None:
+    """A mistyped agent command: before, half of the memory was masked (and the restart noted
+    in a record) and then the launch died with a FileNotFoundError traceback; a second try
+    masked another half. Now it is refused first, naming the program; nothing is masked."""
+    from kernelscope.daemon.engine import UsageError
+
+    ws, db = workspace
+    before = {p.name: p.read_text() for p in (ws / "memory").glob("v*.json")}
+    with pytest.raises(UsageError, match="cannot start the agent"):
+        restart(ws, db, agent)
+    assert {p.name: p.read_text() for p in (ws / "memory").glob("v*.json")} == before
+
+
+def test_restart_with_an_agent_found_but_not_runnable_reports_it(
+    workspace: tuple[Path, str], tmp_path: Path
+) -> None:
+    """An executable script without a #! line passes the check but cannot be executed: the
+    report names it (before: an OSError traceback after the mask)."""
+    ws, db = workspace
+    script = tmp_path / "agent-no-shebang"
+    script.write_text("echo hello\n")
+    script.chmod(0o755)
+    report = restart(ws, db, str(script))
+    assert not report.completed and report.agent_exit_code is None
+    assert report.violations[0].startswith("the agent could not be started: "), report.violations
+    assert f"unmask {', '.join(report.mask.masked)}" in report.violations[0]
 
 
 def test_restart_cli_needs_an_agent(

@@ -25,6 +25,7 @@ from kernelscope.daemon.engine.memory.records import MemoryEntry, utc_now_iso
 from kernelscope.daemon.engine.run.bench import BenchRequest, run_benchmark
 from kernelscope.daemon.engine.store import ExperimentStore
 from kernelscope.daemon.engine.store.config import public_url
+from kernelscope.daemon.engine.store.errors import StoreError
 from kernelscope.daemon.engine.workflows.git import FAILED_REF_PREFIX, Git
 from kernelscope.daemon.engine.workflows.probe import kernel_at, last_passing
 from kernelscope.daemon.engine.workspace.atrex import refuse_if_supervised, reserved_versions
@@ -132,6 +133,15 @@ class Iteration:
         )
         if not self.options.force:
             refuse_recorded_code(self.ws.root, self.options.db_url)
+        # The store is opened (created, its schema checked) before anything is measured: one
+        # that fails only after the record was written and committed would leave the version
+        # without its experiment and its commit hash, and a retry refused as already recorded.
+        store = ExperimentStore(self.store_url)
+        store.engine  # noqa: B018 - the property opens it
+        if store.read_only:
+            raise StoreError(
+                f"cannot record into {public_url(self.store_url)}: this process may not write it"
+            )
         readme = self.ws.readme() if self.ws.readme_path.is_file() else None
         entries = self.memory.scan()
         baseline_entry = next((e for e in entries if e.record is not None and e.number == 0), None)
@@ -168,10 +178,11 @@ class Iteration:
         # there: an iteration started by the daemon and one started by the CLI or an agent
         # at the same time record v<N> and v<N+1> and never commit over each other.
         with workspace_lock(self.memory.lock_dir, timeout=600.0, name=ITERATION_LOCK_NAME):
-            return self._record(bench, readme, parent_entry, messages, measured)
+            return self._record(store, bench, readme, parent_entry, messages, measured)
 
     def _record(
         self,
+        store: ExperimentStore,
         bench: BenchResult,
         readme: ReadmeInfo | None,
         parent_entry: MemoryEntry | None,
@@ -212,7 +223,6 @@ class Iteration:
             raise DataError(
                 f"{version} was measured but could not be committed, so nothing was recorded: {exc}"
             ) from None
-        store = ExperimentStore(self.store_url)
         experiment = self._experiment(
             store, version, bench, parent_entry, readme, measured, head_before, kernel_commit, commit
         )

@@ -15,6 +15,7 @@ import contextlib
 import json
 import os
 import shlex
+import shutil
 import signal
 import subprocess
 import threading
@@ -32,6 +33,7 @@ from kernelscope.daemon.engine.workspace.atrex import refuse_if_supervised
 from kernelscope.daemon.engine.workspace.workspace import Workspace
 from kernelscope.protocol.commands import RestartReport
 from kernelscope.protocol.record_rules import section_get
+from kernelscope.protocol.vocabulary import WORKSPACE_DIRS, WORKSPACE_FILES
 
 FORBIDDEN_ACTIONS = [
     "Do not revert kernel.py to baseline or any earlier version.",
@@ -238,6 +240,18 @@ class PartialRestart:
 
     # -- phase 2 ------------------------------------------------------------------------
 
+    def _require_program(self, program: str) -> None:
+        """The agent's program must exist before anything is masked (a mistyped command used
+        to mask half of the memory, then fail to launch; each retry masked another half). A
+        path is taken from the workspace, where the agent runs."""
+        where = str(self.ws.root / program) if os.sep in program else program
+        if shutil.which(where) is None:
+            raise UsageError(
+                f"cannot start the agent: {program!r} is not an executable program"
+                + ("" if os.sep in program else " on PATH")
+                + "; nothing was masked"
+            )
+
     def _launch(
         self,
         argv: list[str],
@@ -283,6 +297,17 @@ class PartialRestart:
 
     # -- phase 3 ------------------------------------------------------------------------
 
+    def _is_new_workspace(self, folder: Path) -> bool:
+        """Whether a folder that appeared beside the workspace is the new workspace the seed
+        forbids (`kernel_opt_<name>_iter<N>`, a copy): named after this one, or holding a kernel
+        or a memory folder. The seed's workspaces live in /tmp, where caches and other programs
+        make folders all the time: those are none of the agent's doing."""
+        if folder.name.startswith(self.ws.root.name):
+            return True
+        return any((folder / name).is_file() for name in WORKSPACE_FILES) or any(
+            (folder / name).is_dir() for name in WORKSPACE_DIRS
+        )
+
     def _verify(
         self, before: dict[str, Any], baseline_kernel: str | None, next_version: str, masked: list[str]
     ) -> tuple[list[str], dict[str, Any]]:
@@ -298,7 +323,11 @@ class PartialRestart:
             violations.append(f"memory files deleted: {', '.join(deleted)}")
         if after["v0_masked"] and not before["v0_masked"]:
             violations.append("memory/v0.json (the baseline) was masked")
-        new_dirs = sorted(set(after["siblings"]) - set(before["siblings"]))
+        new_dirs = [
+            name
+            for name in sorted(set(after["siblings"]) - set(before["siblings"]))
+            if self._is_new_workspace(self.ws.root.parent / name)
+        ]
         if new_dirs:
             violations.append(f"new workspace directories created next to this one: {', '.join(new_dirs)}")
         if (
@@ -365,6 +394,7 @@ class PartialRestart:
         refuse_if_supervised(
             self.ws.root, "restart (mask half of the memory and launch an agent)", self.options.force
         )
+        self._require_program(argv[0])
         before = self._snapshot()
         baseline_kernel = self._baseline_kernel()
         readme = self.ws.readme()
@@ -384,8 +414,16 @@ class PartialRestart:
             siblings=started["siblings"],
             targets_digest=self.ws.profile(readme).targets_digest,
         )
-        code, timed_out, cancelled = self._launch(argv, env, on_output, cancel)
+        try:
+            code, timed_out, cancelled = self._launch(argv, env, on_output, cancel)
+            not_started = None
+        except OSError as exc:  # found but not runnable (no #! line, say): the report says so
+            code, timed_out, cancelled = None, False, False
+            undo = f" (unmask {', '.join(mask.masked)} to undo the mask)" if mask.masked else ""
+            not_started = f"the agent could not be started: {exc}{undo}"
         violations, returned = self._verify(before, baseline_kernel, next_version, mask.masked)
+        if not_started:
+            violations.insert(0, not_started)
         if timed_out:
             violations.insert(0, f"the agent ran past its {self.options.timeout_s:g} s limit and was stopped")
         if cancelled:
