@@ -261,7 +261,7 @@ class _Run:
             if path == ["masked"] and not isinstance(value, bool):
                 raise UsageError("masked must be true or false")
             if path == ["masked"] and value and core.is_baseline(version):
-                raise UsageError(core.MASK_BASELINE_REFUSAL)
+                raise DataError(core.MASK_BASELINE_REFUSAL)
         if any((self.root / hint).exists() for hint in core.SUPERVISOR_HINTS):
             raise Fallback  # maybe a supervisor's workspace: the full CLI judges and refuses
         from kernelscope.daemon.engine.memory import atomic_io  # filelock: only writers pay for it

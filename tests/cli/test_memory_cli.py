@@ -241,7 +241,8 @@ def test_create_and_update_refuse_a_supervised_workspace_on_both_paths(
         baseline = cli(
             "memory", "update", "--version", "v0", "--set", "masked=true", "-w", str(ws), "--force"
         )
-        assert baseline.exit_code == 1 and "refusing to mask v0" in baseline.stderr, baseline
+        # a refused operation (docs/memory.md's exit statuses), as the orchestrator's refusal
+        assert baseline.exit_code == 2 and "refusing to mask v0" in baseline.stderr, baseline
         assert {p.name: p.read_bytes() for p in (ws / "memory").iterdir()} == before
     forced = cli("memory", "update", "--version", "v4", "--set", "notes=1", "-w", str(ws), "--force")
     assert forced.exit_code == 0, forced.stderr
@@ -249,7 +250,10 @@ def test_create_and_update_refuse_a_supervised_workspace_on_both_paths(
     (ws / "memory" / "live.json").unlink()
     monkeypatch.delenv("KERNELSCOPE_NO_FAST_PATH", raising=False)
     fast_refusal = cli("memory", "update", "--version", "v0", "--set", "masked=true", "-w", str(ws))
-    assert fast_refusal.exit_code == 1 and "refusing to mask v0" in fast_refusal.stderr
+    assert fast_refusal.exit_code == 2 and "refusing to mask v0" in fast_refusal.stderr
+    for masking in (("mask", "--version", "v0"), ("mask", "--version", "v0", "--json")):
+        refused = cli("memory", *masking, "-w", str(ws))
+        assert refused.exit_code == 2 and "refusing to mask v0" in refused.stderr + refused.stdout, refused
     allowed = cli(
         "memory", "update", "--version", "v0", "--set", "masked=true", "-w", str(ws), "--include-baseline"
     )

@@ -348,7 +348,7 @@ class MemoryManager:
             if path == ["masked"] and not isinstance(value, bool):
                 raise UsageError("masked must be true or false")
             if path == ["masked"] and value and core.is_baseline(version) and not allow_baseline:
-                raise UsageError(core.MASK_BASELINE_REFUSAL)
+                raise DataError(core.MASK_BASELINE_REFUSAL)
         refuse_if_supervised(self.workspace, "update memory records", allow_supervised)
         with self._lock():
             file_path, data, indent = self._read_raw_for_update(version)
@@ -379,7 +379,7 @@ class MemoryManager:
         if not normalized:
             raise UsageError("no versions given")
         if masked and BASELINE in normalized and not allow_baseline:
-            raise UsageError(core.MASK_BASELINE_REFUSAL)
+            raise DataError(core.MASK_BASELINE_REFUSAL)
         changed: list[str] = []
         writes: list[tuple[Path, str]] = []
         with self._lock():
