@@ -258,3 +258,44 @@ def test_create_and_update_refuse_a_supervised_workspace_on_both_paths(
         "memory", "update", "--version", "v0", "--set", "masked=true", "-w", str(ws), "--include-baseline"
     )
     assert allowed.exit_code == 0, allowed.stderr
+
+
+def test_writes_in_a_git_worktree_leave_no_untracked_lock_file(
+    tmp_path: Path,
+    cli,  # type: ignore[no-untyped-def]
+    monkeypatch,  # type: ignore[no-untyped-def]
+) -> None:
+    """atrex runs each episode in a git worktree, whose `.git` is a file naming its git
+    directory: the lock goes there, as for a repository's root, not into memory/ where it
+    showed in `git status` (and an agent's `git add -A` committed it). Both CLI paths."""
+    repo, episode = tmp_path / "repo", tmp_path / "episode"
+    for version in range(3):
+        write_record(repo, version, masked=False)
+    git = ["git", "-c", "user.name=t", "-c", "user.email=t@t"]
+    subprocess.run([*git, "init", "-q", str(repo)], check=True)
+    subprocess.run([*git, "-C", str(repo), "add", "-A"], check=True)
+    subprocess.run([*git, "-C", str(repo), "commit", "-qm", "memory"], check=True)
+    subprocess.run([*git, "-C", str(repo), "worktree", "add", "-q", str(episode)], check=True)
+    assert (episode / ".git").is_file()
+    for fast_path in (True, False):
+        if fast_path:
+            monkeypatch.delenv("KERNELSCOPE_NO_FAST_PATH", raising=False)
+        else:
+            monkeypatch.setenv("KERNELSCOPE_NO_FAST_PATH", "1")
+        done = cli(
+            "memory", "update", "--version", "v1", "--set", f"notes={int(fast_path)}", "-w", str(episode)
+        )
+        assert done.exit_code == 0, done.stderr
+        masked = cli("memory", "mask", "--version", "v2", "-w", str(episode))
+        assert masked.exit_code == 0, masked.stderr
+        cli("memory", "unmask", "--version", "v2", "-w", str(episode))
+    status = subprocess.run(
+        ["git", "-C", str(episode), "status", "--porcelain", "--untracked-files=all"],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    assert [line[3:] for line in status.stdout.splitlines()] == ["memory/v1.json"], status.stdout
+    assert list((repo / ".git" / "worktrees").glob("*/kernelscope/*.lock")), (
+        "the lock is in the worktree's git dir"
+    )

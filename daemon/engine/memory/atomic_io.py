@@ -231,11 +231,28 @@ def dump_json(data: Any, indent: int = 2) -> str:
     return json.dumps(data, indent=indent, ensure_ascii=False, allow_nan=False) + "\n"
 
 
+def git_dir_of(workspace: Path) -> Path | None:
+    """The git directory of a workspace at a repository's root or a worktree's (atrex runs each
+    episode in a git worktree, whose `.git` is a file naming its own git directory), or None."""
+    dot_git = workspace / ".git"
+    if dot_git.is_dir():
+        return dot_git
+    try:
+        first = dot_git.read_text(encoding="utf-8", errors="replace").splitlines()[:1]
+    except OSError:
+        return None
+    if not first or not first[0].startswith("gitdir:"):
+        return None
+    named = Path(first[0][len("gitdir:") :].strip())
+    git_dir = named if named.is_absolute() else workspace / named
+    return git_dir if git_dir.is_dir() else None
+
+
 def lock_dir_of(workspace: Path) -> Path:
-    """Where a workspace's locks live: inside `.git/kernelscope/` when the workspace is a git
-    repository's root (so no untracked file appears), else its memory/."""
-    git_dir = workspace / ".git"
-    return git_dir / "kernelscope" if git_dir.is_dir() else workspace / MEMORY_DIR
+    """Where a workspace's locks live: in its git directory's `kernelscope/` when the workspace
+    is a repository's or a worktree's root (so no untracked file appears), else its memory/."""
+    git_dir = git_dir_of(workspace)
+    return git_dir / "kernelscope" if git_dir is not None else workspace / MEMORY_DIR
 
 
 @contextlib.contextmanager
