@@ -58,12 +58,15 @@ def check_command(
     if folder.bench_on_save and not trusts(user.trusted, root):
         notices.append(untrusted_notice(str(root)))
     tried = [hint for hint in service.tried(text) if hint.values]
+    # what "nothing matches" rests on: an agent must tell new code from a history with no code
+    compared = sum(1 for v in service.history().versions.values() if v.kernel_blob and not v.masked)
     if json_out:
         output.print_json(
             {
                 "workspace": str(root),
                 "file": str(source),
                 "identical": identical,
+                "versions_compared": compared,
                 "notices": [
                     {"severity": n.severity, "code": n.code, "message": n.message, "line": n.line}
                     for n in notices
@@ -77,7 +80,12 @@ def check_command(
     for notice in notices:
         where = f"{source.name}:{notice.line}: " if notice.line else ""
         output.info(f"{where}{notice.severity}: {notice.message} [{notice.code}]")
-    if not notices:
-        output.info("nothing recorded matches this kernel.py: new code")
+    if not notices and not compared:
+        output.info(
+            "no recorded version's code to compare with (no unmasked memory/v*.json whose kernel.py "
+            "git holds): kernelscope cannot tell whether this was tried"
+        )
+    elif not notices:
+        output.info(f"nothing recorded matches this kernel.py ({compared} versions compared): new code")
     for hint in tried:
         output.info(f"{source.name}:{hint.line + 1}: {hint.label}={hint.value} {hint.hint}")

@@ -69,3 +69,28 @@ def test_static_rules_are_named_with_their_line(ws: Path, tmp_path: Path, cli) -
     assert static[0]["line"] == len(cheat.splitlines())
     shown = cli("check", str(text), "-w", str(ws), "--db", str(ws.parent / "exp.sqlite"))
     assert f"candidate.py:{len(cheat.splitlines())}: error:" in shown.stdout
+
+
+def test_new_code_and_no_code_to_compare_with_are_told_apart(
+    ws: Path, tmp_path: Path, cli, users_own_files: Path
+) -> None:  # type: ignore[no-untyped-def]
+    """ "Nothing matches" means new code only where recorded versions' code was compared: a
+    workspace whose versions git does not hold (or none recorded) says it cannot tell."""
+    users_own_files.write_text(f'trusted = ["{ws}"]\n')
+    db = str(ws.parent / "exp.sqlite")
+    (ws / "kernel.py").write_text(kernel_with_block(KERNEL, 64) + "\n# a new idea\nX = 1\n")
+    new = cli("check", "-w", str(ws), "--db", db, "--json")
+    assert new.exit_code == 0, new.stderr
+    assert new.json()["notices"] == [] and new.json()["versions_compared"] == 2, new.json()
+    assert "(2 versions compared): new code" in cli("check", "-w", str(ws), "--db", db).stdout
+    bare = tmp_path / "bare"
+    bare.mkdir()
+    for name in ("README.md", "kernel.py"):
+        (bare / name).write_bytes((ws / name).read_bytes())
+    (bare / "memory").mkdir()  # a workspace with no version recorded yet
+    users_own_files.write_text(f'trusted = ["{ws}", "{bare}"]\n')
+    unknown = cli("check", "-w", str(bare), "--db", db, "--json")
+    assert unknown.exit_code == 0, unknown.stderr
+    assert unknown.json()["versions_compared"] == 0, unknown.json()
+    shown = cli("check", "-w", str(bare), "--db", db).stdout
+    assert "cannot tell whether this was tried" in shown and "new code" not in shown, shown
