@@ -299,3 +299,23 @@ def test_writes_in_a_git_worktree_leave_no_untracked_lock_file(
     assert list((repo / ".git" / "worktrees").glob("*/kernelscope/*.lock")), (
         "the lock is in the worktree's git dir"
     )
+
+
+def test_a_folder_inside_a_workspace_names_the_workspace(
+    tmp_path: Path,
+    cli,  # type: ignore[no-untyped-def]
+) -> None:
+    """Run from a folder inside a workspace (memory/, say: where an agent often is), a command
+    that needs the workspace says which one to pass, as `check` finds it on its own."""
+    ws = tmp_path / "kernel_opt_x"
+    write_record(ws, 0, masked=False)
+    (ws / "kernel.py").write_text("import torch\n")
+    for args in (("memory", "list"), ("bench", "--json")):
+        inside = cli(*args, "-w", str(ws / "memory"))
+        assert inside.exit_code == 2, inside
+        assert (
+            f"it is inside the workspace {ws.resolve()}: pass -w {ws.resolve()}"
+            in inside.stderr + inside.stdout
+        )
+    outside = cli("memory", "list", "-w", str(tmp_path))
+    assert outside.exit_code == 2 and "inside the workspace" not in outside.stderr, outside

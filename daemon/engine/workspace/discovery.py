@@ -66,9 +66,11 @@ def require_workspace(path: Path, need: Need = "workspace") -> Path:
     resolved = Path(path).expanduser().resolve()
     missing = missing_parts(resolved, need)
     if missing:
+        above = workspace_holding(resolved.parent) if resolved.parent != resolved else None
+        hint = f"; it is inside the workspace {above}: pass -w {above}" if above is not None else ""
         raise DataError(
             f"{resolved} is not an optimization workspace ({'; '.join(missing)}): a workspace holds "
-            f"kernel.py, and memory/ or a README.md with a ```{WORKSPACE_FENCE} block"
+            f"kernel.py, and memory/ or a README.md with a ```{WORKSPACE_FENCE} block{hint}"
         )
     return resolved
 
