@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import json
+import os
 import shutil
+import signal
 import subprocess
 import sys
 import textwrap
+import time
 from pathlib import Path
 
 import pytest
@@ -260,7 +263,6 @@ HONEST = f"""
 
 
 def restart(ws: Path, db: str, agent: str, timeout: float = 120.0, lines: list[str] | None = None):  # type: ignore[no-untyped-def]
-    import os
 
     os.environ["DB"] = db
     return PartialRestart(
@@ -394,6 +396,49 @@ def test_restart_with_an_agent_found_but_not_runnable_reports_it(
     assert not report.completed and report.agent_exit_code is None
     assert report.violations[0].startswith("the agent could not be started: "), report.violations
     assert f"unmask {', '.join(report.mask.masked)}" in report.violations[0]
+
+
+@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM])
+def test_an_interrupted_restart_stops_its_agent_and_reports(
+    workspace: tuple[Path, str], tmp_path: Path, signum: int
+) -> None:
+    """Ctrl-C on `kernelscope restart`, or SIGTERM (an agent's Bash tool timing out): the agent
+    runs in its own session, out of the terminal's reach. Before, it went on editing the
+    workspace unwatched and no report said what had been masked; now it is stopped and the
+    report is printed (not completed, the masked versions named)."""
+    ws, db = workspace
+    started = tmp_path / "agent.pid"
+    body = f"import os, time\nopen({str(started)!r}, 'w').write(str(os.getpid()))\ntime.sleep(120)\n"
+    proc = subprocess.Popen(
+        [
+            KELNERSCOPE,
+            "restart",
+            "-w",
+            str(ws),
+            "--json",
+            "--seed",
+            "1",
+            "--agent",
+            agent_script(tmp_path, body),
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env={**os.environ, "KERNELSCOPE_DB_URL": db},
+    )
+    for _ in range(600):  # until the agent runs (the CLI starts, masks, writes the brief)
+        if started.is_file() and started.read_text():
+            break
+        time.sleep(0.1)
+    agent = int(started.read_text())
+    proc.send_signal(signum)
+    out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 3, (proc.returncode, err)
+    report = json.loads(out)
+    assert "the agent was cancelled" in report["violations"] and not report["completed"], report
+    assert report["mask"]["masked"], report
+    with pytest.raises(ProcessLookupError):  # gone (and reaped: no zombie either)
+        os.kill(agent, 0)
 
 
 def test_restart_cli_needs_an_agent(

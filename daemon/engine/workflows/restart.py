@@ -281,17 +281,24 @@ class PartialRestart:
 
         reader = threading.Thread(target=pump, daemon=True)
         reader.start()
-        while process.poll() is None:
-            if cancel is not None and cancel.is_set():
-                cancelled = True
-            elif time.monotonic() > deadline:
-                timed_out = True
-            if cancelled or timed_out:
-                with contextlib.suppress(ProcessLookupError):
-                    os.killpg(process.pid, signal.SIGKILL)
-                process.wait()
-                break
-            time.sleep(0.05)
+        try:
+            while process.poll() is None:
+                if cancel is not None and cancel.is_set():
+                    cancelled = True
+                elif time.monotonic() > deadline:
+                    timed_out = True
+                if cancelled or timed_out:
+                    break
+                time.sleep(0.05)
+        except (KeyboardInterrupt, SystemExit):
+            # Ctrl-C, or SIGTERM (the CLI's SystemExit: an agent's Bash tool timing out): the
+            # agent, in its own session, would go on editing the workspace unwatched; it is
+            # stopped and the report still says what it did and what was masked.
+            cancelled = True
+        if cancelled or timed_out:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(process.pid, signal.SIGKILL)
+            process.wait()
         reader.join(timeout=5)
         return (None if (timed_out or cancelled) else process.returncode), timed_out, cancelled
 
