@@ -197,15 +197,19 @@ class Timer:
         counted: bool = False,
     ) -> Timed:
         """Time `fn(*inputs)`. `checks` acts between calls; `counted` counts Triton launches
-        (the candidate's calls: every one must launch at least one)."""
+        (the candidate's calls: every one must launch at least one). A `fn` with a
+        `prepare_timed_call()` (a destination-passing call zeroing its outputs) gets it before
+        every timed call, untimed."""
         timed = Timed()
         call = lambda: fn(*inputs)  # noqa: E731
+        prepare = getattr(fn, "prepare_timed_call", None) or (lambda: None)
         gpu = self.mode == "gpu"
         calls = self._gpu_calls(call, id(fn)) if gpu else self.reps
         graph = self._capture(call) if gpu and self.graph else None
         for index in range(calls):
             if checks is not None:
                 checks.before(index)
+            prepare()
             if gpu:
                 self._flush_l2()
                 start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
@@ -233,10 +237,10 @@ class Timer:
                 out = None  # released before the audit allocates its own inputs and outputs
                 checks.audit_point(index)
         if gpu and counted and graph is None:
-            timed.kernel_ms = self._kernel_only(call, max(5, min(calls, 20)))
+            timed.kernel_ms = self._kernel_only(call, max(5, min(calls, 20)), prepare)
         return timed
 
-    def _kernel_only(self, call: Callable[[], Any], calls: int) -> list[float]:
+    def _kernel_only(self, call: Callable[[], Any], calls: int, prepare: Callable[[], Any]) -> list[float]:
         """Per call, the summed time of its Triton launches (CUDA events around each launch)."""
         pending: list[tuple[torch.cuda.Event, torch.cuda.Event]] = []
 
@@ -252,6 +256,7 @@ class Timer:
         self.guard.launches.on_launch = around
         try:
             for _ in range(calls):
+                prepare()
                 self._flush_l2()
                 pending.clear()
                 with self.guard.launches.counting():

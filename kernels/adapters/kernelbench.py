@@ -108,10 +108,13 @@ class KernelBenchProblem(Problem):
         return value
 
     def _model(self, cls: Any) -> Any:
+        """Built as KernelBench builds it, and left in training mode as its eval leaves it (it
+        never calls `.eval()`): BatchNorm normalizes with the batch's statistics, so a copy of
+        the input does not pass 33_BatchNorm, and Dropout is active."""
         torch.manual_seed(0)  # same weights for reference, baseline and candidate
         init_inputs = [self._cast(x) for x in self.ref.get_init_inputs()]
         init_inputs = [x.to(self.device) if isinstance(x, torch.Tensor) else x for x in init_inputs]
-        return cls(*init_inputs).to(device=self.device, dtype=self.dtype).eval()
+        return cls(*init_inputs).to(device=self.device, dtype=self.dtype)
 
     def estimate_sizes(self) -> ProblemSizes:
         """One seed's input, output and parameter sizes, measured on the meta device before

@@ -27,6 +27,8 @@ from tests.conftest import FIXTURES
 KERNELBENCH = FIXTURES / "kernelbench"
 GELU = "26_GELU_.py"
 RELU = "19_ReLU.py"
+BATCH_NORM = "33_BatchNorm.py"
+BATCH_NORM_SMALL = ["batch_size=4", "features=4", "dim1=16", "dim2=16"]
 SMALL = ["--problem-size", "batch_size=16", "--problem-size", "dim=1024"]
 KERNELSCOPE = Path(sys.executable).with_name("kernelscope")
 
@@ -64,6 +66,74 @@ GELU_KERNEL = _ELEMENTWISE.replace("{body}", "0.5 * x * (1.0 + tl.math.erf(x * 0
 # GELU on KernelBench's [0, 1) inputs, far beyond KernelBench's fp32 tolerance of 1e-4.
 GELU_SIGMOID_KERNEL = _ELEMENTWISE.replace("{body}", "x / (1.0 + tl.exp(-1.702 * x))")
 RELU_KERNEL = _ELEMENTWISE.replace("{body}", "tl.maximum(x, 0.0)")
+# 33_BatchNorm's candidates. KernelBench runs Model and ModelNew in training mode (its eval
+# never calls `.eval()`), where BatchNorm normalizes with the batch's mean and variance; in
+# eval mode it would use the fresh running statistics (0 and 1), about the identity.
+COPY_KERNEL = """
+import torch
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def _copy(x_ptr, out_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    tl.store(out_ptr + offs, tl.load(x_ptr + offs, mask=offs < n), mask=offs < n)
+
+
+class ModelNew(torch.nn.Module):
+    def __init__(self, num_features: int):
+        super().__init__()
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        x = x.contiguous()
+        out = torch.empty_like(x)
+        _copy[(triton.cdiv(x.numel(), 1024),)](x, out, x.numel(), BLOCK=1024)
+        return out
+"""
+BATCH_STATS_KERNEL = """
+import torch
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def _batch_norm(x_ptr, w_ptr, b_ptr, out_ptr, N, C, HW, eps, BLOCK: tl.constexpr):
+    c = tl.program_id(0)
+    total = tl.zeros([BLOCK], dtype=tl.float32)
+    for n in range(0, N):
+        for start in range(0, HW, BLOCK):
+            offs = start + tl.arange(0, BLOCK)
+            total += tl.load(x_ptr + (n * C + c) * HW + offs, mask=offs < HW, other=0.0)
+    mean = tl.sum(total, 0) / (N * HW)
+    squares = tl.zeros([BLOCK], dtype=tl.float32)
+    for n in range(0, N):
+        for start in range(0, HW, BLOCK):
+            offs = start + tl.arange(0, BLOCK)
+            x = tl.load(x_ptr + (n * C + c) * HW + offs, mask=offs < HW, other=0.0)
+            squares += tl.where(offs < HW, (x - mean) * (x - mean), 0.0)
+    scale = tl.load(w_ptr + c) / tl.sqrt(tl.sum(squares, 0) / (N * HW) + eps)
+    shift = tl.load(b_ptr + c) - mean * scale
+    for n in range(0, N):
+        for start in range(0, HW, BLOCK):
+            offs = start + tl.arange(0, BLOCK)
+            x = tl.load(x_ptr + (n * C + c) * HW + offs, mask=offs < HW, other=0.0)
+            tl.store(out_ptr + (n * C + c) * HW + offs, x * scale + shift, mask=offs < HW)
+
+
+class ModelNew(torch.nn.Module):
+    def __init__(self, num_features: int):
+        super().__init__()
+        self.weight = torch.nn.Parameter(torch.ones(num_features))
+        self.bias = torch.nn.Parameter(torch.zeros(num_features))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        x = x.contiguous()
+        out = torch.empty_like(x)
+        n, c = x.shape[:2]
+        _batch_norm[(c,)](x, self.weight, self.bias, out, n, c, x[0, 0].numel(), 1e-5, BLOCK=256)
+        return out
+"""
 # Holds resident memory past a small cap: the watchdog must stop it, and the verdict must say
 # out of memory (exit 4), never a wrong answer (exit 3).
 HOARDING_KERNEL = """
@@ -181,6 +251,26 @@ def test_precision_casts_inputs_and_models_as_kernelbench(tmp_path: Path) -> Non
     assert KernelBenchProblem(ref, cand, None).tolerance({}) == {"atol": 1e-3, "rtol": 1e-3}
 
 
+def test_models_run_in_training_mode_as_kernelbench(tmp_path: Path) -> None:
+    """KernelBench's eval never calls `.eval()`: on 33_BatchNorm the reference normalizes with
+    the batch's statistics (per-channel mean 0, variance 1), not the running ones, which would
+    make it the identity within KernelBench's fp32 tolerance, passing a copy of the input."""
+    from kernelscope.kernels.adapters.base import load_module
+    from kernelscope.kernels.adapters.kernelbench import KernelBenchProblem
+    from kernelscope.protocol.sizes import parse_problem_sizes
+
+    (tmp_path / "kernel.py").write_text(COPY_KERNEL)
+    ref = load_module(KERNELBENCH / BATCH_NORM, "reference", parse_problem_sizes(BATCH_NORM_SMALL))
+    problem = KernelBenchProblem(ref, load_module(tmp_path / "kernel.py", "candidate"), None)
+    problem.prepare("cpu")
+    assert problem._built["reference"].training and problem._built["candidate"].training
+    (x,) = problem.make_inputs(problem.configs(True)[0], 0, "cpu")
+    out = problem.reference(problem.configs(True)[0], (x,))
+    assert out.mean(dim=(0, 2, 3)).abs().max() < 1e-5
+    assert (out.var(dim=(0, 2, 3), unbiased=False) - 1).abs().max() < 1e-3
+    assert (out - x).abs().max() > 1.0  # x is torch.rand: mean 0.5, std 0.29
+
+
 def test_footprint_of_the_full_size_problem() -> None:
     """GELU at KernelBench's size: 6.44 GB per tensor, measured on the meta device without
     allocating it, and the harness's multiple of it."""
@@ -237,6 +327,22 @@ def test_reference_option_with_the_upstream_file_name(tmp_path: Path) -> None:
     assert run.returncode == EXIT_PASS, run.stdout + run.stderr
     missing = bench("-w", str(ws), "--reference", "nope.py", "--mode", "interpreter")
     assert missing.returncode == EXIT_SETUP and "reference nope.py does not exist" in missing.stderr
+
+
+@pytest.mark.slow
+def test_batch_norm_verdicts_agree_with_kernelbench(tmp_path: Path) -> None:
+    """Upstream's run_and_check_correctness (5 trials, fp32) fails a copy of the input on
+    33_BatchNorm and passes a batch-statistics kernel; so does kernelscope, and the problem
+    lint does not blame the problem (`identity-passes`) for a copy that cannot pass."""
+    sizes = [arg for size in BATCH_NORM_SMALL for arg in ("--problem-size", size)]
+    args = ["--reference", BATCH_NORM, *sizes, "--mode", "interpreter", "--seeds", "2", "--json"]
+    copy = bench("-w", str(workspace(tmp_path / "copy", BATCH_NORM, COPY_KERNEL)), *args)
+    assert copy.returncode == EXIT_GATE_FAILED, copy.stdout + copy.stderr
+    result = one_document(copy.stdout)
+    assert result["error"]["kind"] == "wrong_result"
+    assert not [lint for lint in result.get("problem_lint") or [] if lint["rule"] == "identity-passes"]
+    honest = bench("-w", str(workspace(tmp_path / "honest", BATCH_NORM, BATCH_STATS_KERNEL)), *args)
+    assert honest.returncode == EXIT_PASS, honest.stdout + honest.stderr
 
 
 @pytest.mark.slow

@@ -114,6 +114,46 @@ def test_wrong_kernel_fails_as_a_wrong_result(tmp_path: Path) -> None:
     assert untouched(ws) == ""
 
 
+COLUMN_SUM = "import torch\n\n\n@torch.no_grad()\ndef run(x):\n    return x.sum(dim=0)\n"
+# Honest under SOL-ExecBench's contract: a destination-passing solution's outputs arrive
+# zero-filled (io.allocate_outputs for the checks; ShiftingMemoryPoolAllocator.get_unique_args
+# zeroes them before every timed call, untimed), so a kernel may accumulate into them.
+ATOMIC_COLUMN_SUM = """
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def _column_sum(x_ptr, y_ptr, cols, BLOCK: tl.constexpr):
+    offs = tl.arange(0, BLOCK)
+    x = tl.load(x_ptr + tl.program_id(0) * cols + offs, mask=offs < cols, other=0.0)
+    tl.atomic_add(y_ptr + offs, x, mask=offs < cols)
+
+
+def run(x, y):
+    _column_sum[(x.shape[0],)](x, y, x.shape[1], BLOCK=256)
+"""
+
+
+@pytest.mark.slow
+def test_kernel_accumulating_into_its_zeroed_outputs_passes(tmp_path: Path) -> None:
+    """The timed calls get zeroed outputs too, as upstream's: an atomic-add kernel is neither
+    wrong nor "a replayed, cached or lazily computed output" (what reusing the previous call's
+    outputs made of it), and its timed outputs are checked."""
+    defn = {
+        "name": "column_sum",
+        "axes": {"rows": {"type": "var"}, "cols": {"type": "const", "value": 256}},
+        "inputs": {"x": {"shape": ["rows", "cols"], "dtype": "float32"}},
+        "outputs": {"y": {"shape": ["cols"], "dtype": "float32"}},
+    }
+    workload = {"uuid": "w", "axes": {"rows": 64}, "inputs": {"x": {"type": "random"}}}
+    write_problem(tmp_path, defn, [workload], COLUMN_SUM, ATOMIC_COLUMN_SUM, {"languages": ["triton"]})
+    code, result, stderr = bench_cli(tmp_path, "--seeds", "2")
+    assert code == 0, (result.get("error"), stderr[-2000:])
+    [config] = result["configs"]
+    assert config["upstream"]["passed"] is True and config["timed_outputs_checked"] >= 2
+
+
 @pytest.mark.slow
 def test_safetensors_workload_is_reported_unsupported_with_the_reason(tmp_path: Path) -> None:
     ws = make_sol_workspace(tmp_path / "ws", safetensors=True)
