@@ -223,11 +223,6 @@ class Iteration:
             raise DataError(
                 f"{version} was measured but could not be committed, so nothing was recorded: {exc}"
             ) from None
-        experiment = self._experiment(
-            store, version, bench, parent_entry, readme, measured, head_before, kernel_commit, commit
-        )
-        store.create_experiment(experiment)
-
         result = IterationResult(
             workspace=str(self.ws.root),
             version=version,
@@ -238,7 +233,6 @@ class Iteration:
             score_vs_parent=bench.score_vs_parent,
             latency_us=record["performance"]["latency_us"],
             memory_path=str(memory_path),
-            experiment_id=experiment.id,
             stop_conditions=stops,
             stop_conditions_met=stops_met,
             failure=None if bench.passed else (bench.error.message if bench.error else "the gate failed"),
@@ -265,6 +259,21 @@ class Iteration:
                 f"{version} is recorded (commit {commit[:12]}), but committing its record once more "
                 f"with that hash was refused, so HEAD's {memory_path.name} lacks it: {exc}"
             )
+        # The store's row comes last: the version is complete in memory and git (its hash
+        # recorded) whatever happens to the store, a team server gone during a long measurement
+        # or its disk full, and the error says what was recorded instead of "nothing was".
+        try:
+            experiment = self._experiment(
+                store, version, bench, parent_entry, readme, measured, head_before, kernel_commit, commit
+            )
+            store.create_experiment(experiment)
+        except StoreError as exc:
+            raise StoreError(
+                f"{version} is recorded in {memory_path.name} and committed ({commit[:12]}), but the "
+                f"experiment store did not take its row: {exc}. Once it takes writes, `kernelscope exp "
+                f"record --memory-version {version} -w {self.ws.root}` adds the experiment"
+            ) from None
+        result.experiment_id = experiment.id
         return result
 
     def _edited_since(self, measured: bytes) -> bool:
