@@ -93,18 +93,21 @@ def evaluate_stop_conditions(
 ITERATION_LOCK_NAME = ".kernelscope-iteration.lock"
 
 
-def refuse_recorded_code(root: Path, db_url: str | None = None) -> None:
+def refuse_recorded_code(root: Path, db_url: str | None = None, measured: bytes | None = None) -> None:
     """Nothing is ever deleted, so a version recorded twice stays twice: kernel.py identical to
-    a recorded version is refused, naming it, before any GPU time (`force` records anyway)."""
+    a recorded version is refused, naming it, before any GPU time (`force` records anyway).
+    `measured`: the text an iteration measured, checked again under the iteration lock, where
+    another iteration of the same text may have recorded it in the meantime."""
     from kernelscope.daemon.engine.history.service import HistoryService
 
-    text = (root / "kernel.py").read_text(encoding="utf-8", errors="replace")
-    check = HistoryService(root, db_url=db_url).fingerprint(text)
+    data = (root / "kernel.py").read_bytes() if measured is None else measured
+    check = HistoryService(root, db_url=db_url).fingerprint(data.decode("utf-8", errors="replace"))
     lead = check.matches[0] if check.matches else None
     if lead is not None and lead.kind == "identical" and lead.version is not None:
         raise DataError(
-            f"kernel.py is {check.verdict}: nothing new to record (change kernel.py, or pass --force "
-            "to record it again)"
+            f"kernel.py is {check.verdict}: nothing new to record"
+            + (" (another iteration recorded it while this one measured)" if measured is not None else "")
+            + " (change kernel.py, or pass --force to record it again)"
         )
 
 
@@ -189,6 +192,8 @@ class Iteration:
         messages: list[str],
         measured: bytes,
     ) -> IterationResult:
+        if not self.options.force:  # (an iteration of the same text may have finished meanwhile)
+            refuse_recorded_code(self.ws.root, self.options.db_url, measured)
         edited = self._edited_since(measured)
         if edited:
             messages.append(
