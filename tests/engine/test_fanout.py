@@ -136,3 +136,26 @@ def test_daemon_probe_runs_on_the_ray_cluster(workspace: Path, ray_executor, tmp
     finally:
         os.killpg(daemon.process.pid, signal.SIGKILL)
         daemon.process.wait()
+
+
+def test_a_ray_cluster_it_cannot_join_is_a_clear_error(workspace: Path, tmp_path: Path) -> None:
+    """`--executor ray --address` naming no cluster (a typo): before, a Python traceback ending
+    in ray's ValueError (ConnectionError for an address where no cluster answers); now exit 2
+    and one line naming the address."""
+    import subprocess
+    import sys
+
+    done = subprocess.run(
+        [
+            *(sys.executable, "-m", "kernelscope.daemon.cli.main", "bench", "-w", str(workspace)),
+            *("--candidates", str(workspace / "candidates" / "block_0064.py")),
+            *("--executor", "ray", "--address", "head-node-typo", "--seeds", "1"),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=tmp_path,
+    )
+    assert done.returncode == 2, done.stderr
+    assert "Traceback" not in done.stderr
+    assert "cannot start or join the Ray cluster at head-node-typo" in done.stderr, done.stderr

@@ -73,6 +73,30 @@ def test_a_file_that_cannot_be_written_is_read(tmp_path: Path) -> None:
         subprocess.run(["chattr", "-i", str(path), str(folder)], check=True)
 
 
+def test_a_wal_store_in_a_folder_that_cannot_be_written_is_read(tmp_path: Path) -> None:
+    """Every store kernelscope writes is in WAL mode, which SQLite reads through a `-shm` file
+    it creates beside the database: in a folder this process may not write (a read-only mount,
+    a teammate's home) every read failed with "unable to open database file". (The test above
+    turns WAL off first, so it never met this.)"""
+    folder = tmp_path / "ro"
+    folder.mkdir()
+    path = folder / "x.sqlite"
+    _stored(path)  # closed: its WAL is checkpointed into the file and removed
+    connection = sqlite3.connect(path)
+    assert connection.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+    connection.close()  # the last connection: SQLite removes -wal and -shm
+    assert not path.with_name("x.sqlite-shm").exists()
+    if subprocess.run(["chattr", "+i", str(path), str(folder)], capture_output=True).returncode:
+        pytest.skip("chattr +i is not available here")
+    try:
+        store = ExperimentStore(str(path))
+        assert [e.change_summary for e in store.list_experiments()] == ["x"]
+        with pytest.raises(StoreError, match="read-only"):
+            store.create_experiment(KernelExperiment(change_summary="y"))
+    finally:
+        subprocess.run(["chattr", "-i", str(path), str(folder)], check=True)
+
+
 def test_another_applications_experiments_table_is_refused_before_any_write(tmp_path: Path) -> None:
     path = tmp_path / "foreign.sqlite"
     connection = sqlite3.connect(path)

@@ -224,6 +224,31 @@ def test_iterate_with_a_store_it_cannot_open_records_nothing(
     assert not (ws / "memory" / "v4.json").exists() and Git(ws).head() == head
 
 
+def test_a_store_write_that_fails_after_the_commit_leaves_a_complete_version(
+    workspace: tuple[Path, str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The store opens, the measurement runs, and only the row's insert fails (the store's disk
+    filled meanwhile, a team server went away). Before, the error said the store recorded
+    nothing, yet v4 stood committed with `git_commit_hash: null` (never a parent or baseline
+    after that) and a retry was refused as 'identical to v4'. Now v4 is complete in memory and
+    git and the error says so."""
+    from kernelscope.daemon.engine.store.errors import StoreError, StoreWriteFailed
+
+    ws, db = workspace
+
+    def disk_full(self: ExperimentStore, exp: object) -> None:
+        raise StoreWriteFailed("could not write to exp.sqlite: no space left on the device (disk full)")
+
+    monkeypatch.setattr(ExperimentStore, "create_experiment", disk_full)
+    (ws / "kernel.py").write_text(kernel_with_block(KERNEL, 4096))
+    with pytest.raises(StoreError, match=r"v4 is recorded in v4\.json and committed .*disk full"):
+        iterate(ws, db, "block_size")
+    git = Git(ws)
+    record = json.loads((ws / "memory" / "v4.json").read_text())
+    assert record["git_commit_hash"] and git.show_file(record["git_commit_hash"], ws / "kernel.py")
+    assert git.run("status", "--porcelain") == ""  # HEAD's record carries the hash too
+
+
 def test_iterate_in_a_workspace_below_the_repositorys_top(tmp_path: Path) -> None:
     """A workspace in a subfolder of a git repository (a monorepo of kernels): the commit names
     its files from the repository's top (before, `git add sub/kernel.py` ran in sub/ and failed

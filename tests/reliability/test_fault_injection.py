@@ -599,3 +599,37 @@ def test_finishing_a_cut_short_write_keeps_a_later_edit_by_a_writer_that_takes_n
     assert after[unwritten[0]] == record  # the later edit stands (and stays unmasked)
     assert all(after[name].get("masked") for name in unwritten[1:])  # the rest is finished
     assert not (ws / "memory" / atomic_io.JOURNAL_NAME).exists()
+
+
+def test_an_iteration_of_code_recorded_while_it_measured_records_nothing(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Two iterations of the same new kernel.py at once (an agent reruns `iterate` after its tool
+    call timed out, the editor's runIteration beside an agent's): both passed the 'already
+    recorded' check before measuring, and both recorded, the same code as v2 and v3. The check
+    runs again under the iteration lock now: the second records nothing and says why."""
+    from kernelscope.daemon.engine import DataError
+    from kernelscope.daemon.engine.workflows import iterate as iterate_module
+
+    ws = make_gate_only_workspace(tmp_path, iterations=2, copies_up_to=0)
+    db = tmp_path / "exp.sqlite"
+    (ws / "kernel.py").write_text((ws / "kernel.py").read_text().replace("BLOCK_SIZE=1024", "BLOCK_SIZE=512"))
+    real = iterate_module.run_benchmark
+
+    def another_iteration_finishes_meanwhile(*args: Any, **kwargs: Any) -> Any:
+        other = subprocess.run(
+            [*CLI, "iterate", "-w", str(ws), "--db", str(db), "-a", "tiling", "-d", "the other one"],
+            capture_output=True,
+            text=True,
+            env=_env(tmp_path),
+            timeout=120,
+        )
+        assert other.returncode == 0, other.stderr
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(iterate_module, "run_benchmark", another_iteration_finishes_meanwhile)
+    options = iterate_module.IterateOptions(action_category="tiling", db_url=str(db), mode="interpreter")
+    with pytest.raises(DataError, match=r"identical to v2.*another iteration recorded it while this one"):
+        iterate_module.run_iteration(ws, options)
+    assert sorted(p.name for p in (ws / "memory").glob("v*.json")) == ["v0.json", "v1.json", "v2.json"]
+    assert _experiments(db) == 3

@@ -25,7 +25,7 @@ from dataclasses import asdict, replace
 from pathlib import Path
 from typing import Any, Protocol
 
-from kernelscope.daemon.engine import UsageError
+from kernelscope.daemon.engine import DataError, UsageError
 from kernelscope.daemon.engine.run.bench import BenchRequest, run_benchmark
 from kernelscope.daemon.engine.run.warm_worker import WarmWorkers
 from kernelscope.protocol.bench import BenchError, BenchResult
@@ -165,13 +165,20 @@ class RayExecutor:
         self.ray = ray
         self.timeout_s = timeout_s
         if not ray.is_initialized():
-            ray.init(
-                address=address,
-                ignore_reinit_error=True,
-                include_dashboard=False,
-                log_to_driver=False,
-                **init_kwargs,
-            )
+            try:
+                ray.init(
+                    address=address,
+                    ignore_reinit_error=True,
+                    include_dashboard=False,
+                    log_to_driver=False,
+                    **init_kwargs,
+                )
+            except (OSError, ValueError, RuntimeError) as exc:  # no cluster there, a bad address
+                where = f"the Ray cluster at {address}" if address else "a local Ray"
+                raise DataError(
+                    f"cannot start or join {where}: {exc} (check --address, or leave it out to run "
+                    "on a local Ray); nothing was measured"
+                ) from None
 
     def run_many(
         self,

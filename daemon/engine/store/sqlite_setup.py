@@ -4,8 +4,10 @@ every connection gets."""
 from __future__ import annotations
 
 import os
+import sqlite3
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote
 
 from sqlalchemy import Connection
 
@@ -53,6 +55,25 @@ def prepare_sqlite_file(path: Path, create: bool) -> bool:
     except OSError as exc:
         raise StoreError(f"cannot create the experiment store {path}: {exc.strerror or exc}") from None
     return False
+
+
+def connect_read_only(path: Path) -> sqlite3.Connection:
+    """A read-only connection to a store file, also where its folder may not be written (a
+    read-only mount, a teammate's home): SQLite reads a WAL database (every store is one) through
+    a `-shm` file it must create beside it, and fails with "unable to open database file" where
+    it cannot. With no `-wal` content there is nothing beyond the main file to read, so the file
+    is opened as immutable instead (no `-shm` needed)."""
+    uri = f"file:{quote(str(path))}?mode=ro"
+    connection = sqlite3.connect(uri, uri=True, timeout=60, check_same_thread=False)
+    try:
+        connection.execute("SELECT count(*) FROM sqlite_master").fetchone()
+        return connection
+    except sqlite3.OperationalError as exc:
+        connection.close()
+        wal = path.with_name(path.name + "-wal")
+        if "unable to open" not in str(exc) or (wal.exists() and wal.stat().st_size > 0):
+            raise
+    return sqlite3.connect(uri + "&immutable=1", uri=True, timeout=60, check_same_thread=False)
 
 
 def sqlite_on_connect_read_only(dbapi_connection: Any, _record: Any) -> None:

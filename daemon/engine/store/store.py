@@ -19,7 +19,6 @@ import threading
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
-from urllib.parse import quote
 
 from pydantic import ValidationError
 from sqlalchemy import (
@@ -59,6 +58,7 @@ from kernelscope.daemon.engine.store.schema import (
     schema_version,
 )
 from kernelscope.daemon.engine.store.sqlite_setup import (
+    connect_read_only,
     prepare_sqlite_file,
     sqlite_on_begin,
     sqlite_on_connect,
@@ -150,10 +150,9 @@ class ExperimentStore:
             # Transactions are always closed by `_writing`/`_reading`, so the pool need not
             # roll back every connection it gets back (a measurable cost per insert).
             if self.read_only and path is not None:
-                uri = f"file:{quote(str(path))}?mode=ro"
                 engine = create_engine(
                     "sqlite://",
-                    creator=lambda: sqlite3.connect(uri, uri=True, timeout=60, check_same_thread=False),
+                    creator=functools.partial(connect_read_only, path),
                     pool_reset_on_return=None,
                 )
             else:

@@ -93,18 +93,21 @@ def evaluate_stop_conditions(
 ITERATION_LOCK_NAME = ".kernelscope-iteration.lock"
 
 
-def refuse_recorded_code(root: Path, db_url: str | None = None) -> None:
+def refuse_recorded_code(root: Path, db_url: str | None = None, measured: bytes | None = None) -> None:
     """Nothing is ever deleted, so a version recorded twice stays twice: kernel.py identical to
-    a recorded version is refused, naming it, before any GPU time (`force` records anyway)."""
+    a recorded version is refused, naming it, before any GPU time (`force` records anyway).
+    `measured`: the text an iteration measured, checked again under the iteration lock, where
+    another iteration of the same text may have recorded it in the meantime."""
     from kernelscope.daemon.engine.history.service import HistoryService
 
-    text = (root / "kernel.py").read_text(encoding="utf-8", errors="replace")
-    check = HistoryService(root, db_url=db_url).fingerprint(text)
+    data = (root / "kernel.py").read_bytes() if measured is None else measured
+    check = HistoryService(root, db_url=db_url).fingerprint(data.decode("utf-8", errors="replace"))
     lead = check.matches[0] if check.matches else None
     if lead is not None and lead.kind == "identical" and lead.version is not None:
         raise DataError(
-            f"kernel.py is {check.verdict}: nothing new to record (change kernel.py, or pass --force "
-            "to record it again)"
+            f"kernel.py is {check.verdict}: nothing new to record"
+            + (" (another iteration recorded it while this one measured)" if measured is not None else "")
+            + " (change kernel.py, or pass --force to record it again)"
         )
 
 
@@ -189,6 +192,8 @@ class Iteration:
         messages: list[str],
         measured: bytes,
     ) -> IterationResult:
+        if not self.options.force:  # (an iteration of the same text may have finished meanwhile)
+            refuse_recorded_code(self.ws.root, self.options.db_url, measured)
         edited = self._edited_since(measured)
         if edited:
             messages.append(
@@ -223,11 +228,6 @@ class Iteration:
             raise DataError(
                 f"{version} was measured but could not be committed, so nothing was recorded: {exc}"
             ) from None
-        experiment = self._experiment(
-            store, version, bench, parent_entry, readme, measured, head_before, kernel_commit, commit
-        )
-        store.create_experiment(experiment)
-
         result = IterationResult(
             workspace=str(self.ws.root),
             version=version,
@@ -238,7 +238,6 @@ class Iteration:
             score_vs_parent=bench.score_vs_parent,
             latency_us=record["performance"]["latency_us"],
             memory_path=str(memory_path),
-            experiment_id=experiment.id,
             stop_conditions=stops,
             stop_conditions_met=stops_met,
             failure=None if bench.passed else (bench.error.message if bench.error else "the gate failed"),
@@ -265,6 +264,21 @@ class Iteration:
                 f"{version} is recorded (commit {commit[:12]}), but committing its record once more "
                 f"with that hash was refused, so HEAD's {memory_path.name} lacks it: {exc}"
             )
+        # The store's row comes last: the version is complete in memory and git (its hash
+        # recorded) whatever happens to the store, a team server gone during a long measurement
+        # or its disk full, and the error says what was recorded instead of "nothing was".
+        try:
+            experiment = self._experiment(
+                store, version, bench, parent_entry, readme, measured, head_before, kernel_commit, commit
+            )
+            store.create_experiment(experiment)
+        except StoreError as exc:
+            raise StoreError(
+                f"{version} is recorded in {memory_path.name} and committed ({commit[:12]}), but the "
+                f"experiment store did not take its row: {exc}. Once it takes writes, `kernelscope exp "
+                f"record --memory-version {version} -w {self.ws.root}` adds the experiment"
+            ) from None
+        result.experiment_id = experiment.id
         return result
 
     def _edited_since(self, measured: bytes) -> bool:
