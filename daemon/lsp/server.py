@@ -63,6 +63,8 @@ FEATURES: list[tuple[str, Callable[..., Any], Runs]] = [
     (types.INITIALIZED, lifecycle.initialized, LOOP),
     (types.WORKSPACE_DID_CHANGE_CONFIGURATION, lifecycle.did_change_configuration, LOOP),
     (types.WORKSPACE_DID_CHANGE_WORKSPACE_FOLDERS, lifecycle.did_change_folders, LOOP),
+    (types.SHUTDOWN, lifecycle.shutdown, LOOP),
+    (types.EXIT, lifecycle.shutdown, LOOP),
     (types.WINDOW_WORK_DONE_PROGRESS_CANCEL, lifecycle.progress_cancel, LOOP),
     (WORKSPACES_REQUEST, lifecycle.workspaces, LOOP),
     (types.TEXT_DOCUMENT_DID_OPEN, save.did_open, LOOP),
