@@ -18,7 +18,7 @@ from pytest_lsp import ClientServerConfig
 
 from kernelscope.daemon.lsp.state import ServerState, WorkspaceState
 from tests.conftest import EXAMPLES, NO_TORCH_SERVER
-from tests.support.lsp_client import KernelscopeClient, make_client, start_session, wait_for
+from tests.support.lsp_client import KernelscopeClient, _as_dict, make_client, start_session, wait_for
 
 
 def _workspace(path: Path) -> Path:
@@ -145,6 +145,20 @@ async def test_a_workspace_an_agent_creates_is_served_and_watched_and_let_go(
     await wait_for(
         lambda: (uri, []) in client.published[published:], 30, f"diagnostics not cleared: {client.published}"
     )
+
+
+async def test_a_command_with_only_optional_fields_runs_without_arguments(client: KernelscopeClient) -> None:
+    """topExperiments from Helix's palette (no arguments): answered as `{}` is, every
+    workspace's best (before: refused, "expected one object argument, got 0 arguments",
+    while cancel, the other command with no required field, ran)."""
+    top = await client.workspace_execute_command_async(
+        types.ExecuteCommandParams(command="kernelscope.topExperiments")
+    )
+    assert top == []  # (a new store: nothing recorded yet)
+    cancel = await client.workspace_execute_command_async(
+        types.ExecuteCommandParams(command="kernelscope.cancel")
+    )
+    assert _as_dict(cancel) == {"cancelled": []}
 
 
 @pytest_lsp.fixture(config=ClientServerConfig(client_factory=make_client, server_command=NO_TORCH_SERVER))
