@@ -164,6 +164,29 @@ async def test_cancel_on_progress_stops_the_job(client: KernelscopeClient, job: 
     assert not (ws / "memory" / "v5.json").exists()  # a cancelled iteration records nothing
 
 
+async def test_a_second_job_is_refused_while_the_users_first_runs(client: KernelscopeClient) -> None:
+    """Restart clicked twice (its agent still working): the second is refused, naming the job
+    under way, and the first runs on; before, the second cancelled the first's agent and masked
+    half of the memory again (two halves hidden)."""
+    ws = ws_of(client)
+
+    def masked() -> list[str]:
+        return sorted(
+            p.name for p in (ws / "memory").glob("v*.json") if json.loads(p.read_text()).get("masked")
+        )
+
+    started = await command(client, "kernelscope.restart", {"workspace": str(ws), "seed": 1})
+    await wait_for(lambda: bool(masked()), timeout=30, message="the restart masked nothing")
+    first = masked()
+    for name in ("kernelscope.restart", "kernelscope.runIteration", "kernelscope.benchmark"):
+        with pytest.raises(Exception, match=f"restart \\(job {started['job_id']}\\) is already running"):  # type: ignore[index]
+            await command(client, name, {"workspace": str(ws)})
+    assert client.finished == []  # the first runs on
+    assert masked() == first
+    await command(client, "kernelscope.cancel", {"workspace": str(ws)})
+    await wait_for(lambda: bool(client.finished), timeout=30)
+
+
 def test_shutdown_cancels_the_job_under_way(folder: Path, tmp_path: Path) -> None:
     """The editor shuts the daemon down while a benchmark hangs: the job is cancelled (its
     process group killed), its end reaches the client and exit ends the daemon, instead of
