@@ -41,6 +41,7 @@ class Jobs:
         self.deferred_probes: set[Path] = set()
         self.ready: dict[str, asyncio.Event] = {}
         self.tasks: set[asyncio.Task[Any]] = set()  # kept until done: a dropped task can vanish
+        self.stopped = False  # the session ended (stop_all): no save starts a probe any more
 
     def spawn(self, coroutine: Any) -> asyncio.Task[Any]:
         """A task on the loop, kept until done, its failure logged (never silent)."""
@@ -282,7 +283,7 @@ class Jobs:
         """Debounced on the event loop (call it there): each save restarts the delay; the
         probe it starts cancels a save's probe still running, and waits for a job the
         user started (an iteration, a restart, a benchmark they asked for) to end."""
-        if not ws.settings.runs_on_save or self.state.loop is None:
+        if not ws.settings.runs_on_save or self.state.loop is None or self.stopped:
             return
         previous = self.pending_saves.pop(ws.root, None)
         if previous is not None:
@@ -342,6 +343,18 @@ class Jobs:
                 return []
             job.cancel.set()
             return [job.job_id]
+
+    def stop_all(self) -> list[str]:
+        """The session ends (shutdown, or exit without it): no save's probe starts any more,
+        and every job is cancelled (its process group killed), so the daemon exits at once
+        instead of waiting for a benchmark or a restart's agent, which would go on writing
+        into the workspace after the editor has gone."""
+        self.stopped = True
+        for pending in self.pending_saves.values():
+            pending.cancel()
+        self.pending_saves.clear()
+        self.deferred_probes.clear()
+        return self.cancel(None)
 
     def cancel(self, workspace: Path | None) -> list[str]:
         cancelled = []

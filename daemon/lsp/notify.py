@@ -22,7 +22,12 @@ if TYPE_CHECKING:
 
 
 def workspace_changed(ls: KernelscopeServer, ws: WorkspaceState, *sources: Source) -> None:
-    """`sources` of the workspace changed (none: only its live state, e.g. job progress)."""
+    """`sources` of the workspace changed (none: only its live state, e.g. job progress). A
+    workspace no longer served (its folder removed from the editor, moved or deleted) shows
+    nothing more: its diagnostics were cleared when it went (lifecycle.workspaces_changed),
+    and the end of its cancelled job or of a check still under way must not publish them again."""
+    if ls.state.workspaces.get(ws.root) is not ws:
+        return
     ws.sources_changed(*sources)
     if {"memory", "store"} & set(sources):
         ls.history_changed(ws)  # a new record can make the text a recorded version's: check again

@@ -63,6 +63,8 @@ FEATURES: list[tuple[str, Callable[..., Any], Runs]] = [
     (types.INITIALIZED, lifecycle.initialized, LOOP),
     (types.WORKSPACE_DID_CHANGE_CONFIGURATION, lifecycle.did_change_configuration, LOOP),
     (types.WORKSPACE_DID_CHANGE_WORKSPACE_FOLDERS, lifecycle.did_change_folders, LOOP),
+    (types.SHUTDOWN, lifecycle.shutdown, LOOP),
+    (types.EXIT, lifecycle.shutdown, LOOP),
     (types.WINDOW_WORK_DONE_PROGRESS_CANCEL, lifecycle.progress_cancel, LOOP),
     (WORKSPACES_REQUEST, lifecycle.workspaces, LOOP),
     (types.TEXT_DOCUMENT_DID_OPEN, save.did_open, LOOP),
@@ -78,7 +80,9 @@ FEATURES: list[tuple[str, Callable[..., Any], Runs]] = [
 def _command_handler(model_name: str, method_name: str) -> Callable[..., Any]:
     """One handler per command of the vocabulary: the one parameter object is parsed with its
     protocol model on the loop (InvalidParams naming the field); a command that starts a job
-    runs on the loop, any other on the command pool (features/commands.py)."""
+    runs on the loop, any other on the command pool (features/commands.py). Sent with no
+    arguments (Helix's palette), a command that needs a workspace takes the implied one, and
+    one whose fields are all optional (topExperiments, cancel) its defaults, as `{}` would."""
 
     async def handler(ls: KernelscopeServer, *args: Any) -> Any:
         from kernelscope.protocol import lsp as protocol
@@ -87,7 +91,9 @@ def _command_handler(model_name: str, method_name: str) -> Callable[..., Any]:
         workspace = model.model_fields.get("workspace")
         if not args and workspace is not None and workspace.is_required():
             args = ({"workspace": ls.implied_workspace()},)
-        params = model() if not args and model_name == "CancelParams" else parse(model, args)
+        elif not args and not any(field.is_required() for field in model.model_fields.values()):
+            args = ({},)
+        params = parse(model, args)
         method = getattr(ls.commands, method_name)
         if method_name in RUNS_ON_LOOP:
             return method(params)

@@ -26,6 +26,7 @@ from kernelscope.protocol.vocabulary import COMMANDS, JOB_KINDS
 from tests.conftest import EXAMPLES, NO_TORCH_SERVER, REPO_ROOT
 from tests.support.bench_fixtures import EVADING, alive_with, jobs_folder
 from tests.support.lsp_client import KernelscopeClient, _as_dict, make_client, wait_for
+from tests.support.stdio_client import StdioClient
 
 if TYPE_CHECKING:
     from kernelscope.daemon.lsp.language_server import KernelscopeServer
@@ -161,6 +162,56 @@ async def test_cancel_on_progress_stops_the_job(client: KernelscopeClient, job: 
     assert any(lens.command and lens.command.title == f"{job} cancelled" for lens in lenses or [])
     assert alive_with(JOBS) == []
     assert not (ws / "memory" / "v5.json").exists()  # a cancelled iteration records nothing
+
+
+async def test_a_second_job_is_refused_while_the_users_first_runs(client: KernelscopeClient) -> None:
+    """Restart clicked twice (its agent still working): the second is refused, naming the job
+    under way, and the first runs on; before, the second cancelled the first's agent and masked
+    half of the memory again (two halves hidden)."""
+    ws = ws_of(client)
+
+    def masked() -> list[str]:
+        return sorted(
+            p.name for p in (ws / "memory").glob("v*.json") if json.loads(p.read_text()).get("masked")
+        )
+
+    started = await command(client, "kernelscope.restart", {"workspace": str(ws), "seed": 1})
+    await wait_for(lambda: bool(masked()), timeout=30, message="the restart masked nothing")
+    first = masked()
+    for name in ("kernelscope.restart", "kernelscope.runIteration", "kernelscope.benchmark"):
+        with pytest.raises(Exception, match=f"restart \\(job {started['job_id']}\\) is already running"):  # type: ignore[index]
+            await command(client, name, {"workspace": str(ws)})
+    assert client.finished == []  # the first runs on
+    assert masked() == first
+    await command(client, "kernelscope.cancel", {"workspace": str(ws)})
+    await wait_for(lambda: bool(client.finished), timeout=30)
+
+
+def test_shutdown_cancels_the_job_under_way(folder: Path, tmp_path: Path) -> None:
+    """The editor shuts the daemon down while a benchmark hangs: the job is cancelled (its
+    process group killed), its end reaches the client and exit ends the daemon, instead of
+    the daemon running on, and not exiting, until the job's own timeout (a restart's agent
+    went on writing into the workspace after the editor had gone)."""
+    ws = folder / "kernel_opt_vector_add"
+    (ws / "kernel.py").write_text(EVADING["hang"])
+    pipe = StdioClient(SERVER, env=DAEMON_ENV, log=tmp_path / "server.log")
+    try:
+        options = {"dbUrl": str(tmp_path / "exp.sqlite"), "trusted": True, "mode": "interpreter"}
+        pipe.initialize(folder, {**options, "seeds": 1, "benchOnSave": False})
+        command = {"command": "kernelscope.benchmark", "arguments": [{"workspace": str(ws)}]}
+        started = pipe.request(1, "workspace/executeCommand", command)["result"]
+        deadline = time.monotonic() + 60
+        while not alive_with(JOBS) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert alive_with(JOBS), "the benchmark never started"
+        assert pipe.request(2, "shutdown", None)["result"] is None
+        finished = pipe.wait(lambda m: m.get("method") == "kernelscope/jobFinished", timeout=30)["params"]
+        assert finished["jobId"] == started["job_id"] and finished["cancelled"]
+        pipe.send({"jsonrpc": "2.0", "method": "exit"})
+        assert pipe.process.wait(timeout=30) == 0
+        assert alive_with(JOBS) == []
+    finally:
+        pipe.process.kill()
 
 
 async def test_a_command_waiting_on_the_lock_does_not_block_lenses(client: KernelscopeClient) -> None:

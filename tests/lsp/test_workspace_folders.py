@@ -8,6 +8,7 @@ from __future__ import annotations
 import asyncio
 import json
 import shutil
+import sys
 from pathlib import Path
 
 import pytest
@@ -17,7 +18,7 @@ from pytest_lsp import ClientServerConfig
 
 from kernelscope.daemon.lsp.state import ServerState, WorkspaceState
 from tests.conftest import EXAMPLES, NO_TORCH_SERVER
-from tests.support.lsp_client import KernelscopeClient, make_client, start_session, wait_for
+from tests.support.lsp_client import KernelscopeClient, _as_dict, make_client, start_session, wait_for
 
 
 def _workspace(path: Path) -> Path:
@@ -144,6 +145,70 @@ async def test_a_workspace_an_agent_creates_is_served_and_watched_and_let_go(
     await wait_for(
         lambda: (uri, []) in client.published[published:], 30, f"diagnostics not cleared: {client.published}"
     )
+
+
+async def test_a_command_with_only_optional_fields_runs_without_arguments(client: KernelscopeClient) -> None:
+    """topExperiments from Helix's palette (no arguments): answered as `{}` is, every
+    workspace's best (before: refused, "expected one object argument, got 0 arguments",
+    while cancel, the other command with no required field, ran)."""
+    top = await client.workspace_execute_command_async(
+        types.ExecuteCommandParams(command="kernelscope.topExperiments")
+    )
+    assert top == []  # (a new store: nothing recorded yet)
+    cancel = await client.workspace_execute_command_async(
+        types.ExecuteCommandParams(command="kernelscope.cancel")
+    )
+    assert _as_dict(cancel) == {"cancelled": []}
+
+
+@pytest_lsp.fixture(config=ClientServerConfig(client_factory=make_client, server_command=NO_TORCH_SERVER))
+async def bare_client(lsp_client: KernelscopeClient):
+    """A client the test starts itself (its own settings)."""
+    yield
+    await lsp_client.shutdown_session()
+
+
+@pytest.mark.slow
+async def test_a_removed_folders_diagnostics_stay_cleared_when_its_job_ends(
+    bare_client: KernelscopeClient, tmp_path: Path
+) -> None:
+    """The editor removes a folder while a restart's agent runs in its workspace: the job is
+    cancelled and kernel.py's diagnostics cleared, and the cancelled job's end does not publish
+    them again (before: they came back, for a folder no longer open, and stayed)."""
+    client = bare_client
+    folder = tmp_path / "folder"
+    ws = _workspace(folder / "kernel_opt_vector_add")
+    agent = f'{sys.executable} -c "import time; time.sleep(300)"'
+    options = {"dbUrl": str(tmp_path / "exp.sqlite"), "agent": agent}  # (untrusted: a notice to clear)
+    await start_session(client, folder, options)
+    kernel = ws / "kernel.py"
+    uri = kernel.as_uri()
+    client.text_document_did_open(
+        types.DidOpenTextDocumentParams(
+            text_document=types.TextDocumentItem(
+                uri=uri, language_id="python", version=1, text=kernel.read_text()
+            )
+        )
+    )
+    await wait_for(lambda: client.diagnostics.get(uri), 30, "the opened text was not checked")
+    await client.workspace_execute_command_async(
+        types.ExecuteCommandParams(command="kernelscope.restart", arguments=[{"workspace": str(ws)}])
+    )
+    published = len(client.published)
+    client.workspace_did_change_workspace_folders(
+        types.DidChangeWorkspaceFoldersParams(
+            event=types.WorkspaceFoldersChangeEvent(
+                added=[], removed=[types.WorkspaceFolder(uri=folder.as_uri(), name="folder")]
+            )
+        )
+    )
+    await wait_for(lambda: bool(client.finished), 30, "the removed folder's job was not cancelled")
+    assert client.finished[0]["cancelled"]
+    await client.protocol.send_request_async(
+        "kernelscope/workspaces", {}
+    )  # (what the job's end sent came first)
+    after = [found for at, found in client.published[published:] if at == uri]
+    assert after and after[-1] == [], after
 
 
 @pytest.mark.parametrize(

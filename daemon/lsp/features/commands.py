@@ -88,6 +88,18 @@ class Commands:
             )
         return ws
 
+    def _refuse_if_busy(self, ws: WorkspaceState) -> None:
+        """(loop) One job the user started per workspace: a second (a double click on Restart,
+        an iteration asked for during a benchmark) would cancel the first and, for a restart,
+        mask half of the memory again. Refused (InvalidParams, nothing started), naming the
+        job to wait for or cancel; a save's background probe is not the user's and gives way."""
+        job = ws.job
+        if job is not None and self.jobs.user_job_running(ws):
+            raise JsonRpcInvalidParams(
+                message=f"workspace: a {job.kind} (job {job.job_id}) is already running in {ws.root}: "
+                "wait for its kernelscope/jobFinished, or cancel it (kernelscope.cancel)"
+            )
+
     def _observer_guard(self, ws: WorkspaceState, action: str, force: bool) -> None:
         """Refuse (InvalidParams, nothing started) a write into a workspace an orchestrator drives."""
         from kernelscope.daemon.engine.workspace.atrex import refuse_if_supervised
@@ -146,6 +158,7 @@ class Commands:
 
     def run_iteration(self, params: Any) -> Any:
         ws = self._workspace(params.workspace)
+        self._refuse_if_busy(ws)
         self._observer_guard(ws, "run an iteration", params.force)
         job = self.jobs.iterate(
             ws, params.action_category, params.action_description, params.revert_on_fail, params.force
@@ -165,12 +178,14 @@ class Commands:
                 message="agent: no restart agent configured (set kernelscope.agent in your "
                 "editor's user settings or agent in ~/.config/kernelscope/config.toml)"
             )
+        self._refuse_if_busy(ws)
         self._observer_guard(ws, "restart", params.force)
         job = self.jobs.restart(ws, agent, params.seed, params.timeout_s, params.force)
         return p.JobStarted(job_id=job.job_id, workspace=str(ws.root), kind="restart").model_dump()
 
     def benchmark(self, params: Any) -> Any:
         ws = self._workspace(params.workspace)
+        self._refuse_if_busy(ws)
         candidate = None
         if params.candidate:
             candidate = uri_to_path(params.candidate)

@@ -103,6 +103,16 @@ def workspaces(ls: KernelscopeServer, params: Any) -> dict[str, Any]:
     }
 
 
+def shutdown(ls: KernelscopeServer, params: Any) -> None:
+    """shutdown, and exit without one (an editor that quits at once): the watcher stops and
+    every job is cancelled (lsp/jobs.py `stop_all`), so nothing runs on, or writes into a
+    workspace, once the editor has gone, and exit does not wait for a job's end."""
+    ls.watcher.close()
+    cancelled = ls.jobs.stop_all()
+    if cancelled:
+        log.info("session ending: cancelled job(s) %s", ", ".join(cancelled))
+
+
 def progress_cancel(ls: KernelscopeServer, params: types.WorkDoneProgressCancelParams) -> None:
     """Cancel on a job's progress: the job that owns the token stops (its process group is
     killed) and ends `cancelled`."""
