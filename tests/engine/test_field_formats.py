@@ -179,6 +179,18 @@ def test_hover_notes_list_experiments_directions_outcome_and_workloads(atrex_ws:
     assert "- open directions: Reuse the weight tile across row blocks" in notes
 
 
+def test_the_file_lens_names_an_unreadable_memory_file(tmp_path: Path) -> None:
+    """A corrupt record drops out of every figure (the best, the masked count): before, the
+    editor said nothing, so "0 masked" read as data when the masked record was the corrupt one."""
+    ws = tmp_path / "kernel_opt_vector_add"
+    shutil.copytree(EXAMPLES / "vector_add", ws)
+    workspace = Workspace(ws)
+    assert "unreadable" not in file_lens(workspace)
+    (ws / "memory" / "v2.json").write_text('{"version": "v2", "masked": tru')
+    text = file_lens(workspace)
+    assert text.endswith("| unreadable: v2.json (kernelscope memory list says why)"), text
+
+
 def test_lenses_never_name_a_masked_version_best_or_latest(tmp_path: Path) -> None:
     """Masking v4 (the best and latest) hides it from the active memory, and blame hides its
     numbers: the lenses name v1 best and the failed v3 latest, with v1's numbers, not v4's."""

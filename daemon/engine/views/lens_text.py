@@ -143,6 +143,12 @@ def file_lens(
     parts.append(next_text)
     masked = sum(1 for e in entries if e.masked)
     parts.append(f"{masked} masked")
+    # a corrupt record is left out of every figure above: say so, or its absence reads as data
+    unreadable = [e.path.name for e in entries if e.error]
+    if unreadable:
+        more = f" and {len(unreadable) - 3} more" if len(unreadable) > 3 else ""
+        shown = ", ".join(unreadable[:3]) + more
+        parts.append(f"unreadable: {shown} (kernelscope memory list says why)")
     return " | ".join(parts)
 
 
