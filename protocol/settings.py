@@ -185,6 +185,20 @@ def _strict_bool(value: Any, _type: Any) -> bool:
     return value
 
 
+def _strict_int(value: Any, _type: Any) -> int:
+    """A whole number as JSON or TOML gives it (400, or 400.0): not `true` (cattrs made it 1)
+    nor 2.7 (made 2) nor "400", which would pass silently as another value than the user's."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not float(value).is_integer():
+        raise ValueError(f"expected a whole number, got {value!r}")
+    return int(value)
+
+
+def _strict_float(value: Any, _type: Any) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise ValueError(f"expected a number, got {value!r}")
+    return float(value)
+
+
 def _trust(value: Any, _type: Any) -> bool | list[str]:
     if isinstance(value, bool) or (isinstance(value, list) and all(isinstance(p, str) for p in value)):
         return value
@@ -193,6 +207,8 @@ def _trust(value: Any, _type: Any) -> bool | list[str]:
 
 _converter = cattrs.Converter(forbid_extra_keys=False)
 _converter.register_structure_hook(bool, _strict_bool)  # before the dataclass hooks are generated
+_converter.register_structure_hook(int, _strict_int)
+_converter.register_structure_hook(float, _strict_float)
 _converter.register_structure_hook(bool | list[str], _trust)
 for _cls in (UserSettings, FolderSettings):
     _renames: dict[str, Any] = {f.name: override(rename=camel_key(f.name)) for f in fields(_cls)}

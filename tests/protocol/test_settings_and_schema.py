@@ -15,6 +15,8 @@ def test_settings_camel_case_and_unknown_keys() -> None:
     )
     assert settings.db_url == "/tmp/x.sqlite" and settings.bench_on_save is False and settings.seeds == 4
     assert settings.trusted is False  # off unless the client says the workspace is trusted
+    # whole numbers as JSON may spell them
+    assert settings_from({"seeds": 3.0, "timeoutS": 60}, Settings()).seeds == 3
 
 
 @pytest.mark.parametrize(
@@ -25,6 +27,14 @@ def test_settings_camel_case_and_unknown_keys() -> None:
         ({"mode": "fast"}, "mode"),
         ({"debounceMs": "abc"}, "debounce_ms"),
         ({"timeoutS": -1}, "timeoutS"),
+        # a wrong type is refused, not coerced into another value than the user's (true was 1
+        # seed, 2.7 two, "900" a timeout)
+        ({"seeds": True}, "seeds"),
+        ({"seeds": 2.7}, "seeds"),
+        ({"debounceMs": "400"}, "debounce_ms"),
+        ({"timeoutS": "900"}, "timeout_s"),
+        ({"timeoutS": True}, "timeout_s"),
+        ({"memoryLimitMb": 512.5}, "memory_limit_mb"),
     ],
 )
 def test_invalid_settings_name_the_field(bad: dict, field: str) -> None:
