@@ -66,7 +66,7 @@ def test_exit_codes(tmp_path: Path, cli) -> None:  # type: ignore[no-untyped-def
     assert cli("memory", "frobnicate").exit_code == 1
     assert cli("memory", "mask", "-w", ws, "--no-such-flag").exit_code == 1
     refused = cli("memory", "mask", "-w", ws, "--version", "v0")
-    assert refused.exit_code == 1 and "baseline" in refused.stderr
+    assert refused.exit_code == 2 and "baseline" in refused.stderr  # a refused operation
     assert json.loads((tmp_path / "memory" / "v0.json").read_text()).get("masked") is None
 
 
