@@ -101,7 +101,7 @@ def _documented_best(records: list[dict], kind: str | None, chosen: str | None) 
     """Whether `chosen` is the best by MemoryManager.best_version's rule (its docstring): among
     unmasked versions whose gate passed, highest tflops / highest bandwidth / lowest latency
     (the README's metric); without that metric, lowest latency; without any, the latest passing
-    version. Ties are not specified: any version with the best score is the best."""
+    version. Ties go to the later version (docs/memory.md)."""
     passing = {
         f"v{n}": spec
         for n, spec in enumerate(records)
@@ -111,5 +111,5 @@ def _documented_best(records: list[dict], kind: str | None, chosen: str | None) 
     for metric, pick in ((field, max if field != "latency" else min), ("latency", min)):
         values = [spec[metric] for spec in passing.values() if spec[metric] is not None]
         if values:
-            return chosen in passing and passing[chosen][metric] == pick(values)
+            return chosen == [v for v, spec in passing.items() if spec[metric] == pick(values)][-1]
     return chosen == (list(passing)[-1] if passing else None)
