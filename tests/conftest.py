@@ -6,6 +6,7 @@ import json
 import os
 import shutil
 import sys
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -21,18 +22,51 @@ FIXTURES = TESTS / "fixtures"  # upstream files, verbatim
 NO_TORCH_SERVER = [sys.executable, str(TESTS / "support" / "no_torch_server.py")]
 
 
+XDG_FOLDERS = {
+    "XDG_CONFIG_HOME": "config",
+    "XDG_DATA_HOME": "data",
+    "XDG_CACHE_HOME": "cache",
+    "XDG_STATE_HOME": "state",
+    "XDG_RUNTIME_DIR": "runtime",
+}
+# the suite's own switches (tests/editors, tests/reliability, tests/support/store_backends.py)
+TEST_CONTROLS = (
+    "KERNELSCOPE_TEST_",
+    "KERNELSCOPE_E2E_",
+    "KERNELSCOPE_FAULT_",
+    "KERNELSCOPE_SCREENSHOTS",
+    "KERNELSCOPE_UPDATE_SNAPSHOTS",
+)
+
+
 @pytest.fixture(autouse=True)
 def users_own_files(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> Path:
-    """No test reads or writes the developer's own kernelscope files: the config file and the
-    per-user experiment store live in a folder of the test run's (daemons and CLIs the tests
-    start inherit it). A test that needs a config file writes one there."""
+    """No test reads or writes the developer's own kernelscope files: the config file, the
+    per-user experiment store, the history-facts cache, restart briefs and TCP token files live
+    in a folder of the test run's (daemons and CLIs the tests start inherit it), and no
+    KERNELSCOPE_* setting of the developer's shell reaches the product (only the suite's own
+    switches, TEST_CONTROLS). A test that needs a config file writes one there."""
     home = tmp_path_factory.getbasetemp() / "user"
-    (home / "config" / "kernelscope").mkdir(parents=True, exist_ok=True)
-    monkeypatch.setenv("XDG_CONFIG_HOME", str(home / "config"))
-    monkeypatch.setenv("XDG_DATA_HOME", str(home / "data"))
-    for name in ("KERNELSCOPE_CONFIG", "KERNELSCOPE_DB_URL"):
-        monkeypatch.delenv(name, raising=False)
+    private = private_user_env(home, os.environ)
+    for name in set(os.environ) - set(private):
+        monkeypatch.delenv(name)
+    for name in XDG_FOLDERS:
+        monkeypatch.setenv(name, private[name])
     return home / "config" / "kernelscope" / "config.toml"
+
+
+def private_user_env(home: Path, environ: Mapping[str, str]) -> dict[str, str]:
+    """`environ` for a process that must keep off the developer's own kernelscope files (a
+    daemon whose environment is fixed when its test module loads, before `users_own_files`):
+    its XDG folders inside `home`, and none of the product's KERNELSCOPE_* settings."""
+    (home / "config" / "kernelscope").mkdir(parents=True, exist_ok=True)
+    (home / "runtime").mkdir(mode=0o700, exist_ok=True)
+    env = {
+        name: value
+        for name, value in environ.items()
+        if not name.startswith("KERNELSCOPE_") or name.startswith(TEST_CONTROLS)
+    }
+    return {**env, **{name: str(home / folder) for name, folder in XDG_FOLDERS.items()}}
 
 
 @pytest.fixture

@@ -115,3 +115,29 @@ def test_the_test_command_runs_with_an_empty_home_of_its_own(tmp_path: Path) -> 
 def test_ci_runs_the_readme_test_command_under_a_fresh_home() -> None:
     last = (REPO_ROOT / ".ci" / "run").read_text().strip().splitlines()[-1]
     assert last == "exec scripts/with-fresh-home.sh scripts/test.sh"
+
+
+def test_the_suite_keeps_off_the_developers_home(vector_add_ws: Path, users_own_files: Path) -> None:
+    """Every per-user file the product writes (config, experiment store, history-facts cache,
+    restart briefs, TCP token files) lands in the test run's folder, not in the home directory
+    of whoever runs the suite, and no KERNELSCOPE_* setting of their shell reaches the product:
+    in the tests' own process and in the daemons the LSP tests start (their environment is
+    fixed when the module loads, before any fixture runs)."""
+    from kernelscope.daemon.engine.history.source import _disk_path
+    from kernelscope.daemon.engine.store.config import default_db_path
+    from kernelscope.daemon.engine.workflows.restart import PartialRestart, RestartOptions
+    from kernelscope.daemon.engine.workspace.user_config import config_path
+    from kernelscope.daemon.lsp.server import token_path
+    from tests.conftest import TEST_CONTROLS, XDG_FOLDERS
+    from tests.support.bench_fixtures import jobs_folder
+
+    run_folder = users_own_files.parents[2]
+    brief, _ = PartialRestart(vector_add_ws, RestartOptions(agent="true"))._brief("v5", 1)
+    for path in (config_path(), default_db_path(), _disk_path("ab" * 20), token_path(2087), brief):
+        assert path is not None and path.is_relative_to(run_folder), path
+    jobs, daemon_env = jobs_folder()
+    assert all(Path(daemon_env.get(name, "/")).is_relative_to(jobs) for name in XDG_FOLDERS), daemon_env
+    for env in (os.environ, daemon_env):
+        assert not [
+            name for name in env if name.startswith("KERNELSCOPE_") and not name.startswith(TEST_CONTROLS)
+        ]

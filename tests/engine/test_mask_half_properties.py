@@ -17,6 +17,7 @@ record_strategy = st.fixed_dictionaries(
         "gate": st.sampled_from(["PASS", "FAIL", None]),
         "latency": st.one_of(st.none(), st.floats(1, 1000, allow_nan=False)),
         "bandwidth": st.one_of(st.none(), st.floats(1, 5000, allow_nan=False)),
+        "tflops": st.one_of(st.none(), st.floats(1, 2000, allow_nan=False)),
     }
 )
 
@@ -28,7 +29,11 @@ def _write(ws: Path, records: list[dict]) -> None:
         data = {
             "version": f"v{number}",
             "masked": spec["masked"] and number != 0,
-            "performance": {"latency_us": spec["latency"], "bandwidth_gbps": spec["bandwidth"]},
+            "performance": {
+                "latency_us": spec["latency"],
+                "bandwidth_gbps": spec["bandwidth"],
+                "tflops": spec["tflops"],
+            },
             "quality_gate": {"result": spec["gate"]},
             "pitfalls_and_fixes": [],
             "unknown_key": {"kept": number},
@@ -63,6 +68,7 @@ def test_mask_half_invariants(records: list[dict], kind: str | None, seed: int) 
             assert len(result.masked) >= 1
         assert set(result.masked) <= set(result.candidates)
         # the best really is the best passing unmasked version by the documented rule
+        assert _documented_best(records, kind, result.best_version), result.best_rule
         if result.best_version is not None:
             best = before[f"{result.best_version}.json"]
             assert best["quality_gate"]["result"] == "PASS" and not best["masked"]
@@ -89,3 +95,21 @@ def test_mask_half_invariants(records: list[dict], kind: str | None, seed: int) 
                 if name[:-5] == result.pitfall_recorded_in:
                     expected["pitfalls_and_fixes"] = data["pitfalls_and_fixes"]
                 assert data == expected  # unmask restores
+
+
+def _documented_best(records: list[dict], kind: str | None, chosen: str | None) -> bool:
+    """Whether `chosen` is the best by MemoryManager.best_version's rule (its docstring): among
+    unmasked versions whose gate passed, highest tflops / highest bandwidth / lowest latency
+    (the README's metric); without that metric, lowest latency; without any, the latest passing
+    version. Ties go to the later version (docs/memory.md)."""
+    passing = {
+        f"v{n}": spec
+        for n, spec in enumerate(records)
+        if spec["gate"] == "PASS" and not (spec["masked"] and n)
+    }
+    field = kind if kind in ("tflops", "bandwidth") else "latency"
+    for metric, pick in ((field, max if field != "latency" else min), ("latency", min)):
+        values = [spec[metric] for spec in passing.values() if spec[metric] is not None]
+        if values:
+            return chosen == [v for v, spec in passing.items() if spec[metric] == pick(values)][-1]
+    return chosen == (list(passing)[-1] if passing else None)

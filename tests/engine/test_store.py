@@ -162,10 +162,13 @@ def test_big_and_unicode_values(store: ExperimentStore) -> None:
 def test_top_experiments(store: ExperimentStore) -> None:
     for score in (1.1, 1.5, 0.9, 1.3):
         store.create_experiment(exp(score=score, operator_sig="op"))
-    store.create_experiment(exp(score=0.0, is_buggy=True, operator_sig="op"))
+    # a buggy run's score is a wrong output's timing: never ranked, however high
+    store.create_experiment(exp(score=9.0, is_buggy=True, operator_sig="op"))
     store.create_experiment(exp(score=None, operator_sig="op"))
     top = store.top_experiments(max_results=3)
     assert [t["score"] for t in top] == [1.5, 1.3, 1.1]
+    assert [t["score"] for t in store.top_experiments(max_results=100)] == [1.5, 1.3, 1.1, 0.9]
+    assert [e.score for e in store.top(min_score=1.3)] == [1.5, 1.3]  # the bound is inclusive
     assert all(tuple(sorted(t)) == tuple(sorted(TOP_KEYS)) for t in top)
     assert len(store.top_experiments(include_buggy=True, max_results=100)) == 5
     assert [e.score for e in store.top(2, operator_sig="op")] == [1.5, 1.3]

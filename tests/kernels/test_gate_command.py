@@ -30,13 +30,14 @@ from kernelscope.daemon.engine.run.scratch import scratch_copy, workspace_files
 from kernelscope.daemon.engine.workflows.git import Git
 from tests.conftest import EXAMPLES
 from tests.lsp.test_lsp import SERVER, init_params
+from tests.support.bench_fixtures import jobs_folder
 from tests.support.lsp_client import KernelscopeClient, _as_dict, make_client
 
 pytestmark = pytest.mark.slow
 VENV_BIN = Path(sys.executable).parent
-# The environment kernelscope itself runs in, minus the bytecode switch some shells (and CI)
-# set: kernelscope must keep __pycache__/ out of the workspace on its own.
-CLEAN_ENV = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+# The environment kernelscope itself runs in (off the developer's own files), minus the bytecode
+# switch some shells (and CI) set: kernelscope must keep __pycache__/ out of the workspace on its own.
+CLEAN_ENV = {k: v for k, v in jobs_folder()[1].items() if k != "PYTHONDONTWRITEBYTECODE"}
 GATE = "python test_kernel.py --no-memory"
 
 WORKLOADS = [

@@ -32,6 +32,8 @@ from tests.conftest import EXAMPLES
     "score,ci,band,expected",
     [
         (1.01, (0.99, 1.03), (0.97, 1.04), "no measurable change"),  # inside the band
+        (1.03, (1.01, 1.05), (0.97, 1.04), "no measurable change"),  # the band alone decides
+        (0.96, (0.95, 0.97), (0.95, 1.05), "no measurable change"),  # a slowdown inside it
         (1.05, (0.99, 1.10), (0.98, 1.02), "no measurable change"),  # interval holds 1.0
         (1.30, (1.25, 1.35), (0.97, 1.03), "faster"),
         (0.70, (0.66, 0.74), (0.97, 1.03), "slower"),

@@ -69,24 +69,30 @@ def test_a_workspace_nested_deeper_in_the_folder_is_found_and_kept(tmp_path: Pat
     """The editor's folder is a monorepo's root (eglot's and lsp-mode's project root, a git
     root opened in VS Code): a workspace two folders down gets its kernel served and its
     commands answered (before: scans looked at the folder and its children only, and the
-    commands called it "not an optimization workspace"). The climb stops at the folder."""
+    commands called it "not an optimization workspace"). The climb stops at the folder: a
+    workspace above an editor folder (a subfolder of one opened) is outside it. A README's
+    code block other than ```kernelscope makes no workspace."""
     outside = _workspace(tmp_path / "outside_ws")
     folder = tmp_path / "proj"
     nested = _workspace(folder / "ops" / "softmax" / "kernel_opt_va")
     (folder / "ops" / "plain").mkdir()
     (folder / "ops" / "plain" / "kernel.py").write_text("x = 1\n")
+    (folder / "ops" / "plain" / "README.md").write_text("# op\n\n```python\nx = 1\n```\n")
+    notes = outside / "notes"  # a second editor folder, inside a workspace
+    notes.mkdir()
     state = ServerState()
     told: list[tuple[list[Path], list[Path]]] = []
     state.on_workspaces = lambda added, removed: told.append(
         ([w.root for w in added], [w.root for w in removed])
     )
-    state.set_folders([folder])
+    state.set_folders([folder, notes])
     assert state.workspaces == {}
     ws = state.discover(nested / "kernel.py")
     assert ws is not None and ws is state.workspaces.get(nested) and told == [([nested], [])]
     assert state.discover(nested / "memory") is ws and len(told) == 1  # (a command naming a folder in it)
     assert state.discover(folder / "ops" / "plain" / "kernel.py") is None
     assert state.discover(outside / "kernel.py") is None  # not in the editor's folders
+    assert state.discover(notes / "scratch.py") is None  # nor above one
     state.rescan()
     assert state.workspaces == {nested: ws}  # a scan keeps it
     shutil.rmtree(nested)

@@ -98,9 +98,11 @@ def jobs_folder() -> tuple[str, dict[str, str]]:
     import shutil
     import tempfile
 
+    from tests.conftest import private_user_env
+
     folder = tempfile.mkdtemp(prefix="kernelscope-test-jobs-")
     atexit.register(shutil.rmtree, folder, True)
-    return folder, {**os.environ, "TMPDIR": folder}
+    return folder, {**private_user_env(Path(folder) / "user", os.environ), "TMPDIR": folder}
 
 
 def alive_with(marker: str) -> list[int]:
