@@ -289,10 +289,17 @@ HONEST = f"""
 
 def restart(ws: Path, db: str, agent: str, timeout: float = 120.0, lines: list[str] | None = None):  # type: ignore[no-untyped-def]
 
-    os.environ["DB"] = db
-    return PartialRestart(
-        ws, RestartOptions(agent=agent, seed=1, timeout_s=timeout, brief_dir=ws.parent.parent / "briefs")
-    ).run(on_output=(lines.append if lines is not None else None))
+    previous = os.environ.get("DB")
+    os.environ["DB"] = db  # the agent scripts' store (set for the run only: no leak to later tests)
+    try:
+        return PartialRestart(
+            ws, RestartOptions(agent=agent, seed=1, timeout_s=timeout, brief_dir=ws.parent.parent / "briefs")
+        ).run(on_output=(lines.append if lines is not None else None))
+    finally:
+        if previous is None:
+            os.environ.pop("DB", None)
+        else:
+            os.environ["DB"] = previous
 
 
 def test_honest_agent_completes(workspace: tuple[Path, str], tmp_path: Path) -> None:
