@@ -484,6 +484,7 @@ class SolExecBenchProblem(Problem):
     reference (and default baseline), solution.json's entry point in the candidate."""
 
     kind = "sol-execbench"
+    layout_checked = False  # eval_driver checks shape and dtype, compute_error_stats values only
 
     def __init__(
         self,
