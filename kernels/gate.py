@@ -8,7 +8,8 @@ must be NaN, +inf must be +inf); wrong number of outputs, shape, dtype or device
 subclasses (a subclass can fake comparisons or defer its work); outputs that
 are views of an input; inputs modified in place; and answers that do not change when the
 inputs do (a cached result). A right answer in another memory layout is `wrong_layout`, with
-both strides.
+both strides, where the problem's contract asks for the reference's layout (`layout=True`;
+KernelBench and SOL-ExecBench compare values only).
 
 The comparison works slice by slice (in the output's dtype, float32 for 16-bit types, int64
 for integer and bool outputs) and reduces in float64, instead of float64 copies of both
@@ -292,8 +293,10 @@ def check_outputs(
     tolerance: dict[str, float] | None,
     readme_rel_err: float | None,
     upstream: dict[str, Any] | None = None,
+    layout: bool = True,
 ) -> tuple[float, float, float, str]:
     """Raise GateFailure on any problem; return (max_abs_err, max_rel_err, rel_err, rule).
+    `layout`: the right values in strides other than the reference's are `wrong_layout`.
     Under SOL-ExecBench's rule `upstream` (a dict) receives both verdicts, the worst matched
     ratio and, when kernelscope's every-element rule would fail what upstream passes, why."""
     if len(outputs) != len(references):
@@ -325,7 +328,7 @@ def check_outputs(
             _check_non_finite(label, out, ref)
         found = _compare(out, ref, rules)
         rule = found.rule
-        if found.ok and out.numel() > 1 and out.stride() != ref.stride():
+        if layout and found.ok and out.numel() > 1 and out.stride() != ref.stride():
             raise GateFailure(
                 "wrong_layout",
                 f"{label} has the right values in another memory layout: strides {tuple(out.stride())}, "

@@ -235,7 +235,9 @@ class _Runner:
             reference=lambda xs: as_tensor_list(problem.reference(config, xs), "the reference"),
             fresh_inputs=lambda seed: problem.make_inputs(config, seed, self.device),
             candidate=candidate,
-            compare=lambda outs, refs, xs: check_outputs(outs, refs, xs, tolerance, self.args.rel_err),
+            compare=lambda outs, refs, xs: check_outputs(
+                outs, refs, xs, tolerance, self.args.rel_err, layout=problem.layout_checked
+            ),
             outputs_of=lambda value: as_tensor_list(value, "the candidate"),
             digest=digest,
             guard=self.guard,
@@ -340,9 +342,8 @@ class _Runner:
             seen.append(pair)
             verdicts: dict[str, Any] = {}
             try:
-                max_abs, max_rel, rel_err, rule = check_outputs(
-                    outputs, references, inputs, tolerance, self.args.rel_err, upstream=verdicts
-                )
+                rules = (tolerance, self.args.rel_err, verdicts, problem.layout_checked)
+                max_abs, max_rel, rel_err, rule = check_outputs(outputs, references, inputs, *rules)
             finally:
                 self._keep_upstream(result, verdicts)
             if launches.count == 0 and not self.framework_ok:  # a right answer, but not Triton's
@@ -403,8 +404,9 @@ class _Runner:
             with self.guard.launches.counting(neutralize=True):
                 raw = candidate(*inputs)
                 _sync(self.mode)
+            outputs = as_tensor_list(raw, "the candidate")
             check_outputs(
-                as_tensor_list(raw, "the candidate"), references, inputs, tolerance, self.args.rel_err
+                outputs, references, inputs, tolerance, self.args.rel_err, layout=problem.layout_checked
             )
         except Exception:
             return  # wrong, or broken, without its launches: they do the work

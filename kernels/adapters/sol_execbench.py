@@ -425,12 +425,14 @@ def _heuristic_random(
 
 def _as_outputs(value: Any, definition: _Definition, device: str, what: str) -> tuple[Any, ...]:
     """A value-returning `run`'s result in definition.outputs order, accepting what upstream's
-    `io.normalize_outputs` accepts: a tensor, a tuple/list, a dict by output name, a scalar."""
+    `io.normalize_outputs` accepts: a tensor, a tuple/list, a dict by output name, a scalar.
+    A tensor on another device is moved to the evaluation device, as upstream moves it (a
+    no-op, the same tensor, when it is there already)."""
     names = list(definition.outputs)
 
     def tensor(name: str, item: Any) -> Any:
         if isinstance(item, torch.Tensor):
-            return item
+            return item.to(device)
         if isinstance(item, (bool, int, float)):
             return torch.tensor(item, dtype=_DTYPES[definition.outputs[name]["dtype"]], device=device)
         return item  # the gate names the wrong type
@@ -484,6 +486,7 @@ class SolExecBenchProblem(Problem):
     reference (and default baseline), solution.json's entry point in the candidate."""
 
     kind = "sol-execbench"
+    layout_checked = False  # eval_driver checks shape and dtype, compute_error_stats values only
 
     def __init__(
         self,

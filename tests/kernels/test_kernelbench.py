@@ -507,3 +507,16 @@ def test_footprint_model_matches_a_measured_peak(tmp_path: Path) -> None:
     )
     measured_mb = peak_mb(16, 393216) - peak_mb(1, 1024)
     assert 0.75 * predicted_mb <= measured_mb <= 1.25 * predicted_mb, (measured_mb, predicted_mb)
+
+
+def test_right_answer_in_another_layout_passes_as_in_kernelbench(tmp_path: Path) -> None:
+    """KernelBench compares with `torch.allclose` after a shape check (eval.py
+    run_and_check_correctness): values only, any strides. A ReLU returned column-major passes
+    there, so it passes here too (`wrong_layout` is kernelscope's rule for native workspaces)."""
+    column_major = RELU_KERNEL.replace("        return out\n", "        return out.t().contiguous().t()\n")
+    assert column_major != RELU_KERNEL
+    ws = workspace(tmp_path / "relu", RELU, column_major)
+    done = bench(
+        "-w", str(ws), "--reference", RELU, *SMALL, "--mode", "interpreter", "--seeds", "2", "--json"
+    )
+    assert done.returncode == EXIT_PASS, done.stdout + done.stderr

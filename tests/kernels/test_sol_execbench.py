@@ -422,3 +422,16 @@ def test_layout_detection_needs_both_ground_truth_files(tmp_path: Path) -> None:
     (ws / "kernel.py").write_text("def kernel_fn(x):\n    return x\n")
     problem = load_problem(ws / "reference.py", ws / "kernel.py", None, "kernel_fn", workspace=ws)
     assert problem.kind == "native"  # no workload.jsonl: not a SOL workspace
+
+
+def test_value_returning_outputs_move_to_the_device_as_upstream() -> None:
+    """Upstream's io.normalize_outputs moves a returned tensor to the evaluation device
+    (`v.to(device)`) and judges its values; a CPU tensor from a value-returning `run` on a GPU
+    is no `cheat`. Shown with the meta device standing in for the GPU."""
+    from kernelscope.kernels.adapters.sol_execbench import _as_outputs, _Definition
+
+    defn = _Definition(definition(), Path("definition.json"))
+    on_cpu = (torch.ones(2, HIDDEN_SIZE), torch.ones(2))
+    for returned in (on_cpu, {"output": on_cpu[0], "rstd": on_cpu[1]}):
+        outputs = _as_outputs(returned, defn, "meta", "the candidate")
+        assert [o.device.type for o in outputs] == ["meta", "meta"]
