@@ -50,6 +50,15 @@ class RecordExperimentParams(WorkspaceParams):
     status: Literal["new", "running", "done", "failed", "timeout"] = "done"
     pid: str = ""
     tags: list[str] = Field(default_factory=list)
+    # the rest of the seed's fields, as `kernelscope exp record` takes them (lengths: the store's
+    # KernelExperiment checks them, with the field named)
+    code_change: str = Field(default="", alias="codeChange")
+    raw_result: str = Field(default="", alias="rawResult")
+    profiling_info: str = Field(default="", alias="profilingInfo")
+    operator_sig: str = Field(default="", alias="operatorSig")
+    dtype_sig: str = Field(default="", alias="dtypeSig")
+    env: str = ""
+    base_commit: str = Field(default="", alias="baseCommit")
 
 
 class RunIterationParams(WorkspaceParams):

@@ -309,9 +309,22 @@ async def test_commands_and_bad_parameters(client: KernelscopeClient) -> None:
             "score": 0.97,
             "kernels": ["add_kernel"],
             "memoryVersion": "v1",
+            # the seed's other fields (kernel-exp-history), refused as unknown keys before
+            "codeChange": "-num_warps=4\n+num_warps=8",
+            "rawResult": "1.234 ms",
+            "profilingInfo": "dram 81%",
+            "operatorSig": "add(Tensor, Tensor) -> Tensor",
+            "dtypeSig": "float32",
+            "env": "H100, CUDA 12.8",
+            "baseCommit": "abc123",
         },
     )
     assert recorded["score"] == 0.97  # type: ignore[index]
+    assert (recorded["operator_sig"], recorded["raw_result"], recorded["base_commit"]) == (  # type: ignore[index]
+        "add(Tensor, Tensor) -> Tensor",
+        "1.234 ms",
+        "abc123",
+    )
     memory_before = {p.name: p.read_text() for p in (Path(ws) / "memory").glob("*.json")}
     bad = [
         ("kernelscope.maskHalf", {"workspace": ws, "dryRun": "maybe"}, "dryRun"),
@@ -319,6 +332,11 @@ async def test_commands_and_bad_parameters(client: KernelscopeClient) -> None:
         ("kernelscope.unmask", {"workspace": ws, "versions": []}, "versions"),
         ("kernelscope.unmask", {"workspace": ws, "versions": ["v99"]}, "v99"),
         ("kernelscope.recordExperiment", {"workspace": ws, "changeSummary": "x" * 90, "score": 1.0}, "80"),
+        (
+            "kernelscope.recordExperiment",
+            {"workspace": ws, "changeSummary": "y", "dtypeSig": "f" * 300},
+            "dtype_sig",
+        ),
         ("kernelscope.showHistory", {"workspace": "/etc"}, "outside"),
         ("kernelscope.showHistory", {"workspace": ws + "/../../.."}, "outside"),
         ("kernelscope.topExperiments", {"maxResults": -1}, "maxResults"),
