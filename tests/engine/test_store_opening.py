@@ -60,15 +60,9 @@ def test_a_reader_does_not_wait_behind_a_writer(tmp_path: Path) -> None:
         writer.close()
 
 
-def test_a_file_that_cannot_be_written_is_read(tmp_path: Path) -> None:
-    folder = tmp_path / "ro"
-    folder.mkdir()
-    path = folder / "x.sqlite"
-    _stored(path)
-    connection = sqlite3.connect(path)
-    connection.execute("PRAGMA wal_checkpoint(TRUNCATE)")
-    connection.execute("PRAGMA journal_mode=DELETE")
-    connection.close()
+def _read_where_nothing_can_be_written(path: Path, folder: Path) -> None:
+    """The store at `path` (holding `_stored`'s one experiment) made immutable with its folder:
+    it is read, and a write says read-only."""
     if subprocess.run(["chattr", "+i", str(path), str(folder)], capture_output=True).returncode:
         pytest.skip("chattr +i is not available here")
     try:
@@ -78,6 +72,18 @@ def test_a_file_that_cannot_be_written_is_read(tmp_path: Path) -> None:
             store.create_experiment(KernelExperiment(change_summary="y"))
     finally:
         subprocess.run(["chattr", "-i", str(path), str(folder)], check=True)
+
+
+def test_a_file_that_cannot_be_written_is_read(tmp_path: Path) -> None:
+    folder = tmp_path / "ro"
+    folder.mkdir()
+    path = folder / "x.sqlite"
+    _stored(path)
+    connection = sqlite3.connect(path)
+    connection.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    connection.execute("PRAGMA journal_mode=DELETE")
+    connection.close()
+    _read_where_nothing_can_be_written(path, folder)
 
 
 def test_a_wal_store_in_a_folder_that_cannot_be_written_is_read(tmp_path: Path) -> None:
@@ -93,15 +99,7 @@ def test_a_wal_store_in_a_folder_that_cannot_be_written_is_read(tmp_path: Path) 
     assert connection.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
     connection.close()  # the last connection: SQLite removes -wal and -shm
     assert not path.with_name("x.sqlite-shm").exists()
-    if subprocess.run(["chattr", "+i", str(path), str(folder)], capture_output=True).returncode:
-        pytest.skip("chattr +i is not available here")
-    try:
-        store = ExperimentStore(str(path))
-        assert [e.change_summary for e in store.list_experiments()] == ["x"]
-        with pytest.raises(StoreError, match="read-only"):
-            store.create_experiment(KernelExperiment(change_summary="y"))
-    finally:
-        subprocess.run(["chattr", "-i", str(path), str(folder)], check=True)
+    _read_where_nothing_can_be_written(path, folder)
 
 
 def test_another_applications_experiments_table_is_refused_before_any_write(tmp_path: Path) -> None:

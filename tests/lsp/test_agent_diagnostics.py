@@ -17,7 +17,7 @@ from pytest_lsp import ClientServerConfig
 from kernelscope.daemon.engine.workflows.demo import kernel_with_block
 from tests.conftest import NO_TORCH_SERVER
 from tests.lsp.test_lsp import KERNEL, make_workspace, private_copy
-from tests.support.lsp_client import KernelscopeClient, make_client, start_session, wait_for
+from tests.support.lsp_client import KernelscopeClient, make_client, open_with, start_session, wait_for
 
 pytestmark = pytest.mark.slow
 
@@ -57,16 +57,6 @@ def kernel(client: KernelscopeClient) -> Path:
 
 def messages(client: KernelscopeClient, uri: str) -> list[str]:
     return [f"{d.code}: {d.message}" for d in client.diagnostics.get(uri) or []]
-
-
-def open_with(client: KernelscopeClient, path: Path, text: str) -> None:
-    client.text_document_did_open(
-        types.DidOpenTextDocumentParams(
-            text_document=types.TextDocumentItem(
-                uri=path.as_uri(), language_id="python", version=1, text=text
-            )
-        )
-    )
 
 
 def save_untried_code(client: KernelscopeClient) -> tuple[Path, str]:

@@ -18,7 +18,14 @@ from pytest_lsp import ClientServerConfig
 
 from kernelscope.daemon.lsp.state import ServerState, WorkspaceState
 from tests.conftest import EXAMPLES, NO_TORCH_SERVER
-from tests.support.lsp_client import KernelscopeClient, _as_dict, make_client, start_session, wait_for
+from tests.support.lsp_client import (
+    KernelscopeClient,
+    _as_dict,
+    make_client,
+    open_with,
+    start_session,
+    wait_for,
+)
 
 
 def _workspace(path: Path) -> Path:
@@ -127,13 +134,7 @@ async def test_a_workspace_an_agent_creates_is_served_and_watched_and_let_go(
     ws = _workspace(client.folder / "kernel_opt_made_later")
     kernel = ws / "kernel.py"
     uri = kernel.as_uri()
-    client.text_document_did_open(
-        types.DidOpenTextDocumentParams(
-            text_document=types.TextDocumentItem(
-                uri=uri, language_id="python", version=1, text=kernel.read_text()
-            )
-        )
-    )
+    open_with(client, kernel, kernel.read_text())
     titles = await _titles(client, uri)
     assert any(t.startswith("best ") for t in titles) and any("next v5" in t for t in titles), titles
     await wait_for(lambda: client.diagnostics.get(uri), 30, "the opened text was not checked")
@@ -189,13 +190,7 @@ async def test_a_removed_folders_diagnostics_stay_cleared_when_its_job_ends(
     await start_session(client, folder, options)
     kernel = ws / "kernel.py"
     uri = kernel.as_uri()
-    client.text_document_did_open(
-        types.DidOpenTextDocumentParams(
-            text_document=types.TextDocumentItem(
-                uri=uri, language_id="python", version=1, text=kernel.read_text()
-            )
-        )
-    )
+    open_with(client, kernel, kernel.read_text())
     await wait_for(lambda: client.diagnostics.get(uri), 30, "the opened text was not checked")
     await client.workspace_execute_command_async(
         types.ExecuteCommandParams(command="kernelscope.restart", arguments=[{"workspace": str(ws)}])
@@ -321,13 +316,7 @@ async def test_a_command_without_arguments_takes_the_implied_workspace(client: K
     assert (await history())["workspace"] == str(first)  # type: ignore[index]
     second = _workspace(client.folder / "kernel_opt_b")
     kernel = second / "kernel.py"
-    client.text_document_did_open(
-        types.DidOpenTextDocumentParams(
-            text_document=types.TextDocumentItem(
-                uri=kernel.as_uri(), language_id="python", version=1, text=kernel.read_text()
-            )
-        )
-    )
+    open_with(client, kernel, kernel.read_text())
     assert (await history())["workspace"] == str(second)  # type: ignore[index]
     client.text_document_did_close(
         types.DidCloseTextDocumentParams(text_document=types.TextDocumentIdentifier(uri=kernel.as_uri()))

@@ -74,6 +74,17 @@ async def start_session(
     )
 
 
+def open_with(client: KernelscopeClient, path: Path, text: str) -> None:
+    """`didOpen` of `path` (a Python file) with `text` as the editor's buffer."""
+    client.text_document_did_open(
+        types.DidOpenTextDocumentParams(
+            text_document=types.TextDocumentItem(
+                uri=path.as_uri(), language_id="python", version=1, text=text
+            )
+        )
+    )
+
+
 async def wait_for(
     predicate: Callable[[], object], timeout: float = 60.0, message: str = "condition not reached in time"
 ) -> None:
