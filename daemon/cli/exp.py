@@ -393,13 +393,16 @@ def failures(
     """What not to do: buggy, regressive, slightly regressive and marginal experiments
     (interpreter runs, whose timings are no GPU figures, only with --include-interpreter; with
     --workspace, those of its masked memory versions only with --include-masked)."""
+    from kernelscope.daemon.engine.store.store import is_interpreter_run
+
     filters = _filters(locals())
     store, hidden = _store(db), _hidden(filters, include_masked)
-    groups = store.failures(include_interpreter, hidden_versions=hidden, **filters)
-    left_out = 0
+    # one read of the store: the interpreter runs are counted, then left out unless asked for
+    every = store.failures(True, hidden_versions=hidden, **filters)
+    groups = every
     if not include_interpreter:
-        every = store.failures(True, hidden_versions=hidden, **filters)
-        left_out = sum(map(len, every.values())) - sum(map(len, groups.values()))
+        groups = {k: [e for e in v if not is_interpreter_run(e)] for k, v in every.items()}
+    left_out = sum(map(len, every.values())) - sum(map(len, groups.values()))
     if json_out:
         output.print_json({k: [r.to_dict() for r in v] for k, v in groups.items()})
     else:

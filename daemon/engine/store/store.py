@@ -655,7 +655,7 @@ class ExperimentStore:
             "marginal": [],
         }
         for exp in self.list_experiments(hidden_versions=hidden_versions, **filters):
-            if not include_interpreter and exp.metrics.get("mode") == "interpreter":
+            if not include_interpreter and is_interpreter_run(exp):
                 continue
             category = failure_category(exp.score, exp.is_buggy)
             if category in groups:
@@ -716,6 +716,12 @@ def _summary_query() -> Any:
         .where(kernel_stats.c.workspace == bindparam("workspace"))
         .order_by(kernel_stats.c.kernel)
     )
+
+
+def is_interpreter_run(exp: KernelExperiment) -> bool:
+    """A run of the Triton interpreter (metrics.mode): CPU timings, never ranked or called a
+    regression; `_COMPARABLE` below is the same rule in SQL."""
+    return exp.metrics.get("mode") == "interpreter"
 
 
 # Hot statements are built once: building a SELECT with aliases costs more than running it.
