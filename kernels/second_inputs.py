@@ -105,9 +105,7 @@ def check_second_distribution(
         raw = candidate(*inputs)
         sync()
         outputs = as_tensor_list(raw, "the candidate")
-        check_outputs(
-            outputs, references, inputs, tolerance, rel_err, layout=getattr(problem, "layout_checked", True)
-        )
+        check_outputs(outputs, references, inputs, tolerance, rel_err, layout=problem.layout_checked)
     except GateFailure as failure:
         if failure.kind != "wrong_result":
             raise

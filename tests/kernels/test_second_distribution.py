@@ -139,6 +139,8 @@ class _ProbabilityProblem:
     """A problem whose reference raises outside its domain, as F.binary_cross_entropy does on
     values outside [0, 1]."""
 
+    layout_checked = True
+
     def second_distribution_off(self) -> None:
         return None
 
