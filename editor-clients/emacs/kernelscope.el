@@ -8,6 +8,8 @@
 ;; measured; inlay hints show the values already tried at each meta-parameter; a save of code
 ;; already recorded gets an "identical to vN" diagnostic (and no benchmark);
 ;; `M-x kernelscope-compare' shows two versions (numbers, actions, code diff).
+;; `M-x kernelscope-command' runs any daemon command (mask half, an iteration, a benchmark...) on
+;; the buffer's workspace: eglot has no lenses to click.
 ;; Inlay hints (`kernelscope-inlay-hints'): through the client where it has them, else drawn by
 ;; `kernelscope-hints-mode' (lsp-mode 8.0 and eglot 1.9 have none).
 ;;
@@ -205,6 +207,52 @@ CALLBACK, return at once and call it with the result (in this buffer, if still a
       (user-error "kernelscope: %s is not in an optimization workspace (`kernelscope workspace -w DIR` says what a folder lacks)"
                   (buffer-name))))
 
+(defun kernelscope--execute (command params)
+  "Run the daemon COMMAND with PARAMS (a plist) on this buffer's workspace (the one the serving
+daemon names, added as :workspace unless PARAMS has one) and return (ROOT . ANSWER); a refusal
+is a `user-error' with the daemon's message."
+  (let* ((guess (directory-file-name (expand-file-name (kernelscope--root-or-lose))))
+         (_ (kernelscope--client-or-lose))
+         (root (or (kernelscope--server-workspace buffer-file-name) guess))
+         (params (if (plist-member params :workspace) params (append (list :workspace root) params))))
+    (cons (plist-get params :workspace)
+          (condition-case err
+              (kernelscope--request "workspace/executeCommand"
+                                    (list :command command :arguments (vector params)))
+            (error (user-error "%s: %s" command
+                               (or (alist-get 'jsonrpc-error-message (cdr-safe (cdr err)))
+                                   (error-message-string err))))))))
+
+(defun kernelscope--command-names ()
+  "The daemon's command names (commands.json, or what `kernelscope schema --commands' prints)."
+  (sort (mapcar #'car (cdr (assoc "commands" (kernelscope--vocabulary)))) #'string<))
+
+(defun kernelscope-command (command &optional params)
+  "Run the daemon COMMAND (\"kernelscope.benchmark\", ...) on this buffer's workspace, with
+PARAMS: a plist, or a JSON object as text (with a prefix argument, asked for), e.g.
+{\"dryRun\": true} for kernelscope.maskHalf.  An answer with markdown (the history, a
+comparison) is shown in a read-only buffer `*kernelscope NAME*', which is returned; any other
+answer is said in the echo area and returned.  A job says how it ended when it ends."
+  (interactive
+   (progn (kernelscope--root-or-lose)
+          (list (completing-read "kernelscope command: " (kernelscope--command-names) nil t "kernelscope.")
+                (and current-prefix-arg (read-string "parameters (JSON object): " "{}")))))
+  (let* ((params (if (stringp params)
+                     (let ((json-object-type 'plist) (json-array-type 'vector) (json-false :json-false))
+                       (condition-case nil (json-read-from-string params)
+                         (error (user-error "kernelscope: parameters must be a JSON object, got %s" params))))
+                   params))
+         (found (kernelscope--execute command params))
+         (markdown (kernelscope--get (cdr found) "markdown")))
+    (if (not (stringp markdown))
+        (progn (message "%s: %s" command (string-trim (json-encode (cdr found))))
+               (cdr found))
+      (let ((buffer (kernelscope--markdown-buffer
+                     (format "*kernelscope %s*" (string-remove-prefix "kernelscope." command))
+                     markdown (car found))))
+        (if (called-interactively-p 'any) (pop-to-buffer buffer) (display-buffer buffer))
+        buffer))))
+
 (defun kernelscope-compare (version-a version-b)
   "Compare VERSION-A with VERSION-B (\"v0\", \"v4\") of this buffer's workspace: the code diff,
 the numbers per configuration, gates and actions, in a buffer `*kernelscope compare A..B*'.
@@ -214,20 +262,9 @@ Returns that buffer."
           (a (completing-read "kernelscope compare version: " versions nil nil nil nil (car versions))))
      (list a (completing-read (format "compare %s with: " a) versions nil nil nil nil
                               (car (last versions))))))
-  (let* ((guess (directory-file-name (expand-file-name (kernelscope--root-or-lose))))
-         (_ (kernelscope--client-or-lose))
-         (root (or (kernelscope--server-workspace buffer-file-name) guess))
-         (result (condition-case err
-                     (kernelscope--request
-                      "workspace/executeCommand"
-                      (list :command "kernelscope.compare"
-                            :arguments (vector (list :workspace root :versionA version-a
-                                                     :versionB version-b))))
-                   (error (user-error "kernelscope compare %s..%s: %s" version-a version-b
-                                      (or (alist-get 'jsonrpc-error-message (cdr-safe (cdr err)))
-                                          (error-message-string err))))))
+  (let* ((found (kernelscope--execute "kernelscope.compare" (list :versionA version-a :versionB version-b)))
          (buffer (kernelscope--markdown-buffer (format "*kernelscope compare %s..%s*" version-a version-b)
-                                               (kernelscope--get result "markdown") root)))
+                                               (kernelscope--get (cdr found) "markdown") (car found))))
     (if (called-interactively-p 'any) (pop-to-buffer buffer) (display-buffer buffer))
     buffer))
 

@@ -88,6 +88,17 @@ def test_eglot_hover(tmp_path: Path) -> None:
     assert results["hover_line_after_revert"] == 12
     assert results["hover_after_revert"].startswith("**add_kernel**: 5 experiments")
     assert results["probed"] is True and not results["probe_passed"]  # the broken save was probed
+    # eglot has no lenses: M-x kernelscope-command runs the daemon's commands (before: none could
+    # be run from Emacs with eglot) with the buffer's workspace, a JSON object after C-u
+    vocabulary = json.loads((REPO_ROOT / "editor-clients" / "commands.json").read_text())
+    assert results["command_offered"] == sorted(vocabulary["commands"])
+    assert results["mask_dry_run"] == {"dry_run": True, "best": "v4"}, results["mask_dry_run"]
+    records = (tmp_path / "kernel_opt_vector_add" / "memory").glob("v*.json")
+    assert not any(json.loads(r.read_text())["masked"] for r in records)  # a dry run wrote nothing
+    history = results["history_buffer"]
+    assert history["name"] == "*kernelscope showHistory*" and history["read_only"] is True, history
+    assert "| v4 |" in history["text"], history["text"]
+    assert "versions" in (results["refused"] or ""), results["refused"]  # the daemon's refusal, said
     assert results["job_message"] == "kernelscope benchmark: done"  # a user's job says how it ended
 
 

@@ -106,9 +106,9 @@ def _run_e2e(
     scenario: str = "trusted",
     version: str = CODE_SERVERS[0],
     env: dict[str, str] | None = None,
+    command: str = json.dumps([sys.executable, "-m", "kernelscope.daemon.lsp"]),
 ) -> tuple[subprocess.CompletedProcess[str], dict]:
     report = tmp_path / "report.json"
-    command = json.dumps([sys.executable, "-m", "kernelscope.daemon.lsp"])
     run = subprocess.run(
         [
             "node",
@@ -256,3 +256,36 @@ def test_vscode_history_hints(built_extension: Path, tmp_path: Path, version: st
     assert not any(t.startswith("last probe") for t in results["lensesAfterIdentical"]), results
     assert (shots / "vscode-hints.png").stat().st_size > 10_000
     assert (shots / "vscode-compare.png").stat().st_size > 10_000
+
+
+@E2E
+@pytest.mark.parametrize("version", CODE_SERVERS)
+def test_vscode_starts_no_daemon_outside_workspaces(
+    built_extension: Path, tmp_path: Path, version: str
+) -> None:
+    """A Python project that holds no optimization workspace: opening its .py files starts no
+    daemon (before: any Python file started one, and without `kernelscope` on the PATH every
+    Python project got an error). A workspace an agent then creates in it gets its lenses as
+    soon as its kernel.py is opened."""
+    project = tmp_path / "project"
+    project.mkdir()
+    (project / "foo.py").write_text("# plain python, no kernel here\nx = 1\n")
+    (project / "kernel.py").write_text("# a kernel.py alone is no workspace\n")
+    late = tmp_path / "late"
+    shutil.copytree(EXAMPLES / "vector_add", late)
+    started = tmp_path / "daemon-started"
+    daemon = f"touch {started}; exec {sys.executable} -m kernelscope.daemon.lsp"
+    env = {**os.environ, "KS_LATE_WS": str(late), "KS_STARTED_MARK": str(started)}
+    run, results = _run_e2e(
+        built_extension,
+        project,
+        tmp_path,
+        tmp_path / "plain.png",
+        "plain",
+        version,
+        env,
+        json.dumps(["sh", "-c", daemon]),
+    )
+    assert run.returncode == 0 and results["error"] is None, (results, run.stderr[-3000:])
+    assert results["plainOpened"] and results["daemonBeforeWorkspace"] is False, results
+    assert "best 1.22x v4 | latest 1.22x v4 | 4 runs, 1 failed" in results["lenses"], results["lenses"]

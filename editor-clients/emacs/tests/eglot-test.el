@@ -2,7 +2,8 @@
 ;; eglot shows no code lenses: hover on a kernel name carries its experiment table. Then
 ;; "an agent" rewrites kernel.py on disk (the kernel moves down), the buffer is reverted as
 ;; M-x revert-buffer does: still managed, hover found at the kernel's new line, an edit + save
-;; re-benchmarks (a background probe), and a job the user starts says how it ended.
+;; re-benchmarks (a background probe); the daemon's commands run from `kernelscope-command', and
+;; a job the user starts says how it ended.
 ;; Driven by tests/editors/test_editor_emacs.py; writes JSON to $KS_OUT.
 
 (load (expand-file-name "harness.el" (file-name-directory load-file-name)))
@@ -61,10 +62,28 @@
           (push (cons 'probe_passed (and probe (eq (plist-get (plist-get probe :result) :passed) t)))
                 ks-result)))
 
+      ;; eglot has no lenses: the daemon's commands run from M-x kernelscope-command, which
+      ;; offers the daemon's names; C-u asks for a JSON object (a dry-run mask-half here)
+      (let (offered)
+        (cl-letf (((symbol-function 'completing-read)
+                   (lambda (_prompt collection &rest _) (setq offered collection) "kernelscope.maskHalf"))
+                  ((symbol-function 'read-string) (lambda (&rest _) "{\"dryRun\": true}")))
+          (let* ((current-prefix-arg '(4))
+                 (answer (call-interactively #'kernelscope-command)))
+            (push (cons 'command_offered (vconcat offered)) ks-result)
+            (push (cons 'mask_dry_run (list (cons 'dry_run (plist-get answer :dry_run))
+                                            (cons 'best (plist-get answer :best_version))))
+                  ks-result))))
+      (with-current-buffer (kernelscope-command "kernelscope.showHistory" '(:kernel "add_kernel"))
+        (push (cons 'history_buffer (list (cons 'name (buffer-name)) (cons 'read_only buffer-read-only)
+                                          (cons 'text (buffer-string))))
+              ks-result))
+      (push (cons 'refused (condition-case err (progn (kernelscope-command "kernelscope.unmask" "{}") nil)
+                             (user-error (cadr err))))
+            ks-result)
+
       ;; a job the user starts says how it ended
-      (jsonrpc-request (eglot-current-server) :workspace/executeCommand
-                       (list :command "kernelscope.benchmark"
-                             :arguments (vector (list :workspace (getenv "KS_WS")))))
+      (kernelscope-command "kernelscope.benchmark")
       (push (cons 'job_message
                   (and (ks-wait 120 (lambda () (string-match-p "^kernelscope benchmark: " (ks-messages))))
                        (car (seq-filter (lambda (l) (string-prefix-p "kernelscope benchmark: " l))

@@ -13,9 +13,13 @@
 // blame in the hover on the launch line, the values already tried as inlay hints there, Compare
 // Versions v0 -> v4 (diff editor + table webview), and v0's code written over kernel.py by an
 // agent: the Problems panel says "identical to v0" and no benchmark runs.
+// scenario "plain": <workspace> is a Python project that is no optimization workspace; its
+// foo.py is opened and left open a while (did the daemon start? KS_STARTED_MARK says); then the
+// workspace KS_LATE_WS names is copied into it, as an agent creates one, and its kernel.py opened
+// (Quick Open): the lenses must come (the daemon starts then).
 import { chromium } from "playwright-core";
 import { spawn, execFileSync } from "node:child_process";
-import { mkdtempSync, mkdirSync, readFileSync, renameSync, writeFileSync } from "node:fs";
+import { cpSync, existsSync, mkdtempSync, mkdirSync, readFileSync, renameSync, writeFileSync } from "node:fs";
 import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -26,7 +30,7 @@ const report = {
   lenses: [], notification: null, saved: false, error: null,
   kernelLensLine: null, rewrittenLensLine: null, lensesAfterRewrite: [], probeLens: null,
   hover: null, launchLineText: null, tabs: [], diffEditor: false, diffText: null, compareTable: null,
-  problems: null, lensesAfterIdentical: [], hintTooltip: null, historyTab: null,
+  problems: null, lensesAfterIdentical: [], hintTooltip: null, historyTab: null, plainOpened: false, daemonBeforeWorkspace: null,
 };
 const hints = scenario === "hints";
 const state = mkdtempSync(join(tmpdir(), "ks-code-server-"));
@@ -73,13 +77,29 @@ try {
       "--disable-sync", "--no-first-run", "--disable-quic"],
   });
   const page = await browser.newPage({ viewport: { width: 1400, height: 900 } });
-  const payload = JSON.stringify([["openFile", `vscode-remote://127.0.0.1:${port}${workspace}/kernel.py`]]);
+  const plain = scenario === "plain";
+  const opened = plain ? "foo.py" : "kernel.py";
+  const payload = JSON.stringify([["openFile", `vscode-remote://127.0.0.1:${port}${workspace}/${opened}`]]);
   await page.goto(`http://127.0.0.1:${port}/?folder=${encodeURIComponent(workspace)}&payload=${encodeURIComponent(payload)}`);
+  if (plain) {
+    await page.locator(".view-lines", { hasText: "plain python" }).first().waitFor({ timeout: 120_000 });
+    report.plainOpened = true;
+    await page.waitForTimeout(15_000);  // far past an extension's activation and a daemon's start
+    // the daemon command of this scenario creates KS_STARTED_MARK when it runs
+    report.daemonBeforeWorkspace = existsSync(process.env.KS_STARTED_MARK);
+    cpSync(process.env.KS_LATE_WS, `${workspace}/kernel_opt_late`, { recursive: true });
+    await page.keyboard.press("Control+P");
+    await page.keyboard.type("kernel_opt_late/kernel.py");
+    await page.locator(".quick-input-widget .monaco-list-row", { hasText: "kernel.py" }).first().waitFor({ timeout: 60_000 });
+    await page.keyboard.press("Enter");
+  }
   const lens = page.locator(".codelens-decoration", { hasText: "best " }).first();
   await lens.waitFor({ timeout: 120_000 });
   report.lenses = await page.locator(".codelens-decoration").allInnerTexts();
 
-  if (hints) {
+  if (plain) {
+    // the lenses came: the daemon started for the workspace made after the window opened
+  } else if (hints) {
     await hintsScenario(page);
   } else if (untrusted) {
     await page.locator(".monaco-editor .view-lines").first().click();

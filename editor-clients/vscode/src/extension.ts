@@ -1,12 +1,13 @@
 // kernelscope for VS Code: starts `kernelscope serve`, restarts it when settings or trust
 // change, puts every daemon command in the palette, shows best-vs-target in the status bar
 // and the history in a webview. All logic lives in the server.
+import { basename, dirname } from "node:path";
 import * as vscode from "vscode";
 import { ExecuteCommandRequest, LanguageClient, LanguageClientOptions, ServerOptions } from "vscode-languageclient/node";
 import vocabularyJson from "../../commands.json";
 import {
   Comparison, FOLDER_KEYS, HistoryResult, MaskHalfResult, USER_KEYS, Vocabulary, WorkspaceInfo, daemonCommand,
-  folderSettingsOnly, initializationOptions, maskConfirmation, missingCommands, parseVersionPair, recordParams,
+  folderSettingsOnly, initializationOptions, isWorkspaceDir, maskConfirmation, missingCommands, parseVersionPair, recordParams,
   serialized, showAnswers, statusText, topExperiments, workspaceFor,
 } from "./pure";
 import { showHistoryPanel } from "./history";
@@ -103,8 +104,28 @@ async function stopClient(): Promise<void> {
   }
 }
 
+/** Whether the daemon is wanted in this window: an optimization workspace was seen in it (or
+ * the user asked for a restart). A window of other Python projects never starts it. */
+let wanted = false;
+
+/** Whether this window's folders hold an optimization workspace, by the server's rule. */
+async function windowHasWorkspace(): Promise<boolean> {
+  const rule = vocabulary.workspaceRule;
+  const found = await vscode.workspace.findFiles(`**/${rule.files[0]}`, "**/{node_modules,.git}/**", 500);
+  return found.some((uri) => uri.scheme === "file" && isWorkspaceDir(dirname(uri.fsPath), rule));
+}
+
+/** Start the daemon the first time `found` says a workspace is here (at activation, a folder
+ * added, a kernel.py opened: an agent may create a workspace after the window opened). */
+async function startWhenWanted(context: vscode.ExtensionContext, found: () => boolean | Promise<boolean>): Promise<void> {
+  if (wanted || !(await found()) || wanted) return;
+  wanted = true;
+  await lifecycle(() => startClient(context));
+}
+
 /** After a settings or trust change, or on request; queued behind a start still under way. */
 function restartClient(context: vscode.ExtensionContext): Promise<void> {
+  if (!wanted) return Promise.resolve(); // no workspace here: nothing runs, nothing to restart
   return lifecycle(async () => {
     await stopClient();
     await startClient(context);
@@ -201,7 +222,10 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
   const register = (name: string, run: (...args: unknown[]) => Promise<unknown>) =>
     context.subscriptions.push(vscode.commands.registerCommand(name, run));
 
-  register("kernelscope.client.restartServer", () => restartClient(context));
+  register("kernelscope.client.restartServer", () => {
+    wanted = true; // asked for by name: started even where no workspace was seen
+    return restartClient(context);
+  });
   register("kernelscope.client.showLogs", async () => output.show());
   register("kernelscope.client.maskHalf", withWorkspace(async (workspace) => {
     const dry = await daemon<MaskHalfResult>(command("maskHalf"), { workspace, dryRun: true });
@@ -260,8 +284,13 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
     }),
     vscode.workspace.onDidGrantWorkspaceTrust(() => void restartClient(context)),
     vscode.window.onDidChangeActiveTextEditor(() => void updateStatus()),
+    vscode.workspace.onDidChangeWorkspaceFolders(() => void startWhenWanted(context, windowHasWorkspace)),
+    vscode.workspace.onDidOpenTextDocument((document) => void startWhenWanted(context, () =>
+      document.uri.scheme === "file" && basename(document.uri.fsPath) === vocabulary.workspaceRule.files[0] &&
+      isWorkspaceDir(dirname(document.uri.fsPath), vocabulary.workspaceRule))),
   );
-  await lifecycle(() => startClient(context));
+  await startWhenWanted(context, windowHasWorkspace);
+  if (!wanted) output.info("no optimization workspace in this window: the daemon starts once one is opened");
 }
 
 export async function deactivate(): Promise<void> {

@@ -4,7 +4,7 @@ import { mkdirSync, mkdtempSync, readFileSync, realpathSync, symlinkSync, writeF
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import {
-  Comparison, Vocabulary, chartPoints, comparisonHtml, daemonCommand, folderSettingsOnly, initializationOptions,
+  Comparison, Vocabulary, chartPoints, comparisonHtml, daemonCommand, folderSettingsOnly, initializationOptions, isWorkspaceDir,
   maskConfirmation, missingCommands, parseVersionPair, recordParams, serialized, showAnswers, statusText, topExperiments, workspaceFor,
 } from "../src/pure";
 
@@ -17,6 +17,23 @@ test("workspaceFor picks the innermost workspace the server named that holds the
   assert.equal(workspaceFor("/a/wsx/kernel.py", named), undefined); // a prefix of the name is not a parent
   assert.equal(workspaceFor("/b/x.py", [named[0]]), "/a/ws"); // one workspace: it, whatever the file
   assert.equal(workspaceFor(undefined, []), undefined);
+});
+
+test("isWorkspaceDir reads the server's rule: kernel.py and memory/, or a README fence", () => {
+  const root = mkdtempSync(join(tmpdir(), "ks-rule-"));
+  const folder = (name: string, files: Record<string, string>, dirs: string[] = []) => {
+    const dir = join(root, name);
+    mkdirSync(dir);
+    for (const d of dirs) mkdirSync(join(dir, d));
+    for (const [file, text] of Object.entries(files)) writeFileSync(join(dir, file), text);
+    return dir;
+  };
+  const rule = vocabulary.workspaceRule;
+  assert.equal(isWorkspaceDir(folder("recorded", { "kernel.py": "" }, ["memory"]), rule), true);
+  assert.equal(isWorkspaceDir(folder("fresh", { "kernel.py": "", "README.md": "# op\n\n```kernelscope\n{}\n```\n" }), rule), true);
+  assert.equal(isWorkspaceDir(folder("plain", { "kernel.py": "", "README.md": "```python\nx\n```\n" }), rule), false);
+  assert.equal(isWorkspaceDir(folder("memory-only", {}, ["memory"]), rule), false);
+  assert.equal(isWorkspaceDir(folder("memory-file", { "kernel.py": "", memory: "" }), rule), false);
 });
 
 test("daemon command names come from commands.json and are checked", () => {
