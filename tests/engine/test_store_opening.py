@@ -60,6 +60,45 @@ def test_a_reader_does_not_wait_behind_a_writer(tmp_path: Path) -> None:
         writer.close()
 
 
+def test_a_fresh_store_read_from_two_threads_at_once_is_created_first(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The daemon's first lens and the history build (or a topExperiments click) may open a new
+    store from two threads at once: the second read must wait for the schema the first is
+    creating, not fail with "no such table" (it did: the schema was marked checked before it
+    was created). The creation holds until the second reader has tried, or 5 s."""
+    import kernelscope.daemon.engine.store.store as store_module
+
+    creating, tried = threading.Event(), threading.Event()
+    real_migrate = store_module.migrate
+
+    def slow_migrate(*args: object) -> None:
+        creating.set()
+        tried.wait(5.0)  # a second reader that is not kept out reads an empty database now
+        real_migrate(*args)
+
+    monkeypatch.setattr(store_module, "migrate", slow_migrate)
+    store = ExperimentStore(str(tmp_path / "fresh.sqlite"))
+    outcomes: list[object] = []
+
+    def second() -> None:
+        try:
+            outcomes.append(store.kernel_summaries("/ws"))
+        except StoreError as exc:
+            outcomes.append(exc)
+        finally:
+            tried.set()
+
+    first = threading.Thread(target=lambda: outcomes.append(store.top(5)))
+    first.start()
+    assert creating.wait(30)
+    reader = threading.Thread(target=second)
+    reader.start()
+    first.join(30)
+    reader.join(30)
+    assert outcomes == [[], []], outcomes
+
+
 def _read_where_nothing_can_be_written(path: Path, folder: Path) -> None:
     """The store at `path` (holding `_stored`'s one experiment) made immutable with its folder:
     it is read, and a write says read-only."""

@@ -130,6 +130,7 @@ class ExperimentStore:
         self._raw_connection: sqlite3.Connection | None = None
         self._raw_pid: int | None = None
         self._raw_lock = threading.Lock()
+        self._open_lock = threading.RLock()  # an engine made and its schema checked once
         self._schema_checked = False
 
     def __repr__(self) -> str:
@@ -172,21 +173,24 @@ class ExperimentStore:
 
     @property
     def engine(self) -> Engine:
-        pid = os.getpid()
-        if self._engine_obj is None or self._engine_pid != pid:
-            if self._engine_obj is not None:
-                # Forked child: drop the parent's pooled connections without closing them.
-                self._engine_obj.dispose(close=False)
-            self._engine_obj = self._make_engine()
-            self._engine_pid = pid
-        if not self._schema_checked:
-            self._schema_checked = True
-            try:
+        """The engine, the database created or migrated first. The daemon's threads (a lens,
+        the history build, a command) may open a new store at once: one creates, the others
+        wait for it under the lock instead of reading tables not made yet."""
+        engine = self._engine_obj
+        if engine is not None and self._engine_pid == os.getpid() and self._schema_checked:
+            return engine
+        with self._open_lock:
+            pid = os.getpid()
+            if self._engine_obj is None or self._engine_pid != pid:
+                if self._engine_obj is not None:
+                    # Forked child: drop the parent's pooled connections without closing them.
+                    self._engine_obj.dispose(close=False)
+                self._engine_obj = self._make_engine()
+                self._engine_pid = pid
+            if not self._schema_checked:
                 self._check_schema()
-            except BaseException:
-                self._schema_checked = False
-                raise
-        return self._engine_obj
+                self._schema_checked = True
+            return self._engine_obj
 
     def close(self) -> None:
         if self._engine_obj is not None and self._engine_pid == os.getpid():
