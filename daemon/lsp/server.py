@@ -81,16 +81,21 @@ def _command_handler(model_name: str, method_name: str) -> Callable[..., Any]:
     """One handler per command of the vocabulary: the one parameter object is parsed with its
     protocol model on the loop (InvalidParams naming the field); a command that starts a job
     runs on the loop, any other on the command pool (features/commands.py). Sent with no
-    arguments (Helix's palette), a command that needs a workspace takes the implied one, and
-    one whose fields are all optional (topExperiments, cancel) its defaults, as `{}` would."""
+    arguments (Helix's palette), or with one object that names no workspace (Helix 25.07+:
+    `:lsp-workspace-command kernelscope.compare {"versionA": "v0", "versionB": "v4"}`), a
+    command that needs a workspace takes the implied one; one whose fields are all optional
+    (topExperiments, cancel) takes its defaults, as `{}` would."""
 
     async def handler(ls: KernelscopeServer, *args: Any) -> Any:
         from kernelscope.protocol import lsp as protocol
 
         model = getattr(protocol, model_name)
         workspace = model.model_fields.get("workspace")
-        if not args and workspace is not None and workspace.is_required():
-            args = ({"workspace": ls.implied_workspace()},)
+        if workspace is not None and workspace.is_required():
+            if not args:
+                args = ({"workspace": ls.implied_workspace()},)
+            elif len(args) == 1 and isinstance(args[0], dict) and "workspace" not in args[0]:
+                args = ({**args[0], "workspace": ls.implied_workspace()},)
         elif not args and not any(field.is_required() for field in model.model_fields.values()):
             args = ({},)
         params = parse(model, args)

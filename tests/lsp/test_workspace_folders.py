@@ -318,6 +318,13 @@ async def test_a_command_without_arguments_takes_the_implied_workspace(client: K
     kernel = second / "kernel.py"
     open_with(client, kernel, kernel.read_text())
     assert (await history())["workspace"] == str(second)  # type: ignore[index]
+    # Helix 25.07+ sends the rest of the line as JSON: `... kernelscope.compare {"versionA": ...}`
+    compared = await client.workspace_execute_command_async(
+        types.ExecuteCommandParams(
+            command="kernelscope.compare", arguments=[{"versionA": "v0", "versionB": "v4"}]
+        )
+    )
+    assert compared["workspace"] == str(second) and "v4" in compared["markdown"], compared  # type: ignore[index]
     client.text_document_did_close(
         types.DidCloseTextDocumentParams(text_document=types.TextDocumentIdentifier(uri=kernel.as_uri()))
     )
