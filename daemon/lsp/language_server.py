@@ -53,6 +53,8 @@ class KernelscopeServer(LanguageServer):
         self.watcher = Watcher(lambda root, names: save.on_disk_change(self, root, names))
         self.state.on_workspaces = lambda added, removed: lifecycle.workspaces_changed(self, added, removed)
         self.tcp_token: str | None = None  # required in initializationOptions on TCP
+        self.shut_down = False  # the client sent `shutdown`
+        self.exit_code: int | None = None  # set by `exit` (features/lifecycle.py)
 
     async def off_loop(self, call: Callable[..., Any], *args: Any) -> Any:
         """`call(*args)` on the command pool, awaited on the loop: engine work (history, store,

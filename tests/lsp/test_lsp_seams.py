@@ -214,6 +214,23 @@ def test_shutdown_cancels_the_job_under_way(folder: Path, tmp_path: Path) -> Non
         pipe.process.kill()
 
 
+@pytest.mark.parametrize(("shutdown_first", "status"), [(True, 0), (False, 1)])
+def test_exit_status_says_whether_shutdown_came_first(
+    tmp_path: Path, shutdown_first: bool, status: int
+) -> None:
+    """LSP 3.17: after `exit` the server's status is 0 when a shutdown request came first, else
+    1 (the editor dropped it mid-session); the daemon exited 0 either way."""
+    pipe = StdioClient(SERVER, env=DAEMON_ENV, log=tmp_path / "server.log")
+    try:
+        pipe.initialize(tmp_path, {"dbUrl": str(tmp_path / "exp.sqlite")})
+        if shutdown_first:
+            assert pipe.request(1, "shutdown", None)["result"] is None
+        pipe.send({"jsonrpc": "2.0", "method": "exit"})
+        assert pipe.process.wait(timeout=30) == status
+    finally:
+        pipe.process.kill()
+
+
 async def test_a_command_waiting_on_the_lock_does_not_block_lenses(client: KernelscopeClient) -> None:
     """The workspace's memory lock held for 10 s by another process's write: mask-half waits
     for it on a worker thread while lenses and hover keep answering."""
