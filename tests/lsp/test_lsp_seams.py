@@ -231,6 +231,31 @@ def test_exit_status_says_whether_shutdown_came_first(
         pipe.process.kill()
 
 
+def test_every_request_is_answered(tmp_path: Path) -> None:
+    """A request whose params do not fit its method is answered InvalidParams naming what is
+    wrong (pygls answered nothing: the client waited forever), and a command's refused
+    arguments too, each logged in one line, not a traceback; after shutdown, a request (a
+    second shutdown included) is answered InvalidRequest, as LSP 3.17 asks (pygls dropped it)."""
+    log = tmp_path / "server.log"
+    pipe = StdioClient(SERVER, env=DAEMON_ENV, log=log)
+    try:
+        pipe.initialize(tmp_path, {"dbUrl": str(tmp_path / "exp.sqlite")})
+        hover = pipe.request(1, "textDocument/hover", {"textDocument": {"uri": (tmp_path / "k.py").as_uri()}})
+        assert hover["error"]["code"] == -32602 and "position" in hover["error"]["message"], hover
+        bad = {"command": "kernelscope.topExperiments", "arguments": [{"maxResults": "many"}]}
+        command = pipe.request(2, "workspace/executeCommand", bad)
+        assert command["error"]["code"] == -32602 and "maxResults" in command["error"]["message"], command
+        assert pipe.request(3, "shutdown", None)["result"] is None
+        for request_id, method in ((4, "shutdown"), (5, "textDocument/codeLens")):
+            late = pipe.request(request_id, method, {"textDocument": {"uri": "file:///k.py"}}, timeout=10)
+            assert late["error"]["code"] == -32600, late
+        pipe.send({"jsonrpc": "2.0", "method": "exit"})
+        assert pipe.process.wait(timeout=30) == 0
+        assert "Traceback" not in log.read_text(), log.read_text()[-3000:]
+    finally:
+        pipe.process.kill()
+
+
 async def test_a_command_waiting_on_the_lock_does_not_block_lenses(client: KernelscopeClient) -> None:
     """The workspace's memory lock held for 10 s by another process's write: mask-half waits
     for it on a worker thread while lenses and hover keep answering."""
