@@ -19,6 +19,7 @@ from pygls.lsp.server import LanguageServer
 from kernelscope.daemon.lsp.features import Document, lifecycle, save
 from kernelscope.daemon.lsp.features.commands import Commands
 from kernelscope.daemon.lsp.jobs import Jobs
+from kernelscope.daemon.lsp.rpc import KernelscopeProtocol
 from kernelscope.daemon.lsp.state import ServerState, WorkspaceState, uri_to_path
 from kernelscope.daemon.lsp.watch import Watcher
 from kernelscope.protocol.vocabulary import KERNEL_FILE
@@ -45,7 +46,7 @@ class ClientCapabilities:
 
 class KernelscopeServer(LanguageServer):
     def __init__(self) -> None:
-        super().__init__("kernelscope", VERSION)
+        super().__init__("kernelscope", VERSION, protocol_cls=KernelscopeProtocol)
         self.state = ServerState()
         self.client = ClientCapabilities()
         self.jobs = Jobs(self, self.state)
@@ -53,6 +54,8 @@ class KernelscopeServer(LanguageServer):
         self.watcher = Watcher(lambda root, names: save.on_disk_change(self, root, names))
         self.state.on_workspaces = lambda added, removed: lifecycle.workspaces_changed(self, added, removed)
         self.tcp_token: str | None = None  # required in initializationOptions on TCP
+        self.shut_down = False  # the client sent `shutdown`
+        self.exit_code: int | None = None  # set by `exit` (features/lifecycle.py)
 
     async def off_loop(self, call: Callable[..., Any], *args: Any) -> Any:
         """`call(*args)` on the command pool, awaited on the loop: engine work (history, store,

@@ -64,7 +64,7 @@ FEATURES: list[tuple[str, Callable[..., Any], Runs]] = [
     (types.WORKSPACE_DID_CHANGE_CONFIGURATION, lifecycle.did_change_configuration, LOOP),
     (types.WORKSPACE_DID_CHANGE_WORKSPACE_FOLDERS, lifecycle.did_change_folders, LOOP),
     (types.SHUTDOWN, lifecycle.shutdown, LOOP),
-    (types.EXIT, lifecycle.shutdown, LOOP),
+    (types.EXIT, lifecycle.exit_session, LOOP),
     (types.WINDOW_WORK_DONE_PROGRESS_CANCEL, lifecycle.progress_cancel, LOOP),
     (WORKSPACES_REQUEST, lifecycle.workspaces, LOOP),
     (types.TEXT_DOCUMENT_DID_OPEN, save.did_open, LOOP),
@@ -147,3 +147,5 @@ def serve(tcp: bool = False, port: int = 2087) -> None:
         server.start_tcp("127.0.0.1", port)
     else:
         server.start_io()
+    if server.exit_code is not None:  # (None: the client went away without `exit`)
+        sys.exit(server.exit_code)

@@ -249,6 +249,41 @@ async def test_static_rules_speak_as_the_agent_types(client: KernelscopeClient) 
     )
 
 
+async def kernel_lenses(client: KernelscopeClient, uri: str) -> list[str]:
+    lenses = await client.text_document_code_lens_async(
+        types.CodeLensParams(text_document=types.TextDocumentIdentifier(uri=uri))
+    )
+    return [lens.command.title for lens in lenses or [] if lens.command and lens.range.start.line > 0]
+
+
+async def test_a_text_that_does_not_parse_says_so_and_the_lenses_stay(client: KernelscopeClient) -> None:
+    """kernel.py saved with a syntax error: one kernelscope diagnostic at the error says its
+    checks stopped there (there was none: a silent stop), and the kernel's lens keeps what was
+    measured, marked (it vanished); parsing again, both are back to normal."""
+    path = kernel(client)
+    uri = path.as_uri()
+    good = path.read_text()
+    assert await kernel_lenses(client, uri)
+    broken = good.replace("def ", "def (", 1)
+    path.write_text(broken)
+    open_with(client, path, broken)
+    client.text_document_did_save(
+        types.DidSaveTextDocumentParams(text_document=types.TextDocumentIdentifier(uri=uri))
+    )
+    await wait_for(lambda: any("does_not_parse" in m for m in messages(client, uri)), 30, "no word why")
+    found = [d for d in client.diagnostics[uri] if d.code == "does_not_parse"]
+    assert len(found) == 1 and "paused until kernel.py parses" in found[0].message, found
+    assert "def (" in broken.splitlines()[found[0].range.start.line], found[0].range
+    titles = await kernel_lenses(client, uri)
+    assert titles and all(t.startswith("(kernel.py does not parse: invalid syntax") for t in titles), titles
+    path.write_text(good)
+    client.text_document_did_save(
+        types.DidSaveTextDocumentParams(text_document=types.TextDocumentIdentifier(uri=uri), text=good)
+    )
+    await wait_for(lambda: not any("does_not_parse" in m for m in messages(client, uri)), 30, "it stayed")
+    assert not any("does not parse" in t for t in await kernel_lenses(client, uri))
+
+
 async def test_the_verdict_comes_first_and_a_burst_of_saves_is_linted_once(client: KernelscopeClient) -> None:
     """Saves in a row (an agent writing in steps, a checkout), each starting a thread on another
     line: the static rules wait until the text rests (features/save.py: STATIC_REST_S), so they

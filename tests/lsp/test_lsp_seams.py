@@ -214,6 +214,48 @@ def test_shutdown_cancels_the_job_under_way(folder: Path, tmp_path: Path) -> Non
         pipe.process.kill()
 
 
+@pytest.mark.parametrize(("shutdown_first", "status"), [(True, 0), (False, 1)])
+def test_exit_status_says_whether_shutdown_came_first(
+    tmp_path: Path, shutdown_first: bool, status: int
+) -> None:
+    """LSP 3.17: after `exit` the server's status is 0 when a shutdown request came first, else
+    1 (the editor dropped it mid-session); the daemon exited 0 either way."""
+    pipe = StdioClient(SERVER, env=DAEMON_ENV, log=tmp_path / "server.log")
+    try:
+        pipe.initialize(tmp_path, {"dbUrl": str(tmp_path / "exp.sqlite")})
+        if shutdown_first:
+            assert pipe.request(1, "shutdown", None)["result"] is None
+        pipe.send({"jsonrpc": "2.0", "method": "exit"})
+        assert pipe.process.wait(timeout=30) == status
+    finally:
+        pipe.process.kill()
+
+
+def test_every_request_is_answered(tmp_path: Path) -> None:
+    """A request whose params do not fit its method is answered InvalidParams naming what is
+    wrong (pygls answered nothing: the client waited forever), and a command's refused
+    arguments too, each logged in one line, not a traceback; after shutdown, a request (a
+    second shutdown included) is answered InvalidRequest, as LSP 3.17 asks (pygls dropped it)."""
+    log = tmp_path / "server.log"
+    pipe = StdioClient(SERVER, env=DAEMON_ENV, log=log)
+    try:
+        pipe.initialize(tmp_path, {"dbUrl": str(tmp_path / "exp.sqlite")})
+        hover = pipe.request(1, "textDocument/hover", {"textDocument": {"uri": (tmp_path / "k.py").as_uri()}})
+        assert hover["error"]["code"] == -32602 and "position" in hover["error"]["message"], hover
+        bad = {"command": "kernelscope.topExperiments", "arguments": [{"maxResults": "many"}]}
+        command = pipe.request(2, "workspace/executeCommand", bad)
+        assert command["error"]["code"] == -32602 and "maxResults" in command["error"]["message"], command
+        assert pipe.request(3, "shutdown", None)["result"] is None
+        for request_id, method in ((4, "shutdown"), (5, "textDocument/codeLens")):
+            late = pipe.request(request_id, method, {"textDocument": {"uri": "file:///k.py"}}, timeout=10)
+            assert late["error"]["code"] == -32600, late
+        pipe.send({"jsonrpc": "2.0", "method": "exit"})
+        assert pipe.process.wait(timeout=30) == 0
+        assert "Traceback" not in log.read_text(), log.read_text()[-3000:]
+    finally:
+        pipe.process.kill()
+
+
 async def test_a_command_waiting_on_the_lock_does_not_block_lenses(client: KernelscopeClient) -> None:
     """The workspace's memory lock held for 10 s by another process's write: mask-half waits
     for it on a worker thread while lenses and hover keep answering."""

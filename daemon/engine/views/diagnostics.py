@@ -45,9 +45,16 @@ class Notice:
 def static_notices(text: str, kind: str | None) -> list[Notice]:
     """The static rules (protocol/static_rules.py: KernelBench's and kernelscope's) on the text
     as it is typed, each on its own line; nothing runs. An error is what `kernelscope bench`
-    fails as static_check."""
+    fails as static_check. A text that does not parse gets one notice at the error instead:
+    every check of kernelscope's stops there, which a Python language server's own syntax
+    error does not say (its message is the parser's; this one says what stopped)."""
+    from kernelscope.daemon.engine.workspace.kernel_scan import scan_kernel_source
     from kernelscope.protocol.static_rules import check_source
 
+    error = scan_kernel_source(text).error  # (the scan hints and hover make of the same text)
+    if error is not None:
+        message = f"kernelscope's checks are paused until kernel.py parses: {error.message}"
+        return [Notice("warning", "does_not_parse", message, error.line, error.column or 0)]
     return [
         Notice(
             "error" if f.severity == "error" else "warning",

@@ -90,6 +90,7 @@ class WorkspaceCache:
         self.memory_manager = MemoryManager(self.root, reads=self.file_reads)
         self._scores = IncrementalScores()
         self._history: HistoryService | None = None
+        self._parsed: KernelScan | None = None  # the last scan of a kernel.py that parsed
 
     # -- events -------------------------------------------------------------------------
 
@@ -174,7 +175,18 @@ class WorkspaceCache:
         return self.get("kind", ("readme",), lambda: detect_kind(self.root, self.readme()))
 
     def kernels(self) -> KernelScan:
-        return self.get("kernels", ("kernel",), self.workspace.kernels)
+        """kernel.py's kernels. While the saved file does not parse, the kernels of the last
+        one that did, beside its error: what was measured of each stays on screen, marked,
+        instead of vanishing with no word why (lsp/features/lenses.py)."""
+        return self.get("kernels", ("kernel",), self._scan_kernels)
+
+    def _scan_kernels(self) -> KernelScan:
+        scan = self.workspace.kernels()
+        if scan.error is None:
+            self._parsed = scan
+        elif self._parsed is not None:
+            return scan.model_copy(update={"kernels": list(self._parsed.kernels)})
+        return scan
 
     def supervised(self) -> bool:
         """An orchestrator (atrex's supervisor) drives the workspace: it records the versions,

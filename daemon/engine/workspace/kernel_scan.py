@@ -48,7 +48,7 @@ def _scan_cached(source: str, path: str) -> KernelScan:
             path=path,
             error=SourceError(
                 path=path,
-                message=f"{exc.msg} (line {exc.lineno})",
+                message=f"{exc.msg} (line {exc.lineno})" if exc.lineno else exc.msg,  # (NUL: no line)
                 line=exc.lineno,
                 column=(exc.offset - 1) if exc.offset else None,
             ),

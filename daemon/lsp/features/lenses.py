@@ -82,11 +82,13 @@ def _code_lens(view: WorkspaceView) -> list[types.CodeLens]:
     if view.settings.bench_on_save and not view.settings.runs_on_save:
         lenses.insert(0, _lens(0, lens_text.UNTRUSTED, "kernelscope.benchmark", args))
     texts = kernel_texts(view)
-    for kernel in view.cache.kernels().kernels:
+    scan = view.cache.kernels()  # (saved text that does not parse: the last kernels that did)
+    mark = f"(kernel.py does not parse: {scan.error.message}) " if scan.error is not None else ""
+    for kernel in scan.kernels:
         lenses.append(
             _lens(
                 kernel.decorator_line - 1,
-                texts.get(kernel.name, ""),
+                mark + texts.get(kernel.name, ""),
                 "kernelscope.showHistory",
                 [{"workspace": str(view.root), "kernel": kernel.name}],
             )
