@@ -284,6 +284,29 @@ async def test_a_text_that_does_not_parse_says_so_and_the_lenses_stay(client: Ke
     assert not any("does not parse" in t for t in await kernel_lenses(client, uri))
 
 
+@pytest.mark.parametrize("trust", [True], indirect=True)
+async def test_a_saved_text_that_does_not_parse_is_not_benchmarked(
+    trust: Path, client: KernelscopeClient
+) -> None:
+    """Trusted, kernel.py saved with a syntax error: nothing is measured (before: a probe ran,
+    failed to import, and put a second diagnostic, "benchmark gate failed", at the top of the
+    file beside the one at the error); the next text that parses is measured as usual."""
+    path = kernel(client)
+    uri = path.as_uri()
+    broken = path.read_text().replace("def ", "def (", 1)
+    path.write_text(broken)
+    open_with(client, path, broken)
+    client.text_document_did_save(
+        types.DidSaveTextDocumentParams(text_document=types.TextDocumentIdentifier(uri=uri))
+    )
+    await wait_for(lambda: any("does_not_parse" in m for m in messages(client, uri)), 30, "no word why")
+    _path, uri = save_untried_code(client)
+    await wait_for(lambda: any(m.startswith("probe:") for m in messages(client, uri)), 120, "no probe result")
+    assert [f["kind"] for f in client.finished] == ["benchmark"], client.finished
+    published = [m for _, found in client.diagnostics.log for m in found]
+    assert not any(m.startswith("compile@") for m in published), published
+
+
 async def test_the_verdict_comes_first_and_a_burst_of_saves_is_linted_once(client: KernelscopeClient) -> None:
     """Saves in a row (an agent writing in steps, a checkout), each starting a thread on another
     line: the static rules wait until the text rests (features/save.py: STATIC_REST_S), so they

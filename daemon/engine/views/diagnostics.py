@@ -53,7 +53,7 @@ def static_notices(text: str, kind: str | None) -> list[Notice]:
 
     error = scan_kernel_source(text).error  # (the scan hints and hover make of the same text)
     if error is not None:
-        message = f"kernelscope's checks are paused until kernel.py parses: {error.message}"
+        message = f"kernelscope's checks and benchmarks are paused until kernel.py parses: {error.message}"
         return [Notice("warning", "does_not_parse", message, error.line, error.column or 0)]
     return [
         Notice(

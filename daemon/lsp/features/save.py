@@ -3,8 +3,8 @@ or edited (didChange, debounced), saved (didSave), or the file rewritten on disk
 git (the watcher). Every text is checked against every recorded version on a pool (no GPU time,
 no workspace code: it runs in untrusted workspaces too) and the check's notices published in two steps:
 the history's verdict at once, the static rules' findings when the text rests; a
-saved text identical to a recorded version is not benchmarked again; any other saved text is
-re-benchmarked, debounced, when the workspace is trusted (lsp/jobs.py, engine:
+saved text identical to a recorded version is not benchmarked again, nor one that does not
+parse; any other saved text is re-benchmarked, debounced, when the workspace is trusted (lsp/jobs.py, engine:
 workflows/probe.py), and an untrusted workspace says once that it is not.
 
 One save is reported twice (didSave, and the watcher seeing the file change), the second up to
@@ -201,9 +201,19 @@ async def kernel_changed(ls: KernelscopeServer, ws: WorkspaceState, text: str | 
             ws.checking_kernel = None
     if identical:  # already measured (or already failed): the numbers on screen are this code's
         _recorded(ls, ws)
+    elif not await ls.off_loop(_parses, text):
+        log.info("%s: kernel.py does not parse: not benchmarked", ws.root.name)  # does_not_parse says so
     else:
         ls.jobs.schedule_probe(ws)
     notify.workspace_changed(ls, ws)
+
+
+def _parses(text: str) -> bool:
+    """Whether a saved text is worth measuring: one that does not parse can only fail to import
+    (the scan hints, hover and the does_not_parse notice make of the same text)."""
+    from kernelscope.daemon.engine.workspace.kernel_scan import scan_kernel_source
+
+    return scan_kernel_source(text).error is None
 
 
 async def did_save(ls: KernelscopeServer, params: types.DidSaveTextDocumentParams) -> None:
