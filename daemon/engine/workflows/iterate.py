@@ -21,11 +21,12 @@ from typing import Any
 
 from kernelscope.daemon.engine import Cancelled, DataError, KernelscopeError
 from kernelscope.daemon.engine.memory.atomic_io import workspace_lock
-from kernelscope.daemon.engine.memory.records import MemoryEntry, utc_now_iso
+from kernelscope.daemon.engine.memory.records import MemoryEntry, MemoryManager, utc_now_iso
 from kernelscope.daemon.engine.run.bench import BenchRequest, run_benchmark
 from kernelscope.daemon.engine.store import ExperimentStore
 from kernelscope.daemon.engine.store.config import public_url
 from kernelscope.daemon.engine.store.errors import StoreError
+from kernelscope.daemon.engine.workflows.cut_short import finish_cut_short
 from kernelscope.daemon.engine.workflows.git import FAILED_REF_PREFIX, Git
 from kernelscope.daemon.engine.workflows.probe import kernel_at, last_passing
 from kernelscope.daemon.engine.workspace.atrex import refuse_if_supervised, reserved_versions
@@ -111,6 +112,27 @@ def refuse_recorded_code(root: Path, db_url: str | None = None, measured: bytes 
         )
 
 
+def finish_cut_short_iterations(root: Path, store: ExperimentStore, force: bool = False) -> list[str]:
+    """An earlier iteration killed before it recorded its commit hash is finished
+    (workflows/cut_short.py) before anything asks which versions were recorded: that version
+    can then be a parent, and kernel.py unchanged since is known as recorded. Its experiment,
+    which came last, is named when the store lacks it."""
+    memory = MemoryManager(root)
+    if not memory.memory_dir.is_dir():
+        return []
+    with workspace_lock(memory.lock_dir, timeout=600.0, name=ITERATION_LOCK_NAME):
+        finished = finish_cut_short(memory, Git(root), allow_supervised=force)
+    messages = []
+    for version, message in finished.items():
+        if not store.list_experiments(workspace=str(root), memory_version=version):
+            message += (
+                f"; the experiment store has no row for it: `kernelscope exp record "
+                f"--memory-version {version} -w {root}` adds one"
+            )
+        messages.append(message)
+    return messages
+
+
 class Iteration:
     """One run-iteration on a workspace."""
 
@@ -134,8 +156,6 @@ class Iteration:
         refuse_if_supervised(
             self.ws.root, "run an iteration (record a version and commit it)", self.options.force
         )
-        if not self.options.force:
-            refuse_recorded_code(self.ws.root, self.options.db_url)
         # The store is opened (created, its schema checked) before anything is measured: one
         # that fails only after the record was written and committed would leave the version
         # without its experiment and its commit hash, and a retry refused as already recorded.
@@ -145,11 +165,16 @@ class Iteration:
             raise StoreError(
                 f"cannot record into {public_url(self.store_url)}: this process may not write it"
             )
+        messages = finish_cut_short_iterations(self.ws.root, store, self.options.force)
+        if not self.options.force:
+            try:
+                refuse_recorded_code(self.ws.root, self.options.db_url)
+            except DataError as exc:  # (a version finished above is the one it matches)
+                raise DataError("; ".join([*messages, str(exc)])) from None
         readme = self.ws.readme() if self.ws.readme_path.is_file() else None
         entries = self.memory.scan()
         baseline_entry = next((e for e in entries if e.record is not None and e.number == 0), None)
         parent_entry = last_passing(entries)
-        messages: list[str] = []
         with tempfile.TemporaryDirectory(prefix="kernelscope-iterate-") as tmp_name:
             tmp = Path(tmp_name)
             baseline_kernel = self._kernel_at(baseline_entry, tmp, "baseline")
