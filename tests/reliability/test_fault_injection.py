@@ -14,6 +14,7 @@ import contextlib
 import json
 import os
 import random
+import shlex
 import shutil
 import signal
 import sqlite3
@@ -295,6 +296,12 @@ def run_to_completion(root: Path, ws: Path, db: Path, op: Operation, how: str, i
         finally:
             _kill_group(daemon.process)
     return time.monotonic() - started
+
+
+def _rows(db: Path, version: str) -> list[dict[str, Any]]:
+    from kernelscope.daemon.engine.store import ExperimentStore
+
+    return [e.to_dict() for e in ExperimentStore(str(db)).list_experiments(memory_version=version)]
 
 
 def _experiments(db: Path) -> int:
@@ -687,7 +694,12 @@ def test_iteration_killed_before_its_hash_is_committed_is_finished_by_the_next(
         env=_env(tmp_path),
     )
     assert rerun.returncode == 2 and "identical to v2" in rerun.stderr  # nothing new to record...
-    assert f"{added[0][:12]} " in rerun.stderr and "exp record --memory-version v2" in rerun.stderr
+    assert f"{added[0][:12]} " in rerun.stderr
+    # the command the message gives for the experiment the store lacks runs as printed
+    hint = shlex.split(" ".join(rerun.stderr.split()).split("`")[1])
+    assert hint[:3] == ["kernelscope", "exp", "record"] and hint[hint.index("--kernel") + 1] == "add_kernel"
+    assert subprocess.run([*CLI, *hint[1:]], capture_output=True, env=_env(tmp_path)).returncode == 0
+    assert [e["memory_version"] for e in _rows(db, "v2")] == ["v2"]
     v2 = json.loads((ws / "memory" / "v2.json").read_text())
     assert v2["git_commit_hash"] == added[0] and v2["masked"] is True  # ...but v2 is complete
     assert head_copy()["git_commit_hash"] == added[0] and head_copy()["masked"] is False
