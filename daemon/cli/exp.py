@@ -413,10 +413,16 @@ def failures(
 
 
 @app.command()
-def summary(workspace: FWorkspace = ".", db: DbOpt = None, json_out: JsonOpt = False) -> None:
-    """Per-kernel best / latest / runs / failures for a workspace (what code lenses show)."""
+def summary(
+    workspace: FWorkspace = ".",
+    include_masked: IncludeMasked = False,
+    db: DbOpt = None,
+    json_out: JsonOpt = False,
+) -> None:
+    """Per-kernel best / latest / runs / failures for a workspace (what code lenses show;
+    experiments of its masked memory versions only with --include-masked)."""
     path = str(Path(workspace or ".").expanduser().resolve())
-    rows = _store(db).kernel_summaries(path)
+    rows = _store(db).kernel_summaries(path, _hidden({"workspace": path}, include_masked))
     if json_out:
         output.print_json(rows)
         return

@@ -55,6 +55,13 @@ def iterate_command(
     # what it needs said about itself
     root = require_workspace(workspace)
     refuse_if_supervised(root, "run an iteration (record a version and commit it)", force)
+    if (root / "memory").is_dir() and (root / "kernel.py").is_file():
+        from kernelscope.daemon.engine.store import ExperimentStore
+        from kernelscope.daemon.engine.store.config import resolve_db_url
+        from kernelscope.daemon.engine.workflows.iterate import finish_cut_short_iterations
+
+        for message in finish_cut_short_iterations(root, ExperimentStore(resolve_db_url(db)), force):
+            output.warn(message)
     if not force and (root / "kernel.py").is_file():
         refuse_recorded_code(root, db)
     action_category, action_description = _ask_action(root, action_category, action_description)

@@ -333,17 +333,19 @@ def test_masked_versions_experience_is_hidden_from_exp_reads(tmp_path: Path) -> 
                 score=1 + number / 10,
                 workspace=str(ws),
                 memory_version=f"v{number}",
+                kernels=["add_kernel"],
             )
         ).id
         for number in (1, 2, 4)
     }
-    for number in (1, 2, 4):  # and a crash at each version: what `exp failures` lists
+    for number in (4, 1, 2):  # and a crash at each version: what `exp failures` lists
         store.create_experiment(
             KernelExperiment(
                 change_summary=f"v{number} crashed",
                 is_buggy=True,
                 workspace=str(ws),
                 memory_version=f"v{number}",
+                kernels=["add_kernel"],
             )
         )
     store.close()
@@ -366,8 +368,14 @@ def test_masked_versions_experience_is_hidden_from_exp_reads(tmp_path: Path) -> 
             r["memory_version"] for r in json.loads(exp("failures", "-w", str(ws), *args).stdout)["buggy"]
         ]
 
-    assert crashed() == ["v1", "v4"]  # a restarted agent's "what not to do": not the masked v2's
-    assert crashed("--include-masked") == ["v1", "v2", "v4"]
+    assert crashed() == ["v4", "v1"]  # a restarted agent's "what not to do": not the masked v2's
+    assert crashed("--include-masked") == ["v4", "v1", "v2"]
+    # the per-kernel digest of `exp summary` leaves out the masked v2's runs too
+    (summary,) = json.loads(exp("summary", "-w", str(ws)).stdout)
+    assert (summary["runs"], summary["failures"], summary["latest_version"]) == (4, 2, "v1")
+    assert (summary["best_version"], summary["best_score"]) == ("v4", 1.4)
+    (everything,) = json.loads(exp("summary", "-w", str(ws), "--include-masked").stdout)
+    assert (everything["runs"], everything["failures"], everything["latest_version"]) == (6, 3, "v2")
     refused = exp("show", ids[2])
     assert refused.returncode == 2 and "masked" in json.loads(refused.stdout)["error"]["message"]
     assert exp("show", ids[2], "--include-masked").returncode == 0

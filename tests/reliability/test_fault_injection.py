@@ -14,6 +14,7 @@ import contextlib
 import json
 import os
 import random
+import shlex
 import shutil
 import signal
 import sqlite3
@@ -295,6 +296,12 @@ def run_to_completion(root: Path, ws: Path, db: Path, op: Operation, how: str, i
         finally:
             _kill_group(daemon.process)
     return time.monotonic() - started
+
+
+def _rows(db: Path, version: str) -> list[dict[str, Any]]:
+    from kernelscope.daemon.engine.store import ExperimentStore
+
+    return [e.to_dict() for e in ExperimentStore(str(db)).list_experiments(memory_version=version)]
 
 
 def _experiments(db: Path) -> int:
@@ -633,3 +640,76 @@ def test_an_iteration_of_code_recorded_while_it_measured_records_nothing(
         iterate_module.run_iteration(ws, options)
     assert sorted(p.name for p in (ws / "memory").glob("v*.json")) == ["v0.json", "v1.json", "v2.json"]
     assert _experiments(db) == 3
+
+
+@pytest.mark.parametrize("killed_at", ["hash", "second commit"])
+def test_iteration_killed_before_its_hash_is_committed_is_finished_by_the_next(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, killed_at: str
+) -> None:
+    """An iteration killed after its `V2: ...` commit, before its record held (or HEAD's copy
+    held) that commit's hash: v2 could never be a parent, nothing filled the hash in, and a
+    rerun of the same `kernelscope iterate` was refused as "identical to v2". The rerun now
+    fills in the hash, commits it, says so (and that the store lacks v2's experiment); a later
+    iteration has v2 as its parent. A mask of v2 made meanwhile stays uncommitted."""
+    from kernelscope.daemon.engine.memory.records import MemoryManager
+    from kernelscope.daemon.engine.workflows.git import Git
+    from kernelscope.daemon.engine.workflows.iterate import IterateOptions, run_iteration
+
+    monkeypatch.setenv("KERNELSCOPE_BENCH_PYTHON", sys.executable)
+    ws, db = make_gate_only_workspace(tmp_path, iterations=2, copies_up_to=0), tmp_path / "exp.sqlite"
+    kernel = ws / "kernel.py"
+    kernel.write_text(kernel.read_text() + "\n\ndef helper_v2():\n    return 2\n")
+    real_update, real_commit = MemoryManager.update, Git.commit_paths
+
+    def commit_dies(self: Git, paths: list[Path], message: str) -> str:
+        if "record commit hash" in message:
+            raise _Killed
+        return real_commit(self, paths, message)
+
+    if killed_at == "hash":
+        monkeypatch.setattr(MemoryManager, "update", lambda *a, **k: (_ for _ in ()).throw(_Killed()))
+    else:
+        monkeypatch.setattr(Git, "commit_paths", commit_dies)
+    with pytest.raises(_Killed):
+        run_iteration(ws, IterateOptions(action_category="tiling", action_description="v2", db_url=str(db)))
+    monkeypatch.setattr(MemoryManager, "update", real_update)
+    monkeypatch.setattr(Git, "commit_paths", real_commit)
+    git = ["git", "-C", str(ws)]
+    added = subprocess.run(
+        [*git, "log", "-1", "--format=%H %s"], capture_output=True, text=True
+    ).stdout.split()
+    assert added[1] == "V2:"
+
+    def head_copy() -> dict[str, Any]:
+        shown = subprocess.run([*git, "show", "HEAD:memory/v2.json"], capture_output=True, check=True)
+        return dict(json.loads(shown.stdout))
+
+    assert head_copy()["git_commit_hash"] is None
+    MemoryManager(ws).update("v2", ["masked=true"])  # a restart's mask, not committed
+
+    rerun = subprocess.run(
+        [*CLI, "iterate", "-w", str(ws), "--db", str(db), "-a", "tiling", "-d", "again"],
+        capture_output=True,
+        text=True,
+        env=_env(tmp_path),
+    )
+    assert rerun.returncode == 2 and "identical to v2" in rerun.stderr  # nothing new to record...
+    assert f"{added[0][:12]} " in rerun.stderr
+    # the command the message gives for the experiment the store lacks runs as printed
+    hint = shlex.split(" ".join(rerun.stderr.split()).split("`")[1])
+    assert hint[:3] == ["kernelscope", "exp", "record"] and hint[hint.index("--kernel") + 1] == "add_kernel"
+    assert subprocess.run([*CLI, *hint[1:]], capture_output=True, env=_env(tmp_path)).returncode == 0
+    assert [e["memory_version"] for e in _rows(db, "v2")] == ["v2"]
+    v2 = json.loads((ws / "memory" / "v2.json").read_text())
+    assert v2["git_commit_hash"] == added[0] and v2["masked"] is True  # ...but v2 is complete
+    assert head_copy()["git_commit_hash"] == added[0] and head_copy()["masked"] is False
+    status = subprocess.run([*git, "status", "--porcelain"], capture_output=True, text=True).stdout
+    assert status.strip() == "M memory/v2.json"  # the mask, left for the restart to commit
+
+    MemoryManager(ws).update("v2", ["masked=false"])
+    kernel.write_text(kernel.read_text() + "\n\ndef helper_v3():\n    return 3\n")
+    result = run_iteration(
+        ws, IterateOptions(action_category="tiling", action_description="v3", db_url=str(db))
+    )
+    assert (result.version, result.parent_version) == ("v3", "v2")
+    assert not any("cut short" in m for m in result.messages)  # finished once

@@ -80,12 +80,22 @@ def affected_pairs(conn: Connection, seqs: Iterable[int]) -> set[tuple[str, str]
     return {(w, k) for w, k in rows}
 
 
-def compute_digest(conn: Connection, workspace: str, kernel: str) -> dict[str, Any] | None:
-    """A kernel's digest computed from its history (None when it has no experiments)."""
+def not_versions(versions: Iterable[str]) -> list[Any]:
+    """The condition that leaves out experiments of these memory versions (a workspace's
+    masked ones: a restarted agent must not see their experience); none for none."""
+    hidden = sorted(set(versions))
+    return [or_(E.memory_version.is_(None), E.memory_version.not_in(hidden))] if hidden else []
+
+
+def compute_digest(
+    conn: Connection, workspace: str, kernel: str, hidden_versions: Iterable[str] = ()
+) -> dict[str, Any] | None:
+    """A kernel's digest computed from its history, leaving out `hidden_versions` (None when
+    it has no experiments)."""
     rows = conn.execute(
         select(E.seq, E.score, E.is_buggy, E.status, E.created_at)
         .select_from(experiment_kernels.join(experiments, E.seq == K.exp_seq))
-        .where(and_(K.workspace == workspace, K.kernel == kernel))
+        .where(and_(K.workspace == workspace, K.kernel == kernel), *not_versions(hidden_versions))
         .order_by(E.seq)
     ).all()
     if not rows:
@@ -124,3 +134,35 @@ def all_pairs(conn: Connection) -> list[tuple[str, str]]:
 
 def recompute_all(conn: Connection) -> None:
     recompute(conn, all_pairs(conn))
+
+
+def summaries_without(
+    conn: Connection, workspace: str, hidden_versions: Iterable[str]
+) -> list[dict[str, Any]]:
+    """The fields of the workspace's `KernelSummary` rows recomputed from its history without
+    the experiments of `hidden_versions` (the digest counts every experiment)."""
+    kernels = conn.execute(select(K.kernel).where(K.workspace == workspace).distinct().order_by(K.kernel))
+    digests = [
+        d for (kernel,) in kernels.all() if (d := compute_digest(conn, workspace, kernel, hidden_versions))
+    ]
+    seqs = {d[key] for d in digests for key in ("best_seq", "latest_seq")} - {None}
+    found = conn.execute(select(E.seq, E.id, E.score, E.memory_version, E.status).where(E.seq.in_(seqs)))
+    rows = {row.seq: row for row in found.all()}
+    summaries = []
+    for digest in digests:
+        best, latest = rows.get(digest["best_seq"]), rows[digest["latest_seq"]]
+        summaries.append(
+            {
+                "kernel": digest["kernel"],
+                "runs": digest["runs"],
+                "failures": digest["failures"],
+                "best_id": best.id if best else None,
+                "best_score": best.score if best else None,
+                "best_version": best.memory_version if best else None,
+                "latest_id": latest.id,
+                "latest_score": latest.score,
+                "latest_version": latest.memory_version,
+                "latest_status": latest.status,
+            }
+        )
+    return summaries

@@ -542,7 +542,7 @@ class ExperimentStore:
     ) -> list[KernelExperiment]:
         """Experiments matching all filters, oldest first (the order they were recorded);
         `hidden_versions`: memory versions to leave out (a workspace's masked ones)."""
-        conditions = [*self._conditions(filters), *_not_versions(hidden_versions)]
+        conditions = [*self._conditions(filters), *stats.not_versions(hidden_versions)]
         query = select(*_ROW_COLUMNS).where(*conditions).order_by(E.seq)
         if limit is not None:
             query = query.limit(max(0, int(limit)))
@@ -572,7 +572,7 @@ class ExperimentStore:
         plain = not (filters or include_buggy or include_interpreter or hidden_versions)
         if plain and columns is _TOP_COLUMNS:
             return _TOP_QUERY.params(limit=max(0, int(max_results)))
-        conditions = [*self._conditions(filters), *_not_versions(hidden_versions)]
+        conditions = [*self._conditions(filters), *stats.not_versions(hidden_versions)]
         if not include_buggy and "is_buggy" not in filters:
             conditions.append(E.is_buggy == False)  # noqa: E712 - SQL expression
         if not include_interpreter:
@@ -666,14 +666,18 @@ class ExperimentStore:
                 groups[category].append(exp)
         return groups
 
-    def kernel_summaries(self, workspace: str) -> list[KernelSummary]:
-        """Per kernel of a workspace: best, latest, runs and failures.
+    def kernel_summaries(self, workspace: str, hidden_versions: Iterable[str] = ()) -> list[KernelSummary]:
+        """Per kernel of a workspace: best, latest, runs and failures (`hidden_versions` left
+        out, as in list_experiments: recomputed from the history then).
 
         Code lenses call this on every refresh, so it reads the `kernel_stats` digest that
         writes keep current (a primary-key range scan plus two row lookups per kernel),
         with a statement built once.
         """
         with self._reading() as conn:
+            if hidden_versions:
+                found = stats.summaries_without(conn, workspace, hidden_versions)
+                return [KernelSummary.model_construct(**row) for row in found]
             rows = conn.execute(_SUMMARY_QUERY, {"workspace": workspace}).all()
         # Rows come from the store's own columns, already validated on write: construct
         # without re-validating.
@@ -689,11 +693,6 @@ class ExperimentStore:
             for key in sorted(set(stored) | set(fresh))
             if stored.get(key) != fresh.get(key)
         ]
-
-
-def _not_versions(versions: Iterable[str]) -> list[Any]:
-    hidden = sorted(set(versions))
-    return [or_(E.memory_version.is_(None), E.memory_version.not_in(hidden))] if hidden else []
 
 
 def _summary_query() -> Any:

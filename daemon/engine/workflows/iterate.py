@@ -12,6 +12,7 @@ ref, and kernel.py is restored to the last passing version only when asked
 from __future__ import annotations
 
 import math
+import shlex
 import tempfile
 import threading
 from collections.abc import Callable
@@ -21,11 +22,13 @@ from typing import Any
 
 from kernelscope.daemon.engine import Cancelled, DataError, KernelscopeError
 from kernelscope.daemon.engine.memory.atomic_io import workspace_lock
-from kernelscope.daemon.engine.memory.records import MemoryEntry, utc_now_iso
+from kernelscope.daemon.engine.memory.core import kernelscope_block
+from kernelscope.daemon.engine.memory.records import MemoryEntry, MemoryManager, utc_now_iso
 from kernelscope.daemon.engine.run.bench import BenchRequest, run_benchmark
 from kernelscope.daemon.engine.store import ExperimentStore
-from kernelscope.daemon.engine.store.config import public_url
+from kernelscope.daemon.engine.store.config import is_default_url, public_url
 from kernelscope.daemon.engine.store.errors import StoreError
+from kernelscope.daemon.engine.workflows.cut_short import finish_cut_short
 from kernelscope.daemon.engine.workflows.git import FAILED_REF_PREFIX, Git
 from kernelscope.daemon.engine.workflows.probe import kernel_at, last_passing
 from kernelscope.daemon.engine.workspace.atrex import refuse_if_supervised, reserved_versions
@@ -35,7 +38,7 @@ from kernelscope.protocol.bench import BenchResult, ConfigResult
 from kernelscope.protocol.commands import IterationResult, StopConditionStatus
 from kernelscope.protocol.experiment import KernelExperiment
 from kernelscope.protocol.memory import format_version, memory_schema_template, parse_version
-from kernelscope.protocol.record_rules import format_score
+from kernelscope.protocol.record_rules import format_score, gate_result, section_get
 from kernelscope.protocol.workspace import ReadmeInfo
 
 
@@ -111,6 +114,44 @@ def refuse_recorded_code(root: Path, db_url: str | None = None, measured: bytes 
         )
 
 
+def exp_record_command(root: Path, store_url: str, record: dict[str, Any], kernel_text: str | None) -> str:
+    """The `kernelscope exp record` command line that adds a recorded version's experiment by
+    hand (a store that refused its row, an iteration cut short before it), from its record and
+    kernel.py: one that runs as printed."""
+    action = [section_get(record.get("optimization"), k) for k in ("action_category", "action_description")]
+    summary = f"{action[0]}: {action[1]}"
+    passed = gate_result(record.get("quality_gate"), record.get("correctness")) == "PASS"
+    score = kernelscope_block(record).get("score_vs_v0") if passed else None
+    kernels = [k.name for k in scan_kernel_source(kernel_text, "kernel.py").kernels] if kernel_text else []
+    parts = ["kernelscope", "exp", "record", "-m", summary[:80].split("\n")[0], "-w", str(root)]
+    parts += ["--memory-version", str(record.get("version")), *(a for k in kernels for a in ("--kernel", k))]
+    parts += ["--score", str(score)] if isinstance(score, (int, float)) and score > 0 else []
+    parts += [] if passed else ["--buggy"]
+    return shlex.join(parts + ([] if is_default_url(store_url) else ["--db", public_url(store_url)]))
+
+
+def finish_cut_short_iterations(root: Path, store: ExperimentStore, force: bool = False) -> list[str]:
+    """An earlier iteration killed before it recorded its commit hash is finished
+    (workflows/cut_short.py) before anything asks which versions were recorded: that version
+    can then be a parent, and kernel.py unchanged since is known as recorded. Its experiment,
+    which came last, is named when the store lacks it."""
+    memory, git = MemoryManager(root), Git(root)
+    if not memory.memory_dir.is_dir():
+        return []
+    with workspace_lock(memory.lock_dir, timeout=600.0, name=ITERATION_LOCK_NAME):
+        finished = finish_cut_short(memory, git, allow_supervised=force)
+    messages = []
+    for version, message in finished.items():
+        if not store.list_experiments(workspace=str(root), memory_version=version):
+            record = memory.entry(version).raw or {}
+            failed = gate_result(record.get("quality_gate"), record.get("correctness")) != "PASS"
+            revision = FAILED_REF_PREFIX + version if failed else str(record.get("git_commit_hash"))
+            command = exp_record_command(root, store.url, record, git.show_file(revision, root / "kernel.py"))
+            message += f"; the experiment store has no row for it: `{command}` adds one"
+        messages.append(message)
+    return messages
+
+
 class Iteration:
     """One run-iteration on a workspace."""
 
@@ -134,8 +175,6 @@ class Iteration:
         refuse_if_supervised(
             self.ws.root, "run an iteration (record a version and commit it)", self.options.force
         )
-        if not self.options.force:
-            refuse_recorded_code(self.ws.root, self.options.db_url)
         # The store is opened (created, its schema checked) before anything is measured: one
         # that fails only after the record was written and committed would leave the version
         # without its experiment and its commit hash, and a retry refused as already recorded.
@@ -145,11 +184,16 @@ class Iteration:
             raise StoreError(
                 f"cannot record into {public_url(self.store_url)}: this process may not write it"
             )
+        messages = finish_cut_short_iterations(self.ws.root, store, self.options.force)
+        if not self.options.force:
+            try:
+                refuse_recorded_code(self.ws.root, self.options.db_url)
+            except DataError as exc:  # (a version finished above is the one it matches)
+                raise DataError("; ".join([*messages, str(exc)])) from None
         readme = self.ws.readme() if self.ws.readme_path.is_file() else None
         entries = self.memory.scan()
         baseline_entry = next((e for e in entries if e.record is not None and e.number == 0), None)
         parent_entry = last_passing(entries)
-        messages: list[str] = []
         with tempfile.TemporaryDirectory(prefix="kernelscope-iterate-") as tmp_name:
             tmp = Path(tmp_name)
             baseline_kernel = self._kernel_at(baseline_entry, tmp, "baseline")
@@ -273,10 +317,13 @@ class Iteration:
             )
             store.create_experiment(experiment)
         except StoreError as exc:
+            command = exp_record_command(
+                self.ws.root, self.store_url, record, measured.decode(errors="replace")
+            )
             raise StoreError(
                 f"{version} is recorded in {memory_path.name} and committed ({commit[:12]}), but the "
-                f"experiment store did not take its row: {exc}. Once it takes writes, `kernelscope exp "
-                f"record --memory-version {version} -w {self.ws.root}` adds the experiment"
+                f"experiment store did not take its row: {exc}. Once it takes writes, `{command}` adds "
+                "the experiment"
             ) from None
         result.experiment_id = experiment.id
         return result
