@@ -287,10 +287,14 @@ def test_footprint_of_the_full_size_problem() -> None:
     assert sizes.inputs == "1 tensor 4096x393216 float32" and sizes.param_bytes == 0
     footprint = harness_footprint(sizes, seeds=3, models=2, timing_input_sets=2)
     # 2 input sets + 2 outputs + the comparison's slices: 4 tensors, whatever the seeds
-    from kernelscope.kernels.sizing import CHUNK_ELEMENTS, COMPARISON_BYTES_PER_ELEMENT
+    from kernelscope.kernels.sizing import CHUNK_ELEMENTS, COMPARISON_BYTES_PER_ELEMENT, refusal
 
     assert footprint.total == 4 * sizes.input_bytes + COMPARISON_BYTES_PER_ELEMENT * CHUNK_ELEMENTS
     assert "2 x 6.44 GB of inputs" in footprint.explain()
+    # the seeds add nothing, so the refusal does not send the user to fewer --seeds
+    assert harness_footprint(sizes, seeds=10, models=2, timing_input_sets=2).total == footprint.total
+    message = refusal(footprint, 2**30, "the 1024 MB memory cap", sizes.inputs, "batch_size=4096")
+    assert message is not None and "--problem-size" in message and "use fewer --seeds" not in message
 
 
 # -- slow: the harness runs -----------------------------------------------------------------
