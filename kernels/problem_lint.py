@@ -22,6 +22,15 @@ The trivial kernels are the cheats seen in practice:
   of its row 0 broadcast to every row ("computes row 0 and broadcasts it").
 - `identity-passes`: an output is within tolerance of an input of the same shape and dtype
   ("returns a copy of input k"; the gate refuses views, so the cheat copies).
+- `random-reference`: a second reference call on the same inputs, drawing from a later point
+  of the random stream, disagrees with the first beyond the tolerance: the reference draws
+  random numbers (`nn.Dropout` in training mode, as KernelBench's eval runs it; `torch.rand`
+  in a forward) or keeps state between calls. The gate compares a kernel with one call's
+  output, so no kernel matches it but by chance. Upstream evaluators fail it the same way:
+  KernelBench's `run_and_check_correctness` and SOL-ExecBench's driver call the reference and
+  then the kernel without reseeding in between (level 2 `66_Matmul_Dropout_Softmax` fails an
+  exact copy of its own `Model` 0/5 there, at full size too). The RNG state is restored after
+  the second call, so the lint changes nothing the gate then draws.
 - `sign-invariant`: an input is one-signed (a floating tensor whose elements are all >= 0, or
   all <= 0, not all zero) AND one of the trivial kernels above passes on the problem's inputs
   AND the same kind of trivial kernel FAILS once that input's sign is flipped (the reference
@@ -34,8 +43,9 @@ The trivial kernels are the cheats seen in practice:
   whose output does not change under the flip is not reported: it ignores the sign itself,
   so a kernel that ignores the sign is right, not a cheat.
 
-Cost: one reference call on the problem's inputs; one more (`seed + 1`) only when an output
-is constant; one per one-signed input only when a trivial kernel passed. Comparisons work
+Cost: two reference calls on the problem's inputs (the second for `random-reference`); one
+more (`seed + 1`) only when an output is constant; one per one-signed input only when a
+trivial kernel passed. Comparisons work
 on slices along dim 0 of the outputs already computed (the cheats are broadcasts, never
 materialized), and the common case, an honest problem, fails the first slice and stops.
 
@@ -78,6 +88,7 @@ RULES = (
     "identity-passes",
     "sign-invariant",
     "broadcast-row-passes",
+    "random-reference",
 )
 INPUT_GENERATORS = ("get_inputs", "make_inputs")  # KernelBench, native
 REFERENCE_FUNCTIONS = ("reference", "run", "forward")  # native, SOL-ExecBench; after Model.forward
@@ -126,6 +137,7 @@ def lint_problem(
     def rules_for(ref: torch.Tensor) -> dict[str, float]:
         return resolve_tolerance(ref.dtype, tolerance, readme_rel_err)
 
+    changing = None if in_place else _changes_between_calls(problem, config, inputs, refs, rules_for, device)
     cheats = _cheats(refs, inputs, rules_for, check_inputs=not in_place)
     outputs = len(refs)
     del refs  # the checks below need the cheats' values only, and this frees an output set
@@ -151,6 +163,19 @@ def lint_problem(
             f"kernel that {failing} would fail)"
         )
         findings.append(LintFinding("sign-invariant", message, name, lines.inputs, file))
+    if changing is not None:
+        index, rule = changing
+        what = f"output {index}" if outputs > 1 else "output"
+        message = (
+            f"the reference's {what} changes from call to call on the same inputs (two calls differ "
+            f"beyond the tolerance, {rule}): it draws "
+            "random numbers (nn.Dropout in training mode, torch.rand or bernoulli in its forward) or "
+            "keeps state between calls. The gate compares a kernel with one call's output, so no kernel "
+            "matches it but by chance and a wrong_result here says nothing about the kernel; "
+            "KernelBench's and SOL-ExecBench's evaluators fail it the same way (they run the reference, "
+            "then the kernel, without reseeding). Make the reference deterministic (dropout p=0)"
+        )
+        findings.append(LintFinding("random-reference", message, name, lines.reference, file))
     return findings
 
 
@@ -260,6 +285,32 @@ def _constants_on(
         for c in cheats
         if c.kind == "constant"
     }
+
+
+def _changes_between_calls(
+    problem: Problem,
+    config: dict[str, Any],
+    inputs: tuple[Any, ...],
+    refs: list[torch.Tensor],
+    rules_for: Callable[[torch.Tensor], dict[str, float]],
+    device: str,
+) -> tuple[int, str] | None:
+    """The first output that a second reference call on the same inputs (the random stream
+    moved on by the first call) puts beyond the gate's rule of the first; None: none. The RNG
+    state is put back afterwards, so the gate draws what it would have drawn without the lint.
+    Returns the output's index and the rule, in words."""
+    with torch.random.fork_rng(devices=[] if device == "cpu" else None), torch.no_grad():
+        again = as_tensor_list(problem.reference(config, inputs), "the reference")
+    for index, (first, second) in enumerate(zip(refs, again, strict=False)):
+        if first.is_complex() or torch.equal(first, second):
+            continue
+        rules = rules_for(first)
+        if first.shape != second.shape or first.dtype != second.dtype:
+            return index, describe_tolerance(rules)
+        first, second = first.reshape(-1), second.reshape(-1)  # a 0-d output (a loss) too
+        if not _passes(first, _rows_of(second), rules):
+            return index, describe_tolerance(rules)
+    return None
 
 
 def _sign_flips(

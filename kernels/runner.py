@@ -38,7 +38,7 @@ def _parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--parent", type=Path, default=None, help="also time the parent version's kernel")
     parser.add_argument("--entry", default="kernel_fn")
     parser.add_argument("--mode", choices=["auto", "gpu", "interpreter"], default="auto")
-    parser.add_argument("--seeds", type=int, default=3)
+    parser.add_argument("--seeds", type=int, default=None, help="default: the adapter's correctness_trials")
     parser.add_argument("--rel-err", type=float, default=None, help="README correctness threshold")
     parser.add_argument("--peak-gbps", type=float, default=None)
     parser.add_argument("--peak-tflops", type=float, default=None)
@@ -456,7 +456,8 @@ class _Runner:
 
         name = str(config["name"])
         params = {k: v for k, v in config.items() if isinstance(v, (str, int, float, bool)) and k != "name"}
-        result = ConfigResult(name=name, params=params, passed=False, seeds=list(range(self.args.seeds)))
+        seeds = problem.correctness_seeds(self.args.seeds or problem.correctness_trials)
+        result = ConfigResult(name=name, params=params, passed=False, seeds=seeds)
         result.shrunk_for_interpreter = config.get("shrunk_for_interpreter")
         try:
             worst = self._checked_calls(config, problem, result)
@@ -590,7 +591,8 @@ def run(args: argparse.Namespace) -> Any:
     # Before any of the problem's tensors exists: a problem too large for the memory cap is
     # refused in seconds with its size, not killed by the cap a minute later.
     timing_sets = 3 if args.parent is not None else 2
-    too_large, notes = check_memory(problem, mode, args.seeds, timing_sets, args.memory_cap_mb)
+    seeds = args.seeds or problem.correctness_trials  # KernelBench 5, SOL-ExecBench 10, else 3
+    too_large, notes = check_memory(problem, mode, seeds, timing_sets, args.memory_cap_mb)
     if too_large:
         return failure("setup", too_large)
     if isinstance(problem, KernelBenchProblem):

@@ -282,7 +282,8 @@ def refusal(
     return (
         f"the problem needs about {gb(footprint.total)}, more than {where}. Its inputs are {inputs}; "
         f"the harness holds at once {footprint.explain()}{runtime}. Shrink it with "
-        f"--problem-size NAME=VALUE ({hint}), use fewer --seeds, or raise the cap"
+        f"--problem-size NAME=VALUE ({hint}) or raise the cap (fewer --seeds would not help: the "
+        "harness keeps digests, not copies, of earlier seeds)"
     )
 
 

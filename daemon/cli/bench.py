@@ -20,6 +20,7 @@ from typing import Annotated, Any, Optional
 import typer
 
 from kernelscope.daemon.cli import output
+from kernelscope.daemon.cli.options import OptInt
 from kernelscope.daemon.engine import KernelscopeError
 from kernelscope.daemon.engine.run.bench import PRECISIONS, BenchRequest, run_benchmark
 from kernelscope.protocol.bench import BENCH_SCHEMA_VERSION, BenchError, BenchResult
@@ -86,7 +87,15 @@ def bench_command(
             "--python", help="Interpreter with torch/triton (default: $KERNELSCOPE_BENCH_PYTHON or this one)."
         ),
     ] = None,
-    seeds: Annotated[int, typer.Option("--seeds", min=1, help="Input seeds per configuration.")] = 3,
+    seeds: Annotated[
+        OptInt,
+        typer.Option(
+            "--seeds",
+            min=1,
+            help="Input draws per configuration (default: the evaluator's own count: KernelBench 5, "
+            "SOL-ExecBench 10, else 3).",
+        ),
+    ] = None,
     timeout: Annotated[float, typer.Option("--timeout", min=1, help="Wall-clock limit in seconds.")] = 900.0,
     memory_limit_mb: Annotated[
         Optional[int],  # noqa: UP045

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from kernelscope.daemon.cli import output
-from kernelscope.daemon.cli.options import ForceOpt, JsonOpt, OptStr
+from kernelscope.daemon.cli.options import ForceOpt, JsonOpt, OptInt, OptStr
 from kernelscope.protocol.record_rules import format_score
 
 if TYPE_CHECKING:
@@ -35,7 +35,7 @@ def iterate_command(
         ),
     ] = False,
     mode: Annotated[str, typer.Option("--mode", help="auto, gpu or interpreter.")] = "auto",
-    seeds: Annotated[int, typer.Option("--seeds", min=1)] = 3,
+    seeds: Annotated[OptInt, typer.Option("--seeds", min=1, help="Default: the evaluator's count.")] = None,
     timeout: Annotated[float, typer.Option("--timeout", min=1)] = 900.0,
     python: Annotated[OptStr, typer.Option("--python", help="Interpreter with torch/triton.")] = None,
     db: Annotated[OptStr, typer.Option("--db", help="Experiment database URL or SQLite path.")] = None,

@@ -26,5 +26,6 @@ ForceOpt = Annotated[
     ),
 ]
 OptStr = Optional[str]  # noqa: UP045
+OptInt = Optional[int]  # noqa: UP045
 OptFloat = Optional[float]  # noqa: UP045
 OptBool = Optional[bool]  # noqa: UP045

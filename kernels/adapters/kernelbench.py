@@ -22,6 +22,10 @@ KERNELBENCH_PRECISIONS: dict[str, torch.dtype] = {
     "bf16": torch.bfloat16,
 }
 KERNELBENCH_TOLERANCE: dict[str, float] = {"fp32": 1e-4, "fp16": 1e-2, "bf16": 1e-2}
+# eval_kernel_against_ref's seed_num (weights, init inputs, and the trials' seeds drawn from it)
+# and num_correct_trials as its scripts pass it (eval_from_generations.py, run_and_check.py).
+KERNELBENCH_SEED = 42
+KERNELBENCH_TRIALS = 5
 
 
 class KernelBenchProblem(Problem):
@@ -42,6 +46,7 @@ class KernelBenchProblem(Problem):
 
     kind = "kernelbench"
     layout_checked = False  # eval.py compares with torch.allclose after a shape check: values only
+    correctness_trials = KERNELBENCH_TRIALS
 
     @classmethod
     def load(cls, source: ProblemSource) -> KernelBenchProblem:
@@ -112,9 +117,10 @@ class KernelBenchProblem(Problem):
         """Built as KernelBench builds it, and left in training mode as its eval leaves it (it
         never calls `.eval()`): BatchNorm normalizes with the batch's statistics, so a copy of
         the input does not pass 33_BatchNorm, and Dropout is active."""
-        torch.manual_seed(0)  # same weights for reference, baseline and candidate
+        torch.manual_seed(KERNELBENCH_SEED)  # the same weights as KernelBench's, for every model
         init_inputs = [self._cast(x) for x in self.ref.get_init_inputs()]
         init_inputs = [x.to(self.device) if isinstance(x, torch.Tensor) else x for x in init_inputs]
+        torch.manual_seed(KERNELBENCH_SEED)  # reseeded before construction, as eval.py does
         return cls(*init_inputs).to(device=self.device, dtype=self.dtype)
 
     def estimate_sizes(self) -> ProblemSizes:
@@ -135,6 +141,12 @@ class KernelBenchProblem(Problem):
         # The precision and any --problem-size show in the result's params (and a bf16 run is
         # refused under the interpreter, which computes bfloat16 wrongly).
         return [{**self.sizes, "name": "default", "precision": self.precision}]
+
+    def correctness_seeds(self, count: int) -> list[int]:
+        """KernelBench's trial seeds (`run_and_check_correctness`: drawn with `torch.randint`
+        after `torch.manual_seed(42)`), so trial k gets the inputs KernelBench's trial k gets."""
+        generator = torch.Generator().manual_seed(KERNELBENCH_SEED)
+        return [int(torch.randint(0, 2**32 - 1, (1,), generator=generator)) for _ in range(count)]
 
     def make_inputs(self, config: dict[str, Any], seed: int, device: str) -> tuple[Any, ...]:
         torch.manual_seed(seed)

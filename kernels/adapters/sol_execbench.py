@@ -63,6 +63,8 @@ UPSTREAM_SEED = 200
 UPSTREAM_ATOL = 1e-2
 UPSTREAM_RTOL = 1e-2
 UPSTREAM_MATCHED_RATIO = 0.99
+# eval_driver.py checks every workload on this many rounds of fresh inputs ("10 rounds").
+UPSTREAM_ROUNDS = 10
 # kernelscope's runner default `--entry`: when it is left as is, solution.json names the entry.
 DEFAULT_ENTRY = "kernel_fn"
 # Under the interpreter a configuration's inputs and outputs together hold at most this many
@@ -487,6 +489,7 @@ class SolExecBenchProblem(Problem):
 
     kind = "sol-execbench"
     layout_checked = False  # eval_driver checks shape and dtype, compute_error_stats values only
+    correctness_trials = UPSTREAM_ROUNDS
 
     def __init__(
         self,

@@ -287,10 +287,14 @@ def test_footprint_of_the_full_size_problem() -> None:
     assert sizes.inputs == "1 tensor 4096x393216 float32" and sizes.param_bytes == 0
     footprint = harness_footprint(sizes, seeds=3, models=2, timing_input_sets=2)
     # 2 input sets + 2 outputs + the comparison's slices: 4 tensors, whatever the seeds
-    from kernelscope.kernels.sizing import CHUNK_ELEMENTS, COMPARISON_BYTES_PER_ELEMENT
+    from kernelscope.kernels.sizing import CHUNK_ELEMENTS, COMPARISON_BYTES_PER_ELEMENT, refusal
 
     assert footprint.total == 4 * sizes.input_bytes + COMPARISON_BYTES_PER_ELEMENT * CHUNK_ELEMENTS
     assert "2 x 6.44 GB of inputs" in footprint.explain()
+    # the seeds add nothing, so the refusal does not send the user to fewer --seeds
+    assert harness_footprint(sizes, seeds=10, models=2, timing_input_sets=2).total == footprint.total
+    message = refusal(footprint, 2**30, "the 1024 MB memory cap", sizes.inputs, "batch_size=4096")
+    assert message is not None and "--problem-size" in message and "use fewer --seeds" not in message
 
 
 # -- slow: the harness runs -----------------------------------------------------------------
@@ -520,3 +524,65 @@ def test_right_answer_in_another_layout_passes_as_in_kernelbench(tmp_path: Path)
         "-w", str(ws), "--reference", RELU, *SMALL, "--mode", "interpreter", "--seeds", "2", "--json"
     )
     assert done.returncode == EXIT_PASS, done.stdout + done.stderr
+
+
+def _kernelbench_trial_seeds(count: int) -> list[int]:
+    """Upstream's own lines (eval.py run_and_check_correctness): the trials' seeds, drawn from
+    `seed_num` 42 on the global generator."""
+    import torch
+
+    torch.manual_seed(42)
+    return [torch.randint(0, 2**32 - 1, (1,)).item() for _ in range(count)]
+
+
+def test_trials_weights_and_seeds_are_kernelbench_s() -> None:
+    """KernelBench checks 5 trials (num_correct_trials in its scripts), trial k's inputs drawn
+    after set_seed(trial seed k), the weights after set_seed(42) (eval_kernel_against_ref):
+    the same draws here, so the gate sees KernelBench's inputs and weights, bit for bit."""
+    import torch
+
+    from kernelscope.kernels.adapters.base import load_module
+    from kernelscope.kernels.adapters.kernelbench import KernelBenchProblem
+
+    sizes = {"batch_size": 4, "in_features": 16, "out_features": 8}
+    ref = load_module(KERNELBENCH / "66_Matmul_Dropout_Softmax.py", "reference", sizes)
+    problem = KernelBenchProblem(ref, type("C", (), {"ModelNew": ref.Model}), None)
+    assert problem.correctness_trials == 5
+    assert problem.correctness_seeds(5) == _kernelbench_trial_seeds(5)
+    problem.prepare("cpu")
+    torch.manual_seed(42)  # upstream: set_seed(seed_num); init_inputs = get_init_inputs()
+    init_inputs = ref.get_init_inputs()
+    torch.manual_seed(42)  # set_seed(seed_num); original_model = Model(*init_inputs)
+    upstream = ref.Model(*init_inputs)
+    assert torch.equal(problem._built["reference"].matmul.weight, upstream.matmul.weight)
+    assert torch.equal(problem._built["candidate"].matmul.bias, upstream.matmul.bias)
+    trial = problem.correctness_seeds(5)[3]
+    (x,) = problem.make_inputs(problem.configs(True)[0], trial, "cpu")
+    torch.manual_seed(trial)  # set_seed(trial_seed); inputs = get_inputs_fn()
+    assert torch.equal(x, ref.get_inputs()[0])
+
+
+@pytest.mark.slow
+def test_a_kernel_wrong_on_the_fourth_trial_fails_as_in_kernelbench(tmp_path: Path) -> None:
+    """A GELU kernel whose bug shows on one input draw (here: KernelBench's trial 4 of 5, found
+    by its first element) passes three draws and fails KernelBench. Without --seeds the gate
+    now checks KernelBench's 5 trials on its trial seeds, and fails it too."""
+    import torch
+
+    from kernelscope.kernels.adapters.base import load_module
+
+    ref = load_module(KERNELBENCH / GELU, "reference", {"batch_size": 16, "dim": 1024})
+    torch.manual_seed(_kernelbench_trial_seeds(5)[3])
+    marker = float(ref.get_inputs()[0].flatten()[0])
+    buggy = GELU_KERNEL.replace(
+        "        return out\n",
+        f"        if float(x.flatten()[0]) == {marker!r}:\n            out[0, 0] += 1.0\n        return out\n",
+    )
+    assert buggy != GELU_KERNEL
+    ws = workspace(tmp_path / "gelu", GELU, buggy)
+    done = bench("-w", str(ws), "--reference", GELU, *SMALL, "--mode", "interpreter", "--json")
+    assert done.returncode == EXIT_GATE_FAILED, done.stdout + done.stderr
+    result = one_document(done.stdout)
+    [config] = result["configs"]
+    assert config["seeds"] == _kernelbench_trial_seeds(5)
+    assert result["error"]["kind"] == "wrong_result" and "1 of 16384 elements" in result["error"]["message"]

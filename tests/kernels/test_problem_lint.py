@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import torch
 
 from kernelscope.kernels.adapters import Problem, load_problem
 from kernelscope.kernels.adapters.kernelbench import KernelBenchProblem
@@ -28,11 +29,13 @@ RELU, GELU = "19_ReLU.py", "26_GELU_.py"
 GEMM_MAX = "80_Gemm_Max_Subtract_GELU.py"
 CONV_MIN = "83_Conv3d_GroupNorm_Min_Clamp_Dropout.py"
 CONV_MEAN = "23_Conv3d_GroupNorm_Mean.py"
+DROPOUT = "66_Matmul_Dropout_Softmax.py"
 # The level-2 files, as upstream publishes them (sha256, also in SOURCE.md).
 UPSTREAM_SHA256 = {
     GEMM_MAX: "44dff2e3c3e9b014df3f41f40e3678aa17830ecc7b161d2f142f556f87ee134c",
     CONV_MIN: "223d45d8423c55369bd0b1277abca1d358a28ad77cf7661f1c6e602c856a694a",
     CONV_MEAN: "9677116401cf1ec4ac00eb19cb6f08762d63b87b137e6ed10f2c8ec3741310fb",
+    DROPOUT: "7a8bcefb75586bbf0acfcdeb0e8391c8881548fe9b55844c0033a96e9f898a29",
 }
 # The lint never runs the candidate; KernelBench's adapter only needs a ModelNew to build.
 UNUSED_CANDIDATE = (
@@ -125,6 +128,29 @@ def test_level2_outputs_that_are_exactly_zero(tmp_path: Path, name: str, sizes: 
     assert (
         "is 0 everywhere" in finding.message and "returns zeros without computing anything" in finding.message
     )
+
+
+def test_dropout_makes_the_reference_random(tmp_path: Path) -> None:
+    """66: nn.Dropout(0.2) is active in the training mode KernelBench's eval runs models in, so
+    two reference calls on the same inputs differ; KernelBench fails even a copy of Model (0/5,
+    SOURCE.md). The lint says so at the forward, and leaves the random stream as it found it
+    (the gate draws what it would have drawn). 83's dropout acts on zeros: not random (its
+    only finding is constant-output, test_level2_outputs_that_are_exactly_zero)."""
+    problem = kernelbench(tmp_path, DROPOUT, {"batch_size": 8, "in_features": 64, "out_features": 64})
+    findings = lint(problem)
+    after_lint = torch.rand(4)
+    assert [f.rule for f in findings] == ["random-reference"]
+    (finding,) = findings
+    path = tmp_path / "66_Matmul_Dropout_Softmax" / DROPOUT
+    assert finding.line == def_line(path, "def forward(self, x)") and finding.file == str(path)
+    assert "changes from call to call on the same inputs" in finding.message
+    assert (
+        "nn.Dropout in training mode" in finding.message
+        and "says nothing about the kernel" in finding.message
+    )
+    config = problem.configs(interpreter=True)[0]
+    problem.reference(config, problem.make_inputs(config, 0, "cpu"))  # seeds, draws the inputs
+    assert torch.equal(after_lint, torch.rand(4))  # one reference call's draws, as without the lint
 
 
 def test_level2_23_stays_within_tolerance_of_zero(tmp_path: Path) -> None:

@@ -422,6 +422,20 @@ def test_layout_detection_needs_both_ground_truth_files(tmp_path: Path) -> None:
     (ws / "kernel.py").write_text("def kernel_fn(x):\n    return x\n")
     problem = load_problem(ws / "reference.py", ws / "kernel.py", None, "kernel_fn", workspace=ws)
     assert problem.kind == "native"  # no workload.jsonl: not a SOL workspace
+    assert problem.correctness_trials == 3  # a native workspace keeps kernelscope's own count
+
+
+def test_correctness_rounds_are_upstream_s(tmp_path: Path) -> None:
+    """eval_driver.py checks every workload on 10 rounds of fresh inputs ("Correctness checking
+    (10 rounds with fresh inputs)"): without --seeds the gate draws 10 input sets too, seeded
+    from config.json's seed (upstream draws them from one stream, so not the same values)."""
+    ws = make_sol_workspace(tmp_path / "kernel_opt_rmsnorm")
+    problem = load_problem(ws / "reference.py", ws / "kernel.py", None, "kernel_fn", workspace=ws)
+    assert isinstance(problem, SolExecBenchProblem)
+    assert problem.correctness_trials == 10 and problem.correctness_seeds(10) == list(range(10))
+    config = problem.configs(interpreter=True)[0]
+    draws = [problem.make_inputs(config, seed, "cpu")[0] for seed in problem.correctness_seeds(10)]
+    assert len({float(x.flatten()[0]) for x in draws}) == 10  # ten different input sets
 
 
 def test_value_returning_outputs_move_to_the_device_as_upstream() -> None:

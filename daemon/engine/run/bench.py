@@ -69,7 +69,7 @@ class BenchRequest:
     python: str | None = None  # default: $KERNELSCOPE_BENCH_PYTHON or this interpreter
     timeout_s: float = 900.0
     memory_limit_mb: int | None = None  # resident memory cap; None: half of RAM, 0: none
-    seeds: int = 3
+    seeds: int | None = None  # None: the evaluator's own count (KernelBench 5, SOL-ExecBench 10, else 3)
     gate_command: str | None = None
     gate_timeout_s: float = 600.0
     extra_args: list[str] = field(default_factory=list)
@@ -677,8 +677,6 @@ def _run_harness(
             str(resolved.entry),
             "--mode",
             resolved.mode,
-            "--seeds",
-            str(resolved.seeds),
             "--output",
             str(output),
             "--result-key",
@@ -686,6 +684,8 @@ def _run_harness(
         ]
         # the adapter the one kinds rule names (a kind registered in this process included)
         argv += ["--adapter", kinds.adapter_for(kinds.Folder(resolved.workspace, resolved.reference))]
+        if resolved.seeds is not None:
+            argv += ["--seeds", str(resolved.seeds)]
         if resolved.parent is not None:
             argv += ["--parent", str(scratch.map(resolved.parent))]
         if readme and readme.correctness_threshold:

@@ -49,7 +49,7 @@ class IterateOptions:
     expected_impact: str | None = None
     revert_on_fail: bool = False
     mode: str = "auto"
-    seeds: int = 3
+    seeds: int | None = None  # None: the evaluator's own count (the runner's --seeds)
     timeout_s: float = 900.0
     memory_limit_mb: int | None = None  # None: half of RAM, 0: none
     python: str | None = None

@@ -76,7 +76,7 @@ class ProbeOptions:
     python: str | None = None
     timeout_s: float = 900.0
     memory_limit_mb: int | None = None
-    seeds: int = 3
+    seeds: int | None = None  # None: the evaluator's own count (the runner's --seeds)
     executor: str = "local"  # local | ray
     ray_address: str | None = None
 
