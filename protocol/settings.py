@@ -90,7 +90,9 @@ class FolderSettings:
     debounce_ms: int = 400
     """Milliseconds of quiet after a save before its benchmark starts (0 to 60000)."""
     seeds: int = 2
-    """Input seeds each benchmark checks correctness on (1 to 20)."""
+    """Input draws the benchmark on save and Benchmark now check correctness on (1 to 20): a
+    quick look. A recorded iteration is checked on the evaluator's own count (KernelBench 5,
+    SOL-ExecBench 10, else 3), from the editor as from `kernelscope iterate`."""
     blame_inlay: bool = False
     """A performance-blame inlay hint on every line of kernel.py."""
 

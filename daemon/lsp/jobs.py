@@ -249,7 +249,9 @@ class Jobs:
                     action_description=description,
                     revert_on_fail=revert,
                     mode=ws.settings.mode,
-                    seeds=ws.settings.seeds,
+                    # a recorded version is checked on the evaluator's own draws, as the CLI's
+                    # `iterate` checks it; `seeds` is the probe's quick look
+                    seeds=None,
                     timeout_s=ws.settings.timeout_s,
                     memory_limit_mb=ws.settings.memory_limit_mb,
                     python=self.trusted_python(),

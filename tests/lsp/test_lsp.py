@@ -521,6 +521,15 @@ async def test_hostile_kernels_cannot_take_the_daemon(client: KernelscopeClient)
     (ws / "kernel.py").write_text(good)
 
 
+def _values_of(key: str, tree: object) -> list[object]:
+    """Every value stored under `key` anywhere in a JSON tree."""
+    if isinstance(tree, dict):
+        return [v for k, v in tree.items() if k == key] + [
+            x for v in tree.values() for x in _values_of(key, v)
+        ]
+    return [x for v in tree for x in _values_of(key, v)] if isinstance(tree, list) else []
+
+
 async def test_run_iteration_and_cancel(client: KernelscopeClient) -> None:
     ws = str(client.folder / "kernel_opt_vector_add")
     await command(
@@ -542,6 +551,15 @@ async def test_run_iteration_and_cancel(client: KernelscopeClient) -> None:
     await wait_for(lambda: bool(client.finished), timeout=120)
     finished = client.finished[-1]
     assert finished["result"]["version"] == "v2" and finished["result"]["passed"] is True
+    # recorded on the evaluator's own draws, as `kernelscope iterate` records (native: 3), not
+    # the on-save probe's `seeds` setting (2, a quick look)
+    from kernelscope.daemon.engine.store import ExperimentStore
+
+    store = ExperimentStore(str(client.folder / "exp.sqlite"))
+    recorded = store.get_experiment(finished["result"]["experiment_id"]).metrics
+    assert _values_of("seeds", recorded) and all(s == [0, 1, 2] for s in _values_of("seeds", recorded)), (
+        recorded
+    )
     client.finished.clear()
     await command(client, "kernelscope.benchmark", {"workspace": ws})
     cancelled = await command(client, "kernelscope.cancel", {"workspace": ws})
