@@ -26,6 +26,7 @@ from pydantic import (
 )
 
 from kernelscope.protocol._open_model import ClosedModel
+from kernelscope.protocol.record_rules import canonical_version
 
 ExperimentStatus = Literal["new", "running", "done", "failed", "timeout"]
 FailureCategory = Literal["buggy", "regressive", "slight_regression", "marginal", "improvement", "unscored"]
@@ -104,6 +105,19 @@ class KernelExperiment(BaseModel):
                 "(put details in detailed_description)"
             )
         return value
+
+    @field_validator("memory_version")
+    @classmethod
+    def _one_spelling_per_version(cls, value: str | None) -> str | None:
+        """`V2` and `2` stored as `v2` (the masked filter and the lens match it by that text);
+        another value is kept as it is: rows written before are read as they were, and the
+        CLI refuses it before writing (memory.core.normalize_version)."""
+        if value is None:
+            return None
+        try:
+            return canonical_version(value)
+        except ValueError:
+            return value
 
     @field_validator("id", "pid")
     @classmethod

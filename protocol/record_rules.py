@@ -47,6 +47,15 @@ def parse_version(version: str) -> int:
     return int(match.group(1))
 
 
+def canonical_version(version: str) -> str:
+    """`v3`, `V3` or `3` -> `v3`, as a person or an agent may type it; ValueError for anything
+    else. One spelling per version: masking and the lens join experiments to a version by it."""
+    text = str(version).strip()
+    if text.isdigit():
+        text = "v" + text
+    return format_version(parse_version(text[:1].lower() + text[1:]))
+
+
 def format_version(number: int) -> str:
     """12 -> `"v12"`."""
     if number < 0:

@@ -287,6 +287,8 @@ def record(
     json_out: JsonOpt = False,
 ) -> None:
     """Record one experiment (failures too: use --buggy and --error)."""
+    from kernelscope.daemon.engine.memory.core import normalize_version
+
     if score is not None and not math.isfinite(score):
         raise UsageError(f"--score must be a finite number, got {score}")
     metrics_text = _read_text_option(metrics)
@@ -311,7 +313,7 @@ def record(
         "pid": pid or "",
         "kernels": kernels or [],
         "workspace": str(Path(workspace).expanduser().resolve()) if workspace else "",
-        "memory_version": memory_version,
+        "memory_version": normalize_version(memory_version) if memory_version is not None else None,
         "tags": tags or [],
         "metrics": metrics_value,
     }

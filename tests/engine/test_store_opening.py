@@ -382,6 +382,29 @@ def test_masked_versions_experience_is_hidden_from_exp_reads(tmp_path: Path) -> 
     assert exp("show", ids[4]).returncode == 0
 
 
+def test_a_memory_version_is_stored_as_the_memory_names_it(tmp_path: Path) -> None:
+    """`exp record --memory-version V2` (or `2`, as the memory commands accept): stored as `v2`,
+    so masking v2 hides it like every other v2 experiment (before: stored as typed, it escaped
+    the masked filter and the lens's per-version join); a value that is no version is refused."""
+    ws = tmp_path / "ws"
+    (ws / "memory").mkdir(parents=True)
+    (ws / "memory" / "v2.json").write_text(json.dumps({"version": "v2", "masked": True}))
+    db = str(tmp_path / "norm.sqlite")
+
+    def exp(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [KERNELSCOPE, "exp", *args, "--db", db, "--json"], capture_output=True, text=True, timeout=120
+        )
+
+    for typed in ("V2", "2"):
+        made = exp("record", "-w", str(ws), "--summary", f"typed {typed}", "--memory-version", typed)
+        assert made.returncode == 0 and json.loads(made.stdout)["memory_version"] == "v2", made
+    assert json.loads(exp("list", "-w", str(ws)).stdout) == []  # both are the masked v2's
+    refused = exp("record", "-w", str(ws), "--summary", "x", "--memory-version", "latest")
+    assert refused.returncode == 1 and "v<N>" in refused.stdout, refused  # a usage error
+    assert len(json.loads(exp("list", "-w", str(ws), "--include-masked").stdout)) == 2
+
+
 def test_exp_update_stores_the_workspace_as_record_does(tmp_path: Path) -> None:
     db = str(tmp_path / "uw.sqlite")
     (tmp_path / "ws").mkdir()

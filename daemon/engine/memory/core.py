@@ -22,6 +22,7 @@ from kernelscope.daemon.engine.memory.record_edits import get_path
 from kernelscope.protocol.record_rules import (
     RECORD_METRIC,
     as_float,
+    canonical_version,
     certainly_valid,
     format_version,
     gate_result,
@@ -56,12 +57,8 @@ SUPERVISOR_HINTS = (
 
 def normalize_version(version: str) -> str:
     """Accept `v3`, `V3` or `3`; return `v3`. Anything else is a usage error."""
-    text = str(version).strip()
-    if text.isdigit():
-        text = "v" + text
-    text = text[:1].lower() + text[1:]
     try:
-        return format_version(parse_version(text))
+        return canonical_version(version)
     except ValueError as exc:
         raise UsageError(str(exc)) from None
 
