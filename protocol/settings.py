@@ -240,6 +240,14 @@ def _strict_float(value: Any, _type: Any) -> float:
     return float(value)
 
 
+def _strict_str(value: Any, _type: Any) -> str:
+    """Text as the user wrote it: not a list (`agent = ["claude", "-p"]` became the command
+    "['claude', '-p']") nor a number (`python = 3` the program "3")."""
+    if not isinstance(value, str):
+        raise ValueError(f"expected a string, got {value!r}")
+    return value
+
+
 def _trust(value: Any, _type: Any) -> bool | list[str]:
     if isinstance(value, bool) or (isinstance(value, list) and all(isinstance(p, str) for p in value)):
         return value
@@ -250,6 +258,7 @@ _converter = cattrs.Converter(forbid_extra_keys=False)
 _converter.register_structure_hook(bool, _strict_bool)  # before the dataclass hooks are generated
 _converter.register_structure_hook(int, _strict_int)
 _converter.register_structure_hook(float, _strict_float)
+_converter.register_structure_hook(str, _strict_str)
 _converter.register_structure_hook(bool | list[str], _trust)
 for _cls in (UserSettings, FolderSettings):
     _renames: dict[str, Any] = {f.name: override(rename=camel_key(f.name)) for f in fields(_cls)}

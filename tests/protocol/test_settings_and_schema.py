@@ -36,6 +36,9 @@ def test_settings_camel_case_and_unknown_keys() -> None:
         ({"timeoutS": "900"}, "timeout_s"),
         ({"timeoutS": True}, "timeout_s"),
         ({"memoryLimitMb": 512.5}, "memory_limit_mb"),
+        # text is text: a list was the command "['claude', '-p']", a number the program "3"
+        ({"agent": ["claude", "-p"]}, "agent"),
+        ({"python": 3}, "python"),
         # a trusted pattern is absolute (a relative one would follow the daemon's working
         # directory) and has no `**` (it promises a depth that `*` never spans)
         ({"trusted": ["kernel_opt_*"]}, "'kernel_opt_\\*' is not an absolute path"),
