@@ -45,8 +45,10 @@ class UserSettings:
     """The interpreter with torch and triton that runs benchmarks (default: the daemon's own)."""
     trusted: bool | list[str] = False
     """Whether kernel.py may run on save: `true` (every workspace), `false`, or the workspaces
-    the user trusts, as paths or globs (`["~/kernel_opt_*"]`). An agent's LSP plugin starts the
-    daemon in every Python project, so only chosen workspaces run code."""
+    the user trusts, as absolute paths or globs (`["~/kernel_opt_*"]`; `*`, `?` and `[...]`
+    match within one folder name, never across `/`, so `~/work/*` trusts `~/work/a` but not
+    `~/work/a/b`). An agent's LSP plugin starts the daemon in every Python project, so only
+    chosen workspaces run code."""
     agent: str | None = None
     """The agent command `restart` starts after a mask-half (e.g. `claude -p`)."""
     executor: Executor = "local"
@@ -68,6 +70,7 @@ class UserSettings:
                     or (isinstance(self.trusted, list) and all(isinstance(p, str) for p in self.trusted)),
                     "must be true, false or a list of workspace paths or globs",
                 ),
+                *(("trusted", False, problem) for problem in _pattern_problems(self.trusted)),
                 ("executor", self.executor in ("local", "ray"), "must be local or ray"),
                 ("timeoutS", self.timeout_s > 0, "must be positive"),
                 (
@@ -144,24 +147,62 @@ USER_KEYS = frozenset(f.name for f in fields(UserSettings))
 FOLDER_KEYS = frozenset(f.name for f in fields(FolderSettings))
 
 
+GLOB_CHARS = "*?["
+
+
+def _pattern_problems(trusted: object) -> list[str]:
+    """What is wrong with the user's trusted patterns: a relative one (it would depend on the
+    daemon's working directory) and `**`, which promises any depth while `*` is one folder."""
+    if not isinstance(trusted, list):
+        return []
+    problems = []
+    for pattern in trusted:
+        if not isinstance(pattern, str):
+            continue
+        if not Path(pattern).expanduser().is_absolute():
+            problems.append(f"{pattern!r} is not an absolute path (start it with / or ~)")
+        elif "**" in pattern:
+            problems.append(
+                f"{pattern!r}: `**` is not supported (`*` matches one folder name, never across /): "
+                "name each workspace, or one `*` per folder level"
+            )
+    return problems
+
+
+def _glob_matches(pattern: Path, where: Path) -> bool:
+    """`pattern` matches the path `where` folder by folder: a wildcard never spans a `/`."""
+    return len(pattern.parts) == len(where.parts) and all(
+        fnmatch.fnmatchcase(part, wanted) for part, wanted in zip(where.parts, pattern.parts, strict=True)
+    )
+
+
+def _covers(pattern: str, where: Path) -> bool:
+    wanted = Path(pattern).expanduser()
+    if not any(c in pattern for c in GLOB_CHARS):
+        return wanted.resolve() == where
+    return _glob_matches(wanted, where) or _glob_matches(wanted.resolve(), where)
+
+
 def trusts(trusted: bool | list[str], root: Path | None) -> bool:
     """Whether `trusted` (the user's setting) covers the workspace at `root`: a path names
-    the workspace itself, a glob matches it (`~` expanded, symlinks resolved)."""
+    the workspace itself, a glob matches it folder by folder (`~` expanded, symlinks
+    resolved)."""
     if isinstance(trusted, bool):
         return trusted
     if root is None:
         return False
     where = Path(root).expanduser().resolve()
-    for pattern in trusted:
-        wanted = Path(pattern).expanduser()
-        if not any(c in pattern for c in "*?["):
-            if wanted.resolve() == where:
-                return True
-        elif fnmatch.fnmatchcase(str(where), str(wanted)) or fnmatch.fnmatchcase(
-            str(where), str(wanted.resolve())
-        ):
-            return True
-    return False
+    return any(_covers(pattern, where) for pattern in trusted)
+
+
+def trust_narrowed(trusted: bool | list[str], root: Path) -> str | None:
+    """A pattern that matched `root` only across a `/` (as earlier releases read `*`),
+    so a user whose workspace lost its trust is told why: None when there is none."""
+    if isinstance(trusted, bool) or trusts(trusted, root):
+        return None
+    where = str(Path(root).expanduser().resolve())
+    globs = [pattern for pattern in trusted if any(c in pattern for c in GLOB_CHARS)]
+    return next((p for p in globs if fnmatch.fnmatchcase(where, str(Path(p).expanduser()))), None)
 
 
 def _check(checks: list[tuple[str, bool, str]]) -> None:
@@ -201,6 +242,14 @@ def _strict_float(value: Any, _type: Any) -> float:
     return float(value)
 
 
+def _strict_str(value: Any, _type: Any) -> str:
+    """Text as the user wrote it: not a list (`agent = ["claude", "-p"]` became the command
+    "['claude', '-p']") nor a number (`python = 3` the program "3")."""
+    if not isinstance(value, str):
+        raise ValueError(f"expected a string, got {value!r}")
+    return value
+
+
 def _trust(value: Any, _type: Any) -> bool | list[str]:
     if isinstance(value, bool) or (isinstance(value, list) and all(isinstance(p, str) for p in value)):
         return value
@@ -211,6 +260,7 @@ _converter = cattrs.Converter(forbid_extra_keys=False)
 _converter.register_structure_hook(bool, _strict_bool)  # before the dataclass hooks are generated
 _converter.register_structure_hook(int, _strict_int)
 _converter.register_structure_hook(float, _strict_float)
+_converter.register_structure_hook(str, _strict_str)
 _converter.register_structure_hook(bool | list[str], _trust)
 for _cls in (UserSettings, FolderSettings):
     _renames: dict[str, Any] = {f.name: override(rename=camel_key(f.name)) for f in fields(_cls)}

@@ -37,9 +37,9 @@ def check_command(
     from kernelscope.daemon.engine.views.diagnostics import static_notices, text_notices, untrusted_notice
     from kernelscope.daemon.engine.workspace.discovery import require_workspace, workspace_holding
     from kernelscope.daemon.engine.workspace.kinds import detect_kind
-    from kernelscope.daemon.engine.workspace.user_config import user_config
+    from kernelscope.daemon.engine.workspace.user_config import user_settings
     from kernelscope.daemon.engine.workspace.workspace import Workspace
-    from kernelscope.protocol.settings import trusts, user_settings_from
+    from kernelscope.protocol.settings import trust_narrowed, trusts
 
     if workspace is None:
         start = file.resolve().parent if file is not None else Path.cwd()
@@ -54,9 +54,9 @@ def check_command(
     notices, identical = text_notices(service, text)
     readme = Workspace(root).readme() if (root / "README.md").is_file() else None
     notices += static_notices(text, detect_kind(root, readme))
-    user, folder = user_settings_from(user_config())
+    user, folder = user_settings()
     if folder.bench_on_save and not trusts(user.trusted, root):
-        notices.append(untrusted_notice(str(root)))
+        notices.append(untrusted_notice(str(root), trust_narrowed(user.trusted, root)))
     tried = [hint for hint in service.tried(text) if hint.values]
     # what "nothing matches" rests on: an agent must tell new code from a history with no code
     compared = sum(1 for v in service.history().versions.values() if v.kernel_blob and not v.masked)

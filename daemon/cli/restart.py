@@ -36,12 +36,12 @@ def restart_command(
     from kernelscope.daemon.engine.workflows.restart import PartialRestart, RestartOptions
     from kernelscope.daemon.engine.workspace.atrex import refuse_if_supervised
     from kernelscope.daemon.engine.workspace.discovery import require_workspace
-    from kernelscope.daemon.engine.workspace.user_config import user_config
+    from kernelscope.daemon.engine.workspace.user_config import user_config, user_settings
 
     # what is wrong with the workspace first (not one, or a supervisor's), then the agent
     workspace = require_workspace(workspace)
     refuse_if_supervised(workspace, "restart (mask half of the memory, launch an agent)", force)
-    command = agent or user_config().get("agent")
+    command = agent or user_settings()[0].agent
     if not command:
         raise UsageError(
             "no agent command: pass --agent '...' or set agent = '...' in the kernelscope config"

@@ -94,3 +94,29 @@ def test_new_code_and_no_code_to_compare_with_are_told_apart(
     assert unknown.json()["versions_compared"] == 0, unknown.json()
     shown = cli("check", "-w", str(bare), "--db", db).stdout
     assert "cannot tell whether this was tried" in shown and "new code" not in shown, shown
+
+
+def test_a_pattern_that_no_longer_covers_the_workspace_is_named(
+    ws: Path, tmp_path: Path, cli, users_own_files: Path
+) -> None:  # type: ignore[no-untyped-def]
+    """`*` matches one folder name: a config whose `tmp/*` covered tmp/folder/kernel_opt_x only
+    across the `/` no longer trusts it, and the notice says which pattern and why."""
+    users_own_files.write_text(f'trusted = ["{tmp_path}/*"]\n')
+    result = cli("check", "-w", str(ws), "--db", str(ws.parent / "exp.sqlite"), "--json")
+    assert result.exit_code == 0, result.stderr
+    off = [n for n in result.json()["notices"] if n["code"] == "bench_on_save_off"]
+    assert off and f"`{tmp_path}/*` does not cover it: `*` matches one folder name" in off[0]["message"]
+    users_own_files.write_text(f'trusted = ["{tmp_path}/*/kernel_opt_*"]\n')
+    trusted = cli("check", "-w", str(ws), "--db", str(ws.parent / "exp.sqlite"), "--json")
+    assert "bench_on_save_off" not in [n["code"] for n in trusted.json()["notices"]]
+
+
+def test_an_invalid_config_file_is_named_not_a_traceback(ws: Path, cli, users_own_files: Path) -> None:  # type: ignore[no-untyped-def]
+    """The settings `check` reads from the user's file are validated as the daemon validates
+    them: an invalid one (here a relative trusted pattern) is an error naming the file and the
+    setting, where it was an uncaught ValueError."""
+    users_own_files.write_text('trusted = ["kernel_opt_*"]\n')
+    result = cli("check", "-w", str(ws), "--db", str(ws.parent / "exp.sqlite"))
+    assert result.exit_code == 2, result
+    assert f"invalid settings in the config file {users_own_files}" in result.stderr
+    assert "'kernel_opt_*' is not an absolute path" in result.stderr

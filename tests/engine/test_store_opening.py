@@ -5,12 +5,16 @@ memory records are only read, and a relative `db_url` in the config file is the 
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
+import shutil
 import sqlite3
 import subprocess
 import sys
+import tempfile
 import threading
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -139,6 +143,76 @@ def test_a_wal_store_in_a_folder_that_cannot_be_written_is_read(tmp_path: Path) 
     connection.close()  # the last connection: SQLite removes -wal and -shm
     assert not path.with_name("x.sqlite-shm").exists()
     _read_where_nothing_can_be_written(path, folder)
+
+
+_TEAMMATE_READER = """
+import sys
+from kernelscope.daemon.engine.store import ExperimentStore, StoreError
+store = ExperimentStore(sys.argv[1])  # one store object for every read, as the daemon keeps it
+for _ in sys.stdin:
+    try:
+        print(sorted(e.change_summary for e in store.list_experiments()), flush=True)
+    except StoreError as exc:
+        print(f"StoreError: {exc}", flush=True)
+"""
+
+
+@contextlib.contextmanager
+def _as_a_teammate(path: Path) -> Iterator[Callable[[], str]]:
+    """A long-lived reader of `path` run as another user (nobody), who may read the store
+    and its folder but write neither: each call is one read, answered as a line."""
+    if os.geteuid() != 0 or not shutil.which("setpriv"):
+        pytest.skip("reading as another user needs root and setpriv")
+    command = ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups"]
+    env = {"PATH": os.environ.get("PATH", ""), "HOME": str(path.parent)}
+    reader = subprocess.Popen(
+        [*command, sys.executable, "-c", _TEAMMATE_READER, str(path)],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+        env=env,
+    )
+    assert reader.stdin is not None and reader.stdout is not None
+    stdin, stdout = reader.stdin, reader.stdout
+
+    def read() -> str:
+        stdin.write("read\n")
+        stdin.flush()
+        return stdout.readline().strip()
+
+    try:
+        yield read
+    finally:
+        stdin.close()
+        reader.wait(timeout=60)
+
+
+def test_a_teammates_store_is_read_as_it_is_now_or_refused(tmp_path: Path) -> None:
+    """A teammate's WAL store in their folder, which this user may not write (SQLite says
+    SQLITE_READONLY_DIRECTORY there, not the "unable to open" a chattr'd folder gives root):
+    every read failed with "cannot write ... read-only". Now it is read; what the teammate
+    commits later is seen by the same store object (an immutable connection kept in a pool
+    would show the old rows for good); and a copy whose last commits are only in its `-wal`
+    (no `-shm` to read them through) is refused by name, never shown without them."""
+    with tempfile.TemporaryDirectory(prefix="kernelscope-team-") as top:
+        team = Path(top)
+        team.chmod(0o755)  # (pytest's own folder is the owner's alone)
+        path = team / "home" / "x.sqlite"
+        path.parent.mkdir()
+        _stored(path)  # closed: one file, no -wal, no -shm
+        owner = ExperimentStore(str(path))
+        with _as_a_teammate(path) as read:
+            assert read() == "['x']"
+            owner.create_experiment(KernelExperiment(change_summary="y", workspace="/ws"))  # kept open
+            assert read() == "['x', 'y']"
+        copy = team / "copy"
+        copy.mkdir()
+        for name in ("x.sqlite", "x.sqlite-wal"):  # 'y' is in the -wal alone
+            shutil.copy2(path.with_name(name), copy / name)
+        owner.close()
+        with _as_a_teammate(copy / "x.sqlite") as read:
+            refused = read()
+        assert refused.startswith("StoreError:") and "x.sqlite-wal" in refused, refused
 
 
 def test_another_applications_experiments_table_is_refused_before_any_write(tmp_path: Path) -> None:

@@ -481,6 +481,13 @@ def test_restart_cli_needs_an_agent(
     proc = subprocess.run([KELNERSCOPE, "restart", "-w", str(ws)], capture_output=True, text=True, timeout=60)
     assert proc.returncode == 1 and "no agent command" in proc.stderr
     assert not any(json.loads(p.read_text()).get("masked") for p in (ws / "memory").glob("v*.json"))
+    # the file's agent is validated as the daemon validates it: a list was an AttributeError
+    # traceback from shlex
+    (tmp_path / "none.toml").write_text('agent = ["claude", "-p"]\n')
+    proc = subprocess.run([KELNERSCOPE, "restart", "-w", str(ws)], capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr, proc.stderr
+    assert "invalid settings in the config file" in proc.stderr and "agent" in proc.stderr, proc.stderr
+    assert not any(json.loads(p.read_text()).get("masked") for p in (ws / "memory").glob("v*.json"))
 
 
 def test_demo(tmp_path: Path) -> None:

@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 
-from kernelscope.protocol.settings import Settings, settings_from
+from kernelscope.protocol.settings import Settings, settings_from, trusts
 
 
 def test_settings_camel_case_and_unknown_keys() -> None:
@@ -35,11 +36,33 @@ def test_settings_camel_case_and_unknown_keys() -> None:
         ({"timeoutS": "900"}, "timeout_s"),
         ({"timeoutS": True}, "timeout_s"),
         ({"memoryLimitMb": 512.5}, "memory_limit_mb"),
+        # text is text: a list was the command "['claude', '-p']", a number the program "3"
+        ({"agent": ["claude", "-p"]}, "agent"),
+        ({"python": 3}, "python"),
+        # a trusted pattern is absolute (a relative one would follow the daemon's working
+        # directory) and has no `**` (it promises a depth that `*` never spans)
+        ({"trusted": ["kernel_opt_*"]}, "'kernel_opt_\\*' is not an absolute path"),
+        ({"trusted": ["."]}, "not an absolute path"),
+        ({"trusted": ["~/work/**"]}, "`\\*\\*` is not supported"),
     ],
 )
 def test_invalid_settings_name_the_field(bad: dict, field: str) -> None:
     with pytest.raises(ValueError, match=field):
         settings_from(bad, Settings())
+
+
+def test_a_trusted_glob_matches_one_folder_level(tmp_path: Path) -> None:
+    """`~/work/*` trusts the workspaces directly in ~/work, not a repository cloned deeper
+    (~/work/a/b/kernel_opt_x), as a shell glob reads it: `*` never spans a `/`."""
+    work = tmp_path / "work"
+    mine, cloned = work / "kernel_opt_mine", work / "a" / "b" / "kernel_opt_cloned"
+    for folder in (mine, cloned):
+        folder.mkdir(parents=True)
+    assert trusts([f"{work}/*"], mine) and trusts([f"{work}/kernel_opt_?ine"], mine)
+    assert not trusts([f"{work}/*"], cloned)
+    assert not trusts([f"{work}/kernel_opt_*"], cloned)
+    assert trusts([f"{work}/*/*/kernel_opt_*"], cloned)  # one `*` per folder level
+    assert trusts([str(cloned)], cloned) and not trusts([str(work)], cloned)
 
 
 def test_schema_lists_every_command(cli) -> None:  # type: ignore[no-untyped-def]

@@ -60,9 +60,12 @@ def prepare_sqlite_file(path: Path, create: bool) -> bool:
 def connect_read_only(path: Path) -> sqlite3.Connection:
     """A read-only connection to a store file, also where its folder may not be written (a
     read-only mount, a teammate's home): SQLite reads a WAL database (every store is one) through
-    a `-shm` file it must create beside it, and fails with "unable to open database file" where
-    it cannot. With no `-wal` content there is nothing beyond the main file to read, so the file
-    is opened as immutable instead (no `-shm` needed)."""
+    a `-shm` file it must create beside it when none is there, and fails where it cannot
+    ("unable to open database file", or SQLITE_READONLY_DIRECTORY for a folder of another
+    user's). With no `-wal` content there is nothing beyond the main file to read, so the file
+    is opened as immutable instead (no `-shm` needed) for one read: the store never pools these
+    connections (a teammate's later commits go to a `-wal` an immutable connection ignores).
+    Commits that only a `-wal` holds are refused by name, never left out."""
     uri = f"file:{quote(str(path))}?mode=ro"
     connection = sqlite3.connect(uri, uri=True, timeout=60, check_same_thread=False)
     try:
@@ -70,9 +73,18 @@ def connect_read_only(path: Path) -> sqlite3.Connection:
         return connection
     except sqlite3.OperationalError as exc:
         connection.close()
-        wal = path.with_name(path.name + "-wal")
-        if "unable to open" not in str(exc) or (wal.exists() and wal.stat().st_size > 0):
+        message = str(exc)
+        if "unable to open" not in message and "attempt to write a readonly database" not in message:
             raise
+    wal = path.with_name(path.name + "-wal")
+    if wal.exists() and wal.stat().st_size > 0:
+        raise StoreError(
+            f"cannot read {path}: its latest commits are in {wal.name}, which SQLite reads through "
+            f"a {path.name}-shm file it cannot create in {path.parent} (not writable here), and "
+            f"reading without them would show an old history. A read by a user who may write "
+            f"{path.parent} (its owner's `kernelscope exp list`) folds them into {path.name}; or "
+            f"copy {path.name} and {wal.name} together to a folder you can write and read the copy"
+        )
     return sqlite3.connect(uri + "&immutable=1", uri=True, timeout=60, check_same_thread=False)
 
 

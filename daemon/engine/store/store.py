@@ -39,6 +39,7 @@ from sqlalchemy import (
 )
 from sqlalchemy.engine import make_url
 from sqlalchemy.exc import ArgumentError, DBAPIError, IntegrityError, NoSuchModuleError, OperationalError
+from sqlalchemy.pool import NullPool
 
 from kernelscope.daemon.engine.store import kernel_stats as stats
 from kernelscope.daemon.engine.store.config import is_default_url, resolve_db_url
@@ -151,10 +152,9 @@ class ExperimentStore:
             # Transactions are always closed by `_writing`/`_reading`, so the pool need not
             # roll back every connection it gets back (a measurable cost per insert).
             if self.read_only and path is not None:
+                # a connection per read (NullPool): one that had to be immutable is not kept
                 engine = create_engine(
-                    "sqlite://",
-                    creator=functools.partial(connect_read_only, path),
-                    pool_reset_on_return=None,
+                    "sqlite://", creator=functools.partial(connect_read_only, path), poolclass=NullPool
                 )
             else:
                 engine = create_engine(self.url, connect_args={"timeout": 60}, pool_reset_on_return=None)

@@ -151,12 +151,17 @@ def probe_notices(probe: BenchResult | None, supervised: bool = False) -> list[N
     return [Notice("information", "probe", f"probe PASS: {measured} — {record}")]
 
 
-def untrusted_notice(root: str) -> Notice:
-    """Re-benchmark on save is off until the user trusts the workspace (never silently)."""
+def untrusted_notice(root: str, narrowed: str | None = None) -> Notice:
+    """Re-benchmark on save is off until the user trusts the workspace (never silently); a
+    `narrowed` pattern (one that matches the workspace only across a `/`, which earlier
+    releases trusted) is named, so a user whose workspace lost its trust sees why."""
+    why = (
+        f" (`{narrowed}` does not cover it: `*` matches one folder name, never across /)" if narrowed else ""
+    )
     return Notice(
         "information",
         "bench_on_save_off",
-        "re-benchmark on save is off: this workspace is not trusted (to trust it, add it to "
+        f"re-benchmark on save is off: this workspace is not trusted{why} (to trust it, add it to "
         f'`trusted = ["{root}"]` in ~/.config/kernelscope/config.toml, or set kernelscope.trusted '
         "in your editor); measure now: `kernelscope bench`",
     )

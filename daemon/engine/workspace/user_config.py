@@ -11,9 +11,12 @@ from __future__ import annotations
 import os
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from kernelscope.daemon.engine import DataError
+
+if TYPE_CHECKING:
+    from kernelscope.protocol.settings import FolderSettings, UserSettings
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -40,3 +43,14 @@ def user_config() -> dict[str, Any]:
         return tomllib.loads(path.read_text(encoding="utf-8"))
     except (OSError, tomllib.TOMLDecodeError) as exc:
         raise DataError(f"cannot read config file {path}: {exc}") from None
+
+
+def user_settings() -> tuple[UserSettings, FolderSettings]:
+    """The file's settings validated as the daemon validates them (protocol/settings.py), for
+    the CLI commands that read them; DataError naming the file and the setting when invalid."""
+    from kernelscope.protocol.settings import user_settings_from
+
+    try:
+        return user_settings_from(user_config())
+    except ValueError as exc:
+        raise DataError(f"invalid settings in the config file {config_path()}: {exc}") from None
