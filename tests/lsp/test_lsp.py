@@ -20,7 +20,7 @@ from kernelscope.daemon.engine.workflows.iterate import IterateOptions, run_iter
 from tests.conftest import EXAMPLES, NO_TORCH_SERVER, REPO_ROOT
 from tests.support.bench_fixtures import jobs_folder
 from tests.support.copies import copy_with_stores
-from tests.support.lsp_client import KernelscopeClient, _as_dict, make_client, wait_for
+from tests.support.lsp_client import KernelscopeClient, _as_dict, make_client, wait_for, watching
 from tests.support.stdio_client import frame
 
 pytestmark = pytest.mark.slow
@@ -164,7 +164,7 @@ async def test_an_orchestrator_that_starts_later_takes_the_write_actions_off_the
     writes = {"Run iteration", "Mask half & restart"}
     titles = {lens.command.title for lens in await lenses(client) if lens.command}
     assert writes <= titles
-    await asyncio.sleep(1.0)  # the watcher is up once initialized
+    await watching(client, client.folder / "kernel_opt_vector_add")
     state = client.folder / "kernel_opt_vector_add" / ".orchestrator_state.json"
     state.write_text('{"status": "running"}\n')
 
@@ -352,7 +352,7 @@ async def test_commands_and_bad_parameters(client: KernelscopeClient) -> None:
 async def test_external_write_refreshes_lenses(client: KernelscopeClient) -> None:
     ws = client.folder / "kernel_opt_vector_add"
     await lenses(client)
-    await asyncio.sleep(1.0)  # the watcher starts once the session is initialized
+    await watching(client, ws)
     before = client.refreshes  # type: ignore[attr-defined]
     record = json.loads((ws / "memory" / "v1.json").read_text())
     record["masked"] = True

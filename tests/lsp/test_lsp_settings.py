@@ -17,7 +17,7 @@ from pytest_lsp import ClientServerConfig, client_capabilities
 
 from kernelscope.protocol.settings import FolderSettings, folder_settings_from, user_settings_from
 from tests.conftest import EXAMPLES, NO_TORCH_SERVER
-from tests.support.lsp_client import KernelscopeClient, _as_dict, make_client, wait_for
+from tests.support.lsp_client import KernelscopeClient, _as_dict, make_client, wait_for, watching
 
 SERVER = NO_TORCH_SERVER
 
@@ -207,7 +207,7 @@ async def test_bad_configuration_answers_do_not_stop_the_watcher(
 ) -> None:
     client.answer = answer  # type: ignore[attr-defined]
     await client.initialize_session(init_params(workspace, client.editor, {"trusted": False}))  # type: ignore[attr-defined]
-    await asyncio.sleep(1.0)
+    await watching(client, workspace)
     before = client.refreshes  # type: ignore[attr-defined]
     record = json.loads((workspace / "memory" / "v1.json").read_text())
     record["masked"] = True

@@ -97,6 +97,24 @@ async def wait_for(
         await asyncio.sleep(0.05)
 
 
+async def watching(client: KernelscopeClient, root: Path, since: int = 0, timeout: float = 30.0) -> None:
+    """Wait until the daemon says its file watcher covers `root` (the `watching for changes on
+    disk:` log message, daemon/lsp/features/lifecycle.py `watching`), in a log message from
+    index `since` on: a file written after that is seen, one written before may not be."""
+    from kernelscope.daemon.lsp.features.lifecycle import WATCHING
+
+    wanted = str(root.resolve())
+
+    def covered() -> bool:
+        return any(
+            wanted in m.message.removeprefix(WATCHING).split(", ")
+            for m in client.log_messages[since:]
+            if m.message.startswith(WATCHING)
+        )
+
+    await wait_for(covered, timeout, f"the daemon never said it watches {wanted}")
+
+
 def _as_dict(value: object) -> object:
     """pygls hands custom notifications over as named tuples: turn them into dicts."""
     if hasattr(value, "_asdict"):
