@@ -6,7 +6,7 @@ Pass `client_factory=make_client` to `ClientServerConfig`; the fixture's `lsp_cl
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -113,6 +113,19 @@ async def watching(client: KernelscopeClient, root: Path, since: int = 0, timeou
         )
 
     await wait_for(covered, timeout, f"the daemon never said it watches {wanted}")
+
+
+async def no_job_starts(client: KernelscopeClient, before: Iterable[str] = (), within: float = 1.0) -> None:
+    """Assert that no job (a save's probe, a benchmark) starts in the next `within` seconds
+    (ten debounces of these sessions; tokens in `before` were there already). A job's start is
+    its progress token, created as it starts; its end (`jobFinished`) comes only after the
+    runner has imported torch, seconds later, so waiting for no jobFinished would pass while
+    the job the test guards against is still starting."""
+    window = client.capabilities.window if client.capabilities else None
+    assert window and window.work_done_progress, "the client must accept progress for this check"
+    await asyncio.sleep(within)
+    started = set(client.progress_reports) - set(before)
+    assert not started, f"job(s) started: {[client.progress_reports[token] for token in started]}"
 
 
 def _as_dict(value: object) -> object:
