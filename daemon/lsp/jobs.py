@@ -103,7 +103,8 @@ class Jobs:
 
         self.state.on_loop(schedule)
 
-    def _log(self, message: str, level: types.MessageType = types.MessageType.Info) -> None:
+    def log_message(self, message: str, level: types.MessageType = types.MessageType.Info) -> None:
+        """(any thread) `message` in the daemon's log and the client's (`window/logMessage`)."""
         log.info(message)
         self.state.on_loop(
             lambda: self.server.window_log_message(types.LogMessageParams(type=level, message=message))
@@ -145,11 +146,11 @@ class Jobs:
                 outcome["cancelled"] = True
             except KernelscopeError as exc:
                 outcome["error"] = str(exc)
-                self._log(f"{kind} failed: {exc}", types.MessageType.Error)
+                self.log_message(f"{kind} failed: {exc}", types.MessageType.Error)
             except Exception as exc:  # the daemon stays up whatever the job does
                 log.exception("%s job crashed", kind)
                 outcome["error"] = f"{type(exc).__name__}: {exc}"
-                self._log(f"{kind} crashed: {exc}", types.MessageType.Error)
+                self.log_message(f"{kind} crashed: {exc}", types.MessageType.Error)
             finally:
                 ended = "cancelled" if job.cancel.is_set() else "error" if "error" in outcome else "done"
                 self._progress(token, "end", kind, message="cancelled" if job.cancel.is_set() else "done")
@@ -271,7 +272,7 @@ class Jobs:
 
         def work(job: Job, token: str) -> Any:
             def stream(line: str) -> None:
-                self._log(f"[agent] {line}")
+                self.log_message(f"[agent] {line}")
 
             return PartialRestart(
                 ws.root, RestartOptions(agent=agent, seed=seed, timeout_s=timeout_s, force=force)

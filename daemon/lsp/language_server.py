@@ -51,7 +51,10 @@ class KernelscopeServer(LanguageServer):
         self.client = ClientCapabilities()
         self.jobs = Jobs(self, self.state)
         self.commands = Commands(self, self.state, self.jobs)
-        self.watcher = Watcher(lambda root, names: save.on_disk_change(self, root, names))
+        self.watcher = Watcher(
+            lambda root, names: save.on_disk_change(self, root, names),
+            on_armed=lambda roots: lifecycle.watching(self, roots),
+        )
         self.state.on_workspaces = lambda added, removed: lifecycle.workspaces_changed(self, added, removed)
         self.tcp_token: str | None = None  # required in initializationOptions on TCP
         self.shut_down = False  # the client sent `shutdown`

@@ -1,6 +1,8 @@
 """Watches each workspace's kernel.py, memory/, README.md and the files that show an
 orchestrator on disk (agents, `git checkout`, atrex's supervisor) with watchfiles, debounced,
-and tells the server which of them changed (paths relative to the workspace)."""
+and tells the server which of them changed (paths relative to the workspace), and once, when
+its watches are in place, that from then on every change is seen (`on_armed`: the daemon logs
+it; a write before it may be missed)."""
 
 from __future__ import annotations
 
@@ -31,8 +33,14 @@ def _relevant(root: Path, changed: Path) -> str | None:
 class Watcher:
     """One background thread watching all workspace roots; restarted when the set changes."""
 
-    def __init__(self, on_change: Callable[[Path, set[str]], None], debounce_ms: int = 150) -> None:
+    def __init__(
+        self,
+        on_change: Callable[[Path, set[str]], None],
+        on_armed: Callable[[list[Path]], None] = lambda roots: None,
+        debounce_ms: int = 150,
+    ) -> None:
         self.on_change = on_change
+        self.on_armed = on_armed
         self.debounce_ms = debounce_ms
         self.stop = threading.Event()
         self.thread: threading.Thread | None = None
@@ -52,6 +60,7 @@ class Watcher:
         self.thread.start()
 
     def _run(self, roots: list[Path], stop: threading.Event) -> None:
+        armed = False
         try:
             for changes in watch(
                 *roots,
@@ -59,9 +68,14 @@ class Watcher:
                 debounce=self.debounce_ms,
                 step=10,  # how soon a batch of changes is handed over once quiet (refresh_bench.py)
                 rust_timeout=500,
-                yield_on_timeout=False,
+                # the first hand-over (a quiet rust_timeout, or changes) comes once the OS
+                # watches are in place: watchfiles has no other sign of it
+                yield_on_timeout=True,
                 raise_interrupt=False,
             ):
+                if not armed:
+                    armed = True
+                    self.on_armed(roots)
                 by_root: dict[Path, set[str]] = {}
                 for _change, name in changes:
                     path = Path(name)

@@ -7,14 +7,49 @@ from __future__ import annotations
 
 import threading
 import time
+from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
+from typing import Any
 
 import pytest
 
+from kernelscope.daemon.engine.workspace import cache as cache_module
 from kernelscope.daemon.engine.workspace.cache import WorkspaceCache
 
 WAIT_S = 10.0
+
+
+class Waiting:
+    """How many callers wait inside `get` for another caller's computation: the cache hands
+    each the first caller's future, and they wait in its `result()` (counted here)."""
+
+    def __init__(self) -> None:
+        self.count = 0
+        self.lock = threading.Lock()
+
+    def until(self, reached: Callable[[], bool]) -> None:
+        """Poll until `reached()`: each caller has reached `get` (it waits there; or, where the
+        single-flight rule is broken, it computes for itself or was already answered), so
+        that releasing the first computation tests the rule, not a caller that came late."""
+        deadline = time.monotonic() + WAIT_S
+        while not reached():
+            assert time.monotonic() < deadline, "the callers never reached get()"
+            time.sleep(0.001)
+
+
+@pytest.fixture
+def waiting(monkeypatch: pytest.MonkeyPatch) -> Waiting:
+    counted = Waiting()
+
+    class CountedFuture(Future[Any]):
+        def result(self, timeout: float | None = None) -> Any:
+            with counted.lock:
+                counted.count += 1
+            return super().result(timeout)
+
+    monkeypatch.setattr(cache_module, "Future", CountedFuture)
+    return counted
 
 
 class Gate:
@@ -41,22 +76,15 @@ def held_first(pool: ThreadPoolExecutor, cache: WorkspaceCache, gate: Gate) -> F
     return first
 
 
-def test_a_value_being_computed_is_computed_once(tmp_path: Path) -> None:
+def test_a_value_being_computed_is_computed_once(tmp_path: Path, waiting: Waiting) -> None:
     cache = WorkspaceCache(tmp_path)
     gate = Gate()
     with ThreadPoolExecutor(4) as pool:
         first = held_first(pool, cache, gate)
-        asking = [threading.Event() for _ in range(3)]
-
-        def ask(said: threading.Event) -> object:
-            said.set()
-            return cache.get("texts", ("memory",), gate)
-
-        waiting = [pool.submit(ask, said) for said in asking]
-        assert all(said.wait(WAIT_S) for said in asking)
-        time.sleep(0.2)  # each is in get() by now (without the rule it would compute: calls > 1)
+        asked = [pool.submit(cache.get, "texts", ("memory",), gate) for _ in range(3)]
+        waiting.until(lambda: waiting.count + sum(f.done() for f in asked) == len(asked))
         gate.release.set()
-        values = {id(first.result(WAIT_S))} | {id(w.result(WAIT_S)) for w in waiting}
+        values = {id(first.result(WAIT_S))} | {id(w.result(WAIT_S)) for w in asked}
     assert gate.calls == 1
     assert len(values) == 1
     assert cache.get("texts", ("memory",), gate) is first.result()  # and kept
@@ -76,7 +104,7 @@ def test_a_caller_whose_sources_changed_computes_its_own(tmp_path: Path) -> None
     assert cache.get("texts", ("memory",), gate) is second  # the old read was not kept
 
 
-def test_an_error_reaches_every_waiting_caller_and_is_not_kept(tmp_path: Path) -> None:
+def test_an_error_reaches_every_waiting_caller_and_is_not_kept(tmp_path: Path, waiting: Waiting) -> None:
     cache = WorkspaceCache(tmp_path)
     entered, release = threading.Event(), threading.Event()
     calls = []
@@ -90,9 +118,10 @@ def test_an_error_reaches_every_waiting_caller_and_is_not_kept(tmp_path: Path) -
     with ThreadPoolExecutor(2) as pool:
         first = pool.submit(cache.get, "texts", ("memory",), broken)
         assert entered.wait(WAIT_S)
-        waiting = pool.submit(cache.get, "texts", ("memory",), broken)
+        second = pool.submit(cache.get, "texts", ("memory",), broken)
+        waiting.until(lambda: waiting.count + len(calls) - 1 == 1)  # (before: released at once)
         release.set()
-        for future in (first, waiting):
+        for future in (first, second):
             with pytest.raises(OSError, match="unreadable"):
                 future.result(WAIT_S)
     assert len(calls) == 1

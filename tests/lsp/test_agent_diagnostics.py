@@ -17,7 +17,14 @@ from pytest_lsp import ClientServerConfig
 from kernelscope.daemon.engine.workflows.demo import kernel_with_block
 from tests.conftest import NO_TORCH_SERVER
 from tests.lsp.test_lsp import KERNEL, make_workspace, private_copy
-from tests.support.lsp_client import KernelscopeClient, make_client, open_with, start_session, wait_for
+from tests.support.lsp_client import (
+    KernelscopeClient,
+    make_client,
+    no_job_starts,
+    open_with,
+    start_session,
+    wait_for,
+)
 
 pytestmark = pytest.mark.slow
 
@@ -89,7 +96,7 @@ async def test_an_agents_first_edit_is_checked_on_didopen(client: KernelscopeCli
     client.text_document_did_save(
         types.DidSaveTextDocumentParams(text_document=types.TextDocumentIdentifier(uri=uri))
     )
-    await asyncio.sleep(1.5)
+    await no_job_starts(client, within=1.5)  # (and the save's check has published)
     assert not any(m.startswith("bench_on_save_off") for m in messages(client, uri)), messages(client, uri)
     assert client.finished == []
     lenses = await client.text_document_code_lens_async(
@@ -197,7 +204,7 @@ async def test_a_python_file_outside_a_workspace_gets_nothing(
     client.text_document_did_save(
         types.DidSaveTextDocumentParams(text_document=types.TextDocumentIdentifier(uri=other.as_uri()))
     )
-    await asyncio.sleep(1.5)
+    await no_job_starts(client)
     assert other.as_uri() not in client.diagnostics
     assert client.finished == []
 

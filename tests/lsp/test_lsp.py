@@ -20,7 +20,14 @@ from kernelscope.daemon.engine.workflows.iterate import IterateOptions, run_iter
 from tests.conftest import EXAMPLES, NO_TORCH_SERVER, REPO_ROOT
 from tests.support.bench_fixtures import jobs_folder
 from tests.support.copies import copy_with_stores
-from tests.support.lsp_client import KernelscopeClient, _as_dict, make_client, wait_for
+from tests.support.lsp_client import (
+    KernelscopeClient,
+    _as_dict,
+    make_client,
+    no_job_starts,
+    wait_for,
+    watching,
+)
 from tests.support.stdio_client import frame
 
 pytestmark = pytest.mark.slow
@@ -164,7 +171,7 @@ async def test_an_orchestrator_that_starts_later_takes_the_write_actions_off_the
     writes = {"Run iteration", "Mask half & restart"}
     titles = {lens.command.title for lens in await lenses(client) if lens.command}
     assert writes <= titles
-    await asyncio.sleep(1.0)  # the watcher is up once initialized
+    await watching(client, client.folder / "kernel_opt_vector_add")
     state = client.folder / "kernel_opt_vector_add" / ".orchestrator_state.json"
     state.write_text('{"status": "running"}\n')
 
@@ -352,7 +359,7 @@ async def test_commands_and_bad_parameters(client: KernelscopeClient) -> None:
 async def test_external_write_refreshes_lenses(client: KernelscopeClient) -> None:
     ws = client.folder / "kernel_opt_vector_add"
     await lenses(client)
-    await asyncio.sleep(1.0)  # the watcher starts once the session is initialized
+    await watching(client, ws)
     before = client.refreshes  # type: ignore[attr-defined]
     record = json.loads((ws / "memory" / "v1.json").read_text())
     record["masked"] = True
@@ -429,8 +436,9 @@ async def test_one_change_reported_twice_is_benchmarked_once(client: Kernelscope
     await asyncio.sleep(2.0)  # the watcher's report of the same write has come and gone
     probes = [f for f in client.finished if f["kind"] == "benchmark"]
     assert len(probes) == 1, probes
+    started = set(client.progress_reports)
     save()  # the late second report
-    await asyncio.sleep(2.0)  # far past the debounce (100 ms in these sessions)
+    await no_job_starts(client, started)
     assert [f for f in client.finished if f["kind"] == "benchmark"] == probes
     titles = [lens.command.title for lens in await lenses(client) if lens.command]
     assert any(t.startswith("last probe: PASS") for t in titles), titles

@@ -6,7 +6,6 @@ of the workspace as it was."""
 
 from __future__ import annotations
 
-import asyncio
 import json
 import shutil
 from pathlib import Path
@@ -20,7 +19,7 @@ from kernelscope.daemon.engine.workspace.workspace import Workspace
 from tests.conftest import NO_TORCH_SERVER
 from tests.engine.test_field_formats import git_status, tree_state
 from tests.support.field_workspaces import build_atrex_sol_workspace
-from tests.support.lsp_client import KernelscopeClient, _as_dict, make_client, wait_for
+from tests.support.lsp_client import KernelscopeClient, _as_dict, make_client, wait_for, watching
 
 pytestmark = pytest.mark.slow
 SERVER = NO_TORCH_SERVER
@@ -105,7 +104,7 @@ async def test_lens_hover_and_live_episode_refresh(client: KernelscopeClient) ->
     assert "| v3 | - | PIVOT |" in text
     assert "split-row reduction [revert]" in text and "per workload (measured)" in text
 
-    await asyncio.sleep(1.0)  # the watcher is up once initialized
+    await watching(client, ws)
     before = client.refreshes  # type: ignore[attr-defined]
     live = json.loads((ws / "memory" / "live.json").read_text())
     live["experiment_count"] = 3

@@ -5,7 +5,6 @@ blame in hover on the launch line, the values already tried as inlay hints at BL
 
 from __future__ import annotations
 
-import asyncio
 from pathlib import Path
 
 import pytest
@@ -16,7 +15,7 @@ from pytest_lsp import ClientServerConfig
 from kernelscope.daemon.engine.workflows.demo import kernel_with_block
 from tests.conftest import NO_TORCH_SERVER
 from tests.lsp.test_lsp import KERNEL, make_workspace, private_copy
-from tests.support.lsp_client import KernelscopeClient, make_client, start_session, wait_for
+from tests.support.lsp_client import KernelscopeClient, make_client, no_job_starts, start_session, wait_for
 
 pytestmark = pytest.mark.slow
 SERVER = NO_TORCH_SERVER
@@ -111,7 +110,7 @@ async def test_saving_v0s_code_says_already_tried_without_a_benchmark(client: Ke
     await wait_for(lambda: bool(client.diagnostics.get(uri)), timeout=30, message="no diagnostic")
     diagnostic = client.diagnostics[uri][0]
     assert diagnostic.code == "already_tried" and diagnostic.message.startswith("identical to v0"), diagnostic
-    await asyncio.sleep(2.0)  # far past the 100 ms debounce: no probe was started
+    await no_job_starts(client)
     assert client.finished == []
 
 

@@ -15,9 +15,10 @@ import pytest_lsp
 from lsprotocol import types
 from pytest_lsp import ClientServerConfig, client_capabilities
 
+from kernelscope.daemon.engine.views.lens_text import UNTRUSTED
 from kernelscope.protocol.settings import FolderSettings, folder_settings_from, user_settings_from
 from tests.conftest import EXAMPLES, NO_TORCH_SERVER
-from tests.support.lsp_client import KernelscopeClient, _as_dict, make_client, wait_for
+from tests.support.lsp_client import KernelscopeClient, _as_dict, make_client, wait_for, watching
 
 SERVER = NO_TORCH_SERVER
 
@@ -148,8 +149,30 @@ async def test_folder_answer_cannot_grant_trust(client: KernelscopeClient, works
     client.answer = answer  # type: ignore[attr-defined]
     await client.initialize_session(init_params(workspace, client.editor, {"trusted": False}))  # type: ignore[attr-defined]
     await wait_for(lambda: bool(asked), timeout=10, message="the server never asked for configuration")
+    uri = (workspace / "kernel.py").as_uri()
+    # the folder's benchOnSave is in force (it alone turns it on) and the lens says why nothing runs
+    for _ in range(100):
+        found = await client.text_document_code_lens_async(
+            types.CodeLensParams(text_document=types.TextDocumentIdentifier(uri=uri))
+        )
+        if any(lens.command and lens.command.title == UNTRUSTED for lens in found or []):
+            break
+        await asyncio.sleep(0.1)
+    else:
+        raise AssertionError([lens.command.title for lens in found or [] if lens.command])
     save(client, workspace)
-    await asyncio.sleep(4.0)  # the folder's debounce would be 50 ms
+
+    def said_untrusted() -> bool:
+        return any(d.code == "bench_on_save_off" for d in client.diagnostics.get(uri) or [])
+
+    # the save's check is published after its probe was (or was not) scheduled
+    await wait_for(lambda: said_untrusted() or client.progress_reports, 30, "the save was never checked")
+    # Before, a fixed 4 s and "kernel.py left no mark": a probe that did start needs longer than
+    # that to import torch and run it, so the test passed with trust ignored. A probe's start
+    # (its progress) comes one debounce (50-100 ms) after the check.
+    await asyncio.sleep(1.0)
+    assert not client.progress_reports, "a probe started in a workspace the user did not trust"
+    assert said_untrusted(), client.diagnostics.get(uri)
     assert not marker.exists(), "kernel.py ran in a workspace the user did not trust"
     assert client.finished == []
     # an explicit user command still works: showHistory answers from the records alone
@@ -207,7 +230,7 @@ async def test_bad_configuration_answers_do_not_stop_the_watcher(
 ) -> None:
     client.answer = answer  # type: ignore[attr-defined]
     await client.initialize_session(init_params(workspace, client.editor, {"trusted": False}))  # type: ignore[attr-defined]
-    await asyncio.sleep(1.0)
+    await watching(client, workspace)
     before = client.refreshes  # type: ignore[attr-defined]
     record = json.loads((workspace / "memory" / "v1.json").read_text())
     record["masked"] = True

@@ -25,6 +25,7 @@ from tests.support.lsp_client import (
     open_with,
     start_session,
     wait_for,
+    watching,
 )
 
 
@@ -138,6 +139,7 @@ async def test_a_workspace_an_agent_creates_is_served_and_watched_and_let_go(
     titles = await _titles(client, uri)
     assert any(t.startswith("best ") for t in titles) and any("next v5" in t for t in titles), titles
     await wait_for(lambda: client.diagnostics.get(uri), 30, "the opened text was not checked")
+    await watching(client, ws)
     record = json.loads((ws / "memory" / "v4.json").read_text())
     (ws / "memory" / "v5.json").write_text(json.dumps({**record, "version": "v5"}))  # an agent's record
 

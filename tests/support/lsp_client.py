@@ -6,7 +6,7 @@ Pass `client_factory=make_client` to `ClientServerConfig`; the fixture's `lsp_cl
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -95,6 +95,37 @@ async def wait_for(
         if asyncio.get_running_loop().time() > deadline:
             raise AssertionError(message)
         await asyncio.sleep(0.05)
+
+
+async def watching(client: KernelscopeClient, root: Path, since: int = 0, timeout: float = 30.0) -> None:
+    """Wait until the daemon says its file watcher covers `root` (the `watching for changes on
+    disk:` log message, daemon/lsp/features/lifecycle.py `watching`), in a log message from
+    index `since` on: a file written after that is seen, one written before may not be."""
+    from kernelscope.daemon.lsp.features.lifecycle import WATCHING
+
+    wanted = str(root.resolve())
+
+    def covered() -> bool:
+        return any(
+            wanted in m.message.removeprefix(WATCHING).split(", ")
+            for m in client.log_messages[since:]
+            if m.message.startswith(WATCHING)
+        )
+
+    await wait_for(covered, timeout, f"the daemon never said it watches {wanted}")
+
+
+async def no_job_starts(client: KernelscopeClient, before: Iterable[str] = (), within: float = 1.0) -> None:
+    """Assert that no job (a save's probe, a benchmark) starts in the next `within` seconds
+    (ten debounces of these sessions; tokens in `before` were there already). A job's start is
+    its progress token, created as it starts; its end (`jobFinished`) comes only after the
+    runner has imported torch, seconds later, so waiting for no jobFinished would pass while
+    the job the test guards against is still starting."""
+    window = client.capabilities.window if client.capabilities else None
+    assert window and window.work_done_progress, "the client must accept progress for this check"
+    await asyncio.sleep(within)
+    started = set(client.progress_reports) - set(before)
+    assert not started, f"job(s) started: {[client.progress_reports[token] for token in started]}"
 
 
 def _as_dict(value: object) -> object:

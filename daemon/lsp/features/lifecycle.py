@@ -10,6 +10,7 @@ import logging
 import os
 import threading
 import time
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from lsprotocol import types
@@ -22,6 +23,9 @@ if TYPE_CHECKING:
     from kernelscope.daemon.lsp.language_server import KernelscopeServer
 
 log = logging.getLogger("kernelscope.lsp")
+
+WATCHING = "watching for changes on disk: "
+"""How the log message that the watcher is armed begins; the workspaces follow, `, `-separated."""
 
 
 def _check_token(ls: KernelscopeServer, params: types.InitializeParams) -> None:
@@ -78,8 +82,11 @@ def workspaces_changed(
     """(loop) A scan found workspaces that came or went (the editor's folders changed, an agent
     made one and opened its kernel.py, one was moved or deleted): the watcher follows the new
     set, a new one asks for its folder's settings, a gone one's probe and jobs are cancelled
-    and its diagnostics cleared (nothing is left running or shown for a folder no longer there)."""
-    ls.watcher.watch(list(ls.state.workspaces))
+    and its diagnostics cleared (nothing is left running or shown for a folder no longer there).
+    Before `initialized` (the folders of `initialize`), that handler starts the watcher: its
+    "watching" log message needs the loop."""
+    if ls.state.loop is not None:
+        ls.watcher.watch(list(ls.state.workspaces))
     for ws in removed:
         ls.jobs.cancel_pending_probe(ws)
         ls.jobs.cancel(ws.root)
@@ -89,6 +96,13 @@ def workspaces_changed(
             )
     if added and ls.state.loop is not None:  # (before `initialized`, that handler asks)
         ls.jobs.spawn(configuration.load_folder_configuration(ls, ls.state, ls.show_warning, added))
+
+
+def watching(ls: KernelscopeServer, roots: list[Path]) -> None:
+    """(watcher thread) The watches on `roots` are in place: every change from now on reaches
+    the lenses. Said in the log and to the client, so that a user (or a test) who wonders
+    whether an agent's write will be seen knows from when it is."""
+    ls.jobs.log_message(WATCHING + ", ".join(str(root) for root in sorted(roots)))
 
 
 def workspaces(ls: KernelscopeServer, params: Any) -> dict[str, Any]:
