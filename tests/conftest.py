@@ -9,6 +9,7 @@ import sys
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from typing import NoReturn
 
 import pytest
 
@@ -20,6 +21,17 @@ TESTS = REPO_ROOT / "tests"
 FIXTURES = TESTS / "fixtures"  # upstream files, verbatim
 # the daemon in a process that cannot import torch (tests/support/no_torch_server.py)
 NO_TORCH_SERVER = [sys.executable, str(TESTS / "support" / "no_torch_server.py")]
+
+# Under CI (`.ci/run` sets it) the editor and agent tests run for real: a missing binary they
+# drive is a failure there, never a silent skip; elsewhere it is a skip naming the install.
+IN_CI = bool(os.environ.get("CI"))
+
+
+def missing_tool(what: str, install: str) -> NoReturn:
+    """`what` (an editor, npm) is not installed: fail under CI, skip elsewhere."""
+    if IN_CI:
+        pytest.fail(f"CI must run this test with {what}: {install}")
+    pytest.skip(f"{what} is not installed ({install})")
 
 
 XDG_FOLDERS = {

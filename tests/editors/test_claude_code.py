@@ -28,7 +28,7 @@ from typing import Any
 
 import pytest
 
-from tests.conftest import REPO_ROOT
+from tests.conftest import REPO_ROOT, missing_tool
 from tests.support.copies import copy_with_stores
 from tests.support.model_server import ModelServer, Reply, texts, tool
 
@@ -52,7 +52,7 @@ QUIET = {  # no traffic but the scripted model's (checked through a proxy when t
 @pytest.fixture(scope="module")
 def claude() -> Path:
     if NPM is None:
-        pytest.skip("npm is not installed")
+        missing_tool("npm", "apt-get install nodejs npm")
     prefix = REPO_ROOT / ".cache" / f"claude-code-{CLAUDE_CODE}"
     binary = prefix / "node_modules" / ".bin" / "claude"
     if not binary.exists():

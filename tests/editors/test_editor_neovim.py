@@ -25,12 +25,12 @@ from tests.conftest import (
     REPO_ROOT,
     editor_history_session,
     editor_session,
+    missing_tool,
     root_rule_folders,
     vector_add_history_kernels,
 )
 
 pytestmark = pytest.mark.slow
-IN_CI = bool(os.environ.get("CI"))
 
 
 def _system_nvim() -> str | None:
@@ -62,9 +62,7 @@ NEOVIMS = {
 def _nvim(name: str) -> str:
     binary, install = NEOVIMS[name]
     if binary is None:
-        if IN_CI:
-            pytest.fail(f"CI must run the Neovim tests on the {name} Neovim: {install}")
-        pytest.skip(f"the {name} Neovim is not installed ({install})")
+        missing_tool(f"the {name} Neovim", install)
     return binary
 
 

@@ -21,12 +21,18 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import EXAMPLES, REPO_ROOT, editor_history_session, vector_add_history_kernels
+from tests.conftest import (
+    EXAMPLES,
+    IN_CI,
+    REPO_ROOT,
+    editor_history_session,
+    missing_tool,
+    vector_add_history_kernels,
+)
 
 pytestmark = pytest.mark.slow
 EXTENSION = REPO_ROOT / "editor-clients" / "vscode"
 NPM = shutil.which("npm")
-IN_CI = bool(os.environ.get("CI"))
 
 
 def _npm(*args: str, timeout: int = 600) -> subprocess.CompletedProcess[str]:
@@ -37,7 +43,7 @@ def _npm(*args: str, timeout: int = 600) -> subprocess.CompletedProcess[str]:
 @pytest.fixture(scope="module")
 def built_extension() -> Path:
     if NPM is None:
-        pytest.skip("npm is not installed")
+        missing_tool("npm", "apt-get install nodejs npm")
     if not (EXTENSION / "node_modules").is_dir():
         install = _npm("ci", "--no-audit", "--no-fund")
         assert install.returncode == 0, "npm ci in editor-clients/vscode failed:\n" + install.stderr[-2000:]
