@@ -18,6 +18,11 @@ class MaskHalfResult(ClosedModel):
     best_version: str | None = Field(description="kept unmasked as the current best")
     best_metric: MetricKind | None = Field(description="what 'best' was judged on")
     best_rule: str = Field(description="how the best version was chosen, in words")
+    latest_passing_version: str | None = Field(
+        default=None,
+        description="kept unmasked as the latest successful iteration (the record of the kernel.py "
+        "a restarted agent starts from, when it is not the best)",
+    )
     pitfall_recorded_in: str | None = Field(
         default=None, description="version whose pitfalls_and_fixes got the restart entry"
     )

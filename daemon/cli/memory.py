@@ -300,6 +300,8 @@ def mask_half(
     output.info(f"{prefix}: {', '.join(result.masked) or 'nothing'} (seed {result.seed})")
     output.info(f"Candidates: {', '.join(result.candidates) or 'none'}")
     output.info(f"Kept as best: {result.best_version or '-'} ({result.best_rule})")
+    if result.latest_passing_version not in (None, result.best_version):
+        output.info(f"Kept as the latest successful iteration: {result.latest_passing_version}")
     if result.pitfall_recorded_in and not dry_run:
         output.info(f"Recorded in {result.pitfall_recorded_in}.pitfalls_and_fixes")
     for version in result.skipped_corrupt:

@@ -63,6 +63,12 @@ def test_mask_half_invariants(records: list[dict], kind: str | None, seed: int) 
         # never v0, never the best; exactly half the candidates, rounded down
         assert "v0" not in result.masked
         assert result.best_version is None or result.best_version not in result.masked
+        # nor the latest successful iteration (the seed: "preserve the latest successful
+        # iteration (the current best version)"; when the two differ, both stay)
+        passing = [n for n, spec in enumerate(records) if n and spec["gate"] == "PASS" and not spec["masked"]]
+        latest = f"v{passing[-1]}" if passing else None
+        assert result.latest_passing_version == latest
+        assert latest is None or latest not in result.masked
         assert len(result.masked) == len(result.candidates) // 2
         if len(result.candidates) >= 2:
             assert len(result.masked) >= 1

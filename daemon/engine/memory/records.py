@@ -437,7 +437,8 @@ class MemoryManager:
     ) -> MaskHalfResult:
         """Mask half of the optimization experience, as the partial-restart seed asks.
 
-        Candidates are the unmasked versions other than v0 and the current best; half of
+        Candidates are the unmasked versions other than v0, the current best and the latest
+        whose gate passed (the seed keeps "the latest successful iteration"); half of
         them (rounded down) are chosen with a seeded RNG and masked, and an entry saying
         what was masked, with the seed and time, is appended to the latest unmasked
         record's `pitfalls_and_fixes`. Corrupt files make it refuse unless `force`; a
@@ -459,9 +460,11 @@ class MemoryManager:
                     + " (fix them, or pass --force to skip them)"
                 )
             best, rule = self.best_version(entries, kind)
-            candidates = [
-                e.version for e in entries if e.ok and not e.masked and e.number != 0 and e.version != best
-            ]
+            unmasked = [e for e in entries if e.ok and not e.masked and e.number != 0]
+            # the seed keeps "the latest successful iteration (the current best version)": when
+            # the two differ (a slower version that passed came last), both stay
+            latest = next((e.version for e in reversed(unmasked) if e.record and e.record.gate_passed), None)
+            candidates = [e.version for e in unmasked if e.version not in (best, latest)]
             count = len(candidates) // 2
             chosen = sorted(random.Random(seed).sample(candidates, count), key=parse_version)
             remaining = [e for e in entries if e.ok and not e.masked and e.version not in chosen]
@@ -474,6 +477,7 @@ class MemoryManager:
                 best_version=best,
                 best_metric=kind,
                 best_rule=rule,
+                latest_passing_version=latest,
                 pitfall_recorded_in=pitfall_target if chosen else None,
                 next_version=format_version(entries[-1].number + 1 if entries else 0),
                 dry_run=dry_run,
@@ -516,6 +520,7 @@ class MemoryManager:
                 "masked_versions": result.masked,
                 "seed": result.seed,
                 "best_version_kept": result.best_version,
+                "latest_passing_kept": result.latest_passing_version,
                 "timestamp": now,
             }
         )

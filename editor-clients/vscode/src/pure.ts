@@ -4,7 +4,7 @@ import { join } from "node:path";
 
 export interface HistoryEntry { version: string | null; score: number | null; status: string; summary: string; masked?: boolean; failed?: boolean }
 export interface HistoryResult { workspace: string; kernel: string | null; entries: HistoryEntry[]; markdown: string; target?: string | null }
-export interface MaskHalfResult { masked: string[]; candidates: string[]; best_version: string | null; seed: number; next_version: string }
+export interface MaskHalfResult { masked: string[]; candidates: string[]; best_version: string | null; latest_passing_version?: string | null; seed: number; next_version: string }
 
 /** One optimization workspace as the server's `kernelscope/workspaces` answer names it. */
 export interface WorkspaceInfo { workspace: string; kernel: string }
@@ -113,7 +113,10 @@ export function missingCommands(vocabulary: Vocabulary, offered: string[] | unde
 export function maskConfirmation(dry: MaskHalfResult): string | undefined {
   if (dry.masked.length === 0) return undefined;
   return `Mask ${dry.masked.join(", ")} of ${dry.candidates.length} candidates (seed ${dry.seed})? ` +
-    `${dry.best_version ?? "no version"} stays as the best; next version ${dry.next_version}.`;
+    `${dry.best_version ?? "no version"} stays as the best` +
+    (dry.latest_passing_version && dry.latest_passing_version !== dry.best_version
+      ? `, ${dry.latest_passing_version} as the latest successful iteration` : "") +
+    `; next version ${dry.next_version}.`;
 }
 
 /** Status-bar text: the best recorded score and the number of runs. */

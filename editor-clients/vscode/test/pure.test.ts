@@ -85,6 +85,8 @@ test("maskConfirmation names the versions, the seed and the kept best", () => {
   const text = maskConfirmation({ masked: ["v2"], candidates: ["v1", "v2", "v3"], best_version: "v4", seed: 7, next_version: "v5" });
   assert.match(text as string, /Mask v2 of 3 candidates \(seed 7\)\? v4 stays as the best; next version v5/);
   assert.equal(maskConfirmation({ masked: [], candidates: ["v1"], best_version: "v2", seed: 1, next_version: "v3" }), undefined);
+  const both = maskConfirmation({ masked: ["v1"], candidates: ["v1", "v2"], best_version: "v3", latest_passing_version: "v5", seed: 7, next_version: "v6" });
+  assert.match(both as string, /v3 stays as the best, v5 as the latest successful iteration; next version v6/);
 });
 
 test("statusText shows the best passing score", () => {
