@@ -51,9 +51,9 @@ def check_command(
     except OSError as exc:
         raise DataError(f"cannot read {source}: {exc.strerror or exc}") from None
     service = HistoryService(root, db_url=db)
-    notices, identical = text_notices(service, text)
+    notices, identical = text_notices(service, text, whole=True)  # asked for: any size
     readme = Workspace(root).readme() if (root / "README.md").is_file() else None
-    notices += static_notices(text, detect_kind(root, readme))
+    notices += static_notices(text, detect_kind(root, readme), whole=True)
     user, folder = user_settings()
     if folder.bench_on_save and not trusts(user.trusted, root):
         notices.append(untrusted_notice(str(root), trust_narrowed(user.trusted, root)))

@@ -6,6 +6,8 @@ holds the rest). On a workspace `kernelscope iterate` recorded: v0 BLOCK_SIZE 64
 from __future__ import annotations
 
 import asyncio
+import json
+import subprocess
 import sys
 from pathlib import Path
 
@@ -289,6 +291,36 @@ async def test_a_text_that_does_not_parse_says_so_and_the_lenses_stay(client: Ke
     )
     await wait_for(lambda: not any("does_not_parse" in m for m in messages(client, uri)), 30, "it stayed")
     assert not any("does not parse" in t for t in await kernel_lenses(client, uri))
+
+
+async def test_a_kernel_too_large_to_parse_in_the_editor_says_so(client: KernelscopeClient) -> None:
+    """An agent writes a kernel.py of millions of characters (a table inlined): the daemon's
+    parses (lens, hover, hints, the save's checks) hold the GIL about a second per MB, so every
+    request waited for them at each save (before: 5-15 s on 10 MB). It reads no further than
+    EDITOR_MAX_CHARS and says so at the top of the file; `kernelscope check` reads it whole."""
+    from kernelscope.daemon.engine.workspace.kernel_scan import EDITOR_MAX_CHARS
+
+    path = kernel(client)
+    uri = path.as_uri()
+    table = "TABLE = [" + "1, " * (EDITOR_MAX_CHARS // 3) + "]\n"
+    large = path.read_text() + table
+    path.write_text(large)
+    open_with(client, path, large)
+    client.text_document_did_save(
+        types.DidSaveTextDocumentParams(text_document=types.TextDocumentIdentifier(uri=uri))
+    )
+    await wait_for(lambda: any(m.startswith("too_large") for m in messages(client, uri)), 60, "no word")
+    (said,) = [d for d in client.diagnostics[uri] if d.code == "too_large"]
+    assert "`kernelscope check`" in said.message and said.range.start.line == 0, said
+    assert not any("does_not_parse" in m for m in messages(client, uri))
+    checked = subprocess.run(
+        [str(Path(sys.executable).with_name("kernelscope")), "check", str(path), "--json"],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    codes = [n["code"] for n in json.loads(checked.stdout)["notices"]]
+    assert "too_large" not in codes and json.loads(checked.stdout)["tried"], checked  # read whole
 
 
 @pytest.mark.parametrize("trust", [True], indirect=True)

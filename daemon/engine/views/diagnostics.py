@@ -42,16 +42,18 @@ class Notice:
     end_column: int | None = None
 
 
-def static_notices(text: str, kind: str | None) -> list[Notice]:
+def static_notices(text: str, kind: str | None, whole: bool = False) -> list[Notice]:
     """The static rules (protocol/static_rules.py: KernelBench's and kernelscope's) on the text
     as it is typed, each on its own line; nothing runs. An error is what `kernelscope bench`
     fails as static_check. A text that does not parse gets one notice at the error instead:
     every check of kernelscope's stops there, which a Python language server's own syntax
     error does not say (its message is the parser's; this one says what stopped)."""
-    from kernelscope.daemon.engine.workspace.kernel_scan import scan_kernel_source
+    from kernelscope.daemon.engine.workspace.kernel_scan import scan_kernel_source, too_large
     from kernelscope.protocol.static_rules import check_source
 
-    error = scan_kernel_source(text).error  # (the scan hints and hover make of the same text)
+    if (reason := too_large(text)) is not None and not whole:
+        return [Notice("warning", "too_large", reason, 1, 0)]
+    error = scan_kernel_source(text, whole=whole).error  # (the scan hints and hover make of the same text)
     if error is not None:
         message = f"kernelscope's checks and benchmarks are paused until kernel.py parses: {error.message}"
         return [Notice("warning", "does_not_parse", message, error.line, error.column or 0)]
@@ -99,10 +101,15 @@ def fingerprint_notice(check: FingerprintCheck, hints: list[TriedHint]) -> tuple
     return Notice(severity, "near_tried", f"near {lead.label}: " + " | ".join(parts)), False
 
 
-def text_notices(history: HistoryService, text: str) -> tuple[list[Notice], bool]:
+def text_notices(history: HistoryService, text: str, whole: bool = False) -> tuple[list[Notice], bool]:
     """A kernel.py text against every recorded version (no workspace code runs): its notices,
     and whether it is a recorded version's code (then it need not be benchmarked again). The
-    daemon's diagnostics and `kernelscope check` are this."""
+    daemon's diagnostics and `kernelscope check` are this; a text too large for the editor
+    (kernel_scan.too_large: static_notices says so) is not compared, unless `whole`."""
+    from kernelscope.daemon.engine.workspace.kernel_scan import too_large
+
+    if not whole and too_large(text) is not None:
+        return [], False
     check = history.fingerprint(text)
     hints = history.tried(text) if check.matches and check.matches[0].kind == "near" else []
     notice, identical = fingerprint_notice(check, hints)

@@ -16,6 +16,22 @@ from kernelscope.protocol.text_positions import python_text, source_lines
 from kernelscope.protocol.workspace import KernelInfo, KernelScan, SourceError
 
 KERNEL_DECORATORS = frozenset({"jit", "autotune", "heuristics"})
+# The largest kernel.py the editor-facing reads parse (lenses, hover, hints, the save's checks):
+# `ast.parse` holds the GIL for its whole run, about a second per MB, so a 10 MB file an agent
+# wrote froze every request for seconds at each save. `kernelscope check` and the harness's
+# static gate (kernels/, in a child process) read any size.
+EDITOR_MAX_CHARS = 2_000_000
+
+
+def too_large(source: str) -> str | None:
+    """Why the editor's reads skip `source` (None: they read it)."""
+    if len(source) <= EDITOR_MAX_CHARS:
+        return None
+    return (
+        f"kernel.py is {len(source) / 1e6:.1f} million characters: kernelscope's editor checks read "
+        f"up to {EDITOR_MAX_CHARS / 1e6:.0f} million (parsing more stalls the editor); "
+        "`kernelscope check` and `kernelscope bench` read it whole"
+    )
 
 
 def scan_kernel_file(path: Path) -> KernelScan:
@@ -30,10 +46,14 @@ def scan_kernel_file(path: Path) -> KernelScan:
     return scan_kernel_source(source, str(path))
 
 
-def scan_kernel_source(source: str, path: str = "kernel.py") -> KernelScan:
+def scan_kernel_source(source: str, path: str = "kernel.py", whole: bool = False) -> KernelScan:
     """Scan kernel source text. The daemon asks on every hover and inlay request: the scan of
     a text is remembered (a few texts: the file and the buffers being edited), and each caller
-    gets its own list (the kernel entries are shared: read them, do not change them)."""
+    gets its own list (the kernel entries are shared: read them, do not change them). A text
+    over EDITOR_MAX_CHARS is an error unless `whole` (the CLI's check asks for it)."""
+    reason = None if whole else too_large(source)
+    if reason is not None:
+        return KernelScan(path=path, error=SourceError(path=path, message=reason))
     scan = _scan_cached(source, path)
     return scan.model_copy(update={"kernels": list(scan.kernels)})
 

@@ -212,10 +212,11 @@ async def kernel_changed(ls: KernelscopeServer, ws: WorkspaceState, text: str | 
 
 def _parses(text: str) -> bool:
     """Whether a saved text is worth measuring: one that does not parse can only fail to import
-    (the scan hints, hover and the does_not_parse notice make of the same text)."""
-    from kernelscope.daemon.engine.workspace.kernel_scan import scan_kernel_source
+    (the scan hints, hover and the does_not_parse notice make of the same text). One too large
+    for the editor's parse is measured: the benchmark reads it in its own process."""
+    from kernelscope.daemon.engine.workspace.kernel_scan import scan_kernel_source, too_large
 
-    return scan_kernel_source(text).error is None
+    return too_large(text) is not None or scan_kernel_source(text).error is None
 
 
 async def did_save(ls: KernelscopeServer, params: types.DidSaveTextDocumentParams) -> None:
