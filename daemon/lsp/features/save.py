@@ -211,12 +211,14 @@ async def kernel_changed(ls: KernelscopeServer, ws: WorkspaceState, text: str | 
 
 
 def _parses(text: str) -> bool:
-    """Whether a saved text is worth measuring: one that does not parse can only fail to import
-    (the scan hints, hover and the does_not_parse notice make of the same text). One too large
-    for the editor's parse is measured: the benchmark reads it in its own process."""
-    from kernelscope.daemon.engine.workspace.kernel_scan import scan_kernel_source, too_large
+    """Whether a saved text is worth measuring: one that does not parse can only fail to import.
+    Read from the analysis the verdict just made of the same text (kept by content hash: no
+    second parse before the diagnostics go out). One too large for the editor's parse is
+    measured: the benchmark reads it in its own process."""
+    from kernelscope.daemon.engine.history.source import FACTS
+    from kernelscope.daemon.engine.workspace.kernel_scan import too_large
 
-    return too_large(text) is not None or scan_kernel_source(text).error is None
+    return too_large(text) is not None or FACTS.get(text).fingerprint is not None
 
 
 async def did_save(ls: KernelscopeServer, params: types.DidSaveTextDocumentParams) -> None:
