@@ -48,12 +48,16 @@ def static_notices(text: str, kind: str | None, whole: bool = False) -> list[Not
     fails as static_check. A text that does not parse gets one notice at the error instead:
     every check of kernelscope's stops there, which a Python language server's own syntax
     error does not say (its message is the parser's; this one says what stopped)."""
+    from kernelscope.daemon.engine.history.source import FACTS
     from kernelscope.daemon.engine.workspace.kernel_scan import scan_kernel_source, too_large
     from kernelscope.protocol.static_rules import check_source
 
     if (reason := too_large(text)) is not None and not whole:
         return [Notice("warning", "too_large", reason, 1, 0)]
-    error = scan_kernel_source(text, whole=whole).error  # (the scan hints and hover make of the same text)
+    # the verdict's analysis of the same text says whether it parses (kept by content hash: the
+    # common case, a text that parses, is not parsed again here); the scan hints and hover make
+    # of it places the error
+    error = None if FACTS.get(text).fingerprint is not None else scan_kernel_source(text, whole=whole).error
     if error is not None:
         message = f"kernelscope's checks and benchmarks are paused until kernel.py parses: {error.message}"
         return [Notice("warning", "does_not_parse", message, error.line, error.column or 0)]
