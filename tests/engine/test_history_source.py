@@ -245,6 +245,8 @@ def test_workspace_without_git(tmp_path: Path, buffer: str | None) -> None:
     (tmp_path / "kernel.py").write_text("x = 1\n")
     service = HistoryService(tmp_path, db_url=str(tmp_path / "exp.sqlite"))
     lines = service.blame(buffer)
+    text = "" if buffer is None else buffer  # None: HEAD's kernel.py, and there is no HEAD
+    assert len(lines) == len(text.splitlines())  # one per line of a buffer (the empty one: none)
     assert all(line.origin == "unknown" for line in lines)
     assert service.tried(buffer) == [] and service.history().messages
 
