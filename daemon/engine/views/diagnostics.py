@@ -19,6 +19,7 @@ from kernelscope.protocol.record_rules import format_score
 
 if TYPE_CHECKING:
     from kernelscope.daemon.engine.history.service import HistoryService
+    from kernelscope.protocol.workspace import SourceError
 
 REGRESSION_BELOW = 0.98  # the upper end of the 95% interval must be below this
 Severity = Literal["error", "warning", "information", "hint"]
@@ -48,16 +49,12 @@ def static_notices(text: str, kind: str | None, whole: bool = False) -> list[Not
     fails as static_check. A text that does not parse gets one notice at the error instead:
     every check of kernelscope's stops there, which a Python language server's own syntax
     error does not say (its message is the parser's; this one says what stopped)."""
-    from kernelscope.daemon.engine.history.source import FACTS
-    from kernelscope.daemon.engine.workspace.kernel_scan import scan_kernel_source, too_large
+    from kernelscope.daemon.engine.workspace.kernel_scan import too_large
     from kernelscope.protocol.static_rules import check_source
 
     if (reason := too_large(text)) is not None and not whole:
         return [Notice("warning", "too_large", reason, 1, 0)]
-    # the verdict's analysis of the same text says whether it parses (kept by content hash: the
-    # common case, a text that parses, is not parsed again here); the scan hints and hover make
-    # of it places the error
-    error = None if FACTS.get(text).fingerprint is not None else scan_kernel_source(text, whole=whole).error
+    error = parse_error(text, whole)
     if error is not None:
         message = f"kernelscope's checks and benchmarks are paused until kernel.py parses: {error.message}"
         return [Notice("warning", "does_not_parse", message, error.line, error.column or 0)]
@@ -85,6 +82,19 @@ def tried_at(hints: list[TriedHint], labels: list[str]) -> list[str]:
         if hint is not None:
             parts.setdefault(hint.verdict, []).append(label)
     return [f"{', '.join(names)} {verdict}" for verdict, names in parts.items()]
+
+
+def parse_error(text: str, whole: bool = False) -> SourceError | None:
+    """Why a kernel.py text does not parse (None: it does): the one rule behind the
+    does_not_parse notice and a save that is not benchmarked. Read from the verdict's analysis
+    of the same text (kept by content hash: a text that parses, the common case, is not parsed
+    again); the scan hints and hover make of it places the error."""
+    from kernelscope.daemon.engine.history.source import FACTS
+    from kernelscope.daemon.engine.workspace.kernel_scan import scan_kernel_source
+
+    if FACTS.get(text).fingerprint is not None:
+        return None
+    return scan_kernel_source(text, whole=whole).error
 
 
 def fingerprint_notice(check: FingerprintCheck, hints: list[TriedHint]) -> tuple[Notice | None, bool]:

@@ -211,14 +211,13 @@ async def kernel_changed(ls: KernelscopeServer, ws: WorkspaceState, text: str | 
 
 
 def _parses(text: str) -> bool:
-    """Whether a saved text is worth measuring: one that does not parse can only fail to import.
-    Read from the analysis the verdict just made of the same text (kept by content hash: no
-    second parse before the diagnostics go out). One too large for the editor's parse is
-    measured: the benchmark reads it in its own process."""
-    from kernelscope.daemon.engine.history.source import FACTS
+    """Whether a saved text is worth measuring: one that does not parse can only fail to import
+    (the rule of the does_not_parse notice: no second parse before the diagnostics go out). One
+    too large for the editor's parse is measured: the benchmark reads it in its own process."""
+    from kernelscope.daemon.engine.views.diagnostics import parse_error
     from kernelscope.daemon.engine.workspace.kernel_scan import too_large
 
-    return too_large(text) is not None or FACTS.get(text).fingerprint is not None
+    return too_large(text) is not None or parse_error(text) is None
 
 
 async def did_save(ls: KernelscopeServer, params: types.DidSaveTextDocumentParams) -> None:
