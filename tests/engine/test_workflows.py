@@ -597,3 +597,17 @@ def test_a_local_probe_writes_nothing_in_the_workspace_git_folder_included(
     assert result.baseline_version in {"v0", "v1", "v2", "v3"}  # the best passing one, by its score
     assert "kernel_opt_vector_add" not in result.baseline
     assert everything() == before
+
+
+def test_the_record_hint_names_the_kernels_of_a_kernel_too_large_for_the_editor(tmp_path: Path) -> None:
+    """The editor's reads stop at EDITOR_MAX_CHARS; iterate's own reads of kernel.py (the
+    experiment's kernels, the `exp record` hint) are no editor's and read it whole: a large
+    kernel.py is still filed under its kernels."""
+    from kernelscope.daemon.engine.workflows.iterate import exp_record_command
+    from kernelscope.daemon.engine.workspace.kernel_scan import EDITOR_MAX_CHARS
+
+    kernel = (EXAMPLES / "vector_add" / "kernel.py").read_text()
+    large = kernel + "TABLE = [" + "1, " * (EDITOR_MAX_CHARS // 3) + "]\n"
+    record = {"version": "v2", "quality_gate": {"result": "PASS"}}
+    command = exp_record_command(tmp_path, "sqlite:////tmp/other.sqlite", record, large)
+    assert "--kernel add_kernel" in command and "--memory-version v2" in command, command

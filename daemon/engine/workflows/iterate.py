@@ -122,7 +122,11 @@ def exp_record_command(root: Path, store_url: str, record: dict[str, Any], kerne
     summary = f"{action[0]}: {action[1]}"
     passed = gate_result(record.get("quality_gate"), record.get("correctness")) == "PASS"
     score = kernelscope_block(record).get("score_vs_v0") if passed else None
-    kernels = [k.name for k in scan_kernel_source(kernel_text, "kernel.py").kernels] if kernel_text else []
+    kernels = (
+        [k.name for k in scan_kernel_source(kernel_text, "kernel.py", whole=True).kernels]
+        if kernel_text
+        else []
+    )
     parts = ["kernelscope", "exp", "record", "-m", summary[:80].split("\n")[0], "-w", str(root)]
     parts += ["--memory-version", str(record.get("version")), *(a for k in kernels for a in ("--kernel", k))]
     parts += ["--score", str(score)] if isinstance(score, (int, float)) and score > 0 else []
@@ -469,7 +473,9 @@ class Iteration:
                     if parents_commit and e.metrics.get("git_commit_hash") == parents_commit
                 ]
             parent_id = found[-1].id if found else ""
-        scan = scan_kernel_source(measured.decode("utf-8", errors="replace"), str(self.ws.kernel_path))
+        scan = scan_kernel_source(
+            measured.decode("utf-8", errors="replace"), str(self.ws.kernel_path), whole=True
+        )
         kernels = [k.name for k in scan.kernels]
         category, description = self._action(version)
         parent_commit = parent.record.git_commit_hash if parent and parent.record else None
