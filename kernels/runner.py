@@ -298,9 +298,8 @@ class _Runner:
         return declared
 
     def _reference_first(self, problem: Any, config: dict[str, Any], seed: int) -> tuple[Any, Any, str]:
-        """One input set with the reference's outputs for it, and the digest of the inputs the
-        candidate will get: the reference runs first, on the same inputs (one set in memory),
-        and a reference that works in place hands the candidate freshly built ones."""
+        """One input set, the reference's outputs for it and the digest of the inputs the candidate
+        gets: the reference runs first on them; one that works in place hands the candidate new ones."""
         from kernelscope.kernels.gate import as_tensor_list, digest
 
         inputs = problem.make_inputs(config, seed, self.device)
@@ -320,7 +319,7 @@ class _Runner:
         tolerance = self._tolerance(problem, config)
         seen: list[tuple[str, str]] = []
         worst = (0.0, 0.0, 0.0)
-        for seed in result.seeds:
+        for trial, seed in enumerate(result.seeds, 1):
             inputs, references, before = self._reference_first(problem, config, seed)
             with self.guard.launches.counting(driver=True) as launches:
                 raw = candidate(*inputs)
@@ -344,6 +343,9 @@ class _Runner:
             try:
                 rules = (tolerance, self.args.rel_err, verdicts, problem.layout_checked)
                 max_abs, max_rel, rel_err, rule = check_outputs(outputs, references, inputs, *rules)
+            except GateFailure as failure:  # which draw: a bug on one input is found, and rerun, by it
+                failure.message += f" (trial {trial} of {len(result.seeds)}, seed {seed})"
+                raise
             finally:
                 self._keep_upstream(result, verdicts)
             if launches.count == 0 and not self.framework_ok:  # a right answer, but not Triton's

@@ -586,3 +586,5 @@ def test_a_kernel_wrong_on_the_fourth_trial_fails_as_in_kernelbench(tmp_path: Pa
     [config] = result["configs"]
     assert config["seeds"] == _kernelbench_trial_seeds(5)
     assert result["error"]["kind"] == "wrong_result" and "1 of 16384 elements" in result["error"]["message"]
+    seed = _kernelbench_trial_seeds(5)[3]  # the message names the draw, to rerun it with that input
+    assert result["error"]["message"].endswith(f"(trial 4 of 5, seed {seed})"), result["error"]["message"]
