@@ -12,7 +12,7 @@ from kernelscope.protocol.commands import IterationResult, MaskHalfResult, Resta
 from kernelscope.protocol.experiment import KernelExperiment
 from kernelscope.protocol.history import VersionComparison
 from kernelscope.protocol.settings import Settings
-from kernelscope.protocol.vocabulary import COMMANDS, JOB_KINDS, JobKind
+from kernelscope.protocol.vocabulary import COMMANDS, CONFIRMS, JOB_KINDS, JobKind
 
 
 class _Params(BaseModel):
@@ -25,7 +25,19 @@ class WorkspaceParams(_Params):
     workspace: str = Field(description="the workspace folder (path or file:// URI)")
 
 
-class MaskHalfParams(WorkspaceParams):
+class WritesAfterAsking(WorkspaceParams):
+    """A command that masks memory (and may launch an agent): with `confirm`, the server asks
+    the person first (protocol/vocabulary.CONFIRMS names these commands for the clients)."""
+
+    confirm: bool = Field(
+        default=False,
+        description="ask the user first (window/showMessageRequest, the server's question: what is "
+        "masked, what is kept and why) and write nothing unless they agree; the lens and the editors' "
+        "palette commands pass it, scripts that already asked leave it out",
+    )
+
+
+class MaskHalfParams(WritesAfterAsking):
     dry_run: bool = Field(default=False, alias="dryRun")
     seed: int | None = None
     force: bool = Field(
@@ -68,7 +80,7 @@ class RunIterationParams(WorkspaceParams):
     force: bool = Field(default=False, description="write even when an orchestrator drives the workspace")
 
 
-class RestartParams(WorkspaceParams):
+class RestartParams(WritesAfterAsking):
     seed: int | None = None
     timeout_s: float = Field(default=3600.0, gt=0, alias="timeoutS")
     force: bool = Field(default=False, description="write even when an orchestrator drives the workspace")
@@ -139,6 +151,15 @@ class JobStarted(BaseModel):
     kind: JobKind
 
 
+class Declined(BaseModel):
+    """A command sent with `confirm` whose question the user answered no, or dismissed: nothing
+    was written and no job started."""
+
+    workspace: str
+    declined: Literal[True] = True
+    question: str = Field(description="the question the user was asked")
+
+
 class JobFinished(BaseModel):
     """`kernelscope/jobFinished`: how a job ended. `background` jobs (save -> re-benchmark)
     speak through lenses and diagnostics; clients do not pop them up."""
@@ -170,11 +191,11 @@ class WorkspacesResult(BaseModel):
 __all__ = ["COMMAND_MODELS", "JOB_RESULTS", "JobFinished", "Settings", "WorkspacesResult"]
 
 _RESULTS: dict[str, Any] = {
-    "kernelscope.maskHalf": MaskHalfResult,
+    "kernelscope.maskHalf": MaskHalfResult | Declined,
     "kernelscope.unmask": UnmaskResult,
     "kernelscope.recordExperiment": KernelExperiment,
     "kernelscope.runIteration": JobStarted,
-    "kernelscope.restart": JobStarted,
+    "kernelscope.restart": JobStarted | Declined,
     "kernelscope.benchmark": JobStarted,
     "kernelscope.showHistory": HistoryResult,
     "kernelscope.topExperiments": list[KernelExperiment],
@@ -186,6 +207,10 @@ _RESULTS: dict[str, Any] = {
 COMMAND_MODELS: dict[str, tuple[type[BaseModel], Any]] = {
     name: (globals()[params], _RESULTS[name]) for name, (params, _method, _kind) in COMMANDS.items()
 }
+# the commands the clients send `confirm` to are the ones whose params take it
+assert {name for name, (params, _) in COMMAND_MODELS.items() if issubclass(params, WritesAfterAsking)} == set(
+    CONFIRMS
+)
 # What `kernelscope/jobFinished` carries in `result` for each job kind.
 JOB_RESULTS: dict[str, Any] = {
     "runIteration": IterationResult,

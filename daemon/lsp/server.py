@@ -19,7 +19,7 @@ from typing import Any, Literal
 
 from lsprotocol import types
 
-from kernelscope.daemon.lsp.features import Document, hints, hover, lenses, lifecycle, save
+from kernelscope.daemon.lsp.features import Document, confirm, hints, hover, lenses, lifecycle, save
 from kernelscope.daemon.lsp.features.commands import RUNS_ON_LOOP, parse
 from kernelscope.daemon.lsp.language_server import KernelscopeServer
 from kernelscope.protocol.vocabulary import COMMANDS, WORKSPACES_REQUEST
@@ -84,7 +84,8 @@ def _command_handler(model_name: str, method_name: str) -> Callable[..., Any]:
     arguments (Helix's palette), or with one object that names no workspace (Helix 25.07+:
     `:lsp-workspace-command kernelscope.compare {"versionA": "v0", "versionB": "v4"}`), a
     command that needs a workspace takes the implied one; one whose fields are all optional
-    (topExperiments, cancel) takes its defaults, as `{}` would."""
+    (topExperiments, cancel) takes its defaults, as `{}` would. With `"confirm": true`
+    (maskHalf, restart) the person is asked before anything is written (features/confirm.py)."""
 
     async def handler(ls: KernelscopeServer, *args: Any) -> Any:
         from kernelscope.protocol import lsp as protocol
@@ -99,6 +100,10 @@ def _command_handler(model_name: str, method_name: str) -> Callable[..., Any]:
         elif not args and not any(field.is_required() for field in model.model_fields.values()):
             args = ({},)
         params = parse(model, args)
+        if getattr(params, "confirm", False):  # a click that masks memory: the person is asked first
+            params, declined = await confirm.ask_first(ls, params)
+            if declined is not None:
+                return declined
         method = getattr(ls.commands, method_name)
         if method_name in RUNS_ON_LOOP:
             return method(params)

@@ -227,10 +227,27 @@ is a `user-error' with the daemon's message."
   "The daemon's command names (commands.json, or what `kernelscope schema --commands' prints)."
   (sort (mapcar #'car (cdr (assoc "commands" (kernelscope--vocabulary)))) #'string<))
 
+(defvar lsp-response-timeout)
+(defvar jsonrpc-default-request-timeout)
+
+(defun kernelscope--confirms-p (command)
+  "Whether COMMAND masks memory (commands.json's confirm): sent with confirm, the daemon asks
+the person first (window/showMessageRequest, which lsp-mode and eglot answer with
+`completing-read') and writes nothing unless they pick its first action."
+  (eq t (cdr (assoc "confirm" (cdr (assoc command (cdr (assoc "commands" (kernelscope--vocabulary)))))))))
+
+(defun kernelscope--asking (thunk)
+  "THUNK's value, its request waiting as long as the person takes to answer the daemon's
+question (lsp-mode and jsonrpc give up on a request after 10 s)."
+  (let ((lsp-response-timeout most-positive-fixnum)
+        (jsonrpc-default-request-timeout nil))
+    (funcall thunk)))
+
 (defun kernelscope-command (command &optional params)
   "Run the daemon COMMAND (\"kernelscope.benchmark\", ...) on this buffer's workspace, with
 PARAMS: a plist, or a JSON object as text (with a prefix argument, asked for), e.g.
-{\"dryRun\": true} for kernelscope.maskHalf.  An answer with markdown (the history, a
+{\"dryRun\": true} for kernelscope.maskHalf.  Mask-half and restart are sent with confirm: the
+daemon asks before it writes.  An answer with markdown (the history, a
 comparison) is shown in a read-only buffer `*kernelscope NAME*', which is returned; any other
 answer is said in the echo area and returned.  A job says how it ended when it ends."
   (interactive
@@ -242,7 +259,10 @@ answer is said in the echo area and returned.  A job says how it ended when it e
                        (condition-case nil (json-read-from-string params)
                          (error (user-error "kernelscope: parameters must be a JSON object, got %s" params))))
                    params))
-         (found (kernelscope--execute command params))
+         (asks (and (kernelscope--confirms-p command) (not (plist-member params :confirm))))
+         (found (if asks  ; mask-half, restart: the daemon asks first
+                    (kernelscope--asking (lambda () (kernelscope--execute command (append params '(:confirm t)))))
+                  (kernelscope--execute command params)))
          (markdown (kernelscope--get (cdr found) "markdown")))
     (if (not (stringp markdown))
         (progn (message "%s: %s" command (string-trim (json-encode (cdr found))))
@@ -280,6 +300,17 @@ Returns that buffer."
         (goto-char (point-min))
         (view-mode 1)))  ; read-only, q quits
     buffer))
+
+(defun kernelscope--lsp-run-lens (action)
+  "A lens clicked in lsp-mode (ACTION, its Command) whose command masks memory (the restart):
+lsp-mode would give up waiting after 10 s while the person reads the daemon's question; this
+waits for the answer and says it."
+  (let ((answer (kernelscope--asking
+                 (lambda () (kernelscope--request "workspace/executeCommand"
+                                                  (list :command (kernelscope--get action "command")
+                                                        :arguments (or (kernelscope--get action "arguments") [])))))))
+    (message "%s: %s" (kernelscope--get action "command") (string-trim (json-encode answer)))
+    answer))
 
 (defun kernelscope--lsp-show-answer (action)
   "A lens clicked in lsp-mode (ACTION, its Command): lsp-mode would run the daemon command and
@@ -474,6 +505,9 @@ lens refresh, with `lsp-lens-enable')."
     (let ((handlers (make-hash-table :test #'equal)))
       (dolist (command '("kernelscope.showHistory" "kernelscope.compare"))
         (puthash command #'kernelscope--lsp-show-answer handlers))
+      (dolist (command (kernelscope--command-names))  ; the restart lens: waits for the answer
+        (when (kernelscope--confirms-p command)
+          (puthash command #'kernelscope--lsp-run-lens handlers)))
       handlers)
     :after-open-fn #'kernelscope--hints-on
     :add-on? t

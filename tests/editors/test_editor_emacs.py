@@ -93,8 +93,15 @@ def test_eglot_hover(tmp_path: Path) -> None:
     vocabulary = json.loads((REPO_ROOT / "editor-clients" / "commands.json").read_text())
     assert results["command_offered"] == sorted(vocabulary["commands"])
     assert results["mask_dry_run"] == {"dry_run": True, "best": "v4"}, results["mask_dry_run"]
+    # mask-half asks first, through eglot's own window/showMessageRequest handler (before: it
+    # masked at once): Cancel wrote nothing, Mask masked the version the question named
+    cancelled, masked = results["mask_cancel"], results["mask_mask"]
+    assert "Mask v" in cancelled["question"] and "Kept: v4 as the best" in cancelled["question"], cancelled
+    assert cancelled["declined"] is True and cancelled["masked"] is None, cancelled
+    named = masked["question"].split("Mask ")[1].split()[0]
+    assert masked["masked"] == [named] and masked["declined"] is None, masked
     records = (tmp_path / "kernel_opt_vector_add" / "memory").glob("v*.json")
-    assert not any(json.loads(r.read_text())["masked"] for r in records)  # a dry run wrote nothing
+    assert [r.stem for r in records if json.loads(r.read_text())["masked"]] == [named]
     history = results["history_buffer"]
     assert history["name"] == "*kernelscope showHistory*" and history["read_only"] is True, history
     assert "| v4 |" in history["text"], history["text"]

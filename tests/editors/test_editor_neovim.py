@@ -225,6 +225,33 @@ def test_neovim_hints(tmp_path: Path, neovim: str) -> None:
 
 
 @pytest.mark.parametrize("neovim", ["system", "pypi"])
+def test_neovim_asks_before_masking(tmp_path: Path, neovim: str) -> None:
+    """`:KernelscopeMaskHalf` and the lens "Mask half & restart" send confirm; Neovim's own
+    window/showMessageRequest handler shows the server's question (inputlist before 0.10,
+    vim.ui.select after); Cancel and a dismissed question write nothing and start no agent, the
+    first action (Mask) masks the version the question named (before: masked and launched at once)."""
+    nvim, version = _checked_nvim(neovim)
+    agent = f"{sys.executable} -c \"print('agent says hello')\""
+    ws, out, env = editor_session(
+        tmp_path, KS_PLUGIN=str(REPO_ROOT / "editor-clients" / "neovim"), KS_AGENT=agent
+    )
+    stderr, results = _run_script(nvim, "confirm_test.lua", env, out, 240)
+    builtin = tuple(int(part) for part in version.split(".")[:2]) >= (0, 10)
+    assert results["asked_with"] == ("vim.ui.select" if builtin else "inputlist"), results
+    cancelled, dismissed, masked = results["asked"]
+    assert [cancelled["answer"], dismissed["answer"], masked["answer"]] == ["cancel", "dismiss", "yes"]
+    assert cancelled["message"].startswith("Mask v") and "Kept: v4 as the best" in cancelled["message"]
+    assert "launch a fresh agent" in dismissed["message"], dismissed
+    assert results["restart_lens_arguments"] == [{"workspace": str(ws.resolve()), "confirm": True}]
+    assert results["mask_cancelled"]["declined"] is True and results["restart_dismissed"]["declined"] is True
+    assert results["memory_unchanged"] is True and results["finished"] == [], results
+    named = masked["message"].split()[1]
+    assert results["mask_done"]["masked"] == [named], (masked, results["mask_done"])
+    assert json.loads((ws / "memory" / f"{named}.json").read_text())["masked"] is True
+    assert results["deprecated"] == [], (version, results["deprecated"], stderr[-1500:])
+
+
+@pytest.mark.parametrize("neovim", ["system", "pypi"])
 def test_neovim_finds_a_workspace_the_server_would_serve(tmp_path: Path, neovim: str) -> None:
     """The server's rule, not kernel.py + memory/ alone: a README with a ```kernelscope block
     and no memory/ yet is a workspace; a folder with only kernel.py is not."""

@@ -165,7 +165,8 @@ class Commands:
         )
         return p.JobStarted(job_id=job.job_id, workspace=str(ws.root), kind="runIteration").model_dump()
 
-    def restart(self, params: Any) -> Any:
+    def _restart_checks(self, params: Any) -> tuple[WorkspaceState, str]:
+        """The workspace and the agent of a restart, or InvalidParams saying why it cannot start."""
         ws = self._workspace(params.workspace)
         # Only the user's settings or config file name the agent: never the workspace.
         from kernelscope.daemon.engine.workspace.user_config import user_config
@@ -180,6 +181,32 @@ class Commands:
             )
         self._refuse_if_busy(ws)
         self._observer_guard(ws, "restart", params.force)
+        return ws, agent
+
+    def question(self, params: Any) -> Any:
+        """What a `confirm` call of maskHalf or restart asks before it writes (views/confirm.py,
+        from the mask-half dry run), or None when it would write nothing. What would refuse
+        the command (no agent, a job under way, an orchestrator's workspace) refuses first:
+        nobody is asked a question whose yes then fails. The command checks them again."""
+        from kernelscope.daemon.engine.views.confirm import Restart, mask_question
+
+        restart = None
+        if isinstance(params, p.RestartParams):
+            ws, agent = self._restart_checks(params)
+            restart = Restart(agent=agent, timeout_s=params.timeout_s)
+        else:
+            ws = self._workspace(params.workspace)
+            if params.dry_run:
+                return None
+            self._observer_guard(ws, "mask half of the memory", params.force)
+        readme = ws.cache.readme()
+        kind = readme.primary_kind if readme else None
+        return self._engine(
+            lambda: mask_question(ws.cache.memory_manager, kind, params.seed, params.force, restart)
+        )
+
+    def restart(self, params: Any) -> Any:
+        ws, agent = self._restart_checks(params)
         job = self.jobs.restart(ws, agent, params.seed, params.timeout_s, params.force)
         return p.JobStarted(job_id=job.job_id, workspace=str(ws.root), kind="restart").model_dump()
 

@@ -19,6 +19,13 @@ WRITES = (("Run iteration", "kernelscope.runIteration"), ("Mask half & restart",
 READS = (("Benchmark now", "kernelscope.benchmark"),)
 
 
+def _arguments(command: str, args: list[object]) -> list[object]:
+    """A lens is one click: a command that masks memory asks the person first (`confirm`)."""
+    from kernelscope.protocol.vocabulary import CONFIRMS
+
+    return [{**args[0], "confirm": True}] if command in CONFIRMS and isinstance(args[0], dict) else args
+
+
 def _lens(line: int, title: str, command: str, arguments: list[object]) -> types.CodeLens:
     zero = types.Position(line=max(line, 0), character=0)
     return types.CodeLens(
@@ -69,7 +76,7 @@ def _code_lens(view: WorkspaceView) -> list[types.CodeLens]:
     args: list[object] = [{"workspace": str(view.root)}]
     lenses = [_lens(0, file_text(view), "kernelscope.showHistory", args)]
     writes = () if view.cache.supervised() else WRITES  # an orchestrator's workspace: kernelscope observes
-    lenses += [_lens(0, title, command, args) for title, command in (*writes, *READS)]
+    lenses += [_lens(0, title, command, _arguments(command, args)) for title, command in (*writes, *READS)]
     if view.job is None and view.last_outcome is not None and view.last_outcome[1] == "cancelled":
         cancelled = lens_text.cancelled_text(view.last_outcome[0])
         lenses.insert(0, _lens(0, cancelled, "kernelscope.benchmark", args))

@@ -89,6 +89,18 @@
                        (car (seq-filter (lambda (l) (string-prefix-p "kernelscope benchmark: " l))
                                         (split-string (ks-messages) "\n")))))
             ks-result)
+
+      ;; mask-half asks first: eglot's window/showMessageRequest handler (completing-read, here
+      ;; the person) shows the daemon's question; Cancel writes nothing, Mask masks
+      (dolist (choice '("Cancel" "Mask"))
+        (let (question)
+          (cl-letf (((symbol-function 'completing-read)
+                     (lambda (prompt &rest _) (setq question prompt) choice)))
+            (let ((answer (kernelscope-command "kernelscope.maskHalf")))
+              (push (cons (intern (concat "mask_" (downcase choice)))
+                          (list (cons 'question question) (cons 'declined (plist-get answer :declined))
+                                (cons 'masked (plist-get answer :masked))))
+                    ks-result)))))
       (ks-finish 0))
   (error (push (cons 'error (format "%S" err)) ks-result)
          (ks-finish 1)))

@@ -6,8 +6,8 @@ import * as vscode from "vscode";
 import { ExecuteCommandRequest, LanguageClient, LanguageClientOptions, ServerOptions } from "vscode-languageclient/node";
 import vocabularyJson from "../../commands.json";
 import {
-  Comparison, FOLDER_KEYS, HistoryResult, MaskHalfResult, USER_KEYS, Vocabulary, WorkspaceInfo, daemonCommand,
-  folderSettingsOnly, initializationOptions, isWorkspaceDir, maskConfirmation, missingCommands, parseVersionPair, recordParams,
+  Comparison, FOLDER_KEYS, HistoryResult, USER_KEYS, Vocabulary, WorkspaceInfo, daemonCommand,
+  folderSettingsOnly, initializationOptions, isWorkspaceDir, missingCommands, paletteParams, parseVersionPair, recordParams,
   serialized, showAnswers, statusText, topExperiments, workspaceFor,
 } from "./pure";
 import { showHistoryPanel } from "./history";
@@ -207,6 +207,7 @@ async function pickVersions(workspace: string, a: unknown, b: unknown): Promise<
 async function showResult(title: string, result: unknown): Promise<void> {
   if (result === undefined) return;
   output.info(`${title}: ${JSON.stringify(result)}`);
+  if ((result as { declined?: boolean } | null)?.declined) return; // the person said no: nothing to tell them
   vscode.window.showInformationMessage(`${title}: ${JSON.stringify(result).slice(0, 300)}`);
 }
 
@@ -227,17 +228,9 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
     return restartClient(context);
   });
   register("kernelscope.client.showLogs", async () => output.show());
-  register("kernelscope.client.maskHalf", withWorkspace(async (workspace) => {
-    const dry = await daemon<MaskHalfResult>(command("maskHalf"), { workspace, dryRun: true });
-    if (!dry) return;
-    const question = maskConfirmation(dry);
-    if (!question) {
-      vscode.window.showInformationMessage("kernelscope: nothing to mask (fewer than two candidates)");
-      return;
-    }
-    if ((await vscode.window.showWarningMessage(question, { modal: true }, "Mask")) !== "Mask") return;
-    await showResult("mask-half", await daemon(command("maskHalf"), { workspace, seed: dry.seed }));
-  }));
+  // mask-half and restart: the server asks first (its question, what is masked and kept)
+  register("kernelscope.client.maskHalf", withWorkspace(async (workspace) =>
+    showResult("mask-half", await daemon(command("maskHalf"), paletteParams(vocabulary, command("maskHalf"), { workspace })))));
   register("kernelscope.client.unmask", withWorkspace(async (workspace) => {
     const versions = await vscode.window.showInputBox({ prompt: "Versions to unmask, e.g. v2 v5" });
     if (!versions) return;
@@ -260,7 +253,8 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
     await showResult("recorded", await daemon(command("recordExperiment"), params));
   }));
   const job = (name: string) =>
-    register(`kernelscope.client.${name}`, withWorkspace(async (workspace) => showResult(name, await daemon(command(name), { workspace }))));
+    register(`kernelscope.client.${name}`, withWorkspace(async (workspace) =>
+      showResult(name, await daemon(command(name), paletteParams(vocabulary, command(name), { workspace })))));
   for (const name of ["runIteration", "restart", "benchmark", "cancel"]) job(name);
   register("kernelscope.client.topExperiments", withWorkspace(async (workspace) =>
     showResult(...await topExperiments((includeInterpreter) =>

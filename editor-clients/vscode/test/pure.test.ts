@@ -5,7 +5,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import {
   Comparison, Vocabulary, chartPoints, comparisonHtml, daemonCommand, folderSettingsOnly, initializationOptions, isWorkspaceDir,
-  maskConfirmation, missingCommands, parseVersionPair, recordParams, serialized, showAnswers, statusText, topExperiments, workspaceFor,
+  missingCommands, paletteParams, parseVersionPair, recordParams, serialized, showAnswers, statusText, topExperiments, workspaceFor,
 } from "../src/pure";
 
 const vocabulary = JSON.parse(readFileSync("../commands.json", "utf8")) as Vocabulary;
@@ -81,12 +81,11 @@ test("comparisonHtml tabulates both versions and escapes what agents wrote", () 
   assert.ok(!html.includes("<script>") && html.includes("&lt;script&gt;"));
 });
 
-test("maskConfirmation names the versions, the seed and the kept best", () => {
-  const text = maskConfirmation({ masked: ["v2"], candidates: ["v1", "v2", "v3"], best_version: "v4", seed: 7, next_version: "v5" });
-  assert.match(text as string, /Mask v2 of 3 candidates \(seed 7\)\? v4 stays as the best; next version v5/);
-  assert.equal(maskConfirmation({ masked: [], candidates: ["v1"], best_version: "v2", seed: 1, next_version: "v3" }), undefined);
-  const both = maskConfirmation({ masked: ["v1"], candidates: ["v1", "v2"], best_version: "v3", latest_passing_version: "v5", seed: 7, next_version: "v6" });
-  assert.match(both as string, /v3 stays as the best, v5 as the latest successful iteration; next version v6/);
+test("paletteParams asks the server to confirm the commands commands.json marks, and only those", () => {
+  assert.deepEqual(paletteParams(vocabulary, "kernelscope.maskHalf", { workspace: "/w" }), { workspace: "/w", confirm: true });
+  assert.deepEqual(paletteParams(vocabulary, "kernelscope.restart", { workspace: "/w" }), { workspace: "/w", confirm: true });
+  assert.deepEqual(paletteParams(vocabulary, "kernelscope.runIteration", { workspace: "/w" }), { workspace: "/w" });
+  assert.deepEqual(paletteParams(vocabulary, "kernelscope.benchmark", { workspace: "/w" }), { workspace: "/w" });
 });
 
 test("statusText shows the best passing score", () => {

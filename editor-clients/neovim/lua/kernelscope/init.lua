@@ -398,6 +398,10 @@ end
 -- `kernelscope schema --commands`) when the plugin runs from the repository, and in any case
 -- what the server offers (`executeCommandProvider`), added when a client attaches.
 M.commands = {}
+-- commands that mask memory (commands.json's `confirm`): their user commands send
+-- `confirm = true`, so the server asks first (window/showMessageRequest: Neovim's own handler,
+-- `inputlist` before 0.10, `vim.ui.select` after) and writes nothing unless the answer is yes
+M.confirms = {}
 M.workspaces_request = "kernelscope/workspaces"
 local function load_commands()
   local decoded = vocabulary()
@@ -405,11 +409,12 @@ local function load_commands()
     if type(decoded.requests) == "table" and decoded.requests.workspaces then
       M.workspaces_request = decoded.requests.workspaces
     end
-    for command in pairs(decoded.commands) do
+    for command, entry in pairs(decoded.commands) do
       local name = user_command_name(command)
       if name then
         M.commands[name] = command
       end
+      M.confirms[command] = type(entry) == "table" and entry.confirm == true or nil
     end
   end
 end
@@ -636,6 +641,9 @@ function M.define_command(name, command)
   vim.api.nvim_create_user_command(name, function(o)
     local params = command_args(name, o)
     if params then
+      if M.confirms[command] and params.confirm == nil then
+        params.confirm = true -- typed by a person: the server asks before it masks
+      end
       M.execute(command, params)
     end
   end, options)
