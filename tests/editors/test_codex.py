@@ -197,3 +197,43 @@ def test_a_check_before_gpu_time_names_the_recorded_version(codex: Path, demo: P
     assert "`kernelscope bench`" in told  # what to run instead, a shell command
     report = json.loads(told[told.index("{") :])
     assert report["identical"] is True and report["file"] == str(ws / "kernel.py")
+
+
+@RUN
+def test_the_experiment_history_skill_lists_the_stores_rows_whole(
+    codex: Path, demo: Path, tmp_path: Path
+) -> None:
+    """(c) The experiment-history skill's first command as written, then again with
+    --include-interpreter as the skill says for a machine without a GPU, then its `exp show`
+    of the best row: the list reaches the model whole, a line per experiment of the demo (v3's
+    BLOCK_SIZE 1024 -> 4096 first), and the one shown in full parses (with `--json` the list
+    was cut in the middle by Codex and did not)."""
+
+    def director(requests: list[dict[str, Any]], ws: Path) -> Reply:
+        skill = last_output(requests[1]) if len(requests) > 1 else ""
+        if len(requests) == 1:
+            return shell(f"cat {skill_path(requests[0], 'kernelscope-experiment-history')}")
+        if len(requests) == 2:
+            return shell(skill_command(skill, "kernelscope exp top"))
+        if len(requests) == 3:
+            return shell(skill_command(skill, "kernelscope exp top") + " --include-interpreter")
+        if len(requests) == 4:
+            best = re.search(r"\b([0-9a-f]{16})\b", last_output(requests[3]))
+            assert best, last_output(requests[3])
+            return shell(skill_command(skill, "kernelscope exp show").replace("<id>", best.group(1)))
+        return Reply(text="done")
+
+    _run, server, _ws = session(codex, demo, tmp_path, director)
+    assert len(server.requests) == 5, [last_output(r)[-500:] for r in server.requests[1:]]
+    first = last_output(server.requests[2])
+    assert "interpreter run(s) left out" in first and "--include-interpreter" in first, first[-1500:]
+    listed = last_output(server.requests[3])
+    assert "truncated" not in listed, listed
+    rows = [line for line in listed.splitlines() if re.search(r"[0-9a-f]{16}", line)]
+    versions = [re.search(r"\b(v\d)\b", row) for row in rows]
+    assert sorted(v.group(1) for v in versions if v) == ["v0", "v1", "v2", "v3"], rows
+    assert "BLOCK_SIZE 1024 -> 4096" in rows[0], listed
+    shown = last_output(server.requests[4])
+    assert "truncated" not in shown, shown[:1000]
+    record = json.loads(shown[shown.index("{") :])
+    assert "BLOCK_SIZE=4096)" in record["code_change"], record
