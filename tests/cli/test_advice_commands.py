@@ -157,7 +157,7 @@ def test_the_history_skill_reads_this_workspace_unmasked_and_files_its_record_un
         REPO_ROOT / "editor-clients/claude-code/skills/kernelscope-experiment-history/SKILL.md"
     ).read_text()
     commands = [_filled(line) for line in _code_block_lines(skill) if line.startswith("kernelscope exp ")]
-    assert [words[2] for words in commands] == ["top", "failures", "list", "summary", "record"], commands
+    assert [words[2] for words in commands] == ["top", "failures", "list", "summary", "show", "record"]
 
     def run(words: list[str]) -> Any:
         done = subprocess.run(
@@ -168,15 +168,14 @@ def test_the_history_skill_reads_this_workspace_unmasked_and_files_its_record_un
             timeout=120,
         )
         assert done.returncode == 0, (words, done.stdout, done.stderr)
-        return json.loads(done.stdout)
+        return json.loads(done.stdout) if "--json" in words else done.stdout
 
-    shown = []
-    for words in commands[:3]:
-        found = run(words)  # failures: the rows grouped by category
-        rows = [row for group in found.values() for row in group] if isinstance(found, dict) else found
-        shown += [row["change_summary"] for row in rows]
-    assert shown and set(shown) <= {"kernel_opt_add v0", "kernel_opt_add v2"}, shown
-    recorded = run(commands[4])
-    assert recorded["id"] in [row["id"] for row in run(commands[2])]  # the kernel's attempts
+    tables = [run(words) for words in commands[:3]]  # the lists: tables, one experiment a line
+    for table in tables:
+        assert "kernel_opt_add v1" not in table and "kernel_opt_other" not in table, table
+    assert "kernel_opt_add v0" in tables[0] and "kernel_opt_add v2" in tables[0], tables[0]
+    recorded = run(commands[5])
+    assert recorded["id"] in run(commands[2])  # the kernel's attempts
+    assert run([recorded["id"] if word == "x" else word for word in commands[4]])["id"] == recorded["id"]
     # its summary counts v0's and v2's runs and the recorded one, not the masked v1's (2 more)
     assert next(row for row in run(commands[3]) if row["kernel"] == "add_kernel")["runs"] == 5

@@ -17,7 +17,6 @@ import json
 import os
 import re
 import shlex
-import shutil
 import subprocess
 import sys
 import time
@@ -28,14 +27,15 @@ from typing import Any
 
 import pytest
 
-from tests.conftest import REPO_ROOT, missing_tool
+from tests.conftest import REPO_ROOT
 from tests.support.copies import copy_with_stores
+from tests.support.demo_workspace import build_demo, kernel_with_block
 from tests.support.model_server import ModelServer, Reply, texts, tool
+from tests.support.npm_tools import npm_binary
 
 pytestmark = pytest.mark.slow
 CLAUDE_CODE = "2.1.332"  # the newest 2.1.x on npm when this was written
 PLUGIN = REPO_ROOT / "editor-clients" / "claude-code"
-NPM = shutil.which("npm")
 RUN = pytest.mark.skipif(
     not (os.environ.get("CI") or os.environ.get("KERNELSCOPE_E2E_CLAUDE")),
     reason="set KERNELSCOPE_E2E_CLAUDE=1 to run (installs Claude Code from npm); CI runs it",
@@ -51,65 +51,13 @@ QUIET = {  # no traffic but the scripted model's (checked through a proxy when t
 
 @pytest.fixture(scope="module")
 def claude() -> Path:
-    if NPM is None:
-        missing_tool("npm", "apt-get install nodejs npm")
-    prefix = REPO_ROOT / ".cache" / f"claude-code-{CLAUDE_CODE}"
-    binary = prefix / "node_modules" / ".bin" / "claude"
-    if not binary.exists():
-        install = subprocess.run(
-            [
-                NPM,
-                "install",
-                "--prefix",
-                str(prefix),
-                "--no-audit",
-                "--no-fund",
-                f"@anthropic-ai/claude-code@{CLAUDE_CODE}",
-            ],
-            capture_output=True,
-            text=True,
-            timeout=900,
-        )
-        assert install.returncode == 0, (
-            "npm install @anthropic-ai/claude-code failed:\n" + install.stderr[-3000:]
-        )
-    version = subprocess.run([binary, "--version"], capture_output=True, text=True, timeout=60)
-    assert version.stdout.startswith(CLAUDE_CODE), (version.stdout, version.stderr)
-    return binary
+    return npm_binary("@anthropic-ai/claude-code", CLAUDE_CODE, "claude", f"claude-code-{CLAUDE_CODE}")
 
 
 @pytest.fixture(scope="module")
 def demo(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """`kernelscope demo` once (the real workflows record v0..v3 under the interpreter)."""
-    root = tmp_path_factory.mktemp("demo")
-    kernelscope = Path(sys.executable).with_name("kernelscope")
-    made = subprocess.run(
-        [str(kernelscope), "demo", "--dir", str(root), "--mode", "interpreter"],
-        capture_output=True,
-        text=True,
-        timeout=900,
-    )
-    assert made.returncode == 0, made.stdout[-2000:] + made.stderr[-2000:]
-    # The demo's mask-half keeps the version of lowest measured latency, which the interpreter's
-    # noise picks differently from run to run; these sessions expect v0..v3 all active.
-    ws = root / "kernel_opt_vector_add"
-    masked = [
-        p.stem for p in sorted((ws / "memory").glob("v*.json")) if json.loads(p.read_text()).get("masked")
-    ]
-    if masked:
-        from kernelscope.daemon.engine.workflows.git import Git
-
-        unmask = [str(kernelscope), "memory", "unmask", "-w", str(ws), "--version", *masked]
-        done = subprocess.run(unmask, capture_output=True, text=True, timeout=120)
-        assert done.returncode == 0, done.stdout + done.stderr
-        Git(ws).commit_paths(sorted((ws / "memory").glob("v*.json")), f"unmask {', '.join(masked)}")
-    return root
-
-
-def kernel_with_block(block: int, ws: Path) -> str:
-    source = (ws / "kernel.py").read_text()
-    source = re.sub(r"triton\.cdiv\(n_elements, \d+\)", f"triton.cdiv(n_elements, {block})", source)
-    return re.sub(r"BLOCK_SIZE=\d+\)", f"BLOCK_SIZE={block})", source)
+    return build_demo(tmp_path_factory.mktemp("demo"))
 
 
 def user_env(home: Path) -> dict[str, str]:
