@@ -220,3 +220,38 @@ def test_half_way_failure_restores_what_was_written(tmp_path: Path, monkeypatch:
         MemoryManager(ws).mask_half(None, seed=4)
     assert len(calls) > 3  # two written, one failed, the two restored
     assert _snapshot(tmp_path) == before
+
+
+READ_ONLY_GIT = {  # each takes kernelscope's locks under .git/kernelscope before it writes
+    "iterate": CASES["iterate"],
+    "mask-half": CASES["mask-half"],
+    "update": ["memory", "update", "-w", "{ws}", "--version", "v1", "--set", 'notes="read-only"'],
+}
+
+
+@pytest.mark.parametrize("case", list(READ_ONLY_GIT))
+def test_cli_with_a_read_only_git_folder(template: Path, tmp_path: Path, case: str) -> None:
+    """An agent's sandbox that keeps .git read-only (Codex's workspace-write): the commands that
+    write take their lock there first, and said so with an OSError traceback. A clear error
+    naming the lock, exit 2, memory/ and the store as they were. .git is bind-mounted read-only
+    in a private mount namespace."""
+    prefix = _namespace_prefix(tmp_path)
+    if prefix is None:
+        pytest.skip("no mount namespace here (unshare)")
+    copy = tmp_path / "copy"
+    shutil.copytree(template, copy, symlinks=True)
+    shutil.rmtree(copy / "ws" / ".git" / "kernelscope", ignore_errors=True)  # no lock file yet
+    git = copy / "ws" / ".git"
+    argv = [a.format(ws=copy / "ws", db=copy / "exp.sqlite") for a in READ_ONLY_GIT[case]]
+    script = f"mount --bind {git} {git} && mount -o remount,bind,ro {git} && exec {shlex.join([*CLI, *argv])}"
+    done = subprocess.run(
+        [*prefix, "bash", "-c", script], capture_output=True, text=True, env=_env(tmp_path), timeout=300
+    )
+    assert done.returncode == 2, (done.returncode, done.stderr)
+    assert "Traceback" not in done.stderr, done.stderr
+    assert "could not take kernelscope's lock" in done.stderr and "read-only file system" in done.stderr
+    assert str(git / "kernelscope") in " ".join(done.stderr.split()), done.stderr
+    assert {p.name: p.read_bytes() for p in (copy / "ws" / "memory").iterdir()} == {
+        p.name: p.read_bytes() for p in (template / "ws" / "memory").iterdir()
+    }
+    assert _experiments(copy / "exp.sqlite") == _experiments(template / "exp.sqlite")

@@ -36,14 +36,17 @@ def fsync_directory(directory: Path) -> None:
         os.close(fd)
 
 
-def _write_failed(path: Path, exc: OSError) -> WriteFailed:
-    reason = {
+def _reason(exc: OSError) -> str:
+    return {
         errno.ENOSPC: "no space left on the device (disk full)",
         errno.EDQUOT: "disk quota exceeded",
         errno.EFBIG: "file size limit exceeded",
         errno.EROFS: "read-only file system",
     }.get(exc.errno or 0, exc.strerror or str(exc))
-    return WriteFailed(f"could not write {path}: {reason}; {path.name} was left as it was")
+
+
+def _write_failed(path: Path, exc: OSError) -> WriteFailed:
+    return WriteFailed(f"could not write {path}: {_reason(exc)}; {path.name} was left as it was")
 
 
 def current_umask() -> int:
@@ -280,12 +283,18 @@ def workspace_lock(lock_dir: Path, timeout: float = 60.0, name: str = LOCK_NAME)
     costs 50 ms of imports, more than the seed's whole memory script an agent runs in its place
     (docs/benchmarks.md, cli_bench). Where flock is missing (Windows, a file system without it),
     filelock does the job."""
-    lock_dir.mkdir(parents=True, exist_ok=True)
     path = lock_dir / name
     try:
+        lock_dir.mkdir(parents=True, exist_ok=True)
         held = _flock(path, timeout)
     except _NoFlock:
         held = None
+    except OSError as exc:  # a folder this process may not write: a read-only mount, a sandbox
+        raise WriteFailed(
+            f"could not take kernelscope's lock {path}: {_reason(exc)}; nothing was written "
+            f"(every write to the workspace takes it: {lock_dir} must be writable, which an "
+            "agent's sandbox may forbid, e.g. Codex's workspace-write for .git)"
+        ) from exc
     if held is None:
         with _filelock(path, timeout):
             yield
