@@ -5,6 +5,7 @@ field on every save). And the commits made for the user carry the user's identit
 
 from __future__ import annotations
 
+import os
 import subprocess
 from pathlib import Path
 
@@ -97,3 +98,26 @@ def test_a_commit_of_given_bytes_stands_while_another_git_command_holds_the_inde
         lock.unlink()
     assert git.head() == commit and git.show_file(commit, kernel) == "x = 2\n"
     assert kernel.read_text() == "x = 3  # edited after the measurement\n"
+
+
+@pytest.mark.parametrize("how", ["timeout", "signal"])
+def test_a_git_command_that_dies_silently_says_why(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, how: str
+) -> None:
+    """A git that hangs past the timeout (killed) or is killed by a signal prints nothing: the
+    error said "git commit -q --only failed in WS: " and no reason (seen once under load)."""
+    from kernelscope.daemon.engine.workflows import git as git_module
+
+    git, kernel = _repo(tmp_path)
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    fake = bin_dir / "git"
+    fake.write_text("#!/bin/sh\nexec sleep 30\n" if how == "timeout" else "#!/bin/sh\nkill -9 $$\n")
+    fake.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{bin_dir}:{os.environ['PATH']}")
+    monkeypatch.setattr(git_module, "GIT_TIMEOUT_S", 0.5)
+    kernel.write_text("x = 2\n")
+    with pytest.raises(DataError) as raised:
+        git.run("commit", "-q", "-m", "v1")
+    said = str(raised.value)
+    assert ("no answer in 0.5 s, stopped" if how == "timeout" else "killed by signal 9") in said, said

@@ -100,11 +100,16 @@ class Git:
             except subprocess.TimeoutExpired:
                 process.kill()
                 stdout, stderr = process.communicate()
+                stderr = f"no answer in {GIT_TIMEOUT_S} s, stopped; {stderr}"
         finally:
             if marker is not None:
                 marker.unlink(missing_ok=True)
         if check and process.returncode != 0:
-            raise DataError(f"git {' '.join(args[:3])} failed in {self.workdir}: {stderr.strip()}")
+            if process.returncode < 0 and "stopped;" not in stderr:  # it said nothing: say why
+                stderr = f"killed by signal {-process.returncode}; {stderr}"
+            raise DataError(
+                f"git {' '.join(args[:3])} failed in {self.workdir}: {stderr.strip().rstrip(';')}"
+            )
         return stdout.strip()
 
     def _fallback_identity(self) -> dict[str, str]:
