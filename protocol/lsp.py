@@ -12,7 +12,7 @@ from kernelscope.protocol.commands import IterationResult, MaskHalfResult, Resta
 from kernelscope.protocol.experiment import KernelExperiment
 from kernelscope.protocol.history import VersionComparison
 from kernelscope.protocol.settings import Settings
-from kernelscope.protocol.vocabulary import COMMANDS, CONFIRMS, JOB_KINDS, JobKind
+from kernelscope.protocol.vocabulary import COMMANDS, JOB_KINDS, JobKind
 
 
 class _Params(BaseModel):
@@ -27,7 +27,7 @@ class WorkspaceParams(_Params):
 
 class WritesAfterAsking(WorkspaceParams):
     """A command that masks memory (and may launch an agent): with `confirm`, the server asks
-    the person first (protocol/vocabulary.CONFIRMS names these commands for the clients)."""
+    the person first (CONFIRMS, below, names these commands; commands.json tells the clients)."""
 
     confirm: bool = Field(
         default=False,
@@ -207,9 +207,10 @@ _RESULTS: dict[str, Any] = {
 COMMAND_MODELS: dict[str, tuple[type[BaseModel], Any]] = {
     name: (globals()[params], _RESULTS[name]) for name, (params, _method, _kind) in COMMANDS.items()
 }
-# the commands the clients send `confirm` to are the ones whose params take it
-assert {name for name, (params, _) in COMMAND_MODELS.items() if issubclass(params, WritesAfterAsking)} == set(
-    CONFIRMS
+# The commands that ask before they write when sent with `confirm`: those whose params take it
+# (commands.json's `confirm`, which the editors' palette commands read).
+CONFIRMS: tuple[str, ...] = tuple(
+    name for name, (params, _) in COMMAND_MODELS.items() if issubclass(params, WritesAfterAsking)
 )
 # What `kernelscope/jobFinished` carries in `result` for each job kind.
 JOB_RESULTS: dict[str, Any] = {

@@ -32,12 +32,6 @@ COMMANDS: dict[str, tuple[str, str, str | None]] = {
     "kernelscope.cancel": ("CancelParams", "cancel", None),
 }
 
-# Commands that write to memory/ (and may launch an agent) on a click: sent with `"confirm":
-# true` (the lens; the editors' palette commands), the server asks the person first
-# (`window/showMessageRequest`) and writes nothing unless they agree. Their params models are
-# protocol/lsp.WritesAfterAsking; clients read the list from editor-clients/commands.json.
-CONFIRMS: tuple[str, ...] = ("kernelscope.maskHalf", "kernelscope.restart")
-
 JOB_KINDS: tuple[str, ...] = ("benchmark", "runIteration", "restart")
 if TYPE_CHECKING:
     JobKind = Literal["benchmark", "runIteration", "restart"]

@@ -32,9 +32,9 @@ def commands_document() -> dict[str, Any]:
     the person before it writes), the notification and request names. Written to
     editor-clients/commands.json (`kernelscope schema --commands`), which clients read instead
     of hand-copied names; tests/test_vocabulary.py keeps the file current."""
+    from kernelscope.protocol.lsp import CONFIRMS
     from kernelscope.protocol.vocabulary import (
         COMMANDS,
-        CONFIRMS,
         JOB_FINISHED,
         JOB_KINDS,
         WORKSPACE_RULE,

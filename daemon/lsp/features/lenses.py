@@ -15,15 +15,14 @@ from kernelscope.daemon.lsp.state import WorkspaceView
 if TYPE_CHECKING:
     from kernelscope.daemon.engine.workspace.cache import Source
 
-WRITES = (("Run iteration", "kernelscope.runIteration"), ("Mask half & restart", "kernelscope.restart"))
-READS = (("Benchmark now", "kernelscope.benchmark"),)
-
-
-def _arguments(command: str, args: list[object]) -> list[object]:
-    """A lens is one click: a command that masks memory asks the person first (`confirm`)."""
-    from kernelscope.protocol.vocabulary import CONFIRMS
-
-    return [{**args[0], "confirm": True}] if command in CONFIRMS and isinstance(args[0], dict) else args
+# (title, command, arguments beyond the workspace): the restart masks half of memory/ and launches
+# an agent on one click, so its lens asks the person first (`confirm`: protocol/lsp.WritesAfterAsking)
+Lens = tuple[str, str, dict[str, object]]
+WRITES: tuple[Lens, ...] = (
+    ("Run iteration", "kernelscope.runIteration", {}),
+    ("Mask half & restart", "kernelscope.restart", {"confirm": True}),
+)
+READS: tuple[Lens, ...] = (("Benchmark now", "kernelscope.benchmark", {}),)
 
 
 def _lens(line: int, title: str, command: str, arguments: list[object]) -> types.CodeLens:
@@ -76,7 +75,10 @@ def _code_lens(view: WorkspaceView) -> list[types.CodeLens]:
     args: list[object] = [{"workspace": str(view.root)}]
     lenses = [_lens(0, file_text(view), "kernelscope.showHistory", args)]
     writes = () if view.cache.supervised() else WRITES  # an orchestrator's workspace: kernelscope observes
-    lenses += [_lens(0, title, command, _arguments(command, args)) for title, command in (*writes, *READS)]
+    root = str(view.root)
+    lenses += [
+        _lens(0, title, command, [{"workspace": root, **more}]) for title, command, more in (*writes, *READS)
+    ]
     if view.job is None and view.last_outcome is not None and view.last_outcome[1] == "cancelled":
         cancelled = lens_text.cancelled_text(view.last_outcome[0])
         lenses.insert(0, _lens(0, cancelled, "kernelscope.benchmark", args))
