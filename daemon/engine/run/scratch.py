@@ -71,6 +71,13 @@ def _inside(path: Path, root: Path) -> bool:
     return path == root or root in path.parents
 
 
+def _writable(path: Path) -> bool:
+    """Whether this process may make `path` (its nearest existing folder is writable)."""
+    while not path.exists() and path.parent != path:
+        path = path.parent
+    return os.access(path, os.W_OK)
+
+
 def _git_listing(workspace: Path) -> list[str] | None:
     """Tracked plus untracked-but-not-ignored paths relative to `workspace`; None when it is not
     in a git work tree (or git is missing or lists nothing, e.g. a folder a parent repository
@@ -234,9 +241,18 @@ class Scratch:
             if value and os.path.isabs(value) and _inside(Path(value).resolve(), self.workspace):
                 env[name] = str(self.cache / name.lower())
         # Triton's default cache is $TRITON_HOME or $HOME, then .triton/cache: fine unless that
-        # home is the workspace or inside it.
+        # home is the workspace or inside it, or a folder this process may not write (an agent's
+        # sandbox keeps the home read-only, Codex's workspace-write does), where Triton's first
+        # compile dies on the read-only file system.
         home = env.get("TRITON_HOME") or env.get("HOME")
-        if "TRITON_CACHE_DIR" not in env and home and _inside(Path(home).resolve(), self.workspace):
+        if (
+            "TRITON_CACHE_DIR" not in env
+            and home
+            and (
+                _inside(Path(home).resolve(), self.workspace)
+                or not _writable(Path(home) / ".triton" / "cache")
+            )
+        ):
             env["TRITON_CACHE_DIR"] = str(self.cache / "triton")
         return env
 
