@@ -111,13 +111,20 @@ def serve_to(server: ResponsesServer, home: Path, env: dict[str, str]) -> None:
 
 
 def session(
-    codex: Path, demo: Path, tmp_path: Path, director: Callable[[list[dict[str, Any]], Path], Reply]
+    codex: Path,
+    demo: Path,
+    tmp_path: Path,
+    director: Callable[[list[dict[str, Any]], Path], Reply],
+    options: tuple[str, ...] = (),
+    extra_env: dict[str, str] | None = None,
 ) -> tuple[subprocess.CompletedProcess[str], ResponsesServer, Path]:
     """One `codex exec` in a private copy of the demo, by a `codex_user`, in Codex's
-    workspace-write sandbox (`--full-auto`'s). Returns the run, the server and the workspace."""
+    workspace-write sandbox (`--full-auto`'s), with `options` and `extra_env` added. Returns
+    the run, the server and the workspace."""
     copy = copy_with_stores(demo, tmp_path / "demo")
     ws = copy / "kernel_opt_vector_add"
     home, env = codex_user(tmp_path, copy)
+    env.update(extra_env or {})
     with ResponsesServer(lambda requests: director(requests, ws)) as server:
         serve_to(server, home, env)
         run = subprocess.run(
@@ -127,6 +134,7 @@ def session(
                 "--ephemeral",
                 "-s",
                 "workspace-write",
+                *options,
                 "Make the vector add kernel faster.",
             ],
             cwd=ws,
@@ -254,6 +262,54 @@ def test_the_experiment_history_skill_lists_the_stores_rows_whole(
     assert "BLOCK_SIZE=4096)" in record["code_change"], record
 
 
+@RUN
+def test_the_skills_bench_runs_in_the_workspace_write_sandbox(
+    codex: Path, demo: Path, tmp_path: Path
+) -> None:
+    """(d) `kernelscope bench` as the before-gpu-time skill writes it, run by Codex's shell in
+    its workspace-write sandbox with the home read-only (the home lives in /tmp here, so /tmp
+    is left out of the writable folders, `exclude_slash_tmp`, and a TMPDIR of its own stands
+    in for it): the kernel runs in kernelscope's scratch copy and the result passes. Run again
+    without TMPDIR (no writable temporary folder), it says which folder to allow, exit 2."""
+    scratch = tmp_path / "tmp"
+    scratch.mkdir()
+
+    def director(requests: list[dict[str, Any]], ws: Path) -> Reply:
+        skill = last_output(requests[1]) if len(requests) > 1 else ""
+        if len(requests) == 1:
+            return shell(f"cat {skill_path(requests[0], 'kernelscope-before-gpu-time')}")
+        if len(requests) == 2:
+            return shell("touch ~/written; echo status $?")
+        if len(requests) == 3:
+            return shell(skill_command(skill, "kernelscope bench"))
+        if len(requests) == 4:
+            return shell(f"env -u TMPDIR {skill_command(skill, 'kernelscope bench')}; echo status $?")
+        return Reply(text="done")
+
+    _run, server, ws = session(
+        codex,
+        demo,
+        tmp_path,
+        director,
+        options=("-c", "sandbox_workspace_write.exclude_slash_tmp=true"),
+        extra_env={"TMPDIR": str(scratch)},
+    )
+    assert len(server.requests) == 5, [last_output(r)[-500:] for r in server.requests[1:]]
+    home = last_output(server.requests[2])
+    assert "Read-only file system" in home and "status 1" in home, home
+    measured = last_output(server.requests[3])
+    result = json.loads(measured[measured.index("{") :])
+    assert result["status"] == "ok" and result["passed"] is True and result["mode"] == "interpreter", (
+        measured[-2000:]
+    )
+    refused = last_output(server.requests[4])
+    assert "status 2" in refused and "Traceback" not in refused, refused[-2000:]
+    assert "(/tmp: read-only file system)" in refused and "set TMPDIR" in refused, refused[-2000:]
+    assert (
+        subprocess.run(["git", "status", "--porcelain"], cwd=ws, capture_output=True, text=True).stdout == ""
+    )
+
+
 RECORD = "kernelscope iterate --mode interpreter --seeds 1 -a tiling -d 'BLOCK_SIZE 512'"
 
 
@@ -261,7 +317,7 @@ RECORD = "kernelscope iterate --mode interpreter --seeds 1 -a tiling -d 'BLOCK_S
 def test_the_partial_restart_skills_codex_command_records_the_next_version(
     codex: Path, demo: Path, tmp_path: Path
 ) -> None:
-    """(d) The partial-restart skill's `kernelscope restart --agent '...' --json` with the Codex
+    """(e) The partial-restart skill's `kernelscope restart --agent '...' --json` with the Codex
     command the skill gives in its place, run as written (this `codex` on PATH): the fresh
     agent reads the brief, makes kernel.py new code and records it with `kernelscope iterate`
     as the brief says, through its shell; the restart completes, v4 recorded and committed."""
