@@ -13,6 +13,8 @@ missing or invalid data (no such version, corrupt file, refused operation), 130 
 
 from __future__ import annotations
 
+import errno
+
 
 class KernelscopeError(Exception):
     """Base class: a clear message for a person, and the exit status for a script."""
@@ -35,6 +37,16 @@ class DataError(KernelscopeError):
 class WriteFailed(DataError):
     """A write could not be completed (disk full, quota, read-only file system); the file it
     was replacing is left as it was."""
+
+
+def write_error_reason(exc: OSError) -> str:
+    """Why a write failed, in words (disk full, read-only file system, ...)."""
+    return {
+        errno.ENOSPC: "no space left on the device (disk full)",
+        errno.EDQUOT: "disk quota exceeded",
+        errno.EFBIG: "file size limit exceeded",
+        errno.EROFS: "read-only file system",
+    }.get(exc.errno or 0, exc.strerror or str(exc))
 
 
 class Cancelled(KernelscopeError):

@@ -18,6 +18,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import shlex
 import subprocess
 import sys
 from collections.abc import Callable
@@ -74,15 +75,11 @@ def demo(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return build_demo(tmp_path_factory.mktemp("demo"))
 
 
-def session(
-    codex: Path, demo: Path, tmp_path: Path, director: Callable[[list[dict[str, Any]], Path], Reply]
-) -> tuple[subprocess.CompletedProcess[str], ResponsesServer, Path]:
-    """One `codex exec` in a private copy of the demo, by a user whose home is fresh, with the
-    skills linked as the README says (`ln -s .../skills/* ~/.agents/skills/`), the experiment
-    store the demo recorded in, and `kernelscope` on PATH; in Codex's workspace-write sandbox
-    (`--full-auto`'s). Returns the run, the server and the workspace."""
-    copy = copy_with_stores(demo, tmp_path / "demo")
-    ws = copy / "kernel_opt_vector_add"
+def codex_user(tmp_path: Path, copy: Path) -> tuple[Path, dict[str, str]]:
+    """A user whose home is fresh, with the skills linked as the README says
+    (`ln -s .../skills/* ~/.agents/skills/`), the experiment store of `copy` (a copy of the
+    demo), and `kernelscope` on PATH: the home and the environment to run Codex in (its
+    config.toml written by `serve_to`)."""
     home = tmp_path / "home"
     (home / ".agents" / "skills").mkdir(parents=True)
     (home / ".codex").mkdir()
@@ -97,14 +94,39 @@ def session(
         "XDG_CONFIG_HOME": str(home / ".config"),
         "XDG_DATA_HOME": str(copy / "share"),  # the demo's experiments
         "XDG_CACHE_HOME": str(home / ".cache"),
+        "XDG_STATE_HOME": str(home / ".local" / "state"),
         "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}",  # `kernelscope` itself
         "NO_PROXY": "127.0.0.1,localhost",
         "no_proxy": "127.0.0.1,localhost",
     }
+    return home, env
+
+
+def serve_to(server: ResponsesServer, home: Path, env: dict[str, str]) -> None:
+    """Codex's config for the scripted model `server`, and its HTTP proxy pointed there too
+    (traffic meant for any other host lands in `server.elsewhere`)."""
+    (home / ".codex" / "config.toml").write_text(CONFIG.format(url=server.url))
+    for name in ("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY"):
+        env[name] = env[name.lower()] = server.url
+
+
+def session(
+    codex: Path,
+    demo: Path,
+    tmp_path: Path,
+    director: Callable[[list[dict[str, Any]], Path], Reply],
+    options: tuple[str, ...] = (),
+    extra_env: dict[str, str] | None = None,
+) -> tuple[subprocess.CompletedProcess[str], ResponsesServer, Path]:
+    """One `codex exec` in a private copy of the demo, by a `codex_user`, in Codex's
+    workspace-write sandbox (`--full-auto`'s), with `options` and `extra_env` added. Returns
+    the run, the server and the workspace."""
+    copy = copy_with_stores(demo, tmp_path / "demo")
+    ws = copy / "kernel_opt_vector_add"
+    home, env = codex_user(tmp_path, copy)
+    env.update(extra_env or {})
     with ResponsesServer(lambda requests: director(requests, ws)) as server:
-        (home / ".codex" / "config.toml").write_text(CONFIG.format(url=server.url))
-        for name in ("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY"):
-            env[name] = env[name.lower()] = server.url
+        serve_to(server, home, env)
         run = subprocess.run(
             [
                 str(codex),
@@ -112,6 +134,7 @@ def session(
                 "--ephemeral",
                 "-s",
                 "workspace-write",
+                *options,
                 "Make the vector add kernel faster.",
             ],
             cwd=ws,
@@ -237,3 +260,102 @@ def test_the_experiment_history_skill_lists_the_stores_rows_whole(
     assert "truncated" not in shown, shown[:1000]
     record = json.loads(shown[shown.index("{") :])
     assert "BLOCK_SIZE=4096)" in record["code_change"], record
+
+
+@RUN
+def test_the_skills_bench_runs_in_the_workspace_write_sandbox(
+    codex: Path, demo: Path, tmp_path: Path
+) -> None:
+    """(d) `kernelscope bench` as the before-gpu-time skill writes it, run by Codex's shell in
+    its workspace-write sandbox with the home read-only (the home lives in /tmp here, so /tmp
+    is left out of the writable folders, `exclude_slash_tmp`, and a TMPDIR of its own stands
+    in for it): the kernel runs in kernelscope's scratch copy and the result passes. Run again
+    without TMPDIR (no writable temporary folder), it says which folder to allow, exit 2."""
+    scratch = tmp_path / "tmp"
+    scratch.mkdir()
+
+    def director(requests: list[dict[str, Any]], ws: Path) -> Reply:
+        skill = last_output(requests[1]) if len(requests) > 1 else ""
+        if len(requests) == 1:
+            return shell(f"cat {skill_path(requests[0], 'kernelscope-before-gpu-time')}")
+        if len(requests) == 2:
+            return shell("touch ~/written; echo status $?")
+        if len(requests) == 3:
+            return shell(skill_command(skill, "kernelscope bench"))
+        if len(requests) == 4:
+            return shell(f"env -u TMPDIR {skill_command(skill, 'kernelscope bench')}; echo status $?")
+        return Reply(text="done")
+
+    _run, server, ws = session(
+        codex,
+        demo,
+        tmp_path,
+        director,
+        options=("-c", "sandbox_workspace_write.exclude_slash_tmp=true"),
+        extra_env={"TMPDIR": str(scratch)},
+    )
+    assert len(server.requests) == 5, [last_output(r)[-500:] for r in server.requests[1:]]
+    home = last_output(server.requests[2])
+    assert "Read-only file system" in home and "status 1" in home, home
+    measured = last_output(server.requests[3])
+    result = json.loads(measured[measured.index("{") :])
+    assert result["status"] == "ok" and result["passed"] is True and result["mode"] == "interpreter", (
+        measured[-2000:]
+    )
+    refused = last_output(server.requests[4])
+    assert "status 2" in refused and "Traceback" not in refused, refused[-2000:]
+    assert "(/tmp: read-only file system)" in refused and "set TMPDIR" in refused, refused[-2000:]
+    assert (
+        subprocess.run(["git", "status", "--porcelain"], cwd=ws, capture_output=True, text=True).stdout == ""
+    )
+
+
+RECORD = "kernelscope iterate --mode interpreter --seeds 1 -a tiling -d 'BLOCK_SIZE 512'"
+
+
+@RUN
+def test_the_partial_restart_skills_codex_command_records_the_next_version(
+    codex: Path, demo: Path, tmp_path: Path
+) -> None:
+    """(e) The partial-restart skill's `kernelscope restart --agent '...' --json` with the Codex
+    command the skill gives in its place, run as written (this `codex` on PATH): the fresh
+    agent reads the brief, makes kernel.py new code and records it with `kernelscope iterate`
+    as the brief says, through its shell; the restart completes, v4 recorded and committed."""
+    skill = (SKILLS / "kernelscope-partial-restart" / "SKILL.md").read_text()
+    (line,) = [s.strip() for s in skill.splitlines() if s.strip().startswith("kernelscope restart --agent")]
+    agent = re.search(r"`(codex exec [^`]+)`", skill)
+    assert agent, skill
+    argv = shlex.split(line)
+    argv[argv.index("--agent") + 1] = agent.group(1)
+    copy = copy_with_stores(demo, tmp_path / "demo")
+    ws = copy / "kernel_opt_vector_add"
+    home, env = codex_user(tmp_path, copy)
+    env["PATH"] = f"{codex.parent}{os.pathsep}{env['PATH']}"
+
+    def director(requests: list[dict[str, Any]]) -> Reply:
+        if len(requests) == 1:
+            brief = re.search(r"Read (\S+\.md) and follow it", texts(requests[0]))
+            assert brief, texts(requests[0])[-2000:]
+            return shell(f"cat {brief.group(1)}")
+        if len(requests) == 2:
+            return shell(f"cat > kernel.py <<'EOF'\n{kernel_with_block(512, ws)}EOF")
+        if len(requests) == 3:
+            return shell(RECORD)
+        return Reply(text="done")
+
+    with ResponsesServer(director) as server:
+        serve_to(server, home, env)
+        done = subprocess.run(argv, cwd=ws, env=env, capture_output=True, text=True, timeout=300)
+    told = [last_output(r)[-1500:] for r in server.requests[1:]]
+    report = json.loads(done.stdout)
+    assert done.returncode == 0 and report["completed"], (report["violations"], told, done.stderr[-2000:])
+    assert server.elsewhere == [], server.elsewhere
+    assert len(server.requests) == 4, told
+    assert "kernelscope iterate" in last_output(server.requests[1])  # the brief, as the agent read it
+    assert report["latest_memory_path"] == str(ws / "memory" / "v4.json")
+    assert "BLOCK_SIZE=512)" in (ws / "kernel.py").read_text()
+    commit = report["commit_hash"]
+    shown = subprocess.run(
+        ["git", "show", "--name-only", "--format=", commit], cwd=ws, capture_output=True, text=True
+    )
+    assert commit and set(shown.stdout.split()) >= {"kernel.py", "memory/v4.json"}, (shown, report)

@@ -335,6 +335,46 @@ def test_a_workspace_named_cache_gets_its_scratch_copy(tmp_path: Path) -> None:
     assert not parent.exists()
 
 
+# In the scratch copy, what a kernel's child does first on a GPU: Triton's compile cache stores a file.
+TRITON_CACHE_USE = """
+import subprocess, sys
+from pathlib import Path
+from kernelscope.daemon.engine.run.scratch import scratch_copy
+with scratch_copy(Path(sys.argv[1])) as scratch:
+    env = {**scratch.env(), "TRITON_INTERPRET": "1"}
+    put = "from triton.runtime.cache import get_cache_manager as g; g('0' * 64).put(b'x', 'a.bin')"
+    done = subprocess.run([sys.executable, "-c", put], env=env, capture_output=True, text=True)
+    print(done.returncode, done.stderr[-500:])
+"""
+
+
+def test_a_read_only_home_gets_tritons_cache_in_the_scratch_folder(tmp_path: Path) -> None:
+    """An agent's sandbox keeps the home read-only (Codex's workspace-write): Triton's default
+    cache (~/.triton/cache) could not be made, so on a GPU every compile in the kernel's child
+    died on the read-only file system. The child's TRITON_CACHE_DIR is now in the scratch
+    folder. The home is bind-mounted read-only in a private mount namespace."""
+    from tests.reliability.test_disk_full import _namespace_prefix
+
+    prefix = _namespace_prefix(tmp_path)
+    if prefix is None:
+        pytest.skip("no mount namespace here (unshare)")
+    ws = tmp_path / "ws"
+    shutil.copytree(EXAMPLES / "vector_add", ws)
+    home = tmp_path / "home"
+    home.mkdir()
+    env = {**{k: v for k, v in CLEAN_ENV.items() if not k.startswith("TRITON_")}, "HOME": str(home)}
+    script = f'mount --bind {home} {home} && mount -o remount,bind,ro {home} && exec "$@"'
+    done = subprocess.run(
+        [*prefix, "bash", "-c", script, "-", sys.executable, "-c", TRITON_CACHE_USE, str(ws)],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=120,
+    )
+    assert done.returncode == 0 and done.stdout.startswith("0 "), (done.stdout, done.stderr[-2000:])
+    assert not (home / ".triton").exists()
+
+
 def test_gate_lines_formats_and_hostile_values(tmp_path: Path) -> None:
     lines = GateLines()
     for line in (

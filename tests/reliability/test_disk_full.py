@@ -255,3 +255,37 @@ def test_cli_with_a_read_only_git_folder(template: Path, tmp_path: Path, case: s
         p.name: p.read_bytes() for p in (template / "ws" / "memory").iterdir()
     }
     assert _experiments(copy / "exp.sqlite") == _experiments(template / "exp.sqlite")
+
+
+def test_bench_with_a_read_only_tmp(tmp_path: Path) -> None:
+    """An agent's sandbox that keeps /tmp read-only and sets no TMPDIR (Codex's workspace-write
+    with `exclude_slash_tmp`): Python's temporary folder is then the workspace itself, and the
+    scratch copy's fallback to /tmp died with an OSError traceback (exit 1). A clear error
+    naming /tmp and what to allow, exit 2, one JSON document, the workspace as it was. /tmp
+    and /var/tmp are bind-mounted read-only in a private mount namespace, the workspace
+    (under /tmp) writable."""
+    prefix = _namespace_prefix(tmp_path)
+    if prefix is None:
+        pytest.skip("no mount namespace here (unshare)")
+    ws = tmp_path / "ws"
+    shutil.copytree(EXAMPLES / "vector_add", ws)
+    before = sorted(p.relative_to(ws) for p in ws.rglob("*"))
+    read_only = " && ".join(
+        f"mount --bind {d} {d} && mount -o remount,bind,ro {d}"
+        for d in ("/var/tmp", "/usr/tmp")
+        if Path(d).is_dir()
+    )
+    bench = shlex.join([*CLI, "bench", "-w", str(ws), "--mode", "interpreter", "--json"])
+    script = (
+        f"mount --bind {ws} {ws} && mount --rbind /tmp /tmp && mount -o remount,bind,ro /tmp"
+        f"{' && ' + read_only if read_only else ''} && cd {ws} && exec {bench}"
+    )
+    env = {k: v for k, v in _env(tmp_path).items() if k not in ("TMPDIR", "TEMP", "TMP")}
+    done = subprocess.run(
+        [*prefix, "bash", "-c", script], capture_output=True, text=True, env=env, timeout=300
+    )
+    assert done.returncode == 2, (done.returncode, done.stderr[-3000:])
+    assert "Traceback" not in done.stderr, done.stderr
+    message = json.loads(done.stdout)["error"]["message"]
+    assert "(/tmp: read-only file system)" in message and "set TMPDIR" in message, message
+    assert sorted(p.relative_to(ws) for p in ws.rglob("*")) == before

@@ -20,7 +20,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from kernelscope.daemon.engine import DataError, WriteFailed
+from kernelscope.daemon.engine import DataError, WriteFailed, write_error_reason
 from kernelscope.daemon.engine.memory.core import FILE_RE, JOURNAL_NAME, MEMORY_DIR
 
 LOCK_NAME = ".kernelscope.lock"
@@ -36,17 +36,8 @@ def fsync_directory(directory: Path) -> None:
         os.close(fd)
 
 
-def _reason(exc: OSError) -> str:
-    return {
-        errno.ENOSPC: "no space left on the device (disk full)",
-        errno.EDQUOT: "disk quota exceeded",
-        errno.EFBIG: "file size limit exceeded",
-        errno.EROFS: "read-only file system",
-    }.get(exc.errno or 0, exc.strerror or str(exc))
-
-
 def _write_failed(path: Path, exc: OSError) -> WriteFailed:
-    return WriteFailed(f"could not write {path}: {_reason(exc)}; {path.name} was left as it was")
+    return WriteFailed(f"could not write {path}: {write_error_reason(exc)}; {path.name} was left as it was")
 
 
 def current_umask() -> int:
@@ -291,7 +282,7 @@ def workspace_lock(lock_dir: Path, timeout: float = 60.0, name: str = LOCK_NAME)
         held = None
     except OSError as exc:  # a folder this process may not write: a read-only mount, a sandbox
         raise WriteFailed(
-            f"could not take kernelscope's lock {path}: {_reason(exc)}; nothing was written "
+            f"could not take kernelscope's lock {path}: {write_error_reason(exc)}; nothing was written "
             f"(every write to the workspace takes it: {lock_dir} must be writable, which an "
             "agent's sandbox may forbid, e.g. Codex's workspace-write for .git)"
         ) from exc

@@ -34,6 +34,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from kernelscope.daemon.engine import WriteFailed, write_error_reason
+
 SKIP_DIRS = frozenset(
     {
         ".git",
@@ -67,6 +69,13 @@ CACHE_VARIABLES = ("TRITON_CACHE_DIR", "TRITON_DUMP_DIR", "TRITON_OVERRIDE_DIR",
 
 def _inside(path: Path, root: Path) -> bool:
     return path == root or root in path.parents
+
+
+def _writable(path: Path) -> bool:
+    """Whether this process may make `path` (its nearest existing folder is writable)."""
+    while not path.exists() and path.parent != path:
+        path = path.parent
+    return os.access(path, os.W_OK)
 
 
 def _git_listing(workspace: Path) -> list[str] | None:
@@ -232,9 +241,18 @@ class Scratch:
             if value and os.path.isabs(value) and _inside(Path(value).resolve(), self.workspace):
                 env[name] = str(self.cache / name.lower())
         # Triton's default cache is $TRITON_HOME or $HOME, then .triton/cache: fine unless that
-        # home is the workspace or inside it.
+        # home is the workspace or inside it, or a folder this process may not write (an agent's
+        # sandbox keeps the home read-only, Codex's workspace-write does), where Triton's first
+        # compile dies on the read-only file system.
         home = env.get("TRITON_HOME") or env.get("HOME")
-        if "TRITON_CACHE_DIR" not in env and home and _inside(Path(home).resolve(), self.workspace):
+        if (
+            "TRITON_CACHE_DIR" not in env
+            and home
+            and (
+                _inside(Path(home).resolve(), self.workspace)
+                or not _writable(Path(home) / ".triton" / "cache")
+            )
+        ):
             env["TRITON_CACHE_DIR"] = str(self.cache / "triton")
         return env
 
@@ -246,11 +264,7 @@ def scratch_copy(workspace: Path, prefix: str = "kernelscope-scratch-") -> Itera
     The copy keeps the workspace's folder name (`<tmp>/<name>/`): some gates and agents read
     it (`kernel_opt_<name>`)."""
     workspace = workspace.expanduser().resolve()
-    parent = Path(tempfile.mkdtemp(prefix=prefix)).resolve()
-    if _inside(parent, workspace):  # TMPDIR inside the workspace would defeat the point
-        shutil.rmtree(parent, ignore_errors=True)
-        fallback = "/tmp" if os.path.isdir("/tmp") else None
-        parent = Path(tempfile.mkdtemp(prefix=prefix, dir=fallback)).resolve()
+    parent = _scratch_parent(workspace, prefix)
     try:
         root = parent / (workspace.name or "workspace")
         copy_workspace(workspace, root)
@@ -260,3 +274,25 @@ def scratch_copy(workspace: Path, prefix: str = "kernelscope-scratch-") -> Itera
     finally:
         with contextlib.suppress(OSError):
             remove_tree(parent)
+
+
+def _scratch_parent(workspace: Path, prefix: str) -> Path:
+    """A new folder in the temporary folder ($TMPDIR, else /tmp), or in /tmp where that is the
+    workspace or inside it. None that can be made (an agent's sandbox keeps /tmp read-only, or
+    Python found no writable temporary folder but the workspace) stops the run with a clear
+    error naming the folder, before anything ran."""
+    try:
+        parent = Path(tempfile.mkdtemp(prefix=prefix)).resolve()
+        if _inside(parent, workspace):  # TMPDIR inside the workspace would defeat the point
+            shutil.rmtree(parent, ignore_errors=True)
+            fallback = "/tmp" if os.path.isdir("/tmp") else None
+            parent = Path(tempfile.mkdtemp(prefix=prefix, dir=fallback)).resolve()
+    except OSError as exc:
+        where = f"{Path(exc.filename).parent}: {write_error_reason(exc)}" if exc.filename else str(exc)
+        raise WriteFailed(
+            f"could not make the scratch folder to run the workspace's copy in ({where}); nothing "
+            "was run. kernelscope runs every kernel and gate in a copy of the workspace in the "
+            "temporary folder ($TMPDIR, else /tmp), never in the workspace: make one writable "
+            "(an agent's sandbox: allow /tmp, or set TMPDIR to a folder it may write)"
+        ) from exc
+    return parent
