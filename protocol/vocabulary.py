@@ -37,6 +37,9 @@ COMMANDS: dict[str, tuple[str, str, str | None]] = {
 # (`window/showMessageRequest`) and writes nothing unless they agree. Their params models are
 # protocol/lsp.WritesAfterAsking; clients read the list from editor-clients/commands.json.
 CONFIRMS: tuple[str, ...] = ("kernelscope.maskHalf", "kernelscope.restart")
+# The question's action that writes nothing (its other action, "Mask" or "Mask & restart",
+# goes ahead): an editor that shows the question as a dialog makes it the dialog's own cancel.
+DECLINE = "Cancel"
 
 JOB_KINDS: tuple[str, ...] = ("benchmark", "runIteration", "restart")
 if TYPE_CHECKING:
