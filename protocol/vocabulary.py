@@ -32,6 +32,10 @@ COMMANDS: dict[str, tuple[str, str, str | None]] = {
     "kernelscope.cancel": ("CancelParams", "cancel", None),
 }
 
+# The question's action that writes nothing (its other action, "Mask" or "Mask & restart",
+# goes ahead): an editor that shows the question as a dialog makes it the dialog's own cancel.
+DECLINE = "Cancel"
+
 JOB_KINDS: tuple[str, ...] = ("benchmark", "runIteration", "restart")
 if TYPE_CHECKING:
     JobKind = Literal["benchmark", "runIteration", "restart"]

@@ -29,12 +29,14 @@ def _camel_properties(schema: dict) -> dict:
 def commands_document() -> dict[str, Any]:
     """What clients need to call the daemon, from the one vocabulary (protocol/vocabulary.py):
     command names, the job kind each starts and whether it takes `confirm` (the server asks
-    the person before it writes), the notification and request names. Written to
+    the person before it writes; `decline` is the title of the question's action that writes
+    nothing), the notification and request names. Written to
     editor-clients/commands.json (`kernelscope schema --commands`), which clients read instead
     of hand-copied names; tests/test_vocabulary.py keeps the file current."""
     from kernelscope.protocol.lsp import CONFIRMS
     from kernelscope.protocol.vocabulary import (
         COMMANDS,
+        DECLINE,
         JOB_FINISHED,
         JOB_KINDS,
         WORKSPACE_RULE,
@@ -46,6 +48,7 @@ def commands_document() -> dict[str, Any]:
             name: {"job": kind, "confirm": name in CONFIRMS}
             for name, (_model, _method, kind) in COMMANDS.items()
         },
+        "decline": DECLINE,
         "jobKinds": list(JOB_KINDS),
         "notifications": {"jobFinished": JOB_FINISHED},
         "requests": {"workspaces": WORKSPACES_REQUEST},

@@ -295,3 +295,37 @@ def test_vscode_starts_no_daemon_outside_workspaces(
     assert run.returncode == 0 and results["error"] is None, (results, run.stderr[-3000:])
     assert results["plainOpened"] and results["daemonBeforeWorkspace"] is False, results
     assert "best 1.22x v4 | latest 1.22x v4 | 4 runs, 1 failed" in results["lenses"], results["lenses"]
+
+
+@E2E
+@pytest.mark.parametrize("version", CODE_SERVERS)
+def test_vscode_asks_in_a_modal_before_masking(built_extension: Path, tmp_path: Path, version: str) -> None:
+    """The daemon's question before a mask (window/showMessageRequest) is a modal dialog with its
+    actions, the server's Cancel as the dialog's own (before: a notification toast, easy to miss,
+    and no dialog). The "Mask half & restart" lens answered Cancel and the palette's Mask Half
+    dismissed with Escape write nothing and start no agent; after Restart Server, Mask Half
+    answered Mask masks the version its question named, and no other."""
+    ws = tmp_path / "kernel_opt_vector_add"
+    shutil.copytree(EXAMPLES / "vector_add", ws)
+    before = {p.name: p.read_text() for p in sorted((ws / "memory").iterdir())}
+    env = {**os.environ, "KS_AGENT": f"{sys.executable} -c \"print('agent says hello')\""}
+    run, results = _run_e2e(built_extension, ws, tmp_path, tmp_path / "shot.png", "confirm", version, env)
+    assert run.returncode == 0 and results["error"] is None, (results, run.stderr[-3000:])
+    restart, dismissed, mask = results["questions"]
+    # one Cancel, the server's (VS Code adds its own unless an action is the dialog's cancel);
+    # VS Code orders the buttons by platform
+    assert sorted(restart["buttons"]) == ["Cancel", "Mask & restart"], restart
+    assert re.match(
+        r"Mask v[123] \(1 of 3 candidate versions\) and launch a fresh agent \(", restart["message"]
+    )
+    assert "Kept: v4 as the best and the latest passing version" in restart["message"], restart
+    assert sorted(dismissed["buttons"]) == sorted(mask["buttons"]) == ["Cancel", "Mask"], (dismissed, mask)
+    assert results["memoryAfterNo"] == before
+    notes = " ".join(results["notesAfterNo"])
+    assert "kernelscope restart" not in notes and "mask-half" not in notes, notes
+    named = re.match(r"Mask (v[123]) \(1 of 3 candidate versions\) in ", mask["message"])
+    assert named, mask["message"]
+    after = results["memoryAfterMask"]
+    records = {name: json.loads(text) for name, text in after.items() if name.endswith(".json")}
+    masked = {name for name, record in records.items() if record["masked"]}
+    assert masked == {f"{named.group(1)}.json"}, (masked, mask["message"], results["maskNote"])

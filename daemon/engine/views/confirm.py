@@ -12,9 +12,8 @@ from dataclasses import dataclass
 
 from kernelscope.daemon.engine.memory.records import MemoryManager
 from kernelscope.protocol.commands import MaskHalfResult
+from kernelscope.protocol.vocabulary import DECLINE
 from kernelscope.protocol.workspace import MetricKind
-
-CANCEL = "Cancel"
 
 
 @dataclass(frozen=True)
@@ -32,7 +31,7 @@ class MaskQuestion:
     yes: str  # the title of the action that goes ahead; any other answer writes nothing
     seed: int  # the dry run's: the write repeats it
     choice: tuple[tuple[str, ...], str | None, str | None]  # masked, best, latest passing
-    no: str = CANCEL
+    no: str = DECLINE
 
 
 def _and(items: list[str]) -> str:

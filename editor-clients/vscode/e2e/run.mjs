@@ -17,9 +17,14 @@
 // foo.py is opened and left open a while (did the daemon start? KS_STARTED_MARK says); then the
 // workspace KS_LATE_WS names is copied into it, as an agent creates one, and its kernel.py opened
 // (Quick Open): the lenses must come (the daemon starts then).
+// scenario "confirm": the daemon's question before a mask (KS_AGENT, the user's agent setting):
+// the "Mask half & restart" lens clicked, the dialog's Cancel pressed; Mask Half from the palette
+// dismissed with Escape; the server restarted (Kernelscope: Restart Server); Mask Half again, Mask
+// pressed. Each dialog's text and buttons, the memory/ files after the no answers and after the
+// Mask, and the notifications go in the report.
 import { chromium } from "playwright-core";
 import { spawn, execFileSync } from "node:child_process";
-import { cpSync, existsSync, mkdtempSync, mkdirSync, readFileSync, renameSync, writeFileSync } from "node:fs";
+import { cpSync, existsSync, mkdtempSync, mkdirSync, readdirSync, readFileSync, renameSync, writeFileSync } from "node:fs";
 import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -31,6 +36,7 @@ const report = {
   kernelLensLine: null, rewrittenLensLine: null, lensesAfterRewrite: [], probeLens: null,
   hover: null, launchLineText: null, tabs: [], diffEditor: false, diffText: null, compareTable: null,
   problems: null, lensesAfterIdentical: [], hintTooltip: null, historyTab: null, plainOpened: false, daemonBeforeWorkspace: null,
+  questions: [], memoryAfterNo: null, notesAfterNo: null, maskNote: null, memoryAfterMask: null,
 };
 const hints = scenario === "hints";
 const state = mkdtempSync(join(tmpdir(), "ks-code-server-"));
@@ -54,6 +60,7 @@ writeFileSync(join(userData, "User", "settings.json"), JSON.stringify({
   "telemetry.telemetryLevel": "off",
   "extensions.autoCheckUpdates": false,
   "editor.codeLens": true,
+  ...(process.env.KS_AGENT ? { "kernelscope.agent": process.env.KS_AGENT } : {}),
 }));
 execFileSync(codeServer, ["--config", config, "--extensions-dir", extensions, "--user-data-dir", userData, "--install-extension", vsix],
   { stdio: "inherit" });
@@ -101,6 +108,8 @@ try {
     // the lenses came: the daemon started for the workspace made after the window opened
   } else if (hints) {
     await hintsScenario(page);
+  } else if (scenario === "confirm") {
+    await confirmScenario(page);
   } else if (untrusted) {
     await page.locator(".monaco-editor .view-lines").first().click();
     await page.keyboard.press("Control+End");
@@ -246,6 +255,65 @@ async function hintsScenario(page) {
   });
   await page.waitForTimeout(8_000);  // a benchmark, had one started, would have shown by now
   report.lensesAfterIdentical = await page.locator(".codelens-decoration").allInnerTexts();
+}
+
+async function confirmScenario(page) {
+  await page.locator(".codelens-decoration a", { hasText: "Mask half & restart" }).first().click();
+  report.questions.push(await answerDialog(page, "Cancel"));
+  await askToMask(page);
+  report.questions.push(await answerDialog(page, "Escape"));
+  await page.waitForTimeout(3_000);  // a job or a mask, had one started, would have said so by now
+  report.memoryAfterNo = memoryTexts();
+  report.notesAfterNo = await page.locator(".notification-list-item").allInnerTexts();
+  // a restarted client (a new LanguageClient) asks the same way
+  await runCommand(page, "Kernelscope: Restart Server");
+  await askToMask(page);
+  report.questions.push(await answerDialog(page, "Mask"));
+  const note = page.locator(".notification-list-item", { hasText: "mask-half:" }).first();
+  await note.waitFor({ timeout: 60_000 });
+  report.maskNote = await note.innerText();
+  report.memoryAfterMask = memoryTexts();
+}
+
+async function runCommand(page, title) {
+  await page.keyboard.press("F1");
+  await page.keyboard.type(title);
+  await page.waitForTimeout(500);
+  await page.keyboard.press("Enter");
+}
+
+/** Mask Half from the palette, until its dialog shows (a client still stopping says it found
+ * no workspace: its notifications cleared, asked again). */
+async function askToMask(page) {
+  const dialog = page.locator(".monaco-dialog-box");
+  const refused = page.locator(".notification-list-item", { hasText: /not running|open a file inside/ });
+  for (let attempt = 0; attempt < 5; attempt++) {
+    await runCommand(page, "Kernelscope: Mask Half of the Memory");
+    const seen = await poll(30_000, async () => (await dialog.count()) ? true : (await refused.count()) ? false : null);
+    if (seen) return;
+    if (seen === null) break;
+    await runCommand(page, "Notifications: Clear All Notifications");
+    await page.waitForTimeout(2_000);
+  }
+  throw new Error("no dialog after Kernelscope: Mask Half of the Memory");
+}
+
+/** The modal dialog's message and buttons, then `answer` given: a button's label, or Escape. */
+async function answerDialog(page, answer) {
+  const dialog = page.locator(".monaco-dialog-box").first();
+  await dialog.waitFor({ timeout: 60_000 });
+  const message = (await dialog.locator(".dialog-message-container").innerText()).trim();  // text, or detail alone
+  const buttons = await dialog.locator(".dialog-buttons .monaco-button").allInnerTexts();
+  if (answer === "Escape") await page.keyboard.press("Escape");
+  else await dialog.getByRole("button", { name: answer, exact: true }).click();
+  await dialog.waitFor({ state: "detached", timeout: 30_000 });
+  return { message, buttons: buttons.map((b) => b.trim()).filter(Boolean), answer };
+}
+
+/** memory/'s files as they are now: name -> text. */
+function memoryTexts() {
+  const folder = `${workspace}/memory`;
+  return Object.fromEntries(readdirSync(folder).sort().map((name) => [name, readFileSync(`${folder}/${name}`, "utf8")]));
 }
 
 /** The editor line (1-based) just below the lens whose text starts with `prefix`, or null. */

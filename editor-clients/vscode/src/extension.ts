@@ -3,12 +3,12 @@
 // and the history in a webview. All logic lives in the server.
 import { basename, dirname } from "node:path";
 import * as vscode from "vscode";
-import { ExecuteCommandRequest, LanguageClient, LanguageClientOptions, ServerOptions } from "vscode-languageclient/node";
+import { ExecuteCommandRequest, LanguageClient, LanguageClientOptions, ServerOptions, ShowMessageRequest } from "vscode-languageclient/node";
 import vocabularyJson from "../../commands.json";
 import {
   Comparison, FOLDER_KEYS, HistoryResult, USER_KEYS, Vocabulary, WorkspaceInfo, daemonCommand,
-  folderSettingsOnly, initializationOptions, isWorkspaceDir, missingCommands, paletteParams, parseVersionPair, recordParams,
-  serialized, showAnswers, statusText, topExperiments, workspaceFor,
+  folderSettingsOnly, initializationOptions, isWorkspaceDir, missingCommands, paletteParams, parseVersionPair, questionDialog,
+  recordParams, serialized, showAnswers, statusText, topExperiments, workspaceFor,
 } from "./pure";
 import { showHistoryPanel } from "./history";
 import { showComparison } from "./compare";
@@ -74,6 +74,14 @@ async function startClient(context: vscode.ExtensionContext): Promise<void> {
     // background probes speak through lenses and diagnostics, not pop-ups
     if (!params.background) vscode.window.showInformationMessage(`kernelscope ${params.kind}: ${outcome}`);
     void updateStatus();
+  });
+  // the server's question (mask-half, restart) in a modal dialog, not vscode-languageclient's
+  // notification; a handler set before start() replaces the default one (on every restart too)
+  client.onRequest(ShowMessageRequest.type, async (params) => {
+    const { severity, modal, items } = questionDialog(vocabulary, params);
+    const show = { error: vscode.window.showErrorMessage, warning: vscode.window.showWarningMessage, info: vscode.window.showInformationMessage }[severity];
+    const picked = await show(params.message, { modal }, ...items);
+    return picked ? params.actions?.[items.indexOf(picked)] ?? null : null;
   });
   try {
     await client.start();

@@ -5,7 +5,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import {
   Comparison, Vocabulary, chartPoints, comparisonHtml, daemonCommand, folderSettingsOnly, initializationOptions, isWorkspaceDir,
-  missingCommands, paletteParams, parseVersionPair, recordParams, serialized, showAnswers, statusText, topExperiments, workspaceFor,
+  missingCommands, paletteParams, parseVersionPair, questionDialog, recordParams, serialized, showAnswers, statusText, topExperiments, workspaceFor,
 } from "../src/pure";
 
 const vocabulary = JSON.parse(readFileSync("../commands.json", "utf8")) as Vocabulary;
@@ -86,6 +86,19 @@ test("paletteParams asks the server to confirm the commands commands.json marks,
   assert.deepEqual(paletteParams(vocabulary, "kernelscope.restart", { workspace: "/w" }), { workspace: "/w", confirm: true });
   assert.deepEqual(paletteParams(vocabulary, "kernelscope.runIteration", { workspace: "/w" }), { workspace: "/w" });
   assert.deepEqual(paletteParams(vocabulary, "kernelscope.benchmark", { workspace: "/w" }), { workspace: "/w" });
+});
+
+test("questionDialog: the server's question is a modal with its actions, its decline the dialog's own cancel", () => {
+  const actions = [{ title: "Mask & restart" }, { title: "Cancel" }];
+  assert.deepEqual(questionDialog(vocabulary, { type: 2, actions }), {
+    severity: "warning", modal: true,
+    items: [{ title: "Mask & restart", isCloseAffordance: false }, { title: "Cancel", isCloseAffordance: true }],
+  });
+  assert.equal(questionDialog(vocabulary, { type: 1, actions: [{ title: "Retry" }] }).severity, "error");
+  assert.equal(questionDialog(vocabulary, { type: 3, actions: [{ title: "OK" }] }).severity, "info");
+  assert.equal(questionDialog(vocabulary, { type: 4, actions: null }).severity, "info");
+  // nothing to pick: a notification, not a dialog
+  assert.deepEqual(questionDialog(vocabulary, { type: 1 }), { severity: "error", modal: false, items: [] });
 });
 
 test("statusText shows the best passing score", () => {
