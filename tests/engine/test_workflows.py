@@ -318,6 +318,20 @@ def test_honest_agent_completes(workspace: tuple[Path, str], tmp_path: Path) -> 
     assert f"{report.mask.masked[0]}.json" not in offered and "v3.json" in offered  # masked one not offered
 
 
+def test_a_restart_outside_git_masks_and_launches(workspace: tuple[Path, str], tmp_path: Path) -> None:
+    """A workspace outside git whose records still name commits (copied without .git, unpacked
+    from an archive): the restart stopped before masking with `git rev-parse --show-toplevel
+    failed: not a git repository` (the baseline's kernel was asked of git). Without git there
+    is no baseline to compare kernel.py with; the rest of the restart runs."""
+    ws, db = workspace
+    shutil.rmtree(ws / ".git")
+    lines: list[str] = []
+    report = restart(ws, db, agent_script(tmp_path, "print('started', flush=True)"), lines=lines)
+    assert lines == ["started"] and len(report.mask.masked) == 1
+    assert json.loads((ws / "memory" / f"{report.mask.masked[0]}.json").read_text())["masked"] is True
+    assert report.violations == ["v4 was not written: the agent returned no iteration"], report.violations
+
+
 def test_unrelated_new_folders_beside_the_workspace_are_no_violation(
     workspace: tuple[Path, str], tmp_path: Path
 ) -> None:

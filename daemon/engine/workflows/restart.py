@@ -143,9 +143,10 @@ class PartialRestart:
         entries = self.ws.memory.scan()
         v0 = next((e for e in entries if e.number == 0 and e.record), None)
         commit = v0.record.git_commit_hash if v0 and v0.record else None
-        if not isinstance(commit, str) or not commit:
-            return None
-        return Git(self.ws.root).show_file(commit, self.ws.kernel_path)
+        git = Git(self.ws.root)
+        if not isinstance(commit, str) or not commit or not git.is_repository():
+            return None  # (a copy made without .git keeps its records' commit hashes)
+        return git.show_file(commit, self.ws.kernel_path)
 
     def _brief(self, next_version: str, mask_seed: int) -> tuple[Path, dict[str, str]]:
         readme = self.ws.readme()
