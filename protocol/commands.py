@@ -70,6 +70,9 @@ class RestartReport(ClosedModel):
 
     workspace: str
     mask: MaskHalfResult
+    mask_commit: str | None = Field(
+        default=None, description="the commit of the mask's files (none outside git or with nothing masked)"
+    )
     next_version: str
     brief_path: str
     agent_command: list[str]

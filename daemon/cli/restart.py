@@ -59,7 +59,9 @@ def restart_command(
         print(report.model_dump_json(indent=2))
     else:
         output.info(
-            f"masked {', '.join(report.mask.masked) or 'nothing'} (seed {report.mask.seed}); "
+            f"masked {', '.join(report.mask.masked) or 'nothing'} (seed {report.mask.seed})"
+            + (f", committed as {report.mask_commit[:12]}" if report.mask_commit else "")
+            + "; "
             f"next version {report.next_version}; brief {report.brief_path}"
         )
         output.info(f"agent: exit {report.agent_exit_code}{' (timed out)' if report.agent_timed_out else ''}")

@@ -318,6 +318,88 @@ def test_honest_agent_completes(workspace: tuple[Path, str], tmp_path: Path) -> 
     assert f"{report.mask.masked[0]}.json" not in offered and "v3.json" in offered  # masked one not offered
 
 
+def test_a_restart_outside_git_masks_and_launches(workspace: tuple[Path, str], tmp_path: Path) -> None:
+    """A workspace outside git whose records still name commits (copied without .git, unpacked
+    from an archive): the restart stopped before masking with `git rev-parse --show-toplevel
+    failed: not a git repository` (the baseline's kernel was asked of git). Without git there
+    is no baseline to compare kernel.py with; the rest of the restart runs."""
+    ws, db = workspace
+    shutil.rmtree(ws / ".git")
+    lines: list[str] = []
+    report = restart(ws, db, agent_script(tmp_path, "print('started', flush=True)"), lines=lines)
+    assert lines == ["started"] and len(report.mask.masked) == 1 and report.mask_commit is None
+    assert json.loads((ws / "memory" / f"{report.mask.masked[0]}.json").read_text())["masked"] is True
+    assert report.violations == ["v4 was not written: the agent returned no iteration"], report.violations
+
+
+# What the agent sees when it starts: the state of memory/ in git, and the last commit.
+SEES_GIT = """
+    import os, subprocess
+    ws = os.environ["KERNELSCOPE_WORKSPACE"]
+    git = lambda *a: subprocess.run(["git", *a], cwd=ws, capture_output=True, text=True).stdout.strip()
+    print("status:", git("status", "--porcelain", "--", "memory"), flush=True)
+    print("last commit:", git("log", "-1", "--format=%s"), flush=True)
+"""
+
+
+def test_the_restart_commits_its_mask_and_nothing_else(workspace: tuple[Path, str], tmp_path: Path) -> None:
+    """The mask was left as uncommitted changes for good (the fresh agent's iterate commits only
+    kernel.py and its record): a `git checkout .` or `git stash` by the agent or the user
+    silently unmasked the records the restart hides, and a `git commit -a` swept them into
+    some other commit. The restart now commits exactly the files its mask wrote, before the
+    agent starts; a user's edit to another record stays theirs, uncommitted."""
+    ws, db = workspace
+    git = Git(ws)
+    v0 = ws / "memory" / "v0.json"
+    v0.write_text(json.dumps({**json.loads(v0.read_text()), "reviewer_note": "check later"}, indent=2))
+    user_edit = v0.read_text()
+    head = git.head()
+    lines: list[str] = []
+    report = restart(ws, db, agent_script(tmp_path, SEES_GIT), lines=lines)
+    masked, noted = report.mask.masked, report.mask.pitfall_recorded_in
+    assert len(masked) == 1 and noted == "v3"
+    mask_files = sorted(f"memory/{v}.json" for v in [*masked, noted])
+    subject = f"partial restart: masked {masked[0]} (seed 1)"
+    assert lines == ["status: M memory/v0.json", f"last commit: {subject}"]  # before the agent ran
+    assert git.run("rev-list", f"{head}..HEAD").splitlines() == [report.mask_commit]
+    assert git.run("show", "--name-only", "--format=%s", "HEAD").split("\n") == [subject, "", *mask_files]
+    assert git.run("status", "--porcelain", "--", "memory") == "M memory/v0.json"
+    assert v0.read_text() == user_edit and git.run("diff", "--cached") == ""
+    git.run("checkout", "--", "memory")  # what unmasked the records before
+    assert json.loads(git.show_file("HEAD", ws / "memory" / f"{masked[0]}.json") or "{}")["masked"] is True
+    assert json.loads((ws / "memory" / f"{masked[0]}.json").read_text())["masked"] is True
+
+
+def test_a_refused_mask_commit_stops_the_restart_before_the_agent(
+    workspace: tuple[Path, str], tmp_path: Path
+) -> None:
+    """A hook that refuses the mask's commit: the agent is not launched on a mask any git
+    command could undo; the error says what happened, and the mask stays, named with the
+    command that undoes it. Nothing is left staged."""
+    from kernelscope.daemon.engine import DataError
+
+    ws, db = workspace
+    hook = ws / ".git" / "hooks" / "pre-commit"
+    hook.write_text("#!/bin/sh\necho 'lint failed' >&2\nexit 1\n")
+    hook.chmod(0o755)
+    head, started = Git(ws).head(), tmp_path / "agent-started"
+    agent = agent_script(tmp_path, f"open({str(started)!r}, 'w').close()")
+    with pytest.raises(DataError) as raised:
+        restart(ws, db, agent)
+    masked = sorted(
+        p.stem for p in (ws / "memory").glob("v*.json") if json.loads(p.read_text()).get("masked")
+    )
+    assert len(masked) == 1 and not started.exists()
+    message = str(raised.value)
+    assert (
+        "could not be committed" in message
+        and "lint failed" in message
+        and "agent was not started" in message
+    )
+    assert f"kernelscope memory unmask --version {masked[0]}" in message
+    assert Git(ws).head() == head and Git(ws).run("diff", "--cached") == ""
+
+
 def test_unrelated_new_folders_beside_the_workspace_are_no_violation(
     workspace: tuple[Path, str], tmp_path: Path
 ) -> None:

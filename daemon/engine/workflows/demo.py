@@ -23,6 +23,7 @@ from kernelscope.daemon.engine.store import ExperimentStore
 from kernelscope.daemon.engine.views.lens_text import workspace_texts
 from kernelscope.daemon.engine.workflows.git import Git
 from kernelscope.daemon.engine.workflows.iterate import IterateOptions, run_iteration
+from kernelscope.daemon.engine.workflows.restart import commit_mask
 from kernelscope.daemon.engine.workspace.cache import WorkspaceCache
 from kernelscope.daemon.engine.workspace.workspace import Workspace
 from kernelscope.protocol.commands import IterationResult, MaskHalfResult
@@ -109,9 +110,7 @@ def run_demo(
     ws = Workspace(workspace)
     readme = ws.readme()
     result.mask = ws.memory.mask_half(readme.primary_kind, seed=0)
-    git.commit_paths(
-        [ws.memory.memory_dir], f"partial restart: masked {', '.join(result.mask.masked)} (seed 0)"
-    )
+    commit_mask(ws, result.mask)  # as `kernelscope restart` commits it
     progress(f"mask-half: masked {', '.join(result.mask.masked)}, kept best {result.mask.best_version}")
     # what `kernelscope serve` shows for this folder, by the same code
     store = ExperimentStore(db)

@@ -1,9 +1,10 @@
 """The partial-restart workflow (seed: gpu-kernel-partial-restart) as one call.
 
 Phase 1 reads the README and hashes its targets, reviews memory, masks half of it (seeded,
-recorded) and computes the next version. Phase 2 launches the configured agent in the
-workspace with a brief holding everything the seed lists (also as environment variables),
-streaming its output, with a timeout and cancellation. Phase 3 checks mechanically what the
+recorded; in git, the mask's files committed) and computes the next version. Phase 2
+launches the configured agent in the workspace with a brief holding everything the seed
+lists (also as environment variables), streaming its output, with a timeout and
+cancellation. Phase 3 checks mechanically what the
 seed only asks for: targets unchanged, no memory file deleted, v0 not masked, no new
 workspace, kernel.py not reverted to the baseline, and v<N+1> written with a result. Nothing
 the agent did is undone: violations are reported, by name.
@@ -31,7 +32,7 @@ from kernelscope.daemon.engine.memory.core import kernelscope_block
 from kernelscope.daemon.engine.workflows.git import Git
 from kernelscope.daemon.engine.workspace.atrex import refuse_if_supervised
 from kernelscope.daemon.engine.workspace.workspace import Workspace
-from kernelscope.protocol.commands import RestartReport
+from kernelscope.protocol.commands import MaskHalfResult, RestartReport
 from kernelscope.protocol.record_rules import section_get
 from kernelscope.protocol.vocabulary import WORKSPACE_DIRS, WORKSPACE_FILES
 
@@ -117,6 +118,29 @@ DEFAULT_WORKFLOW = (
 )
 
 
+def commit_mask(ws: Workspace, mask: MaskHalfResult) -> str | None:
+    """Commit exactly the files `mask` wrote (the masked records and the one that received the
+    restart note), as `partial restart: masked ... (seed N)`, and return the commit; None
+    outside git or when nothing was masked. Left uncommitted, the mask was undone by any
+    `git checkout .` or `git stash`, and swept into the next `git commit -a`; other changes,
+    in memory/ or elsewhere, stay uncommitted. A refused commit (a hook) raises DataError
+    naming the mask, which stays in place, and how to undo it; nothing is left staged."""
+    git = Git(ws.root)
+    if not mask.masked or not git.is_repository():
+        return None
+    noted = [mask.pitfall_recorded_in] if mask.pitfall_recorded_in else []
+    paths = [ws.memory.path_of(version) for version in [*mask.masked, *noted]]
+    try:
+        return git.commit_paths(paths, f"partial restart: masked {', '.join(mask.masked)} (seed {mask.seed})")
+    except DataError as exc:
+        raise DataError(
+            f"the partial restart's mask could not be committed ({exc}): the agent was not started; "
+            f"the mask stays in place, uncommitted (masked: {', '.join(mask.masked)}"
+            + (f"; the restart noted in {noted[0]}'s pitfalls_and_fixes" if noted else "")
+            + f"): `kernelscope memory unmask --version {' '.join(mask.masked)}` undoes it"
+        ) from None
+
+
 class PartialRestart:
     def __init__(self, workspace: Path, options: RestartOptions) -> None:
         self.ws = Workspace(workspace)
@@ -143,9 +167,10 @@ class PartialRestart:
         entries = self.ws.memory.scan()
         v0 = next((e for e in entries if e.number == 0 and e.record), None)
         commit = v0.record.git_commit_hash if v0 and v0.record else None
-        if not isinstance(commit, str) or not commit:
-            return None
-        return Git(self.ws.root).show_file(commit, self.ws.kernel_path)
+        git = Git(self.ws.root)
+        if not isinstance(commit, str) or not commit or not git.is_repository():
+            return None  # (a copy made without .git keeps its records' commit hashes)
+        return git.show_file(commit, self.ws.kernel_path)
 
     def _brief(self, next_version: str, mask_seed: int) -> tuple[Path, dict[str, str]]:
         readme = self.ws.readme()
@@ -411,6 +436,8 @@ class PartialRestart:
             force=self.options.force,
             allow_supervised=self.options.force,
         )
+        # committed before anything else can run in the workspace (a refusal stops here)
+        mask_commit = commit_mask(self.ws, mask)
         next_version = self.ws.memory.next_version()
         brief_path, env = self._brief(next_version, mask.seed)
         argv = [part.replace("{brief}", str(brief_path)) for part in argv]
@@ -440,6 +467,7 @@ class PartialRestart:
         return RestartReport(
             workspace=str(self.ws.root),
             mask=mask,
+            mask_commit=mask_commit,
             next_version=next_version,
             brief_path=str(brief_path),
             agent_command=argv,
