@@ -359,3 +359,10 @@ def test_the_partial_restart_skills_codex_command_records_the_next_version(
         ["git", "show", "--name-only", "--format=", commit], cwd=ws, capture_output=True, text=True
     )
     assert commit and set(shown.stdout.split()) >= {"kernel.py", "memory/v4.json"}, (shown, report)
+    # the mask was committed before Codex started (restart.commit_mask): nothing of memory/ is
+    # left for the agent's git use to undo
+    assert report["mask_commit"], report
+    porcelain = subprocess.run(
+        ["git", "status", "--porcelain", "--", "memory"], cwd=ws, capture_output=True, text=True
+    )
+    assert porcelain.stdout == "", porcelain.stdout
