@@ -141,6 +141,27 @@ def commit_mask(ws: Workspace, mask: MaskHalfResult) -> str | None:
         ) from None
 
 
+def agent_argv(root: Path, agent: str) -> list[str]:
+    """The agent command's words, or UsageError when it cannot start: checked before anything
+    is masked (a mistyped command used to mask half of the memory, then fail to launch; each
+    retry masked another half), and by the server before it asks the person (a yes that then
+    fails). A path is taken from the workspace, where the agent runs."""
+    try:
+        argv = shlex.split(agent)
+    except ValueError as exc:
+        raise UsageError(f"cannot read the agent command {agent!r}: {exc}; nothing was masked") from None
+    if not argv:
+        raise UsageError("no agent command: pass --agent or set agent in the kernelscope config")
+    program = argv[0]
+    if shutil.which(str(root / program) if os.sep in program else program) is None:
+        raise UsageError(
+            f"cannot start the agent: {program!r} is not an executable program"
+            + ("" if os.sep in program else " on PATH")
+            + "; nothing was masked"
+        )
+    return argv
+
+
 class PartialRestart:
     def __init__(self, workspace: Path, options: RestartOptions) -> None:
         self.ws = Workspace(workspace)
@@ -264,18 +285,6 @@ class PartialRestart:
         return path, env
 
     # -- phase 2 ------------------------------------------------------------------------
-
-    def _require_program(self, program: str) -> None:
-        """The agent's program must exist before anything is masked (a mistyped command used
-        to mask half of the memory, then fail to launch; each retry masked another half). A
-        path is taken from the workspace, where the agent runs."""
-        where = str(self.ws.root / program) if os.sep in program else program
-        if shutil.which(where) is None:
-            raise UsageError(
-                f"cannot start the agent: {program!r} is not an executable program"
-                + ("" if os.sep in program else " on PATH")
-                + "; nothing was masked"
-            )
 
     def _launch(
         self,
@@ -420,13 +429,10 @@ class PartialRestart:
     ) -> RestartReport:
         if not self.ws.readme_path.is_file():
             raise DataError(f"no README.md in {self.ws.root}: the restart needs its targets")
-        argv = shlex.split(self.options.agent)
-        if not argv:
-            raise UsageError("no agent command: pass --agent or set agent in the kernelscope config")
         refuse_if_supervised(
             self.ws.root, "restart (mask half of the memory and launch an agent)", self.options.force
         )
-        self._require_program(argv[0])
+        argv = agent_argv(self.ws.root, self.options.agent)
         before = self._snapshot()
         baseline_kernel = self._baseline_kernel()
         readme = self.ws.readme()
