@@ -121,15 +121,20 @@ DEFAULT_WORKFLOW = (
 def commit_mask(ws: Workspace, mask: MaskHalfResult) -> str | None:
     """Commit exactly the files `mask` wrote (the masked records and the one that received the
     restart note), as `partial restart: masked ... (seed N)`, and return the commit; None
-    outside git or when nothing was masked. Left uncommitted, the mask was undone by any
-    `git checkout .` or `git stash`, and swept into the next `git commit -a`; other changes,
-    in memory/ or elsewhere, stay uncommitted. A refused commit (a hook) raises DataError
-    naming the mask, which stays in place, and how to undo it; nothing is left staged."""
+    outside git, when nothing was masked, or when git ignores those files (no checkout undoes
+    them there). Left uncommitted, the mask was undone by any `git checkout .` or `git stash`,
+    and swept into the next `git commit -a`; other changes, in memory/ or elsewhere, stay
+    uncommitted. A refused commit (a hook) raises DataError naming the mask, which stays in
+    place, and how to undo it; nothing is left staged."""
     git = Git(ws.root)
     if not mask.masked or not git.is_repository():
         return None
     noted = [mask.pitfall_recorded_in] if mask.pitfall_recorded_in else []
     paths = [ws.memory.path_of(version) for version in [*mask.masked, *noted]]
+    ignored = git.ignored(paths)  # memory/ kept out of git
+    paths = [path for path in paths if path not in ignored]
+    if not paths:
+        return None
     try:
         return git.commit_paths(paths, f"partial restart: masked {', '.join(mask.masked)} (seed {mask.seed})")
     except DataError as exc:
