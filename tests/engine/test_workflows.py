@@ -400,6 +400,26 @@ def test_a_refused_mask_commit_stops_the_restart_before_the_agent(
     assert Git(ws).head() == head and Git(ws).run("diff", "--cached") == ""
 
 
+def test_a_restart_leaves_records_git_ignores_uncommitted(
+    workspace: tuple[Path, str], tmp_path: Path
+) -> None:
+    """A repository that keeps memory/ out of git (.gitignore): the mask's commit named the
+    ignored records and git refused it ('pathspec did not match'), so the restart stopped
+    before the agent. An ignored record is not undone by `git checkout` or `git stash`:
+    the mask is left as it is, uncommitted, and the agent launches."""
+    ws, db = workspace
+    git = Git(ws)
+    (ws / ".gitignore").write_text("memory/\n")
+    git.run("rm", "-r", "-q", "--cached", "memory")
+    git.run("add", ".gitignore")
+    git.run("commit", "-q", "-m", "memory/ stays out of git")
+    head, started = git.head(), tmp_path / "agent-started"
+    report = restart(ws, db, agent_script(tmp_path, f"open({str(started)!r}, 'w').close()"))
+    assert len(report.mask.masked) == 1 and report.mask_commit is None and started.exists()
+    assert git.head() == head and git.run("status", "--porcelain") == ""
+    assert json.loads((ws / "memory" / f"{report.mask.masked[0]}.json").read_text())["masked"] is True
+
+
 def test_unrelated_new_folders_beside_the_workspace_are_no_violation(
     workspace: tuple[Path, str], tmp_path: Path
 ) -> None:

@@ -58,6 +58,21 @@ async def mute_client(lsp_client: KernelscopeClient, folder: Path):
     await lsp_client.shutdown_session()
 
 
+@pytest_lsp.fixture(config=CONFIG)
+async def agentless_client(lsp_client: KernelscopeClient, folder: Path):
+    """An editor that would say yes, whose settings name an agent that is not installed."""
+    lsp_client.asked: list[types.ShowMessageRequestParams] = []  # type: ignore[misc]
+
+    @lsp_client.feature(types.WINDOW_SHOW_MESSAGE_REQUEST)
+    def on_question(params: types.ShowMessageRequestParams) -> types.MessageActionItem:
+        lsp_client.asked.append(params)  # type: ignore[attr-defined]
+        return yes(params)
+
+    await start_session(lsp_client, folder, {**OPTIONS, "agent": "no-such-agent-ks --run {brief}"})
+    yield
+    await lsp_client.shutdown_session()
+
+
 def memory_bytes(client: KernelscopeClient) -> dict[str, bytes]:
     return {p.name: p.read_bytes() for p in (client.folder / "kernel_opt_vector_add" / "memory").iterdir()}
 
@@ -151,3 +166,17 @@ async def test_an_editor_that_cannot_ask_is_refused_and_nothing_is_written(
     assert memory_bytes(mute_client) == before
     # its MethodNotFound answers are what this test is about, not a fault of the test client
     mute_client._pytest_item.stash[captured_exception_key] = None  # type: ignore[union-attr]
+
+
+async def test_a_restart_whose_agent_is_not_installed_is_refused_before_the_question(
+    agentless_client: KernelscopeClient,
+) -> None:
+    """Nobody is asked a question whose yes then fails: the agent's program is looked up first."""
+    before = memory_bytes(agentless_client)
+    with pytest.raises(Exception, match="'no-such-agent-ks' is not an executable program"):
+        await run(agentless_client, await restart_lens(agentless_client))
+    assert agentless_client.asked == []  # type: ignore[attr-defined]
+    await no_job_starts(agentless_client)
+    assert not agentless_client.finished
+    assert memory_bytes(agentless_client) == before
+    agentless_client._pytest_item.stash[captured_exception_key] = None  # type: ignore[union-attr]

@@ -28,7 +28,7 @@ _IDENTITY = {
 }
 
 
-_READ_ONLY = frozenset({"rev-parse", "show", "diff", "log", "cat-file", "ls-files", "status"})
+_READ_ONLY = frozenset({"rev-parse", "show", "diff", "log", "cat-file", "ls-files", "status", "check-ignore"})
 # How kernelscope runs a git command that reads: `git status` (GIT_OPTIONAL_LOCKS) and `git diff`
 # (diff.autoRefreshIndex; git 2.39 ignores GIT_OPTIONAL_LOCKS there) otherwise refresh
 # .git/index under index.lock: a write to a workspace kernelscope only observes, and a lock a
@@ -210,6 +210,15 @@ class Git:
     def relative(self, path: Path) -> str:
         """`path` as git names it: from the repository's top."""
         return str(Path(path).resolve().relative_to(self.toplevel().resolve()))
+
+    def ignored(self, paths: list[Path]) -> set[Path]:
+        """Those of `paths` that git ignores (.gitignore and the like) and does not track:
+        a commit cannot name them, and no checkout or stash touches them."""
+        if not paths:
+            return set()
+        names = {self.relative(p): p for p in paths}
+        found = self.run("check-ignore", "--", *names, check=False, cwd=self.toplevel())
+        return {names[name] for name in found.splitlines() if name in names}
 
     def commit_paths(self, paths: list[Path], message: str) -> str:
         """Commit exactly these paths (files, or folders: all of their changes) as the working

@@ -121,15 +121,20 @@ DEFAULT_WORKFLOW = (
 def commit_mask(ws: Workspace, mask: MaskHalfResult) -> str | None:
     """Commit exactly the files `mask` wrote (the masked records and the one that received the
     restart note), as `partial restart: masked ... (seed N)`, and return the commit; None
-    outside git or when nothing was masked. Left uncommitted, the mask was undone by any
-    `git checkout .` or `git stash`, and swept into the next `git commit -a`; other changes,
-    in memory/ or elsewhere, stay uncommitted. A refused commit (a hook) raises DataError
-    naming the mask, which stays in place, and how to undo it; nothing is left staged."""
+    outside git, when nothing was masked, or when git ignores those files (no checkout undoes
+    them there). Left uncommitted, the mask was undone by any `git checkout .` or `git stash`,
+    and swept into the next `git commit -a`; other changes, in memory/ or elsewhere, stay
+    uncommitted. A refused commit (a hook) raises DataError naming the mask, which stays in
+    place, and how to undo it; nothing is left staged."""
     git = Git(ws.root)
     if not mask.masked or not git.is_repository():
         return None
     noted = [mask.pitfall_recorded_in] if mask.pitfall_recorded_in else []
     paths = [ws.memory.path_of(version) for version in [*mask.masked, *noted]]
+    ignored = git.ignored(paths)  # memory/ kept out of git
+    paths = [path for path in paths if path not in ignored]
+    if not paths:
+        return None
     try:
         return git.commit_paths(paths, f"partial restart: masked {', '.join(mask.masked)} (seed {mask.seed})")
     except DataError as exc:
@@ -139,6 +144,27 @@ def commit_mask(ws: Workspace, mask: MaskHalfResult) -> str | None:
             + (f"; the restart noted in {noted[0]}'s pitfalls_and_fixes" if noted else "")
             + f"): `kernelscope memory unmask --version {' '.join(mask.masked)}` undoes it"
         ) from None
+
+
+def agent_argv(root: Path, agent: str) -> list[str]:
+    """The agent command's words, or UsageError when it cannot start: checked before anything
+    is masked (a mistyped command used to mask half of the memory, then fail to launch; each
+    retry masked another half), and by the server before it asks the person (a yes that then
+    fails). A path is taken from the workspace, where the agent runs."""
+    try:
+        argv = shlex.split(agent)
+    except ValueError as exc:
+        raise UsageError(f"cannot read the agent command {agent!r}: {exc}; nothing was masked") from None
+    if not argv:
+        raise UsageError("no agent command: pass --agent or set agent in the kernelscope config")
+    program = argv[0]
+    if shutil.which(str(root / program) if os.sep in program else program) is None:
+        raise UsageError(
+            f"cannot start the agent: {program!r} is not an executable program"
+            + ("" if os.sep in program else " on PATH")
+            + "; nothing was masked"
+        )
+    return argv
 
 
 class PartialRestart:
@@ -264,18 +290,6 @@ class PartialRestart:
         return path, env
 
     # -- phase 2 ------------------------------------------------------------------------
-
-    def _require_program(self, program: str) -> None:
-        """The agent's program must exist before anything is masked (a mistyped command used
-        to mask half of the memory, then fail to launch; each retry masked another half). A
-        path is taken from the workspace, where the agent runs."""
-        where = str(self.ws.root / program) if os.sep in program else program
-        if shutil.which(where) is None:
-            raise UsageError(
-                f"cannot start the agent: {program!r} is not an executable program"
-                + ("" if os.sep in program else " on PATH")
-                + "; nothing was masked"
-            )
 
     def _launch(
         self,
@@ -420,13 +434,10 @@ class PartialRestart:
     ) -> RestartReport:
         if not self.ws.readme_path.is_file():
             raise DataError(f"no README.md in {self.ws.root}: the restart needs its targets")
-        argv = shlex.split(self.options.agent)
-        if not argv:
-            raise UsageError("no agent command: pass --agent or set agent in the kernelscope config")
         refuse_if_supervised(
             self.ws.root, "restart (mask half of the memory and launch an agent)", self.options.force
         )
-        self._require_program(argv[0])
+        argv = agent_argv(self.ws.root, self.options.agent)
         before = self._snapshot()
         baseline_kernel = self._baseline_kernel()
         readme = self.ws.readme()

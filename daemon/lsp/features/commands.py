@@ -181,12 +181,16 @@ class Commands:
             )
         self._refuse_if_busy(ws)
         self._observer_guard(ws, "restart", params.force)
+        from kernelscope.daemon.engine.workflows.restart import agent_argv
+
+        self._engine(lambda: agent_argv(ws.root, agent))  # an agent that cannot start: refused now
         return ws, agent
 
     def question(self, params: Any) -> Any:
         """What a `confirm` call of maskHalf or restart asks before it writes (views/confirm.py,
         from the mask-half dry run), or None when it would write nothing. What would refuse
-        the command (no agent, a job under way, an orchestrator's workspace) refuses first:
+        the command (no agent or one not installed, a job under way, an orchestrator's
+        workspace) refuses first:
         nobody is asked a question whose yes then fails. The command checks them again."""
         from kernelscope.daemon.engine.views.confirm import Restart, mask_question
 
