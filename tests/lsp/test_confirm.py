@@ -180,3 +180,27 @@ async def test_a_restart_whose_agent_is_not_installed_is_refused_before_the_ques
     assert not agentless_client.finished
     assert memory_bytes(agentless_client) == before
     agentless_client._pytest_item.stash[captured_exception_key] = None  # type: ignore[union-attr]
+
+
+async def test_a_yes_after_memory_changed_masks_nothing(client: KernelscopeClient) -> None:
+    """The yes runs the dry run's seed again; memory/ changed while the question was open (here
+    the person masked the named version by hand meanwhile), so that seed would now mask other
+    versions than the ones the person agreed to: refused, and nothing more is masked."""
+    import json
+
+    ws = client.folder / "kernel_opt_vector_add"
+
+    def mask_it_then_say_yes(params: types.ShowMessageRequestParams) -> types.MessageActionItem:
+        named = re.match(r"Mask (v\d) ", params.message)
+        assert named, params.message
+        path = ws / "memory" / f"{named.group(1)}.json"
+        record = json.loads(path.read_text())
+        path.write_text(json.dumps({**record, "masked": True}, indent=2))
+        return yes(params)
+
+    client.reply = mask_it_then_say_yes  # type: ignore[attr-defined]
+    with pytest.raises(Exception, match="memory/ changed while the question was open") as refused:
+        await run(client, "kernelscope.maskHalf", {"workspace": str(ws), "confirm": True})
+    assert "nothing was masked" in str(refused.value)
+    masked = [p.name for p in (ws / "memory").glob("v*.json") if json.loads(p.read_text()).get("masked")]
+    assert len(masked) == 1, masked  # the person's own, no other

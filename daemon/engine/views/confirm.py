@@ -33,6 +33,17 @@ class MaskQuestion:
     choice: tuple[tuple[str, ...], str | None, str | None]  # masked, best, latest passing
     no: str = DECLINE
 
+    def changed(self, again: MaskQuestion | None) -> str | None:
+        """Why the yes no longer holds, or None: the same seed, asked again after the yes,
+        masks other versions or keeps others (memory/ changed while the question was open)."""
+        if again is not None and again.choice == self.choice:
+            return None
+        now = ", ".join(again.choice[0]) if again is not None and again.choice[0] else "nothing"
+        return (
+            f"memory/ changed while the question was open (it would now mask {now}): nothing was "
+            "masked; run it again"
+        )
+
 
 def _and(items: list[str]) -> str:
     return items[0] if len(items) == 1 else ", ".join(items[:-1]) + " and " + items[-1]

@@ -40,10 +40,7 @@ async def ask_first(ls: KernelscopeServer, params: Any) -> tuple[Any, dict[str, 
     if answer is None or answer.title != question.yes:
         return params, Declined(workspace=question.workspace, question=question.text).model_dump()
     confirmed = params.model_copy(update={"confirm": False, "seed": question.seed})
-    again = await ls.off_loop(ls.commands.question, confirmed)
-    if again is None or again.choice != question.choice:
-        raise JsonRpcInvalidParams(
-            message="confirm: memory/ changed while the question was open (it would now mask "
-            f"{', '.join(again.choice[0]) if again else 'nothing'}): nothing was masked; run it again"
-        )
+    changed = question.changed(await ls.off_loop(ls.commands.question, confirmed))
+    if changed is not None:
+        raise JsonRpcInvalidParams(message=f"confirm: {changed}")
     return confirmed, None
