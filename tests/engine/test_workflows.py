@@ -590,6 +590,16 @@ def test_restart_cli_needs_an_agent(
     assert proc.returncode == 2 and "Traceback" not in proc.stderr, proc.stderr
     assert "invalid settings in the config file" in proc.stderr and "agent" in proc.stderr, proc.stderr
     assert not any(json.loads(p.read_text()).get("masked") for p in (ws / "memory").glob("v*.json"))
+    # an unclosed quote: shlex's ValueError, a usage error naming the setting, nothing masked
+    proc = subprocess.run(
+        [KELNERSCOPE, "restart", "-w", str(ws), "--agent", "claude -p 'unclosed"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert proc.returncode == 1 and "the agent command" in proc.stderr, proc.stderr
+    assert "not valid shell words" in proc.stderr and "Traceback" not in proc.stderr, proc.stderr
+    assert not any(json.loads(p.read_text()).get("masked") for p in (ws / "memory").glob("v*.json"))
 
 
 def test_demo(tmp_path: Path) -> None:

@@ -18,7 +18,6 @@ import hmac
 import json
 import os
 import secrets
-import shlex
 import signal
 import subprocess
 import sys
@@ -482,13 +481,10 @@ def run_gate_command(request: BenchRequest, cancel: threading.Event | None = Non
     """
     if not request.gate_command:
         return None
+    from kernelscope.daemon.engine.workspace.user_config import command_words
+
     command = request.gate_command
-    try:
-        words = shlex.split(command)
-    except ValueError as exc:
-        raise UsageError(f"the gate command {command!r} is not valid shell words: {exc}") from None
-    if not words:
-        raise UsageError("the gate command is empty")
+    words = command_words(command, "the gate command", "the gate command is empty")
     workspace = request.workspace.expanduser().resolve()
     lines = GateLines()
     with scratch_copy(workspace, prefix="kernelscope-gate-") as scratch:

@@ -15,7 +15,6 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-import shlex
 import shutil
 import signal
 import subprocess
@@ -151,12 +150,10 @@ def agent_argv(root: Path, agent: str) -> list[str]:
     is masked (a mistyped command used to mask half of the memory, then fail to launch; each
     retry masked another half), and by the server before it asks the person (a yes that then
     fails). A path is taken from the workspace, where the agent runs."""
-    try:
-        argv = shlex.split(agent)
-    except ValueError as exc:
-        raise UsageError(f"cannot read the agent command {agent!r}: {exc}; nothing was masked") from None
-    if not argv:
-        raise UsageError("no agent command: pass --agent or set agent in the kernelscope config")
+    from kernelscope.daemon.engine.workspace.user_config import command_words
+
+    empty = "no agent command: pass --agent or set agent in the kernelscope config"
+    argv = command_words(agent, "the agent command", empty)
     program = argv[0]
     if shutil.which(str(root / program) if os.sep in program else program) is None:
         raise UsageError(

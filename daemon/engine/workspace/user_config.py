@@ -9,11 +9,12 @@ from anyone. Light on purpose: the daemon reads it at initialize.
 from __future__ import annotations
 
 import os
+import shlex
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from kernelscope.daemon.engine import DataError
+from kernelscope.daemon.engine import DataError, UsageError
 
 if TYPE_CHECKING:
     from kernelscope.protocol.settings import FolderSettings, UserSettings
@@ -54,3 +55,15 @@ def user_settings() -> tuple[UserSettings, FolderSettings]:
         return user_settings_from(user_config())
     except ValueError as exc:
         raise DataError(f"invalid settings in the config file {config_path()}: {exc}") from None
+
+
+def command_words(command: str, what: str, empty: str) -> list[str]:
+    """A setting that names a command (`agent`, `gate_command`) as the words it runs; UsageError
+    when it is no valid shell words (an unclosed quote) or `empty`, before anything runs on it."""
+    try:
+        words = shlex.split(command)
+    except ValueError as exc:
+        raise UsageError(f"{what} {command!r} is not valid shell words: {exc}") from None
+    if not words:
+        raise UsageError(empty)
+    return words
