@@ -236,9 +236,6 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
     return restartClient(context);
   });
   register("kernelscope.client.showLogs", async () => output.show());
-  // mask-half and restart: the server asks first (its question, what is masked and kept)
-  register("kernelscope.client.maskHalf", withWorkspace(async (workspace) =>
-    showResult("mask-half", await daemon(command("maskHalf"), paletteParams(vocabulary, command("maskHalf"), { workspace })))));
   register("kernelscope.client.unmask", withWorkspace(async (workspace) => {
     const versions = await vscode.window.showInputBox({ prompt: "Versions to unmask, e.g. v2 v5" });
     if (!versions) return;
@@ -260,10 +257,13 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
     }
     await showResult("recorded", await daemon(command("recordExperiment"), params));
   }));
-  const job = (name: string) =>
+  // a palette command on this workspace; mask-half and restart: the server asks first (its
+  // question, what is masked and kept; commands.json's `confirm`)
+  const palette = (name: string, title = name) =>
     register(`kernelscope.client.${name}`, withWorkspace(async (workspace) =>
-      showResult(name, await daemon(command(name), paletteParams(vocabulary, command(name), { workspace })))));
-  for (const name of ["runIteration", "restart", "benchmark", "cancel"]) job(name);
+      showResult(title, await daemon(command(name), paletteParams(vocabulary, command(name), { workspace })))));
+  palette("maskHalf", "mask-half");
+  for (const name of ["runIteration", "restart", "benchmark", "cancel"]) palette(name);
   register("kernelscope.client.topExperiments", withWorkspace(async (workspace) =>
     showResult(...await topExperiments((includeInterpreter) =>
       daemon(command("topExperiments"), { workspace, maxResults: 10, includeInterpreter })))));
