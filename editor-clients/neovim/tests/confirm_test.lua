@@ -51,17 +51,7 @@ local function memory_text()
 end
 
 local ok, err = pcall(function()
-  vim.opt.runtimepath:append(os.getenv("KS_PLUGIN"))
-  local ks = require("kernelscope")
-  ks.setup({
-    cmd = vim.fn.json_decode(os.getenv("KS_CMD")),
-    init_options = {
-      kernelscope = { dbUrl = os.getenv("KS_DB"), trusted = false, agent = os.getenv("KS_AGENT") },
-    },
-    on_result = function(command, result)
-      results.commands[command] = result
-    end,
-  })
+  local ks = harness.setup(results, { trusted = false, agent = os.getenv("KS_AGENT") })
   vim.cmd("edit " .. os.getenv("KS_WS") .. "/kernel.py")
   local bufnr = vim.api.nvim_get_current_buf()
   local c = harness.attached_client(bufnr, results)

@@ -68,6 +68,22 @@ function H.conclude(ok, err, results, finish)
   end
 end
 
+--- The plugin from $KS_PLUGIN, set up to start $KS_CMD with the store $KS_DB and `settings`
+--- (the other initializationOptions); each command's answer lands in `results.commands` when
+--- the test keeps that table. Returns the plugin module.
+function H.setup(results, settings)
+  vim.opt.runtimepath:append(os.getenv("KS_PLUGIN"))
+  local ks = require("kernelscope")
+  ks.setup({
+    cmd = vim.fn.json_decode(os.getenv("KS_CMD")),
+    init_options = { kernelscope = vim.tbl_extend("keep", { dbUrl = os.getenv("KS_DB") }, settings) },
+    on_result = results.commands and function(command, result)
+      results.commands[command] = result
+    end or nil,
+  })
+  return ks
+end
+
 function H.read(path)
   local file = assert(io.open(path))
   local text = file:read("*a")

@@ -25,17 +25,7 @@ local function write(path, text)
 end
 
 local ok, err = pcall(function()
-  vim.opt.runtimepath:append(os.getenv("KS_PLUGIN"))
-  local ks = require("kernelscope")
-  ks.setup({
-    cmd = vim.fn.json_decode(os.getenv("KS_CMD")),
-    init_options = {
-      kernelscope = { dbUrl = os.getenv("KS_DB"), mode = "interpreter", trusted = true, seeds = 1, debounceMs = 100 },
-    },
-    on_result = function(command, result)
-      results.commands[command] = result
-    end,
-  })
+  local ks = harness.setup(results, { mode = "interpreter", trusted = true, seeds = 1, debounceMs = 100 })
   local kernel = os.getenv("KS_WS") .. "/kernel.py"
   vim.cmd("edit " .. kernel)
   local bufnr = vim.api.nvim_get_current_buf()

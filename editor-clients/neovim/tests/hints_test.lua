@@ -28,15 +28,8 @@ local finish = harness.finisher(out_path, results)
 local read = harness.read
 
 local ok, err = pcall(function()
-  vim.opt.runtimepath:append(os.getenv("KS_PLUGIN"))
-  local ks = require("kernelscope")
-  ks.setup({
-    cmd = vim.fn.json_decode(os.getenv("KS_CMD")),
-    -- trusted, interpreter mode: a save COULD be benchmarked, unless the server skips it
-    init_options = {
-      kernelscope = { dbUrl = os.getenv("KS_DB"), mode = "interpreter", trusted = true, seeds = 1, debounceMs = 100 },
-    },
-  })
+  -- trusted, interpreter mode: a save COULD be benchmarked, unless the server skips it
+  local ks = harness.setup(results, { mode = "interpreter", trusted = true, seeds = 1, debounceMs = 100 })
   local launch = tonumber(os.getenv("KS_LAUNCH_LINE"))
   local kernel = os.getenv("KS_WS") .. "/kernel.py"
   vim.cmd("edit " .. kernel)
