@@ -29,7 +29,7 @@ import pytest
 
 from tests.conftest import REPO_ROOT
 from tests.support.copies import copy_with_stores
-from tests.support.demo_workspace import build_demo, kernel_with_block
+from tests.support.demo_workspace import kernel_with_block
 from tests.support.model_server import ModelServer, Reply, texts, tool
 from tests.support.npm_tools import npm_binary
 
@@ -52,12 +52,6 @@ QUIET = {  # no traffic but the scripted model's (checked through a proxy when t
 @pytest.fixture(scope="module")
 def claude() -> Path:
     return npm_binary("@anthropic-ai/claude-code", CLAUDE_CODE, "claude", f"claude-code-{CLAUDE_CODE}")
-
-
-@pytest.fixture(scope="module")
-def demo(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """`kernelscope demo` once (the real workflows record v0..v3 under the interpreter)."""
-    return build_demo(tmp_path_factory.mktemp("demo"))
 
 
 def user_env(home: Path) -> dict[str, str]:

@@ -29,7 +29,7 @@ import pytest
 
 from tests.conftest import REPO_ROOT
 from tests.support.copies import copy_with_stores
-from tests.support.demo_workspace import build_demo, kernel_with_block
+from tests.support.demo_workspace import kernel_with_block
 from tests.support.model_server import Reply, texts
 from tests.support.npm_tools import npm_binary
 from tests.support.responses_server import ResponsesServer, shell
@@ -68,11 +68,6 @@ wire_api = "responses"
 @pytest.fixture(scope="module")
 def codex() -> Path:
     return npm_binary("@openai/codex", CODEX, "codex", f"codex-{CODEX}")
-
-
-@pytest.fixture(scope="module")
-def demo(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return build_demo(tmp_path_factory.mktemp("demo"))
 
 
 def codex_user(tmp_path: Path, copy: Path) -> tuple[Path, dict[str, str]]:
