@@ -329,3 +329,35 @@ def test_vscode_asks_in_a_modal_before_masking(built_extension: Path, tmp_path: 
     records = {name: json.loads(text) for name, text in after.items() if name.endswith(".json")}
     masked = {name for name, record in records.items() if record["masked"]}
     assert masked == {f"{named.group(1)}.json"}, (masked, mask["message"], results["maskNote"])
+
+
+@E2E
+@pytest.mark.parametrize("version", CODE_SERVERS)
+def test_vscode_mask_and_restart_masks_what_it_asked_and_launches_the_agent(
+    built_extension: Path, tmp_path: Path, version: str
+) -> None:
+    """The "Mask half & restart" lens answered Mask & restart (before, only Mask Half's yes had run
+    in a real VS Code): the version its question named is masked, and no other, and the restart
+    job launches the agent (which copies its brief out) and says it finished. The dialog's
+    focused button, the one Enter presses, is Mask & restart: VS Code focuses the first action
+    that is not the close affordance, and its API has no way to choose another (the docs say so)."""
+    ws = tmp_path / "kernel_opt_vector_add"
+    shutil.copytree(EXAMPLES / "vector_add", ws)
+    brief = tmp_path / "brief-the-agent-got.md"
+    copy = "import shutil, sys; shutil.copy(sys.argv[1], sys.argv[2])"
+    env = {**os.environ, "KS_AGENT": f'{sys.executable} -c "{copy}" {{brief}} {brief}'}
+    run, results = _run_e2e(built_extension, ws, tmp_path, tmp_path / "shot.png", "restart", version, env)
+    assert run.returncode == 0 and results["error"] is None, (results, run.stderr[-3000:])
+    (asked,) = results["questions"]
+    assert sorted(asked["buttons"]) == ["Cancel", "Mask & restart"], asked
+    assert asked["focused"] == "Mask & restart", asked
+    named = re.match(
+        r"Mask (v[123]) \(1 of 3 candidate versions\) and launch a fresh agent \(", asked["message"]
+    )
+    assert named, asked["message"]
+    records = {
+        name: json.loads(text) for name, text in results["memoryAfterMask"].items() if name.endswith(".json")
+    }
+    assert {name for name, record in records.items() if record["masked"]} == {f"{named.group(1)}.json"}
+    assert results["restartNote"].startswith("kernelscope restart: done"), results["restartNote"]
+    assert brief.is_file() and "v5" in brief.read_text(), brief

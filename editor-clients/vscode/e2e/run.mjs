@@ -36,7 +36,7 @@ const report = {
   kernelLensLine: null, rewrittenLensLine: null, lensesAfterRewrite: [], probeLens: null,
   hover: null, launchLineText: null, tabs: [], diffEditor: false, diffText: null, compareTable: null,
   problems: null, lensesAfterIdentical: [], hintTooltip: null, historyTab: null, plainOpened: false, daemonBeforeWorkspace: null,
-  questions: [], memoryAfterNo: null, notesAfterNo: null, maskNote: null, memoryAfterMask: null,
+  questions: [], memoryAfterNo: null, notesAfterNo: null, maskNote: null, memoryAfterMask: null, restartNote: null,
 };
 const hints = scenario === "hints";
 const state = mkdtempSync(join(tmpdir(), "ks-code-server-"));
@@ -110,6 +110,8 @@ try {
     await hintsScenario(page);
   } else if (scenario === "confirm") {
     await confirmScenario(page);
+  } else if (scenario === "restart") {
+    await restartScenario(page);
   } else if (untrusted) {
     await page.locator(".monaco-editor .view-lines").first().click();
     await page.keyboard.press("Control+End");
@@ -275,6 +277,16 @@ async function confirmScenario(page) {
   report.memoryAfterMask = memoryTexts();
 }
 
+async function restartScenario(page) {
+  await page.locator(".codelens-decoration a", { hasText: "Mask half & restart" }).first().click();
+  report.questions.push(await answerDialog(page, "Mask & restart"));
+  // the job's end (the agent exited): "kernelscope restart: done" or its error
+  const note = page.locator(".notification-list-item", { hasText: "kernelscope restart:" }).first();
+  await note.waitFor({ timeout: 120_000 });
+  report.restartNote = await note.innerText();
+  report.memoryAfterMask = memoryTexts();
+}
+
 async function runCommand(page, title) {
   await page.keyboard.press("F1");
   await page.keyboard.type(title);
@@ -298,16 +310,19 @@ async function askToMask(page) {
   throw new Error("no dialog after Kernelscope: Mask Half of the Memory");
 }
 
-/** The modal dialog's message and buttons, then `answer` given: a button's label, or Escape. */
+/** The modal dialog's message, buttons and focused button (the one Enter presses), then
+ * `answer` given: a button's label, or Escape. */
 async function answerDialog(page, answer) {
   const dialog = page.locator(".monaco-dialog-box").first();
   await dialog.waitFor({ timeout: 60_000 });
   const message = (await dialog.locator(".dialog-message-container").innerText()).trim();  // text, or detail alone
   const buttons = await dialog.locator(".dialog-buttons .monaco-button").allInnerTexts();
+  const focused = await poll(5_000, () => page.evaluate(() =>
+    document.activeElement?.closest(".monaco-dialog-box .dialog-buttons") ? document.activeElement.innerText.trim() : null));
   if (answer === "Escape") await page.keyboard.press("Escape");
   else await dialog.getByRole("button", { name: answer, exact: true }).click();
   await dialog.waitFor({ state: "detached", timeout: 30_000 });
-  return { message, buttons: buttons.map((b) => b.trim()).filter(Boolean), answer };
+  return { message, buttons: buttons.map((b) => b.trim()).filter(Boolean), focused, answer };
 }
 
 /** memory/'s files as they are now: name -> text. */

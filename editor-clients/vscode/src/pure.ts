@@ -122,7 +122,9 @@ export function paletteParams(vocabulary: Vocabulary, command: string, params: R
 /** How the server's `window/showMessageRequest` is shown (its text and actions, none of the
  * client's own): a question (actions to pick from) is a modal dialog, as the server waits for
  * the answer and a notification is easy to miss; the action commands.json's `decline` names is
- * the dialog's own cancel (no second Cancel button; Escape picks it). Without actions it is a
+ * the dialog's own cancel (no second Cancel button; Escape picks it). VS Code focuses the first
+ * other action, so Enter picks the affirmative one: MessageOptions has no default button, and a
+ * safe first action would be a second Cancel. Without actions it is a
  * notification. The severity follows the message type (Log and unknown types: information). */
 export function questionDialog(vocabulary: Vocabulary, params: { type: number; actions?: { title: string }[] | null }):
   { severity: "error" | "warning" | "info"; modal: boolean; items: { title: string; isCloseAffordance: boolean }[] } {
