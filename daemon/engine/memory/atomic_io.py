@@ -24,6 +24,7 @@ from kernelscope.daemon.engine import DataError, WriteFailed, write_error_reason
 from kernelscope.daemon.engine.memory.core import FILE_RE, JOURNAL_NAME, MEMORY_DIR
 
 LOCK_NAME = ".kernelscope.lock"
+ITERATION_LOCK_NAME = ".kernelscope-iteration.lock"
 TEMP_PREFIX = ".kernelscope-tmp-"
 
 
@@ -261,6 +262,14 @@ def memory_write_lock(workspace: Path) -> Iterator[None]:
                 orphan.unlink()
         replay_journal(memory_dir, FILE_RE)
         yield
+
+
+def iteration_lock(workspace: Path) -> contextlib.AbstractContextManager[None]:
+    """The iteration lock: an iteration's write phase (its version, record and commits), the
+    finishing of one cut short, and a partial restart's mask with its commit hold it. Order:
+    the iteration lock, then the memory write lock, then git's commit lock (Git.committing),
+    each taken at most once."""
+    return workspace_lock(lock_dir_of(workspace), timeout=600.0, name=ITERATION_LOCK_NAME)
 
 
 @contextlib.contextmanager
