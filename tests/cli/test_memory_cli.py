@@ -319,3 +319,51 @@ def test_a_folder_inside_a_workspace_names_the_workspace(
         )
     outside = cli("memory", "list", "-w", str(tmp_path))
     assert outside.exit_code == 2 and "inside the workspace" not in outside.stderr, outside
+
+
+def test_writes_in_a_workspace_below_the_repositorys_top_leave_no_untracked_lock_file(
+    tmp_path: Path,
+    cli,  # type: ignore[no-untyped-def]
+    monkeypatch,  # type: ignore[no-untyped-def]
+) -> None:
+    """A workspace in a subfolder of a repository (repo/kernels/softmax, a monorepo of kernels)
+    got its locks as memory/.kernelscope.lock and memory/.kernelscope-iteration.lock: untracked
+    files in `git status`, committed by an agent's `git add -A`. They go into the enclosing
+    repository's git dir, one folder per workspace, as for a workspace at the top. Both CLI
+    paths."""
+    repo = tmp_path / "repo"
+    workspaces = [repo / "kernels" / "softmax", repo / "kernels" / "gemm"]
+    for ws in workspaces:
+        for version in range(3):
+            write_record(ws, version, masked=False)
+    git = ["git", "-c", "user.name=t", "-c", "user.email=t@t"]
+    subprocess.run([*git, "init", "-q", str(repo)], check=True)
+    subprocess.run([*git, "-C", str(repo), "add", "-A"], check=True)
+    subprocess.run([*git, "-C", str(repo), "commit", "-qm", "memory"], check=True)
+    for fast_path in (True, False):
+        if fast_path:
+            monkeypatch.delenv("KERNELSCOPE_NO_FAST_PATH", raising=False)
+        else:
+            monkeypatch.setenv("KERNELSCOPE_NO_FAST_PATH", "1")
+        for ws in workspaces:
+            done = cli(
+                "memory", "update", "--version", "v1", "--set", f"notes={int(fast_path)}", "-w", str(ws)
+            )
+            assert done.exit_code == 0, done.stderr
+            masked = cli("memory", "mask", "--version", "v2", "-w", str(ws))
+            assert masked.exit_code == 0, masked.stderr
+            cli("memory", "unmask", "--version", "v2", "-w", str(ws))
+    status = subprocess.run(
+        ["git", "-C", str(repo), "status", "--porcelain", "--untracked-files=all"],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    assert sorted(line[3:] for line in status.stdout.splitlines()) == [
+        "kernels/gemm/memory/v1.json",
+        "kernels/softmax/memory/v1.json",
+    ], status.stdout
+    for name in ("softmax", "gemm"):  # each workspace its own locks
+        assert (
+            repo / ".git" / "kernelscope" / "workspaces" / "kernels" / name / ".kernelscope.lock"
+        ).is_file()
