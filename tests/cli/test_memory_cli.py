@@ -260,6 +260,44 @@ def test_create_and_update_refuse_a_supervised_workspace_on_both_paths(
     assert allowed.exit_code == 0, allowed.stderr
 
 
+GIT = ["git", "-c", "user.name=t", "-c", "user.email=t@t"]
+
+
+def _repository_of_records(repo: Path, workspaces: list[Path]) -> None:
+    """`repo` a git repository holding v0..v2 of each workspace, committed."""
+    for ws in workspaces:
+        for version in range(3):
+            write_record(ws, version, masked=False)
+    subprocess.run([*GIT, "init", "-q", str(repo)], check=True)
+    subprocess.run([*GIT, "-C", str(repo), "add", "-A"], check=True)
+    subprocess.run([*GIT, "-C", str(repo), "commit", "-qm", "memory"], check=True)
+
+
+def _untracked_after_writes(cli, monkeypatch, workspaces: list[Path], repo: Path) -> list[str]:  # type: ignore[no-untyped-def]
+    """What `git status` lists in `repo` after an update, a mask and an unmask in each
+    workspace, through both CLI paths (the fast one and typer's)."""
+    for fast_path in (True, False):
+        if fast_path:
+            monkeypatch.delenv("KERNELSCOPE_NO_FAST_PATH", raising=False)
+        else:
+            monkeypatch.setenv("KERNELSCOPE_NO_FAST_PATH", "1")
+        for ws in workspaces:
+            done = cli(
+                "memory", "update", "--version", "v1", "--set", f"notes={int(fast_path)}", "-w", str(ws)
+            )
+            assert done.exit_code == 0, done.stderr
+            masked = cli("memory", "mask", "--version", "v2", "-w", str(ws))
+            assert masked.exit_code == 0, masked.stderr
+            cli("memory", "unmask", "--version", "v2", "-w", str(ws))
+    status = subprocess.run(
+        ["git", "-C", str(repo), "status", "--porcelain", "--untracked-files=all"],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    return sorted(line[3:] for line in status.stdout.splitlines())
+
+
 def test_writes_in_a_git_worktree_leave_no_untracked_lock_file(
     tmp_path: Path,
     cli,  # type: ignore[no-untyped-def]
@@ -269,33 +307,10 @@ def test_writes_in_a_git_worktree_leave_no_untracked_lock_file(
     directory: the lock goes there, as for a repository's root, not into memory/ where it
     showed in `git status` (and an agent's `git add -A` committed it). Both CLI paths."""
     repo, episode = tmp_path / "repo", tmp_path / "episode"
-    for version in range(3):
-        write_record(repo, version, masked=False)
-    git = ["git", "-c", "user.name=t", "-c", "user.email=t@t"]
-    subprocess.run([*git, "init", "-q", str(repo)], check=True)
-    subprocess.run([*git, "-C", str(repo), "add", "-A"], check=True)
-    subprocess.run([*git, "-C", str(repo), "commit", "-qm", "memory"], check=True)
-    subprocess.run([*git, "-C", str(repo), "worktree", "add", "-q", str(episode)], check=True)
+    _repository_of_records(repo, [repo])
+    subprocess.run([*GIT, "-C", str(repo), "worktree", "add", "-q", str(episode)], check=True)
     assert (episode / ".git").is_file()
-    for fast_path in (True, False):
-        if fast_path:
-            monkeypatch.delenv("KERNELSCOPE_NO_FAST_PATH", raising=False)
-        else:
-            monkeypatch.setenv("KERNELSCOPE_NO_FAST_PATH", "1")
-        done = cli(
-            "memory", "update", "--version", "v1", "--set", f"notes={int(fast_path)}", "-w", str(episode)
-        )
-        assert done.exit_code == 0, done.stderr
-        masked = cli("memory", "mask", "--version", "v2", "-w", str(episode))
-        assert masked.exit_code == 0, masked.stderr
-        cli("memory", "unmask", "--version", "v2", "-w", str(episode))
-    status = subprocess.run(
-        ["git", "-C", str(episode), "status", "--porcelain", "--untracked-files=all"],
-        capture_output=True,
-        text=True,
-        check=True,
-    )
-    assert [line[3:] for line in status.stdout.splitlines()] == ["memory/v1.json"], status.stdout
+    assert _untracked_after_writes(cli, monkeypatch, [episode], episode) == ["memory/v1.json"]
     assert list((repo / ".git" / "worktrees").glob("*/kernelscope/*.lock")), (
         "the lock is in the worktree's git dir"
     )
@@ -319,3 +334,26 @@ def test_a_folder_inside_a_workspace_names_the_workspace(
         )
     outside = cli("memory", "list", "-w", str(tmp_path))
     assert outside.exit_code == 2 and "inside the workspace" not in outside.stderr, outside
+
+
+def test_writes_in_a_workspace_below_the_repositorys_top_leave_no_untracked_lock_file(
+    tmp_path: Path,
+    cli,  # type: ignore[no-untyped-def]
+    monkeypatch,  # type: ignore[no-untyped-def]
+) -> None:
+    """A workspace in a subfolder of a repository (repo/kernels/softmax, a monorepo of kernels)
+    got its locks as memory/.kernelscope.lock and memory/.kernelscope-iteration.lock: untracked
+    files in `git status`, committed by an agent's `git add -A`. They go into the enclosing
+    repository's git dir, one folder per workspace, as for a workspace at the top. Both CLI
+    paths."""
+    repo = tmp_path / "repo"
+    workspaces = [repo / "kernels" / "softmax", repo / "kernels" / "gemm"]
+    _repository_of_records(repo, workspaces)
+    assert _untracked_after_writes(cli, monkeypatch, workspaces, repo) == [
+        "kernels/gemm/memory/v1.json",
+        "kernels/softmax/memory/v1.json",
+    ]
+    for name in ("softmax", "gemm"):  # each workspace its own locks
+        assert (
+            repo / ".git" / "kernelscope" / "workspaces" / "kernels" / name / ".kernelscope.lock"
+        ).is_file()

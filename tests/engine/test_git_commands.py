@@ -121,3 +121,42 @@ def test_a_git_command_that_dies_silently_says_why(
         git.run("commit", "-q", "-m", "v1")
     said = str(raised.value)
     assert ("no answer in 0.5 s, stopped" if how == "timeout" else "killed by signal 9") in said, said
+
+
+def test_commits_of_two_workspaces_of_one_repository_at_once_keep_each_others_files(tmp_path: Path) -> None:
+    """Two workspaces of one repository (kernels/a, kernels/b: iterations of each, from the
+    daemon and an agent's CLI) committing at the same moment: a commit whose temporary index
+    was read from HEAD before the other's commit moved it made a tree without the other's
+    files (HEAD silently dropped them), or failed with "cannot lock ref 'HEAD'". kernelscope's
+    commits of one repository take turns (Git.committing)."""
+    import threading
+
+    repo = tmp_path / "repo"
+    folders = [repo / "kernels" / name for name in ("a", "b")]
+    for folder in folders:
+        folder.mkdir(parents=True)
+    subprocess.run(["git", "init", "-q", str(repo)], check=True)
+    (repo / "README.md").write_text("kernels\n")
+    Git(repo).commit_paths([repo / "README.md"], "init")
+    errors: list[str] = []
+
+    def commit_in(folder: Path) -> None:
+        git = Git(folder)
+        for n in range(12):
+            record = folder / f"v{n}.json"
+            record.write_text(f"{n}\n")
+            try:
+                git.commit_files([record], f"V{n}: {folder.name}", {})
+            except DataError as exc:
+                errors.append(str(exc))
+
+    threads = [threading.Thread(target=commit_in, args=(folder,)) for folder in folders]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(120)
+    assert errors == []
+    tree = Git(repo).run("ls-tree", "-r", "--name-only", "HEAD").split()
+    assert sorted(tree) == sorted(
+        ["README.md", *(f"kernels/{name}/v{n}.json" for name in ("a", "b") for n in range(12))]
+    )

@@ -370,6 +370,58 @@ def test_the_restart_commits_its_mask_and_nothing_else(workspace: tuple[Path, st
     assert json.loads((ws / "memory" / f"{masked[0]}.json").read_text())["masked"] is True
 
 
+def test_a_restart_committing_its_mask_during_an_iterations_commit_leaves_both_whole(
+    workspace: tuple[Path, str], tmp_path: Path
+) -> None:
+    """An agent's `kernelscope iterate` committing its version while a partial restart (the
+    editor's, or the CLI's) commits its mask: git moved HEAD under the iteration's commit,
+    which then failed ("cannot lock ref 'HEAD'"), so a measured iteration was thrown away.
+    kernelscope's commits of one repository now take turns: each holds exactly its own files,
+    and neither fails. (The iteration's pre-commit hook waits for the mask's commit, which
+    under the lock comes only after it, so the hook gives up waiting.)"""
+    import threading
+
+    ws, db = workspace
+    git = Git(ws)
+    (ws / "kernel.py").write_text(kernel_with_block(KERNEL, 2048))
+    in_commit = tmp_path / "iteration-committing"
+    hook = ws / ".git" / "hooks" / "pre-commit"
+    hook.write_text(
+        "#!/bin/sh\n"
+        f"[ -e {in_commit} ] && exit 0\n"
+        f"touch {in_commit}\n"
+        "for i in $(seq 80); do\n"
+        "  git log -1 --format=%s HEAD | grep -q '^partial restart' && exit 0\n"
+        "  sleep 0.1\n"
+        "done\n"
+    )
+    hook.chmod(0o755)
+    outcome: dict[str, object] = {}
+
+    def run() -> None:
+        try:
+            outcome["result"] = iterate(ws, db, "block_size")
+        except Exception as exc:  # (the test reports it)
+            outcome["error"] = exc
+
+    iteration = threading.Thread(target=run)
+    iteration.start()
+    while not in_commit.exists() and iteration.is_alive():
+        time.sleep(0.05)
+    report = restart(ws, db, agent_script(tmp_path, "print('started', flush=True)"))
+    iteration.join(300)
+    assert "error" not in outcome, outcome.get("error")
+    result = outcome["result"]
+    assert result.version == "v4" and report.mask_commit  # type: ignore[attr-defined]
+    files = git.run("show", "--name-only", "--format=", str(result.commit)).split()  # type: ignore[attr-defined]
+    assert files == ["kernel.py", "memory/v4.json"]
+    mask_files = sorted(f"memory/{v}.json" for v in [*report.mask.masked, report.mask.pitfall_recorded_in])
+    assert git.run("show", "--name-only", "--format=", report.mask_commit).split() == mask_files
+    for version in report.mask.masked:
+        assert json.loads(git.show_file("HEAD", ws / "memory" / f"{version}.json") or "{}")["masked"] is True
+    assert git.run("status", "--porcelain") == ""
+
+
 def test_a_refused_mask_commit_stops_the_restart_before_the_agent(
     workspace: tuple[Path, str], tmp_path: Path
 ) -> None:

@@ -92,3 +92,36 @@ def test_where_flock_is_missing_filelock_takes_the_same_lock(
         pass
     with workspace_lock(tmp_path, timeout=0.2):
         assert (tmp_path / LOCK_NAME).exists()
+
+
+def test_a_workspace_below_a_repositorys_top_locks_in_its_git_dir_and_waits_for_an_earlier_kernelscope(
+    tmp_path: Path,
+) -> None:
+    """Workspaces below a repository's top (repo/kernels/softmax) lock in the repository's git
+    dir, each its own lock (a writer of one never waits for another's). An earlier kernelscope
+    still running (a daemon started before the upgrade) locks memory/.kernelscope.lock, which it
+    left there: while that file exists it is taken too, so the two still exclude each other."""
+    import subprocess
+
+    repo = tmp_path / "repo"
+    subprocess.run(["git", "init", "-q", str(repo)], check=True)
+    softmax, gemm = repo / "kernels" / "softmax", repo / "kernels" / "gemm"
+    assert atomic_io.lock_dir_of(softmax) == repo.resolve() / ".git/kernelscope/workspaces/kernels/softmax"
+    with atomic_io.memory_write_lock(softmax), atomic_io.memory_write_lock(gemm):
+        pass  # independent locks (one lock would wait for itself)
+    assert not (softmax / "memory" / LOCK_NAME).exists() and not (gemm / "memory" / LOCK_NAME).exists()
+    legacy = softmax / "memory" / LOCK_NAME
+    legacy.parent.mkdir(parents=True)
+    legacy.touch()
+    written = threading.Event()
+
+    def write() -> None:
+        with atomic_io.memory_write_lock(softmax):
+            written.set()
+
+    writer = threading.Thread(target=write)
+    with held_by_filelock(legacy):
+        writer.start()
+        assert not written.wait(0.5)  # waits for the earlier kernelscope's write
+    writer.join(10)
+    assert written.is_set()

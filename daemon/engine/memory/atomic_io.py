@@ -24,6 +24,7 @@ from kernelscope.daemon.engine import DataError, WriteFailed, write_error_reason
 from kernelscope.daemon.engine.memory.core import FILE_RE, JOURNAL_NAME, MEMORY_DIR
 
 LOCK_NAME = ".kernelscope.lock"
+ITERATION_LOCK_NAME = ".kernelscope-iteration.lock"
 TEMP_PREFIX = ".kernelscope-tmp-"
 
 
@@ -243,10 +244,32 @@ def git_dir_of(workspace: Path) -> Path | None:
 
 
 def lock_dir_of(workspace: Path) -> Path:
-    """Where a workspace's locks live: in its git directory's `kernelscope/` when the workspace
-    is a repository's or a worktree's root (so no untracked file appears), else its memory/."""
-    git_dir = git_dir_of(workspace)
-    return git_dir / "kernelscope" if git_dir is not None else workspace / MEMORY_DIR
+    """Where a workspace's locks live: in the git directory of the repository (or worktree)
+    holding it, so that no untracked file appears in its work tree: `kernelscope/` for a
+    workspace at the top, `kernelscope/workspaces/<its path from the top>/` for one below it
+    (each workspace its own locks); outside git, its memory/."""
+    folder = Path(os.path.realpath(workspace))  # every process names one workspace's locks alike
+    for top in (folder, *folder.parents):
+        git_dir = git_dir_of(top)
+        if git_dir is not None:
+            below = folder.relative_to(top)
+            return git_dir / "kernelscope" / ("workspaces" / below if below.parts else below)
+    return workspace / MEMORY_DIR
+
+
+@contextlib.contextmanager
+def _workspace_locks(workspace: Path, name: str, timeout: float) -> Iterator[None]:
+    """The workspace's lock `name` (lock_dir_of), and its memory/ copy too where one exists: an
+    earlier kernelscope locked a workspace below a repository's top there, and one still
+    running after an upgrade (a daemon) takes only that copy (it creates the file, so a
+    workspace it wrote has it). The copy is never created here; delete it once no earlier
+    kernelscope runs (docs/memory.md)."""
+    lock_dir, legacy = lock_dir_of(workspace), workspace / MEMORY_DIR
+    with contextlib.ExitStack() as held:
+        if lock_dir != legacy and (legacy / name).is_file():
+            held.enter_context(workspace_lock(legacy, timeout, name))
+        held.enter_context(workspace_lock(lock_dir, timeout, name))
+        yield
 
 
 @contextlib.contextmanager
@@ -255,12 +278,20 @@ def memory_write_lock(workspace: Path) -> Iterator[None]:
     path's): a temp file found while holding it is the orphan of a writer that was killed, and
     a journal the cut-short write of one (both finished or removed first)."""
     memory_dir = workspace / MEMORY_DIR
-    with workspace_lock(lock_dir_of(workspace)):
+    with _workspace_locks(workspace, LOCK_NAME, 60.0):
         for orphan in memory_dir.glob(TEMP_PREFIX + "*"):
             with contextlib.suppress(OSError):
                 orphan.unlink()
         replay_journal(memory_dir, FILE_RE)
         yield
+
+
+def iteration_lock(workspace: Path) -> contextlib.AbstractContextManager[None]:
+    """The iteration lock: an iteration's write phase (its version, record and commits), the
+    finishing of one cut short, and a partial restart's mask with its commit hold it. Order:
+    the iteration lock, then the memory write lock, then git's commit lock (Git.committing),
+    each taken at most once."""
+    return _workspace_locks(workspace, ITERATION_LOCK_NAME, 600.0)
 
 
 @contextlib.contextmanager

@@ -17,6 +17,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from kernelscope.daemon.engine import DataError
+from kernelscope.daemon.engine.memory.atomic_io import workspace_lock
 from kernelscope.daemon.engine.run.child_limits import stat_fields
 
 FAILED_REF_PREFIX = "refs/kernelscope/failed/"
@@ -36,6 +37,10 @@ _READ_ONLY = frozenset({"rev-parse", "show", "diff", "log", "cat-file", "ls-file
 READ_ONLY_ENV = {"GIT_OPTIONAL_LOCKS": "0"}
 READ_ONLY_OPTIONS = ("-c", "diff.autoRefreshIndex=false")
 GIT_TIMEOUT_S = 120
+# kernelscope's commits of one repository take turns (Git.committing); a commit's hooks may run
+# a test suite, so a writer waits long before it gives up.
+COMMIT_LOCK_NAME = ".kernelscope-commit.lock"
+COMMIT_LOCK_TIMEOUT_S = 600.0
 
 
 def _alive(pid: int) -> bool:
@@ -225,6 +230,10 @@ class Git:
         tree holds them and return the hash; whatever else is staged stays staged, and the
         index's entries of these paths then hold what was committed (`git commit --only`). A
         commit that fails (a hook refused it) leaves the index as it was."""
+        with self.committing():
+            return self._commit_paths(paths, message)
+
+    def _commit_paths(self, paths: list[Path], message: str) -> str:
         specs = [":(top)" + self.relative(p) for p in paths]  # from any folder of the repository
         untracked = self.run("ls-files", "--others", "--exclude-standard", "--full-name", "--", *specs)
         new = [":(top)" + name for name in untracked.splitlines()]
@@ -247,6 +256,10 @@ class Git:
         Made from a temporary index in the real work tree: hooks run where they expect, seeing
         that index as `git commit --only` shows them its own. The index's entries of these
         files then hold what was committed. A commit that fails leaves the index as it was."""
+        with self.committing():
+            return self._commit_files(files, message, contents)
+
+    def _commit_files(self, files: list[Path], message: str, contents: dict[Path, bytes]) -> str:
         entries = [self._index_entry(path, contents.get(path)) for path in files]
         with self._index_of_head_with(entries) as env:
             self.run("commit", "-q", "-m", message, env=env, cwd=self.toplevel())
@@ -277,6 +290,23 @@ class Git:
             for entry in entries:
                 self.run("update-index", "--add", "--cacheinfo", entry, env=env, cwd=self.toplevel())
             yield env
+
+    @contextlib.contextmanager
+    def committing(self) -> Iterator[None]:
+        """Hold the repository's commit lock (in its git directory, a worktree's own: one HEAD
+        and one index each) while kernelscope writes its index or moves its HEAD. A commit
+        reads HEAD first and moves it last: two at once (an agent's iterate and a restart's
+        mask, or iterations of two workspaces of one repository) failed with "cannot lock ref
+        'HEAD'" or "index.lock: File exists", or, when HEAD moved between the temporary
+        index's read-tree and the commit, made a commit whose tree undid the other's. Taken
+        last, after the iteration and memory locks, and never twice (flock does not re-enter):
+        no kernelscope lock is taken while it is held."""
+        git_dir = self.git_dir()
+        if git_dir is None:
+            yield
+            return
+        with workspace_lock(git_dir / "kernelscope", COMMIT_LOCK_TIMEOUT_S, COMMIT_LOCK_NAME):
+            yield
 
     def toplevel(self) -> Path:
         """The repository's top folder (asked once: every path given to git is named from it)."""
@@ -338,4 +368,5 @@ class Git:
     def restore_file(self, commit: str, path: Path) -> None:
         if not is_revision(commit):
             raise DataError(f"{commit!r} is not a git revision: {path.name} was left as it is")
-        self.run("checkout", commit, "--", ":(top)" + self.relative(path))
+        with self.committing():  # (it writes the index, which a commit --only holds locked)
+            self.run("checkout", commit, "--", ":(top)" + self.relative(path))

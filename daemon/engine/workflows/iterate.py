@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from kernelscope.daemon.engine import Cancelled, DataError, KernelscopeError
-from kernelscope.daemon.engine.memory.atomic_io import workspace_lock
+from kernelscope.daemon.engine.memory.atomic_io import iteration_lock
 from kernelscope.daemon.engine.memory.core import kernelscope_block
 from kernelscope.daemon.engine.memory.records import MemoryEntry, MemoryManager, utc_now_iso
 from kernelscope.daemon.engine.run.bench import BenchRequest, run_benchmark
@@ -93,9 +93,6 @@ def evaluate_stop_conditions(
     return statuses, bool(statuses) and all(s.met for s in statuses)
 
 
-ITERATION_LOCK_NAME = ".kernelscope-iteration.lock"
-
-
 def refuse_recorded_code(root: Path, db_url: str | None = None, measured: bytes | None = None) -> None:
     """Nothing is ever deleted, so a version recorded twice stays twice: kernel.py identical to
     a recorded version is refused, naming it, before any GPU time (`force` records anyway).
@@ -142,7 +139,7 @@ def finish_cut_short_iterations(root: Path, store: ExperimentStore, force: bool 
     memory, git = MemoryManager(root), Git(root)
     if not memory.memory_dir.is_dir():
         return []
-    with workspace_lock(memory.lock_dir, timeout=600.0, name=ITERATION_LOCK_NAME):
+    with iteration_lock(root):
         finished = finish_cut_short(memory, git, allow_supervised=force)
     messages = []
     for version, message in finished.items():
@@ -228,7 +225,7 @@ class Iteration:
         # The write phase runs under the workspace's iteration lock and takes its version
         # there: an iteration started by the daemon and one started by the CLI or an agent
         # at the same time record v<N> and v<N+1> and never commit over each other.
-        with workspace_lock(self.memory.lock_dir, timeout=600.0, name=ITERATION_LOCK_NAME):
+        with iteration_lock(self.ws.root):
             return self._record(store, bench, readme, parent_entry, messages, measured)
 
     def _record(

@@ -27,6 +27,7 @@ from typing import Any
 
 from kernelscope.daemon.engine import DataError, UsageError
 from kernelscope.daemon.engine.memory import atrex_fields
+from kernelscope.daemon.engine.memory.atomic_io import iteration_lock
 from kernelscope.daemon.engine.memory.core import kernelscope_block
 from kernelscope.daemon.engine.workflows.git import Git
 from kernelscope.daemon.engine.workspace.atrex import refuse_if_supervised
@@ -438,15 +439,20 @@ class PartialRestart:
         before = self._snapshot()
         baseline_kernel = self._baseline_kernel()
         readme = self.ws.readme()
-        mask = self.ws.memory.mask_half(
-            readme.primary_kind,
-            seed=self.options.seed,
-            force=self.options.force,
-            allow_supervised=self.options.force,
-        )
-        # committed before anything else can run in the workspace (a refusal stops here)
-        mask_commit = commit_mask(self.ws, mask)
-        next_version = self.ws.memory.next_version()
+        # Under the iteration lock, as an iteration's write phase: an agent's iterate recording
+        # at this moment records before the mask or after its commit, and its version's record
+        # (which may get the restart's note) is committed by one of them, not swept into the
+        # other's commit. Released before the agent starts (its own iterate takes the lock).
+        with iteration_lock(self.ws.root):
+            mask = self.ws.memory.mask_half(
+                readme.primary_kind,
+                seed=self.options.seed,
+                force=self.options.force,
+                allow_supervised=self.options.force,
+            )
+            # committed before anything else can run in the workspace (a refusal stops here)
+            mask_commit = commit_mask(self.ws, mask)
+            next_version = self.ws.memory.next_version()
         brief_path, env = self._brief(next_version, mask.seed)
         argv = [part.replace("{brief}", str(brief_path)) for part in argv]
         # What the agent starts from: after the mask and the brief were written.
