@@ -1,0 +1,134 @@
+"""The last text of a kernel.py that parsed, and where its lines are in the text now.
+
+Between keystrokes (or an agent's partial writes) kernel.py often does not parse: an unclosed
+bracket, a half-typed `def`. What the editor shows of the kernels (lens, summary hint, hover on
+a name, the values already tried) then comes from the last text that parsed, moved to where its
+lines are in the text as it is now, as pyright and jedi keep their last analysis instead of
+blanking the screen. A line is placed only where it still is: an unchanged line by the line
+diff, a kernel whose `def` line is being typed by the line that still defines it, else by its
+unchanged decorator; a line that cannot be found shows nothing (a hint or lens on a line that
+moved would name the wrong code, which is worse than none).
+
+One `LastParse` per document: the daemon keeps one for the saved file and one for the editor's
+buffer (engine/workspace/cache.py), and forgets the buffer's when the editor closes it.
+"""
+
+from __future__ import annotations
+
+import difflib
+import re
+import threading
+from dataclasses import dataclass, field
+
+from kernelscope.daemon.engine.workspace.kernel_scan import scan_kernel_source, too_large
+from kernelscope.protocol.history import TriedHint
+from kernelscope.protocol.text_positions import source_lines
+from kernelscope.protocol.workspace import KernelInfo, KernelScan
+
+
+@dataclass(frozen=True)
+class LineMap:
+    """Lines (0-based) of `parsed`, the last text that parsed, as they are in the text now."""
+
+    parsed: str
+    now: str
+    lines: list[str]  # now's
+    moved: dict[int, int] = field(default_factory=dict)  # unchanged lines: line then -> line now
+
+    @classmethod
+    def between(cls, parsed: str, now: str) -> LineMap:
+        before, after = source_lines(parsed), source_lines(now)
+        matcher = difflib.SequenceMatcher(None, before, after, autojunk=False)
+        moved = {i + k: j + k for i, j, size in matcher.get_matching_blocks() for k in range(size)}
+        return cls(parsed, now, after, moved)
+
+    def line(self, line: int) -> int | None:
+        """Where an unchanged line is now (None: it changed or went)."""
+        return self.moved.get(line)
+
+    def tried(self, spots: list[TriedHint]) -> list[TriedHint]:
+        """The parsed text's tried values where they are now; one on a line that changed is
+        left out."""
+        placed = []
+        for spot in spots:
+            line, end_line = self.line(spot.line), self.line(spot.end_line)
+            if line is not None and end_line is not None:
+                placed.append(spot.model_copy(update={"line": line, "end_line": end_line}))
+        return placed
+
+    def kernel(self, kernel: KernelInfo) -> KernelInfo | None:
+        """`kernel` where it is now, None when neither its `def` nor its decorator is found."""
+        def_then, decorator_then = kernel.def_line - 1, kernel.decorator_line - 1
+        def_now = self.line(def_then)
+        if def_now is None:  # the `def` line is the one being typed: the line that still defines it
+            pattern = re.compile(rf"\s*(async\s+)?def\s+{re.escape(kernel.name)}\b")
+            found = [i for i, text in enumerate(self.lines) if pattern.match(text)]
+            decorator_now = self.line(decorator_then)
+            if len(found) == 1:
+                def_now = found[0]
+            elif decorator_now is not None:  # (its name half typed) below its unchanged decorator
+                def_now = decorator_now + def_then - decorator_then
+            else:
+                return None
+        decorator_now = self.line(decorator_then)
+        if decorator_now is None or decorator_now > def_now:
+            decorator_now = max(0, def_now - (def_then - decorator_then))
+        end_now = self.line(kernel.end_line - 1)
+        if end_now is None:
+            end_now = def_now + kernel.end_line - kernel.def_line
+        text = self.lines[def_now] if def_now < len(self.lines) else ""
+        column = text.find("def " + kernel.name)
+        return kernel.model_copy(
+            update={
+                "def_line": def_now + 1,
+                "decorator_line": decorator_now + 1,
+                "end_line": end_now + 1,
+                "name_column": column + 4 if column >= 0 else kernel.name_column,
+            }
+        )
+
+
+class LastParse:
+    """One document's last text that parsed (module docstring). Thread-safe: pool handlers
+    scan on several threads."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._parsed: str | None = None
+        self._map: LineMap | None = None  # the last map made (a hover, then hints, on one text)
+
+    def scan(self, text: str, path: str = "kernel.py") -> tuple[KernelScan, LineMap | None]:
+        """The kernels of `text`; while it does not parse, the last parsed text's kernels where
+        they are now, beside the error, and the map that placed them (None: `text` parsed, or
+        nothing did yet, or it is too large to compare)."""
+        scan = scan_kernel_source(text, path)
+        if scan.error is None:
+            with self._lock:
+                self._parsed, self._map = text, None
+            return scan, None
+        moved = self.line_map(text)
+        if moved is None:
+            return scan, None
+        placed = map(moved.kernel, scan_kernel_source(moved.parsed, path).kernels)
+        kernels = [kernel for kernel in placed if kernel is not None]
+        return scan.model_copy(update={"kernels": kernels}), moved
+
+    def line_map(self, text: str) -> LineMap | None:
+        """The last parsed text's lines in `text` (None: none parsed yet, or a text too large
+        for the editor's reads)."""
+        with self._lock:
+            parsed, kept = self._parsed, self._map
+        if parsed is None or too_large(text) is not None:
+            return None
+        if kept is not None and kept.parsed is parsed and kept.now == text:
+            return kept
+        made = LineMap.between(parsed, text)
+        with self._lock:
+            if self._parsed is parsed:
+                self._map = made
+        return made
+
+    def forget(self) -> None:
+        """The document is gone (the editor closed it): its texts are not kept."""
+        with self._lock:
+            self._parsed, self._map = None, None

@@ -1,0 +1,150 @@
+"""What the editor shows while kernel.py is being edited, through a real LSP client (pytest-lsp)
+on a workspace `kernelscope iterate` wrote (v0 BLOCK_SIZE 64, v1 BLOCK_SIZE 1024): a buffer
+that does not parse between keystrokes keeps the last parse's kernels and tried values, moved
+to where their lines are now (never left on a line that moved); lenses follow the buffer; and
+didClose drops the buffer: the file on disk is what is shown and checked from then on."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import pytest_lsp
+from lsprotocol import types
+from pytest_lsp import ClientServerConfig
+
+from tests.conftest import NO_TORCH_SERVER
+from tests.lsp.test_lsp import make_workspace, private_copy
+from tests.support.lsp_client import (
+    KernelscopeClient,
+    make_client,
+    open_with,
+    start_session,
+)
+
+pytestmark = pytest.mark.slow
+SERVER = NO_TORCH_SERVER
+EVERYTHING = types.Range(start=types.Position(line=0, character=0), end=types.Position(line=80, character=0))
+
+
+@pytest.fixture(scope="module")
+def prepared(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    root = tmp_path_factory.mktemp("lsp-mid-edit")
+    make_workspace(root)
+    return root
+
+
+@pytest.fixture
+def folder(prepared: Path, tmp_path: Path) -> Path:
+    return private_copy(prepared, tmp_path)
+
+
+@pytest_lsp.fixture(config=ClientServerConfig(client_factory=make_client, server_command=SERVER))
+async def client(lsp_client: KernelscopeClient, folder: Path):
+    options = {"dbUrl": str(folder / "exp.sqlite"), "trusted": False, "mode": "interpreter", "seeds": 1}
+    await start_session(lsp_client, folder, options)
+    yield
+    await lsp_client.shutdown_session()
+
+
+def kernel(client: KernelscopeClient) -> Path:
+    return client.folder / "kernel_opt_vector_add" / "kernel.py"
+
+
+def edited(text: str, after: dict[str, str]) -> str:
+    """`text` with a line inserted after the first line that starts with each key."""
+    lines = text.splitlines(keepends=True)
+    for start, added in after.items():
+        at = next(i for i, line in enumerate(lines) if line.startswith(start))
+        lines.insert(at + 1, added + "\n")
+    return "".join(lines)
+
+
+def change(client: KernelscopeClient, path: Path, text: str, version: int) -> None:
+    client.text_document_did_change(
+        types.DidChangeTextDocumentParams(
+            text_document=types.VersionedTextDocumentIdentifier(uri=path.as_uri(), version=version),
+            content_changes=[types.TextDocumentContentChangeWholeDocument(text=text)],
+        )
+    )
+
+
+async def hints(client: KernelscopeClient, path: Path) -> list[tuple[int, int, str]]:
+    found = await client.text_document_inlay_hint_async(
+        types.InlayHintParams(text_document=types.TextDocumentIdentifier(uri=path.as_uri()), range=EVERYTHING)
+    )
+    return sorted((h.position.line, h.position.character, str(h.label)) for h in found or [])
+
+
+async def hover(client: KernelscopeClient, path: Path, line: int, character: int) -> str | None:
+    found = await client.text_document_hover_async(
+        types.HoverParams(
+            text_document=types.TextDocumentIdentifier(uri=path.as_uri()),
+            position=types.Position(line=line, character=character),
+        )
+    )
+    return found.contents.value if found is not None else None  # type: ignore[union-attr]
+
+
+async def kernel_lens_lines(client: KernelscopeClient, path: Path) -> list[int]:
+    lenses = await client.text_document_code_lens_async(
+        types.CodeLensParams(text_document=types.TextDocumentIdentifier(uri=path.as_uri()))
+    )
+    return [
+        lens.range.start.line
+        for lens in lenses or []
+        if lens.command is not None and "kernel" in (lens.command.arguments or [{}])[0]
+    ]
+
+
+def line_of(text: str, start: str) -> int:
+    return next(i for i, line in enumerate(text.splitlines()) if line.lstrip().startswith(start))
+
+
+async def test_a_buffer_that_does_not_parse_keeps_hints_hover_and_lenses_where_their_lines_went(
+    client: KernelscopeClient,
+) -> None:
+    """Two lines typed: an import above the kernel (every line below moves down one) and a
+    call not yet closed inside it (nothing parses). The kernel's summary, the tried values,
+    hover on its name and its lens stay, each on the line its text moved to."""
+    path = kernel(client)
+    saved = path.read_text()
+    open_with(client, path, saved)
+    before = await hints(client, path)
+    assert any(label.startswith("tried:") for _, _, label in before), before
+    table = await hover(client, path, line_of(saved, "def add_kernel"), 6)
+    assert table is not None and "| v1 |" in table.replace("**", ""), table
+    typing = edited(
+        saved, {"import triton.language": "import math", "    pid = ": "    extra = tl.load(x_ptr +"}
+    )
+    change(client, path, typing, 2)
+
+    def moved(line: int) -> int:  # the import moves lines after it by one, the open call by two
+        return line + (line >= line_of(saved, "@triton.jit")) + (line > line_of(saved, "pid = "))
+
+    assert await hints(client, path) == sorted((moved(line), c, label) for line, c, label in before)
+    def_line = line_of(typing, "def add_kernel")
+    assert def_line == moved(line_of(saved, "def add_kernel"))
+    shown = await hover(client, path, def_line, 6)
+    assert shown is not None and shown.split("\n\n---\n")[0] == table.split("\n\n---\n")[0], shown
+
+
+async def test_a_half_typed_signature_keeps_the_kernel(client: KernelscopeClient) -> None:
+    """The kernel's own `def` line is the one being typed (a parameter added, its bracket not
+    yet closed): the kernel is found by its name on the line that still defines it."""
+    path = kernel(client)
+    saved = path.read_text()
+    open_with(client, path, saved)
+    def_line = line_of(saved, "def add_kernel")
+    summary = [h for h in await hints(client, path) if h[0] == def_line]
+    assert summary, "no summary hint at the kernel's def line"
+    lines = saved.splitlines(keepends=True)
+    lines[def_line] = lines[def_line].replace("BLOCK_SIZE: tl.constexpr):", "BLOCK_SIZE: tl.constexpr, extra")
+    typing = "".join(lines)
+    change(client, path, typing, 2)
+    after = [h for h in await hints(client, path) if h[0] == def_line]
+    assert [label for _, _, label in after] == [label for _, _, label in summary]
+    assert after[0][1] == len(typing.splitlines()[def_line])  # at the end of the line as it is now
+    shown = await hover(client, path, def_line, 6)
+    assert shown is not None and "| v1 |" in shown.replace("**", ""), shown
+    assert await kernel_lens_lines(client, path) == [line_of(saved, "@triton.jit")]
