@@ -127,6 +127,19 @@ async def test_a_buffer_that_does_not_parse_keeps_hints_hover_and_lenses_where_t
     assert def_line == moved(line_of(saved, "def add_kernel"))
     shown = await hover(client, path, def_line, 6)
     assert shown is not None and shown.split("\n\n---\n")[0] == table.split("\n\n---\n")[0], shown
+    assert await kernel_lens_lines(client, path) == [line_of(typing, "@triton.jit")]
+
+
+async def test_lines_typed_above_a_kernel_move_its_lens(client: KernelscopeClient) -> None:
+    """Unsaved lines above a kernel: its lens is where the kernel is in the buffer, not where
+    it is in the file (it was, the lines typed above it later)."""
+    path = kernel(client)
+    saved = path.read_text()
+    open_with(client, path, saved)
+    assert await kernel_lens_lines(client, path) == [line_of(saved, "@triton.jit")]
+    typing = edited(saved, {"import triton.language": "import math\nimport os"})
+    change(client, path, typing, 2)
+    assert await kernel_lens_lines(client, path) == [line_of(saved, "@triton.jit") + 2]
 
 
 async def test_a_half_typed_signature_keeps_the_kernel(client: KernelscopeClient) -> None:

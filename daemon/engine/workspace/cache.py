@@ -93,7 +93,7 @@ class WorkspaceCache:
         self._history: HistoryService | None = None
         # the last text that parsed, of the saved file and of the editor's buffer (last_parse.py)
         self.saved_parse = LastParse()
-        self.buffer_parse = LastParse()
+        self.buffer_parse = LastParse(fallback=self.saved_parse)
 
     # -- events -------------------------------------------------------------------------
 

@@ -10,7 +10,8 @@ unchanged decorator; a line that cannot be found shows nothing (a hint or lens o
 moved would name the wrong code, which is worse than none).
 
 One `LastParse` per document: the daemon keeps one for the saved file and one for the editor's
-buffer (engine/workspace/cache.py), and forgets the buffer's when the editor closes it.
+buffer (engine/workspace/cache.py; a buffer with no parse of its own yet takes the file's),
+and forgets the buffer's when the editor closes it.
 """
 
 from __future__ import annotations
@@ -92,8 +93,11 @@ class LastParse:
     """One document's last text that parsed (module docstring). Thread-safe: pool handlers
     scan on several threads."""
 
-    def __init__(self) -> None:
+    def __init__(self, fallback: LastParse | None = None) -> None:
         self._lock = threading.Lock()
+        # whose last parse counts while this document has none of its own (a buffer opened
+        # with a text that does not parse: the saved file's)
+        self._fallback = fallback
         self._parsed: str | None = None
         self._map: LineMap | None = None  # the last map made (a hover, then hints, on one text)
 
@@ -113,19 +117,23 @@ class LastParse:
         kernels = [kernel for kernel in placed if kernel is not None]
         return scan.model_copy(update={"kernels": kernels}), moved
 
+    def parsed(self) -> str | None:
+        """The last text that parsed (this document's, else its fallback's)."""
+        with self._lock:
+            own = self._parsed
+        return own if own is not None or self._fallback is None else self._fallback.parsed()
+
     def line_map(self, text: str) -> LineMap | None:
         """The last parsed text's lines in `text` (None: none parsed yet, or a text too large
         for the editor's reads)."""
-        with self._lock:
-            parsed, kept = self._parsed, self._map
+        parsed, kept = self.parsed(), self._map
         if parsed is None or too_large(text) is not None:
             return None
         if kept is not None and kept.parsed is parsed and kept.now == text:
             return kept
         made = LineMap.between(parsed, text)
         with self._lock:
-            if self._parsed is parsed:
-                self._map = made
+            self._map = made
         return made
 
     def forget(self) -> None:
