@@ -13,13 +13,16 @@ import pytest_lsp
 from lsprotocol import types
 from pytest_lsp import ClientServerConfig
 
+from kernelscope.daemon.engine.workflows.demo import kernel_with_block
 from tests.conftest import NO_TORCH_SERVER
-from tests.lsp.test_lsp import make_workspace, private_copy
+from tests.lsp.test_lsp import KERNEL, make_workspace, private_copy
 from tests.support.lsp_client import (
     KernelscopeClient,
     make_client,
     open_with,
     start_session,
+    wait_for,
+    watching,
 )
 
 pytestmark = pytest.mark.slow
@@ -161,3 +164,32 @@ async def test_a_half_typed_signature_keeps_the_kernel(client: KernelscopeClient
     shown = await hover(client, path, def_line, 6)
     assert shown is not None and "| v1 |" in shown.replace("**", ""), shown
     assert await kernel_lens_lines(client, path) == [line_of(saved, "@triton.jit")]
+
+
+async def test_closing_an_unsaved_buffer_falls_back_to_the_file(client: KernelscopeClient) -> None:
+    """An agent's edit (didOpen with text that does not parse), closed without saving: the
+    file on disk is what the diagnostics, hints and hover are about from then on; and a
+    change on disk after the close is checked and shown as the file says."""
+    path = kernel(client)
+    uri = path.as_uri()
+    saved = path.read_text()
+    await watching(client, path.parent)
+    open_with(client, path, edited("import os\n" + saved, {"    pid = ": "    extra = tl.load(x_ptr +"}))
+
+    def codes() -> list[str | int | None]:
+        return [d.code for d in client.diagnostics.get(uri, [])]
+
+    await wait_for(lambda: "does_not_parse" in codes(), 30, "no does_not_parse for the buffer")
+    client.text_document_did_close(
+        types.DidCloseTextDocumentParams(text_document=types.TextDocumentIdentifier(uri=uri))
+    )
+    await wait_for(
+        lambda: "does_not_parse" not in codes(), 30, f"the closed buffer's diagnostics stay: {codes()}"
+    )
+    def_line = line_of(saved, "def add_kernel")
+    assert any(line == def_line for line, _, _ in await hints(client, path))
+    path.write_text("\n\n" + kernel_with_block(KERNEL, 64))  # v0's code, two lines lower, on disk
+    await wait_for(lambda: "already_tried" in codes(), 30, f"the file's change was not checked: {codes()}")
+    shown = await hover(client, path, def_line + 2, 6)
+    assert shown is not None and "| v1 |" in shown.replace("**", ""), shown
+    assert await kernel_lens_lines(client, path) == [line_of(saved, "@triton.jit") + 2]
