@@ -4,9 +4,10 @@ Between keystrokes (or an agent's partial writes) kernel.py often does not parse
 bracket, a half-typed `def`. What the editor shows of the kernels (lens, summary hint, hover on
 a name, the values already tried) then comes from the last text that parsed, moved to where its
 lines are in the text as it is now, as pyright and jedi keep their last analysis instead of
-blanking the screen. A line is placed only where it still is: an unchanged line by the line
-diff, a kernel whose `def` line is being typed by the line that still defines it, else by its
-unchanged decorator; a line that cannot be found shows nothing (a hint or lens on a line that
+blanking the screen. A line is placed only where it still is: an unchanged line by the common
+head and tail of the two texts and a line diff of what lies between (when that is at most
+MAX_DIFF_LINES), a kernel whose `def` line is being typed by the line that still defines it,
+else by its unchanged decorator; a line that cannot be found shows nothing (a hint or lens on a line that
 moved would name the wrong code, which is worse than none).
 
 One `LastParse` per document: the daemon keeps one for the saved file and one for the editor's
@@ -20,11 +21,15 @@ import difflib
 import re
 import threading
 from dataclasses import dataclass, field
+from functools import cached_property
 
 from kernelscope.daemon.engine.workspace.kernel_scan import scan_kernel_source, too_large
 from kernelscope.protocol.history import TriedHint
 from kernelscope.protocol.text_positions import source_lines
 from kernelscope.protocol.workspace import KernelInfo, KernelScan
+
+DEF = re.compile(r"\s*(?:async\s+)?def\s+(\w+)")
+MAX_DIFF_LINES = 1_000  # the largest changed part compared line by line (about 15 ms)
 
 
 @dataclass(frozen=True)
@@ -38,10 +43,36 @@ class LineMap:
 
     @classmethod
     def between(cls, parsed: str, now: str) -> LineMap:
+        """The unchanged lines: the common head and tail (one pass: an edit is mostly in one
+        place), and what a line diff matches between them when that part is small (the diff
+        is quadratic on repeated lines: 10,000 of them took a second, and held every request)."""
         before, after = source_lines(parsed), source_lines(now)
-        matcher = difflib.SequenceMatcher(None, before, after, autojunk=False)
-        moved = {i + k: j + k for i, j, size in matcher.get_matching_blocks() for k in range(size)}
+        head = 0
+        for old, new in zip(before, after, strict=False):
+            if old != new:
+                break
+            head += 1
+        tail = 0
+        while tail < min(len(before), len(after)) - head and before[-1 - tail] == after[-1 - tail]:
+            tail += 1
+        moved = {i: i for i in range(head)}
+        moved.update({len(before) - 1 - k: len(after) - 1 - k for k in range(tail)})
+        middle_before, middle_after = before[head : len(before) - tail], after[head : len(after) - tail]
+        if max(len(middle_before), len(middle_after)) <= MAX_DIFF_LINES:
+            matcher = difflib.SequenceMatcher(None, middle_before, middle_after, autojunk=False)
+            for i, j, size in matcher.get_matching_blocks():
+                moved.update({head + i + k: head + j + k for k in range(size)})
         return cls(parsed, now, after, moved)
+
+    @cached_property
+    def defines(self) -> dict[str, list[int]]:
+        """Function name -> the lines of the text now that define it (one pass, made once)."""
+        found: dict[str, list[int]] = {}
+        for i, text in enumerate(self.lines):
+            match = DEF.match(text)
+            if match is not None:
+                found.setdefault(match.group(1), []).append(i)
+        return found
 
     def line(self, line: int) -> int | None:
         """Where an unchanged line is now (None: it changed or went)."""
@@ -62,8 +93,7 @@ class LineMap:
         def_then, decorator_then = kernel.def_line - 1, kernel.decorator_line - 1
         def_now = self.line(def_then)
         if def_now is None:  # the `def` line is the one being typed: the line that still defines it
-            pattern = re.compile(rf"\s*(async\s+)?def\s+{re.escape(kernel.name)}\b")
-            found = [i for i, text in enumerate(self.lines) if pattern.match(text)]
+            found = self.defines.get(kernel.name, [])
             decorator_now = self.line(decorator_then)
             if len(found) == 1:
                 def_now = found[0]
