@@ -166,6 +166,23 @@ async def test_a_half_typed_signature_keeps_the_kernel(client: KernelscopeClient
     assert await kernel_lens_lines(client, path) == [line_of(saved, "@triton.jit")]
 
 
+async def test_a_verdict_sits_on_the_kernel_in_the_buffer(client: KernelscopeClient) -> None:
+    """Comment lines typed above the kernel keep it v1's code ("identical to v1", said on the
+    kernel's line): the diagnostic is on the kernel's line in the buffer it is about, not the
+    line the kernel has in the file."""
+    path = kernel(client)
+    uri = path.as_uri()
+    saved = path.read_text()
+    typing = edited(saved, {"import triton.language": "# try a larger block\n# and fewer warps"})
+    open_with(client, path, typing)
+
+    def verdict() -> list[int]:
+        return [d.range.start.line for d in client.diagnostics.get(uri, []) if d.code == "already_tried"]
+
+    await wait_for(lambda: bool(verdict()), 30, "no verdict on the buffer")
+    assert verdict() == [line_of(typing, "def add_kernel")]
+
+
 async def test_closing_an_unsaved_buffer_falls_back_to_the_file(client: KernelscopeClient) -> None:
     """An agent's edit (didOpen with text that does not parse), closed without saving: the
     file on disk is what the diagnostics, hints and hover are about from then on; and a
