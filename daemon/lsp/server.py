@@ -70,6 +70,7 @@ FEATURES: list[tuple[str, Callable[..., Any], Runs]] = [
     (types.TEXT_DOCUMENT_DID_OPEN, save.did_open, LOOP),
     (types.TEXT_DOCUMENT_DID_CHANGE, save.did_change, LOOP),
     (types.TEXT_DOCUMENT_DID_SAVE, save.did_save, LOOP),
+    (types.TEXT_DOCUMENT_DID_CLOSE, save.did_close, LOOP),
     (types.TEXT_DOCUMENT_CODE_LENS, on_pool(lenses.code_lens, lenses.kept_lenses), POOL),
     (types.TEXT_DOCUMENT_HOVER, on_pool(hover.hover), POOL),
     (types.TEXT_DOCUMENT_INLAY_HINT, on_pool(hints.inlay_hints), POOL),

@@ -32,6 +32,7 @@ from kernelscope.daemon.engine.memory.core import MEMORY_DIR
 from kernelscope.daemon.engine.memory.records import FileReads, MemoryEntry, MemoryManager
 from kernelscope.daemon.engine.memory.scores import IncrementalScores, VersionScore
 from kernelscope.daemon.engine.workspace.atrex import LIVE_FILE, is_supervisor_path
+from kernelscope.daemon.engine.workspace.last_parse import LastParse
 from kernelscope.daemon.engine.workspace.workspace import KERNEL_NAME, README_NAME, Workspace
 from kernelscope.protocol.workspace import KernelScan, ReadmeInfo
 
@@ -90,7 +91,9 @@ class WorkspaceCache:
         self.memory_manager = MemoryManager(self.root, reads=self.file_reads)
         self._scores = IncrementalScores()
         self._history: HistoryService | None = None
-        self._parsed: KernelScan | None = None  # the last scan of a kernel.py that parsed
+        # the last text that parsed, of the saved file and of the editor's buffer (last_parse.py)
+        self.saved_parse = LastParse()
+        self.buffer_parse = LastParse(fallback=self.saved_parse)
 
     # -- events -------------------------------------------------------------------------
 
@@ -176,17 +179,18 @@ class WorkspaceCache:
 
     def kernels(self) -> KernelScan:
         """kernel.py's kernels. While the saved file does not parse, the kernels of the last
-        one that did, beside its error: what was measured of each stays on screen, marked,
-        instead of vanishing with no word why (lsp/features/lenses.py)."""
+        one that did where they are now (last_parse.py), beside its error: what was measured
+        of each stays on screen, marked, instead of vanishing with no word why
+        (lsp/features/lenses.py)."""
         return self.get("kernels", ("kernel",), self._scan_kernels)
 
     def _scan_kernels(self) -> KernelScan:
-        scan = self.workspace.kernels()
-        if scan.error is None:
-            self._parsed = scan
-        elif self._parsed is not None:
-            return scan.model_copy(update={"kernels": list(self._parsed.kernels)})
-        return scan
+        path = self.workspace.kernel_path
+        try:
+            text = path.read_text(encoding="utf-8", errors="replace")
+        except OSError:
+            return self.workspace.kernels()  # (its error says why)
+        return self.saved_parse.scan(text, str(path))[0]
 
     def supervised(self) -> bool:
         """An orchestrator (atrex's supervisor) drives the workspace: it records the versions,

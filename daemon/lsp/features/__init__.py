@@ -20,7 +20,8 @@ from pygls.workspace.position_codec import PositionCodec
 from kernelscope.daemon.lsp.state import WorkspaceView
 
 if TYPE_CHECKING:  # (engine and models load with the first request, not at start-up)
-    from kernelscope.protocol.workspace import KernelInfo
+    from kernelscope.daemon.engine.workspace.last_parse import LineMap
+    from kernelscope.protocol.workspace import KernelInfo, KernelScan
 
 UTF32 = PositionCodec(types.PositionEncodingKind.Utf32)  # characters as they are (no conversion)
 
@@ -83,13 +84,19 @@ class Document:
         found = self.codec.position_from_client_units(lines, position)
         return types.Position(line=found.line, character=found.character)
 
-    def kernels(self) -> list[KernelInfo]:
-        """The kernels of the editor's text (positions as the user sees them), else of the
-        file; scans are remembered per text, so a hover does not re-parse 1,000 lines."""
-        from kernelscope.daemon.engine.workspace.kernel_scan import scan_kernel_source
+    @cached_property
+    def parsed(self) -> tuple[KernelScan, LineMap | None]:
+        """The scan of the editor's text, else of the file's (positions as the user sees
+        them); while the text does not parse, the last text that parsed and where its lines
+        are now (engine/workspace/last_parse.py: the buffer's forgotten when it is closed).
+        Scans are remembered per text, so a hover does not re-parse 1,000 lines."""
+        cache = self.view.cache
+        if self.text is None:
+            return cache.kernels(), None
+        return (cache.buffer_parse if self.buffer is not None else cache.saved_parse).scan(self.text)
 
-        scan = scan_kernel_source(self.text) if self.text is not None else self.view.cache.kernels()
-        return list(scan.kernels)
+    def kernels(self) -> list[KernelInfo]:
+        return list(self.parsed[0].kernels)
 
 
 def to_client(codec: PositionCodec, lines: list[str], line: int, character: int) -> types.Position:

@@ -38,7 +38,8 @@ def diagnostics(ws: WorkspaceState, codec: PositionCodec = UTF32) -> list[types.
         return []  # (and no scan of kernel.py: a workspace nobody looked at stays unread)
     # the text the notices point into, split only when one of them says where
     lines = source_lines(ws.checked_text or "") if any(n.line is not None for n in notices) else []
-    scan = ws.cache.kernels()
+    # on the first kernel of the text they are about (the buffer's: unsaved lines above it move it)
+    scan = ws.cache.buffer_parse.scan(ws.checked_text)[0] if ws.checked_text else ws.cache.kernels()
     line = (scan.kernels[0].def_line - 1) if scan.kernels else 0
     where = types.Range(
         start=types.Position(line=line, character=0), end=types.Position(line=line, character=200)

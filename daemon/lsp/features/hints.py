@@ -97,7 +97,7 @@ def history_hints(doc: Document, window: types.Range) -> list[types.InlayHint]:
     view, lines = doc.view, doc.lines
     try:
         service = view.cache.history()
-        for tried in service.tried(doc.text):
+        for tried in _tried(doc, service):
             if tried.values and _in_range(tried.line, window):
                 where = doc.to_client(tried.end_line, tried.end_character)
                 hint = types.InlayHint(position=where, label=tried.hint, padding_left=True)
@@ -126,7 +126,7 @@ def resolve(doc: Document, hint: types.InlayHint, where: HintData) -> types.Inla
     answer then carries no tables (formatting 250 of them after a history change is ~9 ms)."""
     try:
         service = doc.view.cache.history()
-        for tried in service.tried(doc.text):
+        for tried in _tried(doc, service):
             at = doc.to_client(tried.end_line, tried.end_character)
             if tried.values and (at.line, at.character) == (where.line, where.character):
                 hint.tooltip = _cached_table(service, tried)
@@ -134,6 +134,13 @@ def resolve(doc: Document, hint: types.InlayHint, where: HintData) -> types.Inla
     except Exception:
         log.exception("history hints failed for %s", doc.view.root)
     return hint
+
+
+def _tried(doc: Document, service: Any) -> list[Any]:
+    """The tried values of the document's text; while it does not parse, those of the last
+    text that did, on the lines that are still there (Document.parsed)."""
+    moved = doc.parsed[1]
+    return service.tried(doc.text) if moved is None else moved.tried(service.tried(moved.parsed))
 
 
 def _cached_table(service: Any, tried: Any) -> types.MarkupContent:

@@ -50,28 +50,30 @@ def kernel_texts(view: WorkspaceView) -> dict[str, str]:
 SOURCES: tuple[Source, ...] = ("kernel", "memory", "readme", "store", "supervisor")
 
 
-def _live(view: WorkspaceView) -> tuple[object, ...]:
-    """What the lenses show of the daemon's live state (no cache source tracks it)."""
+def _live(doc: Document) -> tuple[object, ...]:
+    """What the lenses show of the daemon's live state and of the editor's buffer (where
+    its kernels are as it is typed): no cache source tracks them."""
+    view = doc.view
     trust = (view.settings.bench_on_save, view.settings.runs_on_save)
-    return (view.job, view.probe, view.stale, view.last_outcome, trust)
+    return (view.job, view.probe, view.stale, view.last_outcome, trust, doc.buffer)
 
 
 def kept_lenses(doc: Document) -> list[types.CodeLens] | None:
     """(loop) The answer kept from an earlier request, if nothing it shows changed since."""
-    kept: list[types.CodeLens] | None = doc.view.cache.peek("lenses", SOURCES, _live(doc.view))
+    kept: list[types.CodeLens] | None = doc.view.cache.peek("lenses", SOURCES, _live(doc))
     return kept
 
 
 def code_lens(doc: Document, params: types.CodeLensParams) -> list[types.CodeLens]:
     """Kept by the workspace cache while the sources and the live fields they show are the
     same: an editor asks again after every refresh, 50 kernels are 300 protocol objects."""
-    view = doc.view
-    return view.cache.get("lenses", SOURCES, lambda: _code_lens(view), _live(view))
+    return doc.view.cache.get("lenses", SOURCES, lambda: _code_lens(doc), _live(doc))
 
 
-def _code_lens(view: WorkspaceView) -> list[types.CodeLens]:
+def _code_lens(doc: Document) -> list[types.CodeLens]:
     from kernelscope.daemon.engine.views import lens_text
 
+    view = doc.view
     args: list[object] = [{"workspace": str(view.root)}]
     lenses = [_lens(0, file_text(view), "kernelscope.showHistory", args)]
     writes = () if view.cache.supervised() else WRITES  # an orchestrator's workspace: kernelscope observes
@@ -91,9 +93,10 @@ def _code_lens(view: WorkspaceView) -> list[types.CodeLens]:
     if view.settings.bench_on_save and not view.settings.runs_on_save:
         lenses.insert(0, _lens(0, lens_text.UNTRUSTED, "kernelscope.benchmark", args))
     texts = kernel_texts(view)
-    scan = view.cache.kernels()  # (saved text that does not parse: the last kernels that did)
-    mark = f"(kernel.py does not parse: {scan.error.message}) " if scan.error is not None else ""
-    for kernel in scan.kernels:
+    saved = view.cache.kernels()  # (saved text that does not parse: the last kernels that did)
+    mark = f"(kernel.py does not parse: {saved.error.message}) " if saved.error is not None else ""
+    # where the kernels are in the editor's buffer (unsaved lines above one move its lens)
+    for kernel in doc.kernels() if doc.buffer is not None else saved.kernels:
         lenses.append(
             _lens(
                 kernel.decorator_line - 1,

@@ -1,7 +1,8 @@
 """kernel.py changed (loop): a buffer opened (didOpen: an agent's first edit arrives this way)
-or edited (didChange, debounced), saved (didSave), or the file rewritten on disk by an agent or
-git (the watcher). Every text is checked against every recorded version on a pool (no GPU time,
-no workspace code: it runs in untrusted workspaces too) and the check's notices published in two steps:
+or edited (didChange, debounced), saved (didSave), closed (didClose: the file is checked again),
+or the file rewritten on disk by an agent or git (the watcher). Every text is checked against
+every recorded version on a pool (no GPU time, no workspace code: it runs in untrusted
+workspaces too) and the check's notices published in two steps:
 the history's verdict at once, the static rules' findings when the text rests; a
 saved text identical to a recorded version is not benchmarked again, nor one that does not
 parse; any other saved text is re-benchmarked, debounced, when the workspace is trusted (lsp/jobs.py, engine:
@@ -258,6 +259,23 @@ def did_change(ls: KernelscopeServer, params: types.DidChangeTextDocumentParams)
         ls.jobs.spawn(check(ls, ws, text))
 
     ws.pending_check = ls.state.loop.call_later(CHECK_DEBOUNCE_S, fire)
+
+
+def did_close(ls: KernelscopeServer, params: types.DidCloseTextDocumentParams) -> None:
+    """kernel.py closed in the editor (pygls drops its buffer): the file on disk is what is
+    shown and checked from now on. A buffer closed unsaved, its edits discarded, left its
+    diagnostics (a `does_not_parse`, a verdict) published, and checked again at every record,
+    for a text that is nowhere; its last parse is forgotten (the saved file's counts)."""
+    ws = ls.kernel_workspace(params.text_document.uri)
+    if ws is None:
+        return
+    _cancel_typing_check(ws)
+    ws.cache.buffer_parse.forget()
+    try:
+        text = ws.kernel_path.read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return  # (gone: the watcher's rescan lets the workspace go)
+    ls.jobs.spawn(check(ls, ws, text))
 
 
 def _cancel_typing_check(ws: WorkspaceState) -> None:
