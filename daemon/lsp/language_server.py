@@ -34,8 +34,16 @@ class ClientCapabilities:
     lens_refresh: bool = False
     inlay_refresh: bool = False
     resolves_tooltips: bool = False  # tooltips of inlay hints sent on inlayHint/resolve
+    # Helix (every version so far) drops what workspace/executeCommand answers, errors included:
+    # the server shows it (notify.command_answer); `shows_documents`: window/showDocument works
+    drops_command_answers: bool = False
+    shows_documents: bool = False
 
-    def read(self, capabilities: types.ClientCapabilities) -> None:
+    def read(self, params: types.InitializeParams) -> None:
+        capabilities = params.capabilities
+        self.drops_command_answers = bool(params.client_info and params.client_info.name == "helix")
+        window = capabilities.window
+        self.shows_documents = bool(window and window.show_document and window.show_document.support)
         workspace = capabilities.workspace
         self.lens_refresh = bool(workspace and workspace.code_lens and workspace.code_lens.refresh_support)
         self.inlay_refresh = bool(workspace and workspace.inlay_hint and workspace.inlay_hint.refresh_support)

@@ -1,6 +1,7 @@
 """Everything the daemon tells the client unasked (event loop only): that a workspace's lenses,
 hints and diagnostics changed (kernel.py's, and the problem file's lint from the last probe),
-and that a job ended.
+that a job ended, and to a client that drops executeCommand's answers (Helix) what a command
+answered.
 
 `workspace_changed` is the one place a change becomes visible: it tells the workspace's cache
 which sources changed (engine/workspace/cache.py drops what was made of them), asks the client
@@ -8,6 +9,11 @@ to refresh lenses and hints, and publishes kernel.py's diagnostics."""
 
 from __future__ import annotations
 
+import glob
+import itertools
+import json
+import os
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from lsprotocol import types
@@ -52,3 +58,52 @@ def job_finished(ls: KernelscopeServer, outcome: dict[str, Any]) -> None:
 
     finished = JobFinished.model_validate(outcome)
     ls.protocol.notify(JOB_FINISHED, finished.model_dump(mode="json", by_alias=True, exclude_none=True))
+
+
+_ANSWERS = itertools.count(1)
+
+
+def command_answer(ls: KernelscopeServer, command: str, result: Any = None, error: str | None = None) -> None:
+    """What a command answered, shown to a client that drops executeCommand's answer (Helix):
+    an error, or a result without markdown, as one window/showMessage line; a result's markdown
+    (the history, a comparison) in a file written outside the workspace
+    ($XDG_STATE_HOME/kernelscope/answers/), opened with window/showDocument where the client
+    can (Helix 25.07+), else named in a message as `:open <file>`. A new name each time (Helix
+    shows the buffer it has open for an old name), the earlier answer of that command removed."""
+    if error is not None:
+        ls.window_show_message(
+            types.ShowMessageParams(type=types.MessageType.Error, message=f"{command}: {error}")
+        )
+        return
+    markdown = result.get("markdown") if isinstance(result, dict) else None
+    if not (isinstance(markdown, str) and markdown):
+        said = json.dumps(result, separators=(",", ":"))
+        ls.window_show_message(
+            types.ShowMessageParams(type=types.MessageType.Info, message=f"{command}: {said}")
+        )
+        return
+    base = (
+        Path(os.environ.get("XDG_STATE_HOME") or Path.home() / ".local" / "state") / "kernelscope" / "answers"
+    )
+    stem = (
+        f"{Path(str(result.get('workspace') or 'kernelscope')).name}-{command.removeprefix('kernelscope.')}"
+    )
+    try:
+        base.mkdir(parents=True, exist_ok=True)
+        for earlier in base.glob(f"{glob.escape(stem)}-*.md"):
+            earlier.unlink(missing_ok=True)
+        path = base / f"{stem}-{next(_ANSWERS)}.md"
+        path.write_text(markdown, encoding="utf-8")
+    except OSError as exc:
+        ls.window_show_message(
+            types.ShowMessageParams(
+                type=types.MessageType.Error, message=f"{command}: cannot write {base}: {exc}"
+            )
+        )
+        return
+    if ls.client.shows_documents:  # Helix 25.07 and later
+        ls.window_show_document(types.ShowDocumentParams(uri=path.as_uri(), take_focus=True))
+    else:  # Helix 25.01: the command that opens it
+        ls.window_show_message(
+            types.ShowMessageParams(type=types.MessageType.Info, message=f"{command}: :open {path}")
+        )

@@ -19,6 +19,7 @@ from typing import Any, Literal
 
 from lsprotocol import types
 
+from kernelscope.daemon.lsp import notify
 from kernelscope.daemon.lsp.features import Document, confirm, hints, hover, lenses, lifecycle, save
 from kernelscope.daemon.lsp.features.commands import RUNS_ON_LOOP, parse
 from kernelscope.daemon.lsp.language_server import KernelscopeServer
@@ -113,11 +114,28 @@ def _command_handler(model_name: str, method_name: str) -> Callable[..., Any]:
     return handler
 
 
+def _shown(command: str, handler: Callable[..., Any]) -> Callable[..., Any]:
+    """`handler`, its answer (result or error) also shown to a client that drops it (Helix)."""
+
+    async def shown(ls: KernelscopeServer, *args: Any) -> Any:
+        if not ls.client.drops_command_answers:
+            return await handler(ls, *args)
+        try:
+            result = await handler(ls, *args)
+        except Exception as exc:
+            notify.command_answer(ls, command, error=str(getattr(exc, "message", None) or exc))
+            raise
+        notify.command_answer(ls, command, result)
+        return result
+
+    return shown
+
+
 server = KernelscopeServer()
 for _method, _handler, _runs in FEATURES:
     server.feature(_method)(_handler)
 for _name, (_model, _method_name, _kind) in COMMANDS.items():
-    server.command(_name)(_command_handler(_model, _method_name))
+    server.command(_name)(_shown(_name, _command_handler(_model, _method_name)))
 
 
 def token_path(port: int) -> Path:

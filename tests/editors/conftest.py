@@ -1,4 +1,4 @@
-"""Fixtures of the agent tests (test_claude_code.py, test_codex.py)."""
+"""Fixtures of the agent tests (test_claude_code.py, test_codex.py) and of test_editor_helix.py."""
 
 from __future__ import annotations
 

@@ -10,6 +10,7 @@ import json
 import shutil
 import sys
 from pathlib import Path
+from urllib.parse import unquote, urlparse
 
 import pytest
 import pytest_lsp
@@ -334,3 +335,59 @@ async def test_a_command_without_arguments_takes_the_implied_workspace(client: K
         Exception, match=r'2 served, 0 with kernel.py open: pass one object argument \{"workspace"'
     ):
         await history()
+
+
+@pytest.mark.parametrize("editor", ["neovim@v0.11.0", "neovim@v0.7.0"])
+async def test_helix_is_shown_what_a_command_answers(
+    bare_client: KernelscopeClient, tmp_path: Path, editor: str
+) -> None:
+    """Helix drops what workspace/executeCommand answers, errors included: its user ran
+    `:lsp-workspace-command kernelscope.showHistory` and saw nothing (before). Now a client that
+    says it is Helix gets the history's markdown in a file outside the workspace, opened with
+    window/showDocument where the client can (25.07), else named as `:open <file>` (25.01); a
+    refusal, and a result without markdown, as a message. Other clients get no message."""
+    client = bare_client
+    ws = _workspace(tmp_path / "folder" / "kernel_opt_vector_add")
+    helix = types.ClientInfo(name="helix", version="25.07.1" if editor.endswith("0.11.0") else "25.01.1")
+    await start_session(client, ws.parent, {"dbUrl": str(tmp_path / "exp.sqlite")}, editor, helix)
+    answered = await client.workspace_execute_command_async(
+        types.ExecuteCommandParams(command="kernelscope.showHistory")
+    )
+    if editor.endswith("0.11.0"):
+        await wait_for(lambda: client.shown_documents, 10, "no window/showDocument")
+        shown = Path(unquote(urlparse(client.shown_documents[-1].uri).path))
+    else:
+        await wait_for(lambda: client.messages, 10, "no window/showMessage")
+        told = client.messages[-1].message
+        assert told.startswith("kernelscope.showHistory: :open "), told
+        shown = Path(told.removeprefix("kernelscope.showHistory: :open "))
+    assert shown.parts[-3:-1] == ("kernelscope", "answers") and not shown.is_relative_to(ws)
+    assert shown.read_text() == answered["markdown"]  # type: ignore[index]
+    told_before = len(client.messages)
+    with pytest.raises(Exception, match="versionA: Field required"):
+        await client.workspace_execute_command_async(
+            types.ExecuteCommandParams(command="kernelscope.compare")
+        )
+    await wait_for(lambda: len(client.messages) > told_before, 10, "the refusal was not shown")
+    refusal = client.messages[-1]
+    assert refusal.type == types.MessageType.Error and "versionA: Field required" in refusal.message
+    await client.workspace_execute_command_async(types.ExecuteCommandParams(command="kernelscope.cancel"))
+    await wait_for(lambda: "kernelscope.cancel: " in client.messages[-1].message, 10, "cancel's answer")
+    assert client.messages[-1].message == 'kernelscope.cancel: {"cancelled":[]}'
+
+
+async def test_other_clients_are_not_sent_command_answers(
+    bare_client: KernelscopeClient, tmp_path: Path
+) -> None:
+    client = bare_client
+    ws = _workspace(tmp_path / "folder" / "kernel_opt_vector_add")
+    await start_session(client, ws.parent, {"dbUrl": str(tmp_path / "exp.sqlite")}, "neovim@v0.11.0")
+    await client.workspace_execute_command_async(
+        types.ExecuteCommandParams(command="kernelscope.showHistory")
+    )
+    with pytest.raises(Exception, match="versionA: Field required"):
+        await client.workspace_execute_command_async(
+            types.ExecuteCommandParams(command="kernelscope.compare")
+        )
+    await asyncio.sleep(0.5)  # (anything sent before the answers has arrived by now)
+    assert client.shown_documents == [] and client.messages == []

@@ -1,5 +1,5 @@
 """The workspace `kernelscope demo` builds, for the tests that drive a real agent binary in it
-(tests/editors/test_claude_code.py, test_codex.py): v0..v3 recorded under the interpreter and
+(tests/editors/test_claude_code.py, test_codex.py, test_editor_helix.py): v0..v3 recorded under the interpreter and
 committed, BLOCK_SIZE 64, 256, 1024, 4096, all active."""
 
 from __future__ import annotations

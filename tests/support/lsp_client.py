@@ -49,10 +49,14 @@ def make_client() -> KernelscopeClient:
 
 
 async def start_session(
-    client: KernelscopeClient, folder: Path, options: dict[str, Any], editor: str = "visual_studio_code"
+    client: KernelscopeClient,
+    folder: Path,
+    options: dict[str, Any],
+    editor: str = "visual_studio_code",
+    client_info: types.ClientInfo | None = None,
 ) -> None:
-    """Open `folder` as the one workspace folder with `editor`'s capabilities and
-    `{"kernelscope": options}`, collecting jobFinished and every diagnostics publication and
+    """Open `folder` as the one workspace folder with `editor`'s capabilities, `client_info`
+    and `{"kernelscope": options}`, collecting jobFinished and every diagnostics publication and
     accepting refresh requests."""
     client.folder = folder
     client.finished = []
@@ -70,6 +74,7 @@ async def start_session(
             workspace_folders=[types.WorkspaceFolder(uri=folder.as_uri(), name="folder")],
             initialization_options={"kernelscope": options},
             process_id=None,
+            client_info=client_info,
         )
     )
 

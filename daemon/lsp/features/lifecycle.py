@@ -49,7 +49,7 @@ def initialize(ls: KernelscopeServer, params: types.InitializeParams) -> None:
         folders = [uri_to_path(params.root_uri)]
     configuration.apply_initialization_options(ls.state, params.initialization_options, ls.show_warning)
     ls.state.set_folders(folders)
-    ls.client.read(params.capabilities)
+    ls.client.read(params)
     if params.process_id:
         watch_parent(params.process_id)
 
