@@ -34,14 +34,17 @@ class ClientCapabilities:
     lens_refresh: bool = False
     inlay_refresh: bool = False
     resolves_tooltips: bool = False  # tooltips of inlay hints sent on inlayHint/resolve
-    # Helix (every version so far) drops what workspace/executeCommand answers, errors included:
-    # the server shows it (notify.command_answer); `shows_documents`: window/showDocument works
+    # Helix (every version so far) drops what workspace/executeCommand answers, errors included,
+    # and every notification it does not know (kernelscope/jobFinished): the server shows them
+    # (notify.command_answer, notify.job_finished); `shows_documents`: window/showDocument works
     drops_command_answers: bool = False
+    drops_job_notifications: bool = False
     shows_documents: bool = False
 
     def read(self, params: types.InitializeParams) -> None:
         capabilities = params.capabilities
-        self.drops_command_answers = bool(params.client_info and params.client_info.name == "helix")
+        helix = bool(params.client_info and params.client_info.name == "helix")
+        self.drops_command_answers = self.drops_job_notifications = helix
         window = capabilities.window
         self.shows_documents = bool(window and window.show_document and window.show_document.support)
         workspace = capabilities.workspace

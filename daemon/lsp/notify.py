@@ -53,11 +53,18 @@ def workspace_changed(ls: KernelscopeServer, ws: WorkspaceState, *sources: Sourc
 
 
 def job_finished(ls: KernelscopeServer, outcome: dict[str, Any]) -> None:
-    """The typed notification (protocol.lsp.JobFinished), validated before it is sent."""
+    """The typed notification (protocol.lsp.JobFinished), validated before it is sent; to a
+    client that drops it (Helix), a job a person started also as a message, as the other
+    clients show it: without it a benchmark, iteration or restart started from Helix ended
+    with no word (background probes speak through lenses and diagnostics)."""
     from kernelscope.protocol.lsp import JobFinished
 
     finished = JobFinished.model_validate(outcome)
     ls.protocol.notify(JOB_FINISHED, finished.model_dump(mode="json", by_alias=True, exclude_none=True))
+    if ls.client.drops_job_notifications and not finished.background:
+        said = finished.error or ("cancelled" if finished.cancelled else "done")
+        kind = types.MessageType.Error if finished.error else types.MessageType.Info
+        ls.window_show_message(types.ShowMessageParams(type=kind, message=f"kernelscope {finished.kind}: {said}"))
 
 
 _ANSWERS = itertools.count(1)

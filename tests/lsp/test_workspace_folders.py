@@ -391,3 +391,24 @@ async def test_other_clients_are_not_sent_command_answers(
         )
     await asyncio.sleep(0.5)  # (anything sent before the answers has arrived by now)
     assert client.shown_documents == [] and client.messages == []
+
+
+async def test_helix_is_told_how_a_job_it_started_ended(bare_client: KernelscopeClient, tmp_path: Path) -> None:
+    """Helix drops `kernelscope/jobFinished` as it drops command answers: a benchmark started
+    from Helix answered "started" and then ended with no word (before). It is told, as VS Code
+    and Neovim tell their users, `kernelscope benchmark: done` (or the job's error)."""
+    client = bare_client
+    ws = _workspace(tmp_path / "folder" / "kernel_opt_vector_add")
+    helix = types.ClientInfo(name="helix", version="25.07.1")
+    await start_session(client, ws.parent, {"dbUrl": str(tmp_path / "exp.sqlite")}, "neovim@v0.11.0", helix)
+    await client.workspace_execute_command_async(
+        types.ExecuteCommandParams(command="kernelscope.benchmark", arguments=[{"workspace": str(ws)}])
+    )
+
+    def ended() -> bool:
+        return any(m.message.startswith("kernelscope benchmark: ") for m in client.messages)
+
+    await wait_for(ended, 120, "the benchmark's end was not shown")
+    said = [m for m in client.messages if m.message.startswith("kernelscope benchmark: ")]
+    assert [m.message for m in said] == ["kernelscope benchmark: done"], said
+    assert said[0].type == types.MessageType.Info
