@@ -64,7 +64,8 @@ def job_finished(ls: KernelscopeServer, outcome: dict[str, Any]) -> None:
     if ls.client.drops_job_notifications and not finished.background:
         said = finished.error or ("cancelled" if finished.cancelled else "done")
         kind = types.MessageType.Error if finished.error else types.MessageType.Info
-        ls.window_show_message(types.ShowMessageParams(type=kind, message=f"kernelscope {finished.kind}: {said}"))
+        message = f"kernelscope {finished.kind}: {said}"
+        ls.window_show_message(types.ShowMessageParams(type=kind, message=message))
 
 
 _ANSWERS = itertools.count(1)
