@@ -393,7 +393,9 @@ async def test_other_clients_are_not_sent_command_answers(
     assert client.shown_documents == [] and client.messages == []
 
 
-async def test_helix_is_told_how_a_job_it_started_ended(bare_client: KernelscopeClient, tmp_path: Path) -> None:
+async def test_helix_is_told_how_a_job_it_started_ended(
+    bare_client: KernelscopeClient, tmp_path: Path
+) -> None:
     """Helix drops `kernelscope/jobFinished` as it drops command answers: a benchmark started
     from Helix answered "started" and then ended with no word (before). It is told, as VS Code
     and Neovim tell their users, `kernelscope benchmark: done` (or the job's error)."""
