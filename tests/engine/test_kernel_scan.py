@@ -113,3 +113,26 @@ def test_a_kernel_py_starting_with_a_byte_order_mark_is_scanned_as_python_reads_
         (k.name, k.def_line, k.name_column) for k in plain.kernels
     ]
     assert scan.kernels[0].def_line == 10
+
+
+def test_one_text_is_parsed_once_whatever_path_names_it(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The lens scans the saved file by its path, the diagnostics and hover the editor's buffer
+    by none: at a save both are the same text, which was parsed twice (~20 ms each on the event
+    loop for a 1,000-line kernel.py). Each answer still names its own path."""
+    import ast
+
+    from kernelscope.daemon.engine.workspace import kernel_scan
+
+    source = "import triton\n\n@triton.jit\ndef once_k(x):\n    pass\n\nbroken = 1\n# unique 7f3a\n"
+    parses = []
+    real_parse = ast.parse
+    monkeypatch.setattr(kernel_scan.ast, "parse", lambda *a, **k: parses.append(1) or real_parse(*a, **k))
+    by_path = scan_kernel_source(source, "/ws/kernel.py")
+    by_none = scan_kernel_source(source)
+    assert len(parses) == 1
+    assert (by_path.path, by_none.path) == ("/ws/kernel.py", "kernel.py")
+    assert [k.name for k in by_path.kernels] == [k.name for k in by_none.kernels] == ["once_k"]
+    bad = "def broken(:\n# unique 91c2\n"
+    errors = scan_kernel_source(bad, "/ws/kernel.py").error, scan_kernel_source(bad).error
+    assert len(parses) == 2 and errors[0] is not None and errors[1] is not None
+    assert (errors[0].path, errors[1].path) == ("/ws/kernel.py", "kernel.py")

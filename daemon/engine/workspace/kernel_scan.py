@@ -9,6 +9,8 @@ Importing kernel.py would run user code (and pull in torch/triton) inside the da
 from __future__ import annotations
 
 import ast
+from collections import deque
+from collections.abc import Iterator
 from functools import lru_cache
 from pathlib import Path
 
@@ -54,12 +56,16 @@ def scan_kernel_source(source: str, path: str = "kernel.py", whole: bool = False
     reason = None if whole else too_large(source)
     if reason is not None:
         return KernelScan(path=path, error=SourceError(path=path, message=reason))
-    scan = _scan_cached(source, path)
-    return scan.model_copy(update={"kernels": list(scan.kernels)})
+    scan = _scan_cached(source)
+    error = scan.error.model_copy(update={"path": path}) if scan.error is not None else None
+    return scan.model_copy(update={"path": path, "kernels": list(scan.kernels), "error": error})
 
 
+# Keyed on the text alone: the lens's scan of the saved file (by its path), the diagnostics'
+# and hover's of the same text (a buffer, by no path) share one parse (a 1,000-line kernel.py
+# takes ~30 ms on the event loop).
 @lru_cache(maxsize=16)
-def _scan_cached(source: str, path: str) -> KernelScan:
+def _scan_cached(source: str, path: str = "kernel.py") -> KernelScan:
     source = python_text(source)
     try:
         tree = ast.parse(source, filename=path)
@@ -75,10 +81,11 @@ def _scan_cached(source: str, path: str) -> KernelScan:
         )
     except ValueError as exc:  # e.g. source contains NUL bytes
         return KernelScan(path=path, error=SourceError(path=path, message=str(exc)))
-    aliases = _triton_aliases(tree)
+    statements = list(_statements(tree))
+    aliases = _triton_aliases(statements)
     lines = source_lines(source)
     kernels: list[KernelInfo] = []
-    for node in ast.walk(tree):
+    for node in statements:
         if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
             continue
         names = [_resolve(_dotted(d), aliases) for d in node.decorator_list]
@@ -100,10 +107,26 @@ def _scan_cached(source: str, path: str) -> KernelScan:
     return KernelScan(path=path, kernels=kernels)
 
 
-def _triton_aliases(tree: ast.Module) -> dict[str, str]:
+def _statements(tree: ast.Module) -> Iterator[ast.stmt]:
+    """Every statement of the module, nested ones included (function and class bodies, the
+    branches of if/try/with/for/match), breadth first as `ast.walk` goes. A `def` and an import
+    are statements, never parts of an expression: not descending into expressions finds the
+    same ones in a fifth of the time (`ast.walk` over every node of a 1,000-line kernel.py took
+    ~15 ms of the scan, on the event loop at each save)."""
+    queue: deque[ast.AST] = deque(tree.body)
+    while queue:
+        node = queue.popleft()
+        if isinstance(node, ast.stmt):
+            yield node
+        for child in ast.iter_child_nodes(node):
+            if isinstance(child, (ast.stmt, ast.excepthandler, ast.match_case)):
+                queue.append(child)
+
+
+def _triton_aliases(statements: list[ast.stmt]) -> dict[str, str]:
     """Local name -> fully qualified triton name, from the file's imports."""
     aliases: dict[str, str] = {}
-    for node in ast.walk(tree):
+    for node in statements:
         if isinstance(node, ast.Import):
             for alias in node.names:
                 if alias.name == "triton" or alias.name.startswith("triton."):
