@@ -775,3 +775,37 @@ def test_the_record_hint_names_the_kernels_of_a_kernel_too_large_for_the_editor(
     record = {"version": "v2", "quality_gate": {"result": "PASS"}}
     command = exp_record_command(tmp_path, "sqlite:////tmp/other.sqlite", record, large)
     assert "--kernel add_kernel" in command and "--memory-version v2" in command, command
+
+
+def test_a_restart_cancelled_while_it_waits_for_an_iteration_writes_nothing(
+    workspace: tuple[Path, str], tmp_path: Path
+) -> None:
+    """A restart clicked while an agent's iterate was in its write phase waits for the
+    iteration lock; Cancel pressed meanwhile was seen only once the agent ran: half the memory
+    was masked, the mask committed and the agent launched, then killed. Now nothing is written."""
+    import threading
+
+    from kernelscope.daemon.engine import Cancelled
+    from kernelscope.daemon.engine.memory.atomic_io import iteration_lock
+
+    ws, _db = workspace
+    head = Git(ws).run("rev-parse", "HEAD").strip()
+    memory = {p.name: p.read_bytes() for p in (ws / "memory").iterdir()}
+    cancel, outcome = threading.Event(), {}
+    options = RestartOptions(agent=agent_script(tmp_path, "print('started')"), seed=1, timeout_s=60)
+
+    def run() -> None:
+        try:
+            outcome["report"] = PartialRestart(ws, options).run(cancel=cancel)
+        except Exception as exc:  # (the test reports it)
+            outcome["error"] = exc
+
+    with iteration_lock(ws):  # an iteration writing
+        restarting = threading.Thread(target=run)
+        restarting.start()
+        time.sleep(0.5)  # (the restart is waiting for the lock; if not yet, it finds cancel set)
+        cancel.set()
+    restarting.join(120)
+    assert isinstance(outcome.get("error"), Cancelled), outcome
+    assert Git(ws).run("rev-parse", "HEAD").strip() == head
+    assert {p.name: p.read_bytes() for p in (ws / "memory").iterdir()} == memory

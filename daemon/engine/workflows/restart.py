@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from kernelscope.daemon.engine import DataError, UsageError
+from kernelscope.daemon.engine import Cancelled, DataError, UsageError
 from kernelscope.daemon.engine.memory import atrex_fields
 from kernelscope.daemon.engine.memory.atomic_io import iteration_lock
 from kernelscope.daemon.engine.memory.core import kernelscope_block
@@ -444,6 +444,10 @@ class PartialRestart:
         # (which may get the restart's note) is committed by one of them, not swept into the
         # other's commit. Released before the agent starts (its own iterate takes the lock).
         with iteration_lock(self.ws.root):
+            # (the lock may have been waited for while an iteration committed: a Cancel
+            # pressed meanwhile stops here, before anything is written)
+            if cancel is not None and cancel.is_set():
+                raise Cancelled("restart cancelled while waiting for an iteration to finish: nothing masked")
             mask = self.ws.memory.mask_half(
                 readme.primary_kind,
                 seed=self.options.seed,
