@@ -74,6 +74,10 @@ class LineMap:
                 found.setdefault(match.group(1), []).append(i)
         return found
 
+    def _defines_something(self, line: int) -> bool:
+        """Whether the text now has a `def` (of any name, maybe half typed) on `line`."""
+        return line < len(self.lines) and self.lines[line].lstrip().startswith(("def", "async"))
+
     def line(self, line: int) -> int | None:
         """Where an unchanged line is now (None: it changed or went)."""
         return self.moved.get(line)
@@ -91,19 +95,21 @@ class LineMap:
     def kernel(self, kernel: KernelInfo) -> KernelInfo | None:
         """`kernel` where it is now, None when neither its `def` nor its decorator is found."""
         def_then, decorator_then = kernel.def_line - 1, kernel.decorator_line - 1
+        above = def_then - decorator_then  # how far its first decorator is above its `def`
         def_now = self.line(def_then)
         if def_now is None:  # the `def` line is the one being typed: the line that still defines it
             found = self.defines.get(kernel.name, [])
             decorator_now = self.line(decorator_then)
             if len(found) == 1:
                 def_now = found[0]
-            elif decorator_now is not None:  # (its name half typed) below its unchanged decorator
-                def_now = decorator_now + def_then - decorator_then
+            elif decorator_now is not None and self._defines_something(decorator_now + above):
+                def_now = decorator_now + above  # (its name half typed) below its unchanged decorator
             else:
                 return None
-        decorator_now = self.line(decorator_then)
-        if decorator_now is None or decorator_now > def_now:
-            decorator_now = max(0, def_now - (def_then - decorator_then))
+        # The decorator as far above the `def` as it was, never where the line map put a line like
+        # it: a kernel typed above this one begins with the same `@triton.jit`, which the map can
+        # match to this kernel's, and the lens (drawn above the decorator) went to the new kernel.
+        decorator_now = max(0, def_now - above)
         end_now = self.line(kernel.end_line - 1)
         if end_now is None:
             end_now = def_now + kernel.end_line - kernel.def_line
