@@ -9,10 +9,9 @@ to refresh lenses and hints, and publishes kernel.py's diagnostics."""
 
 from __future__ import annotations
 
-import glob
-import itertools
 import json
 import os
+import tempfile
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -68,7 +67,9 @@ def job_finished(ls: KernelscopeServer, outcome: dict[str, Any]) -> None:
         ls.window_show_message(types.ShowMessageParams(type=kind, message=message))
 
 
-_ANSWERS = itertools.count(1)
+# this daemon's last answer file per workspace and command (another daemon's, a second Helix
+# on a checkout of the same name, are its own: names are made unique, never counted)
+_ANSWERED: dict[str, Path] = {}
 
 
 def command_answer(ls: KernelscopeServer, command: str, result: Any = None, error: str | None = None) -> None:
@@ -77,7 +78,8 @@ def command_answer(ls: KernelscopeServer, command: str, result: Any = None, erro
     (the history, a comparison) in a file written outside the workspace
     ($XDG_STATE_HOME/kernelscope/answers/), opened with window/showDocument where the client
     can (Helix 25.07+), else named in a message as `:open <file>`. A new name each time (Helix
-    shows the buffer it has open for an old name), the earlier answer of that command removed."""
+    shows the buffer it has open for an old name), unique among daemons (two Helix sessions on
+    checkouts of one name), this daemon's earlier answer of that command removed."""
     if error is not None:
         ls.window_show_message(
             types.ShowMessageParams(type=types.MessageType.Error, message=f"{command}: {error}")
@@ -98,10 +100,14 @@ def command_answer(ls: KernelscopeServer, command: str, result: Any = None, erro
     )
     try:
         base.mkdir(parents=True, exist_ok=True)
-        for earlier in base.glob(f"{glob.escape(stem)}-*.md"):
+        handle, name = tempfile.mkstemp(prefix=f"{stem}-", suffix=".md", dir=base)
+        with os.fdopen(handle, "w", encoding="utf-8") as out:
+            out.write(markdown)
+        path = Path(name)
+        earlier = _ANSWERED.get(stem)
+        _ANSWERED[stem] = path
+        if earlier is not None:
             earlier.unlink(missing_ok=True)
-        path = base / f"{stem}-{next(_ANSWERS)}.md"
-        path.write_text(markdown, encoding="utf-8")
     except OSError as exc:
         ls.window_show_message(
             types.ShowMessageParams(

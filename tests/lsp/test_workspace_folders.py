@@ -414,3 +414,33 @@ async def test_helix_is_told_how_a_job_it_started_ended(
     said = [m for m in client.messages if m.message.startswith("kernelscope benchmark: ")]
     assert [m.message for m in said] == ["kernelscope benchmark: done"], said
     assert said[0].type == types.MessageType.Info
+
+
+async def test_helix_answers_of_two_daemons_do_not_overwrite_each_other(
+    bare_client: KernelscopeClient, tmp_path: Path
+) -> None:
+    """Each Helix starts its own daemon; answer files were named `<workspace>-<command>-<n>` with
+    n counted per daemon from 1, and each answer deleted every earlier file of that name: two
+    Helix sessions on checkouts of one name wrote over, and deleted, each other's histories (a
+    25.01 user told `:open ...-1.md` could read the other workspace's). Another daemon's file
+    is left alone; this daemon's earlier answer is replaced."""
+    client = bare_client
+    ws = _workspace(tmp_path / "folder" / "kernel_opt_vector_add")
+    helix = types.ClientInfo(name="helix", version="25.07.1")
+    await start_session(client, ws.parent, {"dbUrl": str(tmp_path / "exp.sqlite")}, "neovim@v0.11.0", helix)
+
+    async def show_history() -> Path:
+        shown_before = len(client.shown_documents)
+        await client.workspace_execute_command_async(
+            types.ExecuteCommandParams(command="kernelscope.showHistory")
+        )
+        await wait_for(lambda: len(client.shown_documents) > shown_before, 10, "no window/showDocument")
+        return Path(unquote(urlparse(client.shown_documents[-1].uri).path))
+
+    first = await show_history()
+    others = [first.parent / f"kernel_opt_vector_add-showHistory-{n}.md" for n in (2, 3)]
+    for other in others:
+        other.write_text("another daemon's answer")
+    second = await show_history()
+    assert second != first and not first.exists() and second.read_text() != "another daemon's answer"
+    assert [o.read_text() for o in others] == ["another daemon's answer"] * 2
