@@ -65,21 +65,9 @@ def make_workspace(root: Path) -> tuple[Path, Path]:
     return ws, db
 
 
-@pytest.fixture(scope="module")
-def prepared(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    root = tmp_path_factory.mktemp("lsp")
-    make_workspace(root)
-    return root
-
-
 def private_copy(prepared: Path, tmp_path: Path) -> Path:
     """A private copy of a prepared folder, the store's workspace paths moved along with it."""
     return copy_with_stores(prepared, tmp_path / "folder")
-
-
-@pytest.fixture
-def folder(prepared: Path, tmp_path: Path) -> Path:
-    return private_copy(prepared, tmp_path)
 
 
 def init_params(folder: Path, editor: str) -> types.InitializeParams:

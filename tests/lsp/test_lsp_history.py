@@ -14,23 +14,11 @@ from pytest_lsp import ClientServerConfig
 
 from kernelscope.daemon.engine.workflows.demo import kernel_with_block
 from tests.conftest import NO_TORCH_SERVER
-from tests.lsp.test_lsp import KERNEL, make_workspace, private_copy
+from tests.lsp.test_lsp import KERNEL
 from tests.support.lsp_client import KernelscopeClient, make_client, no_job_starts, start_session, wait_for
 
 pytestmark = pytest.mark.slow
 SERVER = NO_TORCH_SERVER
-
-
-@pytest.fixture(scope="module")
-def prepared(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    root = tmp_path_factory.mktemp("lsp-history")
-    make_workspace(root)
-    return root
-
-
-@pytest.fixture
-def folder(prepared: Path, tmp_path: Path) -> Path:
-    return private_copy(prepared, tmp_path)
 
 
 @pytest_lsp.fixture(

@@ -15,7 +15,7 @@ from pytest_lsp import ClientServerConfig
 
 from kernelscope.daemon.engine.workflows.demo import kernel_with_block
 from tests.conftest import NO_TORCH_SERVER
-from tests.lsp.test_lsp import KERNEL, make_workspace, private_copy
+from tests.lsp.test_lsp import KERNEL
 from tests.support.lsp_client import (
     KernelscopeClient,
     make_client,
@@ -28,18 +28,6 @@ from tests.support.lsp_client import (
 pytestmark = pytest.mark.slow
 SERVER = NO_TORCH_SERVER
 EVERYTHING = types.Range(start=types.Position(line=0, character=0), end=types.Position(line=80, character=0))
-
-
-@pytest.fixture(scope="module")
-def prepared(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    root = tmp_path_factory.mktemp("lsp-mid-edit")
-    make_workspace(root)
-    return root
-
-
-@pytest.fixture
-def folder(prepared: Path, tmp_path: Path) -> Path:
-    return private_copy(prepared, tmp_path)
 
 
 @pytest_lsp.fixture(config=ClientServerConfig(client_factory=make_client, server_command=SERVER))
