@@ -25,6 +25,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import REPO_ROOT, missing_tool
+from tests.engine.test_field_formats import git_status, tree_state
 from tests.support.copies import copy_with_stores
 from tests.support.helix import SUITES, helix
 
@@ -114,24 +115,13 @@ class Terminal:
         subprocess.run([*self.tmux, "kill-server"], capture_output=True)
 
 
-def _state(ws: Path) -> tuple[str, list[str]]:
-    status = subprocess.run(
-        ["git", "status", "--porcelain", "--untracked-files=all", "--ignored"],
-        cwd=ws,
-        capture_output=True,
-        text=True,
-        check=True,
-    ).stdout
-    return status, sorted(str(p.relative_to(ws)) for p in ws.rglob("*") if ".git" not in p.parts)
-
-
 @RUN
 @pytest.mark.parametrize("suite", SUITES)
 def test_helix_shows_what_its_readme_promises(suite: str, demo: Path, tmp_path: Path) -> None:
     argv, version = helix(suite)
     copy = copy_with_stores(demo, tmp_path / "demo")
     ws = copy / "kernel_opt_vector_add"
-    untouched = _state(ws)
+    untouched = tree_state(ws), git_status(ws)
     home = tmp_path / "home"
     (home / ".config" / "helix").mkdir(parents=True)
     shutil.copy(CLIENT / "languages.toml", home / ".config" / "helix" / "languages.toml")
@@ -210,4 +200,4 @@ def test_helix_shows_what_its_readme_promises(suite: str, demo: Path, tmp_path: 
         hx.wait("Helix ending the server", lambda: '"method":"exit"' in hx.traffic(), 30)
     finally:
         hx.close()
-    assert _state(ws) == untouched
+    assert (tree_state(ws), git_status(ws)) == untouched
