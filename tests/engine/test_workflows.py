@@ -422,6 +422,66 @@ def test_a_restart_committing_its_mask_during_an_iterations_commit_leaves_both_w
     assert git.run("status", "--porcelain") == ""
 
 
+def test_an_iteration_measuring_across_a_restart_is_not_credited_to_its_agent(
+    workspace: tuple[Path, str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An iterate of the run before a partial restart (the old agent's, a person's) measured
+    while the restart masked half of the memory and wrote a brief saying "first iteration: v4".
+    It recorded v4 once the restart released the lock, so the fresh agent's iteration became
+    v5, and the restart's report gave the old iteration's v4 as the agent's result. An
+    iteration a restart overtook now records nothing and says why; the agent's is v4."""
+    import threading
+
+    from kernelscope.daemon.engine import DataError
+    from kernelscope.daemon.engine.workflows import iterate as iterate_module
+
+    ws, db = workspace
+    (ws / "kernel.py").write_text(kernel_with_block(KERNEL, 2048))
+    measured, recorded = threading.Event(), threading.Event()
+    release = threading.Event()
+    real_bench = iterate_module.run_benchmark
+
+    def measuring(request: object, cancel: object = None) -> object:
+        result = real_bench(request, cancel=cancel)  # type: ignore[arg-type]
+        measured.set()
+        release.wait(120)  # (the restart masks and writes its brief meanwhile)
+        return result
+
+    monkeypatch.setattr(iterate_module, "run_benchmark", measuring)
+    outcome: dict[str, object] = {}
+
+    def old_iteration() -> None:
+        try:
+            outcome["result"] = iterate(ws, db, "block_size")
+        except Exception as exc:  # (the test reports it)
+            outcome["error"] = exc
+        recorded.set()
+
+    real_brief = PartialRestart._brief
+
+    def brief_then_old_iteration_records(self: PartialRestart, *args: object) -> object:
+        made = real_brief(self, *args)  # type: ignore[arg-type]
+        release.set()  # the lock is free: the old iteration records now, before the agent runs
+        assert recorded.wait(120)
+        return made
+
+    monkeypatch.setattr(PartialRestart, "_brief", brief_then_old_iteration_records)
+    thread = threading.Thread(target=old_iteration)
+    thread.start()
+    assert measured.wait(300)
+    report = restart(ws, db, agent_script(tmp_path, HONEST))
+    thread.join(60)
+    assert report.next_version == "v4"
+    error = outcome.get("error")
+    assert isinstance(error, DataError), outcome.get("result")
+    assert "partial restart" in str(error) and "nothing was recorded" in str(error), error
+    record = json.loads((ws / "memory" / "v4.json").read_text())
+    assert record["optimization"]["action_description"] == "BLOCK 4096"  # the agent's, as briefed
+    assert not (ws / "memory" / "v5.json").exists()
+    assert report.completed and report.latest_memory_path.endswith("v4.json"), report.violations  # type: ignore[union-attr]
+    assert Git(ws).run("status", "--porcelain") == ""
+
+
 def test_a_refused_mask_commit_stops_the_restart_before_the_agent(
     workspace: tuple[Path, str], tmp_path: Path
 ) -> None:

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import contextlib
 import copy
+import json
 import math
 import os
 import random
@@ -63,6 +64,9 @@ from kernelscope.protocol.memory import (
 )
 from kernelscope.protocol.record_rules import RECORD_METRIC
 from kernelscope.protocol.workspace import MetricKind, VersionSummary
+
+# the latest mask-half, beside the locks (atomic_io.lock_dir_of: the git directory, outside git memory/)
+MASK_HALF_MARK = ".kernelscope-mask-half.json"
 
 # -- incremental reads ---------------------------------------------------------------
 RACY_NS = 100_000_000  # re-check a file whose timestamp is this close to when it was read
@@ -483,15 +487,44 @@ class MemoryManager:
                 dry_run=dry_run,
                 skipped_corrupt=corrupt,
             )
-            if dry_run or not chosen:
+            if dry_run:
                 return result
-            writes = [note] if (note := self._record_restart(result, pitfall_target)) else []
+            writes = [note] if chosen and (note := self._record_restart(result, pitfall_target)) else []
             for version in chosen:
                 path, data, indent = self._read_raw_for_update(version)
                 data["masked"] = True
                 writes.append((path, dump_json(data, indent)))
+            # before the mask (even an empty one: its next version goes to a fresh run all the
+            # same): an iteration that finds the mark unchanged recorded before any of it
+            self._mark_mask_half(result)
             atomic_write_all(writes)  # a full disk half-way restores the files already written
         return result
+
+    def mask_half_mark(self) -> dict[str, Any] | None:
+        """The mark the latest mask-half left in the lock folder (seed, masked versions, the
+        next version it handed out, when), or None. A mask-half starts a fresh run at its next
+        version; an iteration that measured across one must not take that version: it reads
+        the mark when it starts and again before it records (workflows/iterate.py)."""
+        try:
+            mark = json.loads((self.lock_dir / MASK_HALF_MARK).read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            return None
+        return mark if isinstance(mark, dict) else None
+
+    def _mark_mask_half(self, result: MaskHalfResult) -> None:
+        """Written before the mask (a mark that cannot be written stops it: nothing masked), in
+        git only: iterations need git, and outside it the lock folder is memory/, the records'
+        own folder."""
+        if self.lock_dir == self.memory_dir:
+            return
+        mark = {
+            "seed": result.seed,
+            "masked": result.masked,
+            "next_version": result.next_version,
+            "at": utc_now_iso(),
+            "id": secrets.token_hex(8),  # two of one seed in one second differ
+        }
+        atomic_write_text(self.lock_dir / MASK_HALF_MARK, json.dumps(mark) + "\n")
 
     def _record_restart(self, result: MaskHalfResult, target: str | None) -> tuple[Path, str] | None:
         """The restart note added to the newest remaining version (path and new text)."""

@@ -111,6 +111,25 @@ def refuse_recorded_code(root: Path, db_url: str | None = None, measured: bytes 
         )
 
 
+def refuse_if_restarted(memory: MemoryManager, mask_half: dict[str, Any] | None) -> None:
+    """An iteration that measured while a partial restart (a mask-half: the restart's, or the
+    memory command's) masked the memory records nothing: the restart gave its next version to
+    the fresh run it starts (its agent's brief: "first iteration: v<N>"), and this measurement
+    belongs to the run before it. Recorded, it took v<N>, the agent's own iteration became
+    v<N+1>, and the restart's report gave the old measurement as the agent's result.
+    `mask_half`: the mark the iteration read when it started (MemoryManager.mask_half_mark)."""
+    now = memory.mask_half_mark()
+    if now == mask_half or now is None:
+        return
+    masked = ", ".join(str(v) for v in now.get("masked") or []) or "nothing"
+    raise DataError(
+        f"a partial restart happened while this iteration measured (mask-half at {now.get('at')}, "
+        f"seed {now.get('seed')}, masked {masked}) and gave {now.get('next_version')} to the run it "
+        "starts: this measurement belongs to the run before it, so nothing was recorded (run the "
+        "iteration again to record kernel.py in the new run)"
+    )
+
+
 def exp_record_command(root: Path, store_url: str, record: dict[str, Any], kernel_text: str | None) -> str:
     """The `kernelscope exp record` command line that adds a recorded version's experiment by
     hand (a store that refused its row, an iteration cut short before it), from its record and
@@ -192,6 +211,7 @@ class Iteration:
             except DataError as exc:  # (a version finished above is the one it matches)
                 raise DataError("; ".join([*messages, str(exc)])) from None
         readme = self.ws.readme() if self.ws.readme_path.is_file() else None
+        mask_half = self.memory.mask_half_mark()  # (before the memory this iteration builds on)
         entries = self.memory.scan()
         baseline_entry = next((e for e in entries if e.record is not None and e.number == 0), None)
         parent_entry = last_passing(entries)
@@ -226,6 +246,7 @@ class Iteration:
         # there: an iteration started by the daemon and one started by the CLI or an agent
         # at the same time record v<N> and v<N+1> and never commit over each other.
         with iteration_lock(self.ws.root):
+            refuse_if_restarted(self.memory, mask_half)
             return self._record(store, bench, readme, parent_entry, messages, measured)
 
     def _record(
