@@ -141,6 +141,9 @@ def test_helix_shows_what_its_readme_promises(suite: str, demo: Path, tmp_path: 
         hx.wait(
             "the kernelscope server starting", lambda: "kernelscope serving 1 optimization" in hx.traffic()
         )
+        # Helix answers workspace/configuration with languages.toml's `config`, the table it sent
+        # as initializationOptions: its `trusted` was logged as a folder's, ignored (before)
+        assert "ignored '" not in hx.traffic(), hx.traffic()[-3000:]
         hx.wait("the already_tried diagnostic", lambda: '"code": "already_tried"' in hx.traffic())
         hx.keys("9", "g", "g", "w", "w")  # onto add_kernel (any key also makes Helix ask for hints)
         hint = hx.answer("textDocument/inlayHint")
