@@ -301,11 +301,26 @@ def user_settings_from(
     )
 
 
-def folder_settings_from(data: dict[str, Any], base: FolderSettings) -> tuple[FolderSettings, list[str]]:
+def folder_settings_from(
+    data: dict[str, Any], base: FolderSettings, user_said: dict[str, Any] | None = None
+) -> tuple[FolderSettings, list[str]]:
     """From a folder (`workspace/configuration`, `didChangeConfiguration`): only folder keys
     are read. The second value names the keys ignored: user-only ones (`trusted`, `python`,
-    `rayAddress`...) a folder may not set, and unknown ones."""
-    ignored = sorted(str(k) for k in data if not (isinstance(k, str) and snake_key(k) in FOLDER_KEYS))
+    `rayAddress`...) a folder may not set, and unknown ones; but not a key that holds what the
+    user's own settings (`user_said`: initializationOptions) hold: it asks for nothing, whoever
+    sent it (Helix answers workspace/configuration with the very table it sent as
+    initializationOptions). Read or not, named or not, no user-only key is taken from a folder."""
+    said = {snake_key(k): v for k, v in (user_said or {}).items() if isinstance(k, str)}
+
+    def repeated(key: str) -> bool:
+        if snake_key(key) not in said:
+            return False
+        value = said[snake_key(key)]
+        return type(value) is type(data[key]) and value == data[key]  # True is not 1
+
+    ignored = sorted(
+        str(k) for k in data if not (isinstance(k, str) and (snake_key(k) in FOLDER_KEYS or repeated(k)))
+    )
     return _structure(FolderSettings, _known(data, FOLDER_KEYS), base), ignored
 
 

@@ -4,7 +4,9 @@
 - `workspace/configuration` answers and `didChangeConfiguration` payloads are the folder's
   (editors fill them from workspace files such as `.vscode/settings.json`): only
   `FolderSettings` keys are read; `trusted`, `python`, `rayAddress`, `dbUrl` and any unknown
-  key there are ignored and logged once per folder and key.
+  key there are ignored and logged once per folder and key, unless it repeats what
+  `initializationOptions` said (Helix answers with the table it sent as those: no warning at
+  every start for the user's own `trusted`).
 
 The daemon never waits on the client without a limit: a client that answers
 `workspace/configuration` with null, garbage or not at all leaves the defaults in place
@@ -58,6 +60,7 @@ def apply_initialization_options(state: ServerState, raw: Any, warn: Warn) -> No
     except ValueError as exc:
         warn(f"kernelscope: invalid settings in the config file ({exc}); keeping the defaults")
     data = _section(raw) or {}
+    state.user_said = data
     try:
         state.user, state.folder_defaults = user_settings_from(data, state.user, state.folder_defaults)
     except ValueError as exc:
@@ -83,7 +86,7 @@ def _folder_settings(
             )
         return base
     try:
-        folder, ignored = folder_settings_from(data, base)
+        folder, ignored = folder_settings_from(data, base, state.user_said)
     except ValueError as exc:
         warn(f"kernelscope: invalid settings for {where} ({exc}); keeping the previous values")
         return base

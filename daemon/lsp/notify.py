@@ -9,7 +9,6 @@ to refresh lenses and hints, and publishes kernel.py's diagnostics."""
 
 from __future__ import annotations
 
-import json
 import os
 import tempfile
 from pathlib import Path
@@ -17,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 from lsprotocol import types
 
+from kernelscope.daemon.engine.views.command_answers import command_answer_line
 from kernelscope.daemon.lsp.features.diagnostics import diagnostics, problem_diagnostics
 from kernelscope.daemon.lsp.state import WorkspaceState
 from kernelscope.protocol.vocabulary import JOB_FINISHED
@@ -74,7 +74,8 @@ _ANSWERED: dict[str, Path] = {}
 
 def command_answer(ls: KernelscopeServer, command: str, result: Any = None, error: str | None = None) -> None:
     """What a command answered, shown to a client that drops executeCommand's answer (Helix):
-    an error, or a result without markdown, as one window/showMessage line; a result's markdown
+    an error, or a result without markdown, as one window/showMessage line (a sentence from
+    engine/views/command_answers.py, never the JSON); a result's markdown
     (the history, a comparison) in a file written outside the workspace
     ($XDG_STATE_HOME/kernelscope/answers/), opened with window/showDocument where the client
     can (Helix 25.07+), else named in a message as `:open <file>`. A new name each time (Helix
@@ -87,9 +88,8 @@ def command_answer(ls: KernelscopeServer, command: str, result: Any = None, erro
         return
     markdown = result.get("markdown") if isinstance(result, dict) else None
     if not (isinstance(markdown, str) and markdown):
-        said = json.dumps(result, separators=(",", ":"))
         ls.window_show_message(
-            types.ShowMessageParams(type=types.MessageType.Info, message=f"{command}: {said}")
+            types.ShowMessageParams(type=types.MessageType.Info, message=command_answer_line(command, result))
         )
         return
     base = (

@@ -177,6 +177,9 @@ class ServerState:
         # a folder through workspace/configuration (folder keys only).
         self.user = UserSettings()
         self.folder_defaults = FolderSettings()
+        # initializationOptions' kernelscope section as sent: a folder answer repeating a key
+        # of it asks for nothing (is not logged as ignored); nothing is read from it again.
+        self.user_said: dict[str, Any] = {}
         self.ignored_keys_logged: set[tuple[str, str]] = set()
         self.loop: asyncio.AbstractEventLoop | None = None
         self.jobs: dict[str, Job] = {}

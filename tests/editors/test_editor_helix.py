@@ -7,6 +7,7 @@ table on hover (space k), `:lsp-workspace-command kernelscope.showHistory` (no a
 buffer (25.07 opens it; 25.01 is told `:open <file>`), and kernelscope.compare: its JSON
 argument on 25.07, on 25.01 (no arguments sent) the server's refusal naming the missing fields. Helix's log (`-vv`: the LSP traffic) says when the
 server has answered; the screen is polled with a deadline. The workspace is left as it was.
+The daemon is started there and not for a Python file in a folder without kernel.py.
 
 Runs in CI; locally set KERNELSCOPE_E2E_HELIX=1 (fetches ~70 MB of Debian packages into .cache/)."""
 
@@ -46,12 +47,14 @@ cursor-line = "hint"
 class Terminal:
     """hx in a tmux session of its own (its own server socket), 200x50."""
 
-    def __init__(self, tmp: Path, argv: list[str], cwd: Path, env: dict[str, str]) -> None:
+    def __init__(
+        self, tmp: Path, argv: list[str], cwd: Path, env: dict[str, str], file: str = "kernel.py"
+    ) -> None:
         if shutil.which("tmux") is None:
             missing_tool("tmux", "apt-get install tmux")
         self.tmux = ["tmux", "-S", str(tmp / "tmux.sock")]
         self.log = tmp / "helix.log"
-        command = " ".join(f"'{part}'" for part in [*argv, "-vv", "--log", str(self.log), "kernel.py"])
+        command = " ".join(f"'{part}'" for part in [*argv, "-vv", "--log", str(self.log), file])
         subprocess.run(
             [*self.tmux, "new-session", "-d", "-x", "200", "-y", "50", "-c", str(cwd), command],
             check=True,
@@ -115,6 +118,61 @@ class Terminal:
         subprocess.run([*self.tmux, "kill-server"], capture_output=True)
 
 
+def helix_home(home: Path, data_home: Path) -> dict[str, str]:
+    """The environment of a user who configured Helix as the README says, in `home`."""
+    (home / ".config" / "helix").mkdir(parents=True)
+    shutil.copy(CLIENT / "languages.toml", home / ".config" / "helix" / "languages.toml")
+    (home / ".config" / "helix" / "config.toml").write_text(CONFIG)
+    return {
+        **{k: v for k, v in os.environ.items() if not k.startswith(("KERNELSCOPE_", "XDG_", "TMUX"))},
+        "HOME": str(home),
+        "XDG_CONFIG_HOME": str(home / ".config"),
+        "XDG_DATA_HOME": str(data_home),
+        "XDG_STATE_HOME": str(home / ".local" / "state"),
+        "XDG_CACHE_HOME": str(home / ".cache"),
+        "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}",  # `kernelscope`
+        "TERM": "xterm-256color",
+    }
+
+
+def daemons(home: Path) -> list[int]:
+    """The `kernelscope serve` processes running with HOME=`home` (those the test's Helix started)."""
+    found = []
+    for proc in Path("/proc").iterdir():
+        try:
+            argv = (proc / "cmdline").read_bytes().split(b"\0")
+            environ = (proc / "environ").read_bytes().split(b"\0")
+        except OSError:  # not a process, gone, or not ours
+            continue
+        ran = [Path(os.fsdecode(part)).name for part in argv]
+        if "kernelscope" in ran and "serve" in ran and os.fsencode(f"HOME={home}") in environ:
+            found.append(int(proc.name))
+    return found
+
+
+@RUN
+@pytest.mark.parametrize("suite", SUITES)
+def test_helix_starts_no_daemon_outside_a_workspace(suite: str, tmp_path: Path) -> None:
+    """languages.toml attached the daemon to every Python file: Helix started `kernelscope
+    serve` for a script anywhere (before). Its `required-root-patterns` (Helix 24.07+) start it
+    only where the root holds kernel.py: a folder with a README.md and a Python script gets no
+    daemon (the one in the workspace is checked the same way in the test below). Helix spawns
+    its servers while it opens the file, before it first draws the file on the screen."""
+    argv, _ = helix(suite)
+    project = tmp_path / "project"
+    project.mkdir()
+    (project / "README.md").write_text("# A project\n")
+    (project / "script.py").write_text("print('hello')\n")
+    home = tmp_path / "home"
+    hx = Terminal(tmp_path, argv, project, helix_home(home, home / ".local" / "share"), "script.py")
+    try:
+        hx.wait("script.py on the screen", lambda: re.search(r"NOR +script\.py", hx.screen()))
+        assert daemons(home) == [] and "kernelscope ->" not in hx.traffic()
+        hx.command("quit-all!")
+    finally:
+        hx.close()
+
+
 @RUN
 @pytest.mark.parametrize("suite", SUITES)
 def test_helix_shows_what_its_readme_promises(suite: str, demo: Path, tmp_path: Path) -> None:
@@ -123,24 +181,16 @@ def test_helix_shows_what_its_readme_promises(suite: str, demo: Path, tmp_path: 
     ws = copy / "kernel_opt_vector_add"
     untouched = tree_state(ws), git_status(ws)
     home = tmp_path / "home"
-    (home / ".config" / "helix").mkdir(parents=True)
-    shutil.copy(CLIENT / "languages.toml", home / ".config" / "helix" / "languages.toml")
-    (home / ".config" / "helix" / "config.toml").write_text(CONFIG)
-    env = {
-        **{k: v for k, v in os.environ.items() if not k.startswith(("KERNELSCOPE_", "XDG_", "TMUX"))},
-        "HOME": str(home),
-        "XDG_CONFIG_HOME": str(home / ".config"),
-        "XDG_DATA_HOME": str(copy / "share"),  # the demo's experiment store
-        "XDG_STATE_HOME": str(home / ".local" / "state"),
-        "XDG_CACHE_HOME": str(home / ".cache"),
-        "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}",  # `kernelscope`
-        "TERM": "xterm-256color",
-    }
+    env = helix_home(home, copy / "share")  # the demo's experiment store
     hx = Terminal(tmp_path, argv, ws, env)
     try:
         hx.wait(
             "the kernelscope server starting", lambda: "kernelscope serving 1 optimization" in hx.traffic()
         )
+        assert daemons(home), "Helix started no daemon in the workspace"  # languages.toml's patterns
+        # Helix answers workspace/configuration with languages.toml's `config`, the table it sent
+        # as initializationOptions: its `trusted` was logged as a folder's, ignored (before)
+        assert "ignored '" not in hx.traffic(), hx.traffic()[-3000:]
         hx.wait("the already_tried diagnostic", lambda: '"code": "already_tried"' in hx.traffic())
         hx.keys("9", "g", "g", "w", "w")  # onto add_kernel (any key also makes Helix ask for hints)
         hint = hx.answer("textDocument/inlayHint")

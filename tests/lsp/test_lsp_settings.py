@@ -7,7 +7,9 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
 import shutil
+import sys
 from pathlib import Path
 
 import pytest
@@ -16,11 +18,19 @@ from lsprotocol import types
 from pytest_lsp import ClientServerConfig, client_capabilities
 
 from kernelscope.daemon.engine.views.lens_text import UNTRUSTED
+from kernelscope.daemon.lsp.configuration import apply_change_payload, apply_initialization_options
+from kernelscope.daemon.lsp.state import ServerState
 from kernelscope.protocol.settings import FolderSettings, folder_settings_from, user_settings_from
-from tests.conftest import EXAMPLES, NO_TORCH_SERVER
+from tests.conftest import EXAMPLES, NO_TORCH_SERVER, REPO_ROOT
 from tests.support.lsp_client import KernelscopeClient, _as_dict, make_client, wait_for, watching
 
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover
+    import tomli as tomllib
+
 SERVER = NO_TORCH_SERVER
+CLIENT_HELIX = REPO_ROOT / "editor-clients" / "helix"
 
 # What a cloned repository's .vscode/settings.json (or any folder answer) might claim.
 HOSTILE_FOLDER_ANSWER = {
@@ -42,6 +52,35 @@ def test_folder_answer_sets_folder_keys_only() -> None:
     folder, ignored = folder_settings_from(HOSTILE_FOLDER_ANSWER, FolderSettings())
     assert folder == FolderSettings(bench_on_save=True, debounce_ms=50)
     assert ignored == sorted(set(HOSTILE_FOLDER_ANSWER) - {"benchOnSave", "debounceMs"})
+
+
+def test_the_users_own_settings_repeated_by_the_folder_are_not_warned_about(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Helix answers workspace/configuration, and sends didChangeConfiguration once the server
+    is up, with the very table it sent as initializationOptions, its languages.toml's `config`: the shipped one's
+    `trusted = false` came back as a folder's and the daemon logged "ignored 'trusted'" at every
+    start (before). A key that repeats the user's value asks for nothing: not logged. One that
+    differs still is, and trust still comes from the user alone."""
+    monkeypatch.setenv("KERNELSCOPE_CONFIG", str(tmp_path / "none.toml"))
+    shipped = tomllib.loads((CLIENT_HELIX / "languages.toml").read_text())
+    table = shipped["language-server"]["kernelscope"]["config"]
+    assert "trusted" in table["kernelscope"]
+    state = ServerState()
+    warned: list[str] = []
+    apply_initialization_options(state, table, warned.append)
+    caplog.set_level(logging.WARNING, logger="kernelscope.lsp")
+    apply_change_payload(state, table, warned.append)  # what Helix answers for every folder
+    assert [r.getMessage() for r in caplog.records] == [] and warned == []
+    claims = {"kernelscope": {**table["kernelscope"], "trusted": True}}
+    apply_change_payload(state, claims, warned.append)
+    assert [r.getMessage() for r in caplog.records] == [
+        "ignored 'trusted' from the configuration of didChangeConfiguration: a folder may set only "
+        "benchOnSave, mode, seeds, debounceMs and blameInlay (trust, interpreter, executor, store and "
+        "caps come from the user's settings)"
+    ]
+    assert state.user.trusted is False and not state.default_settings.trusted
+    state.workers.shutdown()
 
 
 def test_user_settings_carry_folder_defaults() -> None:

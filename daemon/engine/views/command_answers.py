@@ -1,0 +1,87 @@
+"""What a command answered, in one line a person reads, for a client that shows no answer of
+its own (Helix drops executeCommand's result: the daemon tells its user on the status line).
+Answers with markdown (a history, a comparison) are shown as documents, not here.
+
+One wording per command of protocol.vocabulary.COMMANDS whose answer has no markdown; a command
+added without one is still shown, as its JSON (tests/engine/test_command_answers.py lists the
+commands that have a sentence)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from kernelscope.protocol.record_rules import format_score
+
+
+def _versions(names: list[str], none: str) -> str:
+    return ", ".join(names) if names else none
+
+
+def _mask_half(result: dict[str, Any]) -> str:
+    if result.get("declined"):
+        return "declined: nothing was masked"
+    verb = "would mask" if result.get("dry_run") else "masked"
+    said = f"{verb} {_versions(result.get('masked') or [], 'nothing')} (seed {result.get('seed')})"
+    if result.get("best_version"):
+        said += f"; kept {result['best_version']} as best"
+    return f"{said}; next version {result.get('next_version')}"
+
+
+def _unmask(result: dict[str, Any]) -> str:
+    changed = result.get("changed") or []
+    return f"unmasked {_versions(changed, '')}" if changed else "nothing to unmask: already unmasked"
+
+
+def _record(result: dict[str, Any]) -> str:
+    score = result.get("score")
+    scored = "no score" if score is None else format_score(score)
+    return f"recorded experiment {result.get('id')} ({scored}, {result.get('status')})"
+
+
+def _started(result: dict[str, Any]) -> str:
+    if result.get("declined"):
+        return "declined: nothing was masked and no job started"
+    where = Path(str(result.get("workspace") or "")).name
+    return f"{result.get('kind')} started in {where}"
+
+
+def _top(result: list[dict[str, Any]]) -> str:
+    if not result:
+        return "no experiments recorded"
+    shown = [
+        f"{r.get('id')} {'-' if r.get('score') is None else format_score(r['score'])}"
+        + (f" ({r['change_summary']})" if r.get("change_summary") else "")
+        for r in result
+    ]
+    return f"best {len(result)} experiment{'s' if len(result) > 1 else ''}: " + "; ".join(shown)
+
+
+def _cancel(result: dict[str, Any]) -> str:
+    count = len(result.get("cancelled") or [])
+    if not count:
+        return "nothing to cancel: no job was running"
+    return f"cancelled {count} job{'s' if count > 1 else ''}"
+
+
+_WORDING: dict[str, Callable[[Any], str]] = {
+    "kernelscope.maskHalf": _mask_half,
+    "kernelscope.unmask": _unmask,
+    "kernelscope.recordExperiment": _record,
+    "kernelscope.runIteration": _started,
+    "kernelscope.restart": _started,
+    "kernelscope.benchmark": _started,
+    "kernelscope.topExperiments": _top,
+    "kernelscope.cancel": _cancel,
+}
+WORDED = frozenset(_WORDING)
+
+
+def command_answer_line(command: str, result: Any) -> str:
+    """`command: what it answered`, e.g. `kernelscope.cancel: nothing to cancel: no job was
+    running`; an answer of a shape its wording does not know (a newer command) as its JSON."""
+    wording = _WORDING.get(command)
+    said = wording(result) if wording is not None else json.dumps(result, separators=(",", ":"))
+    return f"{command}: {said}"
