@@ -64,8 +64,9 @@ def test_the_users_own_settings_repeated_by_the_folder_are_not_warned_about(
     differs still is, and trust still comes from the user alone."""
     monkeypatch.setenv("KERNELSCOPE_CONFIG", str(tmp_path / "none.toml"))
     shipped = tomllib.loads((CLIENT_HELIX / "languages.toml").read_text())
-    table = shipped["language-server"]["kernelscope"]["config"]
-    assert "trusted" in table["kernelscope"]
+    # the shipped table with the `trusted` its comment tells a Helix-only user to add
+    shipped_section = shipped["language-server"]["kernelscope"]["config"]["kernelscope"]
+    table = {"kernelscope": {**shipped_section, "trusted": ["/home/me/kernel_opt_*"]}}
     state = ServerState()
     warned: list[str] = []
     apply_initialization_options(state, table, warned.append)
@@ -79,7 +80,26 @@ def test_the_users_own_settings_repeated_by_the_folder_are_not_warned_about(
         "benchOnSave, mode, seeds, debounceMs and blameInlay (trust, interpreter, executor, store and "
         "caps come from the user's settings)"
     ]
-    assert state.user.trusted is False and not state.default_settings.trusted
+    assert state.user.trusted == ["/home/me/kernel_opt_*"] and not state.default_settings.trusted
+    state.workers.shutdown()
+
+
+def test_the_shipped_helix_table_keeps_the_trust_of_the_users_config_file(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """The README says trust lives in ~/.config/kernelscope/config.toml, where every editor and
+    agent reads it; the shipped languages.toml sent `trusted = false` as initializationOptions,
+    which replaced that list: a Helix user who followed both never had a workspace re-benchmarked
+    on save (before)."""
+    config = tmp_path / "config.toml"
+    config.write_text('trusted = ["/home/me/kernel_opt_*"]\n')
+    monkeypatch.setenv("KERNELSCOPE_CONFIG", str(config))
+    shipped = tomllib.loads((CLIENT_HELIX / "languages.toml").read_text())
+    state = ServerState()
+    warned: list[str] = []
+    apply_initialization_options(state, shipped["language-server"]["kernelscope"]["config"], warned.append)
+    assert warned == []
+    assert state.user.trusted == ["/home/me/kernel_opt_*"]
     state.workers.shutdown()
 
 
