@@ -112,5 +112,9 @@ def failures(**filters: Any) -> dict[FailureCategory, list[KernelExperiment]]:
     return current_store().failures(**filters)
 
 
-def kernel_summaries(workspace: str) -> list[KernelSummary]:
-    return current_store().kernel_summaries(workspace)
+def kernel_summaries(workspace: str, include_masked: bool = False) -> list[KernelSummary]:
+    """Per kernel: best, latest, runs, failures, the runs of masked memory versions counted
+    apart (`masked_runs`) unless `include_masked` (engine/workspace/masked.py)."""
+    from kernelscope.daemon.engine.workspace.masked import kernel_summaries as through_masks
+
+    return through_masks(current_store(), workspace, include_masked=include_masked)

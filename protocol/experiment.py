@@ -185,11 +185,16 @@ def failure_category(score: float | None, is_buggy: bool) -> FailureCategory:
 
 
 class KernelSummary(ClosedModel):
-    """Per-kernel digest for code lenses: best, latest, run and failure counts."""
+    """Per-kernel digest for code lenses: best, latest, run and failure counts. Read through
+    the workspace's masks (daemon/engine/workspace/masked.py), the runs of masked memory
+    versions are in none of these figures but in `masked_runs` alone."""
 
     kernel: str
     runs: int
     failures: int
+    masked_runs: int = Field(
+        default=0, description="runs of the workspace's masked memory versions, left out of the other figures"
+    )
     best_id: str | None = None
     best_score: float | None = None
     best_version: str | None = None

@@ -105,6 +105,11 @@ class TopExperimentsParams(_Params):
         alias="includeInterpreter",
         description="also rank Triton-interpreter (CPU) runs, whose timings are no GPU figures",
     )
+    include_masked: bool = Field(
+        default=False,
+        alias="includeMasked",
+        description="with a workspace, also rank the experiments of its masked memory versions",
+    )
 
 
 class CompareParams(WorkspaceParams):

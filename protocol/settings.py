@@ -15,8 +15,10 @@ files say (VS Code's `.vscode/settings.json` reaches the server through
 Both are dataclasses structured by cattrs with a camelCase hook, as jedi-language-server
 does; cattrs is already loaded by pygls, so the server reads its settings without building
 pydantic models at start-up. Invalid values raise ValueError naming the field; the server
-then shows a message and keeps the previous settings. `Settings` is the effective view of one
-workspace (user + folder), built by `Settings.compose`, never parsed from a client directly.
+then shows a message and keeps the previous settings. A refused `trusted` pattern (relative,
+`**`) is the exception: it alone is dropped and named, the source's other settings kept.
+`Settings` is the effective view of one workspace (user + folder), built by
+`Settings.compose`, never parsed from a client directly.
 """
 
 from __future__ import annotations
@@ -48,7 +50,8 @@ class UserSettings:
     the user trusts, as absolute paths or globs (`["~/kernel_opt_*"]`; `*`, `?` and `[...]`
     match within one folder name, never across `/`, so `~/work/*` trusts `~/work/a` but not
     `~/work/a/b`). An agent's LSP plugin starts the daemon in every Python project, so only
-    chosen workspaces run code."""
+    chosen workspaces run code. A relative pattern or one with `**` is refused: that pattern
+    alone is dropped, with a warning naming it, and the other settings are kept."""
     agent: str | None = None
     """The agent command `restart` starts after a mask-half (e.g. `claude -p`)."""
     executor: Executor = "local"
@@ -290,14 +293,29 @@ def _known(data: dict[str, Any], keys: frozenset[str]) -> dict[str, Any]:
     return {k: v for k, v in data.items() if isinstance(k, str) and snake_key(k) in keys}
 
 
+def _without_refused_patterns(data: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
+    """`data` less the `trusted` patterns that are refused (relative, `**`), and what is wrong
+    with each: one such pattern made the whole source invalid, so every other setting the user
+    wrote (the interpreter, the agent, the limits) fell back to its default, unsaid."""
+    trusted = data.get("trusted")
+    problems = _pattern_problems(trusted)
+    if not problems or not isinstance(trusted, list):
+        return data, []
+    kept = [pattern for pattern in trusted if not _pattern_problems([pattern])]
+    return {**data, "trusted": kept}, [f"trusted: {problem}: that pattern is ignored" for problem in problems]
+
+
 def user_settings_from(
     data: dict[str, Any], user: UserSettings | None = None, folder: FolderSettings | None = None
-) -> tuple[UserSettings, FolderSettings]:
+) -> tuple[UserSettings, FolderSettings, list[str]]:
     """From the user (initializationOptions, the user's config file): user settings and the
-    folder defaults, camelCase or snake_case keys; unknown keys ignored."""
+    folder defaults, camelCase or snake_case keys; unknown keys ignored. A refused `trusted`
+    pattern is dropped, not the source: the third value says which and why (to be shown)."""
+    known, dropped = _without_refused_patterns(_known(data, USER_KEYS))
     return (
-        _structure(UserSettings, _known(data, USER_KEYS), user or UserSettings()),
+        _structure(UserSettings, known, user or UserSettings()),
         _structure(FolderSettings, _known(data, FOLDER_KEYS), folder or FolderSettings()),
+        dropped,
     )
 
 
@@ -327,9 +345,11 @@ def folder_settings_from(
 def settings_from(data: dict[str, Any], base: Settings | None = None) -> Settings:
     """Effective settings from one trusted (user) source: for tests and the CLI."""
     base = base or Settings()
-    user, folder = user_settings_from(
+    user, folder, dropped = user_settings_from(
         data,
         UserSettings(**{k: getattr(base, k) for k in USER_KEYS}),
         FolderSettings(**{k: getattr(base, k) for k in FOLDER_KEYS}),
     )
+    if dropped:  # strict: a test's settings are what it wrote
+        raise ValueError("; ".join(dropped))
     return Settings.compose(user, folder)

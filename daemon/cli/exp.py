@@ -93,11 +93,10 @@ IncludeMasked = Annotated[
 
 def _masked_versions(workspace: str) -> set[str]:
     """The workspace's masked memory versions: their experience is hidden from a restarted
-    agent, as `memory read` hides their records."""
-    from kernelscope.daemon.engine.memory import core
+    agent, as `memory read` hides their records (engine/workspace/masked.py)."""
+    from kernelscope.daemon.engine.workspace.masked import masked_versions_at
 
-    found = (core.read_file(number, path) for number, path in core.record_files(Path(workspace) / "memory"))
-    return {f.version for f in found if f.raw is not None and f.masked}
+    return masked_versions_at(workspace)
 
 
 def _hidden(filters: dict[str, Any], include_masked: bool) -> set[str]:
@@ -422,9 +421,13 @@ def summary(
     json_out: JsonOpt = False,
 ) -> None:
     """Per-kernel best / latest / runs / failures for a workspace (what code lenses show;
-    experiments of its masked memory versions only with --include-masked)."""
+    runs of its masked memory versions are counted apart, in every figure only with
+    --include-masked)."""
+    from kernelscope.daemon.engine.views.lens_text import runs_text
+    from kernelscope.daemon.engine.workspace.masked import kernel_summaries
+
     path = str(Path(workspace or ".").expanduser().resolve())
-    rows = _store(db).kernel_summaries(path, _hidden({"workspace": path}, include_masked))
+    rows = kernel_summaries(_store(db), path, include_masked=include_masked)
     if json_out:
         output.print_json(rows)
         return
@@ -436,7 +439,7 @@ def summary(
                 s.kernel,
                 f"{_score(s.best_score)} {s.best_version or ''}".strip(),
                 f"{_score(s.latest_score)} {s.latest_version or ''}".strip(),
-                str(s.runs),
+                runs_text(s.runs, s.masked_runs, ""),
                 str(s.failures),
             ]
             for s in rows

@@ -41,7 +41,13 @@ def restart_command(
     # what is wrong with the workspace first (not one, or a supervisor's), then the agent
     workspace = require_workspace(workspace)
     refuse_if_supervised(workspace, "restart (mask half of the memory, launch an agent)", force)
-    command = agent or user_settings()[0].agent
+    if agent:
+        command: str | None = agent
+    else:
+        user, _folder, dropped = user_settings()
+        for problem in dropped:
+            output.warn(problem)
+        command = user.agent
     if not command:
         raise UsageError(
             "no agent command: pass --agent '...' or set agent = '...' in the kernelscope config"

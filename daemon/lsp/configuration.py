@@ -45,7 +45,7 @@ def apply_initialization_options(state: ServerState, raw: Any, warn: Warn) -> No
     own, never a file in a workspace), then `initializationOptions` over it (editors that send
     none, such as Claude Code's LSP plugins, get the file's). Invalid ones keep the defaults."""
     from kernelscope.daemon.engine import KernelscopeError
-    from kernelscope.daemon.engine.workspace.user_config import user_config
+    from kernelscope.daemon.engine.workspace.user_config import config_path, user_config
 
     try:
         from_file = user_config()
@@ -56,13 +56,19 @@ def apply_initialization_options(state: ServerState, raw: Any, warn: Warn) -> No
     # KERNELSCOPE_DB_URL, a relative path from the config's folder): not an explicit setting.
     from_file = {k: v for k, v in from_file.items() if not (isinstance(k, str) and snake_key(k) == "db_url")}
     try:
-        state.user, state.folder_defaults = user_settings_from(from_file)
+        state.user, state.folder_defaults, dropped = user_settings_from(from_file)
+        for problem in dropped:
+            warn(f"kernelscope: config file {config_path()}: {problem}; the other settings are kept")
     except ValueError as exc:
         warn(f"kernelscope: invalid settings in the config file ({exc}); keeping the defaults")
     data = _section(raw) or {}
     state.user_said = data
     try:
-        state.user, state.folder_defaults = user_settings_from(data, state.user, state.folder_defaults)
+        state.user, state.folder_defaults, dropped = user_settings_from(
+            data, state.user, state.folder_defaults
+        )
+        for problem in dropped:
+            warn(f"kernelscope: initializationOptions: {problem}; the other settings are kept")
     except ValueError as exc:
         warn(f"kernelscope: invalid settings ({exc}); keeping the defaults")
     log.info(

@@ -113,10 +113,24 @@ def test_a_pattern_that_no_longer_covers_the_workspace_is_named(
 
 def test_an_invalid_config_file_is_named_not_a_traceback(ws: Path, cli, users_own_files: Path) -> None:  # type: ignore[no-untyped-def]
     """The settings `check` reads from the user's file are validated as the daemon validates
-    them: an invalid one (here a relative trusted pattern) is an error naming the file and the
-    setting, where it was an uncaught ValueError."""
-    users_own_files.write_text('trusted = ["kernel_opt_*"]\n')
+    them: an invalid one is an error naming the file and the setting, where it was an uncaught
+    ValueError."""
+    users_own_files.write_text("seeds = 0\n")
     result = cli("check", "-w", str(ws), "--db", str(ws.parent / "exp.sqlite"))
     assert result.exit_code == 2, result
     assert f"invalid settings in the config file {users_own_files}" in result.stderr
-    assert "'kernel_opt_*' is not an absolute path" in result.stderr
+    assert "seeds" in result.stderr
+
+
+def test_a_refused_trusted_pattern_is_dropped_with_a_warning(
+    ws: Path, cli, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:  # type: ignore[no-untyped-def]
+    """A relative pattern beside one that trusts the workspace: the check refused the whole
+    file (exit 2); now the pattern alone is dropped, named on stderr, and the other one holds."""
+    config = tmp_path / "config.toml"  # this test's own: the run's config file is every test's
+    monkeypatch.setenv("KERNELSCOPE_CONFIG", str(config))
+    config.write_text(f'trusted = ["kernel_opt_*", "{ws}"]\n')
+    result = cli("check", "-w", str(ws), "--db", str(ws.parent / "exp.sqlite"), "--json")
+    assert result.exit_code == 0, result
+    assert f"config file {config}: trusted: 'kernel_opt_*' is not an absolute path" in result.stderr
+    assert "bench_on_save_off" not in [n["code"] for n in result.json()["notices"]]

@@ -143,5 +143,5 @@ def test_the_demo_writes_the_users_store_and_prints_what_serve_shows(tmp_path: P
     file_text, kernels = workspace_texts(WorkspaceCache(ws, lambda: store))
     assert f"[top of file] {file_text}" in done.stdout
     assert f"[above add_kernel] {kernels['add_kernel']}" in done.stdout
-    assert "4 runs" in kernels["add_kernel"]
+    assert "3 runs (+1 masked)" in kernels["add_kernel"]  # v0-v3, the mask-half's v2 apart
     shutil.rmtree(tmp_path / "demo")

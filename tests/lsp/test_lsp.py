@@ -344,6 +344,20 @@ async def test_commands_and_bad_parameters(client: KernelscopeClient) -> None:
     assert {p.name: p.read_text() for p in (Path(ws) / "memory").glob("*.json")} == memory_before
 
 
+async def test_top_experiments_hides_masked_versions_as_the_cli_does(client: KernelscopeClient) -> None:
+    """`kernelscope.topExperiments` with a workspace ranked the experiments of its masked
+    versions, which `kernelscope exp top -w` leaves out: the best run of a restarted history
+    was the hidden one in the editor and another in the CLI."""
+    ws = client.folder / "kernel_opt_vector_add"
+    record = json.loads((ws / "memory" / "v1.json").read_text())
+    (ws / "memory" / "v1.json").write_text(json.dumps({**record, "masked": True}, indent=2))
+    asked = {"workspace": str(ws), "maxResults": 5, "includeInterpreter": True}
+    top = await command(client, "kernelscope.topExperiments", asked)
+    assert [r["memory_version"] for r in top] == ["v0"], top  # type: ignore[index,union-attr]
+    every = await command(client, "kernelscope.topExperiments", {**asked, "includeMasked": True})
+    assert [r["memory_version"] for r in every] == ["v1", "v0"], every  # type: ignore[index,union-attr]
+
+
 async def test_external_write_refreshes_lenses(client: KernelscopeClient) -> None:
     ws = client.folder / "kernel_opt_vector_add"
     await lenses(client)

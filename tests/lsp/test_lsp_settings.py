@@ -104,10 +104,41 @@ def test_the_shipped_helix_table_keeps_the_trust_of_the_users_config_file(
 
 
 def test_user_settings_carry_folder_defaults() -> None:
-    user, folder = user_settings_from({"trusted": True, "python": "/usr/bin/python3", "mode": "interpreter"})
+    user, folder, dropped = user_settings_from(
+        {"trusted": True, "python": "/usr/bin/python3", "mode": "interpreter"}
+    )
     assert user.trusted and user.python == "/usr/bin/python3" and folder.mode == "interpreter"
+    assert dropped == []
     with pytest.raises(ValueError, match="executor"):
         user_settings_from({"executor": "slurm"})
+
+
+def test_a_refused_trusted_pattern_is_dropped_alone(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """One relative or `**` pattern in `trusted` made the whole config file (or
+    initializationOptions) invalid: a warning, and every other setting the user wrote (the
+    interpreter, the agent, the limits, the folder defaults) silently back to its default.
+    Only the refused pattern is dropped now, and the warning names it and the file."""
+    from kernelscope.daemon.lsp.configuration import apply_initialization_options
+    from kernelscope.daemon.lsp.state import ServerState
+
+    config = tmp_path / "config.toml"  # this test's own: the run's config file is every test's
+    monkeypatch.setenv("KERNELSCOPE_CONFIG", str(config))
+    config.write_text(
+        'trusted = ["/srv/kernel_opt_*", "kernel_opt_*"]\n'
+        'python = "/opt/torch/bin/python"\nagent = "claude -p"\ntimeout_s = 60\nseeds = 5\n'
+    )
+    warnings: list[str] = []
+    state = ServerState()
+    apply_initialization_options(
+        state, {"kernelscope": {"trusted": ["~/work/**", "/srv/mine"]}}, warnings.append
+    )
+    assert state.user.python == "/opt/torch/bin/python" and state.user.agent == "claude -p"
+    assert state.user.timeout_s == 60 and state.folder_defaults.seeds == 5
+    assert state.user.trusted == ["/srv/mine"]  # initializationOptions over the file's one good pattern
+    assert len(warnings) == 2, warnings
+    assert f"config file {config}: trusted: 'kernel_opt_*' is not an absolute path" in warnings[0]
+    assert warnings[1].startswith("kernelscope: initializationOptions: trusted: '~/work/**'"), warnings
+    assert all("that pattern is ignored; the other settings are kept" in w for w in warnings), warnings
 
 
 @pytest.fixture

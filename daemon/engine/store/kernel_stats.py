@@ -11,7 +11,7 @@ import importlib
 from collections.abc import Iterable
 from typing import Any
 
-from sqlalchemy import Connection, and_, case, delete, insert, or_, select
+from sqlalchemy import Connection, and_, case, delete, func, insert, or_, select
 
 from kernelscope.daemon.engine.store.schema import experiment_kernels, experiments, kernel_stats
 
@@ -140,29 +140,40 @@ def summaries_without(
     conn: Connection, workspace: str, hidden_versions: Iterable[str]
 ) -> list[dict[str, Any]]:
     """The fields of the workspace's `KernelSummary` rows recomputed from its history without
-    the experiments of `hidden_versions` (the digest counts every experiment)."""
+    the experiments of `hidden_versions` (the digest counts every experiment), each with the
+    number of runs left out (`masked_runs`); a kernel whose runs are all hidden has a row of
+    0 runs and no best or latest."""
+    hidden = sorted(set(hidden_versions))
+    left_out: dict[str, int] = dict(
+        conn.execute(
+            select(K.kernel, func.count())
+            .select_from(experiment_kernels.join(experiments, E.seq == K.exp_seq))
+            .where(K.workspace == workspace, E.memory_version.in_(hidden))
+            .group_by(K.kernel)
+        ).all()
+    )
     kernels = conn.execute(select(K.kernel).where(K.workspace == workspace).distinct().order_by(K.kernel))
-    digests = [
-        d for (kernel,) in kernels.all() if (d := compute_digest(conn, workspace, kernel, hidden_versions))
-    ]
-    seqs = {d[key] for d in digests for key in ("best_seq", "latest_seq")} - {None}
+    digests = [(kernel, compute_digest(conn, workspace, kernel, hidden)) for (kernel,) in kernels.all()]
+    seqs = {d[key] for _, d in digests if d for key in ("best_seq", "latest_seq")} - {None}
     found = conn.execute(select(E.seq, E.id, E.score, E.memory_version, E.status).where(E.seq.in_(seqs)))
     rows = {row.seq: row for row in found.all()}
     summaries = []
-    for digest in digests:
-        best, latest = rows.get(digest["best_seq"]), rows[digest["latest_seq"]]
+    for kernel, digest in digests:
+        best = rows.get(digest["best_seq"]) if digest else None
+        latest = rows[digest["latest_seq"]] if digest else None
         summaries.append(
             {
-                "kernel": digest["kernel"],
-                "runs": digest["runs"],
-                "failures": digest["failures"],
+                "kernel": kernel,
+                "runs": digest["runs"] if digest else 0,
+                "failures": digest["failures"] if digest else 0,
+                "masked_runs": left_out.get(kernel, 0),
                 "best_id": best.id if best else None,
                 "best_score": best.score if best else None,
                 "best_version": best.memory_version if best else None,
-                "latest_id": latest.id,
-                "latest_score": latest.score,
-                "latest_version": latest.memory_version,
-                "latest_status": latest.status,
+                "latest_id": latest.id if latest else None,
+                "latest_score": latest.score if latest else None,
+                "latest_version": latest.memory_version if latest else None,
+                "latest_status": latest.status if latest else None,
             }
         )
     return summaries

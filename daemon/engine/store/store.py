@@ -668,7 +668,8 @@ class ExperimentStore:
 
     def kernel_summaries(self, workspace: str, hidden_versions: Iterable[str] = ()) -> list[KernelSummary]:
         """Per kernel of a workspace: best, latest, runs and failures (`hidden_versions` left
-        out, as in list_experiments: recomputed from the history then).
+        out, as in list_experiments: recomputed from the history then, their runs counted in
+        `masked_runs`). The surfaces read it through daemon/engine/workspace/masked.py.
 
         Code lenses call this on every refresh, so it reads the `kernel_stats` digest that
         writes keep current (a primary-key range scan plus two row lookups per kernel),

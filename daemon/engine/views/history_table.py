@@ -11,7 +11,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from kernelscope.daemon.engine.memory.records import MemoryEntry
-from kernelscope.daemon.engine.views.lens_text import file_lens, recorded_notes
+from kernelscope.daemon.engine.views.lens_text import file_lens, recorded_notes, runs_text
 from kernelscope.daemon.engine.workspace.cache import WorkspaceCache
 from kernelscope.protocol.experiment import KernelExperiment
 from kernelscope.protocol.lsp import HistoryEntry, HistoryResult
@@ -144,8 +144,10 @@ def _history(cache: WorkspaceCache, kernel: str | None, sources: _Sources) -> Hi
     if not entries:
         entries = _memory_entries(cache, sources)
     title = f"**{kernel}**" if kernel else f"**{cache.root.name}**"
+    masked = sum(1 for entry in entries if entry.masked)
+    # the count is the lens's (masked versions apart); their rows stay, marked, for a person
     lines = [
-        f"{title}: {len(entries)} experiments",
+        f"{title}: {runs_text(len(entries) - masked, masked, 'experiments')}",
         "",
         "| version | score | status | summary |",
         "|---|---:|---|---|",

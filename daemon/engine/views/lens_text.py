@@ -25,12 +25,18 @@ from kernelscope.protocol.record_rules import RECORD_METRIC, format_score
 from kernelscope.protocol.workspace import CANONICAL_UNIT, ReadmeInfo
 
 
+def runs_text(runs: int, masked: int, noun: str = "runs") -> str:
+    """`3 runs (+1 masked)`: the runs a kernel's figures count, and those of masked versions
+    they leave out (workspace/masked.py), so a person sees that the history holds more."""
+    return f"{runs} {noun}".rstrip() + (f" (+{masked} masked)" if masked else "")
+
+
 def kernel_lens(summary: KernelSummary | None, scores: list[VersionScore]) -> str:
-    """`best 1.42x v7 | latest 0.97x v9 | 12 runs, 2 failed` for one kernel. The store's digest
-    when it has runs and names no masked version as best or latest (a masked version is hidden
-    from the active memory, as blame hides it); else the records'."""
-    masked = {s.version for s in scores if s.masked}
-    if summary is not None and summary.runs and not {summary.best_version, summary.latest_version} & masked:
+    """`best 1.42x v7 | latest 0.97x v9 | 12 runs (+2 masked), 2 failed` for one kernel: the
+    store's digest (read through the workspace's masks) when it has runs, else the records'.
+    Either way a masked version is in no figure (hidden from the active memory, as blame
+    hides it), only in the `(+N masked)` count."""
+    if summary is not None and summary.runs:
         best = (
             f"best {format_score(summary.best_score)} {summary.best_version or ''}".rstrip()
             if summary.best_score is not None
@@ -41,22 +47,21 @@ def kernel_lens(summary: KernelSummary | None, scores: list[VersionScore]) -> st
             if summary.latest_score is not None and summary.latest_status not in ("failed", "timeout")
             else f"latest FAILED {summary.latest_version or ''}".rstrip()
         )
-        return f"{best} | {latest} | {summary.runs} runs, {summary.failures} failed"
+        runs = runs_text(summary.runs, summary.masked_runs)
+        return f"{best} | {latest} | {runs}, {summary.failures} failed"
     tried = [s for s in scores if s.version != "v0"]
     if not tried:
         return "no iterations yet"
-    # a masked version is hidden from the active memory (blame hides its numbers too): it is
-    # counted as a run, never named best or latest
     active = [s for s in tried if not s.masked]
     scored = [s for s in active if s.passed and s.score is not None]
     best_score = max(scored, key=lambda s: s.score or 0.0) if scored else None
     last = active[-1] if active else None
     # A pivot or blocked episode is an outcome of the search, not a kernel that failed its gate.
     outcomes: dict[str, int] = {}
-    for s in tried:
+    for s in active:
         if s.label:
             outcomes[s.label] = outcomes.get(s.label, 0) + 1
-    failed = sum(1 for s in tried if not s.passed and not s.label)
+    failed = sum(1 for s in active if not s.passed and not s.label)
     best_text = (
         f"best {format_score(best_score.score)} {best_score.version}"
         if best_score is not None and best_score.score is not None
@@ -74,7 +79,8 @@ def kernel_lens(summary: KernelSummary | None, scores: list[VersionScore]) -> st
     else:
         latest_text = f"latest {'FAILED' if not last.passed else '-'} {last.version}"
     extra = "".join(f", {count} {label}" for label, count in sorted(outcomes.items()))
-    return f"{best_text} | {latest_text} | {len(tried)} runs, {failed} failed{extra}"
+    runs = runs_text(len(active), len(tried) - len(active))
+    return f"{best_text} | {latest_text} | {runs}, {failed} failed{extra}"
 
 
 def _mode(entry: MemoryEntry) -> str | None:
@@ -159,7 +165,10 @@ def _goal_progress(goal: str, entries: list[MemoryEntry]) -> str:
     measured = [
         (e, e.record.metric("latency_us"))
         for e in entries
-        if e.record and e.record.gate_passed and atrex_fields.record_outcome(e.record).measured
+        if e.record
+        and not e.masked  # hidden from the active memory, as for a stop condition's best
+        and e.record.gate_passed
+        and atrex_fields.record_outcome(e.record).measured
     ]
     latencies = [(e, value) for e, value in measured if value is not None]
     if not latencies:

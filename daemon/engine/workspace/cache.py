@@ -212,21 +212,24 @@ class WorkspaceCache:
         return self._open_store()
 
     def kernel_summaries(self) -> dict[str, KernelSummary]:
-        """The store's per-kernel digest of this workspace (read, never recomputed)."""
+        """The store's per-kernel digest of this workspace through its masks (masked.py: a
+        masked version's runs counted apart), computed again when memory/ or the store changes."""
 
         def read() -> dict[str, KernelSummary]:
             from kernelscope.daemon.engine.store import StoreError
+            from kernelscope.daemon.engine.workspace import masked
 
             store = self.store()
             if store is None:
                 return {}
             try:
-                return {s.kernel: s for s in store.kernel_summaries(str(self.root))}
+                found = masked.kernel_summaries(store, self.root, masked.masked_versions(self.memory()))
             except StoreError as exc:
                 log.warning("experiment store unreadable for %s: %s", self.root, exc)
                 return {}
+            return {s.kernel: s for s in found}
 
-        return self.get("kernel_summaries", ("store",), read)
+        return self.get("kernel_summaries", ("store", "memory"), read)
 
     def history(self) -> HistoryService:
         """The workspace's history service (built on first use; dropped by every event)."""

@@ -46,15 +46,17 @@ def user_config() -> dict[str, Any]:
         raise DataError(f"cannot read config file {path}: {exc}") from None
 
 
-def user_settings() -> tuple[UserSettings, FolderSettings]:
+def user_settings() -> tuple[UserSettings, FolderSettings, list[str]]:
     """The file's settings validated as the daemon validates them (protocol/settings.py), for
-    the CLI commands that read them; DataError naming the file and the setting when invalid."""
+    the CLI commands that read them, and a warning naming the file for each refused `trusted`
+    pattern dropped (the rest is kept); DataError naming the file and the setting when invalid."""
     from kernelscope.protocol.settings import user_settings_from
 
     try:
-        return user_settings_from(user_config())
+        user, folder, dropped = user_settings_from(user_config())
     except ValueError as exc:
         raise DataError(f"invalid settings in the config file {config_path()}: {exc}") from None
+    return user, folder, [f"config file {config_path()}: {problem}" for problem in dropped]
 
 
 def command_words(command: str, what: str, empty: str) -> list[str]:

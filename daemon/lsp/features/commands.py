@@ -234,12 +234,17 @@ class Commands:
         return history(ws.cache, params.kernel).model_dump(mode="json")
 
     def top_experiments(self, params: Any) -> Any:
+        from kernelscope.daemon.engine.workspace.masked import masked_versions_at
+
         filters: dict[str, Any] = {}
+        hidden: set[str] = set()
         settings = self.state.default_settings
         if params.workspace:
             ws = self._workspace(params.workspace)
             filters["workspace"] = str(ws.root)
             settings = ws.settings
+            # as `kernelscope exp top -w`: a masked version's experience is hidden
+            hidden = set() if params.include_masked else masked_versions_at(ws.root)
         if params.operator_sig:
             filters["operator_sig"] = params.operator_sig
         if params.kernel:
@@ -250,6 +255,7 @@ class Commands:
                 params.max_results,
                 include_buggy=params.include_buggy,
                 include_interpreter=params.include_interpreter,
+                hidden_versions=hidden,
                 **filters,
             )
         )

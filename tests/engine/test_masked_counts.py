@@ -1,0 +1,104 @@
+"""One rule for the runs of masked versions (daemon/engine/workspace/masked.py): every surface
+that tells a kernel's run count, failures, best or latest leaves them out and counts them apart.
+Before, after a mask-half the lens above a kernel counted them (`5 runs`) while
+`kernelscope exp summary` left them out (`4`): the same kernel, two numbers."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+
+from kernelscope.daemon import expdb
+from kernelscope.daemon.engine.memory.scores import memory_scores
+from kernelscope.daemon.engine.store import ExperimentStore
+from kernelscope.daemon.engine.views import history_table
+from kernelscope.daemon.engine.views.lens_text import kernel_lens, workspace_texts
+from kernelscope.daemon.engine.workspace.cache import WorkspaceCache
+from kernelscope.daemon.engine.workspace.workspace import Workspace
+from kernelscope.protocol.experiment import KernelExperiment
+from tests.conftest import EXAMPLES
+
+SCORES = {"v0": 1.0, "v1": 1.16, "v2": 1.1, "v3": None, "v4": 1.22}
+
+
+@pytest.fixture
+def ws(tmp_path: Path) -> Path:
+    """examples/vector_add (v0-v4, v3 failed its gate) with one experiment per version, then
+    v2 masked as the demo's mask-half does (neither the best nor the latest)."""
+    root = tmp_path / "kernel_opt_vector_add"
+    shutil.copytree(EXAMPLES / "vector_add", root)
+    store = ExperimentStore(str(tmp_path / "exp.sqlite"))
+    store.import_experiments(
+        [
+            KernelExperiment(
+                id=f"{number:016x}",
+                change_summary=f"attempt {version}",
+                score=score,
+                status="done" if score is not None else "failed",
+                workspace=str(root),
+                kernels=["add_kernel"],
+                memory_version=version,
+            )
+            for number, (version, score) in enumerate(SCORES.items())
+        ]
+    )
+    store.close()
+    Workspace(root).memory.set_masked(["v2"], masked=True)
+    return root
+
+
+def test_every_surface_counts_the_runs_of_masked_versions_apart(ws: Path, cli) -> None:  # type: ignore[no-untyped-def]
+    db = str(ws.parent / "exp.sqlite")
+    store = ExperimentStore(db)
+    cache = WorkspaceCache(ws, lambda: store)
+    # the lens (and the inlay hint, the same text): it said `5 runs` where the summary said 4
+    lens = workspace_texts(cache)[1]["add_kernel"]
+    assert lens == "best 1.22x v4 | latest 1.22x v4 | 4 runs (+1 masked), 1 failed", lens
+    # hover: the same count; v2's row stays, marked, for a person
+    table = history_table.history(cache, "add_kernel").markdown
+    assert table.startswith("**add_kernel**: 4 experiments (+1 masked)"), table
+    assert "| v2 | 1.10x | done (masked) |" in table, table
+    # the CLI and the Python API an agent calls
+    shown = cli("exp", "summary", "-w", str(ws), "--db", db, "--json").json()
+    assert [(s["runs"], s["masked_runs"], s["failures"], s["best_version"]) for s in shown] == [
+        (4, 1, 1, "v4")
+    ]
+    assert "4 (+1 masked)" in cli("exp", "summary", "-w", str(ws), "--db", db).stdout
+    every = cli("exp", "summary", "-w", str(ws), "--db", db, "--json", "--include-masked").json()
+    assert [(s["runs"], s["masked_runs"]) for s in every] == [(5, 0)]
+    expdb.use_database(db)
+    try:
+        assert [(s.runs, s.masked_runs) for s in expdb.kernel_summaries(str(ws))] == [(4, 1)]
+    finally:
+        expdb.use_database(None)
+    store.close()
+
+
+def test_a_masked_best_is_named_by_no_surface_and_an_unmask_brings_it_back(ws: Path, cli) -> None:  # type: ignore[no-untyped-def]
+    """Masking v4 too (the best and latest): the lens and the summary name v1 best and the
+    failed v3 latest, with the same counts; the digest is read through memory/'s masks, so an
+    unmask is seen with no store write."""
+    db = str(ws.parent / "exp.sqlite")
+    store = ExperimentStore(db)
+    cache = WorkspaceCache(ws, lambda: store)
+    Workspace(ws).memory.set_masked(["v4"], masked=True)
+    lens = workspace_texts(cache)[1]["add_kernel"]
+    assert lens == "best 1.16x v1 | latest FAILED v3 | 3 runs (+2 masked), 1 failed", lens
+    shown = cli("exp", "summary", "-w", str(ws), "--db", db, "--json").json()
+    assert [(s["runs"], s["masked_runs"], s["best_version"], s["latest_version"]) for s in shown] == [
+        (3, 2, "v1", "v3")
+    ]
+    Workspace(ws).memory.set_masked(["v2", "v4"], masked=False)
+    cache.changed("memory")
+    assert workspace_texts(cache)[1]["add_kernel"] == "best 1.22x v4 | latest 1.22x v4 | 5 runs, 1 failed"
+    store.close()
+
+
+def test_the_memory_records_lens_counts_masked_versions_apart(ws: Path) -> None:
+    """A workspace without experiments: the records' lens leaves a masked version out of the
+    runs as it leaves it out of best and latest (it said `4 runs` with v2 masked, v1-v4)."""
+    workspace = Workspace(ws)
+    lens = kernel_lens(None, memory_scores(workspace.memory.scan(), workspace.readme()))
+    assert lens == "best 1.22x v4 | latest 1.22x v4 | 3 runs (+1 masked), 1 failed", lens
