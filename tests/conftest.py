@@ -6,7 +6,7 @@ import json
 import os
 import shutil
 import sys
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import NoReturn
@@ -52,19 +52,26 @@ TEST_CONTROLS = (
 
 
 @pytest.fixture(autouse=True)
-def users_own_files(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> Path:
+def users_own_files(
+    tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch
+) -> Iterator[Path]:
     """No test reads or writes the developer's own kernelscope files: the config file, the
     per-user experiment store, the history-facts cache, restart briefs and TCP token files live
     in a folder of the test run's (daemons and CLIs the tests start inherit it), and no
     KERNELSCOPE_* setting of the developer's shell reaches the product (only the suite's own
-    switches, TEST_CONTROLS). A test that needs a config file writes one there."""
+    switches, TEST_CONTROLS). A test that needs a config file writes one there; it is removed
+    after the test (a test's `seeds = 0` made later tests on the same worker warn "invalid
+    settings in the config file", so the suite's outcome hung on the order of its tests)."""
     home = tmp_path_factory.getbasetemp() / "user"
     private = private_user_env(home, os.environ)
     for name in set(os.environ) - set(private):
         monkeypatch.delenv(name)
     for name in XDG_FOLDERS:
         monkeypatch.setenv(name, private[name])
-    return home / "config" / "kernelscope" / "config.toml"
+    config = home / "config" / "kernelscope" / "config.toml"
+    config.unlink(missing_ok=True)
+    yield config
+    config.unlink(missing_ok=True)
 
 
 def private_user_env(home: Path, environ: Mapping[str, str]) -> dict[str, str]:
