@@ -46,6 +46,7 @@ from kernelscope.daemon.engine.memory.atomic_io import (
     atomic_write_text,
     detect_indent,
     dump_json,
+    iteration_lock,
     lock_dir_of,
     memory_write_lock,
 )
@@ -438,6 +439,7 @@ class MemoryManager:
         dry_run: bool = False,
         force: bool = False,
         allow_supervised: bool = False,
+        iteration_locked: bool = False,
     ) -> MaskHalfResult:
         """Mask half of the optimization experience, as the partial-restart seed asks.
 
@@ -447,14 +449,25 @@ class MemoryManager:
         what was masked, with the seed and time, is appended to the latest unmasked
         record's `pitfalls_and_fixes`. Corrupt files make it refuse unless `force`; a
         workspace an orchestrator drives, unless `allow_supervised` (formats.atrex).
+
+        In git it holds the workspace's iteration lock, as an iteration's write phase does:
+        an iteration past its restart check (workflows/iterate.py) records before the mask,
+        never after it at the version the mask hands out. `iteration_locked`: the caller
+        holds that lock already (a restart, which commits the mask under it; taken twice,
+        the flock would wait for itself).
         """
         if not dry_run:
             from kernelscope.daemon.engine.workspace.atrex import refuse_if_supervised
 
             refuse_if_supervised(self.workspace, "mask half of the memory", allow_supervised)
         seed = secrets.randbits(32) if seed is None else seed
-        # a dry run writes nothing, not even the lock file (a workspace outside git keeps it in memory/)
-        with contextlib.nullcontext() if dry_run else self._lock():
+        with contextlib.ExitStack() as held:
+            # a dry run writes nothing, not even the lock file (a workspace outside git keeps
+            # it in memory/; there, where no iteration runs, no iteration lock is taken)
+            if not dry_run and not iteration_locked and self.lock_dir != self.memory_dir:
+                held.enter_context(iteration_lock(self.workspace))  # (the order: iteration, memory)
+            if not dry_run:
+                held.enter_context(self._lock())
             entries = self.scan()
             corrupt = [e.version for e in entries if e.error]
             if corrupt and not force:
