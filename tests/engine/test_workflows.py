@@ -482,6 +482,63 @@ def test_an_iteration_measuring_across_a_restart_is_not_credited_to_its_agent(
     assert Git(ws).run("status", "--porcelain") == ""
 
 
+def test_a_mask_half_waits_for_an_iteration_recording(
+    workspace: tuple[Path, str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`kernelscope memory mask-half` (and the editor's maskHalf: the same MemoryManager
+    call) between an iteration's restart check and its record: it took no iteration lock, so
+    it masked and gave v4 as the next version while the iteration, its check passed, then
+    recorded v4. It now waits for the iteration's write phase, as a restart does."""
+    import threading
+
+    from kernelscope.daemon.engine.memory import atomic_io
+    from kernelscope.daemon.engine.workflows import iterate as iterate_module
+    from kernelscope.daemon.engine.workspace.workspace import Workspace
+
+    ws, db = workspace
+    (ws / "kernel.py").write_text(kernel_with_block(KERNEL, 2048))
+    checked, go, mask_waits = threading.Event(), threading.Event(), threading.Event()
+    real_check, real_lock = iterate_module.refuse_if_restarted, atomic_io.workspace_lock
+
+    def check_then_pause(*args: object) -> None:
+        real_check(*args)  # type: ignore[arg-type]
+        checked.set()  # (under the iteration lock, before the record)
+        assert go.wait(120)
+
+    def lock(lock_dir: Path, timeout: float = 60.0, name: str = atomic_io.LOCK_NAME) -> object:
+        if name == atomic_io.ITERATION_LOCK_NAME and threading.current_thread().name == "mask":
+            mask_waits.set()  # the iteration holds it: the mask goes on once it is released
+        return real_lock(lock_dir, timeout, name)
+
+    monkeypatch.setattr(iterate_module, "refuse_if_restarted", check_then_pause)
+    monkeypatch.setattr(atomic_io, "workspace_lock", lock)
+    outcome: dict[str, object] = {}
+
+    def run(key: str, call: object) -> None:
+        try:
+            outcome[key] = call()  # type: ignore[operator]
+        except Exception as exc:  # (the test reports it)
+            outcome[key] = exc
+        finally:
+            if key == "mask":
+                mask_waits.set()
+
+    iteration = threading.Thread(target=run, args=("iteration", lambda: iterate(ws, db, "block_size")))
+    iteration.start()
+    assert checked.wait(300)
+    memory = Workspace(ws).memory  # as the memory command does (daemon/cli/memory.py)
+    mask = threading.Thread(target=run, args=("mask", lambda: memory.mask_half(None, seed=1)), name="mask")
+    mask.start()
+    assert mask_waits.wait(60)  # waiting for the lock, or (before) done
+    go.set()
+    iteration.join(120)
+    mask.join(120)
+    result, masked = outcome["iteration"], outcome["mask"]
+    assert result.version == "v4" and result.passed, result  # type: ignore[union-attr]
+    assert masked.next_version == "v5", masked  # type: ignore[union-attr]
+    assert memory.mask_half_mark()["next_version"] == "v5"  # type: ignore[index]
+
+
 def test_a_refused_mask_commit_stops_the_restart_before_the_agent(
     workspace: tuple[Path, str], tmp_path: Path
 ) -> None:

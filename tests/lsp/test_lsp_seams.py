@@ -187,6 +187,27 @@ async def test_a_second_job_is_refused_while_the_users_first_runs(client: Kernel
     await wait_for(lambda: bool(client.finished), timeout=30)
 
 
+async def test_mask_half_is_refused_while_the_users_iteration_runs(client: KernelscopeClient) -> None:
+    """maskHalf during the daemon's own iteration in the workspace: it masked, and the
+    iteration, overtaken by a mask-half, was refused at its end with its measurement lost.
+    It is now refused up front, as a second job is, naming the iteration; memory unchanged
+    (a dry run, which writes nothing, still answers)."""
+    ws = ws_of(client)
+    (ws / "kernel.py").write_text(EVADING["hang"])  # past the static gate: it measures until cancelled
+    before = {p.name: p.read_bytes() for p in (ws / "memory").iterdir()}
+    started = await command(client, "kernelscope.runIteration", {"workspace": str(ws), "actionCategory": "x"})
+    await wait_for(lambda: f"kernelscope-{started['job_id']}" in client.progress_reports, timeout=30)  # type: ignore[index]
+    running = f"runIteration \\(job {started['job_id']}\\) is already running"  # type: ignore[index]
+    for params in ({"seed": 1}, {"seed": 1, "confirm": True}):
+        with pytest.raises(Exception, match=running):
+            await command(client, "kernelscope.maskHalf", {"workspace": str(ws), **params})
+    dry = await command(client, "kernelscope.maskHalf", {"workspace": str(ws), "seed": 1, "dryRun": True})
+    assert dry["dry_run"] and client.finished == []  # type: ignore[index]
+    assert {p.name: p.read_bytes() for p in (ws / "memory").iterdir()} == before
+    await command(client, "kernelscope.cancel", {"workspace": str(ws)})
+    await wait_for(lambda: bool(client.finished), timeout=30)
+
+
 def test_shutdown_cancels_the_job_under_way(folder: Path, tmp_path: Path) -> None:
     """The editor shuts the daemon down while a benchmark hangs: the job is cancelled (its
     process group killed), its end reaches the client and exit ends the daemon, instead of

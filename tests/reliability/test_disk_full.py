@@ -222,6 +222,50 @@ def test_half_way_failure_restores_what_was_written(tmp_path: Path, monkeypatch:
     assert _snapshot(tmp_path) == before
 
 
+def test_a_mask_half_that_fails_leaves_the_mark_it_found(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A mask-half writes its mark (beside the locks) before the records; when the disk filled
+    while it wrote the records, nothing was masked but the new mark stayed, and an iteration
+    measuring meanwhile was refused as if a restart had happened. The mark it found (none, or
+    the previous mask-half's) is back; a mark that cannot be written still stops the mask."""
+    from kernelscope.daemon.engine import WriteFailed
+    from kernelscope.daemon.engine.memory import atomic_io
+    from kernelscope.daemon.engine.memory.records import MASK_HALF_MARK, MemoryManager
+    from kernelscope.daemon.engine.workflows.iterate import refuse_if_restarted
+
+    ws = tmp_path / "ws"
+    shutil.copytree(EXAMPLES / "vector_add", ws)
+    subprocess.run(["git", "init", "-q"], cwd=ws, check=True)  # (the mark is kept in git only)
+    for n in range(5, 12):
+        record = json.loads((ws / "memory" / "v1.json").read_text())
+        (ws / "memory" / f"v{n}.json").write_text(json.dumps({**record, "version": f"v{n}"}, indent=2) + "\n")
+    memory = MemoryManager(ws)
+    real, full = atomic_io._atomic_write_bytes, {"at": ""}
+
+    def disk_full(path: Path, data: bytes) -> None:
+        if path.name.startswith(full["at"]) and full["at"]:
+            raise OSError(errno.ENOSPC, "No space left on device")
+        real(path, data)
+
+    monkeypatch.setattr(atomic_io, "_atomic_write_bytes", disk_full)
+    for previous in ("none", "a mask-half's"):
+        if previous != "none":
+            memory.mask_half(None, seed=1)
+        found, before = memory.mask_half_mark(), _snapshot(tmp_path)
+        full["at"] = "v"  # the records: the mark is written, the mask fails
+        with pytest.raises(WriteFailed, match="no file was changed"):
+            memory.mask_half(None, seed=4)
+        assert _snapshot(tmp_path) == before, previous
+        assert memory.mask_half_mark() == found, previous
+        refuse_if_restarted(memory, found)  # an iteration measuring meanwhile records
+        full["at"] = MASK_HALF_MARK  # the mark itself cannot be written: nothing masked
+        with pytest.raises(WriteFailed):
+            memory.mask_half(None, seed=4)
+        assert _snapshot(tmp_path) == before and memory.mask_half_mark() == found, previous
+        full["at"] = ""
+
+
 READ_ONLY_GIT = {  # each takes kernelscope's locks under .git/kernelscope before it writes
     "iterate": CASES["iterate"],
     "mask-half": CASES["mask-half"],

@@ -92,6 +92,10 @@ def atomic_write_text(path: Path, text: str) -> None:
     atomic_write_bytes(path, text.encode("utf-8"))
 
 
+class PartlyWritten(WriteFailed):
+    """atomic_write_all failed half-way and some files could not get their old content back."""
+
+
 def atomic_write_all(files: list[tuple[Path, str]]) -> None:
     """Write several files of one directory all or nothing.
 
@@ -100,7 +104,7 @@ def atomic_write_all(files: list[tuple[Path, str]]) -> None:
     writer killed in between leaves the journal, and `replay_journal` (run by the next reader
     or writer under the workspace lock) finishes the job, so nobody sees some files written
     and others not. Failure (disk full): the files already replaced get their old content back
-    and WriteFailed says so."""
+    and WriteFailed says so (PartlyWritten where one of them could not be restored)."""
     if not files:
         return
     directory = files[0][0].parent
@@ -132,7 +136,7 @@ def atomic_write_all(files: list[tuple[Path, str]]) -> None:
                     unrestored.append(earlier.name)
             journal.unlink(missing_ok=True)
             if unrestored:
-                raise WriteFailed(
+                raise PartlyWritten(
                     f"{failure}; {', '.join(unrestored)} already had the new content and could "
                     "not be restored"
                 ) from failure

@@ -30,7 +30,7 @@ import secrets
 import stat
 import threading
 import time
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
@@ -38,14 +38,17 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from kernelscope.daemon.engine import DataError, KernelscopeError, UsageError
+from kernelscope.daemon.engine import DataError, KernelscopeError, UsageError, WriteFailed
 from kernelscope.daemon.engine.memory import core
 from kernelscope.daemon.engine.memory.atomic_io import (
     JOURNAL_NAME,
+    PartlyWritten,
     atomic_write_all,
+    atomic_write_bytes,
     atomic_write_text,
     detect_indent,
     dump_json,
+    iteration_lock,
     lock_dir_of,
     memory_write_lock,
 )
@@ -438,6 +441,7 @@ class MemoryManager:
         dry_run: bool = False,
         force: bool = False,
         allow_supervised: bool = False,
+        iteration_locked: bool = False,
     ) -> MaskHalfResult:
         """Mask half of the optimization experience, as the partial-restart seed asks.
 
@@ -447,14 +451,25 @@ class MemoryManager:
         what was masked, with the seed and time, is appended to the latest unmasked
         record's `pitfalls_and_fixes`. Corrupt files make it refuse unless `force`; a
         workspace an orchestrator drives, unless `allow_supervised` (formats.atrex).
+
+        In git it holds the workspace's iteration lock, as an iteration's write phase does:
+        an iteration past its restart check (workflows/iterate.py) records before the mask,
+        never after it at the version the mask hands out. `iteration_locked`: the caller
+        holds that lock already (a restart, which commits the mask under it; taken twice,
+        the flock would wait for itself).
         """
         if not dry_run:
             from kernelscope.daemon.engine.workspace.atrex import refuse_if_supervised
 
             refuse_if_supervised(self.workspace, "mask half of the memory", allow_supervised)
         seed = secrets.randbits(32) if seed is None else seed
-        # a dry run writes nothing, not even the lock file (a workspace outside git keeps it in memory/)
-        with contextlib.nullcontext() if dry_run else self._lock():
+        with contextlib.ExitStack() as held:
+            # a dry run writes nothing, not even the lock file (a workspace outside git keeps
+            # it in memory/; there, where no iteration runs, no iteration lock is taken)
+            if not dry_run and not iteration_locked and self.lock_dir != self.memory_dir:
+                held.enter_context(iteration_lock(self.workspace))  # (the order: iteration, memory)
+            if not dry_run:
+                held.enter_context(self._lock())
             entries = self.scan()
             corrupt = [e.version for e in entries if e.error]
             if corrupt and not force:
@@ -496,8 +511,14 @@ class MemoryManager:
                 writes.append((path, dump_json(data, indent)))
             # before the mask (even an empty one: its next version goes to a fresh run all the
             # same): an iteration that finds the mark unchanged recorded before any of it
-            self._mark_mask_half(result)
-            atomic_write_all(writes)  # a full disk half-way restores the files already written
+            put_back_mark = self._mark_mask_half(result)
+            try:
+                atomic_write_all(writes)  # a full disk half-way restores the files already written
+            except PartlyWritten:
+                raise  # (part of the mask stays: so does its mark)
+            except WriteFailed:
+                put_back_mark()  # nothing masked: an iteration measuring meanwhile records
+                raise
         return result
 
     def mask_half_mark(self) -> dict[str, Any] | None:
@@ -511,12 +532,20 @@ class MemoryManager:
             return None
         return mark if isinstance(mark, dict) else None
 
-    def _mark_mask_half(self, result: MaskHalfResult) -> None:
+    def _mark_mask_half(self, result: MaskHalfResult) -> Callable[[], None]:
         """Written before the mask (a mark that cannot be written stops it: nothing masked), in
         git only: iterations need git, and outside it the lock folder is memory/, the records'
-        own folder."""
+        own folder. Returns what puts back the mark found, for a mask that then fails with
+        nothing masked (an iteration measuring meanwhile compares it with the one it read when
+        it started); failing that (the disk still full), it removes the new one: no mark
+        refuses no iteration."""
         if self.lock_dir == self.memory_dir:
-            return
+            return lambda: None
+        path = self.lock_dir / MASK_HALF_MARK
+        try:
+            found: bytes | None = path.read_bytes()
+        except OSError:  # none (or one unreadable, which reads as none: mask_half_mark)
+            found = None
         mark = {
             "seed": result.seed,
             "masked": result.masked,
@@ -524,7 +553,19 @@ class MemoryManager:
             "at": utc_now_iso(),
             "id": secrets.token_hex(8),  # two of one seed in one second differ
         }
-        atomic_write_text(self.lock_dir / MASK_HALF_MARK, json.dumps(mark) + "\n")
+        atomic_write_text(path, json.dumps(mark) + "\n")
+
+        def put_back() -> None:
+            try:
+                if found is None:
+                    path.unlink(missing_ok=True)
+                else:
+                    atomic_write_bytes(path, found)
+            except (WriteFailed, OSError):
+                with contextlib.suppress(OSError):
+                    path.unlink(missing_ok=True)
+
+        return put_back
 
     def _record_restart(self, result: MaskHalfResult, target: str | None) -> tuple[Path, str] | None:
         """The restart note added to the newest remaining version (path and new text)."""

@@ -453,6 +453,7 @@ class PartialRestart:
                 seed=self.options.seed,
                 force=self.options.force,
                 allow_supervised=self.options.force,
+                iteration_locked=True,  # (held here, across the mask and its commit)
             )
             # committed before anything else can run in the workspace (a refusal stops here)
             mask_commit = commit_mask(self.ws, mask)

@@ -89,10 +89,12 @@ class Commands:
         return ws
 
     def _refuse_if_busy(self, ws: WorkspaceState) -> None:
-        """(loop) One job the user started per workspace: a second (a double click on Restart,
+        """One job the user started per workspace: a second (a double click on Restart,
         an iteration asked for during a benchmark) would cancel the first and, for a restart,
-        mask half of the memory again. Refused (InvalidParams, nothing started), naming the
-        job to wait for or cancel; a save's background probe is not the user's and gives way."""
+        mask half of the memory again; a mask-half (maskHalf, not a dry run) would overtake the
+        iteration, which then records nothing (workflows/iterate.refuse_if_restarted). Refused
+        (InvalidParams, nothing started), naming the job to wait for or cancel; a save's
+        background probe is not the user's and gives way."""
         job = ws.job
         if job is not None and self.jobs.user_job_running(ws):
             raise JsonRpcInvalidParams(
@@ -123,6 +125,8 @@ class Commands:
 
     def mask_half(self, params: Any) -> Any:
         ws = self._workspace(params.workspace)
+        if not params.dry_run:
+            self._refuse_if_busy(ws)
         readme = ws.cache.readme()
         result = self._engine(
             lambda: ws.cache.memory_manager.mask_half(
@@ -202,6 +206,7 @@ class Commands:
             ws = self._workspace(params.workspace)
             if params.dry_run:
                 return None
+            self._refuse_if_busy(ws)
             self._observer_guard(ws, "mask half of the memory", params.force)
         readme = ws.cache.readme()
         kind = readme.primary_kind if readme else None
