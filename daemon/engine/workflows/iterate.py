@@ -112,8 +112,8 @@ def refuse_recorded_code(root: Path, db_url: str | None = None, measured: bytes 
 
 
 def refuse_if_restarted(memory: MemoryManager, mask_half: dict[str, Any] | None) -> None:
-    """An iteration that measured while a partial restart (a mask-half: the restart's, or the
-    memory command's) masked the memory records nothing: the restart gave its next version to
+    """An iteration that measured while a partial restart (a mask-half: the restart's, the
+    memory command's or the editor's) masked the memory records nothing: the restart gave its next version to
     the fresh run it starts (its agent's brief: "first iteration: v<N>"), and this measurement
     belongs to the run before it. Recorded, it took v<N>, the agent's own iteration became
     v<N+1>, and the restart's report gave the old measurement as the agent's result.
