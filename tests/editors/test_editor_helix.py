@@ -198,7 +198,8 @@ def test_helix_shows_what_its_readme_promises(suite: str, demo: Path, tmp_path: 
         summary = next(
             label
             for label in labels
-            if re.match(r"best [\d.]+x v3 \| latest [\d.]+x v3 \| \d+ runs, 0 failed", label)
+            # best v2 or v3, as the interpreter's noise measured them; the latest is v3
+            if re.match(r"best [\d.]+x v[23] \| latest [\d.]+x v3 \| \d+ runs, 0 failed", label)
         )
         hx.wait(
             "the summary on the def line",
@@ -220,7 +221,9 @@ def test_helix_shows_what_its_readme_promises(suite: str, demo: Path, tmp_path: 
             told = hx.wait(
                 "where the history is", lambda: re.search(r"showHistory: :open (\S+\.md)", hx.traffic())
             )
-            assert isinstance(told, re.Match) and ":open" in hx.screen()
+            assert isinstance(told, re.Match)
+            # the message is in the traffic before Helix draws it (a loaded machine showed the gap)
+            hx.wait("the :open hint on the status line", lambda: ":open" in hx.screen())
             hx.command(f"open {told[1]}")
         hx.wait(
             "the history in a buffer",
