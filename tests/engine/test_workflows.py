@@ -926,3 +926,28 @@ def test_a_restart_cancelled_while_it_waits_for_an_iteration_writes_nothing(
     assert isinstance(outcome.get("error"), Cancelled), outcome
     assert Git(ws).run("rev-parse", "HEAD").strip() == head
     assert {p.name: p.read_bytes() for p in (ws / "memory").iterdir()} == memory
+
+
+def test_a_mask_half_that_masks_nothing_refuses_no_iteration(workspace: tuple[Path, str]) -> None:
+    """The memory command's mask-half (and the editor's) left its mark even when it masked
+    nothing: no record changed and no run started, yet an iteration measuring at the time was
+    refused, told "a partial restart happened". A restart's empty mask still leaves one (its
+    agent starts at the next version); a plain one that masks nothing leaves none."""
+    from kernelscope.daemon.engine import DataError
+    from kernelscope.daemon.engine.workflows.iterate import refuse_if_restarted
+    from kernelscope.daemon.engine.workspace.workspace import Workspace
+
+    ws, _db = workspace
+    memory = Workspace(ws).memory
+    first = memory.mask_half(None, seed=1)
+    assert first.masked, first  # two candidates: one masked
+    mark = memory.mask_half_mark()
+    assert mark is not None
+    empty = memory.mask_half(None, seed=1)  # one candidate left: half of it is none
+    assert empty.masked == [], empty
+    refuse_if_restarted(memory, mark)  # the mark an iteration started with still stands
+    assert mark["by"] == "mask-half"
+    restart = memory.mask_half(None, seed=1, starts_run=True)
+    assert restart.masked == [] and memory.mask_half_mark() not in (None, mark)
+    with pytest.raises(DataError, match=r"a partial restart \(kernelscope restart\) masked nothing"):
+        refuse_if_restarted(memory, mark)

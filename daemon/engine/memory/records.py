@@ -442,6 +442,7 @@ class MemoryManager:
         force: bool = False,
         allow_supervised: bool = False,
         iteration_locked: bool = False,
+        starts_run: bool = False,
     ) -> MaskHalfResult:
         """Mask half of the optimization experience, as the partial-restart seed asks.
 
@@ -456,7 +457,10 @@ class MemoryManager:
         an iteration past its restart check (workflows/iterate.py) records before the mask,
         never after it at the version the mask hands out. `iteration_locked`: the caller
         holds that lock already (a restart, which commits the mask under it; taken twice,
-        the flock would wait for itself).
+        the flock would wait for itself). `starts_run`: a fresh run starts at the next version
+        even when nothing is masked (a restart launches its agent): the mark is left all the
+        same; a mask-half of the memory command or the editor that masks nothing changes
+        nothing and leaves none.
         """
         if not dry_run:
             from kernelscope.daemon.engine.workspace.atrex import refuse_if_supervised
@@ -509,9 +513,11 @@ class MemoryManager:
                 path, data, indent = self._read_raw_for_update(version)
                 data["masked"] = True
                 writes.append((path, dump_json(data, indent)))
-            # before the mask (even an empty one: its next version goes to a fresh run all the
-            # same): an iteration that finds the mark unchanged recorded before any of it
-            put_back_mark = self._mark_mask_half(result)
+            if not chosen and not starts_run:
+                return result  # nothing masked, no run started: nothing an iteration must know
+            # before the mask (a restart's even when empty: its next version goes to a fresh run
+            # all the same): an iteration that finds the mark unchanged recorded before any of it
+            put_back_mark = self._mark_mask_half(result, "restart" if starts_run else "mask-half")
             try:
                 atomic_write_all(writes)  # a full disk half-way restores the files already written
             except PartlyWritten:
@@ -532,7 +538,7 @@ class MemoryManager:
             return None
         return mark if isinstance(mark, dict) else None
 
-    def _mark_mask_half(self, result: MaskHalfResult) -> Callable[[], None]:
+    def _mark_mask_half(self, result: MaskHalfResult, by: str) -> Callable[[], None]:
         """Written before the mask (a mark that cannot be written stops it: nothing masked), in
         git only: iterations need git, and outside it the lock folder is memory/, the records'
         own folder. Returns what puts back the mark found, for a mask that then fails with
@@ -550,6 +556,7 @@ class MemoryManager:
             "seed": result.seed,
             "masked": result.masked,
             "next_version": result.next_version,
+            "by": by,  # "restart" (an agent starts at next_version) or "mask-half"
             "at": utc_now_iso(),
             "id": secrets.token_hex(8),  # two of one seed in one second differ
         }

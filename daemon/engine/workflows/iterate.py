@@ -122,11 +122,16 @@ def refuse_if_restarted(memory: MemoryManager, mask_half: dict[str, Any] | None)
     if now == mask_half or now is None:
         return
     masked = ", ".join(str(v) for v in now.get("masked") or []) or "nothing"
+    what = (
+        f"a partial restart (kernelscope restart) masked {masked} and gave {now.get('next_version')} "
+        "to the agent it starts"
+        if now.get("by") == "restart"
+        else f"a mask-half masked {masked} (next version {now.get('next_version')}, for a fresh run)"
+    )
     raise DataError(
-        f"a partial restart happened while this iteration measured (mask-half at {now.get('at')}, "
-        f"seed {now.get('seed')}, masked {masked}) and gave {now.get('next_version')} to the run it "
-        "starts: this measurement belongs to the run before it, so nothing was recorded (run the "
-        "iteration again to record kernel.py in the new run)"
+        f"{what} while this iteration measured (at {now.get('at')}, seed {now.get('seed')}): this "
+        "measurement belongs to the run before it, so nothing was recorded (run the iteration "
+        "again to record kernel.py in the new run)"
     )
 
 

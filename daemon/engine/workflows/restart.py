@@ -454,6 +454,7 @@ class PartialRestart:
                 force=self.options.force,
                 allow_supervised=self.options.force,
                 iteration_locked=True,  # (held here, across the mask and its commit)
+                starts_run=True,  # (its agent starts at the next version, masked or not)
             )
             # committed before anything else can run in the workspace (a refusal stops here)
             mask_commit = commit_mask(self.ws, mask)
