@@ -123,12 +123,21 @@ def _shown(command: str, handler: Callable[..., Any]) -> Callable[..., Any]:
         try:
             result = await handler(ls, *args)
         except Exception as exc:
-            notify.command_answer(ls, command, error=str(getattr(exc, "message", None) or exc))
+            _tell(ls, command, error=str(getattr(exc, "message", None) or exc))
             raise
-        notify.command_answer(ls, command, result)
+        _tell(ls, command, result)
         return result
 
     return shown
+
+
+def _tell(ls: KernelscopeServer, command: str, result: Any = None, error: str | None = None) -> None:
+    """notify.command_answer, which must not turn a command that ran into an error (an answer
+    file that cannot be written: the command's own result or error still goes back)."""
+    try:
+        notify.command_answer(ls, command, result, error)
+    except Exception:  # (logged: the command ran, its answer still goes back)
+        log.warning("could not show %s's answer", command, exc_info=True)
 
 
 server = KernelscopeServer()

@@ -62,3 +62,21 @@ def test_answers_read_as_sentences() -> None:
         "cancel two": "kernelscope.cancel: cancelled 2 jobs",
     }
     assert not any("{" in line for line in said.values())
+
+
+def test_an_answer_of_a_shape_its_wording_does_not_know_is_shown_as_it_is() -> None:
+    """The command has run when its answer is worded: a wording that raised on a shape it did
+    not expect (None, an error object, a score that is not a number) turned the answer into an
+    InternalError, which Helix drops, so a mask-half that masked was told to nobody (a review
+    found these three). Such an answer is shown as its JSON, on one line."""
+    assert command_answer_line("kernelscope.maskHalf", None) == "kernelscope.maskHalf: null"
+    assert command_answer_line("kernelscope.topExperiments", {"error": "x"}) == (
+        'kernelscope.topExperiments: {"error":"x"}'
+    )
+    odd = {"id": "e", "score": "n/a", "status": "done"}
+    assert command_answer_line("kernelscope.recordExperiment", odd) == (
+        'kernelscope.recordExperiment: {"id":"e","score":"n/a","status":"done"}'
+    )
+    one = KernelExperiment(id="e8", score=1.0, status="done", change_summary="one").model_dump(mode="json")
+    line = command_answer_line("kernelscope.topExperiments", [{**one, "change_summary": "one\ntwo"}])
+    assert "\n" not in line and "one two" in line, line

@@ -9,11 +9,14 @@ commands that have a sentence)."""
 from __future__ import annotations
 
 import json
+import logging
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from kernelscope.protocol.record_rules import format_score
+
+log = logging.getLogger("kernelscope.views")
 
 
 def _versions(names: list[str], none: str) -> str:
@@ -81,7 +84,17 @@ WORDED = frozenset(_WORDING)
 
 def command_answer_line(command: str, result: Any) -> str:
     """`command: what it answered`, e.g. `kernelscope.cancel: nothing to cancel: no job was
-    running`; an answer of a shape its wording does not know (a newer command) as its JSON."""
+    running`, on one line; an answer of a shape its wording does not know (a newer command, a
+    field of another type) as its JSON: the command has run, and its answer must reach the
+    person whatever its shape (a wording that raised turned the answer into an error)."""
     wording = _WORDING.get(command)
-    said = wording(result) if wording is not None else json.dumps(result, separators=(",", ":"))
-    return f"{command}: {said}"
+    try:
+        said = wording(result) if wording is not None else _as_json(result)
+    except Exception:  # a shape the wording does not know: shown as it is
+        log.warning("no wording for %s's answer %r", command, result, exc_info=True)
+        said = _as_json(result)
+    return f"{command}: {' '.join(said.split())}"
+
+
+def _as_json(result: Any) -> str:
+    return json.dumps(result, separators=(",", ":"), default=str)
