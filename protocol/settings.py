@@ -51,7 +51,8 @@ class UserSettings:
     match within one folder name, never across `/`, so `~/work/*` trusts `~/work/a` but not
     `~/work/a/b`). An agent's LSP plugin starts the daemon in every Python project, so only
     chosen workspaces run code. A relative pattern or one with `**` is refused: that pattern
-    alone is dropped, with a warning naming it, and the other settings are kept."""
+    alone is dropped, with a warning naming it, and the other settings are kept (a list left
+    with none keeps the trust the config file gave)."""
     agent: str | None = None
     """The agent command `restart` starts after a mask-half (e.g. `claude -p`)."""
     executor: Executor = "local"
@@ -298,11 +299,17 @@ def _without_refused_patterns(data: dict[str, Any]) -> tuple[dict[str, Any], lis
     with each: one such pattern made the whole source invalid, so every other setting the user
     wrote (the interpreter, the agent, the limits) fell back to its default, unsaid."""
     trusted = data.get("trusted")
+    if not isinstance(trusted, list) or not all(isinstance(p, str) for p in trusted):
+        return data, []  # not a list of patterns: invalid as a whole, quoted as the user wrote it
     problems = _pattern_problems(trusted)
-    if not problems or not isinstance(trusted, list):
+    if not problems:
         return data, []
+    dropped = [f"trusted: {problem}: that pattern is ignored" for problem in problems]
     kept = [pattern for pattern in trusted if not _pattern_problems([pattern])]
-    return {**data, "trusted": kept}, [f"trusted: {problem}: that pattern is ignored" for problem in problems]
+    if not kept:  # nothing of this list stands: the trust an earlier source gave stays as it was
+        rest = {k: v for k, v in data.items() if k != "trusted"}
+        return rest, [*dropped, "trusted: no pattern of this list is left: the earlier trusted setting stays"]
+    return {**data, "trusted": kept}, dropped
 
 
 def user_settings_from(

@@ -141,6 +141,31 @@ def test_a_refused_trusted_pattern_is_dropped_alone(tmp_path: Path, monkeypatch:
     assert all("that pattern is ignored; the other settings are kept" in w for w in warnings), warnings
 
 
+def test_a_trusted_list_with_no_pattern_left_keeps_the_earlier_trust(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """initializationOptions whose every trusted pattern is refused replaced the config file's
+    list with an empty one, silently (the warning said only that the pattern was ignored); and
+    a list that is not all patterns was checked after the refused ones were dropped, so its
+    error quoted a list the user never wrote (`[3]`). Both found by a review."""
+    from kernelscope.daemon.lsp.configuration import apply_initialization_options
+    from kernelscope.daemon.lsp.state import ServerState
+
+    config = tmp_path / "config.toml"
+    monkeypatch.setenv("KERNELSCOPE_CONFIG", str(config))
+    config.write_text('trusted = ["/srv/kernel_opt_*"]\n')
+    warnings: list[str] = []
+    state = ServerState()
+    apply_initialization_options(state, {"kernelscope": {"trusted": ["kernel_opt_*"]}}, warnings.append)
+    assert state.user.trusted == ["/srv/kernel_opt_*"], warnings
+    assert any("no pattern of this list is left: the earlier trusted setting stays" in w for w in warnings)
+    warnings.clear()
+    apply_initialization_options(state, {"kernelscope": {"trusted": ["/a/**", 3]}}, warnings.append)
+    assert len(warnings) == 1 and "'/a/**', 3" in warnings[0], warnings
+    assert state.user.trusted == ["/srv/kernel_opt_*"]
+    state.workers.shutdown()
+
+
 @pytest.fixture
 def workspace(tmp_path: Path) -> Path:
     """The vector-add example whose kernel.py leaves a mark outside the workspace when run."""
