@@ -771,12 +771,26 @@ def test_restart_cli_needs_an_agent(
     assert not any(json.loads(p.read_text()).get("masked") for p in (ws / "memory").glob("v*.json"))
 
 
+def test_the_baselines_interval_holds_its_score(workspace: tuple[Path, str]) -> None:
+    """v0's score is 1.0 by definition; its interval was left as measured against PyTorch's
+    reference ([7.8e-05, 1.07e-04] in a demo's v0.json): in its record and its experiment it is
+    now scaled as its score is, and holds 1.0."""
+    ws, db = workspace
+    block = json.loads((ws / "memory" / "v0.json").read_text())["kernelscope"]
+    low, high = block["score_ci"]
+    assert block["score_vs_v0"] == 1.0 and low <= 1.0 <= high and high / low < 2, block
+    (experiment,) = ExperimentStore(db).list_experiments(memory_version="v0")
+    assert experiment.score == 1.0 and experiment.metrics["score_ci"] == [low, high], experiment.metrics
+
+
 def test_demo(tmp_path: Path) -> None:
     result = run_demo(tmp_path / "demo", None, mode="interpreter")
     scores = [i.score for i in result.iterations]
     assert [i.version for i in result.iterations] == ["v0", "v1", "v2", "v3"]
     assert all(i.passed for i in result.iterations)
-    assert scores[0] == 1.0 and scores[1] < scores[2] < scores[3]  # type: ignore[operator]
+    # v1 (BLOCK_SIZE 256) is well behind v2 (1024) and v3 (4096); which of those two measures
+    # faster under the interpreter is noise (17.30x against 16.77x in one CI run)
+    assert scores[0] == 1.0 and scores[1] < min(scores[2], scores[3])  # type: ignore[type-var,operator]
     # The best is judged on the recorded latency of the largest configuration; under the CPU
     # interpreter that is usually v3, but timing noise may flip close versions, so check the rule.
     latencies = {i.version: i.latency_us for i in result.iterations}
