@@ -98,7 +98,33 @@ def test_a_masked_best_is_named_by_no_surface_and_an_unmask_brings_it_back(ws: P
 
 def test_the_memory_records_lens_counts_masked_versions_apart(ws: Path) -> None:
     """A workspace without experiments: the records' lens leaves a masked version out of the
-    runs as it leaves it out of best and latest (it said `4 runs` with v2 masked, v1-v4)."""
+    runs as it leaves it out of best and latest (it said `4 runs` with v2 masked, v1-v4; the
+    baseline v0 is a run too, as in the store's lens: the test below)."""
     workspace = Workspace(ws)
     lens = kernel_lens(None, memory_scores(workspace.memory.scan(), workspace.readme()))
-    assert lens == "best 1.22x v4 | latest 1.22x v4 | 3 runs (+1 masked), 1 failed", lens
+    assert lens == "best 1.22x v4 | latest 1.22x v4 | 4 runs (+1 masked), 1 failed", lens
+
+
+@pytest.mark.parametrize("masks", [[], ["v1", "v4"]])
+def test_the_store_and_the_records_alone_show_the_same_runs(ws: Path, masks: list[str]) -> None:
+    """The baseline's run is a run on every surface. The same history (one experiment per
+    version) read with the store and from the records alone (no store, or a store without
+    this workspace) gives one lens and one hover count. Before, the records' lens left v0 out:
+    `3 runs (+1 masked)` where the store's said 4 and hover said `4 experiments`, and with v1
+    and v4 masked too `best -` where the store's named the baseline, `best 1.00x v0`."""
+    if masks:  # the fixture masked v2
+        Workspace(ws).memory.set_masked(masks, masked=True)
+    store = ExperimentStore(str(ws.parent / "exp.sqlite"))
+    other = ExperimentStore(str(ws.parent / "other.sqlite"))
+    caches = [WorkspaceCache(ws, opener) for opener in (lambda: store, lambda: None, lambda: other)]
+    lenses = [workspace_texts(cache)[1]["add_kernel"] for cache in caches]
+    expected = {
+        (): "best 1.22x v4 | latest 1.22x v4 | 4 runs (+1 masked), 1 failed",
+        ("v1", "v4"): "best 1.00x v0 | latest FAILED v3 | 2 runs (+3 masked), 1 failed",
+    }[tuple(masks)]
+    assert lenses == [expected] * 3, lenses
+    headings = [history_table.history(cache, "add_kernel").markdown.splitlines()[0] for cache in caches]
+    runs = expected.split(" | ")[2].split(",")[0].replace("runs", "experiments")
+    assert headings == [f"**add_kernel**: {runs}"] * 3, headings
+    store.close()
+    other.close()
