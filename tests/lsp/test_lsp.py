@@ -356,6 +356,12 @@ async def test_top_experiments_hides_masked_versions_as_the_cli_does(client: Ker
     assert [r["memory_version"] for r in top] == ["v0"], top  # type: ignore[index,union-attr]
     every = await command(client, "kernelscope.topExperiments", {**asked, "includeMasked": True})
     assert [r["memory_version"] for r in every] == ["v1", "v0"], every  # type: ignore[index,union-attr]
+    # with no workspace too, as `kernelscope exp top`: each row's workspace's masks (it ranked v1)
+    del asked["workspace"]
+    top = await command(client, "kernelscope.topExperiments", asked)
+    assert [r["memory_version"] for r in top] == ["v0"], top  # type: ignore[index,union-attr]
+    every = await command(client, "kernelscope.topExperiments", {**asked, "includeMasked": True})
+    assert [r["memory_version"] for r in every] == ["v1", "v0"], every  # type: ignore[index,union-attr]
 
 
 async def test_external_write_refreshes_lenses(client: KernelscopeClient) -> None:
