@@ -89,10 +89,16 @@ def list_experiments(**filters: Any) -> list[KernelExperiment]:
 
 
 def top_experiments(
-    max_results: int = 20, include_buggy: bool = False, **filters: Any
+    max_results: int = 20, include_buggy: bool = False, include_masked: bool = False, **filters: Any
 ) -> list[dict[str, object]]:
-    """Best-scoring experiments as dicts of the key fields; buggy runs excluded by default."""
-    return current_store().top_experiments(max_results, include_buggy=include_buggy, **filters)
+    """Best-scoring experiments as dicts of the key fields; buggy runs excluded by default, and
+    those of masked memory versions (each workspace's own, read from its memory/) unless
+    `include_masked`, as `kernelscope exp top` (engine/workspace/masked.py)."""
+    from kernelscope.daemon.engine.workspace.masked import hidden_experiments
+
+    store = current_store()
+    hidden = hidden_experiments(store, include_masked, **filters)
+    return store.top_experiments(max_results, include_buggy=include_buggy, hidden_versions=hidden, **filters)
 
 
 def update_experiment(exp_id: str, **changes: Any) -> KernelExperiment:

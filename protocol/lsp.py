@@ -108,7 +108,7 @@ class TopExperimentsParams(_Params):
     include_masked: bool = Field(
         default=False,
         alias="includeMasked",
-        description="with a workspace, also rank the experiments of its masked memory versions",
+        description="also rank the experiments of masked memory versions (each workspace's own masks)",
     )
 
 

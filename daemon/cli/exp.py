@@ -115,6 +115,16 @@ def _interpreter_runs_left_out(count: int, json_out: bool) -> None:
         (output.warn if json_out else output.info)(message)
 
 
+def _masked_left_out(count: int, json_out: bool) -> None:
+    """Say that experiments of masked memory versions were left out, as for interpreter runs."""
+    if count > 0:
+        message = (
+            f"{count} experiment(s) of masked memory versions left out (a partial restart hid their "
+            "experience; --include-masked shows them)"
+        )
+        (output.warn if json_out else output.info)(message)
+
+
 def _score(value: float | None) -> str:
     from kernelscope.protocol.record_rules import format_score
 
@@ -163,9 +173,14 @@ def top(
     json_out: JsonOpt = False,
 ) -> None:
     """Best experiments first (buggy and interpreter runs excluded unless --include-buggy /
-    --include-interpreter)."""
+    --include-interpreter; those of masked memory versions, with or without --workspace, unless
+    --include-masked)."""
+    from kernelscope.daemon.engine.workspace.masked import hidden_count, hidden_experiments
+
     filters = _filters(locals())
-    store, hidden = _store(db), _hidden(filters, include_masked)
+    store = _store(db)
+    # without --workspace too: each workspace's masked versions, read from its memory/
+    hidden = hidden_experiments(store, include_masked, **filters)
     records = store.top(
         max_results,
         include_buggy=include_buggy,
@@ -188,6 +203,7 @@ def top(
     else:
         _table(records, f"top {len(records)}")
     _interpreter_runs_left_out(left_out, json_out)
+    _masked_left_out(hidden_count(store, hidden, include_buggy, include_interpreter, **filters), json_out)
 
 
 @app.command("list")

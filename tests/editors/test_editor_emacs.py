@@ -53,7 +53,7 @@ needs_emacs = pytest.mark.skipif(EMACS is None and not os.environ.get("CI"), rea
 def test_lsp_mode(tmp_path: Path) -> None:
     results = run_emacs("batch-test.el", tmp_path)
     assert results["initialized"] is True
-    assert "best 1.22x v4 | latest 1.22x v4 | 4 runs, 1 failed" in results["lenses"]
+    assert "best 1.22x v4 | latest 1.22x v4 | 5 runs, 1 failed" in results["lenses"]
     assert any(t.startswith("target bandwidth >= 4.32TB/s") for t in results["lenses"])
     assert results["mask_best"] == "v4"
     assert results["lens_overlays"] >= 2  # lsp-lens-mode drew them

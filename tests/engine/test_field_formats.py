@@ -145,7 +145,7 @@ def test_pivot_is_labelled_and_its_carried_numbers_are_not_measurements(atrex_ws
     scores = {s.version: s for s in memory_scores(entries, ws.readme())}
     assert scores["v3"].score is None and scores["v3"].label == "pivot"
     lens = kernel_lens(None, list(scores.values()))
-    assert lens.startswith("best 3.46x v2 | latest v3 pivot, kept v2 | 3 runs, 0 failed, 1 pivot"), lens
+    assert lens.startswith("best 3.46x v2 | latest v3 pivot, kept v2 | 4 runs, 0 failed, 1 pivot"), lens
     rows = {row.version: row for row in ws.memory.summaries()}
     assert rows["v3"].latency_us is None and rows["v3"].carried_from == "v2" and rows["v3"].outcome == "pivot"
     assert rows["v2"].experiments == 3 and rows["v2"].open_directions == 2
@@ -201,7 +201,7 @@ def test_lenses_never_name_a_masked_version_best_or_latest(tmp_path: Path) -> No
     workspace.memory.set_masked(["v4"], masked=True)
     entries = workspace.memory.scan()
     lens = kernel_lens(None, memory_scores(entries, workspace.readme()))
-    assert lens.startswith("best 1.16x v1 | latest FAILED v3 | 3 runs (+1 masked)"), lens
+    assert lens.startswith("best 1.16x v1 | latest FAILED v3 | 4 runs (+1 masked)"), lens
     text = file_lens(workspace, entries)
     assert "best 3842 GB/s v1" in text and "v4" not in text.split("| next")[0], text
     # the store's digest is read through the masks: tests/engine/test_masked_counts.py

@@ -18,7 +18,7 @@ from kernelscope.daemon.engine.views.lens_text import kernel_lens, workspace_tex
 from kernelscope.daemon.engine.workspace.cache import WorkspaceCache
 from kernelscope.daemon.engine.workspace.workspace import Workspace
 from kernelscope.protocol.experiment import KernelExperiment
-from tests.conftest import EXAMPLES
+from tests.conftest import EXAMPLES, write_record
 
 SCORES = {"v0": 1.0, "v1": 1.16, "v2": 1.1, "v3": None, "v4": 1.22}
 
@@ -98,7 +98,92 @@ def test_a_masked_best_is_named_by_no_surface_and_an_unmask_brings_it_back(ws: P
 
 def test_the_memory_records_lens_counts_masked_versions_apart(ws: Path) -> None:
     """A workspace without experiments: the records' lens leaves a masked version out of the
-    runs as it leaves it out of best and latest (it said `4 runs` with v2 masked, v1-v4)."""
+    runs as it leaves it out of best and latest (it said `4 runs` with v2 masked, v1-v4; the
+    baseline v0 is a run too, as in the store's lens: the test below)."""
     workspace = Workspace(ws)
     lens = kernel_lens(None, memory_scores(workspace.memory.scan(), workspace.readme()))
-    assert lens == "best 1.22x v4 | latest 1.22x v4 | 3 runs (+1 masked), 1 failed", lens
+    assert lens == "best 1.22x v4 | latest 1.22x v4 | 4 runs (+1 masked), 1 failed", lens
+
+
+@pytest.mark.parametrize("masks", [[], ["v1", "v4"]])
+def test_the_store_and_the_records_alone_show_the_same_runs(ws: Path, masks: list[str]) -> None:
+    """The baseline's run is a run on every surface. The same history (one experiment per
+    version) read with the store and from the records alone (no store, or a store without
+    this workspace) gives one lens and one hover count. Before, the records' lens left v0 out:
+    `3 runs (+1 masked)` where the store's said 4 and hover said `4 experiments`, and with v1
+    and v4 masked too `best -` where the store's named the baseline, `best 1.00x v0`."""
+    if masks:  # the fixture masked v2
+        Workspace(ws).memory.set_masked(masks, masked=True)
+    store = ExperimentStore(str(ws.parent / "exp.sqlite"))
+    other = ExperimentStore(str(ws.parent / "other.sqlite"))
+    caches = [WorkspaceCache(ws, opener) for opener in (lambda: store, lambda: None, lambda: other)]
+    lenses = [workspace_texts(cache)[1]["add_kernel"] for cache in caches]
+    expected = {
+        (): "best 1.22x v4 | latest 1.22x v4 | 4 runs (+1 masked), 1 failed",
+        ("v1", "v4"): "best 1.00x v0 | latest FAILED v3 | 2 runs (+3 masked), 1 failed",
+    }[tuple(masks)]
+    assert lenses == [expected] * 3, lenses
+    headings = [history_table.history(cache, "add_kernel").markdown.splitlines()[0] for cache in caches]
+    runs = expected.split(" | ")[2].split(",")[0].replace("runs", "experiments")
+    assert headings == [f"**add_kernel**: {runs}"] * 3, headings
+    store.close()
+    other.close()
+
+
+def test_exp_top_hides_each_workspace_s_masked_versions_without_a_workspace_too(  # type: ignore[no-untyped-def]
+    tmp_path: Path, db_url: str, cli
+) -> None:
+    """A restarted agent that ranks the whole store (`exp top` with no -w, the Python API's
+    `top_experiments()`, the editor's command with no workspace) saw the experiments its
+    partial restart hid: the masks are read per row's workspace, when its folder is here. Before,
+    the masked A/v2 and B/v1 were ranked and nothing said that -w had hidden anything."""
+    a, b = tmp_path / "a", tmp_path / "b"
+    gone = tmp_path / "gone"  # a workspace deleted (or on another machine): shown as before
+    write_record(a, 2, masked=True)
+    write_record(a, 4)
+    write_record(b, 1, masked=True)
+    write_record(b, 2)  # not masked in b, masked in a: hidden per workspace, not per version
+    write_record(gone, 1, masked=True)
+    rows = [(a, "v2", 1.1), (a, "v4", 1.22), (b, "v1", 2.0), (b, "v2", 1.5), (gone, "v1", 3.0)]
+    store = ExperimentStore(db_url)
+    store.import_experiments(
+        [
+            KernelExperiment(
+                id=f"{n:016x}", change_summary=f"{ws.name} {v}", score=s, workspace=str(ws), memory_version=v
+            )
+            for n, (ws, v, s) in enumerate(rows)
+        ]
+        + [KernelExperiment(id="f" * 16, change_summary="no workspace", score=0.9, memory_version="v2")]
+    )
+    store.close()
+    shutil.rmtree(gone)
+
+    def top(*args: str) -> tuple[list[str], str]:
+        shown = cli("exp", "top", "--db", db_url, "--json", *args)
+        assert shown.exit_code == 0, shown
+        return [f"{Path(r['workspace']).name}/{r['memory_version']}" for r in shown.json()], shown.stderr
+
+    ranked, said = top()
+    assert ranked == ["gone/v1", "b/v2", "a/v4", "/v2"], ranked
+    assert "2 experiment(s) of masked memory versions left out" in said and "--include-masked" in said, said
+    ranked, said = top("--include-masked")
+    assert ranked == ["gone/v1", "b/v1", "b/v2", "a/v4", "a/v2", "/v2"] and "masked" not in said, (
+        ranked,
+        said,
+    )
+    ranked, said = top("-w", str(a))  # the same words with a workspace
+    assert ranked == ["a/v4"] and "1 experiment(s) of masked memory versions left out" in said, said
+    assert "a v4" in cli("exp", "top", "--db", db_url).stdout  # a table, and the count on stdout
+    assert "2 experiment(s) of masked memory versions left out" in cli("exp", "top", "--db", db_url).stdout
+    expdb.use_database(db_url)
+    try:
+        assert [r["change_summary"] for r in expdb.top_experiments()] == [
+            "gone v1",
+            "b v2",
+            "a v4",
+            "no workspace",
+        ]
+        assert len(expdb.top_experiments(include_masked=True)) == 6
+        assert [r["change_summary"] for r in expdb.top_experiments(workspace=str(b))] == ["b v2"]
+    finally:
+        expdb.use_database(None)

@@ -181,7 +181,7 @@ async def test_an_orchestrator_that_starts_later_takes_the_write_actions_off_the
 async def test_lenses_on_a_foreign_workspace(client: KernelscopeClient) -> None:
     uri = (client.folder / "foreign_softmax" / "kernel.py").as_uri()
     titles = [lens.command.title for lens in await lenses(client, uri) if lens.command]
-    assert "best 1.22x v4 | latest 1.22x v4 | 4 runs, 1 failed" in titles  # memory records alone
+    assert "best 1.22x v4 | latest 1.22x v4 | 5 runs, 1 failed" in titles  # memory records alone
 
 
 async def test_hover_and_inlay_hints(client: KernelscopeClient) -> None:
@@ -352,6 +352,12 @@ async def test_top_experiments_hides_masked_versions_as_the_cli_does(client: Ker
     record = json.loads((ws / "memory" / "v1.json").read_text())
     (ws / "memory" / "v1.json").write_text(json.dumps({**record, "masked": True}, indent=2))
     asked = {"workspace": str(ws), "maxResults": 5, "includeInterpreter": True}
+    top = await command(client, "kernelscope.topExperiments", asked)
+    assert [r["memory_version"] for r in top] == ["v0"], top  # type: ignore[index,union-attr]
+    every = await command(client, "kernelscope.topExperiments", {**asked, "includeMasked": True})
+    assert [r["memory_version"] for r in every] == ["v1", "v0"], every  # type: ignore[index,union-attr]
+    # with no workspace too, as `kernelscope exp top`: each row's workspace's masks (it ranked v1)
+    del asked["workspace"]
     top = await command(client, "kernelscope.topExperiments", asked)
     assert [r["memory_version"] for r in top] == ["v0"], top  # type: ignore[index,union-attr]
     every = await command(client, "kernelscope.topExperiments", {**asked, "includeMasked": True})

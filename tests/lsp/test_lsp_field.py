@@ -90,7 +90,7 @@ async def test_lens_hover_and_live_episode_refresh(client: KernelscopeClient) ->
     top = next(t for t in found if t.startswith("goal: "))
     assert "best 2.83 us v2, 3.48x vs reference" in top
     assert "running: episode 4 -> v4 exploring, 2 experiments, latest: num_warps=2 for BLOCK_M=4" in top
-    assert any("latest v3 pivot, kept v2 | 3 runs, 0 failed, 1 pivot" in t for t in found), found
+    assert any("latest v3 pivot, kept v2 | 4 runs, 0 failed, 1 pivot" in t for t in found), found
 
     kernel = Workspace(ws).kernels().kernels[0]
     hover = await client.text_document_hover_async(

@@ -8,10 +8,10 @@ the caller's write transaction, so the digest never disagrees with the rows it s
 from __future__ import annotations
 
 import importlib
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from typing import Any
 
-from sqlalchemy import Connection, and_, case, delete, func, insert, or_, select
+from sqlalchemy import Connection, and_, bindparam, case, delete, func, insert, or_, select, tuple_
 
 from kernelscope.daemon.engine.store.schema import experiment_kernels, experiments, kernel_stats
 
@@ -80,9 +80,18 @@ def affected_pairs(conn: Connection, seqs: Iterable[int]) -> set[tuple[str, str]
     return {(w, k) for w, k in rows}
 
 
-def not_versions(versions: Iterable[str]) -> list[Any]:
+# Memory versions whose experiments a read leaves out: a set, for the rows of one workspace;
+# workspace -> its versions, for rows of many (each workspace's own masks, workspace/masked.py)
+Hidden = Iterable[str] | Mapping[str, Iterable[str]]
+
+
+def not_versions(versions: Hidden) -> list[Any]:
     """The condition that leaves out experiments of these memory versions (a workspace's
     masked ones: a restarted agent must not see their experience); none for none."""
+    if isinstance(versions, Mapping):
+        pairs = sorted((workspace, v) for workspace, found in versions.items() for v in set(found))
+        pair = tuple_(E.workspace, E.memory_version)
+        return [or_(E.memory_version.is_(None), pair.not_in(pairs))] if pairs else []
     hidden = sorted(set(versions))
     return [or_(E.memory_version.is_(None), E.memory_version.not_in(hidden))] if hidden else []
 
@@ -177,3 +186,31 @@ def summaries_without(
             }
         )
     return summaries
+
+
+def summary_query() -> Any:
+    """The digest of a workspace's kernels with their best and latest experiments (the store
+    builds it once: building a SELECT with aliases costs more than running it)."""
+    best = experiments.alias("best")
+    latest = experiments.alias("latest")
+    return (
+        select(
+            kernel_stats.c.kernel,
+            kernel_stats.c.runs,
+            kernel_stats.c.failures,
+            best.c.id.label("best_id"),
+            best.c.score.label("best_score"),
+            best.c.memory_version.label("best_version"),
+            latest.c.id.label("latest_id"),
+            latest.c.score.label("latest_score"),
+            latest.c.memory_version.label("latest_version"),
+            latest.c.status.label("latest_status"),
+        )
+        .select_from(
+            kernel_stats.outerjoin(best, best.c.seq == kernel_stats.c.best_seq).outerjoin(
+                latest, latest.c.seq == kernel_stats.c.latest_seq
+            )
+        )
+        .where(kernel_stats.c.workspace == bindparam("workspace"))
+        .order_by(kernel_stats.c.kernel)
+    )

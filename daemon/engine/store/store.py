@@ -567,7 +567,7 @@ class ExperimentStore:
         filters: dict[str, Any],
         columns: Any,
         include_interpreter: bool = False,
-        hidden_versions: Iterable[str] = (),
+        hidden_versions: stats.Hidden = (),
     ):
         plain = not (filters or include_buggy or include_interpreter or hidden_versions)
         if plain and columns is _TOP_COLUMNS:
@@ -590,11 +590,12 @@ class ExperimentStore:
         max_results: int = 20,
         include_buggy: bool = False,
         include_interpreter: bool = False,
-        hidden_versions: Iterable[str] = (),
+        hidden_versions: stats.Hidden = (),
         **filters: Any,
     ) -> list[KernelExperiment]:
         """Highest-scoring experiments as full records (buggy runs excluded by default, and
-        interpreter runs: their timings are no GPU figures, so their scores never rank)."""
+        interpreter runs: their timings are no GPU figures, so their scores never rank;
+        `hidden_versions` left out, a workspace's masked ones: workspace/masked.py)."""
         query = self._top_query(
             max_results, include_buggy, filters, _ROW_COLUMNS, include_interpreter, hidden_versions
         )
@@ -602,17 +603,40 @@ class ExperimentStore:
             rows = conn.execute(query).fetchall()
         return [KernelExperiment.model_validate(_row_to_dict(r)) for r in rows]
 
+    def top_count(
+        self,
+        include_buggy: bool = False,
+        include_interpreter: bool = False,
+        hidden_versions: stats.Hidden = (),
+        **filters: Any,
+    ) -> int:
+        """How many experiments `top` ranks with these arguments, with no limit."""
+        query = self._top_query(
+            0, include_buggy, filters, [func.count()], include_interpreter, hidden_versions
+        )
+        with self._reading() as conn:
+            return int(conn.execute(query.order_by(None).limit(None)).scalar_one())
+
     def top_experiments(
         self,
         max_results: int = 20,
         include_buggy: bool = False,
         include_interpreter: bool = False,
+        hidden_versions: stats.Hidden = (),
         **filters: Any,
     ) -> list[dict[str, Any]]:
         """The seed's top_experiments: dicts of the key fields, best score first."""
-        query = self._top_query(max_results, include_buggy, filters, _TOP_COLUMNS, include_interpreter)
+        query = self._top_query(
+            max_results, include_buggy, filters, _TOP_COLUMNS, include_interpreter, hidden_versions
+        )
         with self._reading() as conn:
             return [dict(row._mapping) for row in conn.execute(query)]
+
+    def workspaces(self, **filters: Any) -> list[str]:
+        """The workspaces of the experiments matching `filters` that name a memory version."""
+        query = select(E.workspace).where(*self._conditions(filters), E.memory_version.is_not(None))
+        with self._reading() as conn:
+            return sorted(conn.execute(query.distinct()).scalars())
 
     def lineage(self, exp_id: str) -> Lineage:
         """Ancestors through `pid` (parent first) and descendants (breadth first)."""
@@ -696,32 +720,6 @@ class ExperimentStore:
         ]
 
 
-def _summary_query() -> Any:
-    best = experiments.alias("best")
-    latest = experiments.alias("latest")
-    return (
-        select(
-            kernel_stats.c.kernel,
-            kernel_stats.c.runs,
-            kernel_stats.c.failures,
-            best.c.id.label("best_id"),
-            best.c.score.label("best_score"),
-            best.c.memory_version.label("best_version"),
-            latest.c.id.label("latest_id"),
-            latest.c.score.label("latest_score"),
-            latest.c.memory_version.label("latest_version"),
-            latest.c.status.label("latest_status"),
-        )
-        .select_from(
-            kernel_stats.outerjoin(best, best.c.seq == kernel_stats.c.best_seq).outerjoin(
-                latest, latest.c.seq == kernel_stats.c.latest_seq
-            )
-        )
-        .where(kernel_stats.c.workspace == bindparam("workspace"))
-        .order_by(kernel_stats.c.kernel)
-    )
-
-
 def is_interpreter_run(exp: KernelExperiment) -> bool:
     """A run of the Triton interpreter (metrics.mode): CPU timings, never ranked or called a
     regression; `_COMPARABLE` below is the same rule in SQL."""
@@ -729,7 +727,7 @@ def is_interpreter_run(exp: KernelExperiment) -> bool:
 
 
 # Hot statements are built once: building a SELECT with aliases costs more than running it.
-_SUMMARY_QUERY = _summary_query()
+_SUMMARY_QUERY = stats.summary_query()
 _GET_QUERY = select(*_ROW_COLUMNS).where(E.id == bindparam("exp_id"))
 _TOP_COLUMNS = [getattr(E, key) for key in TOP_KEYS]
 # Not a run of the Triton interpreter (metrics.mode, as every writer serializes it): its

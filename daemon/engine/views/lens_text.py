@@ -34,8 +34,9 @@ def runs_text(runs: int, masked: int, noun: str = "runs") -> str:
 def kernel_lens(summary: KernelSummary | None, scores: list[VersionScore]) -> str:
     """`best 1.42x v7 | latest 0.97x v9 | 12 runs (+2 masked), 2 failed` for one kernel: the
     store's digest (read through the workspace's masks) when it has runs, else the records'.
-    Either way a masked version is in no figure (hidden from the active memory, as blame
-    hides it), only in the `(+N masked)` count."""
+    Either way a run is a measured version, the baseline's (v0, 1.00x) as any other, so the
+    two agree on the same history (and with hover's count), and a masked version is in no
+    figure (hidden from the active memory, as blame hides it), only in the `(+N masked)` count."""
     if summary is not None and summary.runs:
         best = (
             f"best {format_score(summary.best_score)} {summary.best_version or ''}".rstrip()
@@ -49,10 +50,9 @@ def kernel_lens(summary: KernelSummary | None, scores: list[VersionScore]) -> st
         )
         runs = runs_text(summary.runs, summary.masked_runs)
         return f"{best} | {latest} | {runs}, {summary.failures} failed"
-    tried = [s for s in scores if s.version != "v0"]
-    if not tried:
+    if not scores:
         return "no iterations yet"
-    active = [s for s in tried if not s.masked]
+    active = [s for s in scores if not s.masked]
     scored = [s for s in active if s.passed and s.score is not None]
     best_score = max(scored, key=lambda s: s.score or 0.0) if scored else None
     last = active[-1] if active else None
@@ -79,7 +79,7 @@ def kernel_lens(summary: KernelSummary | None, scores: list[VersionScore]) -> st
     else:
         latest_text = f"latest {'FAILED' if not last.passed else '-'} {last.version}"
     extra = "".join(f", {count} {label}" for label, count in sorted(outcomes.items()))
-    runs = runs_text(len(active), len(tried) - len(active))
+    runs = runs_text(len(active), len(scores) - len(active))
     return f"{best_text} | {latest_text} | {runs}, {failed} failed{extra}"
 
 

@@ -5,14 +5,16 @@ A masked memory version's experience is hidden from the active memory (`memory r
 one rule for the figures a person or an agent is told about a kernel (run and failure counts,
 best, latest; lenses, inlay hints, hover, `exp summary`, `expdb.kernel_summaries`): the runs
 of masked versions are in none of them, and are counted apart (`KernelSummary.masked_runs`,
-shown as `3 runs (+1 masked)`), so a person sees that the history holds more.
+shown as `3 runs (+1 masked)`), so a person sees that the history holds more. A ranking
+(`exp top`, `expdb.top_experiments`, `kernelscope.topExperiments`) leaves out the experiments
+of every workspace's masked versions, with or without a workspace (`hidden_experiments`).
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from kernelscope.daemon.engine.memory import core
 
@@ -42,3 +44,41 @@ def kernel_summaries(
     `include_masked` counts every run, as before a restart."""
     hidden: set[str] = set() if include_masked else masked_versions_at(root) if masked is None else masked
     return store.kernel_summaries(str(root), hidden)
+
+
+def hidden_experiments(
+    store: ExperimentStore, include_masked: bool = False, **filters: Any
+) -> dict[str, set[str]]:
+    """Workspace -> its masked versions, whose experiments a ranking of the store (with these
+    filters) leaves out: the masks of the `workspace` filter, else those of every workspace of
+    the matching experiments whose folder is here and readable (a workspace deleted, moved, on
+    another machine of a shared store, or unreadable hides nothing: its rows are shown as
+    before). Nothing with `include_masked`."""
+    if include_masked:
+        return {}
+    if filters.get("workspace"):
+        return {filters["workspace"]: masked_versions_at(filters["workspace"])}
+    found: dict[str, set[str]] = {}
+    for place in store.workspaces(**filters):
+        if not Path(place).is_absolute():  # "": recorded under no workspace (not the cwd's)
+            continue
+        try:
+            found[place] = masked_versions_at(place)
+        except OSError:  # memory/ unreadable: its masks cannot be known
+            continue
+    return found
+
+
+def hidden_count(
+    store: ExperimentStore,
+    hidden: dict[str, set[str]],
+    include_buggy: bool = False,
+    include_interpreter: bool = False,
+    **filters: Any,
+) -> int:
+    """How many experiments the ranking `store.top` makes with these arguments leaves out
+    for `hidden` (all of them, not only those that would have made its first rows)."""
+    if not any(hidden.values()):
+        return 0
+    every = store.top_count(include_buggy, include_interpreter, **filters)
+    return every - store.top_count(include_buggy, include_interpreter, hidden, **filters)

@@ -239,17 +239,14 @@ class Commands:
         return history(ws.cache, params.kernel).model_dump(mode="json")
 
     def top_experiments(self, params: Any) -> Any:
-        from kernelscope.daemon.engine.workspace.masked import masked_versions_at
+        from kernelscope.daemon.engine.workspace.masked import hidden_experiments
 
         filters: dict[str, Any] = {}
-        hidden: set[str] = set()
         settings = self.state.default_settings
         if params.workspace:
             ws = self._workspace(params.workspace)
             filters["workspace"] = str(ws.root)
             settings = ws.settings
-            # as `kernelscope exp top -w`: a masked version's experience is hidden
-            hidden = set() if params.include_masked else masked_versions_at(ws.root)
         if params.operator_sig:
             filters["operator_sig"] = params.operator_sig
         if params.kernel:
@@ -260,7 +257,8 @@ class Commands:
                 params.max_results,
                 include_buggy=params.include_buggy,
                 include_interpreter=params.include_interpreter,
-                hidden_versions=hidden,
+                # as `kernelscope exp top`: a masked version's experience is hidden
+                hidden_versions=hidden_experiments(store, params.include_masked, **filters),
                 **filters,
             )
         )
