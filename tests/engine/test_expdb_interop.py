@@ -207,6 +207,7 @@ def test_cli_commands(tmp_path: Path, vector_add_ws: Path, cli) -> None:  # type
             "kernel": "add_kernel",
             "runs": 2,
             "failures": 1,
+            "masked_runs": 0,  # (runs of masked memory versions, counted apart: none masked here)
             "best_id": parent,
             "best_score": 1.16,
             "best_version": "v1",
