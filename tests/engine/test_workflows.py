@@ -961,7 +961,7 @@ def test_a_mask_half_that_masks_nothing_refuses_no_iteration(workspace: tuple[Pa
     assert empty.masked == [], empty
     refuse_if_restarted(memory, mark)  # the mark an iteration started with still stands
     assert mark["by"] == "mask-half"
-    restart = memory.mask_half(None, seed=1, starts_run=True)
+    restart = memory.mask_half(None, seed=1, for_restart=True)
     assert restart.masked == [] and memory.mask_half_mark() not in (None, mark)
     with pytest.raises(DataError, match=r"a partial restart \(kernelscope restart\) masked nothing"):
         refuse_if_restarted(memory, mark)

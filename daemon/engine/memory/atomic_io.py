@@ -96,6 +96,19 @@ class PartlyWritten(WriteFailed):
     """atomic_write_all failed half-way and some files could not get their old content back."""
 
 
+def restore(path: Path, old: bytes | None) -> bool:
+    """Give `path` back what it held before a write (`old`; None: it did not exist), atomically;
+    False where that fails too (the disk still full)."""
+    try:
+        if old is None:
+            path.unlink(missing_ok=True)
+        else:
+            atomic_write_bytes(path, old)
+    except (WriteFailed, OSError):
+        return False
+    return True
+
+
 def atomic_write_all(files: list[tuple[Path, str]]) -> None:
     """Write several files of one directory all or nothing.
 
@@ -125,15 +138,7 @@ def atomic_write_all(files: list[tuple[Path, str]]) -> None:
         try:
             atomic_write_text(path, text)
         except WriteFailed as failure:
-            unrestored = []
-            for earlier, old in originals[:done]:
-                try:
-                    if old is None:
-                        earlier.unlink(missing_ok=True)
-                    else:
-                        atomic_write_bytes(earlier, old)
-                except (WriteFailed, OSError):
-                    unrestored.append(earlier.name)
+            unrestored = [earlier.name for earlier, old in originals[:done] if not restore(earlier, old)]
             journal.unlink(missing_ok=True)
             if unrestored:
                 raise PartlyWritten(

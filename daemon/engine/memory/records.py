@@ -44,13 +44,13 @@ from kernelscope.daemon.engine.memory.atomic_io import (
     JOURNAL_NAME,
     PartlyWritten,
     atomic_write_all,
-    atomic_write_bytes,
     atomic_write_text,
     detect_indent,
     dump_json,
     iteration_lock,
     lock_dir_of,
     memory_write_lock,
+    restore,
 )
 from kernelscope.daemon.engine.memory.core import BASELINE, MEMORY_DIR, normalize_version
 from kernelscope.daemon.engine.memory.record_edits import (  # the rules the fast CLI path shares
@@ -441,8 +441,7 @@ class MemoryManager:
         dry_run: bool = False,
         force: bool = False,
         allow_supervised: bool = False,
-        iteration_locked: bool = False,
-        starts_run: bool = False,
+        for_restart: bool = False,
     ) -> MaskHalfResult:
         """Mask half of the optimization experience, as the partial-restart seed asks.
 
@@ -455,12 +454,11 @@ class MemoryManager:
 
         In git it holds the workspace's iteration lock, as an iteration's write phase does:
         an iteration past its restart check (workflows/iterate.py) records before the mask,
-        never after it at the version the mask hands out. `iteration_locked`: the caller
-        holds that lock already (a restart, which commits the mask under it; taken twice,
-        the flock would wait for itself). `starts_run`: a fresh run starts at the next version
-        even when nothing is masked (a restart launches its agent): the mark is left all the
-        same; a mask-half of the memory command or the editor that masks nothing changes
-        nothing and leaves none.
+        never after it at the version the mask hands out. `for_restart`: the restart's
+        mask-half, which holds that lock already (it commits the mask under it; taken twice,
+        the flock would wait for itself) and starts its agent at the next version even when
+        nothing is masked, so it leaves the mark all the same; a mask-half of the memory
+        command or the editor that masks nothing changes nothing and leaves none.
         """
         if not dry_run:
             from kernelscope.daemon.engine.workspace.atrex import refuse_if_supervised
@@ -470,7 +468,7 @@ class MemoryManager:
         with contextlib.ExitStack() as held:
             # a dry run writes nothing, not even the lock file (a workspace outside git keeps
             # it in memory/; there, where no iteration runs, no iteration lock is taken)
-            if not dry_run and not iteration_locked and self.lock_dir != self.memory_dir:
+            if not dry_run and not for_restart and self.lock_dir != self.memory_dir:
                 held.enter_context(iteration_lock(self.workspace))  # (the order: iteration, memory)
             if not dry_run:
                 held.enter_context(self._lock())
@@ -513,11 +511,11 @@ class MemoryManager:
                 path, data, indent = self._read_raw_for_update(version)
                 data["masked"] = True
                 writes.append((path, dump_json(data, indent)))
-            if not chosen and not starts_run:
+            if not chosen and not for_restart:
                 return result  # nothing masked, no run started: nothing an iteration must know
             # before the mask (a restart's even when empty: its next version goes to a fresh run
             # all the same): an iteration that finds the mark unchanged recorded before any of it
-            put_back_mark = self._mark_mask_half(result, "restart" if starts_run else "mask-half")
+            put_back_mark = self._mark_mask_half(result, "restart" if for_restart else "mask-half")
             try:
                 atomic_write_all(writes)  # a full disk half-way restores the files already written
             except PartlyWritten:
@@ -563,12 +561,7 @@ class MemoryManager:
         atomic_write_text(path, json.dumps(mark) + "\n")
 
         def put_back() -> None:
-            try:
-                if found is None:
-                    path.unlink(missing_ok=True)
-                else:
-                    atomic_write_bytes(path, found)
-            except (WriteFailed, OSError):
+            if not restore(path, found):
                 with contextlib.suppress(OSError):
                     path.unlink(missing_ok=True)
 

@@ -453,8 +453,7 @@ class PartialRestart:
                 seed=self.options.seed,
                 force=self.options.force,
                 allow_supervised=self.options.force,
-                iteration_locked=True,  # (held here, across the mask and its commit)
-                starts_run=True,  # (its agent starts at the next version, masked or not)
+                for_restart=True,  # (the iteration lock held here; its agent starts at the next version)
             )
             # committed before anything else can run in the workspace (a refusal stops here)
             mask_commit = commit_mask(self.ws, mask)
