@@ -187,3 +187,62 @@ def test_exp_top_hides_each_workspace_s_masked_versions_without_a_workspace_too(
         assert [r["change_summary"] for r in expdb.top_experiments(workspace=str(b))] == ["b v2"]
     finally:
         expdb.use_database(None)
+
+
+def test_a_kernel_whose_runs_are_all_masked_shows_its_own_figures(ws: Path, cli) -> None:  # type: ignore[no-untyped-def]
+    """A second kernel, `scale_kernel`, ran only in v2 (masked by the fixture). The store's
+    summary of it is 0 runs (+1 masked); the lens threw that row away (it has no runs) and
+    showed the memory records' text of the whole workspace, `best 1.22x v4 | latest 1.22x v4 |
+    4 runs (+1 masked), 1 failed`, while hover and `exp summary` said 0 (+1 masked)."""
+    kernel = ws / "kernel.py"
+    kernel.write_text(
+        kernel.read_text() + "\n\n@triton.jit\ndef scale_kernel(x_ptr, n, BLOCK: tl.constexpr):\n    pass\n"
+    )
+    db = str(ws.parent / "exp.sqlite")
+    store = ExperimentStore(db)
+    store.import_experiments(
+        [
+            KernelExperiment(
+                id="e" * 16,
+                change_summary="scale in v2",
+                score=1.3,
+                workspace=str(ws),
+                kernels=["scale_kernel"],
+                memory_version="v2",
+            )
+        ]
+    )
+    cache = WorkspaceCache(ws, lambda: store)
+    lenses = workspace_texts(cache)[1]
+    assert lenses["scale_kernel"] == "best - | latest - | 0 runs (+1 masked), 0 failed", lenses
+    assert lenses["add_kernel"] == "best 1.22x v4 | latest 1.22x v4 | 4 runs (+1 masked), 1 failed", lenses
+    heading = history_table.history(cache, "scale_kernel").markdown.splitlines()[0]
+    assert heading == "**scale_kernel**: 0 experiments (+1 masked)", heading
+    shown = cli("exp", "summary", "-w", str(ws), "--db", db, "--json").json()
+    assert {s["kernel"]: (s["runs"], s["masked_runs"]) for s in shown} == {
+        "add_kernel": (4, 1),
+        "scale_kernel": (0, 1),
+    }
+    store.close()
+
+
+@pytest.mark.parametrize("with_store", [True, False])
+def test_everything_masked_the_baseline_too_is_counted_alike(ws: Path, with_store: bool, cli) -> None:  # type: ignore[no-untyped-def]
+    """Every version masked, v0 included (allowed on request): the lens, hover's heading and
+    `exp summary` name no best or latest and count 0 runs (+5 masked), with the store's
+    summary as from the records alone."""
+    Workspace(ws).memory.set_masked(["v0", "v1", "v3", "v4"], masked=True, allow_baseline=True)
+    db = str(ws.parent / "exp.sqlite")
+    store = ExperimentStore(db)
+    cache = WorkspaceCache(ws, (lambda: store) if with_store else (lambda: None))
+    lens = workspace_texts(cache)[1]["add_kernel"]
+    assert lens == "best - | latest - | 0 runs (+5 masked), 0 failed", lens
+    heading = history_table.history(cache, "add_kernel").markdown.splitlines()[0]
+    assert heading == "**add_kernel**: 0 experiments (+5 masked)", heading
+    if with_store:
+        shown = cli("exp", "summary", "-w", str(ws), "--db", db, "--json").json()
+        assert [(s["runs"], s["masked_runs"], s["best_version"], s["latest_version"]) for s in shown] == [
+            (0, 5, None, None)
+        ]
+        assert "0 (+5 masked)" in cli("exp", "summary", "-w", str(ws), "--db", db).stdout
+    store.close()

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeGuard
 
 from kernelscope.daemon.engine.memory import core
 
@@ -44,6 +44,13 @@ def kernel_summaries(
     `include_masked` counts every run, as before a restart."""
     hidden: set[str] = set() if include_masked else masked_versions_at(root) if masked is None else masked
     return store.kernel_summaries(str(root), hidden)
+
+
+def has_runs(summary: KernelSummary | None) -> TypeGuard[KernelSummary]:
+    """Whether the store's summary speaks for its kernel: it has runs, counted or masked (a
+    kernel whose runs are all masked is `0 runs (+N masked)` with no best or latest, never
+    another kernel's or the memory records' figures)."""
+    return summary is not None and bool(summary.runs or summary.masked_runs)
 
 
 def hidden_experiments(
