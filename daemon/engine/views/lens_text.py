@@ -17,7 +17,7 @@ from kernelscope.daemon.engine.memory.records import MemoryEntry
 from kernelscope.daemon.engine.memory.scores import VersionScore
 from kernelscope.daemon.engine.workspace import atrex
 from kernelscope.daemon.engine.workspace.cache import WorkspaceCache
-from kernelscope.daemon.engine.workspace.masked import has_runs
+from kernelscope.daemon.engine.workspace.masked import has_runs, run_counts
 from kernelscope.daemon.engine.workspace.workspace import Workspace
 from kernelscope.protocol.bench import BenchResult
 from kernelscope.protocol.experiment import KernelSummary
@@ -83,7 +83,7 @@ def kernel_lens(summary: KernelSummary | None, scores: list[VersionScore]) -> st
     else:
         latest_text = f"latest {'FAILED' if not last.passed else '-'} {last.version}"
     extra = "".join(f", {count} {label}" for label, count in sorted(outcomes.items()))
-    runs = runs_text(len(active), len(scores) - len(active))
+    runs = runs_text(*run_counts(scores))
     return f"{best_text} | {latest_text} | {runs}, {failed} failed{extra}"
 
 

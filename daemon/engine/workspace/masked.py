@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypeGuard
+from typing import TYPE_CHECKING, Any, Protocol, TypeGuard
 
 from kernelscope.daemon.engine.memory import core
 
@@ -44,6 +44,19 @@ def kernel_summaries(
     `include_masked` counts every run, as before a restart."""
     hidden: set[str] = set() if include_masked else masked_versions_at(root) if masked is None else masked
     return store.kernel_summaries(str(root), hidden)
+
+
+class _Run(Protocol):
+    @property
+    def masked(self) -> bool: ...
+
+
+def run_counts(runs: Iterable[_Run]) -> tuple[int, int]:
+    """(runs, masked runs) of a history read without the store's summary: the runs of masked
+    versions counted apart, as the store counts them (`masked_runs`). The records' lens and
+    hover's heading both count with this, so they give one number for one history."""
+    flags = [run.masked for run in runs]
+    return len(flags) - sum(flags), sum(flags)
 
 
 def has_runs(summary: KernelSummary | None) -> TypeGuard[KernelSummary]:
