@@ -246,3 +246,62 @@ def test_everything_masked_the_baseline_too_is_counted_alike(ws: Path, with_stor
         ]
         assert "0 (+5 masked)" in cli("exp", "summary", "-w", str(ws), "--db", db).stdout
     store.close()
+
+
+def test_exp_list_and_failures_hide_masked_versions_as_top_does(tmp_path: Path, db_url: str, cli) -> None:  # type: ignore[no-untyped-def]
+    """`exp list` and `exp failures` without -w showed the experiments of every workspace's
+    masked versions (only -w hid that workspace's) and, with -w, said nothing of what they
+    left out: the rule `exp top` follows (masked.hidden_experiments) now holds for all three,
+    with the same message."""
+    a, b = tmp_path / "a", tmp_path / "b"
+    gone = tmp_path / "gone"  # a workspace deleted (or on another machine): shown as before
+    write_record(a, 2, masked=True)
+    write_record(a, 4)
+    write_record(b, 1, masked=True)
+    write_record(b, 2)  # not masked in b, masked in a: hidden per workspace, not per version
+    write_record(gone, 1, masked=True)
+    rows = [(a, "v2"), (a, "v4"), (b, "v1"), (b, "v2"), (gone, "v1")]
+    store = ExperimentStore(db_url)
+    store.import_experiments(
+        [
+            KernelExperiment(
+                id=f"{n:016x}",
+                change_summary=f"{ws.name} {v}",
+                score=0.5,  # regressive: a failure
+                workspace=str(ws),
+                memory_version=v,
+            )
+            for n, (ws, v) in enumerate(rows)
+        ]
+        + [KernelExperiment(id="f" * 16, change_summary="no workspace", score=0.5, memory_version="v2")]
+    )
+    store.close()
+    shutil.rmtree(gone)
+
+    def shown(command: str, *args: str) -> tuple[list[str], str]:
+        result = cli("exp", command, "--db", db_url, "--json", *args)
+        assert result.exit_code == 0, result
+        found = result.json()
+        found = found if isinstance(found, list) else [e for group in found.values() for e in group]
+        return sorted(f"{Path(r['workspace']).name}/{r['memory_version']}" for r in found), result.stderr
+
+    for command in ("list", "failures"):
+        names, said = shown(command)
+        assert names == ["/v2", "a/v4", "b/v2", "gone/v1"], (command, names)
+        assert "2 experiment(s) of masked memory versions left out" in said, (command, said)
+        names, said = shown(command, "--include-masked")
+        assert names == ["/v2", "a/v2", "a/v4", "b/v1", "b/v2", "gone/v1"] and "masked" not in said, (
+            command,
+            names,
+            said,
+        )
+        names, said = shown(command, "-w", str(a))
+        assert names == ["a/v4"] and "1 experiment(s) of masked memory versions left out" in said, (
+            command,
+            said,
+        )
+        table = cli("exp", command, "--db", db_url).stdout
+        assert "2 experiment(s) of masked memory versions left out" in table, (command, table)
+    # a limit shows fewer rows; the count is of every experiment left out
+    names, said = shown("list", "--limit", "1")
+    assert len(names) == 1 and "2 experiment(s) of masked memory versions left out" in said, said
