@@ -305,3 +305,16 @@ def test_exp_list_and_failures_hide_masked_versions_as_top_does(tmp_path: Path, 
     # a limit shows fewer rows; the count is of every experiment left out
     names, said = shown("list", "--limit", "1")
     assert len(names) == 1 and "2 experiment(s) of masked memory versions left out" in said, said
+
+
+def test_one_run_is_a_run_not_runs(ws: Path) -> None:
+    """v1-v4 masked, v0 the one run left: the lens said `1 runs (+4 masked)` and hover
+    `1 experiments (+4 masked)`."""
+    Workspace(ws).memory.set_masked(["v1", "v3", "v4"], masked=True)
+    store = ExperimentStore(str(ws.parent / "exp.sqlite"))
+    for cache in (WorkspaceCache(ws, lambda: store), WorkspaceCache(ws, lambda: None)):
+        lens = workspace_texts(cache)[1]["add_kernel"]
+        assert lens == "best 1.00x v0 | latest 1.00x v0 | 1 run (+4 masked), 0 failed", lens
+        heading = history_table.history(cache, "add_kernel").markdown.splitlines()[0]
+        assert heading == "**add_kernel**: 1 experiment (+4 masked)", heading
+    store.close()

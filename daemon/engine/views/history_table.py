@@ -148,7 +148,7 @@ def _history(cache: WorkspaceCache, kernel: str | None, sources: _Sources) -> Hi
     # the count is the lens's (masked versions apart, counted as it counts them: masked.py);
     # their rows stay, marked, for a person
     lines = [
-        f"{title}: {runs_text(*run_counts(entries), 'experiments')}",
+        f"{title}: {runs_text(*run_counts(entries), 'experiment')}",
         "",
         "| version | score | status | summary |",
         "|---|---:|---|---|",

@@ -26,10 +26,12 @@ from kernelscope.protocol.record_rules import RECORD_METRIC, format_score
 from kernelscope.protocol.workspace import CANONICAL_UNIT, ReadmeInfo
 
 
-def runs_text(runs: int, masked: int, noun: str = "runs") -> str:
-    """`3 runs (+1 masked)`: the runs a kernel's figures count, and those of masked versions
-    they leave out (workspace/masked.py), so a person sees that the history holds more."""
-    return f"{runs} {noun}".rstrip() + (f" (+{masked} masked)" if masked else "")
+def runs_text(runs: int, masked: int, noun: str = "run") -> str:
+    """`3 runs (+1 masked)`, `1 run`: the runs a kernel's figures count (`noun`, singular, made
+    plural but for one; none in a table's runs column), and those of masked versions they leave
+    out (workspace/masked.py), so a person sees that the history holds more."""
+    counted = f"{runs} {noun}{'s' if noun and runs != 1 else ''}".rstrip()
+    return counted + (f" (+{masked} masked)" if masked else "")
 
 
 def kernel_lens(summary: KernelSummary | None, scores: list[VersionScore]) -> str:
