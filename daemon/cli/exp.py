@@ -86,22 +86,9 @@ IncludeMasked = Annotated[
     bool,
     typer.Option(
         "--include-masked",
-        help="Also show experiments of the workspace's masked memory versions (hidden after a restart).",
+        help="Also show experiments of masked memory versions (hidden after a partial restart).",
     ),
 ]
-
-
-def _masked_versions(workspace: str) -> set[str]:
-    """The workspace's masked memory versions: their experience is hidden from a restarted
-    agent, as `memory read` hides their records (engine/workspace/masked.py)."""
-    from kernelscope.daemon.engine.workspace.masked import masked_versions_at
-
-    return masked_versions_at(workspace)
-
-
-def _hidden(filters: dict[str, Any], include_masked: bool) -> set[str]:
-    workspace = filters.get("workspace")
-    return set() if include_masked or not workspace else _masked_versions(workspace)
 
 
 def _interpreter_runs_left_out(count: int, json_out: bool) -> None:
@@ -179,7 +166,6 @@ def top(
 
     filters = _filters(locals())
     store = _store(db)
-    # without --workspace too: each workspace's masked versions, read from its memory/
     hidden = hidden_experiments(store, include_masked, **filters)
     records = store.top(
         max_results,
@@ -203,7 +189,10 @@ def top(
     else:
         _table(records, f"top {len(records)}")
     _interpreter_runs_left_out(left_out, json_out)
-    _masked_left_out(hidden_count(store, hidden, include_buggy, include_interpreter, **filters), json_out)
+    _masked_left_out(
+        hidden_count(hidden, lambda h: store.top_count(include_buggy, include_interpreter, h, **filters)),
+        json_out,
+    )
 
 
 @app.command("list")
@@ -225,16 +214,19 @@ def list_command(
     db: DbOpt = None,
     json_out: JsonOpt = False,
 ) -> None:
-    """Experiments matching the filters, in the order they were recorded (with --workspace,
-    those of its masked memory versions only with --include-masked)."""
+    """Experiments matching the filters, in the order they were recorded (those of masked
+    memory versions, with or without --workspace, only with --include-masked)."""
+    from kernelscope.daemon.engine.workspace.masked import hidden_count, hidden_experiments
+
     filters = _filters(locals())
-    records = _store(db).list_experiments(
-        limit=limit, hidden_versions=_hidden(filters, include_masked), **filters
-    )
+    store = _store(db)
+    hidden = hidden_experiments(store, include_masked, **filters)
+    records = store.list_experiments(limit=limit, hidden_versions=hidden, **filters)
     if json_out:
         output.print_json([r.to_dict() for r in records])
     else:
         _table(records, f"{len(records)} experiments")
+    _masked_left_out(hidden_count(hidden, lambda h: store.count(h, **filters)), json_out)
 
 
 @app.command()
@@ -246,13 +238,12 @@ def show(
 ) -> None:
     """One experiment in full (one of a masked memory version only with --include-masked)."""
     from kernelscope.daemon.engine import DataError
+    from kernelscope.daemon.engine.workspace.masked import hidden_experiments
 
-    record = _store(db).require(exp_id)
-    if (
-        not include_masked
-        and record.workspace
-        and record.memory_version in _masked_versions(record.workspace)
-    ):
+    store = _store(db)
+    record = store.require(exp_id)
+    hidden = hidden_experiments(store, include_masked, workspace=record.workspace) if record.workspace else {}
+    if record.memory_version in hidden.get(record.workspace, set()):
         raise DataError(
             f"{exp_id} is the experiment of {record.memory_version}, which is masked in "
             f"{record.workspace}: its experience is hidden (pass --include-masked to show it anyway)"
@@ -408,12 +399,14 @@ def failures(
     json_out: JsonOpt = False,
 ) -> None:
     """What not to do: buggy, regressive, slightly regressive and marginal experiments
-    (interpreter runs, whose timings are no GPU figures, only with --include-interpreter; with
-    --workspace, those of its masked memory versions only with --include-masked)."""
+    (interpreter runs, whose timings are no GPU figures, only with --include-interpreter; those
+    of masked memory versions, with or without --workspace, only with --include-masked)."""
     from kernelscope.daemon.engine.store.store import is_interpreter_run
+    from kernelscope.daemon.engine.workspace.masked import hidden_count, hidden_experiments
 
     filters = _filters(locals())
-    store, hidden = _store(db), _hidden(filters, include_masked)
+    store = _store(db)
+    hidden = hidden_experiments(store, include_masked, **filters)
     # one read of the store: the interpreter runs are counted, then left out unless asked for
     every = store.failures(True, hidden_versions=hidden, **filters)
     groups = every
@@ -427,6 +420,13 @@ def failures(
             if records:
                 _table(records, f"{category} ({len(records)})")
     _interpreter_runs_left_out(left_out, json_out)
+    shown = sum(map(len, groups.values()))
+    _masked_left_out(
+        hidden_count(
+            hidden, lambda h: sum(map(len, store.failures(include_interpreter, h, **filters).values())), shown
+        ),
+        json_out,
+    )
 
 
 @app.command()

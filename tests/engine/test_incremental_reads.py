@@ -196,7 +196,7 @@ def test_the_lens_refresh_reads_one_file_and_never_recomputes_the_store_digest(
             return [lens.command.title for lens in lenses.code_lens(doc, None) if lens.command]  # type: ignore[arg-type]
 
         before = titles()
-        assert any("next v1000" in t for t in before) and any("1 runs" in t for t in before), before
+        assert any("next v1000" in t for t in before) and any("1 run," in t for t in before), before
         scored: list[int] = []
         original = scores_module.memory_scores
 

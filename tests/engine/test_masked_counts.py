@@ -187,3 +187,134 @@ def test_exp_top_hides_each_workspace_s_masked_versions_without_a_workspace_too(
         assert [r["change_summary"] for r in expdb.top_experiments(workspace=str(b))] == ["b v2"]
     finally:
         expdb.use_database(None)
+
+
+def test_a_kernel_whose_runs_are_all_masked_shows_its_own_figures(ws: Path, cli) -> None:  # type: ignore[no-untyped-def]
+    """A second kernel, `scale_kernel`, ran only in v2 (masked by the fixture). The store's
+    summary of it is 0 runs (+1 masked); the lens threw that row away (it has no runs) and
+    showed the memory records' text of the whole workspace, `best 1.22x v4 | latest 1.22x v4 |
+    4 runs (+1 masked), 1 failed`, while hover and `exp summary` said 0 (+1 masked)."""
+    kernel = ws / "kernel.py"
+    kernel.write_text(
+        kernel.read_text() + "\n\n@triton.jit\ndef scale_kernel(x_ptr, n, BLOCK: tl.constexpr):\n    pass\n"
+    )
+    db = str(ws.parent / "exp.sqlite")
+    store = ExperimentStore(db)
+    store.import_experiments(
+        [
+            KernelExperiment(
+                id="e" * 16,
+                change_summary="scale in v2",
+                score=1.3,
+                workspace=str(ws),
+                kernels=["scale_kernel"],
+                memory_version="v2",
+            )
+        ]
+    )
+    cache = WorkspaceCache(ws, lambda: store)
+    lenses = workspace_texts(cache)[1]
+    assert lenses["scale_kernel"] == "best - | latest - | 0 runs (+1 masked), 0 failed", lenses
+    assert lenses["add_kernel"] == "best 1.22x v4 | latest 1.22x v4 | 4 runs (+1 masked), 1 failed", lenses
+    heading = history_table.history(cache, "scale_kernel").markdown.splitlines()[0]
+    assert heading == "**scale_kernel**: 0 experiments (+1 masked)", heading
+    shown = cli("exp", "summary", "-w", str(ws), "--db", db, "--json").json()
+    assert {s["kernel"]: (s["runs"], s["masked_runs"]) for s in shown} == {
+        "add_kernel": (4, 1),
+        "scale_kernel": (0, 1),
+    }
+    store.close()
+
+
+@pytest.mark.parametrize("with_store", [True, False])
+def test_everything_masked_the_baseline_too_is_counted_alike(ws: Path, with_store: bool, cli) -> None:  # type: ignore[no-untyped-def]
+    """Every version masked, v0 included (allowed on request): the lens, hover's heading and
+    `exp summary` name no best or latest and count 0 runs (+5 masked), with the store's
+    summary as from the records alone."""
+    Workspace(ws).memory.set_masked(["v0", "v1", "v3", "v4"], masked=True, allow_baseline=True)
+    db = str(ws.parent / "exp.sqlite")
+    store = ExperimentStore(db)
+    cache = WorkspaceCache(ws, (lambda: store) if with_store else (lambda: None))
+    lens = workspace_texts(cache)[1]["add_kernel"]
+    assert lens == "best - | latest - | 0 runs (+5 masked), 0 failed", lens
+    heading = history_table.history(cache, "add_kernel").markdown.splitlines()[0]
+    assert heading == "**add_kernel**: 0 experiments (+5 masked)", heading
+    if with_store:
+        shown = cli("exp", "summary", "-w", str(ws), "--db", db, "--json").json()
+        assert [(s["runs"], s["masked_runs"], s["best_version"], s["latest_version"]) for s in shown] == [
+            (0, 5, None, None)
+        ]
+        assert "0 (+5 masked)" in cli("exp", "summary", "-w", str(ws), "--db", db).stdout
+    store.close()
+
+
+def test_exp_list_and_failures_hide_masked_versions_as_top_does(tmp_path: Path, db_url: str, cli) -> None:  # type: ignore[no-untyped-def]
+    """`exp list` and `exp failures` without -w showed the experiments of every workspace's
+    masked versions (only -w hid that workspace's) and, with -w, said nothing of what they
+    left out: the rule `exp top` follows (masked.hidden_experiments) now holds for all three,
+    with the same message."""
+    a, b = tmp_path / "a", tmp_path / "b"
+    gone = tmp_path / "gone"  # a workspace deleted (or on another machine): shown as before
+    write_record(a, 2, masked=True)
+    write_record(a, 4)
+    write_record(b, 1, masked=True)
+    write_record(b, 2)  # not masked in b, masked in a: hidden per workspace, not per version
+    write_record(gone, 1, masked=True)
+    rows = [(a, "v2"), (a, "v4"), (b, "v1"), (b, "v2"), (gone, "v1")]
+    store = ExperimentStore(db_url)
+    store.import_experiments(
+        [
+            KernelExperiment(
+                id=f"{n:016x}",
+                change_summary=f"{ws.name} {v}",
+                score=0.5,  # regressive: a failure
+                workspace=str(ws),
+                memory_version=v,
+            )
+            for n, (ws, v) in enumerate(rows)
+        ]
+        + [KernelExperiment(id="f" * 16, change_summary="no workspace", score=0.5, memory_version="v2")]
+    )
+    store.close()
+    shutil.rmtree(gone)
+
+    def shown(command: str, *args: str) -> tuple[list[str], str]:
+        result = cli("exp", command, "--db", db_url, "--json", *args)
+        assert result.exit_code == 0, result
+        found = result.json()
+        found = found if isinstance(found, list) else [e for group in found.values() for e in group]
+        return sorted(f"{Path(r['workspace']).name}/{r['memory_version']}" for r in found), result.stderr
+
+    for command in ("list", "failures"):
+        names, said = shown(command)
+        assert names == ["/v2", "a/v4", "b/v2", "gone/v1"], (command, names)
+        assert "2 experiment(s) of masked memory versions left out" in said, (command, said)
+        names, said = shown(command, "--include-masked")
+        assert names == ["/v2", "a/v2", "a/v4", "b/v1", "b/v2", "gone/v1"] and "masked" not in said, (
+            command,
+            names,
+            said,
+        )
+        names, said = shown(command, "-w", str(a))
+        assert names == ["a/v4"] and "1 experiment(s) of masked memory versions left out" in said, (
+            command,
+            said,
+        )
+        table = cli("exp", command, "--db", db_url).stdout
+        assert "2 experiment(s) of masked memory versions left out" in table, (command, table)
+    # a limit shows fewer rows; the count is of every experiment left out
+    names, said = shown("list", "--limit", "1")
+    assert len(names) == 1 and "2 experiment(s) of masked memory versions left out" in said, said
+
+
+def test_one_run_is_a_run_not_runs(ws: Path) -> None:
+    """v1-v4 masked, v0 the one run left: the lens said `1 runs (+4 masked)` and hover
+    `1 experiments (+4 masked)`."""
+    Workspace(ws).memory.set_masked(["v1", "v3", "v4"], masked=True)
+    store = ExperimentStore(str(ws.parent / "exp.sqlite"))
+    for cache in (WorkspaceCache(ws, lambda: store), WorkspaceCache(ws, lambda: None)):
+        lens = workspace_texts(cache)[1]["add_kernel"]
+        assert lens == "best 1.00x v0 | latest 1.00x v0 | 1 run (+4 masked), 0 failed", lens
+        heading = history_table.history(cache, "add_kernel").markdown.splitlines()[0]
+        assert heading == "**add_kernel**: 1 experiment (+4 masked)", heading
+    store.close()

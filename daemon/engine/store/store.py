@@ -538,10 +538,10 @@ class ExperimentStore:
         return conditions
 
     def list_experiments(
-        self, limit: int | None = None, offset: int = 0, hidden_versions: Iterable[str] = (), **filters: Any
+        self, limit: int | None = None, offset: int = 0, hidden_versions: stats.Hidden = (), **filters: Any
     ) -> list[KernelExperiment]:
         """Experiments matching all filters, oldest first (the order they were recorded);
-        `hidden_versions`: memory versions to leave out (a workspace's masked ones)."""
+        `hidden_versions`: memory versions to leave out (masked ones: workspace/masked.py)."""
         conditions = [*self._conditions(filters), *stats.not_versions(hidden_versions)]
         query = select(*_ROW_COLUMNS).where(*conditions).order_by(E.seq)
         if limit is not None:
@@ -552,12 +552,11 @@ class ExperimentStore:
             rows = conn.execute(query).fetchall()
         return [KernelExperiment.model_validate(_row_to_dict(r)) for r in rows]
 
-    def count(self, **filters: Any) -> int:
+    def count(self, hidden_versions: stats.Hidden = (), **filters: Any) -> int:
+        conditions = [*self._conditions(filters), *stats.not_versions(hidden_versions)]
         with self._reading() as conn:
             return int(
-                conn.execute(
-                    select(func.count()).select_from(experiments).where(*self._conditions(filters))
-                ).scalar_one()
+                conn.execute(select(func.count()).select_from(experiments).where(*conditions)).scalar_one()
             )
 
     def _top_query(
@@ -671,7 +670,7 @@ class ExperimentStore:
         )
 
     def failures(
-        self, include_interpreter: bool = False, hidden_versions: Iterable[str] = (), **filters: Any
+        self, include_interpreter: bool = False, hidden_versions: stats.Hidden = (), **filters: Any
     ) -> dict[FailureCategory, list[KernelExperiment]]:
         """Experiments grouped by the seed's categories (improvements left out). Interpreter
         runs are left out unless `include_interpreter`: a CPU timing is no regression;

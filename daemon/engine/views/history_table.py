@@ -13,6 +13,7 @@ from typing import Any
 from kernelscope.daemon.engine.memory.records import MemoryEntry
 from kernelscope.daemon.engine.views.lens_text import file_lens, recorded_notes, runs_text
 from kernelscope.daemon.engine.workspace.cache import WorkspaceCache
+from kernelscope.daemon.engine.workspace.masked import run_counts
 from kernelscope.protocol.experiment import KernelExperiment
 from kernelscope.protocol.lsp import HistoryEntry, HistoryResult
 from kernelscope.protocol.record_rules import format_score, section_get
@@ -144,10 +145,10 @@ def _history(cache: WorkspaceCache, kernel: str | None, sources: _Sources) -> Hi
     if not entries:
         entries = _memory_entries(cache, sources)
     title = f"**{kernel}**" if kernel else f"**{cache.root.name}**"
-    masked = sum(1 for entry in entries if entry.masked)
-    # the count is the lens's (masked versions apart); their rows stay, marked, for a person
+    # the count is the lens's (masked versions apart, counted as it counts them: masked.py);
+    # their rows stay, marked, for a person
     lines = [
-        f"{title}: {runs_text(len(entries) - masked, masked, 'experiments')}",
+        f"{title}: {runs_text(*run_counts(entries), 'experiment')}",
         "",
         "| version | score | status | summary |",
         "|---|---:|---|---|",

@@ -17,6 +17,7 @@ from kernelscope.daemon.engine.memory.records import MemoryEntry
 from kernelscope.daemon.engine.memory.scores import VersionScore
 from kernelscope.daemon.engine.workspace import atrex
 from kernelscope.daemon.engine.workspace.cache import WorkspaceCache
+from kernelscope.daemon.engine.workspace.masked import has_runs, run_counts
 from kernelscope.daemon.engine.workspace.workspace import Workspace
 from kernelscope.protocol.bench import BenchResult
 from kernelscope.protocol.experiment import KernelSummary
@@ -25,29 +26,34 @@ from kernelscope.protocol.record_rules import RECORD_METRIC, format_score
 from kernelscope.protocol.workspace import CANONICAL_UNIT, ReadmeInfo
 
 
-def runs_text(runs: int, masked: int, noun: str = "runs") -> str:
-    """`3 runs (+1 masked)`: the runs a kernel's figures count, and those of masked versions
-    they leave out (workspace/masked.py), so a person sees that the history holds more."""
-    return f"{runs} {noun}".rstrip() + (f" (+{masked} masked)" if masked else "")
+def runs_text(runs: int, masked: int, noun: str = "run") -> str:
+    """`3 runs (+1 masked)`, `1 run`: the runs a kernel's figures count (`noun`, singular, made
+    plural but for one; none in a table's runs column), and those of masked versions they leave
+    out (workspace/masked.py), so a person sees that the history holds more."""
+    counted = f"{runs} {noun}{'s' if noun and runs != 1 else ''}".rstrip()
+    return counted + (f" (+{masked} masked)" if masked else "")
 
 
 def kernel_lens(summary: KernelSummary | None, scores: list[VersionScore]) -> str:
     """`best 1.42x v7 | latest 0.97x v9 | 12 runs (+2 masked), 2 failed` for one kernel: the
-    store's digest (read through the workspace's masks) when it has runs, else the records'.
-    Either way a run is a measured version, the baseline's (v0, 1.00x) as any other, so the
-    two agree on the same history (and with hover's count), and a masked version is in no
-    figure (hidden from the active memory, as blame hides it), only in the `(+N masked)` count."""
-    if summary is not None and summary.runs:
+    store's digest (read through the workspace's masks) when it has runs or masked ones
+    (`has_runs`), else the records'. Either way a run is a measured version, the baseline's
+    (v0, 1.00x) as any other, so the two agree on the same history (and with hover's count),
+    and a masked version is in no figure (hidden from the active memory, as blame hides it),
+    only in the `(+N masked)` count: a kernel whose runs are all masked shows
+    `best - | latest - | 0 runs (+1 masked), 0 failed`."""
+    if has_runs(summary):
         best = (
             f"best {format_score(summary.best_score)} {summary.best_version or ''}".rstrip()
             if summary.best_score is not None
             else "best -"
         )
-        latest = (
-            f"latest {format_score(summary.latest_score)} {summary.latest_version or ''}".rstrip()
-            if summary.latest_score is not None and summary.latest_status not in ("failed", "timeout")
-            else f"latest FAILED {summary.latest_version or ''}".rstrip()
-        )
+        if summary.latest_id is None:  # every run masked
+            latest = "latest -"
+        elif summary.latest_score is not None and summary.latest_status not in ("failed", "timeout"):
+            latest = f"latest {format_score(summary.latest_score)} {summary.latest_version or ''}".rstrip()
+        else:
+            latest = f"latest FAILED {summary.latest_version or ''}".rstrip()
         runs = runs_text(summary.runs, summary.masked_runs)
         return f"{best} | {latest} | {runs}, {summary.failures} failed"
     if not scores:
@@ -79,7 +85,7 @@ def kernel_lens(summary: KernelSummary | None, scores: list[VersionScore]) -> st
     else:
         latest_text = f"latest {'FAILED' if not last.passed else '-'} {last.version}"
     extra = "".join(f", {count} {label}" for label, count in sorted(outcomes.items()))
-    runs = runs_text(len(active), len(scores) - len(active))
+    runs = runs_text(*run_counts(scores))
     return f"{best_text} | {latest_text} | {runs}, {failed} failed{extra}"
 
 
@@ -223,14 +229,15 @@ def kernel_texts(
     kernels: list[str], summaries: dict[str, KernelSummary], scores: list[VersionScore], stale: bool
 ) -> dict[str, str]:
     """Kernel name -> its one-line summary (lens, inlay hint, hover). A kernel without
-    experiments in the store shows the memory records' summary (the same text for all)."""
+    experiments in the store (none at all, masked or not) shows the memory records' summary
+    (the same text for all)."""
     prefix = "(stale) " if stale else ""
     from_memory: str | None = None
 
     def text(name: str) -> str:
         nonlocal from_memory
         summary = summaries.get(name)
-        if summary is not None and summary.runs:
+        if has_runs(summary):
             return kernel_lens(summary, scores)
         if from_memory is None:
             from_memory = kernel_lens(None, scores)

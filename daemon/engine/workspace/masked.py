@@ -1,27 +1,28 @@
 """What a partial restart hides, for every surface that counts or ranks a workspace's runs.
 
-A masked memory version's experience is hidden from the active memory (`memory read`, and
-`exp top`, `list`, `failures` with a workspace, docs/memory.md and docs/experiments.md). The
+A masked memory version's experience is hidden from the active memory (`memory read`,
+docs/memory.md and docs/experiments.md). The
 one rule for the figures a person or an agent is told about a kernel (run and failure counts,
 best, latest; lenses, inlay hints, hover, `exp summary`, `expdb.kernel_summaries`): the runs
 of masked versions are in none of them, and are counted apart (`KernelSummary.masked_runs`,
-shown as `3 runs (+1 masked)`), so a person sees that the history holds more. A ranking
-(`exp top`, `expdb.top_experiments`, `kernelscope.topExperiments`) leaves out the experiments
-of every workspace's masked versions, with or without a workspace (`hidden_experiments`).
+shown as `3 runs (+1 masked)`), so a person sees that the history holds more. A ranking or
+a listing (`exp top`, `list`, `failures`, `show`, `expdb.top_experiments`,
+`kernelscope.topExperiments`) leaves out the experiments of every workspace's masked versions,
+with or without a workspace (`hidden_experiments`), and says how many (`hidden_count`).
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol, TypeGuard
 
 from kernelscope.daemon.engine.memory import core
 
 if TYPE_CHECKING:
     from kernelscope.daemon.engine.memory.records import MemoryEntry
     from kernelscope.daemon.engine.store import ExperimentStore
-    from kernelscope.protocol.experiment import KernelSummary
+    from kernelscope.protocol.experiment import KernelExperiment, KernelSummary
 
 
 def masked_versions(entries: Iterable[MemoryEntry]) -> set[str]:
@@ -46,11 +47,31 @@ def kernel_summaries(
     return store.kernel_summaries(str(root), hidden)
 
 
+class _Run(Protocol):
+    @property
+    def masked(self) -> bool: ...
+
+
+def run_counts(runs: Iterable[_Run]) -> tuple[int, int]:
+    """(runs, masked runs) of a history read without the store's summary: the runs of masked
+    versions counted apart, as the store counts them (`masked_runs`). The records' lens and
+    hover's heading both count with this, so they give one number for one history."""
+    flags = [run.masked for run in runs]
+    return len(flags) - sum(flags), sum(flags)
+
+
+def has_runs(summary: KernelSummary | None) -> TypeGuard[KernelSummary]:
+    """Whether the store's summary speaks for its kernel: it has runs, counted or masked (a
+    kernel whose runs are all masked is `0 runs (+N masked)` with no best or latest, never
+    another kernel's or the memory records' figures)."""
+    return summary is not None and bool(summary.runs or summary.masked_runs)
+
+
 def hidden_experiments(
     store: ExperimentStore, include_masked: bool = False, **filters: Any
 ) -> dict[str, set[str]]:
-    """Workspace -> its masked versions, whose experiments a ranking of the store (with these
-    filters) leaves out: the masks of the `workspace` filter, else those of every workspace of
+    """Workspace -> its masked versions, whose experiments a ranking or listing of the store
+    (with these filters) leaves out: the masks of the `workspace` filter, else those of every workspace of
     the matching experiments whose folder is here and readable (a workspace deleted, moved, on
     another machine of a shared store, or unreadable hides nothing: its rows are shown as
     before). Nothing with `include_masked`."""
@@ -70,15 +91,26 @@ def hidden_experiments(
 
 
 def hidden_count(
-    store: ExperimentStore,
-    hidden: dict[str, set[str]],
-    include_buggy: bool = False,
-    include_interpreter: bool = False,
-    **filters: Any,
+    hidden: Mapping[str, set[str]], count: Callable[[Mapping[str, set[str]]], int], shown: int | None = None
 ) -> int:
-    """How many experiments the ranking `store.top` makes with these arguments leaves out
-    for `hidden` (all of them, not only those that would have made its first rows)."""
+    """How many experiments `hidden` leaves out of a read (`exp top`, `list`, `failures`):
+    `count` is the read's size, with no limit, leaving out the versions it is given (`shown`
+    the size with `hidden` left out, when the caller has it); all of those left out, not only
+    those that would have made its first rows."""
     if not any(hidden.values()):
         return 0
-    every = store.top_count(include_buggy, include_interpreter, **filters)
-    return every - store.top_count(include_buggy, include_interpreter, hidden, **filters)
+    return count({}) - (count(hidden) if shown is None else shown)
+
+
+def ranked(
+    store: ExperimentStore,
+    max_results: int = 20,
+    include_buggy: bool = False,
+    include_interpreter: bool = False,
+    include_masked: bool = False,
+    **filters: Any,
+) -> list[KernelExperiment]:
+    """`store.top` without the experiments of masked versions (`hidden_experiments`), as
+    `kernelscope exp top` ranks them: the editor's `kernelscope.topExperiments`."""
+    hidden = hidden_experiments(store, include_masked, **filters)
+    return store.top(max_results, include_buggy, include_interpreter, hidden, **filters)

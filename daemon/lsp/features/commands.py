@@ -239,7 +239,7 @@ class Commands:
         return history(ws.cache, params.kernel).model_dump(mode="json")
 
     def top_experiments(self, params: Any) -> Any:
-        from kernelscope.daemon.engine.workspace.masked import hidden_experiments
+        from kernelscope.daemon.engine.workspace.masked import ranked
 
         filters: dict[str, Any] = {}
         settings = self.state.default_settings
@@ -253,12 +253,12 @@ class Commands:
             filters["kernel"] = params.kernel
         store = self._store(settings.db_url)
         records = self._engine(
-            lambda: store.top(
+            lambda: ranked(
+                store,
                 params.max_results,
                 include_buggy=params.include_buggy,
                 include_interpreter=params.include_interpreter,
-                # as `kernelscope exp top`: a masked version's experience is hidden
-                hidden_versions=hidden_experiments(store, params.include_masked, **filters),
+                include_masked=params.include_masked,
                 **filters,
             )
         )
