@@ -250,7 +250,7 @@ def score_parts(record: Any, baseline: Any, kind: str | None = None) -> ScorePar
     if in_run is not None:
         interval = _interval(block.get("score_ci"))
         if interval is not None and not interval[0] <= in_run <= interval[1]:
-            interval = None  # a v0 written before 40fd5f1: score 1.0, its interval left vs the reference
+            interval = None  # an older v0 record: 1.0 beside the interval of its speedup over the reference
         return (in_run, "speedup", "v0", interval, "kernelscope.score_vs_v0")
     if baseline is None:
         return None
