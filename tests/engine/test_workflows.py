@@ -795,12 +795,16 @@ def test_demo(tmp_path: Path) -> None:
     # interpreter that is usually v3, but timing noise may flip close versions, so check the rule.
     latencies = {i.version: i.latency_us for i in result.iterations}
     fastest = min(latencies, key=lambda v: latencies[v])  # type: ignore[arg-type,return-value]
-    assert result.mask is not None and len(result.mask.masked) == 1 and result.mask.best_version == fastest
+    # v3 is the latest and is kept: with v3 best, v1 and v2 are candidates and one is masked;
+    # with v2 best (noise), v1 alone is, and half of one is none
+    masked = 1 if fastest == "v3" else 0
+    assert result.mask is not None and len(result.mask.masked) == masked
+    assert result.mask.best_version == fastest
+    runs = f"{4 - masked} runs" + (f" (+{masked} masked)" if masked else "") + ", 0 failed"
     assert (
-        result.kernel_lenses["add_kernel"].startswith("best ")
-        and "3 runs (+1 masked), 0 failed" in result.kernel_lenses["add_kernel"]  # v0-v3, v2 masked
+        result.kernel_lenses["add_kernel"].startswith("best ") and runs in result.kernel_lenses["add_kernel"]
     )
-    assert "next v4 | 1 masked" in result.file_lens and "interpreter runs only" in result.file_lens
+    assert f"next v4 | {masked} masked" in result.file_lens and "interpreter runs only" in result.file_lens
     assert Git(result.workspace).run("status", "--porcelain") == ""
 
 
