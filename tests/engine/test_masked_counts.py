@@ -318,3 +318,29 @@ def test_one_run_is_a_run_not_runs(ws: Path) -> None:
         heading = history_table.history(cache, "add_kernel").markdown.splitlines()[0]
         assert heading == "**add_kernel**: 1 experiment (+4 masked)", heading
     store.close()
+
+
+def test_which_versions_are_masked_is_read_by_one_rule_whatever_the_folder(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """What masked_versions_at (the `exp` commands) reads agrees with a scan (the lens, hover),
+    and an odd folder hides nothing instead of failing (three findings of a review): a record
+    marked masked that the record model rejects was masked for `exp` and not for the lens
+    (`4 (+1 masked)` beside `5 runs`); a memory/ that cannot be read (a path too long) raised
+    through `exp show`, `exp list -w` and `exp summary -w`; and a relative workspace was read
+    from the current folder."""
+    import json
+
+    from kernelscope.daemon.engine.workspace.masked import masked_versions, masked_versions_at
+
+    ws = tmp_path / "kernel_opt_vector_add"
+    shutil.copytree(EXAMPLES / "vector_add", ws)
+    record = ws / "memory" / "v2.json"
+    data = json.loads(record.read_text())
+    record.write_text(json.dumps({**data, "masked": True, "timestamp": ["2024-01-01"]}))
+    assert masked_versions_at(ws) == masked_versions(Workspace(ws).memory.scan()) == set()
+    record.write_text(json.dumps({**data, "masked": True}))
+    assert masked_versions_at(ws) == masked_versions(Workspace(ws).memory.scan()) == {"v2"}
+    assert masked_versions_at(tmp_path / ("x" * 300)) == set()
+    monkeypatch.chdir(tmp_path)
+    assert masked_versions_at(ws.name) == set()  # relative: not the current folder's

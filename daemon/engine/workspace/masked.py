@@ -13,11 +13,14 @@ with or without a workspace (`hidden_experiments`), and says how many (`hidden_c
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol, TypeGuard
 
 from kernelscope.daemon.engine.memory import core
+
+log = logging.getLogger("kernelscope.masked")
 
 if TYPE_CHECKING:
     from kernelscope.daemon.engine.memory.records import MemoryEntry
@@ -32,9 +35,25 @@ def masked_versions(entries: Iterable[MemoryEntry]) -> set[str]:
 
 def masked_versions_at(root: Path | str) -> set[str]:
     """The masked versions of the workspace at `root`, read from its memory/ (for a command
-    that has not scanned it)."""
-    found = (core.read_file(number, path) for number, path in core.record_files(Path(root) / core.MEMORY_DIR))
-    return {f.version for f in found if f.masked}
+    that has not scanned it), by the rule `masked_versions` applies to a scan: a record the
+    pydantic-free reader cannot vouch for is judged by the record model, as the CLI's fast path
+    leaves it (a record marked masked that the model rejects is masked nowhere: `exp` hid it
+    while the lens and hover counted it). A workspace whose memory/ cannot be read (a path too long, no
+    permission) hides nothing: its masks cannot be known, and its rows are shown."""
+    if not Path(root).is_absolute():  # a relative one would be the current folder's
+        return set()
+    try:
+        found = [
+            core.read_file(number, path) for number, path in core.record_files(Path(root) / core.MEMORY_DIR)
+        ]
+        if all(f.vouched for f in found):
+            return {f.version for f in found if f.masked}
+        from kernelscope.daemon.engine.workspace.workspace import Workspace
+
+        return masked_versions(Workspace(Path(root)).memory.scan())
+    except OSError as exc:
+        log.warning("masks of %s unknown (memory/ unreadable: %s): nothing hidden", root, exc)
+        return set()
 
 
 def kernel_summaries(
@@ -79,15 +98,8 @@ def hidden_experiments(
         return {}
     if filters.get("workspace"):
         return {filters["workspace"]: masked_versions_at(filters["workspace"])}
-    found: dict[str, set[str]] = {}
-    for place in store.workspaces(**filters):
-        if not Path(place).is_absolute():  # "": recorded under no workspace (not the cwd's)
-            continue
-        try:
-            found[place] = masked_versions_at(place)
-        except OSError:  # memory/ unreadable: its masks cannot be known
-            continue
-    return found
+    # ("": recorded under no workspace, and relative ones, hide nothing: not the cwd's)
+    return {place: masked_versions_at(place) for place in store.workspaces(**filters)}
 
 
 def hidden_count(
