@@ -344,3 +344,30 @@ def test_which_versions_are_masked_is_read_by_one_rule_whatever_the_folder(
     assert masked_versions_at(tmp_path / ("x" * 300)) == set()
     monkeypatch.chdir(tmp_path)
     assert masked_versions_at(ws.name) == set()  # relative: not the current folder's
+
+
+def test_a_ranking_reads_only_the_versions_its_rows_name(ws: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Without a workspace, hiding masked versions read every record file of every workspace
+    in the store at each `exp top/list/failures` (a review measured 12,000 files for 300
+    workspaces of 40 versions: 0.56 s against 0.22 s with --include-masked); only the versions
+    the matching experiments name are read now, and they are hidden just the same."""
+    from kernelscope.daemon.engine.memory import core
+    from kernelscope.daemon.engine.workspace.masked import hidden_experiments
+
+    store = ExperimentStore(str(ws.parent / "exp.sqlite"))
+    read: list[str] = []
+    real = core.read_file
+
+    def counted(number: int, path: Path) -> core.RawFile:
+        read.append(path.name)
+        return real(number, path)
+
+    monkeypatch.setattr(core, "read_file", counted)
+    assert hidden_experiments(store) == {str(ws): {"v2"}}
+    assert sorted(read) == [f"v{n}.json" for n in range(5)]  # every version has an experiment
+    read.clear()
+    assert hidden_experiments(store, memory_version="v2") == {str(ws): {"v2"}}
+    assert read == ["v2.json"], read  # the rows name v2 alone
+    read.clear()
+    assert hidden_experiments(store, memory_version="v1") == {str(ws): set()} and read == ["v1.json"]
+    store.close()

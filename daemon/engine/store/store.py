@@ -631,11 +631,16 @@ class ExperimentStore:
         with self._reading() as conn:
             return [dict(row._mapping) for row in conn.execute(query)]
 
-    def workspaces(self, **filters: Any) -> list[str]:
-        """The workspaces of the experiments matching `filters` that name a memory version."""
-        query = select(E.workspace).where(*self._conditions(filters), E.memory_version.is_not(None))
+    def workspace_versions(self, **filters: Any) -> dict[str, set[str]]:
+        """The memory versions the experiments matching `filters` name, by workspace."""
+        query = select(E.workspace, E.memory_version).where(
+            *self._conditions(filters), E.memory_version.is_not(None)
+        )
+        found: dict[str, set[str]] = {}
         with self._reading() as conn:
-            return sorted(conn.execute(query.distinct()).scalars())
+            for workspace, version in conn.execute(query.distinct()):
+                found.setdefault(workspace, set()).add(version)
+        return found
 
     def lineage(self, exp_id: str) -> Lineage:
         """Ancestors through `pid` (parent first) and descendants (breadth first)."""

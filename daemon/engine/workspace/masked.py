@@ -33,24 +33,30 @@ def masked_versions(entries: Iterable[MemoryEntry]) -> set[str]:
     return {e.version for e in entries if e.masked}
 
 
-def masked_versions_at(root: Path | str) -> set[str]:
+def masked_versions_at(root: Path | str, among: set[str] | None = None) -> set[str]:
     """The masked versions of the workspace at `root`, read from its memory/ (for a command
     that has not scanned it), by the rule `masked_versions` applies to a scan: a record the
     pydantic-free reader cannot vouch for is judged by the record model, as the CLI's fast path
     leaves it (a record marked masked that the model rejects is masked nowhere: `exp` hid it
     while the lens and hover counted it). A workspace whose memory/ cannot be read (a path too long, no
-    permission) hides nothing: its masks cannot be known, and its rows are shown."""
+    permission) hides nothing: its masks cannot be known, and its rows are shown. `among`:
+    only these versions are asked about (only their files are read: a ranking of a large store
+    reads the versions its rows name, not every record of every workspace)."""
     if not Path(root).is_absolute():  # a relative one would be the current folder's
         return set()
     try:
+        files = core.record_files(Path(root) / core.MEMORY_DIR)
         found = [
-            core.read_file(number, path) for number, path in core.record_files(Path(root) / core.MEMORY_DIR)
+            core.read_file(number, path)
+            for number, path in files
+            if among is None or core.format_version(number) in among
         ]
         if all(f.vouched for f in found):
             return {f.version for f in found if f.masked}
         from kernelscope.daemon.engine.workspace.workspace import Workspace
 
-        return masked_versions(Workspace(Path(root)).memory.scan())
+        masked = masked_versions(Workspace(Path(root)).memory.scan())
+        return masked if among is None else masked & among
     except OSError as exc:
         log.warning("masks of %s unknown (memory/ unreadable: %s): nothing hidden", root, exc)
         return set()
@@ -99,7 +105,10 @@ def hidden_experiments(
     if filters.get("workspace"):
         return {filters["workspace"]: masked_versions_at(filters["workspace"])}
     # ("": recorded under no workspace, and relative ones, hide nothing: not the cwd's)
-    return {place: masked_versions_at(place) for place in store.workspaces(**filters)}
+    return {
+        place: masked_versions_at(place, named)
+        for place, named in store.workspace_versions(**filters).items()
+    }
 
 
 def hidden_count(
