@@ -130,6 +130,37 @@ def test_the_store_and_the_records_alone_show_the_same_runs(ws: Path, masks: lis
     other.close()
 
 
+def masked_in_two_workspaces(tmp_path: Path, db_url: str, scores: list[float]) -> tuple[Path, Path]:
+    """Workspaces a (v2 masked, v4) and b (v1 masked, v2: masked in a, not in b, so hidden per
+    workspace, not per version), and one whose folder is gone (v1 masked there: deleted, or on
+    another machine, so shown as before), an experiment each in the store, and one recorded
+    under no workspace; `scores` in that order (a/v2, a/v4, b/v1, b/v2, gone/v1, none). (a, b)."""
+    a, b, gone = tmp_path / "a", tmp_path / "b", tmp_path / "gone"
+    write_record(a, 2, masked=True)
+    write_record(a, 4)
+    write_record(b, 1, masked=True)
+    write_record(b, 2)
+    write_record(gone, 1, masked=True)
+    rows = [(a, "v2"), (a, "v4"), (b, "v1"), (b, "v2"), (gone, "v1")]
+    store = ExperimentStore(db_url)
+    store.import_experiments(
+        [
+            KernelExperiment(
+                id=f"{n:016x}",
+                change_summary=f"{ws.name} {v}",
+                score=score,
+                workspace=str(ws),
+                memory_version=v,
+            )
+            for n, ((ws, v), score) in enumerate(zip(rows, scores[:5], strict=True))
+        ]
+        + [KernelExperiment(id="f" * 16, change_summary="no workspace", score=scores[5], memory_version="v2")]
+    )
+    store.close()
+    shutil.rmtree(gone)
+    return a, b
+
+
 def test_exp_top_hides_each_workspace_s_masked_versions_without_a_workspace_too(  # type: ignore[no-untyped-def]
     tmp_path: Path, db_url: str, cli
 ) -> None:
@@ -137,26 +168,7 @@ def test_exp_top_hides_each_workspace_s_masked_versions_without_a_workspace_too(
     `top_experiments()`, the editor's command with no workspace) saw the experiments its
     partial restart hid: the masks are read per row's workspace, when its folder is here. Before,
     the masked A/v2 and B/v1 were ranked and nothing said that -w had hidden anything."""
-    a, b = tmp_path / "a", tmp_path / "b"
-    gone = tmp_path / "gone"  # a workspace deleted (or on another machine): shown as before
-    write_record(a, 2, masked=True)
-    write_record(a, 4)
-    write_record(b, 1, masked=True)
-    write_record(b, 2)  # not masked in b, masked in a: hidden per workspace, not per version
-    write_record(gone, 1, masked=True)
-    rows = [(a, "v2", 1.1), (a, "v4", 1.22), (b, "v1", 2.0), (b, "v2", 1.5), (gone, "v1", 3.0)]
-    store = ExperimentStore(db_url)
-    store.import_experiments(
-        [
-            KernelExperiment(
-                id=f"{n:016x}", change_summary=f"{ws.name} {v}", score=s, workspace=str(ws), memory_version=v
-            )
-            for n, (ws, v, s) in enumerate(rows)
-        ]
-        + [KernelExperiment(id="f" * 16, change_summary="no workspace", score=0.9, memory_version="v2")]
-    )
-    store.close()
-    shutil.rmtree(gone)
+    a, b = masked_in_two_workspaces(tmp_path, db_url, [1.1, 1.22, 2.0, 1.5, 3.0, 0.9])
 
     def top(*args: str) -> tuple[list[str], str]:
         shown = cli("exp", "top", "--db", db_url, "--json", *args)
@@ -253,30 +265,7 @@ def test_exp_list_and_failures_hide_masked_versions_as_top_does(tmp_path: Path, 
     masked versions (only -w hid that workspace's) and, with -w, said nothing of what they
     left out: the rule `exp top` follows (masked.hidden_experiments) now holds for all three,
     with the same message."""
-    a, b = tmp_path / "a", tmp_path / "b"
-    gone = tmp_path / "gone"  # a workspace deleted (or on another machine): shown as before
-    write_record(a, 2, masked=True)
-    write_record(a, 4)
-    write_record(b, 1, masked=True)
-    write_record(b, 2)  # not masked in b, masked in a: hidden per workspace, not per version
-    write_record(gone, 1, masked=True)
-    rows = [(a, "v2"), (a, "v4"), (b, "v1"), (b, "v2"), (gone, "v1")]
-    store = ExperimentStore(db_url)
-    store.import_experiments(
-        [
-            KernelExperiment(
-                id=f"{n:016x}",
-                change_summary=f"{ws.name} {v}",
-                score=0.5,  # regressive: a failure
-                workspace=str(ws),
-                memory_version=v,
-            )
-            for n, (ws, v) in enumerate(rows)
-        ]
-        + [KernelExperiment(id="f" * 16, change_summary="no workspace", score=0.5, memory_version="v2")]
-    )
-    store.close()
-    shutil.rmtree(gone)
+    a, _ = masked_in_two_workspaces(tmp_path, db_url, [0.5] * 6)  # regressive: failures all
 
     def shown(command: str, *args: str) -> tuple[list[str], str]:
         result = cli("exp", command, "--db", db_url, "--json", *args)

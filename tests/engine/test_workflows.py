@@ -9,7 +9,9 @@ import signal
 import subprocess
 import sys
 import textwrap
+import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -39,6 +41,30 @@ def iterate(ws: Path, db: str, category: str, **kwargs: object):  # type: ignore
             **kwargs,
         ),  # type: ignore[arg-type]
     )
+
+
+def started(
+    call: Callable[[], object],
+    outcome: dict[str, object],
+    key: str,
+    name: str | None = None,
+    then: Callable[[], object] | None = None,
+) -> threading.Thread:
+    """`call` in a thread of its own, started: what it returned, or the exception it raised,
+    lands in outcome[key] for the test to report; `then` (a test's event) runs after either."""
+
+    def run() -> None:
+        try:
+            outcome[key] = call()
+        except Exception as exc:  # (the test reports it)
+            outcome[key] = exc
+        finally:
+            if then is not None:
+                then()
+
+    thread = threading.Thread(target=run, name=name)
+    thread.start()
+    return thread
 
 
 @pytest.fixture(scope="module")
@@ -379,8 +405,6 @@ def test_a_restart_committing_its_mask_during_an_iterations_commit_leaves_both_w
     kernelscope's commits of one repository now take turns: each holds exactly its own files,
     and neither fails. (The iteration's pre-commit hook waits for the mask's commit, which
     under the lock comes only after it, so the hook gives up waiting.)"""
-    import threading
-
     ws, db = workspace
     git = Git(ws)
     (ws / "kernel.py").write_text(kernel_with_block(KERNEL, 2048))
@@ -397,21 +421,13 @@ def test_a_restart_committing_its_mask_during_an_iterations_commit_leaves_both_w
     )
     hook.chmod(0o755)
     outcome: dict[str, object] = {}
-
-    def run() -> None:
-        try:
-            outcome["result"] = iterate(ws, db, "block_size")
-        except Exception as exc:  # (the test reports it)
-            outcome["error"] = exc
-
-    iteration = threading.Thread(target=run)
-    iteration.start()
+    iteration = started(lambda: iterate(ws, db, "block_size"), outcome, "result")
     while not in_commit.exists() and iteration.is_alive():
         time.sleep(0.05)
     report = restart(ws, db, agent_script(tmp_path, "print('started', flush=True)"))
     iteration.join(300)
-    assert "error" not in outcome, outcome.get("error")
     result = outcome["result"]
+    assert not isinstance(result, Exception), result
     assert result.version == "v4" and report.mask_commit  # type: ignore[attr-defined]
     files = git.run("show", "--name-only", "--format=", str(result.commit)).split()  # type: ignore[attr-defined]
     assert files == ["kernel.py", "memory/v4.json"]
@@ -430,8 +446,6 @@ def test_an_iteration_measuring_across_a_restart_is_not_credited_to_its_agent(
     It recorded v4 once the restart released the lock, so the fresh agent's iteration became
     v5, and the restart's report gave the old iteration's v4 as the agent's result. An
     iteration a restart overtook now records nothing and says why; the agent's is v4."""
-    import threading
-
     from kernelscope.daemon.engine import DataError
     from kernelscope.daemon.engine.workflows import iterate as iterate_module
 
@@ -449,14 +463,6 @@ def test_an_iteration_measuring_across_a_restart_is_not_credited_to_its_agent(
 
     monkeypatch.setattr(iterate_module, "run_benchmark", measuring)
     outcome: dict[str, object] = {}
-
-    def old_iteration() -> None:
-        try:
-            outcome["result"] = iterate(ws, db, "block_size")
-        except Exception as exc:  # (the test reports it)
-            outcome["error"] = exc
-        recorded.set()
-
     real_brief = PartialRestart._brief
 
     def brief_then_old_iteration_records(self: PartialRestart, *args: object) -> object:
@@ -466,14 +472,13 @@ def test_an_iteration_measuring_across_a_restart_is_not_credited_to_its_agent(
         return made
 
     monkeypatch.setattr(PartialRestart, "_brief", brief_then_old_iteration_records)
-    thread = threading.Thread(target=old_iteration)
-    thread.start()
+    thread = started(lambda: iterate(ws, db, "block_size"), outcome, "old iteration", then=recorded.set)
     assert measured.wait(300)
     report = restart(ws, db, agent_script(tmp_path, HONEST))
     thread.join(60)
     assert report.next_version == "v4"
-    error = outcome.get("error")
-    assert isinstance(error, DataError), outcome.get("result")
+    error = outcome["old iteration"]
+    assert isinstance(error, DataError), error
     assert "partial restart" in str(error) and "nothing was recorded" in str(error), error
     record = json.loads((ws / "memory" / "v4.json").read_text())
     assert record["optimization"]["action_description"] == "BLOCK 4096"  # the agent's, as briefed
@@ -489,8 +494,6 @@ def test_a_mask_half_waits_for_an_iteration_recording(
     call) between an iteration's restart check and its record: it took no iteration lock, so
     it masked and gave v4 as the next version while the iteration, its check passed, then
     recorded v4. It now waits for the iteration's write phase, as a restart does."""
-    import threading
-
     from kernelscope.daemon.engine.memory import atomic_io
     from kernelscope.daemon.engine.workflows import iterate as iterate_module
     from kernelscope.daemon.engine.workspace.workspace import Workspace
@@ -513,22 +516,10 @@ def test_a_mask_half_waits_for_an_iteration_recording(
     monkeypatch.setattr(iterate_module, "refuse_if_restarted", check_then_pause)
     monkeypatch.setattr(atomic_io, "workspace_lock", lock)
     outcome: dict[str, object] = {}
-
-    def run(key: str, call: object) -> None:
-        try:
-            outcome[key] = call()  # type: ignore[operator]
-        except Exception as exc:  # (the test reports it)
-            outcome[key] = exc
-        finally:
-            if key == "mask":
-                mask_waits.set()
-
-    iteration = threading.Thread(target=run, args=("iteration", lambda: iterate(ws, db, "block_size")))
-    iteration.start()
+    iteration = started(lambda: iterate(ws, db, "block_size"), outcome, "iteration")
     assert checked.wait(300)
     memory = Workspace(ws).memory  # as the memory command does (daemon/cli/memory.py)
-    mask = threading.Thread(target=run, args=("mask", lambda: memory.mask_half(None, seed=1)), name="mask")
-    mask.start()
+    mask = started(lambda: memory.mask_half(None, seed=1), outcome, "mask", name="mask", then=mask_waits.set)
     assert mask_waits.wait(60)  # waiting for the lock, or (before) done
     go.set()
     iteration.join(120)
@@ -918,30 +909,20 @@ def test_a_restart_cancelled_while_it_waits_for_an_iteration_writes_nothing(
     """A restart clicked while an agent's iterate was in its write phase waits for the
     iteration lock; Cancel pressed meanwhile was seen only once the agent ran: half the memory
     was masked, the mask committed and the agent launched, then killed. Now nothing is written."""
-    import threading
-
     from kernelscope.daemon.engine import Cancelled
     from kernelscope.daemon.engine.memory.atomic_io import iteration_lock
 
     ws, _db = workspace
     head = Git(ws).run("rev-parse", "HEAD").strip()
     memory = {p.name: p.read_bytes() for p in (ws / "memory").iterdir()}
-    cancel, outcome = threading.Event(), {}
+    cancel, outcome = threading.Event(), dict[str, object]()
     options = RestartOptions(agent=agent_script(tmp_path, "print('started')"), seed=1, timeout_s=60)
-
-    def run() -> None:
-        try:
-            outcome["report"] = PartialRestart(ws, options).run(cancel=cancel)
-        except Exception as exc:  # (the test reports it)
-            outcome["error"] = exc
-
     with iteration_lock(ws):  # an iteration writing
-        restarting = threading.Thread(target=run)
-        restarting.start()
+        restarting = started(lambda: PartialRestart(ws, options).run(cancel=cancel), outcome, "report")
         time.sleep(0.5)  # (the restart is waiting for the lock; if not yet, it finds cancel set)
         cancel.set()
     restarting.join(120)
-    assert isinstance(outcome.get("error"), Cancelled), outcome
+    assert isinstance(outcome.get("report"), Cancelled), outcome
     assert Git(ws).run("rev-parse", "HEAD").strip() == head
     assert {p.name: p.read_bytes() for p in (ws / "memory").iterdir()} == memory
 
