@@ -88,6 +88,18 @@ def private_user_env(home: Path, environ: Mapping[str, str]) -> dict[str, str]:
     return {**env, **{name: str(home / folder) for name, folder in XDG_FOLDERS.items()}}
 
 
+@pytest.fixture(scope="module")
+def prepared(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The folder tests/lsp/test_lsp.make_workspace builds (two recorded versions, their
+    experiments, a foreign workspace), once per test module that asks for it (the LSP tests,
+    `kernelscope check`, the first-day tests); a module that needs another defines its own."""
+    from tests.lsp.test_lsp import make_workspace
+
+    root = tmp_path_factory.mktemp("prepared")
+    make_workspace(root)
+    return root
+
+
 @pytest.fixture
 def vector_add_ws(tmp_path: Path) -> Path:
     """A private copy of examples/vector_add (README, kernel.py, memory v0..v4)."""

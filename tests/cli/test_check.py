@@ -9,16 +9,9 @@ from pathlib import Path
 import pytest
 
 from kernelscope.daemon.engine.workflows.demo import kernel_with_block
-from tests.lsp.test_lsp import KERNEL, make_workspace, private_copy
+from tests.lsp.test_lsp import KERNEL, private_copy
 
 pytestmark = pytest.mark.slow
-
-
-@pytest.fixture(scope="module")
-def prepared(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    root = tmp_path_factory.mktemp("check")
-    make_workspace(root)
-    return root
 
 
 @pytest.fixture

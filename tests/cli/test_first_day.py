@@ -17,18 +17,10 @@ from pathlib import Path
 import pytest
 
 from kernelscope.protocol.record_rules import format_score
-from tests.lsp.test_lsp import make_workspace
 from tests.support.copies import copy_with_stores
 
 pytestmark = pytest.mark.slow
 KERNELSCOPE = str(Path(sys.executable).with_name("kernelscope"))
-
-
-@pytest.fixture(scope="module")
-def prepared(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    root = tmp_path_factory.mktemp("first-day")
-    make_workspace(root)
-    return root
 
 
 @pytest.fixture

@@ -1,6 +1,5 @@
-"""Fixtures the LSP tests share: the prepared folder (`make_workspace`: two recorded versions,
-their experiments, a foreign workspace), made once per test module, and each test's private copy
-of it."""
+"""Fixtures the LSP tests share: each test's private copy of the prepared folder
+(tests/conftest.py's `prepared`, made once per test module)."""
 
 from __future__ import annotations
 
@@ -8,14 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.lsp.test_lsp import make_workspace, private_copy
-
-
-@pytest.fixture(scope="module")
-def prepared(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    root = tmp_path_factory.mktemp("lsp")
-    make_workspace(root)
-    return root
+from tests.lsp.test_lsp import private_copy
 
 
 @pytest.fixture
