@@ -301,11 +301,13 @@ def _without_refused_patterns(data: dict[str, Any]) -> tuple[dict[str, Any], lis
     trusted = data.get("trusted")
     if not isinstance(trusted, list) or not all(isinstance(p, str) for p in trusted):
         return data, []  # not a list of patterns: invalid as a whole, quoted as the user wrote it
-    problems = _pattern_problems(trusted)
-    if not problems:
+    checked = [(pattern, _pattern_problems([pattern])) for pattern in trusted]
+    dropped = [
+        f"trusted: {problem}: that pattern is ignored" for _, problems in checked for problem in problems
+    ]
+    if not dropped:
         return data, []
-    dropped = [f"trusted: {problem}: that pattern is ignored" for problem in problems]
-    kept = [pattern for pattern in trusted if not _pattern_problems([pattern])]
+    kept = [pattern for pattern, problems in checked if not problems]
     if not kept:  # nothing of this list stands: the trust an earlier source gave stays as it was
         rest = {k: v for k, v in data.items() if k != "trusted"}
         return rest, [*dropped, "trusted: no pattern of this list is left: the earlier trusted setting stays"]

@@ -54,9 +54,7 @@ def check_command(
     notices, identical = text_notices(service, text, whole=True)  # asked for: any size
     readme = Workspace(root).readme() if (root / "README.md").is_file() else None
     notices += static_notices(text, detect_kind(root, readme), whole=True)
-    user, folder, dropped = user_settings()
-    for problem in dropped:
-        output.warn(problem)
+    user, folder = user_settings(output.warn)
     if folder.bench_on_save and not trusts(user.trusted, root):
         notices.append(untrusted_notice(str(root), trust_narrowed(user.trusted, root)))
     tried = [hint for hint in service.tried(text) if hint.values]

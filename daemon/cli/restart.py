@@ -41,13 +41,7 @@ def restart_command(
     # what is wrong with the workspace first (not one, or a supervisor's), then the agent
     workspace = require_workspace(workspace)
     refuse_if_supervised(workspace, "restart (mask half of the memory, launch an agent)", force)
-    if agent:
-        command: str | None = agent
-    else:
-        user, _folder, dropped = user_settings()
-        for problem in dropped:
-            output.warn(problem)
-        command = user.agent
+    command = agent or user_settings(output.warn)[0].agent
     if not command:
         raise UsageError(
             "no agent command: pass --agent '...' or set agent = '...' in the kernelscope config"

@@ -135,16 +135,6 @@ def refuse_if_restarted(memory: MemoryManager, mask_half: dict[str, Any] | None)
     )
 
 
-def _as_the_baseline(bench: BenchResult) -> None:
-    """v0's score is 1.0, exactly: the reference point of every later score, with no interval.
-    The run measured v0 against the problem's reference, and that interval was left beside the
-    1.0 (a demo's v0.json said 1.0 with [7.8e-05, 1.07e-04], an interval that does not hold its
-    own score; readers dropped it, memory/core.py). The speedup over the reference stays in
-    the configurations' own figures."""
-    bench.score = 1.0
-    bench.score_ci = None
-
-
 def exp_record_command(root: Path, store_url: str, record: dict[str, Any], kernel_text: str | None) -> str:
     """The `kernelscope exp record` command line that adds a recorded version's experiment by
     hand (a store that refused its row, an iteration cut short before it), from its record and
@@ -283,7 +273,10 @@ class Iteration:
             )
         version = self._free_version()
         if version == "v0" and bench.passed:
-            _as_the_baseline(bench)
+            # exactly 1.0, the reference point of every later score, with no interval: the run
+            # measured v0 against the problem's reference, and that interval beside the 1.0
+            # (a demo's said [7.8e-05, 1.07e-04]) did not hold its own score
+            bench.score, bench.score_ci = 1.0, None
         stops, stops_met = evaluate_stop_conditions(readme, bench)
         record = self._memory_record(version, bench, parent_entry, stops)
         head_before = self.git.head()

@@ -11,6 +11,7 @@ from __future__ import annotations
 import os
 import shlex
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -46,9 +47,9 @@ def user_config() -> dict[str, Any]:
         raise DataError(f"cannot read config file {path}: {exc}") from None
 
 
-def user_settings() -> tuple[UserSettings, FolderSettings, list[str]]:
+def user_settings(warn: Callable[[str], object]) -> tuple[UserSettings, FolderSettings]:
     """The file's settings validated as the daemon validates them (protocol/settings.py), for
-    the CLI commands that read them, and a warning naming the file for each refused `trusted`
+    the CLI commands that read them; `warn` is told, naming the file, of each refused `trusted`
     pattern dropped (the rest is kept); DataError naming the file and the setting when invalid."""
     from kernelscope.protocol.settings import user_settings_from
 
@@ -56,7 +57,9 @@ def user_settings() -> tuple[UserSettings, FolderSettings, list[str]]:
         user, folder, dropped = user_settings_from(user_config())
     except ValueError as exc:
         raise DataError(f"invalid settings in the config file {config_path()}: {exc}") from None
-    return user, folder, [f"config file {config_path()}: {problem}" for problem in dropped]
+    for problem in dropped:
+        warn(f"config file {config_path()}: {problem}")
+    return user, folder
 
 
 def command_words(command: str, what: str, empty: str) -> list[str]:
