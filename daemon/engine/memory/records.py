@@ -504,15 +504,13 @@ class MemoryManager:
                 dry_run=dry_run,
                 skipped_corrupt=corrupt,
             )
-            if dry_run:
-                return result
+            if dry_run or not (chosen or for_restart):
+                return result  # (nothing masked, no run started: nothing an iteration must know)
             writes = [note] if chosen and (note := self._record_restart(result, pitfall_target)) else []
             for version in chosen:
                 path, data, indent = self._read_raw_for_update(version)
                 data["masked"] = True
                 writes.append((path, dump_json(data, indent)))
-            if not chosen and not for_restart:
-                return result  # nothing masked, no run started: nothing an iteration must know
             # before the mask (a restart's even when empty: its next version goes to a fresh run
             # all the same): an iteration that finds the mark unchanged recorded before any of it
             put_back_mark = self._mark_mask_half(result, "restart" if for_restart else "mask-half")
