@@ -9,13 +9,12 @@ to refresh lenses and hints, and publishes kernel.py's diagnostics."""
 
 from __future__ import annotations
 
-import os
-import tempfile
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from lsprotocol import types
 
+from kernelscope.daemon.engine import WriteFailed
+from kernelscope.daemon.engine.views.answer_files import write_answer
 from kernelscope.daemon.engine.views.command_answers import command_answer_line
 from kernelscope.daemon.lsp.features.diagnostics import diagnostics, problem_diagnostics
 from kernelscope.daemon.lsp.state import WorkspaceState
@@ -67,20 +66,13 @@ def job_finished(ls: KernelscopeServer, outcome: dict[str, Any]) -> None:
         ls.window_show_message(types.ShowMessageParams(type=kind, message=message))
 
 
-# this daemon's last answer file per workspace and command (another daemon's, a second Helix
-# on a checkout of the same name, are its own: names are made unique, never counted)
-_ANSWERED: dict[str, Path] = {}
-
-
 def command_answer(ls: KernelscopeServer, command: str, result: Any = None, error: str | None = None) -> None:
     """What a command answered, shown to a client that drops executeCommand's answer (Helix):
     an error, or a result without markdown, as one window/showMessage line (a sentence from
-    engine/views/command_answers.py, never the JSON); a result's markdown
-    (the history, a comparison) in a file written outside the workspace
-    ($XDG_STATE_HOME/kernelscope/answers/), opened with window/showDocument where the client
-    can (Helix 25.07+), else named in a message as `:open <file>`. A new name each time (Helix
-    shows the buffer it has open for an old name), unique among daemons (two Helix sessions on
-    checkouts of one name), this daemon's earlier answer of that command removed."""
+    engine/views/command_answers.py, never the JSON); a result's markdown (the history, a
+    comparison) in a file outside the workspace (engine/views/answer_files.py), opened with
+    window/showDocument where the client can (Helix 25.07+), else named in a message as
+    `:open <file>`."""
     if error is not None:
         ls.window_show_message(
             types.ShowMessageParams(type=types.MessageType.Error, message=f"{command}: {error}")
@@ -92,27 +84,11 @@ def command_answer(ls: KernelscopeServer, command: str, result: Any = None, erro
             types.ShowMessageParams(type=types.MessageType.Info, message=command_answer_line(command, result))
         )
         return
-    base = (
-        Path(os.environ.get("XDG_STATE_HOME") or Path.home() / ".local" / "state") / "kernelscope" / "answers"
-    )
-    stem = (
-        f"{Path(str(result.get('workspace') or 'kernelscope')).name}-{command.removeprefix('kernelscope.')}"
-    )
     try:
-        base.mkdir(parents=True, exist_ok=True)
-        handle, name = tempfile.mkstemp(prefix=f"{stem}-", suffix=".md", dir=base)
-        with os.fdopen(handle, "w", encoding="utf-8") as out:
-            out.write(markdown)
-        path = Path(name)
-        earlier = _ANSWERED.get(stem)
-        _ANSWERED[stem] = path
-        if earlier is not None:
-            earlier.unlink(missing_ok=True)
-    except OSError as exc:
+        path = write_answer(str(result.get("workspace") or ""), command, markdown)
+    except WriteFailed as exc:
         ls.window_show_message(
-            types.ShowMessageParams(
-                type=types.MessageType.Error, message=f"{command}: cannot write {base}: {exc}"
-            )
+            types.ShowMessageParams(type=types.MessageType.Error, message=f"{command}: {exc}")
         )
         return
     if ls.client.shows_documents:  # Helix 25.07 and later

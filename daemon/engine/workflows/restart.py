@@ -31,6 +31,7 @@ from kernelscope.daemon.engine.memory.atomic_io import iteration_lock
 from kernelscope.daemon.engine.memory.core import kernelscope_block
 from kernelscope.daemon.engine.workflows.git import Git
 from kernelscope.daemon.engine.workspace.atrex import refuse_if_supervised
+from kernelscope.daemon.engine.workspace.user_config import state_dir
 from kernelscope.daemon.engine.workspace.workspace import Workspace
 from kernelscope.protocol.commands import MaskHalfResult, RestartReport
 from kernelscope.protocol.record_rules import section_get
@@ -221,12 +222,7 @@ class PartialRestart:
             "forbidden": FORBIDDEN_ACTIONS,
             "mask_seed": mask_seed,
         }
-        directory = (
-            self.options.brief_dir
-            or Path(os.environ.get("XDG_STATE_HOME") or Path.home() / ".local" / "state")
-            / "kernelscope"
-            / "briefs"
-        )
+        directory = self.options.brief_dir or state_dir("briefs")
         directory.mkdir(parents=True, exist_ok=True)
         stamp = time.strftime("%Y%m%dT%H%M%S")
         path = directory / f"{self.ws.root.name}-{next_version}-{stamp}.md"

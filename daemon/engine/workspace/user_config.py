@@ -1,5 +1,6 @@
 """The user's kernelscope configuration file (`$XDG_CONFIG_HOME/kernelscope/config.toml`, or
-the file `KERNELSCOPE_CONFIG` names).
+the file `KERNELSCOPE_CONFIG` names), and the user's state directory beside it
+(`$XDG_STATE_HOME/kernelscope/`: restart briefs, command answers for Helix).
 
 Read only from the user's own config directory: settings that run commands (`agent`, the
 interpreter, trust) must never come from files inside a workspace, which may have been cloned
@@ -34,6 +35,13 @@ def config_path() -> Path:
         return Path(explicit).expanduser()
     base = os.environ.get("XDG_CONFIG_HOME") or str(Path.home() / ".config")
     return Path(base) / "kernelscope" / "config.toml"
+
+
+def state_dir(part: str) -> Path:
+    """`$XDG_STATE_HOME/kernelscope/<part>` (~/.local/state when unset): what kernelscope
+    writes for the user outside every workspace. Not created here."""
+    base = os.environ.get("XDG_STATE_HOME") or str(Path.home() / ".local" / "state")
+    return Path(base) / "kernelscope" / part
 
 
 def user_config() -> dict[str, Any]:
