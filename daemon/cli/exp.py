@@ -16,6 +16,7 @@ import typer
 from kernelscope.daemon.cli import output
 from kernelscope.daemon.cli.options import DbOpt, JsonOpt, OptBool, OptFloat, OptStr
 from kernelscope.daemon.engine import UsageError
+from kernelscope.daemon.engine.views.words import counted
 
 if TYPE_CHECKING:  # the store (SQLAlchemy) and the models (pydantic) load when a command runs
     from kernelscope.daemon.engine.store import ExperimentStore
@@ -97,7 +98,8 @@ def _interpreter_runs_left_out(count: int, json_out: bool) -> None:
     document, and an agent's shell shows it both."""
     if count > 0:
         message = (
-            f"{count} interpreter run(s) left out (CPU timings do not rank; --include-interpreter shows them)"
+            f"{counted(count, 'interpreter run')} left out (CPU timings do not rank; --include-interpreter "
+            "shows them)"
         )
         (output.warn if json_out else output.info)(message)
 
@@ -106,7 +108,7 @@ def _masked_left_out(count: int, json_out: bool) -> None:
     """Say that experiments of masked memory versions were left out, as for interpreter runs."""
     if count > 0:
         message = (
-            f"{count} experiment(s) of masked memory versions left out (a partial restart hid their "
+            f"{counted(count, 'experiment')} of masked memory versions left out (a partial restart hid their "
             "experience; --include-masked shows them)"
         )
         (output.warn if json_out else output.info)(message)
@@ -225,7 +227,7 @@ def list_command(
     if json_out:
         output.print_json([r.to_dict() for r in records])
     else:
-        _table(records, f"{len(records)} experiments")
+        _table(records, counted(len(records), "experiment"))
     _masked_left_out(hidden_count(hidden, lambda h: store.count(h, **filters)), json_out)
 
 
@@ -496,7 +498,7 @@ def export_command(
         print(content, end="")
     else:
         atomic_write_text(path, content)
-        output.stderr.print(f"exported {len(records)} experiments to {path}")
+        output.stderr.print(f"exported {counted(len(records), 'experiment')} to {path}")
 
 
 @app.command()
