@@ -404,17 +404,21 @@ def failures(
     (interpreter runs, whose timings are no GPU figures, only with --include-interpreter; those
     of masked memory versions, with or without --workspace, only with --include-masked)."""
     from kernelscope.daemon.engine.store.store import is_interpreter_run
-    from kernelscope.daemon.engine.workspace.masked import hidden_count, hidden_experiments
+    from kernelscope.daemon.engine.workspace.masked import hidden_among, is_hidden
 
     filters = _filters(locals())
-    store = _store(db)
-    hidden = hidden_experiments(store, include_masked, **filters)
-    # one read of the store: the interpreter runs are counted, then left out unless asked for
-    every = store.failures(True, hidden_versions=hidden, **filters)
-    groups = every
-    if not include_interpreter:
-        groups = {k: [e for e in v if not is_interpreter_run(e)] for k, v in every.items()}
-    left_out = sum(map(len, every.values())) - sum(map(len, groups.values()))
+    # one read of the store: the runs of masked versions and the interpreter runs are counted
+    # among its rows, then left out unless asked for
+    every = _store(db).failures(True, **filters)
+    rows = [e for v in every.values() for e in v]
+    hidden = hidden_among(rows, include_masked)
+
+    def interpreter(e: KernelExperiment) -> bool:  # left out for being an interpreter run
+        return not include_interpreter and is_interpreter_run(e)
+
+    groups = {k: [e for e in v if not is_hidden(e, hidden) and not interpreter(e)] for k, v in every.items()}
+    left_out = sum(1 for e in rows if not is_hidden(e, hidden) and interpreter(e))
+    masked_left_out = sum(1 for e in rows if is_hidden(e, hidden) and not interpreter(e))
     if json_out:
         output.print_json({k: [r.to_dict() for r in v] for k, v in groups.items()})
     else:
@@ -422,13 +426,7 @@ def failures(
             if records:
                 _table(records, f"{category} ({len(records)})")
     _interpreter_runs_left_out(left_out, json_out)
-    shown = sum(map(len, groups.values()))
-    _masked_left_out(
-        hidden_count(
-            hidden, lambda h: sum(map(len, store.failures(include_interpreter, h, **filters).values())), shown
-        ),
-        json_out,
-    )
+    _masked_left_out(masked_left_out, json_out)
 
 
 @app.command()
