@@ -388,3 +388,49 @@ def test_a_mask_half_the_disk_filled_under_names_what_it_left_written(  # type: 
     assert untouched and f"; {', '.join(untouched)} kept their old content" in said, (untouched, said)
     mark = MemoryManager(ws).mask_half_mark()
     assert mark is not None and mark["seed"] == 4, mark  # part of the mask stays: so does its mark
+
+
+def test_a_mark_that_cannot_be_put_back_is_removed(  # type: ignore[no-untyped-def]
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, cli
+) -> None:
+    """atomic_io.restore failing, through `kernelscope memory mask-half`: a previous
+    mask-half's mark is there, the new mark is written, the first record fails (nothing
+    masked) and the disk stays full, so the previous mark cannot be written back. Exit 2, the
+    records as they were, and no mark at all (the new one would refuse an iteration measuring
+    meanwhile for a mask that did not happen; no mark refuses none)."""
+    from kernelscope.daemon.engine.memory import atomic_io
+    from kernelscope.daemon.engine.memory.records import MASK_HALF_MARK, MemoryManager
+    from kernelscope.daemon.engine.workflows.iterate import refuse_if_restarted
+
+    ws = _ws_of_twelve(tmp_path)
+    memory = MemoryManager(ws)
+    memory.mask_half(None, seed=1)
+    found, before = memory.mask_half_mark(), _snapshot(tmp_path)
+    assert found is not None
+    real, full = atomic_io._atomic_write_bytes, {"now": False}
+
+    def full_from_the_first_record(path: Path, data: bytes) -> None:
+        full["now"] = full["now"] or path.name.startswith("v")
+        if full["now"]:
+            raise OSError(errno.ENOSPC, "No space left on device")
+        real(path, data)
+
+    monkeypatch.setattr(atomic_io, "_atomic_write_bytes", full_from_the_first_record)
+    restored: list[bool] = []
+    real_restore = atomic_io.restore
+
+    def spied_restore(path: Path, old: bytes | None) -> bool:
+        restored.append(real_restore(path, old))
+        return restored[-1]
+
+    import kernelscope.daemon.engine.memory.records as records
+
+    monkeypatch.setattr(records, "restore", spied_restore)
+    result = cli("memory", "mask-half", "-w", str(ws), "--seed", "4")
+    assert result.exit_code == 2, result
+    said = " ".join(result.stderr.split())
+    assert "Traceback" not in said and "no file was changed" in said, said
+    assert restored == [False], restored  # the path under test: the put-back failed
+    assert _snapshot(tmp_path) == before
+    assert memory.mask_half_mark() is None and not (memory.lock_dir / MASK_HALF_MARK).exists()
+    refuse_if_restarted(memory, found)  # an iteration measuring meanwhile records
