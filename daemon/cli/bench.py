@@ -23,6 +23,7 @@ from kernelscope.daemon.cli import output
 from kernelscope.daemon.cli.options import OptInt
 from kernelscope.daemon.engine import KernelscopeError
 from kernelscope.daemon.engine.run.bench import PRECISIONS, BenchRequest, run_benchmark
+from kernelscope.daemon.engine.views.words import counted
 from kernelscope.protocol.bench import BENCH_SCHEMA_VERSION, BenchError, BenchResult
 from kernelscope.protocol.sizes import SizeError, parse_problem_sizes
 
@@ -282,7 +283,7 @@ def _bench_many(
         print(report.model_dump_json(indent=2))
     else:
         output.print_table(
-            f"{len(report.ranking)} candidates ({report.executor}, {report.wall_s:.1f} s)",
+            f"{counted(len(report.ranking), 'candidate')} ({report.executor}, {report.wall_s:.1f} s)",
             ["rank", "candidate", "verdict", "score", "mode", "failure"],
             [
                 [

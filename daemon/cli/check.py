@@ -15,6 +15,7 @@ import typer
 
 from kernelscope.daemon.cli import output
 from kernelscope.daemon.cli.options import DbOpt, JsonOpt
+from kernelscope.daemon.engine.views.words import counted
 
 OptPath = Optional[Path]  # noqa: UP045
 
@@ -86,6 +87,8 @@ def check_command(
             "git holds): kernelscope cannot tell whether this was tried"
         )
     elif not notices:
-        output.info(f"nothing recorded matches this kernel.py ({compared} versions compared): new code")
+        output.info(
+            f"nothing recorded matches this kernel.py ({counted(compared, 'version')} compared): new code"
+        )
     for hint in tried:
         output.info(f"{source.name}:{hint.line + 1}: {hint.label}={hint.value} {hint.hint}")

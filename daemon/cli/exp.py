@@ -16,6 +16,7 @@ import typer
 from kernelscope.daemon.cli import output
 from kernelscope.daemon.cli.options import DbOpt, JsonOpt, OptBool, OptFloat, OptStr
 from kernelscope.daemon.engine import UsageError
+from kernelscope.daemon.engine.views.words import counted
 
 if TYPE_CHECKING:  # the store (SQLAlchemy) and the models (pydantic) load when a command runs
     from kernelscope.daemon.engine.store import ExperimentStore
@@ -97,7 +98,8 @@ def _interpreter_runs_left_out(count: int, json_out: bool) -> None:
     document, and an agent's shell shows it both."""
     if count > 0:
         message = (
-            f"{count} interpreter run(s) left out (CPU timings do not rank; --include-interpreter shows them)"
+            f"{counted(count, 'interpreter run')} left out (CPU timings do not rank; --include-interpreter "
+            "shows them)"
         )
         (output.warn if json_out else output.info)(message)
 
@@ -106,7 +108,7 @@ def _masked_left_out(count: int, json_out: bool) -> None:
     """Say that experiments of masked memory versions were left out, as for interpreter runs."""
     if count > 0:
         message = (
-            f"{count} experiment(s) of masked memory versions left out (a partial restart hid their "
+            f"{counted(count, 'experiment')} of masked memory versions left out (a partial restart hid their "
             "experience; --include-masked shows them)"
         )
         (output.warn if json_out else output.info)(message)
@@ -225,7 +227,7 @@ def list_command(
     if json_out:
         output.print_json([r.to_dict() for r in records])
     else:
-        _table(records, f"{len(records)} experiments")
+        _table(records, counted(len(records), "experiment"))
     _masked_left_out(hidden_count(hidden, lambda h: store.count(h, **filters)), json_out)
 
 
@@ -402,17 +404,21 @@ def failures(
     (interpreter runs, whose timings are no GPU figures, only with --include-interpreter; those
     of masked memory versions, with or without --workspace, only with --include-masked)."""
     from kernelscope.daemon.engine.store.store import is_interpreter_run
-    from kernelscope.daemon.engine.workspace.masked import hidden_count, hidden_experiments
+    from kernelscope.daemon.engine.workspace.masked import hidden_among, is_hidden
 
     filters = _filters(locals())
-    store = _store(db)
-    hidden = hidden_experiments(store, include_masked, **filters)
-    # one read of the store: the interpreter runs are counted, then left out unless asked for
-    every = store.failures(True, hidden_versions=hidden, **filters)
-    groups = every
-    if not include_interpreter:
-        groups = {k: [e for e in v if not is_interpreter_run(e)] for k, v in every.items()}
-    left_out = sum(map(len, every.values())) - sum(map(len, groups.values()))
+    # one read of the store: the runs of masked versions and the interpreter runs are counted
+    # among its rows, then left out unless asked for
+    every = _store(db).failures(True, **filters)
+    rows = [e for v in every.values() for e in v]
+    hidden = hidden_among(rows, include_masked)
+
+    def interpreter(e: KernelExperiment) -> bool:  # left out for being an interpreter run
+        return not include_interpreter and is_interpreter_run(e)
+
+    groups = {k: [e for e in v if not is_hidden(e, hidden) and not interpreter(e)] for k, v in every.items()}
+    left_out = sum(1 for e in rows if not is_hidden(e, hidden) and interpreter(e))
+    masked_left_out = sum(1 for e in rows if is_hidden(e, hidden) and not interpreter(e))
     if json_out:
         output.print_json({k: [r.to_dict() for r in v] for k, v in groups.items()})
     else:
@@ -420,13 +426,7 @@ def failures(
             if records:
                 _table(records, f"{category} ({len(records)})")
     _interpreter_runs_left_out(left_out, json_out)
-    shown = sum(map(len, groups.values()))
-    _masked_left_out(
-        hidden_count(
-            hidden, lambda h: sum(map(len, store.failures(include_interpreter, h, **filters).values())), shown
-        ),
-        json_out,
-    )
+    _masked_left_out(masked_left_out, json_out)
 
 
 @app.command()
@@ -496,7 +496,7 @@ def export_command(
         print(content, end="")
     else:
         atomic_write_text(path, content)
-        output.stderr.print(f"exported {len(records)} experiments to {path}")
+        output.stderr.print(f"exported {counted(len(records), 'experiment')} to {path}")
 
 
 @app.command()

@@ -9,6 +9,7 @@ import typer
 
 from kernelscope.daemon.cli import output
 from kernelscope.daemon.cli.options import DbOpt
+from kernelscope.daemon.engine.views.words import counted
 
 
 def workspace_command(
@@ -38,7 +39,9 @@ def workspace_command(
     output.info(f"Workspace: {info.root}  (git: {info.git_root or 'none'})")
     output.info(f"Experiment store: {info.store}")
     for url, count in info.imported.items():
-        output.info(f"Imported {count} experiments of this workspace from {url}, where they were recorded")
+        output.info(
+            f"Imported {counted(count, 'experiment')} of this workspace from {url}, where they were recorded"
+        )
     if info.readme:
         t = info.readme.target
         output.info(
@@ -55,7 +58,8 @@ def workspace_command(
             decorators = ", ".join(k.decorators)
             output.info(f"Kernel: {k.name} (def line {k.def_line}, {decorators})")
     output.info(
-        f"Memory: {len(info.versions)} versions, {info.masked_count} masked, next {info.next_version}"
+        f"Memory: {counted(len(info.versions), 'version')}, {info.masked_count} masked, "
+        f"next {info.next_version}"
     )
     for message in info.warnings:
         output.warn(message)

@@ -178,6 +178,23 @@ def test_hover_notes_list_experiments_directions_outcome_and_workloads(atrex_ws:
     assert "- open directions: Reuse the weight tile across row blocks" in notes
 
 
+def test_one_experiment_is_an_experiment_not_experiments(atrex_ws: Path) -> None:
+    """The running episode with one experiment read `1 experiments` in the file lens, and a
+    record with nine experiments `… 1 more experiments` in hover (views/words.py, one rule)."""
+    live_path = atrex_ws / "memory" / "live.json"
+    live = json.loads(live_path.read_text())
+    live["experiment_count"] = 1
+    live_path.write_text(json.dumps(live))
+    text = file_lens(Workspace(atrex_ws))
+    assert "running: episode 4 -> v4 exploring, 1 experiment, latest:" in text, text
+    v2 = atrex_ws / "memory" / "v2.json"
+    record = json.loads(v2.read_text())
+    record["experience"]["experiments"] = [{"index": n, "name": f"try {n}"} for n in range(1, 10)]
+    v2.write_text(json.dumps(record))
+    notes = recorded_notes(atrex_ws, Workspace(atrex_ws).memory.scan())
+    assert "- … 1 more experiment" in notes, notes
+
+
 def test_the_file_lens_names_an_unreadable_memory_file(tmp_path: Path) -> None:
     """A corrupt record drops out of every figure (the best, the masked count): before, the
     editor said nothing, so "0 masked" read as data when the masked record was the corrupt one."""

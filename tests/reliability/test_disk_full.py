@@ -333,3 +333,104 @@ def test_bench_with_a_read_only_tmp(tmp_path: Path) -> None:
     message = json.loads(done.stdout)["error"]["message"]
     assert "(/tmp: read-only file system)" in message and "set TMPDIR" in message, message
     assert sorted(p.relative_to(ws) for p in ws.rglob("*")) == before
+
+
+def _ws_of_twelve(tmp_path: Path) -> Path:
+    """examples/vector_add with v5-v11 copies of v1 (a mask-half masks several), in git."""
+    ws = tmp_path / "ws"
+    shutil.copytree(EXAMPLES / "vector_add", ws)
+    subprocess.run(["git", "init", "-q"], cwd=ws, check=True)  # (the mark is kept in git only)
+    for n in range(5, 12):
+        record = json.loads((ws / "memory" / "v1.json").read_text())
+        (ws / "memory" / f"v{n}.json").write_text(json.dumps({**record, "version": f"v{n}"}, indent=2) + "\n")
+    return ws
+
+
+def test_a_mask_half_the_disk_filled_under_names_what_it_left_written(  # type: ignore[no-untyped-def]
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, cli
+) -> None:
+    """atomic_write_all's PartlyWritten, through `kernelscope memory mask-half`: the disk fills
+    at the third record and stays full, so the two already written cannot get their old content
+    back. Exit 2, no traceback, a message naming the file not written and the two left with
+    the new content; every other file as it was, the mark kept (part of the mask stays), no
+    journal or temp file left."""
+    from kernelscope.daemon.engine.memory import atomic_io
+    from kernelscope.daemon.engine.memory.records import MemoryManager
+
+    ws = _ws_of_twelve(tmp_path)
+    planned = MemoryManager(ws).mask_half(None, seed=4, dry_run=True)
+    before = _snapshot(tmp_path)
+    real, written, failed = atomic_io._atomic_write_bytes, [], []
+
+    def fills_at_the_third_record(path: Path, data: bytes) -> None:
+        if path.name.startswith("v"):
+            if len(written) == 2 or failed:  # full from the third record on: no restore either
+                failed.append(path.name)
+                raise OSError(errno.ENOSPC, "No space left on device")
+            written.append(path.name)
+        real(path, data)
+
+    monkeypatch.setattr(atomic_io, "_atomic_write_bytes", fills_at_the_third_record)
+    result = cli("memory", "mask-half", "-w", str(ws), "--seed", "4")
+    assert result.exit_code == 2, result
+    said = " ".join(result.stderr.split())
+    assert "Traceback" not in said and ("disk full" in said or "a full disk" in said), said
+    after = _snapshot(tmp_path)
+    changed = sorted(name for name in before if after.get(name) != before[name])
+    assert changed == sorted(written) and len(written) == 2, (changed, written)
+    assert set(after) == set(before), sorted(set(after) ^ set(before))  # no journal, no temp file
+    assert f"{', '.join(written)} already had the new content and could not be restored" in said, said
+    assert f"{failed[0]}: no space left on the device (disk full); {failed[0]} was left as it was" in said, (
+        said
+    )
+    untouched = [f"{v}.json" for v in [*planned.masked, planned.pitfall_recorded_in]]
+    untouched = [name for name in untouched if name not in written and name != failed[0]]
+    assert untouched and f"; {', '.join(untouched)} kept their old content" in said, (untouched, said)
+    mark = MemoryManager(ws).mask_half_mark()
+    assert mark is not None and mark["seed"] == 4, mark  # part of the mask stays: so does its mark
+
+
+def test_a_mark_that_cannot_be_put_back_is_removed(  # type: ignore[no-untyped-def]
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, cli
+) -> None:
+    """atomic_io.restore failing, through `kernelscope memory mask-half`: a previous
+    mask-half's mark is there, the new mark is written, the first record fails (nothing
+    masked) and the disk stays full, so the previous mark cannot be written back. Exit 2, the
+    records as they were, and no mark at all (the new one would refuse an iteration measuring
+    meanwhile for a mask that did not happen; no mark refuses none)."""
+    from kernelscope.daemon.engine.memory import atomic_io
+    from kernelscope.daemon.engine.memory.records import MASK_HALF_MARK, MemoryManager
+    from kernelscope.daemon.engine.workflows.iterate import refuse_if_restarted
+
+    ws = _ws_of_twelve(tmp_path)
+    memory = MemoryManager(ws)
+    memory.mask_half(None, seed=1)
+    found, before = memory.mask_half_mark(), _snapshot(tmp_path)
+    assert found is not None
+    real, full = atomic_io._atomic_write_bytes, {"now": False}
+
+    def full_from_the_first_record(path: Path, data: bytes) -> None:
+        full["now"] = full["now"] or path.name.startswith("v")
+        if full["now"]:
+            raise OSError(errno.ENOSPC, "No space left on device")
+        real(path, data)
+
+    monkeypatch.setattr(atomic_io, "_atomic_write_bytes", full_from_the_first_record)
+    restored: list[bool] = []
+    real_restore = atomic_io.restore
+
+    def spied_restore(path: Path, old: bytes | None) -> bool:
+        restored.append(real_restore(path, old))
+        return restored[-1]
+
+    import kernelscope.daemon.engine.memory.records as records
+
+    monkeypatch.setattr(records, "restore", spied_restore)
+    result = cli("memory", "mask-half", "-w", str(ws), "--seed", "4")
+    assert result.exit_code == 2, result
+    said = " ".join(result.stderr.split())
+    assert "Traceback" not in said and "no file was changed" in said, said
+    assert restored == [False], restored  # the path under test: the put-back failed
+    assert _snapshot(tmp_path) == before
+    assert memory.mask_half_mark() is None and not (memory.lock_dir / MASK_HALF_MARK).exists()
+    refuse_if_restarted(memory, found)  # an iteration measuring meanwhile records

@@ -117,7 +117,8 @@ def atomic_write_all(files: list[tuple[Path, str]]) -> None:
     writer killed in between leaves the journal, and `replay_journal` (run by the next reader
     or writer under the workspace lock) finishes the job, so nobody sees some files written
     and others not. Failure (disk full): the files already replaced get their old content back
-    and WriteFailed says so (PartlyWritten where one of them could not be restored)."""
+    and WriteFailed says so (PartlyWritten where one of them could not be restored: it names
+    the files left with the new content and those that kept their old one)."""
     if not files:
         return
     directory = files[0][0].parent
@@ -141,9 +142,10 @@ def atomic_write_all(files: list[tuple[Path, str]]) -> None:
             unrestored = [earlier.name for earlier, old in originals[:done] if not restore(earlier, old)]
             journal.unlink(missing_ok=True)
             if unrestored:
+                kept = [other.name for other, _ in files if other != path and other.name not in unrestored]
                 raise PartlyWritten(
                     f"{failure}; {', '.join(unrestored)} already had the new content and could "
-                    "not be restored"
+                    "not be restored" + (f"; {', '.join(kept)} kept their old content" if kept else "")
                 ) from failure
             raise WriteFailed(f"{failure}; no file was changed") from failure
     journal.unlink()

@@ -14,6 +14,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from kernelscope.daemon.engine.views.words import counted
 from kernelscope.protocol.record_rules import format_score
 
 log = logging.getLogger("kernelscope.views")
@@ -59,14 +60,14 @@ def _top(result: list[dict[str, Any]]) -> str:
         + (f" ({r['change_summary']})" if r.get("change_summary") else "")
         for r in result
     ]
-    return f"best {len(result)} experiment{'s' if len(result) > 1 else ''}: " + "; ".join(shown)
+    return f"best {counted(len(result), 'experiment')}: " + "; ".join(shown)
 
 
 def _cancel(result: dict[str, Any]) -> str:
     count = len(result.get("cancelled") or [])
     if not count:
         return "nothing to cancel: no job was running"
-    return f"cancelled {count} job{'s' if count > 1 else ''}"
+    return f"cancelled {counted(count, 'job')}"
 
 
 _WORDING: dict[str, Callable[[Any], str]] = {

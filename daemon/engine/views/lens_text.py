@@ -15,6 +15,7 @@ from kernelscope.daemon.engine.memory import atrex_fields
 from kernelscope.daemon.engine.memory.core import kernelscope_block
 from kernelscope.daemon.engine.memory.records import MemoryEntry
 from kernelscope.daemon.engine.memory.scores import VersionScore
+from kernelscope.daemon.engine.views.words import counted
 from kernelscope.daemon.engine.workspace import atrex
 from kernelscope.daemon.engine.workspace.cache import WorkspaceCache
 from kernelscope.daemon.engine.workspace.masked import has_runs, run_counts
@@ -28,10 +29,9 @@ from kernelscope.protocol.workspace import CANONICAL_UNIT, ReadmeInfo
 
 def runs_text(runs: int, masked: int, noun: str = "run") -> str:
     """`3 runs (+1 masked)`, `1 run`: the runs a kernel's figures count (`noun`, singular, made
-    plural but for one; none in a table's runs column), and those of masked versions they leave
-    out (workspace/masked.py), so a person sees that the history holds more."""
-    counted = f"{runs} {noun}{'s' if noun and runs != 1 else ''}".rstrip()
-    return counted + (f" (+{masked} masked)" if masked else "")
+    plural but for one by `counted`; none in a table's runs column), and those of masked versions
+    they leave out (workspace/masked.py), so a person sees that the history holds more."""
+    return (counted(runs, noun) if noun else str(runs)) + (f" (+{masked} masked)" if masked else "")
 
 
 def kernel_lens(summary: KernelSummary | None, scores: list[VersionScore]) -> str:
@@ -211,7 +211,7 @@ def recorded_notes(root: Path, entries: list[MemoryEntry], versions: int = 4) ->
         lines.append(head)
         lines += [f"- {note.line()}" for note in notes[:8]]
         if len(notes) > 8:
-            lines.append(f"- … {len(notes) - 8} more experiments")
+            lines.append(f"- … {counted(len(notes) - 8, 'more experiment')}")
         if shapes:
             kind = "carried" if outcome.carried_from else "measured"
             label = atrex_fields.workload_label

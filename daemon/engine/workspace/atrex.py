@@ -23,6 +23,7 @@ from pathlib import Path
 
 from kernelscope.daemon.engine import DataError
 from kernelscope.daemon.engine.memory.atrex_fields import as_dict, short_text
+from kernelscope.daemon.engine.views.words import counted
 from kernelscope.protocol.workspace import Supervisor
 
 RUNTIME_DIR = ".atrex_long_horizon"
@@ -63,7 +64,9 @@ class LiveEpisode:
     def describe(self) -> str:
         head = f"episode {self.episode}" if self.episode is not None else "episode"
         target = f" -> {self.version}" if self.version else ""
-        count = f", {self.experiment_count} experiments" if self.experiment_count is not None else ""
+        count = (
+            f", {counted(self.experiment_count, 'experiment')}" if self.experiment_count is not None else ""
+        )
         latest = f", latest: {self.latest_experiment}" if self.latest_experiment else ""
         return f"{head}{target} {self.phase}{count}{latest}"
 

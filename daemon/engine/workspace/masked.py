@@ -8,7 +8,8 @@ of masked versions are in none of them, and are counted apart (`KernelSummary.ma
 shown as `3 runs (+1 masked)`), so a person sees that the history holds more. A ranking or
 a listing (`exp top`, `list`, `failures`, `show`, `expdb.top_experiments`,
 `kernelscope.topExperiments`) leaves out the experiments of every workspace's masked versions,
-with or without a workspace (`hidden_experiments`), and says how many (`hidden_count`).
+with or without a workspace (`hidden_experiments`), and says how many (`hidden_count`; `exp failures`
+reads the store once and finds them among its rows: `hidden_among`, `is_hidden`).
 """
 
 from __future__ import annotations
@@ -105,22 +106,38 @@ def hidden_experiments(
     if filters.get("workspace"):
         return {filters["workspace"]: masked_versions_at(filters["workspace"])}
     # ("": recorded under no workspace, and relative ones, hide nothing: not the cwd's)
-    return {
-        place: masked_versions_at(place, named)
-        for place, named in store.workspace_versions(**filters).items()
-    }
+    return _masks(store.workspace_versions(**filters))
 
 
-def hidden_count(
-    hidden: Mapping[str, set[str]], count: Callable[[Mapping[str, set[str]]], int], shown: int | None = None
-) -> int:
-    """How many experiments `hidden` leaves out of a read (`exp top`, `list`, `failures`):
-    `count` is the read's size, with no limit, leaving out the versions it is given (`shown`
-    the size with `hidden` left out, when the caller has it); all of those left out, not only
-    those that would have made its first rows."""
+def _masks(named: Mapping[str, set[str]]) -> dict[str, set[str]]:
+    return {place: masked_versions_at(place, versions) for place, versions in named.items()}
+
+
+def hidden_among(rows: Iterable[KernelExperiment], include_masked: bool = False) -> dict[str, set[str]]:
+    """`hidden_experiments` for rows already read with nothing hidden (`exp failures`: one read of
+    the store, the hidden ones then counted among its rows, not read again): each row's
+    workspace's masked versions among those the rows name."""
+    if include_masked:
+        return {}
+    named: dict[str, set[str]] = {}
+    for row in rows:
+        if row.memory_version is not None:
+            named.setdefault(row.workspace, set()).add(row.memory_version)
+    return _masks(named)
+
+
+def is_hidden(row: KernelExperiment, hidden: Mapping[str, set[str]]) -> bool:
+    """Whether `hidden` leaves this row out, as the store's queries do (`hidden_versions`)."""
+    return row.memory_version is not None and row.memory_version in hidden.get(row.workspace, set())
+
+
+def hidden_count(hidden: Mapping[str, set[str]], count: Callable[[Mapping[str, set[str]]], int]) -> int:
+    """How many experiments `hidden` leaves out of a read (`exp top`, `list`): `count` is the
+    read's size, with no limit, leaving out the versions it is given; all of those left out,
+    not only those that would have made its first rows."""
     if not any(hidden.values()):
         return 0
-    return count({}) - (count(hidden) if shown is None else shown)
+    return count({}) - count(hidden)
 
 
 def ranked(
