@@ -177,9 +177,11 @@ class Jobs:
 
     def _on_configs(self, ws: WorkspaceState, job: Job, token: str) -> Callable[[int, int], None]:
         def report(done: int, total: int) -> None:
+            from kernelscope.daemon.engine.views import lens_text  # (pydantic: not at start-up)
+
             percentage = int(100 * done / total) if total else None
             self._progress(
-                token, "report", job.kind, message=f"{done}/{total} configs", percentage=percentage
+                token, "report", job.kind, message=lens_text.configs_text(done, total), percentage=percentage
             )
 
             def show() -> None:  # the job is live state: written on the loop, read there whole

@@ -77,3 +77,22 @@ def test_a_command_naming_a_new_workspace_has_the_loop_find_it(tmp_path: Path) -
     asyncio.run(run())
     assert scans == [threading.main_thread().name]
     assert [w.root for w in found] == [ws.resolve()] and ws.resolve() in state.workspaces
+
+
+def test_a_jobs_progress_reads_alike_in_the_lens_and_the_report(tmp_path: Path, monkeypatch: Any) -> None:
+    """`3/8 configs` in the client's $/progress report and in the lens above the file (one
+    text, views/lens_text.configs_text); before the harness has said how many, `1 config`
+    (was `1 configs`)."""
+    from kernelscope.daemon.engine.views.lens_text import job_text
+
+    state = ServerState()
+    jobs = Jobs(_Server(), state)  # type: ignore[arg-type]
+    reported: list[str | None] = []
+    monkeypatch.setattr(
+        jobs, "_progress", lambda token, kind, title, message=None, **_: reported.append(message)
+    )
+    job = Job("j", tmp_path, "benchmark")
+    jobs._on_configs(WorkspaceState(tmp_path, object), job, "token")(3, 8)  # type: ignore[arg-type]
+    assert reported == ["3/8 configs"] and job_text("benchmark", 3, 8) == "benchmark: 3/8 configs"
+    assert job_text("benchmark", 1, 0) == "benchmark: 1 config"
+    assert job_text("benchmark", 0, 0) == "benchmark: 0 configs"

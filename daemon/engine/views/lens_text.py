@@ -268,8 +268,14 @@ def workspace_texts(cache: WorkspaceCache) -> tuple[str, dict[str, str]]:
 UNTRUSTED = "re-benchmark on save is off: workspace not trusted (Benchmark now: `kernelscope bench`)"
 
 
+def configs_text(done: int, total: int) -> str:
+    """A job's progress, `3/8 configs` (`1 config` before the harness has said how many): the
+    lens above the file and the client's $/progress report say it alike."""
+    return f"{done}/{total} configs" if total else counted(done, "config")
+
+
 def job_text(kind: str, done: int, total: int) -> str:
-    return f"{kind}: {done}{f'/{total}' if total else ''} configs"
+    return f"{kind}: {configs_text(done, total)}"
 
 
 def cancelled_text(kind: str) -> str:
