@@ -124,7 +124,8 @@ def test_import_with_one_bad_record_imports_nothing(tmp_path: Path, cli) -> None
     source.write_text("\n".join(lines) + "\n")
     db = str(tmp_path / "x.sqlite")
     result = cli("exp", "import", str(source), "--db", db)
-    assert result.exit_code == 2 and "in.jsonl:6" in result.stderr and "nothing imported" in result.stderr
+    assert result.exit_code == 2 and "in.jsonl:6" in result.stderr
+    assert "1 invalid record, nothing imported" in " ".join(result.stderr.split())  # (was "record(s)")
     assert ExperimentStore(db).count() == 0
     broken = tmp_path / "broken.json"
     broken.write_text('{"a": ')

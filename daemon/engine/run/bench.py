@@ -45,6 +45,7 @@ from kernelscope.daemon.engine.run.gate_output import (
 )
 from kernelscope.daemon.engine.run.scratch import Scratch, scratch_copy
 from kernelscope.daemon.engine.run.warm_worker import WarmWorkers, WorkerLost
+from kernelscope.daemon.engine.views.words import counted
 from kernelscope.daemon.engine.workspace.readme import parse_readme_file
 from kernelscope.protocol import kinds
 from kernelscope.protocol.bench import BenchError, BenchResult
@@ -539,9 +540,10 @@ def run_gate_command(request: BenchRequest, cancel: threading.Event | None = Non
     elif outcome.limit_exceeded:
         message = f"gate command {outcome.limit_exceeded} and was killed: {command}"
     elif report is not None and report.failures:
-        count = f"{len(report.failures)} of {report.total}" if report.total else str(len(report.failures))
+        failed = len(report.failures)
+        count = f"{failed} of {report.total} workloads" if report.total else counted(failed, "workload")
         named = "; ".join(report.failures)
-        message = f"{by} failed {count} workloads: {named[:2000]}"
+        message = f"{by} failed {count}: {named[:2000]}"
     elif report is not None and says_failed:
         counts = "all_pass=false" if report.all_pass is False else f"{report.passed}/{report.total} passed"
         message = f"{by} reported {counts} (exit status {outcome.returncode}): {command}"

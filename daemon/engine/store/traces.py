@@ -87,6 +87,7 @@ from typing import TYPE_CHECKING, Annotated, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from kernelscope.daemon.engine import DataError
+from kernelscope.daemon.engine.views.words import counted
 from kernelscope.daemon.engine.workflows.git import READ_ONLY_ENV, READ_ONLY_OPTIONS
 from kernelscope.protocol.bench import BenchError, BenchResult, ConfigResult
 from kernelscope.protocol.experiment import SUMMARY_MAX_CHARS, KernelExperiment, utc_now_z
@@ -586,7 +587,7 @@ def read_traces(path: Path) -> list[tuple[int, Trace, str]]:
                 errors.append(f"{path}:{number}: {where}: {first['msg']}")
     if errors:
         shown = "; ".join(errors[:10]) + (f"; and {len(errors) - 10} more" if len(errors) > 10 else "")
-        raise InvalidTrace(f"{len(errors)} invalid Trace record(s), nothing imported: {shown}")
+        raise InvalidTrace(f"{counted(len(errors), 'invalid Trace record')}, nothing imported: {shown}")
     if not found:
         raise InvalidTrace(f"{path} holds no Trace record")
     return found

@@ -18,6 +18,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from kernelscope.daemon.engine.store.errors import InvalidImportFile
+from kernelscope.daemon.engine.views.words import counted
 from kernelscope.protocol.experiment import KernelExperiment
 
 CSV_FIELDS = list(KernelExperiment.model_fields)
@@ -65,7 +66,7 @@ def read_records(path: Path) -> list[KernelExperiment]:
             errors.append(f"{where}: {'.'.join(str(p) for p in first['loc']) or 'record'}: {first['msg']}")
     if errors:
         shown = "; ".join(errors[:10]) + (f"; and {len(errors) - 10} more" if len(errors) > 10 else "")
-        raise InvalidImportFile(f"{len(errors)} invalid record(s), nothing imported: {shown}")
+        raise InvalidImportFile(f"{counted(len(errors), 'invalid record')}, nothing imported: {shown}")
     return records
 
 
