@@ -2,7 +2,7 @@
 run headless (`claude -p`) with kernelscope's plugin (editor-clients/claude-code) against a
 scripted model server of our own on 127.0.0.1 (tests/support/model_server.py: no network, no
 credentials), in the workspace `kernelscope demo` builds (v0..v3 recorded and committed, BLOCK_SIZE
-64, 256, 1024, 4096).
+64, 128, 256, 1024).
 
 What the model receives is read from the requests Claude Code sends it: diagnostics arrive as
 `<new-diagnostics>` system messages in the request after the tool call that follows an edit,
@@ -233,7 +233,7 @@ def test_lsp_hover_on_the_launch_line_answers_its_blame(claude: Path, demo: Path
     run, server, _ws, _debug = session(claude, demo, tmp_path, director)
     assert run.returncode == 0, run.stdout[-2000:] + run.stderr[-2000:]
     answer = texts(server.requests[1]) if len(server.requests) > 1 else ""
-    assert "introduced in v3: BLOCK_SIZE 1024 -> 4096" in answer, answer[-2000:]
+    assert "introduced in v3: BLOCK_SIZE 256 -> 1024" in answer, answer[-2000:]
 
 
 RECORD = "kernelscope iterate --mode interpreter --seeds 1 -a tiling -d 'BLOCK_SIZE 512'"
@@ -270,7 +270,7 @@ def test_a_trusted_edit_to_untried_code_brings_the_fresh_score_and_its_record_th
     assert run.returncode == 0, run.stdout[-2000:] + run.stderr[-2000:]
     near = carried(server.requests, "BLOCK_SIZE 512 never tried")
     assert near is not None, [texts(r)[-1000:] for r in server.requests]
-    assert re.search(r"BLOCK_SIZE 512 never tried; [^|]*4096 -> [\d.]+x v3", texts(server.requests[near]))
+    assert re.search(r"BLOCK_SIZE 512 never tried; [^|]*1024 -> [\d.]+x v3", texts(server.requests[near]))
     index = carried(server.requests, "probe PASS")
     assert index is not None, (debug.read_text()[-3000:], [texts(r)[-800:] for r in server.requests])
     assert server.times[index] - started < 90, server.times[index] - started

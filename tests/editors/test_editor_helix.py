@@ -198,8 +198,7 @@ def test_helix_shows_what_its_readme_promises(suite: str, demo: Path, tmp_path: 
         summary = next(
             label
             for label in labels
-            # best v2 or v3, as the interpreter's noise measured them; the latest is v3
-            if re.match(r"best [\d.]+x v[23] \| latest [\d.]+x v3 \| \d+ runs, 0 failed", label)
+            if re.match(r"best [\d.]+x v3 \| latest [\d.]+x v3 \| 4 runs, 0 failed", label)
         )
         hx.wait(
             "the summary on the def line",
