@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 from lsprotocol import types
 
-from kernelscope.daemon.engine import Cancelled, KernelscopeError
+from kernelscope.daemon.engine import Cancelled, KernelscopeError, UsageError
 from kernelscope.daemon.lsp import notify
 from kernelscope.daemon.lsp.state import Job, ServerState, WorkspaceState
 from kernelscope.protocol.vocabulary import JobKind
@@ -112,13 +112,19 @@ class Jobs:
 
     def start(self, ws: WorkspaceState, kind: JobKind, work: Any, gpu: bool, background: bool = False) -> Job:
         """Run `work(job)` in the background; cancels the workspace's previous job first (a
-        save's probe, cut short by the user's job, runs again when theirs ends)."""
-        if ws.job is not None:
-            if ws.job.background and not ws.job.cancel.is_set() and not background:
-                self.deferred_probes.add(ws.root)
-            ws.job.cancel.set()
+        save's probe, cut short by the user's job, runs again when theirs ends). A job of the
+        user's is refused (UsageError, nothing started) while another write of theirs runs
+        in the workspace (WorkspaceState.take_job)."""
         job = self.state.new_job(ws, kind, background)
-        ws.job = job
+        try:
+            previous = ws.take_job(job)  # (refused, UsageError, while the user's write runs here)
+        except UsageError:
+            self.state.finish_job(job)
+            raise
+        if previous is not None:
+            if previous.background and not previous.cancel.is_set() and not background:
+                self.deferred_probes.add(ws.root)
+            previous.cancel.set()
         log.info("job started: %s %s in %s", kind, job.job_id, ws.root)
         ws.last_outcome = None
         token = TOKEN_PREFIX + job.job_id
@@ -306,8 +312,7 @@ class Jobs:
 
     def user_job_running(self, ws: WorkspaceState) -> bool:
         """A job the user started (not a save's probe) runs in the workspace."""
-        job = ws.job
-        return job is not None and not job.background and (job.future is None or not job.future.done())
+        return ws.user_job() is not None
 
     def cancel_pending_probe(self, ws: WorkspaceState) -> None:
         """A save that needs no benchmark drops the one an earlier save scheduled (or that

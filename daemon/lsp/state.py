@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from pygls.uris import to_fs_path
 
+from kernelscope.daemon.engine import UsageError
 from kernelscope.daemon.engine.workspace.discovery import is_optimization_workspace, workspace_holding
 from kernelscope.protocol.settings import FolderSettings, Settings, UserSettings
 from kernelscope.protocol.vocabulary import KERNEL_FILE
@@ -109,6 +110,10 @@ class WorkspaceState:
     pending_check: asyncio.TimerHandle | None = None  # didChange's debounce
     warm_started: bool = False  # lens texts and history read on the first open of kernel.py, not at start-up
     lint_uris: frozenset[str] = frozenset()  # problem files holding the last probe's lint diagnostics
+    # The user's write under way here that is no job (a maskHalf, on the command pool): set
+    # and cleared under `_busy_lock`, from any thread, as the user's job is (take_job).
+    writing: str | None = None
+    _busy_lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
     _cache: WorkspaceCache | None = field(default=None, repr=False)
     _cache_lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
@@ -124,6 +129,55 @@ class WorkspaceState:
                 if self._cache is None:
                     self._cache = self.make_cache()
         return self._cache
+
+    # -- one write the user started at a time (any thread) -----------------------------------
+
+    def user_job(self) -> Job | None:
+        """The job the user started (not a save's probe) while it runs here."""
+        job = self.job
+        running = job is not None and not job.background and (job.future is None or not job.future.done())
+        return job if running else None
+
+    def refuse_if_busy(self) -> None:
+        """One write the user started per workspace: a second (a double click on Restart, an
+        iteration asked for during a benchmark) would cancel the first and, for a restart, mask
+        half of the memory again; a mask-half would overtake an iteration, which then records
+        nothing (workflows/iterate.refuse_if_restarted). UsageError naming the write to wait
+        for or cancel; a save's background probe is not the user's and gives way. A check
+        alone, for a question asked before the write (features/confirm.py): what starts the
+        write checks again and registers it in the same step (take_job, begin_write)."""
+        job = self.user_job()
+        if job is not None:
+            raise UsageError(
+                f"workspace: a {job.kind} (job {job.job_id}) is already running in {self.root}: "
+                "wait for its kernelscope/jobFinished, or cancel it (kernelscope.cancel)"
+            )
+        if self.writing is not None:
+            raise UsageError(
+                f"workspace: a {self.writing} is already running in {self.root}: wait for its answer"
+            )
+
+    def take_job(self, job: Job) -> Job | None:
+        """(loop) `job` becomes the workspace's job, checked (refuse_if_busy, unless it is a
+        save's probe) and registered in one step: two requests, or a job and a mask-half on
+        the pool, both passed the check before either was registered, and both ran. Returns
+        the job it replaces (a save's probe, or one ended), for the caller to cancel."""
+        with self._busy_lock:
+            if not job.background:
+                self.refuse_if_busy()
+            previous, self.job = self.job, job
+            return previous
+
+    def begin_write(self, kind: str) -> None:
+        """(any thread) A write that is no job (`kind`: the command, maskHalf) starts here,
+        checked and registered in one step as a job is (take_job); end_write when it ends."""
+        with self._busy_lock:
+            self.refuse_if_busy()
+            self.writing = kind
+
+    def end_write(self) -> None:
+        with self._busy_lock:
+            self.writing = None
 
     def sources_changed(self, *sources: Source) -> None:
         """Tell the cache, if there is one yet (a cache built later reads everything fresh)."""

@@ -160,3 +160,58 @@ def test_commits_of_two_workspaces_of_one_repository_at_once_keep_each_others_fi
     assert sorted(tree) == sorted(
         ["README.md", *(f"kernels/{name}/v{n}.json" for name in ("a", "b") for n in range(12))]
     )
+
+
+def test_a_failed_kernels_side_ref_made_while_a_commit_moves_head_holds_only_the_kernel(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An iteration keeping its failed kernel on a side ref while another writer commits (a
+    restart's mask, an iteration of another workspace of the repository): the side commit's
+    tree was read from HEAD, and its parent read from HEAD again after the other commit moved
+    it, so the failed kernel's commit undid that commit's files beside its parent. The side
+    ref is written under the commit lock, as every other kernelscope git write is: the other
+    commit waits for it (a hook holds the side ref's write between its tree and its parent
+    until the other commit has either committed or found the lock held)."""
+    import threading
+
+    from kernelscope.daemon.engine.memory import atomic_io
+    from kernelscope.daemon.engine.workflows.git import COMMIT_LOCK_NAME
+
+    git, kernel = _repo(tmp_path)
+    record = tmp_path / "ws" / "v1.json"
+    record.write_text("{}\n")
+    settled = threading.Event()  # the other commit made, or waiting for the lock
+    flock = atomic_io._flock
+
+    def other_commit() -> None:
+        try:
+            Git(tmp_path / "ws").commit_paths([record], "partial restart: masked v1")
+        finally:
+            settled.set()
+
+    other = threading.Thread(target=other_commit)
+
+    def noting_a_wait(path: Path, timeout: float) -> int:
+        if threading.current_thread() is other and path.name == COMMIT_LOCK_NAME:
+            try:
+                return flock(path, 0)
+            except DataError:  # held: the side ref's write goes first
+                settled.set()
+        return flock(path, timeout)
+
+    monkeypatch.setattr(atomic_io, "_flock", noting_a_wait)
+    run = git.run
+
+    def between_tree_and_parent(*args: str, **kwargs: object) -> str:
+        out = run(*args, **kwargs)  # type: ignore[arg-type]
+        if args[0] == "write-tree":
+            other.start()
+            assert settled.wait(60)
+        return out
+
+    monkeypatch.setattr(git, "run", between_tree_and_parent)
+    side = git.store_on_side_ref(kernel, "refs/kernelscope/failed/v2", "V2: FAIL", b"x = 'failed'\n")
+    other.join(60)
+    changed = git.run("diff", "--name-only", f"{side}~1", side).split()
+    assert changed == ["kernel.py"], changed
+    assert "v1.json" in git.run("ls-tree", "--name-only", "HEAD").split()

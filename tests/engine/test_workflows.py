@@ -487,6 +487,81 @@ def test_an_iteration_measuring_across_a_restart_is_not_credited_to_its_agent(
     assert Git(ws).run("status", "--porcelain") == ""
 
 
+def test_an_iteration_started_after_a_restarts_mask_leaves_its_agent_the_promised_version(
+    workspace: tuple[Path, str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A person's iterate (the CLI, the editor's) started once the restart had masked and
+    written the brief that says "first iteration: v4", before the agent started: it read the
+    restart's mark as there when it started, so nothing refused it, and it recorded v4; the
+    agent's own iteration became v5 and the report credited the wrong measurement. While a
+    restart runs, its promised version is its agent's: any other iteration is refused, naming
+    the restart, and the agent's iteration is v4."""
+    from kernelscope.daemon.engine import DataError
+
+    ws, db = workspace
+    (ws / "kernel.py").write_text(kernel_with_block(KERNEL, 2048))
+    outcome: dict[str, object] = {}
+    real_brief = PartialRestart._brief
+
+    def brief_then_another_iteration(self: PartialRestart, *args: object) -> object:
+        made = real_brief(self, *args)  # type: ignore[arg-type]
+        try:  # (the mask made and its lock released; the agent not started yet)
+            outcome["other"] = iterate(ws, db, "block_size")
+        except Exception as exc:
+            outcome["other"] = exc
+        return made
+
+    monkeypatch.setattr(PartialRestart, "_brief", brief_then_another_iteration)
+    report = restart(ws, db, agent_script(tmp_path, HONEST))
+    error = outcome["other"]
+    assert isinstance(error, DataError), error
+    assert "partial restart" in str(error) and "v4" in str(error) and "nothing was recorded" in str(error)
+    assert "nothing was measured" in str(error)  # refused when it started: no GPU time spent
+    record = json.loads((ws / "memory" / "v4.json").read_text())
+    assert record["optimization"]["action_description"] == "BLOCK 4096"  # the agent's, as briefed
+    assert not (ws / "memory" / "v5.json").exists()
+    assert report.completed and report.latest_memory_path.endswith("v4.json"), report.violations  # type: ignore[union-attr]
+    (ws / "kernel.py").write_text(kernel_with_block(KERNEL, 2048))
+    after = iterate(ws, db, "block_size")  # the restart ended: iterations record again
+    assert after.version == "v5", after
+
+
+def test_a_second_restart_while_the_first_runs_is_refused_before_it_masks(
+    workspace: tuple[Path, str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A second partial restart of the workspace while the first's agent works: its mask gave
+    the first's agent's version to its own agent (and the first's agent was refused at its
+    end, the mark changed). It is refused before it masks anything, naming why."""
+    from kernelscope.daemon.engine import DataError
+
+    ws, db = workspace
+    outcome: dict[str, object] = {}
+    real_brief = PartialRestart._brief
+
+    def brief_then_a_second_restart(self: PartialRestart, *args: object) -> object:
+        made = real_brief(self, *args)  # type: ignore[arg-type]
+        if "second" not in outcome:
+            outcome["second"] = None  # (the second's own brief does not start a third)
+            masked = sorted(
+                p.name for p in (ws / "memory").glob("v*.json") if json.loads(p.read_text()).get("masked")
+            )
+            try:
+                outcome["second"] = restart(ws, db, agent_script(tmp_path, HONEST))
+            except Exception as exc:
+                outcome["second"] = exc
+            outcome["masked"] = masked == sorted(
+                p.name for p in (ws / "memory").glob("v*.json") if json.loads(p.read_text()).get("masked")
+            )
+        return made
+
+    monkeypatch.setattr(PartialRestart, "_brief", brief_then_a_second_restart)
+    report = restart(ws, db, agent_script(tmp_path, HONEST))
+    error = outcome["second"]
+    assert isinstance(error, DataError) and "another partial restart is running" in str(error), error
+    assert outcome["masked"]  # the second masked nothing
+    assert report.completed and report.latest_memory_path.endswith("v4.json"), report.violations  # type: ignore[union-attr]
+
+
 def test_a_mask_half_waits_for_an_iteration_recording(
     workspace: tuple[Path, str], monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import shutil
 import subprocess
 import sys
@@ -20,7 +21,7 @@ import pytest_lsp
 from lsprotocol import types
 from pytest_lsp import ClientServerConfig, LanguageClient, client_capabilities
 
-from kernelscope.daemon.engine.memory.atomic_io import workspace_lock
+from kernelscope.daemon.engine.memory.atomic_io import ITERATION_LOCK_NAME, workspace_lock
 from kernelscope.daemon.engine.memory.records import MemoryManager
 from kernelscope.protocol.vocabulary import COMMANDS, JOB_KINDS
 from tests.conftest import EXAMPLES, NO_TORCH_SERVER, REPO_ROOT
@@ -206,6 +207,60 @@ async def test_mask_half_is_refused_while_the_users_iteration_runs(client: Kerne
     assert {p.name: p.read_bytes() for p in (ws / "memory").iterdir()} == before
     await command(client, "kernelscope.cancel", {"workspace": str(ws)})
     await wait_for(lambda: bool(client.finished), timeout=30)
+
+
+def _held_open_elsewhere(path: Path) -> bool:
+    """Whether a process other than this one has `path` open (the daemon waiting for a lock)."""
+    for fd_dir in Path("/proc").glob("[0-9]*/fd"):
+        if fd_dir.parent.name == str(os.getpid()):
+            continue
+        try:
+            if any(os.readlink(fd) == str(path) for fd in fd_dir.iterdir()):
+                return True
+        except OSError:  # gone, or not ours to read
+            continue
+    return False
+
+
+async def test_a_job_asked_for_while_a_mask_half_waits_to_write_is_refused(client: KernelscopeClient) -> None:
+    """maskHalf passed its busy check on a worker thread and waits for the iteration lock
+    (another process's iteration writes); runIteration asked for meanwhile (another client)
+    passed the same check, since the mask-half was not registered anywhere, and started: two
+    writes the one-job rule keeps apart ran at once (the iteration, overtaken by the mask,
+    recorded nothing at its end). The check and the registration are one step: the iteration
+    is refused, naming the mask-half, and the mask-half masks once the lock is free."""
+    ws = ws_of(client)
+    lock_dir = MemoryManager(ws).lock_dir
+    release, held = threading.Event(), threading.Event()
+
+    def hold() -> None:
+        with workspace_lock(lock_dir, name=ITERATION_LOCK_NAME):
+            held.set()
+            release.wait(60)
+
+    holder = threading.Thread(target=hold)
+    holder.start()
+    assert held.wait(10)
+    try:
+        mask = asyncio.ensure_future(
+            command(client, "kernelscope.maskHalf", {"workspace": str(ws), "seed": 1})
+        )
+        await wait_for(
+            lambda: _held_open_elsewhere(lock_dir / ITERATION_LOCK_NAME),
+            timeout=30,
+            message="the mask-half never waited for the iteration lock",
+        )
+        for name in ("kernelscope.runIteration", "kernelscope.restart", "kernelscope.maskHalf"):
+            with pytest.raises(Exception, match="a maskHalf is already running"):
+                await command(client, name, {"workspace": str(ws)})
+    finally:
+        release.set()
+        holder.join()
+    result = await asyncio.wait_for(mask, 30)
+    assert result["masked"]  # type: ignore[index]
+    assert client.finished == []  # no job started
+    dry = await command(client, "kernelscope.maskHalf", {"workspace": str(ws), "seed": 1, "dryRun": True})
+    assert dry["dry_run"]  # type: ignore[index]
 
 
 def test_shutdown_cancels_the_job_under_way(folder: Path, tmp_path: Path) -> None:

@@ -25,6 +25,7 @@ from kernelscope.daemon.engine.memory.core import FILE_RE, JOURNAL_NAME, MEMORY_
 
 LOCK_NAME = ".kernelscope.lock"
 ITERATION_LOCK_NAME = ".kernelscope-iteration.lock"
+RESTART_LOCK_NAME = ".kernelscope-restart.lock"
 TEMP_PREFIX = ".kernelscope-tmp-"
 
 
@@ -303,6 +304,13 @@ def iteration_lock(workspace: Path) -> contextlib.AbstractContextManager[None]:
     the iteration lock, then the memory write lock, then git's commit lock (Git.committing),
     each taken at most once."""
     return _workspace_locks(workspace, ITERATION_LOCK_NAME, 600.0)
+
+
+def restart_lock(workspace: Path, timeout: float) -> contextlib.AbstractContextManager[None]:
+    """Held by a partial restart from its mask to its report (workflows/restart.py): while it
+    is held, the version the restart's mark names is its agent's (workflows/iterate.py
+    refuse_if_promised). Taken under the iteration lock, never waited for under it by others."""
+    return workspace_lock(lock_dir_of(workspace), timeout, RESTART_LOCK_NAME)
 
 
 @contextlib.contextmanager

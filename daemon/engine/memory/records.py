@@ -70,6 +70,9 @@ from kernelscope.protocol.workspace import MetricKind, VersionSummary
 
 # the latest mask-half, beside the locks (atomic_io.lock_dir_of: the git directory, outside git memory/)
 MASK_HALF_MARK = ".kernelscope-mask-half.json"
+# a restart's mark's id, in its agent's environment: the agent's iterations record the version
+# the restart promised it (workflows/iterate.py refuse_if_promised)
+RESTART_ID_ENV = "KERNELSCOPE_RESTART_ID"
 
 # -- incremental reads ---------------------------------------------------------------
 RACY_NS = 100_000_000  # re-check a file whose timestamp is this close to when it was read

@@ -339,14 +339,18 @@ class Git:
 
     def store_on_side_ref(self, path: Path, ref: str, message: str, content: bytes) -> str:
         """Commit `content` as `path` on `ref` (parent: HEAD) without touching HEAD, the index
-        or the working tree; returns the commit hash."""
-        with self._index_of_head_with([self._index_entry(path, content)]) as env:
-            tree = self.run("write-tree", env=env)
-        head = self.head()
-        parents = ["-p", head] if head else []
-        commit = self.run("commit-tree", tree, *parents, "-m", message)
-        self.run("update-ref", ref, commit)
-        return commit
+        or the working tree; returns the commit hash. Under the commit lock, as every other
+        kernelscope git write: the tree is read from HEAD and the parent is HEAD, and another
+        commit moving HEAD between the two (a restart's mask) made a side commit that undid
+        that commit's files beside its parent."""
+        with self.committing():
+            with self._index_of_head_with([self._index_entry(path, content)]) as env:
+                tree = self.run("write-tree", env=env)
+            head = self.head()
+            parents = ["-p", head] if head else []
+            commit = self.run("commit-tree", tree, *parents, "-m", message)
+            self.run("update-ref", ref, commit)
+            return commit
 
     def _hash_bytes(self, content: bytes) -> str:
         done = subprocess.run(

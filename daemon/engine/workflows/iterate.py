@@ -12,6 +12,7 @@ ref, and kernel.py is restored to the last passing version only when asked
 from __future__ import annotations
 
 import math
+import os
 import shlex
 import tempfile
 import threading
@@ -20,10 +21,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from kernelscope.daemon.engine import Cancelled, DataError, KernelscopeError
-from kernelscope.daemon.engine.memory.atomic_io import iteration_lock
+from kernelscope.daemon.engine import Cancelled, DataError, KernelscopeError, WriteFailed
+from kernelscope.daemon.engine.memory.atomic_io import iteration_lock, restart_lock
 from kernelscope.daemon.engine.memory.core import kernelscope_block
-from kernelscope.daemon.engine.memory.records import MemoryEntry, MemoryManager, utc_now_iso
+from kernelscope.daemon.engine.memory.records import RESTART_ID_ENV, MemoryEntry, MemoryManager, utc_now_iso
 from kernelscope.daemon.engine.run.bench import BenchRequest, run_benchmark
 from kernelscope.daemon.engine.store import ExperimentStore
 from kernelscope.daemon.engine.store.config import is_default_url, public_url
@@ -57,6 +58,9 @@ class IterateOptions:
     extra_args: tuple[str, ...] = ()
     on_progress: Callable[[int, int], None] | None = None
     force: bool = False  # write even when an orchestrator drives the workspace
+    # the partial restart whose agent runs this iteration (its mark's id: refuse_if_promised);
+    # None: the environment's RESTART_ID_ENV, which the restart sets for its agent
+    restart_id: str | None = None
 
 
 def _headline(configs: list[ConfigResult]) -> ConfigResult | None:
@@ -111,15 +115,58 @@ def refuse_recorded_code(root: Path, db_url: str | None = None, measured: bytes 
         )
 
 
-def refuse_if_restarted(memory: MemoryManager, mask_half: dict[str, Any] | None) -> None:
+def restart_in_flight(workspace: Path) -> bool:
+    """Whether a partial restart holds the workspace's restart lock (atomic_io.restart_lock)."""
+    try:
+        with restart_lock(workspace, 0.0):
+            return False
+    except WriteFailed:  # a lock folder this process may not write: it records nothing either
+        return False
+    except DataError:  # held by a restart, until its report
+        return True
+
+
+def refuse_if_promised(
+    memory: MemoryManager, mark: dict[str, Any] | None, restart_id: str | None, measured: bool
+) -> None:
+    """While a partial restart runs, the version it promised its agent (the mark's next
+    version, "first iteration: v<N>" in the brief) is the agent's until it is recorded: any
+    other iteration (a person's iterate, the editor's) is refused, naming the restart. One
+    started after the mask, before the agent, found the mark already there and recorded v<N>;
+    the agent's own iteration became v<N+1> and the restart's report credited the wrong
+    measurement. The agent's iterations carry the mark's id (RESTART_ID_ENV, in the
+    environment the restart starts it with). Once v<N> exists, or the restart has ended (its
+    agent may have written nothing), iterations record as usual. Checked when an iteration
+    starts (no GPU time spent) and under the iteration lock before it records."""
+    if mark is None or mark.get("by") != "restart" or mark.get("id") == restart_id:
+        return
+    promised = mark.get("next_version")
+    if not isinstance(promised, str) or memory.path_of(promised).exists():
+        return
+    if not restart_in_flight(memory.workspace):
+        return
+    raise DataError(
+        f"a partial restart (kernelscope restart, started at {mark.get('at')}, seed {mark.get('seed')}) "
+        f"is running in this workspace and gave {promised} to the agent it started: only that agent "
+        f"records {promised} while the restart runs, so nothing was recorded"
+        + ("" if measured else " (nothing was measured)")
+        + f" (run the iteration again once the agent has recorded {promised}, or the restart has ended)"
+    )
+
+
+def refuse_if_restarted(
+    memory: MemoryManager, mask_half: dict[str, Any] | None, restart_id: str | None = None
+) -> None:
     """An iteration that measured while a partial restart (a mask-half: the restart's, the
     memory command's or the editor's) masked the memory records nothing: the restart gave its next version to
     the fresh run it starts (its agent's brief: "first iteration: v<N>"), and this measurement
     belongs to the run before it. Recorded, it took v<N>, the agent's own iteration became
     v<N+1>, and the restart's report gave the old measurement as the agent's result.
-    `mask_half`: the mark the iteration read when it started (MemoryManager.mask_half_mark)."""
+    `mask_half`: the mark the iteration read when it started (MemoryManager.mask_half_mark);
+    `restart_id`: the restart whose agent runs the iteration, if any (refuse_if_promised)."""
     now = memory.mask_half_mark()
     if now == mask_half or now is None:
+        refuse_if_promised(memory, now, restart_id, measured=True)
         return
     masked = ", ".join(str(v) for v in now.get("masked") or []) or "nothing"
     what = (
@@ -188,6 +235,7 @@ class Iteration:
         self.options = options
         self.git = Git(self.ws.root)
         self.memory = self.ws.memory
+        self.restart_id = options.restart_id or os.environ.get(RESTART_ID_ENV) or None
 
     def _kernel_at(self, entry: MemoryEntry | None, tmp: Path, name: str) -> Path | None:
         return kernel_at(self.git, self.ws.kernel_path, entry, tmp, name)
@@ -217,6 +265,7 @@ class Iteration:
                 raise DataError("; ".join([*messages, str(exc)])) from None
         readme = self.ws.readme() if self.ws.readme_path.is_file() else None
         mask_half = self.memory.mask_half_mark()  # (before the memory this iteration builds on)
+        refuse_if_promised(self.memory, mask_half, self.restart_id, measured=False)
         entries = self.memory.scan()
         baseline_entry = next((e for e in entries if e.record is not None and e.number == 0), None)
         parent_entry = last_passing(entries)
@@ -251,7 +300,7 @@ class Iteration:
         # there: an iteration started by the daemon and one started by the CLI or an agent
         # at the same time record v<N> and v<N+1> and never commit over each other.
         with iteration_lock(self.ws.root):
-            refuse_if_restarted(self.memory, mask_half)
+            refuse_if_restarted(self.memory, mask_half, self.restart_id)
             return self._record(store, bench, readme, parent_entry, messages, measured)
 
     def _record(

@@ -25,10 +25,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from kernelscope.daemon.engine import Cancelled, DataError, UsageError
+from kernelscope.daemon.engine import Cancelled, DataError, UsageError, WriteFailed
 from kernelscope.daemon.engine.memory import atrex_fields
-from kernelscope.daemon.engine.memory.atomic_io import iteration_lock
+from kernelscope.daemon.engine.memory.atomic_io import iteration_lock, restart_lock
 from kernelscope.daemon.engine.memory.core import kernelscope_block
+from kernelscope.daemon.engine.memory.records import RESTART_ID_ENV
 from kernelscope.daemon.engine.workflows.git import Git
 from kernelscope.daemon.engine.workspace.atrex import refuse_if_supervised
 from kernelscope.daemon.engine.workspace.user_config import state_dir
@@ -36,6 +37,9 @@ from kernelscope.daemon.engine.workspace.workspace import Workspace
 from kernelscope.protocol.commands import MaskHalfResult, RestartReport
 from kernelscope.protocol.record_rules import section_get
 from kernelscope.protocol.vocabulary import WORKSPACE_DIRS, WORKSPACE_FILES
+
+# a restart waits this long for the restart lock: an iteration's look at it holds it an instant
+RESTART_LOCK_WAIT_S = 5.0
 
 FORBIDDEN_ACTIONS = [
     "Do not revert kernel.py to baseline or any earlier version.",
@@ -435,50 +439,72 @@ class PartialRestart:
         before = self._snapshot()
         baseline_kernel = self._baseline_kernel()
         readme = self.ws.readme()
-        # Under the iteration lock, as an iteration's write phase: an agent's iterate recording
-        # at this moment records before the mask or after its commit, and its version's record
-        # (which may get the restart's note) is committed by one of them, not swept into the
-        # other's commit. Released before the agent starts (its own iterate takes the lock).
-        with iteration_lock(self.ws.root):
-            # (the lock may have been waited for while an iteration committed: a Cancel
-            # pressed meanwhile stops here, before anything is written)
-            if cancel is not None and cancel.is_set():
-                raise Cancelled("restart cancelled while waiting for an iteration to finish: nothing masked")
-            mask = self.ws.memory.mask_half(
-                readme.primary_kind,
-                seed=self.options.seed,
-                force=self.options.force,
-                allow_supervised=self.options.force,
-                for_restart=True,  # (the iteration lock held here; its agent starts at the next version)
+        in_git = self.ws.memory.lock_dir != self.ws.memory.memory_dir  # (where the mark is written)
+        with contextlib.ExitStack() as running:
+            # Under the iteration lock, as an iteration's write phase: an agent's iterate recording
+            # at this moment records before the mask or after its commit, and its version's record
+            # (which may get the restart's note) is committed by one of them, not swept into the
+            # other's commit. Released before the agent starts (its own iterate takes the lock).
+            with iteration_lock(self.ws.root):
+                # (the lock may have been waited for while an iteration committed: a Cancel
+                # pressed meanwhile stops here, before anything is written)
+                if cancel is not None and cancel.is_set():
+                    raise Cancelled(
+                        "restart cancelled while waiting for an iteration to finish: nothing masked"
+                    )
+                if in_git:
+                    # Held from the mask to the report: meanwhile only this restart's agent
+                    # records the version its brief names (iterate.refuse_if_promised). A second
+                    # restart is refused (its mask would take that version from this agent).
+                    try:
+                        running.enter_context(restart_lock(self.ws.root, RESTART_LOCK_WAIT_S))
+                    except WriteFailed:
+                        raise
+                    except DataError:
+                        raise DataError(
+                            "another partial restart is running in this workspace (its agent has "
+                            "not finished): nothing was masked; wait for its report, or cancel it"
+                        ) from None
+                mask = self.ws.memory.mask_half(
+                    readme.primary_kind,
+                    seed=self.options.seed,
+                    force=self.options.force,
+                    allow_supervised=self.options.force,
+                    for_restart=True,  # (the iteration lock held here; its agent starts at the next version)
+                )
+                # committed before anything else can run in the workspace (a refusal stops here)
+                mask_commit = commit_mask(self.ws, mask)
+                next_version = self.ws.memory.next_version()
+                mark = self.ws.memory.mask_half_mark() if in_git else None
+            brief_path, env = self._brief(next_version, mask.seed)
+            if mark is not None:  # the agent's iterations record next_version (iterate.refuse_if_promised)
+                env[RESTART_ID_ENV] = str(mark.get("id"))
+            argv = [part.replace("{brief}", str(brief_path)) for part in argv]
+            # What the agent starts from: after the mask and the brief were written.
+            started = self._snapshot()
+            before.update(
+                memory_files=started["memory_files"],
+                siblings=started["siblings"],
+                targets_digest=self.ws.profile(readme).targets_digest,
             )
-            # committed before anything else can run in the workspace (a refusal stops here)
-            mask_commit = commit_mask(self.ws, mask)
-            next_version = self.ws.memory.next_version()
-        brief_path, env = self._brief(next_version, mask.seed)
-        argv = [part.replace("{brief}", str(brief_path)) for part in argv]
-        # What the agent starts from: after the mask and the brief were written.
-        started = self._snapshot()
-        before.update(
-            memory_files=started["memory_files"],
-            siblings=started["siblings"],
-            targets_digest=self.ws.profile(readme).targets_digest,
-        )
-        try:
-            code, timed_out, cancelled = self._launch(argv, env, on_output, cancel)
-            not_started = None
-        except OSError as exc:  # found but not runnable (no #! line, say): the report says so
-            code, timed_out, cancelled = None, False, False
-            undo = f" (unmask {', '.join(mask.masked)} to undo the mask)" if mask.masked else ""
-            not_started = f"the agent could not be started: {exc}{undo}"
-        violations, returned = self._verify(before, baseline_kernel, next_version, mask.masked)
-        if not_started:
-            violations.insert(0, not_started)
-        if timed_out:
-            violations.insert(0, f"the agent ran past its {self.options.timeout_s:g} s limit and was stopped")
-        if cancelled:
-            violations.insert(0, "the agent was cancelled")
-        if code not in (None, 0):
-            violations.append(f"the agent exited with status {code}")
+            try:
+                code, timed_out, cancelled = self._launch(argv, env, on_output, cancel)
+                not_started = None
+            except OSError as exc:  # found but not runnable (no #! line, say): the report says so
+                code, timed_out, cancelled = None, False, False
+                undo = f" (unmask {', '.join(mask.masked)} to undo the mask)" if mask.masked else ""
+                not_started = f"the agent could not be started: {exc}{undo}"
+            violations, returned = self._verify(before, baseline_kernel, next_version, mask.masked)
+            if not_started:
+                violations.insert(0, not_started)
+            if timed_out:
+                violations.insert(
+                    0, f"the agent ran past its {self.options.timeout_s:g} s limit and was stopped"
+                )
+            if cancelled:
+                violations.insert(0, "the agent was cancelled")
+            if code not in (None, 0):
+                violations.append(f"the agent exited with status {code}")
         return RestartReport(
             workspace=str(self.ws.root),
             mask=mask,

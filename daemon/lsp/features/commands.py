@@ -89,18 +89,10 @@ class Commands:
         return ws
 
     def _refuse_if_busy(self, ws: WorkspaceState) -> None:
-        """One job the user started per workspace: a second (a double click on Restart,
-        an iteration asked for during a benchmark) would cancel the first and, for a restart,
-        mask half of the memory again; a mask-half (maskHalf, not a dry run) would overtake the
-        iteration, which then records nothing (workflows/iterate.refuse_if_restarted). Refused
-        (InvalidParams, nothing started), naming the job to wait for or cancel; a save's
-        background probe is not the user's and gives way."""
-        job = ws.job
-        if job is not None and self.jobs.user_job_running(ws):
-            raise JsonRpcInvalidParams(
-                message=f"workspace: a {job.kind} (job {job.job_id}) is already running in {ws.root}: "
-                "wait for its kernelscope/jobFinished, or cancel it (kernelscope.cancel)"
-            )
+        """InvalidParams, nothing started, while a write the user started runs in the workspace
+        (WorkspaceState.refuse_if_busy): before a question is asked. Starting the write checks
+        again in the step that registers it (Jobs.start, WorkspaceState.begin_write)."""
+        self._engine(ws.refuse_if_busy)
 
     def _observer_guard(self, ws: WorkspaceState, action: str, force: bool) -> None:
         """Refuse (InvalidParams, nothing started) a write into a workspace an orchestrator drives."""
@@ -126,17 +118,21 @@ class Commands:
     def mask_half(self, params: Any) -> Any:
         ws = self._workspace(params.workspace)
         if not params.dry_run:
-            self._refuse_if_busy(ws)
-        readme = ws.cache.readme()
-        result = self._engine(
-            lambda: ws.cache.memory_manager.mask_half(
-                readme.primary_kind if readme else None,
-                seed=params.seed,
-                dry_run=params.dry_run,
-                force=params.force,
-                allow_supervised=params.force,
+            self._engine(lambda: ws.begin_write("maskHalf"))  # (refused while a write of the user's runs)
+        try:
+            readme = ws.cache.readme()
+            result = self._engine(
+                lambda: ws.cache.memory_manager.mask_half(
+                    readme.primary_kind if readme else None,
+                    seed=params.seed,
+                    dry_run=params.dry_run,
+                    force=params.force,
+                    allow_supervised=params.force,
+                )
             )
-        )
+        finally:
+            if not params.dry_run:
+                ws.end_write()
         if not params.dry_run:
             self._changed(ws, "memory")
         return result.model_dump(mode="json")
@@ -162,10 +158,11 @@ class Commands:
 
     def run_iteration(self, params: Any) -> Any:
         ws = self._workspace(params.workspace)
-        self._refuse_if_busy(ws)
         self._observer_guard(ws, "run an iteration", params.force)
-        job = self.jobs.iterate(
-            ws, params.action_category, params.action_description, params.revert_on_fail, params.force
+        job = self._engine(
+            lambda: self.jobs.iterate(
+                ws, params.action_category, params.action_description, params.revert_on_fail, params.force
+            )
         )
         return p.JobStarted(job_id=job.job_id, workspace=str(ws.root), kind="runIteration").model_dump()
 
@@ -216,12 +213,11 @@ class Commands:
 
     def restart(self, params: Any) -> Any:
         ws, agent = self._restart_checks(params)
-        job = self.jobs.restart(ws, agent, params.seed, params.timeout_s, params.force)
+        job = self._engine(lambda: self.jobs.restart(ws, agent, params.seed, params.timeout_s, params.force))
         return p.JobStarted(job_id=job.job_id, workspace=str(ws.root), kind="restart").model_dump()
 
     def benchmark(self, params: Any) -> Any:
         ws = self._workspace(params.workspace)
-        self._refuse_if_busy(ws)
         candidate = None
         if params.candidate:
             candidate = uri_to_path(params.candidate)
@@ -229,7 +225,7 @@ class Commands:
                 raise JsonRpcInvalidParams(
                     message=f"candidate: {candidate} is not a file inside the workspace folders"
                 )
-        job = self.jobs.benchmark(ws, candidate=candidate, probe=candidate is None)
+        job = self._engine(lambda: self.jobs.benchmark(ws, candidate=candidate, probe=candidate is None))
         return p.JobStarted(job_id=job.job_id, workspace=str(ws.root), kind="benchmark").model_dump()
 
     def show_history(self, params: Any) -> Any:
