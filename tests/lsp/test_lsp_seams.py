@@ -21,7 +21,7 @@ import pytest_lsp
 from lsprotocol import types
 from pytest_lsp import ClientServerConfig, LanguageClient, client_capabilities
 
-from kernelscope.daemon.engine.memory.atomic_io import ITERATION_LOCK_NAME, workspace_lock
+from kernelscope.daemon.engine.memory.atomic_io import ITERATION_LOCK_NAME, LOCK_NAME, workspace_lock
 from kernelscope.daemon.engine.memory.records import MemoryManager
 from kernelscope.protocol.vocabulary import COMMANDS, JOB_KINDS
 from tests.conftest import EXAMPLES, NO_TORCH_SERVER, REPO_ROOT
@@ -347,12 +347,16 @@ async def test_a_command_waiting_on_the_lock_does_not_block_lenses(client: Kerne
 
     holder = threading.Thread(target=hold)
     holder.start()
-    held.wait(5)
+    assert held.wait(5)
     try:
         mask = asyncio.ensure_future(
             command(client, "kernelscope.maskHalf", {"workspace": str(ws), "seed": 1})
         )
-        await asyncio.sleep(0.5)
+        await wait_for(
+            lambda: _held_open_elsewhere(MemoryManager(ws).lock_dir / LOCK_NAME),
+            timeout=30,
+            message="the mask-half never waited for the memory lock",
+        )
         slowest = 0.0
         for _ in range(10):
             began = time.monotonic()
