@@ -21,9 +21,8 @@ import typer
 
 from kernelscope.daemon.cli import output
 from kernelscope.daemon.cli.options import OptInt
-from kernelscope.daemon.engine import KernelscopeError
+from kernelscope.daemon.engine import KernelscopeError, counted
 from kernelscope.daemon.engine.run.bench import PRECISIONS, BenchRequest, run_benchmark
-from kernelscope.daemon.engine.views.words import counted
 from kernelscope.protocol.bench import BENCH_SCHEMA_VERSION, BenchError, BenchResult
 from kernelscope.protocol.sizes import SizeError, parse_problem_sizes
 

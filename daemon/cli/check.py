@@ -15,7 +15,7 @@ import typer
 
 from kernelscope.daemon.cli import output
 from kernelscope.daemon.cli.options import DbOpt, JsonOpt
-from kernelscope.daemon.engine.views.words import counted
+from kernelscope.daemon.engine import counted
 
 OptPath = Optional[Path]  # noqa: UP045
 

@@ -15,8 +15,7 @@ import typer
 
 from kernelscope.daemon.cli import output
 from kernelscope.daemon.cli.options import DbOpt, JsonOpt, OptBool, OptFloat, OptStr
-from kernelscope.daemon.engine import UsageError
-from kernelscope.daemon.engine.views.words import counted
+from kernelscope.daemon.engine import UsageError, counted
 
 if TYPE_CHECKING:  # the store (SQLAlchemy) and the models (pydantic) load when a command runs
     from kernelscope.daemon.engine.store import ExperimentStore

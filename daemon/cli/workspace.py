@@ -9,7 +9,7 @@ import typer
 
 from kernelscope.daemon.cli import output
 from kernelscope.daemon.cli.options import DbOpt
-from kernelscope.daemon.engine.views.words import counted
+from kernelscope.daemon.engine import counted
 
 
 def workspace_command(

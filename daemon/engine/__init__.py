@@ -9,6 +9,8 @@ views/ (every text a person reads).
 Errors the engine raises live here, each carrying the CLI exit status it maps to. Exit
 statuses are part of the contract agents rely on: 0 success, 1 usage error (bad arguments), 2
 missing or invalid data (no such version, corrupt file, refused operation), 130 cancelled.
+With them, the two word rules every part's messages use (`write_error_reason`, `counted`):
+here rather than in views/, which reads the other parts and so cannot be read by them.
 """
 
 from __future__ import annotations
@@ -47,6 +49,13 @@ def write_error_reason(exc: OSError) -> str:
         errno.EFBIG: "file size limit exceeded",
         errno.EROFS: "read-only file system",
     }.get(exc.errno or 0, exc.strerror or str(exc))
+
+
+def counted(count: int, noun: str) -> str:
+    """The one plural rule for the counts a person reads (lenses, hover, command answers, CLI
+    and error messages): `count` and `noun` (singular; of a phrase, its last word is made
+    plural: `interpreter run`) agreeing in number, `1 experiment`, `0 experiments`."""
+    return f"{count} {noun if count == 1 else noun + 's'}"
 
 
 class Cancelled(KernelscopeError):

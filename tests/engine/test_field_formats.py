@@ -180,7 +180,7 @@ def test_hover_notes_list_experiments_directions_outcome_and_workloads(atrex_ws:
 
 def test_one_experiment_is_an_experiment_not_experiments(atrex_ws: Path) -> None:
     """The running episode with one experiment read `1 experiments` in the file lens, and a
-    record with nine experiments `… 1 more experiments` in hover (views/words.py, one rule)."""
+    record with nine experiments `… 1 more experiments` in hover (engine.counted, one rule)."""
     live_path = atrex_ws / "memory" / "live.json"
     live = json.loads(live_path.read_text())
     live["experiment_count"] = 1

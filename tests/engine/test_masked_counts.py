@@ -380,7 +380,7 @@ def test_one_run_is_a_run_not_runs(ws: Path) -> None:
 
 def test_the_exp_commands_count_one_experiment_as_one(ws: Path, cli) -> None:  # type: ignore[no-untyped-def]
     """`exp list` titled one row `1 experiments`, and the masked count read `1 experiment(s)`:
-    the plural rule of the lenses (views/words.py) words them now."""
+    the plural rule of the lenses (engine.counted) words them now."""
     db = str(ws.parent / "exp.sqlite")
     listed = cli("exp", "list", "-w", str(ws), "--db", db, "--text", "attempt v4")
     assert listed.exit_code == 0, listed

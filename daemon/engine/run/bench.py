@@ -31,7 +31,7 @@ from typing import Any, Protocol
 
 from pydantic import ValidationError
 
-from kernelscope.daemon.engine import UsageError
+from kernelscope.daemon.engine import UsageError, counted
 from kernelscope.daemon.engine.run import child_limits
 from kernelscope.daemon.engine.run.child_limits import ResourceLimits
 from kernelscope.daemon.engine.run.gate_output import (
@@ -45,7 +45,6 @@ from kernelscope.daemon.engine.run.gate_output import (
 )
 from kernelscope.daemon.engine.run.scratch import Scratch, scratch_copy
 from kernelscope.daemon.engine.run.warm_worker import WarmWorkers, WorkerLost
-from kernelscope.daemon.engine.views.words import counted
 from kernelscope.daemon.engine.workspace.readme import parse_readme_file
 from kernelscope.protocol import kinds
 from kernelscope.protocol.bench import BenchError, BenchResult

@@ -86,8 +86,7 @@ from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
-from kernelscope.daemon.engine import DataError
-from kernelscope.daemon.engine.views.words import counted
+from kernelscope.daemon.engine import DataError, counted
 from kernelscope.daemon.engine.workflows.git import READ_ONLY_ENV, READ_ONLY_OPTIONS
 from kernelscope.protocol.bench import BenchError, BenchResult, ConfigResult
 from kernelscope.protocol.experiment import SUMMARY_MAX_CHARS, KernelExperiment, utc_now_z

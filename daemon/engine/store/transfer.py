@@ -17,8 +17,8 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from kernelscope.daemon.engine import counted
 from kernelscope.daemon.engine.store.errors import InvalidImportFile
-from kernelscope.daemon.engine.views.words import counted
 from kernelscope.protocol.experiment import KernelExperiment
 
 CSV_FIELDS = list(KernelExperiment.model_fields)

@@ -14,7 +14,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from kernelscope.daemon.engine.views.words import counted
+from kernelscope.daemon.engine import counted
 from kernelscope.protocol.record_rules import format_score
 
 log = logging.getLogger("kernelscope.views")

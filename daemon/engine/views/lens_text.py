@@ -11,11 +11,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from kernelscope.daemon.engine import counted
 from kernelscope.daemon.engine.memory import atrex_fields
 from kernelscope.daemon.engine.memory.core import kernelscope_block
 from kernelscope.daemon.engine.memory.records import MemoryEntry
 from kernelscope.daemon.engine.memory.scores import VersionScore
-from kernelscope.daemon.engine.views.words import counted
 from kernelscope.daemon.engine.workspace import atrex
 from kernelscope.daemon.engine.workspace.cache import WorkspaceCache
 from kernelscope.daemon.engine.workspace.masked import has_runs, run_counts

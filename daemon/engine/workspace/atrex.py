@@ -21,9 +21,8 @@ import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from kernelscope.daemon.engine import DataError
+from kernelscope.daemon.engine import DataError, counted
 from kernelscope.daemon.engine.memory.atrex_fields import as_dict, short_text
-from kernelscope.daemon.engine.views.words import counted
 from kernelscope.protocol.workspace import Supervisor
 
 RUNTIME_DIR = ".atrex_long_horizon"
