@@ -87,7 +87,9 @@ Hidden = Iterable[str] | Mapping[str, Iterable[str]]
 
 def not_versions(versions: Hidden) -> list[Any]:
     """The condition that leaves out experiments of these memory versions (a workspace's
-    masked ones: a restarted agent must not see their experience); none for none."""
+    masked ones: a restarted agent must not see their experience); none for none. Its twin
+    for rows already read is workspace/masked.is_hidden (`exp failures` reads the store once
+    and counts what it leaves out among the rows): a change here changes that one too."""
     if isinstance(versions, Mapping):
         pairs = sorted((workspace, v) for workspace, found in versions.items() for v in set(found))
         pair = tuple_(E.workspace, E.memory_version)

@@ -127,7 +127,8 @@ def hidden_among(rows: Iterable[KernelExperiment], include_masked: bool = False)
 
 
 def is_hidden(row: KernelExperiment, hidden: Mapping[str, set[str]]) -> bool:
-    """Whether `hidden` leaves this row out, as the store's queries do (`hidden_versions`)."""
+    """Whether `hidden` leaves this row out: store/kernel_stats.not_versions's condition, for
+    a row already read (a change there changes this one too)."""
     return row.memory_version is not None and row.memory_version in hidden.get(row.workspace, set())
 
 
