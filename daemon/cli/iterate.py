@@ -39,6 +39,14 @@ def iterate_command(
     timeout: Annotated[float, typer.Option("--timeout", min=1)] = 900.0,
     python: Annotated[OptStr, typer.Option("--python", help="Interpreter with torch/triton.")] = None,
     db: Annotated[OptStr, typer.Option("--db", help="Experiment database URL or SQLite path.")] = None,
+    restart_id: Annotated[
+        OptStr,
+        typer.Option(
+            "--restart-id",
+            help="The partial restart whose agent runs this (its brief names it; default: "
+            "$KERNELSCOPE_RESTART_ID, which the restart sets).",
+        ),
+    ] = None,
     force: ForceOpt = False,
     json_out: JsonOpt = False,
 ) -> None:
@@ -78,6 +86,7 @@ def iterate_command(
             python=python,
             db_url=db,
             force=force,
+            restart_id=restart_id,
         ),
     )
     if json_out:

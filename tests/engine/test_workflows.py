@@ -557,9 +557,90 @@ def test_a_second_restart_while_the_first_runs_is_refused_before_it_masks(
     monkeypatch.setattr(PartialRestart, "_brief", brief_then_a_second_restart)
     report = restart(ws, db, agent_script(tmp_path, HONEST))
     error = outcome["second"]
-    assert isinstance(error, DataError) and "another partial restart is running" in str(error), error
+    assert isinstance(error, DataError) and "a partial restart (kernelscope restart) is running" in str(error)
+    assert "refusing to restart, nothing was changed" in str(error), error
     assert outcome["masked"]  # the second masked nothing
     assert report.completed and report.latest_memory_path.endswith("v4.json"), report.violations  # type: ignore[union-attr]
+
+
+SCRUBBED = f"""
+    import os, re, subprocess, sys
+    ws = os.environ["KERNELSCOPE_WORKSPACE"]
+    brief = open(os.environ["KERNELSCOPE_BRIEF"]).read()
+    # a shell that does not pass the environment on (Codex's shell_environment_policy "core",
+    # a container): the agent gives the id its brief names
+    env = {{k: v for k, v in os.environ.items() if k != "KERNELSCOPE_RESTART_ID"}}
+    given = re.search(r"add `--restart-id (\\w+)`", brief)
+    path = os.path.join(ws, "kernel.py")
+    source = open(path).read()
+    source = re.sub(r"BLOCK_SIZE=\\d+\\)", "BLOCK_SIZE=4096)", source)
+    source = re.sub(r"cdiv\\(n_elements, \\d+\\)", "cdiv(n_elements, 4096)", source)
+    open(path, "w").write(source)
+    command = [{KELNERSCOPE!r}, "iterate", "-w", ws, "-a", "block_size", "-d", "BLOCK 4096",
+               "--mode", "interpreter", "--seeds", "1", "--db", os.environ["DB"]]
+    if os.environ.get("WITH_ID"):
+        command += ["--restart-id", given.group(1)]
+    sys.exit(subprocess.call(command, env=env))
+"""
+
+
+@pytest.mark.parametrize("with_id", [False, True])
+def test_an_agent_whose_shell_drops_the_environment_records_with_the_briefs_restart_id(
+    workspace: tuple[Path, str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch, with_id: bool
+) -> None:
+    """An agent whose shell does not pass KERNELSCOPE_RESTART_ID on (found by the review) was
+    refused its own version, told to wait for the agent it is. The brief names the id and the
+    `--restart-id` option; the refusal names the variable, the restart's id and the one the
+    iteration carried. Given the id, the agent records v4."""
+    ws, db = workspace
+    (ws / "kernel.py").write_text(kernel_with_block(KERNEL, 2048))
+    if with_id:
+        monkeypatch.setenv("WITH_ID", "1")
+    lines: list[str] = []
+    report = restart(ws, db, agent_script(tmp_path, SCRUBBED), lines=lines)
+    if with_id:
+        assert report.completed and report.latest_memory_path.endswith("v4.json"), report.violations  # type: ignore[union-attr]
+        return
+    assert not report.completed and not (ws / "memory" / "v4.json").exists()
+    said = " ".join(" ".join(lines).split())
+    assert "KERNELSCOPE_RESTART_ID=" in said and "--restart-id" in said, said[-1500:]
+    assert "this iteration carried none" in said, said[-1500:]
+
+
+def test_a_mask_half_while_a_restart_runs_is_refused(
+    workspace: tuple[Path, str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A mask-half (the memory command, another daemon's maskHalf) while a restart's agent
+    worked replaced the restart's mark, so its promise was gone: a person's iterate recorded
+    the agent's version and the report credited it to the agent (found by the review). It is
+    refused while the restart runs, nothing changed, and the agent records its version."""
+    from kernelscope.daemon.engine import DataError
+
+    ws, db = workspace
+    for block in (2048, 512):  # more history: v4, v5 (a mask-half would mask something)
+        (ws / "kernel.py").write_text(kernel_with_block(KERNEL, block))
+        iterate(ws, db, "block_size")
+    outcome: dict[str, object] = {}
+    real_brief = PartialRestart._brief
+
+    def brief_then_a_mask_half(self: PartialRestart, *args: object) -> object:
+        made = real_brief(self, *args)  # type: ignore[arg-type]
+        before = {p.name: p.read_bytes() for p in (ws / "memory").iterdir()}
+        mark = self.ws.memory.mask_half_mark()
+        try:
+            outcome["mask"] = self.ws.memory.mask_half(None, seed=3)
+        except Exception as exc:
+            outcome["mask"] = exc
+        outcome["unchanged"] = before == {p.name: p.read_bytes() for p in (ws / "memory").iterdir()}
+        outcome["mark kept"] = mark == self.ws.memory.mask_half_mark()
+        return made
+
+    monkeypatch.setattr(PartialRestart, "_brief", brief_then_a_mask_half)
+    report = restart(ws, db, agent_script(tmp_path, HONEST.replace('== "v4"', '== "v6"')))
+    error = outcome["mask"]
+    assert isinstance(error, DataError) and "refusing to mask half of the memory" in str(error), error
+    assert outcome["unchanged"] and outcome["mark kept"]
+    assert report.completed and report.latest_memory_path.endswith("v6.json"), report.violations  # type: ignore[union-attr]
 
 
 def test_a_mask_half_waits_for_an_iteration_recording(
@@ -871,6 +952,25 @@ def test_each_demo_step_runs_fewer_programs_over_no_more_lanes() -> None:
         lanes = [-(-config["n"] // block) * block for block in blocks]
         assert programs == sorted(set(programs), reverse=True), (config, programs)  # strictly fewer
         assert max(lanes) <= min(lanes) * 1.05, (config, lanes)  # (64's 5056 and the rest's 5120)
+
+
+def test_the_demo_says_when_its_mask_masked_nothing() -> None:
+    """On a machine where v2 measures best (a GPU, where the last steps may measure alike), v1
+    alone is a candidate and nothing is masked: the demo printed "masked , kept best v2"."""
+    from kernelscope.daemon.engine.workflows.demo import mask_said
+    from kernelscope.protocol.commands import MaskHalfResult
+
+    fields = dict(workspace="/w", seed=0, best_metric=None, best_rule="lowest latency", next_version="v4")
+    none = MaskHalfResult(
+        candidates=["v1"], masked=[], best_version="v2", latest_passing_version="v3", **fields
+    )
+    assert mask_said(none) == (
+        "mask-half: masked nothing (candidates: v1; half of 1 is none), kept best v2 and latest v3"
+    )
+    one = MaskHalfResult(
+        candidates=["v1", "v2"], masked=["v2"], best_version="v3", latest_passing_version="v3", **fields
+    )
+    assert mask_said(one) == "mask-half: masked v2, kept best v3"
 
 
 def test_demo(tmp_path: Path) -> None:

@@ -204,3 +204,51 @@ async def test_a_yes_after_memory_changed_masks_nothing(client: KernelscopeClien
     assert "nothing was masked" in str(refused.value)
     masked = [p.name for p in (ws / "memory").glob("v*.json") if json.loads(p.read_text()).get("masked")]
     assert len(masked) == 1, masked  # the person's own, no other
+
+
+async def test_a_restart_running_in_another_process_is_named_before_the_question(
+    client: KernelscopeClient,
+) -> None:
+    """A restart started from the CLI (another process) while its agent works: the editor
+    asked "Mask & restart?" and the yes failed 5 s later, and its maskHalf replaced the
+    running restart's mark, taking its agent's version (found by the review). Both are refused
+    before the question, naming the running restart; nothing is written."""
+    import subprocess
+    import threading
+
+    from kernelscope.daemon.engine.memory.atomic_io import RESTART_LOCK_NAME, lock_dir_of, workspace_lock
+
+    ws = client.folder / "kernel_opt_vector_add"
+    for argv in (["init", "-q"], ["add", "-A"], ["commit", "-qm", "the workspace"]):
+        subprocess.run(
+            ["git", "-c", "user.name=t", "-c", "user.email=t@t", *argv],
+            cwd=ws,
+            check=True,
+            capture_output=True,
+        )
+    before = memory_bytes(client)
+    release, held = threading.Event(), threading.Event()
+
+    def a_running_restart() -> None:  # (what `kernelscope restart` holds from its mask to its report)
+        with workspace_lock(lock_dir_of(ws), name=RESTART_LOCK_NAME):
+            held.set()
+            release.wait(60)
+
+    holder = threading.Thread(target=a_running_restart)
+    holder.start()
+    assert held.wait(10)
+    try:
+        for command, action in (
+            (await restart_lens(client), "restart"),
+            ("kernelscope.maskHalf", "mask half of the memory"),
+        ):
+            params = {"workspace": str(ws), "confirm": True}
+            with pytest.raises(Exception, match=f"is running in this workspace .*refusing to {action}"):
+                await run(client, command, params)
+    finally:
+        release.set()
+        holder.join()
+    assert client.asked == []  # type: ignore[attr-defined]
+    await no_job_starts(client)
+    assert memory_bytes(client) == before
+    client._pytest_item.stash[captured_exception_key] = None  # type: ignore[attr-defined]

@@ -313,6 +313,37 @@ def restart_lock(workspace: Path, timeout: float) -> contextlib.AbstractContextM
     return workspace_lock(lock_dir_of(workspace), timeout, RESTART_LOCK_NAME)
 
 
+def restart_in_flight(workspace: Path) -> bool:
+    """Whether a partial restart holds the workspace's restart lock (from its mask to its
+    report). Asked with a short wait, not none: another process asking at the same instant
+    holds the lock for that instant only. Outside git no restart takes it (nor is a lock
+    file made in memory/ by asking)."""
+    lock_dir = lock_dir_of(workspace)
+    if lock_dir == workspace / MEMORY_DIR:
+        return False
+    try:
+        with workspace_lock(lock_dir, 0.25, RESTART_LOCK_NAME):
+            return False
+    except WriteFailed:  # a lock folder this process may not write: it masks or records nothing either
+        return False
+    except DataError:  # held by a restart, until its report
+        return True
+
+
+def refuse_if_restarting(workspace: Path, action: str) -> None:
+    """A write that would take from a running partial restart's agent the version its brief
+    promised it (a mask-half hands out a new next version and replaces the restart's mark; a
+    second restart masks again) is refused while the restart runs: DataError, nothing changed.
+    The restart's own agent records through `kernelscope iterate`, which has its own rule
+    (workflows/iterate.py refuse_if_promised)."""
+    if restart_in_flight(workspace):
+        raise DataError(
+            f"a partial restart (kernelscope restart) is running in this workspace and its agent has "
+            f"not finished: refusing to {action}, nothing was changed; wait for the restart's report, "
+            "or cancel it"
+        )
+
+
 @contextlib.contextmanager
 def workspace_lock(lock_dir: Path, timeout: float = 60.0, name: str = LOCK_NAME) -> Iterator[None]:
     """Hold one of the workspace's locks (a file in `lock_dir`, shared by all processes): the

@@ -50,6 +50,7 @@ from kernelscope.daemon.engine.memory.atomic_io import (
     iteration_lock,
     lock_dir_of,
     memory_write_lock,
+    refuse_if_restarting,
     restore,
 )
 from kernelscope.daemon.engine.memory.core import BASELINE, MEMORY_DIR, normalize_version
@@ -473,6 +474,9 @@ class MemoryManager:
             # it in memory/; there, where no iteration runs, no iteration lock is taken)
             if not dry_run and not for_restart and self.lock_dir != self.memory_dir:
                 held.enter_context(iteration_lock(self.workspace))  # (the order: iteration, memory)
+                # a running restart's agent was promised the next version: a mask now would
+                # replace the restart's mark and hand that version out again
+                refuse_if_restarting(self.workspace, "mask half of the memory")
             if not dry_run:
                 held.enter_context(self._lock())
             entries = self.scan()

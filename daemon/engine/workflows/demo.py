@@ -72,6 +72,19 @@ class DemoResult:
     scores: dict[str, ScoreValue | None] = field(default_factory=dict)
 
 
+def mask_said(mask: MaskHalfResult) -> str:
+    """The demo's line about its mask-half. One that masked nothing (on a machine where the
+    last two steps measure alike, v2 can come out best: v1 alone is a candidate) says so and
+    why, where it printed "masked , kept best v2"."""
+    if mask.masked:
+        return f"mask-half: masked {', '.join(mask.masked)}, kept best {mask.best_version}"
+    candidates = ", ".join(mask.candidates) or "none"
+    return (
+        f"mask-half: masked nothing (candidates: {candidates}; half of {len(mask.candidates)} is none), "
+        f"kept best {mask.best_version} and latest {mask.latest_passing_version}"
+    )
+
+
 def kernel_with_block(source: str, block: int) -> str:
     """The example kernel with its launch BLOCK_SIZE set to `block`."""
     source = re.sub(r"triton\.cdiv\(n_elements, \d+\)", f"triton.cdiv(n_elements, {block})", source)
@@ -126,7 +139,7 @@ def run_demo(
     readme = ws.readme()
     result.mask = ws.memory.mask_half(readme.primary_kind, seed=0)
     commit_mask(ws, result.mask)  # as `kernelscope restart` commits it
-    progress(f"mask-half: masked {', '.join(result.mask.masked)}, kept best {result.mask.best_version}")
+    progress(mask_said(result.mask))
     # what `kernelscope serve` shows for this folder, by the same code
     store = ExperimentStore(db)
     result.file_lens, result.kernel_lenses = workspace_texts(WorkspaceCache(ws.root, lambda: store))

@@ -21,8 +21,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from kernelscope.daemon.engine import Cancelled, DataError, KernelscopeError, WriteFailed
-from kernelscope.daemon.engine.memory.atomic_io import iteration_lock, restart_lock
+from kernelscope.daemon.engine import Cancelled, DataError, KernelscopeError
+from kernelscope.daemon.engine.memory.atomic_io import iteration_lock, restart_in_flight
 from kernelscope.daemon.engine.memory.core import kernelscope_block
 from kernelscope.daemon.engine.memory.records import RESTART_ID_ENV, MemoryEntry, MemoryManager, utc_now_iso
 from kernelscope.daemon.engine.run.bench import BenchRequest, run_benchmark
@@ -115,17 +115,6 @@ def refuse_recorded_code(root: Path, db_url: str | None = None, measured: bytes 
         )
 
 
-def restart_in_flight(workspace: Path) -> bool:
-    """Whether a partial restart holds the workspace's restart lock (atomic_io.restart_lock)."""
-    try:
-        with restart_lock(workspace, 0.0):
-            return False
-    except WriteFailed:  # a lock folder this process may not write: it records nothing either
-        return False
-    except DataError:  # held by a restart, until its report
-        return True
-
-
 def refuse_if_promised(
     memory: MemoryManager, mark: dict[str, Any] | None, restart_id: str | None, measured: bool
 ) -> None:
@@ -135,8 +124,9 @@ def refuse_if_promised(
     started after the mask, before the agent, found the mark already there and recorded v<N>;
     the agent's own iteration became v<N+1> and the restart's report credited the wrong
     measurement. The agent's iterations carry the mark's id (RESTART_ID_ENV, in the
-    environment the restart starts it with). Once v<N> exists, or the restart has ended (its
-    agent may have written nothing), iterations record as usual. Checked when an iteration
+    environment the restart starts it with, or `--restart-id`, which its brief names). Once
+    v<N> exists, or the restart has ended (its agent may have written nothing), iterations
+    record as usual. Checked when an iteration
     starts (no GPU time spent) and under the iteration lock before it records."""
     if mark is None or mark.get("by") != "restart" or mark.get("id") == restart_id:
         return
@@ -150,7 +140,12 @@ def refuse_if_promised(
         f"is running in this workspace and gave {promised} to the agent it started: only that agent "
         f"records {promised} while the restart runs, so nothing was recorded"
         + ("" if measured else " (nothing was measured)")
-        + f" (run the iteration again once the agent has recorded {promised}, or the restart has ended)"
+        + f" (run the iteration again once the agent has recorded {promised}, or the restart has ended;"
+        + f" the agent's iterations carry {RESTART_ID_ENV}={mark.get('id')}, which the restart sets in its"
+        + " environment: an agent whose shell does not pass it on gives it as --restart-id, as its brief"
+        + " says; this iteration carried "
+        + (f"{restart_id}" if restart_id else "none")
+        + ")"
     )
 
 

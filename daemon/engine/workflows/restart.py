@@ -27,7 +27,7 @@ from typing import Any
 
 from kernelscope.daemon.engine import Cancelled, DataError, UsageError, WriteFailed
 from kernelscope.daemon.engine.memory import atrex_fields
-from kernelscope.daemon.engine.memory.atomic_io import iteration_lock, restart_lock
+from kernelscope.daemon.engine.memory.atomic_io import iteration_lock, refuse_if_restarting, restart_lock
 from kernelscope.daemon.engine.memory.core import kernelscope_block
 from kernelscope.daemon.engine.memory.records import RESTART_ID_ENV
 from kernelscope.daemon.engine.workflows.git import Git
@@ -201,7 +201,13 @@ class PartialRestart:
             return None  # (a copy made without .git keeps its records' commit hashes)
         return git.show_file(commit, self.ws.kernel_path)
 
-    def _brief(self, next_version: str, mask_seed: int) -> tuple[Path, dict[str, str]]:
+    def _brief(
+        self, next_version: str, mask_seed: int, restart_id: str | None
+    ) -> tuple[Path, dict[str, str]]:
+        """The brief the fresh agent reads, and its environment. `restart_id` (the mark's id, in
+        git): what its iterations carry to record the version promised to it while the
+        restart runs (workflows/iterate.py refuse_if_promised): set in its environment, and
+        named in the brief for an agent whose shell does not pass the environment on."""
         readme = self.ws.readme()
         records, _ = self.ws.memory.read_all()
         unmasked = [str(self.ws.memory.path_of(r["version"])) for r in records]
@@ -225,6 +231,7 @@ class PartialRestart:
             "stop_conditions": stop_conditions,
             "forbidden": FORBIDDEN_ACTIONS,
             "mask_seed": mask_seed,
+            "restart_id": restart_id,
         }
         directory = self.options.brief_dir or state_dir("briefs")
         directory.mkdir(parents=True, exist_ok=True)
@@ -241,7 +248,13 @@ class PartialRestart:
             f"- workspace kind: {profile.kind}",
             f"- platform: {profile.target_platform or 'see README'}",
             f"- framework: {profile.framework or 'see README'}",
-            f"- first iteration: {next_version} (record it with `kernelscope iterate`)",
+            f"- first iteration: {next_version} (record it with `kernelscope iterate`"
+            + (
+                f"; this restart is {restart_id}, in your environment as {RESTART_ID_ENV}: if your"
+                f" shell does not pass the environment on, add `--restart-id {restart_id}`)"
+                if restart_id
+                else ")"
+            ),
             f"- knowledge base: {kb or 'not configured'}",
             "",
             "## Goal and stop conditions",
@@ -284,6 +297,7 @@ class PartialRestart:
             "KERNELSCOPE_FRAMEWORK": profile.framework or "",
             "KERNELSCOPE_KB": kb,
             "KERNELSCOPE_STOP_CONDITIONS": json.dumps(stop_conditions),
+            **({RESTART_ID_ENV: restart_id} if restart_id else {}),
         }
         return path, env
 
@@ -436,6 +450,7 @@ class PartialRestart:
             self.ws.root, "restart (mask half of the memory and launch an agent)", self.options.force
         )
         argv = agent_argv(self.ws.root, self.options.agent)
+        refuse_if_restarting(self.ws.root, "restart")  # (at once; the lock below decides it)
         before = self._snapshot()
         baseline_kernel = self._baseline_kernel()
         readme = self.ws.readme()
@@ -476,9 +491,10 @@ class PartialRestart:
                 mask_commit = commit_mask(self.ws, mask)
                 next_version = self.ws.memory.next_version()
                 mark = self.ws.memory.mask_half_mark() if in_git else None
-            brief_path, env = self._brief(next_version, mask.seed)
-            if mark is not None:  # the agent's iterations record next_version (iterate.refuse_if_promised)
-                env[RESTART_ID_ENV] = str(mark.get("id"))
+            # the agent's iterations record next_version (iterate.refuse_if_promised)
+            brief_path, env = self._brief(
+                next_version, mask.seed, str(mark["id"]) if mark and mark.get("id") else None
+            )
             argv = [part.replace("{brief}", str(brief_path)) for part in argv]
             # What the agent starts from: after the mask and the brief were written.
             started = self._snapshot()

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 from pygls.exceptions import JsonRpcInternalError, JsonRpcInvalidParams
 
 from kernelscope.daemon.engine import KernelscopeError, WriteFailed
+from kernelscope.daemon.engine.memory.atomic_io import refuse_if_restarting
 from kernelscope.daemon.engine.workspace.discovery import missing_parts
 from kernelscope.daemon.lsp import notify
 from kernelscope.daemon.lsp.jobs import Jobs
@@ -182,6 +183,7 @@ class Commands:
             )
         self._refuse_if_busy(ws)
         self._observer_guard(ws, "restart", params.force)
+        self._engine(lambda: refuse_if_restarting(ws.root, "restart"))  # (another process's)
         from kernelscope.daemon.engine.workflows.restart import agent_argv
 
         self._engine(lambda: agent_argv(ws.root, agent))  # an agent that cannot start: refused now
@@ -205,6 +207,7 @@ class Commands:
                 return None
             self._refuse_if_busy(ws)
             self._observer_guard(ws, "mask half of the memory", params.force)
+            self._engine(lambda: refuse_if_restarting(ws.root, "mask half of the memory"))
         readme = ws.cache.readme()
         kind = readme.primary_kind if readme else None
         return self._engine(
