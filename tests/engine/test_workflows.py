@@ -967,6 +967,10 @@ def test_the_demo_says_when_its_mask_masked_nothing() -> None:
     assert mask_said(none) == (
         "mask-half: masked nothing (candidates: v1; half of 1 is none), kept best v2 and latest v3"
     )
+    alike = MaskHalfResult(
+        candidates=["v1"], masked=[], best_version="v2", latest_passing_version="v2", **fields
+    )
+    assert mask_said(alike).endswith("kept best and latest v2")
     one = MaskHalfResult(
         candidates=["v1", "v2"], masked=["v2"], best_version="v3", latest_passing_version="v3", **fields
     )

@@ -245,10 +245,13 @@ async def test_a_restart_running_in_another_process_is_named_before_the_question
             params = {"workspace": str(ws), "confirm": True}
             with pytest.raises(Exception, match=f"is running in this workspace .*refusing to {action}"):
                 await run(client, command, params)
+        # a restart not asked about (a script): its job is refused at once, off the event loop
+        started = await run(client, "kernelscope.restart", {"workspace": str(ws)})
+        await wait_for(lambda: bool(client.finished), timeout=30)
+        assert started["kind"] == "restart" and "refusing to restart" in client.finished[-1]["error"]
     finally:
         release.set()
         holder.join()
     assert client.asked == []  # type: ignore[attr-defined]
-    await no_job_starts(client)
     assert memory_bytes(client) == before
     client._pytest_item.stash[captured_exception_key] = None  # type: ignore[attr-defined]

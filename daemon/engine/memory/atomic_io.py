@@ -309,7 +309,9 @@ def iteration_lock(workspace: Path) -> contextlib.AbstractContextManager[None]:
 def restart_lock(workspace: Path, timeout: float) -> contextlib.AbstractContextManager[None]:
     """Held by a partial restart from its mask to its report (workflows/restart.py): while it
     is held, the version the restart's mark names is its agent's (workflows/iterate.py
-    refuse_if_promised). Taken under the iteration lock, never waited for under it by others."""
+    refuse_if_promised). Taken under the iteration lock; others ask for it under that lock
+    only with a short, bounded wait (restart_in_flight), and a restart holding it never waits
+    for the iteration lock."""
     return workspace_lock(lock_dir_of(workspace), timeout, RESTART_LOCK_NAME)
 
 

@@ -79,10 +79,10 @@ def mask_said(mask: MaskHalfResult) -> str:
     if mask.masked:
         return f"mask-half: masked {', '.join(mask.masked)}, kept best {mask.best_version}"
     candidates = ", ".join(mask.candidates) or "none"
-    return (
-        f"mask-half: masked nothing (candidates: {candidates}; half of {len(mask.candidates)} is none), "
-        f"kept best {mask.best_version} and latest {mask.latest_passing_version}"
-    )
+    best, latest = mask.best_version, mask.latest_passing_version
+    kept = f"best and latest {best}" if best == latest else f"best {best} and latest {latest}"
+    half = f"half of {len(mask.candidates)} is none"
+    return f"mask-half: masked nothing (candidates: {candidates}; {half}), kept {kept}"
 
 
 def kernel_with_block(source: str, block: int) -> str:

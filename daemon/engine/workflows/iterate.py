@@ -126,8 +126,8 @@ def refuse_if_promised(
     measurement. The agent's iterations carry the mark's id (RESTART_ID_ENV, in the
     environment the restart starts it with, or `--restart-id`, which its brief names). Once
     v<N> exists, or the restart has ended (its agent may have written nothing), iterations
-    record as usual. Checked when an iteration
-    starts (no GPU time spent) and under the iteration lock before it records."""
+    record as usual. Checked when an iteration starts (no GPU time spent) and under the
+    iteration lock before it records."""
     if mark is None or mark.get("by") != "restart" or mark.get("id") == restart_id:
         return
     promised = mark.get("next_version")

@@ -183,7 +183,6 @@ class Commands:
             )
         self._refuse_if_busy(ws)
         self._observer_guard(ws, "restart", params.force)
-        self._engine(lambda: refuse_if_restarting(ws.root, "restart"))  # (another process's)
         from kernelscope.daemon.engine.workflows.restart import agent_argv
 
         self._engine(lambda: agent_argv(ws.root, agent))  # an agent that cannot start: refused now
@@ -193,8 +192,9 @@ class Commands:
         """What a `confirm` call of maskHalf or restart asks before it writes (views/confirm.py,
         from the mask-half dry run), or None when it would write nothing. What would refuse
         the command (no agent or one not installed, a job under way, an orchestrator's
-        workspace) refuses first:
-        nobody is asked a question whose yes then fails. The command checks them again."""
+        workspace, a partial restart running in the workspace from another process) refuses
+        first: nobody is asked a question whose yes then fails. The command checks them again
+        (the restart in its job, off the loop: a restart's lock is asked with a short wait)."""
         from kernelscope.daemon.engine.views.confirm import Restart, mask_question
 
         restart = None
@@ -207,7 +207,8 @@ class Commands:
                 return None
             self._refuse_if_busy(ws)
             self._observer_guard(ws, "mask half of the memory", params.force)
-            self._engine(lambda: refuse_if_restarting(ws.root, "mask half of the memory"))
+        action = "restart" if restart else "mask half of the memory"
+        self._engine(lambda: refuse_if_restarting(ws.root, action))  # (another process's restart)
         readme = ws.cache.readme()
         kind = readme.primary_kind if readme else None
         return self._engine(
