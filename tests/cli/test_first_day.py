@@ -140,5 +140,7 @@ def test_the_demo_writes_the_users_store_and_prints_what_serve_shows(tmp_path: P
         p.stem for p in sorted((ws / "memory").glob("v*.json")) if json.loads(p.read_text()).get("masked")
     ]
     assert masked == ["v2"] and "3 runs (+1 masked), 0 failed" in kernels["add_kernel"], kernels
-    assert "mask-half: masked v2, kept best v3" in done.stdout, done.stdout[-2000:]
+    assert "mask-half: masked v2 (seed 0); kept v3 as best; next version v4" in done.stdout, done.stdout[
+        -2000:
+    ]
     shutil.rmtree(tmp_path / "demo")

@@ -80,3 +80,26 @@ def test_an_answer_of_a_shape_its_wording_does_not_know_is_shown_as_it_is() -> N
     one = KernelExperiment(id="e8", score=1.0, status="done", change_summary="one").model_dump(mode="json")
     line = command_answer_line("kernelscope.topExperiments", [{**one, "change_summary": "one\ntwo"}])
     assert "\n" not in line and "one two" in line, line
+
+
+def test_a_mask_that_masked_nothing_says_why() -> None:
+    """Half of one candidate is none: the demo (on a machine where v2 measures best) printed
+    "mask-half: masked , kept best v2", in words of its own; it and Helix's status line say
+    one sentence, which names the candidates and why nothing was masked."""
+    from kernelscope.daemon.engine.views.command_answers import mask_half_sentence
+
+    fields = dict(workspace="/w", seed=0, best_metric=None, best_rule="lowest latency", next_version="v4")
+    none = MaskHalfResult(
+        candidates=["v1"], masked=[], best_version="v2", latest_passing_version="v3", **fields
+    )
+    assert mask_half_sentence(none.model_dump(mode="json")) == (
+        "masked nothing (seed 0; candidates: v1, half of 1 is none); kept v2 as best and v3 as the latest; "
+        "next version v4"
+    )
+    one = MaskHalfResult(
+        candidates=["v1", "v2"], masked=["v2"], best_version="v3", latest_passing_version="v3", **fields
+    )
+    assert (
+        mask_half_sentence(one.model_dump(mode="json"))
+        == "masked v2 (seed 0); kept v3 as best; next version v4"
+    )

@@ -954,29 +954,6 @@ def test_each_demo_step_runs_fewer_programs_over_no_more_lanes() -> None:
         assert max(lanes) <= min(lanes) * 1.05, (config, lanes)  # (64's 5056 and the rest's 5120)
 
 
-def test_the_demo_says_when_its_mask_masked_nothing() -> None:
-    """On a machine where v2 measures best (a GPU, where the last steps may measure alike), v1
-    alone is a candidate and nothing is masked: the demo printed "masked , kept best v2"."""
-    from kernelscope.daemon.engine.workflows.demo import mask_said
-    from kernelscope.protocol.commands import MaskHalfResult
-
-    fields = dict(workspace="/w", seed=0, best_metric=None, best_rule="lowest latency", next_version="v4")
-    none = MaskHalfResult(
-        candidates=["v1"], masked=[], best_version="v2", latest_passing_version="v3", **fields
-    )
-    assert mask_said(none) == (
-        "mask-half: masked nothing (candidates: v1; half of 1 is none), kept best v2 and latest v3"
-    )
-    alike = MaskHalfResult(
-        candidates=["v1"], masked=[], best_version="v2", latest_passing_version="v2", **fields
-    )
-    assert mask_said(alike).endswith("kept best and latest v2")
-    one = MaskHalfResult(
-        candidates=["v1", "v2"], masked=["v2"], best_version="v3", latest_passing_version="v3", **fields
-    )
-    assert mask_said(one) == "mask-half: masked v2, kept best v3"
-
-
 def test_demo(tmp_path: Path) -> None:
     """The demo's order holds on every machine (demo.py's docstring: each step makes fewer
     programs over the same lanes), so its restart masks one of v1 and v2 every time. With the

@@ -24,13 +24,23 @@ def _versions(names: list[str], none: str) -> str:
     return ", ".join(names) if names else none
 
 
-def _mask_half(result: dict[str, Any]) -> str:
+def mask_half_sentence(result: dict[str, Any]) -> str:
+    """A mask-half's result in one line (Helix's status line, the demo's progress): what was
+    masked, or why nothing was (half of one candidate is none), what was kept, what comes next."""
     if result.get("declined"):
         return "declined: nothing was masked"
     verb = "would mask" if result.get("dry_run") else "masked"
-    said = f"{verb} {_versions(result.get('masked') or [], 'nothing')} (seed {result.get('seed')})"
-    if result.get("best_version"):
-        said += f"; kept {result['best_version']} as best"
+    masked = result.get("masked") or []
+    said = f"{verb} {_versions(masked, 'nothing')} (seed {result.get('seed')}"
+    if not masked:
+        candidates = result.get("candidates") or []
+        said += f"; candidates: {_versions(candidates, 'none')}, half of {len(candidates)} is none"
+    said += ")"
+    best, latest = result.get("best_version"), result.get("latest_passing_version")
+    if best and latest and latest != best:
+        said += f"; kept {best} as best and {latest} as the latest"
+    elif best:
+        said += f"; kept {best} as best"
     return f"{said}; next version {result.get('next_version')}"
 
 
@@ -71,7 +81,7 @@ def _cancel(result: dict[str, Any]) -> str:
 
 
 _WORDING: dict[str, Callable[[Any], str]] = {
-    "kernelscope.maskHalf": _mask_half,
+    "kernelscope.maskHalf": mask_half_sentence,
     "kernelscope.unmask": _unmask,
     "kernelscope.recordExperiment": _record,
     "kernelscope.runIteration": _started,

@@ -35,6 +35,7 @@ import kernelscope.daemon
 from kernelscope.daemon.engine import DataError, UsageError
 from kernelscope.daemon.engine.memory.scores import score_table
 from kernelscope.daemon.engine.store import ExperimentStore
+from kernelscope.daemon.engine.views.command_answers import mask_half_sentence
 from kernelscope.daemon.engine.views.lens_text import workspace_texts
 from kernelscope.daemon.engine.workflows.git import Git
 from kernelscope.daemon.engine.workflows.iterate import IterateOptions, run_iteration
@@ -70,19 +71,6 @@ class DemoResult:
     table_columns: list[str] = field(default_factory=list)
     table_rows: list[list[str]] = field(default_factory=list)
     scores: dict[str, ScoreValue | None] = field(default_factory=dict)
-
-
-def mask_said(mask: MaskHalfResult) -> str:
-    """The demo's line about its mask-half. One that masked nothing (on a machine where the
-    last two steps measure alike, v2 can come out best: v1 alone is a candidate) says so and
-    why, where it printed "masked , kept best v2"."""
-    if mask.masked:
-        return f"mask-half: masked {', '.join(mask.masked)}, kept best {mask.best_version}"
-    candidates = ", ".join(mask.candidates) or "none"
-    best, latest = mask.best_version, mask.latest_passing_version
-    kept = f"best and latest {best}" if best == latest else f"best {best} and latest {latest}"
-    half = f"half of {len(mask.candidates)} is none"
-    return f"mask-half: masked nothing (candidates: {candidates}; {half}), kept {kept}"
 
 
 def kernel_with_block(source: str, block: int) -> str:
@@ -139,7 +127,7 @@ def run_demo(
     readme = ws.readme()
     result.mask = ws.memory.mask_half(readme.primary_kind, seed=0)
     commit_mask(ws, result.mask)  # as `kernelscope restart` commits it
-    progress(mask_said(result.mask))
+    progress("mask-half: " + mask_half_sentence(result.mask.model_dump(mode="json")))  # (Helix's words)
     # what `kernelscope serve` shows for this folder, by the same code
     store = ExperimentStore(db)
     result.file_lens, result.kernel_lenses = workspace_texts(WorkspaceCache(ws.root, lambda: store))
