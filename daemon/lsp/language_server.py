@@ -40,11 +40,15 @@ class ClientCapabilities:
     drops_command_answers: bool = False
     drops_job_notifications: bool = False
     shows_documents: bool = False
+    # Helix (25.01 and 25.07) shows a Markdown table as its text: its renderer (ui/markdown.rs)
+    # leaves pulldown-cmark's ENABLE_TABLES off; LSP has no capability that says so
+    draws_tables: bool = True
 
     def read(self, params: types.InitializeParams) -> None:
         capabilities = params.capabilities
         helix = bool(params.client_info and params.client_info.name == "helix")
         self.drops_command_answers = self.drops_job_notifications = helix
+        self.draws_tables = not helix
         window = capabilities.window
         self.shows_documents = bool(window and window.show_document and window.show_document.support)
         workspace = capabilities.workspace
@@ -113,7 +117,14 @@ class KernelscopeServer(LanguageServer):
         # that need its text (pygls's get_text_document would read it here, on the loop)
         opened = self.workspace.text_documents.get(unquote(uri))
         buffer = (opened.source or None) if opened is not None else None
-        return Document(uri, buffer, ws.view(), self.client.resolves_tooltips, self.workspace.position_codec)
+        return Document(
+            uri,
+            buffer,
+            ws.view(),
+            self.client.resolves_tooltips,
+            self.workspace.position_codec,
+            draws_tables=self.client.draws_tables,
+        )
 
     def show_warning(self, message: str) -> None:
         self.window_show_message(types.ShowMessageParams(type=types.MessageType.Warning, message=message))

@@ -1,5 +1,6 @@
 """The kernel-name hover tables: every kernel's from one read of memory and one store query,
-the same tables as one kernel's history alone, kept through job-progress refreshes."""
+the same tables as one kernel's history alone, kept through job-progress refreshes; for a
+client that draws no Markdown tables (Helix), the same rows as aligned text."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ from kernelscope.daemon.engine.store import ExperimentStore
 from kernelscope.daemon.engine.views import history_table as hover
 from kernelscope.daemon.engine.workspace.cache import WorkspaceCache
 from kernelscope.protocol.experiment import KernelExperiment
+from kernelscope.protocol.lsp import HistoryEntry
 from tests.conftest import EXAMPLES
 
 
@@ -79,9 +81,9 @@ def test_tables_built_across_a_refresh_are_dropped_with_it(
 
     calls = []
 
-    def refreshed_meanwhile(state_: WorkspaceCache, kernels: list[str]) -> dict:
+    def refreshed_meanwhile(state_: WorkspaceCache, kernels: list[str], *rest: bool) -> dict:
         calls.append(kernels)
-        built = build(state_, kernels)
+        built = build(state_, kernels, *rest)
         if len(calls) == 1:
             state_.changed("memory")
         return built
@@ -110,3 +112,57 @@ def test_kernels_without_experiments_share_one_reading_of_memory(
     assert tables["absent"].entries == tables["also_absent"].entries
     assert tables["absent"].entries and tables["absent"].entries == hover.history(state, "absent").entries
     assert [e.version for e in tables["add_kernel"].entries] == ["v0", "v1"]
+
+
+def test_rows_for_a_client_without_tables_are_aligned_text() -> None:
+    """Helix shows a Markdown table as typed (`| v3 |`, `|---|---:|`): the same rows come as
+    columns in a ```text block, the score right-aligned, the summary on one line; the fence
+    outlasts backticks in a summary; the title and the agents' notes stay Markdown."""
+    entries = [
+        HistoryEntry(version="v0", score=1.0, status="done", summary="baseline | x\tsplit\nline"),
+        HistoryEntry(version="v12", score=11.08, status="FAIL", summary="uses ``` fences", masked=True),
+        HistoryEntry(version=None, score=None, status="new", summary=""),
+    ]
+    text = hover.history_markdown("**k**: 3 experiments", entries, ["**v12** FAIL"], draws_tables=False)
+    assert text.splitlines() == [
+        "**k**: 3 experiments",
+        "",
+        "````text",
+        "version   score  status         summary",
+        "-------  ------  -------------  -----------------------",
+        "v0        1.00x  done           baseline | x split line",
+        "v12      11.08x  FAIL (masked)  uses ``` fences",
+        "-             -  new",
+        "````",
+        "",
+        "**Recorded by the agents** (newest first)",
+        "",
+        "**v12** FAIL",
+    ]
+    drawn = hover.history_markdown("**k**: 3 experiments", entries, [], draws_tables=True)
+    assert drawn.splitlines()[2:] == [
+        "| version | score | status | summary |",
+        "|---|---:|---|---|",
+        "| v0 | 1.00x | done | baseline \\| x\tsplit line |",
+        "| v12 | 11.08x | FAIL (masked) | uses ``` fences |",
+        "| - | - | new |  |",
+    ]
+
+
+def test_a_kernels_hover_without_tables_has_the_tables_rows(state: WorkspaceCache) -> None:
+    """The hover of a client without tables shows the rows the table shows, and each kind is
+    kept apart (a Helix hover does not hand VS Code aligned text, nor the reverse)."""
+    kernels = ["add_kernel", "scale_kernel"]
+    drawn = hover.kernel_history(state, "add_kernel", kernels)
+    text = hover.kernel_history(state, "add_kernel", kernels, draws_tables=False)
+    assert drawn == hover.history(state, "add_kernel") and "|---|" in drawn.markdown
+    assert text.entries == drawn.entries and "|" not in text.markdown
+    block = text.markdown.split("```text\n")[1].split("\n```")[0]
+    assert block.splitlines() == [
+        "version  score  status  summary",
+        "-------  -----  ------  ---------",
+        "v0       1.00x  done    attempt 0",
+        "v1       1.10x  done    attempt 1",
+    ]
+    assert text.markdown.split("\n")[0] == drawn.markdown.split("\n")[0]  # the same title
+    assert hover.kernel_history(state, "add_kernel", kernels) == drawn

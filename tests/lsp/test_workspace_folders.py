@@ -378,6 +378,32 @@ async def test_helix_is_shown_what_a_command_answers(
     assert client.messages[-1].message == "kernelscope.cancel: nothing to cancel: no job was running"
 
 
+@pytest.mark.parametrize("name", ["helix", "Neovim"])
+async def test_helix_is_shown_the_hover_table_as_aligned_text(
+    bare_client: KernelscopeClient, tmp_path: Path, name: str
+) -> None:
+    """Helix draws no Markdown tables: its hover showed `| v1 | 1.16x |` and `|---|---:|` as
+    typed (before). A client that says it is Helix gets the rows as columns in a ```text block;
+    other clients keep the table."""
+    client = bare_client
+    ws = _workspace(tmp_path / "folder" / "kernel_opt_vector_add")
+    info = types.ClientInfo(name=name, version="25.07.1")
+    await start_session(client, ws.parent, {"dbUrl": str(tmp_path / "exp.sqlite")}, "neovim@v0.11.0", info)
+    hover = await client.text_document_hover_async(
+        types.HoverParams(
+            text_document=types.TextDocumentIdentifier(uri=(ws / "kernel.py").as_uri()),
+            position=types.Position(line=8, character=6),
+        )
+    )
+    assert hover is not None and isinstance(hover.contents, types.MarkupContent)
+    shown = hover.contents.value
+    if name == "helix":
+        assert "```text\nversion  score  status  summary\n-------  -----  ------  ---" in shown, shown
+        assert "\nv3           -  FAIL    Persistent grid-stride loop" in shown and "|" not in shown, shown
+    else:
+        assert "| version | score | status | summary |\n|---|---:|---|---|" in shown, shown
+
+
 async def test_other_clients_are_not_sent_command_answers(
     bare_client: KernelscopeClient, tmp_path: Path
 ) -> None:

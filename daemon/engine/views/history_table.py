@@ -1,5 +1,7 @@
 """The experiment history of a kernel (or of the whole workspace) as entries and a Markdown
-table: what hover on a kernel's name and `kernelscope.showHistory` show.
+table: what hover on a kernel's name and `kernelscope.showHistory` show. For a client that draws
+no Markdown tables (Helix: its renderer leaves pulldown-cmark's tables off, so `| v3 |` and
+`|---|` showed as typed) the same rows are aligned plain text in a code block.
 
 Experiments in the store give per-kernel rows; a workspace kernelscope has never seen has only
 its memory records, which then are the history (scored by memory/scores.py, as every surface).
@@ -7,6 +9,7 @@ its memory records, which then are the history (scored by memory/scores.py, as e
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -21,8 +24,50 @@ from kernelscope.protocol.record_rules import format_score, section_get
 FAILED_STATUSES = ("failed", "timeout", "FAIL", "TIMEOUT_FAIL")
 
 
+HEADERS = ("version", "score", "status", "summary")
+
+
 def _cell(text: str) -> str:
     return text.replace("|", "\\|").replace("\n", " ")[:80]
+
+
+def history_markdown(
+    title: str, entries: list[HistoryEntry], notes: list[str], draws_tables: bool = True
+) -> str:
+    """The history as a person reads it: `title`, the newest 30 entries' rows and the agents'
+    `notes`; the rows as a Markdown table, or, for a client that does not draw tables, as
+    columns aligned in a ```text block (monospaced; the score right-aligned as the table's)."""
+    rows = []
+    for entry in entries[-30:]:
+        score = "-" if entry.score is None else format_score(entry.score)
+        status = f"{entry.status} (masked)" if entry.masked else entry.status
+        rows.append((entry.version or "-", score, status, entry.summary))
+    lines = [title, ""]
+    if draws_tables:
+        lines += [f"| {' | '.join(HEADERS)} |", "|---|---:|---|---|"]
+        lines += [
+            f"| {version} | {score} | {status} | {_cell(summary)} |"
+            for version, score, status, summary in rows
+        ]
+    else:
+        # the summary on one line, its tabs as spaces: either would break the columns
+        rows = [
+            (version, score, status, " ".join(summary.split())[:80])
+            for version, score, status, summary in rows
+        ]
+        widths = [max(len(cells[i]) for cells in (HEADERS, *rows)) for i in range(len(HEADERS))]
+
+        def line(cells: tuple[str, ...]) -> str:
+            version, score, status, summary = cells
+            return f"{version:<{widths[0]}}  {score:>{widths[1]}}  {status:<{widths[2]}}  {summary}".rstrip()
+
+        text = [line(HEADERS), line(tuple("-" * w for w in widths)), *map(line, rows)]
+        # a fence longer than any run of backticks in a summary, which would otherwise close it
+        fence = "`" * max([3, *(len(run) + 1 for run in re.findall("`+", "\n".join(text)))])
+        lines += [f"{fence}text", *text, fence]
+    if notes:
+        lines += ["", "**Recorded by the agents** (newest first)", "", *notes]
+    return "\n".join(lines)
 
 
 @dataclass
@@ -66,7 +111,9 @@ def history(cache: WorkspaceCache, kernel: str | None) -> HistoryResult:
     return _history(cache, kernel, _sources(cache, kernel))
 
 
-def histories(cache: WorkspaceCache, kernels: list[str]) -> dict[str, HistoryResult]:
+def histories(
+    cache: WorkspaceCache, kernels: list[str], draws_tables: bool = True
+) -> dict[str, HistoryResult]:
     """Every kernel's history from one read of memory and one store query (a query per
     kernel is ~20 ms with 100,000 experiments; hovering 50 kernels would pay it 50 times)."""
     shared = _sources(cache, None)
@@ -76,19 +123,23 @@ def histories(cache: WorkspaceCache, kernels: list[str]) -> dict[str, HistoryRes
             if name in by_kernel:
                 by_kernel[name].append(exp)
     return {
-        name: _history(cache, name, replace(shared, experiments=found)) for name, found in by_kernel.items()
+        name: _history(cache, name, replace(shared, experiments=found), draws_tables)
+        for name, found in by_kernel.items()
     }
 
 
-def kernel_history(cache: WorkspaceCache, kernel: str, kernels: list[str]) -> HistoryResult:
-    """`history` for hover on a kernel's name. The first such hover after memory, the README or
+def kernel_history(
+    cache: WorkspaceCache, kernel: str, kernels: list[str], draws_tables: bool = True
+) -> HistoryResult:
+    """`history` for hover on a kernel's name (its rows as aligned text for a client that does
+    not draw tables: `history_markdown`). The first such hover after memory, the README or
     the store changed builds the tables of all `kernels` (the ones in kernel.py) at once; later
     ones, on any kernel, are lookups (the cache keeps them; job progress does not drop them)."""
     wanted = sorted({*kernels, kernel})
     tables = cache.get(
-        f"history_tables:{','.join(wanted)}",
+        f"history_tables:{'' if draws_tables else 'text:'}{','.join(wanted)}",
         ("memory", "readme", "store", "supervisor"),  # the notes name episode journals' outcomes
-        lambda: histories(cache, wanted),
+        lambda: histories(cache, wanted, draws_tables),
     )
     return tables[kernel]
 
@@ -129,7 +180,9 @@ def _memory_entries(cache: WorkspaceCache, sources: _Sources) -> list[HistoryEnt
     return entries
 
 
-def _history(cache: WorkspaceCache, kernel: str | None, sources: _Sources) -> HistoryResult:
+def _history(
+    cache: WorkspaceCache, kernel: str | None, sources: _Sources, draws_tables: bool = True
+) -> HistoryResult:
     entries = [
         HistoryEntry(
             version=exp.memory_version,
@@ -147,23 +200,13 @@ def _history(cache: WorkspaceCache, kernel: str | None, sources: _Sources) -> Hi
     title = f"**{kernel}**" if kernel else f"**{cache.root.name}**"
     # the count is the lens's (masked versions apart, counted as it counts them: masked.py);
     # their rows stay, marked, for a person
-    lines = [
-        f"{title}: {runs_text(*run_counts(entries), 'experiment')}",
-        "",
-        "| version | score | status | summary |",
-        "|---|---:|---|---|",
-    ]
-    for entry in entries[-30:]:
-        score = "-" if entry.score is None else format_score(entry.score)
-        status = f"{entry.status} (masked)" if entry.masked else entry.status
-        lines.append(f"| {entry.version or '-'} | {score} | {status} | {_cell(entry.summary)} |")
-    if sources.notes:
-        lines += ["", "**Recorded by the agents** (newest first)", "", *sources.notes]
+    heading = f"{title}: {runs_text(*run_counts(entries), 'experiment')}"
+    markdown = history_markdown(heading, entries, sources.notes, draws_tables)
 
     return HistoryResult(
         workspace=str(cache.root),
         kernel=kernel,
         entries=entries,
-        markdown="\n".join(lines),
+        markdown=markdown,
         target=sources.target,
     )

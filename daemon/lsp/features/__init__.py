@@ -37,6 +37,7 @@ class Document:
     # the client's units for columns (UTF-16 unless it negotiated another): the engine counts
     # characters, so a line with an emoji puts a hint short of its place without this
     codec: PositionCodec = UTF32
+    draws_tables: bool = True  # the client draws Markdown tables (not Helix: ClientCapabilities)
 
     @cached_property
     def text(self) -> str | None:

@@ -1,5 +1,6 @@
-"""textDocument/hover (pool): on a kernel's name its experiment history as a Markdown table
-(views/history_table.py), on any line who introduced it and what it bought (blame)."""
+"""textDocument/hover (pool): on a kernel's name its experiment history as a Markdown table,
+aligned text for a client that draws none (views/history_table.py), on any line who introduced
+it and what it bought (blame)."""
 
 from __future__ import annotations
 
@@ -19,7 +20,8 @@ def hover(doc: Document, params: types.HoverParams) -> types.Hover | None:
     for kernel in kernels:
         start, end = kernel.name_column, kernel.name_column + len(kernel.name)
         if position.line == kernel.def_line - 1 and start <= position.character <= end:
-            table = kernel_history(doc.view.cache, kernel.name, [k.name for k in kernels]).markdown
+            names = [k.name for k in kernels]
+            table = kernel_history(doc.view.cache, kernel.name, names, doc.draws_tables).markdown
             value = table + (f"\n\n---\n{blame}" if blame else "")
             break
     if value is None:
