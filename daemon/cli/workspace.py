@@ -37,6 +37,11 @@ def workspace_command(
         output.print_json(info)
         return
     output.info(f"Workspace: {info.root}  (git: {info.git_root or 'none'})")
+    supervisor = info.profile.supervisor if info.profile else None
+    output.info(
+        f"Kind: {info.kind}; supervisor: "
+        + (f"{supervisor.name} (kernelscope only observes)" if supervisor else "none")
+    )
     output.info(f"Experiment store: {info.store}")
     for url, count in info.imported.items():
         output.info(

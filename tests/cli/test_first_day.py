@@ -49,6 +49,19 @@ def test_the_workspace_names_its_store_and_brings_its_experiments_there(ws: Path
     assert again["imported"] == {}  # nothing twice
 
 
+def test_the_workspace_command_says_the_kind_and_the_supervisor(ws: Path) -> None:
+    """README's quick start: `kernelscope workspace` shows "kind, targets, store, supervisor";
+    the text named no kind (only --json had it) and a supervisor only as a warning (found by a
+    new-user walkthrough)."""
+    said = run("workspace", "-w", str(ws))
+    assert said.returncode == 0 and "Kind: native; supervisor: none" in said.stdout, said.stdout
+    (ws / ".orchestrator_state.json").write_text("{}")
+    said = run("workspace", "-w", str(ws))
+    assert (
+        "Kind: native; supervisor: atrex long-horizon supervisor (kernelscope only observes)" in said.stdout
+    )
+
+
 def test_one_number_per_version_on_every_surface(ws: Path) -> None:
     """v1's score vs v0 reads the same in memory list, memory summary, the demo's lens rule,
     exp top and compare (vs its parent v0 included)."""
