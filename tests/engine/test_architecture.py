@@ -150,12 +150,16 @@ def test_the_engine_shows_its_parts() -> None:
 
 
 def test_kernelscope_s_own_checkout_is_not_a_workspace(tmp_path: Path) -> None:
-    """The one discovery rule (protocol/vocabulary.WORKSPACE_RULE): this repository's README
-    documents a ```kernelscope block, but it holds no kernel.py."""
+    """The one discovery rule (protocol/vocabulary.WORKSPACE_RULE): this repository holds no
+    kernel.py at its top; nor is a folder whose README carries a ```kernelscope block (as a
+    project documenting the format might) without one."""
     from kernelscope.daemon.engine.workspace.discovery import is_optimization_workspace
 
-    assert "```kernelscope" in (REPO_ROOT / "README.md").read_text()
     assert not is_optimization_workspace(REPO_ROOT)
+    documented = tmp_path / "documented"
+    documented.mkdir()
+    (documented / "README.md").write_text('# docs\n\n```kernelscope\n{"target": {}}\n```\n')
+    assert not is_optimization_workspace(documented)
     assert is_optimization_workspace(REPO_ROOT / "examples" / "vector_add")
     fresh = tmp_path / "fresh"
     fresh.mkdir()
