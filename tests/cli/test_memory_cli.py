@@ -7,6 +7,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from tests.conftest import write_record
 
 
@@ -357,3 +359,23 @@ def test_writes_in_a_workspace_below_the_repositorys_top_leave_no_untracked_lock
         assert (
             repo / ".git" / "kernelscope" / "workspaces" / "kernels" / name / ".kernelscope.lock"
         ).is_file()
+
+
+@pytest.mark.parametrize("fast_path", [True, False])
+def test_a_corrupt_records_masked_state_is_unknown_not_false(
+    vector_add_ws: Path, cli, monkeypatch: pytest.MonkeyPatch, fast_path: bool
+) -> None:  # type: ignore[no-untyped-def]
+    """The table shows `?` for a record that cannot be read; the JSON must say null (unknown),
+    never `false` (the file may well say `"masked": true`)."""
+    if not fast_path:
+        monkeypatch.setenv("KERNELSCOPE_NO_FAST_PATH", "1")
+    (vector_add_ws / "memory" / "v7.json").write_text('{"version": "v7", "masked": true, broken')
+    ws = str(vector_add_ws)
+    for command in ("list", "summary"):
+        result = cli("memory", command, "-w", ws, "--json")
+        assert result.exit_code == 0, result.stderr
+        document = result.json()
+        rows = document if command == "list" else document["versions"]
+        corrupt = next(row for row in rows if row["version"] == "v7")
+        assert corrupt["error"] and corrupt["masked"] is None, (command, corrupt)
+        assert all(isinstance(row["masked"], bool) for row in rows if row["version"] != "v7")
