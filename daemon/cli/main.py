@@ -256,21 +256,16 @@ def _json(args: list[str]) -> int:
     from kernelscope.daemon.cli import output
     from kernelscope.daemon.engine import KernelscopeError
 
-    usage_errors: tuple[type[BaseException], ...] = tuple(
-        c for c in typer.BadParameter.__mro__ if c.__name__ == "ClickException"
+    reported: tuple[type[BaseException], ...] = (
+        *(c for c in typer.BadParameter.__mro__ if c.__name__ == "ClickException"),
+        KernelscopeError,
+        typer.Abort,
+        KeyboardInterrupt,
     )
     try:
         code = get_app()(args=args, prog_name="kernelscope", standalone_mode=False)
-    except usage_errors as exc:
-        output.failed(exc.format_message(), EXIT_USAGE, "usage", json_out=True)  # type: ignore[attr-defined]
-        return EXIT_USAGE
-    except KernelscopeError as exc:
-        status = EXIT_USAGE if exc.exit_code == EXIT_USAGE else exc.exit_code
-        output.failed(str(exc), status, type(exc).__name__, json_out=True)
-        return status
-    except (typer.Abort, KeyboardInterrupt):
-        output.failed("interrupted", 130, "interrupted", json_out=True)
-        return 130
+    except reported as exc:
+        return output.failed(exc, json_out=True)
     except typer.Exit as exc:
         return int(exc.exit_code)
     return code if isinstance(code, int) else EXIT_OK

@@ -379,3 +379,29 @@ def test_a_corrupt_records_masked_state_is_unknown_not_false(
         corrupt = next(row for row in rows if row["version"] == "v7")
         assert corrupt["error"] and corrupt["masked"] is None, (command, corrupt)
         assert all(isinstance(row["masked"], bool) for row in rows if row["version"] != "v7")
+
+
+@pytest.mark.parametrize("fast_path", [True, False])
+def test_error_documents_use_one_vocabulary_of_kinds(
+    vector_add_ws: Path, cli, monkeypatch: pytest.MonkeyPatch, fast_path: bool
+) -> None:  # type: ignore[no-untyped-def]
+    """A usage error is kind `usage` whoever finds it (click's parser or the engine's check of
+    a --set), missing data is `data`, each with the exit status it names."""
+    if not fast_path:
+        monkeypatch.setenv("KERNELSCOPE_NO_FAST_PATH", "1")
+    ws = str(vector_add_ws)
+    cases = [
+        (("memory", "list", "--bogus", "-w", ws), "usage", 1),
+        (("memory", "update", "-w", ws, "--version", "v0", "--set", "x"), "usage", 1),
+        (("memory", "read", "-w", ws, "--version", "banana"), "usage", 1),
+        (("memory", "read", "-w", ws, "--version", "v9"), "data", 2),
+        (("memory", "list", "-w", str(vector_add_ws / "memory")), "data", 2),
+    ]
+    for args, kind, status in cases:
+        result = cli(*args, "--json")
+        assert result.exit_code == status, (args, result.stdout, result.stderr)
+        assert result.json()["error"] == {
+            "kind": kind,
+            "message": result.json()["error"]["message"],
+            "exit_code": status,
+        }, args
