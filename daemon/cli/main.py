@@ -2,7 +2,8 @@
 
 Exit statuses (documented in the README): 0 success, 1 usage error, 2 missing or invalid
 data. click reports usage errors with status 2 by default; this wrapper maps them to 1 so
-that 2 always means "the data is the problem".
+that 2 always means "the data is the problem", except for `bench`, whose own documented
+contract (its --help, docs/harness.md) keeps 2 for a usage or setup error.
 
 Start-up is paid on every call (agents run `memory read/list/update/latest` many times per
 iteration, editors start `serve`), so this module imports nothing heavy:
