@@ -151,7 +151,7 @@ class VersionSummary(ClosedModel):
     """One memory version as listed by `kernelscope memory list`."""
 
     version: str
-    masked: bool
+    masked: bool | None = Field(description="null when the file could not be read (see error): unknown")
     gate: str | None = None
     latency_us: float | None = None
     tflops: float | None = None

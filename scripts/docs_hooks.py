@@ -10,7 +10,9 @@ A page asks for a generated block with a marker on a line of its own:
   `protocol/settings.py`;
 - `<!-- generated: layout -->`: the source layout (`scripts/layout.py`);
 - `<!-- generated: static-rules -->`, `<!-- generated: trace-statuses -->`: the static rules
-  and the Trace status mapping, from their modules' tables.
+  and the Trace status mapping, from their modules' tables;
+- `<!-- generated: error-kinds -->`: every `error.kind` of a command's JSON error document
+  (`ERROR_KINDS` in daemon/engine/__init__.py).
 
 `mkdocs build --strict` (in scripts/test.sh) fails on an unknown marker, as on a broken link.
 """
@@ -131,6 +133,15 @@ def trace_statuses_reference() -> str:
     return "\n".join(rows) + "\n"
 
 
+def error_kinds_reference() -> str:
+    """The kinds a command's JSON error document names (the engine's one vocabulary)."""
+    from kernelscope.daemon.engine import ERROR_KINDS
+
+    rows = ["| `error.kind` | meaning |", "|---|---|"]
+    rows.extend(f"| `{kind}` | {_cell(meaning)} |" for kind, meaning in ERROR_KINDS.items())
+    return "\n".join(rows) + "\n"
+
+
 def layout_reference() -> str:
     sys.path.insert(0, str(ROOT / "scripts"))
     try:
@@ -146,6 +157,7 @@ GENERATORS = {
     "layout": layout_reference,
     "static-rules": static_rules_reference,
     "trace-statuses": trace_statuses_reference,
+    "error-kinds": error_kinds_reference,
 }
 
 

@@ -49,16 +49,27 @@ _FILTER_KEYWORDS = {
 }
 
 
-def _filters(options: dict[str, Any]) -> dict[str, Any]:
+def _filters(options: dict[str, Any], store: ExperimentStore) -> dict[str, Any]:
     """The store's filter keywords from a command's options (its `locals()` on entry, so that a
     command declares each filter option once, as a parameter): the ones given, a workspace as
-    an absolute path."""
+    an absolute path (checked by _workspace)."""
     filters = {
         keyword: options[name] for name, keyword in _FILTER_KEYWORDS.items() if options.get(name) is not None
     }
     if "workspace" in filters:
-        filters["workspace"] = str(Path(filters["workspace"]).expanduser().resolve())
+        filters["workspace"] = _workspace(filters["workspace"], store, bool(options.get("json_out")))
     return filters
+
+
+def _workspace(path: str, store: ExperimentStore, json_out: bool) -> str:
+    """A `-w` of a read: a workspace, or a path the store still holds experiments of (the
+    workspace was moved or deleted), said in a note (engine: discovery.history_workspace)."""
+    from kernelscope.daemon.engine.workspace.discovery import history_workspace
+
+    root, note = history_workspace(Path(path), lambda recorded: store.count(workspace=recorded) > 0)
+    if note is not None:
+        (output.warn if json_out else output.info)(note)
+    return str(root)
 
 
 FOperator = Annotated[OptStr, typer.Option("--operator-sig", help="Exact operator signature.")]
@@ -165,8 +176,8 @@ def top(
     --include-masked)."""
     from kernelscope.daemon.engine.workspace.masked import hidden_count, hidden_experiments
 
-    filters = _filters(locals())
     store = _store(db)
+    filters = _filters(locals(), store)
     hidden = hidden_experiments(store, include_masked, **filters)
     records = store.top(
         max_results,
@@ -219,8 +230,8 @@ def list_command(
     memory versions, with or without --workspace, only with --include-masked)."""
     from kernelscope.daemon.engine.workspace.masked import hidden_count, hidden_experiments
 
-    filters = _filters(locals())
     store = _store(db)
+    filters = _filters(locals(), store)
     hidden = hidden_experiments(store, include_masked, **filters)
     records = store.list_experiments(limit=limit, hidden_versions=hidden, **filters)
     if json_out:
@@ -405,10 +416,11 @@ def failures(
     from kernelscope.daemon.engine.store.store import is_interpreter_run
     from kernelscope.daemon.engine.workspace.masked import hidden_among, is_hidden
 
-    filters = _filters(locals())
+    store = _store(db)
+    filters = _filters(locals(), store)
     # one read of the store: the runs of masked versions and the interpreter runs are counted
     # among its rows, then left out unless asked for
-    every = _store(db).failures(True, **filters)
+    every = store.failures(True, **filters)
     rows = [e for v in every.values() for e in v]
     hidden = hidden_among(rows, include_masked)
 
@@ -441,8 +453,9 @@ def summary(
     from kernelscope.daemon.engine.views.lens_text import runs_text
     from kernelscope.daemon.engine.workspace.masked import kernel_summaries
 
-    path = str(Path(workspace or ".").expanduser().resolve())
-    rows = kernel_summaries(_store(db), path, include_masked=include_masked)
+    store = _store(db)
+    path = _workspace(workspace or ".", store, json_out)
+    rows = kernel_summaries(store, path, include_masked=include_masked)
     if json_out:
         output.print_json(rows)
         return

@@ -320,8 +320,7 @@ def memory(command: str, args: list[str]) -> int | None:
     except Fallback:
         return None
     except KernelscopeError as exc:
-        output.failed(str(exc), exc.exit_code, type(exc).__name__, json_out="--json" in args)
-        return exc.exit_code
+        return output.failed(exc, json_out="--json" in args)
     except KeyboardInterrupt:
         return 130  # as typer: Exit(130), nothing printed
     except OSError as exc:

@@ -2,7 +2,8 @@
 
 Exit statuses (documented in the README): 0 success, 1 usage error, 2 missing or invalid
 data. click reports usage errors with status 2 by default; this wrapper maps them to 1 so
-that 2 always means "the data is the problem".
+that 2 always means "the data is the problem", except for `bench`, whose own documented
+contract (its --help, docs/harness.md) keeps 2 for a usage or setup error.
 
 Start-up is paid on every call (agents run `memory read/list/update/latest` many times per
 iteration, editors start `serve`), so this module imports nothing heavy:
@@ -256,21 +257,16 @@ def _json(args: list[str]) -> int:
     from kernelscope.daemon.cli import output
     from kernelscope.daemon.engine import KernelscopeError
 
-    usage_errors: tuple[type[BaseException], ...] = tuple(
-        c for c in typer.BadParameter.__mro__ if c.__name__ == "ClickException"
+    reported: tuple[type[BaseException], ...] = (
+        *(c for c in typer.BadParameter.__mro__ if c.__name__ == "ClickException"),
+        KernelscopeError,
+        typer.Abort,
+        KeyboardInterrupt,
     )
     try:
         code = get_app()(args=args, prog_name="kernelscope", standalone_mode=False)
-    except usage_errors as exc:
-        output.failed(exc.format_message(), EXIT_USAGE, "usage", json_out=True)  # type: ignore[attr-defined]
-        return EXIT_USAGE
-    except KernelscopeError as exc:
-        status = EXIT_USAGE if exc.exit_code == EXIT_USAGE else exc.exit_code
-        output.failed(str(exc), status, type(exc).__name__, json_out=True)
-        return status
-    except (typer.Abort, KeyboardInterrupt):
-        output.failed("interrupted", 130, "interrupted", json_out=True)
-        return 130
+    except reported as exc:
+        return output.failed(exc, json_out=True)
     except typer.Exit as exc:
         return int(exc.exit_code)
     return code if isinstance(code, int) else EXIT_OK

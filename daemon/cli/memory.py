@@ -201,7 +201,7 @@ def summary(workspace: WorkspaceOpt = Path("."), json_out: JsonOpt = False) -> N
     from kernelscope.daemon.engine.memory.scores import score_cell
     from kernelscope.daemon.engine.workspace.workspace import Workspace
 
-    ws = Workspace(workspace)
+    ws = Workspace(_manager(workspace).workspace)
     info = ws.summary()
     if json_out:
         output.print_json(info)

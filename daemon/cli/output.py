@@ -140,13 +140,32 @@ def fmt(value: float | None, spec: str = ".2f", suffix: str = "") -> str:
     return "-" if value is None else f"{value:{spec}}{suffix}"
 
 
-def failed(message: str, exit_code: int, kind: str, json_out: bool) -> None:
-    """A command that did not run or was refused: under `--json` one JSON document on stdout
-    (an agent parses stdout: never a plain-text refusal there), else `error: ...` on stderr."""
+def failed(exc: BaseException, json_out: bool) -> int:
+    """A command that did not run or was refused, reported: under `--json` one JSON document on
+    stdout (an agent parses stdout: never a plain-text refusal there), else `error: ...` on
+    stderr. Returns its exit status."""
+    message, exit_code, kind = failure(exc)
     if json_out:
         print_json({"error": {"kind": kind, "message": message, "exit_code": exit_code}})
     else:
         error(message)
+    return exit_code
+
+
+def failure(exc: BaseException) -> tuple[str, int, str]:
+    """The one place an exception becomes what a command reports: its message, exit status and
+    `error.kind` (a word of engine.ERROR_KINDS): the engine's errors carry theirs, click's usage
+    errors (typer's parser) are `usage`, an interrupt is `interrupted`."""
+    from kernelscope.daemon.engine import Cancelled, KernelscopeError, UsageError
+
+    names = {cls.__name__ for cls in type(exc).__mro__}  # click's classes, without importing click
+    if isinstance(exc, KernelscopeError):
+        return str(exc), exc.exit_code, exc.kind
+    if "ClickException" in names:
+        return exc.format_message(), UsageError.exit_code, UsageError.kind  # type: ignore[attr-defined]
+    if isinstance(exc, KeyboardInterrupt) or "Abort" in names:
+        return "interrupted", Cancelled.exit_code, Cancelled.kind
+    raise TypeError(f"not a reported failure: {type(exc).__name__}") from exc
 
 
 def error(message: str) -> None:

@@ -6,9 +6,11 @@ store/ (the experiment store), history/ (blame, tried values, fingerprints, comp
 (starting and supervising user code), workflows/ (probe, iterate, restart, git, demo) and
 views/ (every text a person reads).
 
-Errors the engine raises live here, each carrying the CLI exit status it maps to. Exit
-statuses are part of the contract agents rely on: 0 success, 1 usage error (bad arguments), 2
-missing or invalid data (no such version, corrupt file, refused operation), 130 cancelled.
+Errors the engine raises live here, each carrying the CLI exit status it maps to and the `kind`
+its JSON error document names (ERROR_KINDS, the one vocabulary; docs/reference/cli.md lists
+it). Exit statuses are part of the contract agents rely on: 0 success, 1 usage error (bad
+arguments), 2 missing or invalid data (no such version, corrupt file, refused operation), 130
+cancelled.
 With them, the two word rules every part's messages use (`write_error_reason`, `counted`):
 here rather than in views/, which reads the other parts and so cannot be read by them.
 """
@@ -17,17 +19,31 @@ from __future__ import annotations
 
 import errno
 
+# Every `error.kind` a command's JSON error document can name, and what it means. A subclass
+# keeps its parent's kind unless it names one of these.
+ERROR_KINDS = {
+    "usage": "the request itself is wrong: an unknown flag, a bad value (exit 1)",
+    "data": "missing or invalid data, or an operation refused on it (exit 2)",
+    "store": "the experiment store cannot be used (exit 2)",
+    "supervised": "a write refused because an orchestrator drives the workspace (exit 2)",
+    "write_failed": "a write could not be completed; the file it replaced is as it was (exit 2)",
+    "interrupted": "cancelled or interrupted; nothing was written (exit 130)",
+}
+
 
 class KernelscopeError(Exception):
-    """Base class: a clear message for a person, and the exit status for a script."""
+    """Base class: a clear message for a person, and the exit status and error kind for a
+    script."""
 
     exit_code: int = 2
+    kind: str = "data"
 
 
 class UsageError(KernelscopeError):
     """The request itself is wrong (bad version string, malformed --set)."""
 
     exit_code = 1
+    kind = "usage"
 
 
 class DataError(KernelscopeError):
@@ -39,6 +55,8 @@ class DataError(KernelscopeError):
 class WriteFailed(DataError):
     """A write could not be completed (disk full, quota, read-only file system); the file it
     was replacing is left as it was."""
+
+    kind = "write_failed"
 
 
 def write_error_reason(exc: OSError) -> str:
@@ -62,3 +80,4 @@ class Cancelled(KernelscopeError):
     """The user cancelled the work; nothing was written."""
 
     exit_code = 130
+    kind = "interrupted"

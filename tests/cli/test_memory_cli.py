@@ -7,6 +7,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from tests.conftest import write_record
 
 
@@ -357,3 +359,49 @@ def test_writes_in_a_workspace_below_the_repositorys_top_leave_no_untracked_lock
         assert (
             repo / ".git" / "kernelscope" / "workspaces" / "kernels" / name / ".kernelscope.lock"
         ).is_file()
+
+
+@pytest.mark.parametrize("fast_path", [True, False])
+def test_a_corrupt_records_masked_state_is_unknown_not_false(
+    vector_add_ws: Path, cli, monkeypatch: pytest.MonkeyPatch, fast_path: bool
+) -> None:  # type: ignore[no-untyped-def]
+    """The table shows `?` for a record that cannot be read; the JSON must say null (unknown),
+    never `false` (the file may well say `"masked": true`)."""
+    if not fast_path:
+        monkeypatch.setenv("KERNELSCOPE_NO_FAST_PATH", "1")
+    (vector_add_ws / "memory" / "v7.json").write_text('{"version": "v7", "masked": true, broken')
+    ws = str(vector_add_ws)
+    for command in ("list", "summary"):
+        result = cli("memory", command, "-w", ws, "--json")
+        assert result.exit_code == 0, result.stderr
+        document = result.json()
+        rows = document if command == "list" else document["versions"]
+        corrupt = next(row for row in rows if row["version"] == "v7")
+        assert corrupt["error"] and corrupt["masked"] is None, (command, corrupt)
+        assert all(isinstance(row["masked"], bool) for row in rows if row["version"] != "v7")
+
+
+@pytest.mark.parametrize("fast_path", [True, False])
+def test_error_documents_use_one_vocabulary_of_kinds(
+    vector_add_ws: Path, cli, monkeypatch: pytest.MonkeyPatch, fast_path: bool
+) -> None:  # type: ignore[no-untyped-def]
+    """A usage error is kind `usage` whoever finds it (click's parser or the engine's check of
+    a --set), missing data is `data`, each with the exit status it names."""
+    if not fast_path:
+        monkeypatch.setenv("KERNELSCOPE_NO_FAST_PATH", "1")
+    ws = str(vector_add_ws)
+    cases = [
+        (("memory", "list", "--bogus", "-w", ws), "usage", 1),
+        (("memory", "update", "-w", ws, "--version", "v0", "--set", "x"), "usage", 1),
+        (("memory", "read", "-w", ws, "--version", "banana"), "usage", 1),
+        (("memory", "read", "-w", ws, "--version", "v9"), "data", 2),
+        (("memory", "list", "-w", str(vector_add_ws / "memory")), "data", 2),
+    ]
+    for args, kind, status in cases:
+        result = cli(*args, "--json")
+        assert result.exit_code == status, (args, result.stdout, result.stderr)
+        assert result.json()["error"] == {
+            "kind": kind,
+            "message": result.json()["error"]["message"],
+            "exit_code": status,
+        }, args

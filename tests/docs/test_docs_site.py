@@ -26,6 +26,21 @@ def test_readme_is_a_front_door() -> None:
         assert banned not in README, banned
 
 
+def test_the_exit_statuses_the_readme_and_reference_state_are_what_the_cli_does(cli) -> None:  # type: ignore[no-untyped-def]
+    """The same bad value is a usage error to both commands, but `bench` exits 2 for it (its
+    own documented contract: `bench --help`, docs/harness.md; scripts tell it apart from a
+    gate's 3 and a kernel's own statuses) and `iterate` 1. The README's sentence said `1` for
+    every command and left out bench's `4` (a resource cap): both pages name the exception."""
+    assert cli("bench", "--mode", "banana").exit_code == 2
+    assert cli("iterate", "--mode", "banana", "-a", "x", "-d", "y").exit_code == 1
+    reference = (REPO_ROOT / "docs" / "reference" / "cli.md").read_text()
+    for page, text in (("README.md", README), ("docs/reference/cli.md", reference)):
+        at = text.index("usage error")
+        paragraph = " ".join(text[text.rindex("\n\n", 0, at) : text.index("\n\n", at)].split())
+        assert re.search(r"`1`( on a)? usage error \(`bench`: `2`", paragraph), (page, paragraph)
+        assert re.search(r"`4`[^`]* resource cap", paragraph), (page, paragraph)
+
+
 def test_every_readme_link_resolves() -> None:
     for target in re.findall(r"\]\(([^)#]+)(?:#[^)]*)?\)", README):
         if "://" not in target:

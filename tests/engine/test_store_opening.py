@@ -272,7 +272,7 @@ def test_cli_reads_refuse_a_mistyped_db_with_one_json_error(tmp_path: Path) -> N
             timeout=120,
         )
         assert done.returncode == 2, (db, done.stdout, done.stderr)
-        assert json.loads(done.stdout)["error"]["kind"] == "StoreError"
+        assert json.loads(done.stdout)["error"]["kind"] == "store"
         assert "Traceback" not in done.stderr
     assert sorted(p.name for p in tmp_path.iterdir()) == []
 

@@ -284,9 +284,9 @@ def summary_row(
 ) -> dict[str, Any]:
     """One `VersionSummary` (protocol/workspace.py) but its score, from the raw record: gate,
     metrics, the latency ratio vs v0, and what today's atrex supervisor records."""
-    row: dict[str, Any] = {"version": format_version(number), "masked": False, "path": str(path)}
+    row: dict[str, Any] = {"version": format_version(number), "masked": None, "path": str(path)}
     if raw is None or error is not None:
-        row["error"] = error
+        row["error"] = error  # masked stays None: unknown, the file may well say true
         return row
     base_latency = metric(base, "latency_us") if base is not None else None
     score = score_parts(raw, base, kind)

@@ -10,9 +10,13 @@ from kernelscope.daemon.engine import DataError, UsageError, WriteFailed
 class StoreError(DataError):
     """The database cannot be used (not a database, newer schema, unreachable server)."""
 
+    kind = "store"
+
 
 class StoreWriteFailed(StoreError, WriteFailed):
     """A write transaction failed for lack of space; it was rolled back."""
+
+    kind = WriteFailed.kind  # what the user acts on: free space (StoreError's kind comes first)
 
 
 class InvalidExperiment(UsageError, ValueError):

@@ -171,6 +171,8 @@ def supervisor(root: Path) -> Supervisor | None:
 class SupervisedWorkspace(DataError):
     """A write refused because an orchestrator drives the workspace (nothing was changed)."""
 
+    kind = "supervised"
+
 
 def refuse_if_supervised(root: Path, action: str, force: bool) -> Supervisor | None:
     """Raise SupervisedWorkspace before `action` writes into a workspace a supervisor drives,

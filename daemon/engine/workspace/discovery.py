@@ -14,9 +14,10 @@ from kernelscope.protocol.vocabulary import WORKSPACE_DIRS, WORKSPACE_FENCE, WOR
 
 TYPE_CHECKING = False  # typing is 2-3 ms of the CLI fast path's start-up: annotations only
 if TYPE_CHECKING:
+    from collections.abc import Callable
     from typing import Literal
 
-    Need = Literal["workspace", "memory", "kernel", "folder"]
+    Need = Literal["workspace", "memory", "history", "kernel", "folder"]
 
 _FENCE_OPENING = re.compile(r"^\s*(```+|~~~+)\s*(\S+)\s*$")
 
@@ -42,13 +43,18 @@ def is_optimization_workspace(path: Path) -> bool:
 def missing_parts(path: Path, need: Need = "workspace") -> list[str]:
     """What `path` lacks for a command (empty: nothing): a whole workspace by the rule, or what
     a command reads alone: `memory` (the memory commands: a memory/ folder, as the seed's
-    manager asked), `kernel` (a benchmark: kernel.py), `folder` (a benchmark of other files)."""
+    manager asked), `history` (a read of the experiment history: a workspace, or a memory/
+    folder, whose masks it applies), `kernel` (a benchmark: kernel.py), `folder` (a benchmark
+    of other files)."""
     if not path.is_dir():
         return ["no such directory" if not path.exists() else "not a directory"]
     if need == "folder":
         return []
+    has_memory = any((path / name).is_dir() for name in WORKSPACE_DIRS)
     if need == "memory":
-        return [] if any((path / name).is_dir() for name in WORKSPACE_DIRS) else [f"no {WORKSPACE_DIRS[0]}/"]
+        return [] if has_memory else [f"no {WORKSPACE_DIRS[0]}/"]
+    if need == "history" and has_memory:
+        return []
     missing = [f"no {name}" for name in WORKSPACE_FILES if not (path / name).is_file()]
     if need == "kernel":
         return missing
@@ -73,6 +79,20 @@ def require_workspace(path: Path, need: Need = "workspace") -> Path:
             f"kernel.py, and memory/ or a README.md with a ```{WORKSPACE_FENCE} block{hint}"
         )
     return resolved
+
+
+def history_workspace(path: Path, recorded: Callable[[str], bool]) -> tuple[Path, str | None]:
+    """The workspace a read of the experiment history is narrowed to (`exp top|list|failures|
+    summary -w`), resolved, and a note for the reader (None: nothing to say). The store keys
+    experiments by the path they were recorded under, and a workspace moved or deleted keeps
+    them: a path that no longer exists is read when `recorded(path)` says the store holds
+    experiments under it (the note says the folder is gone); otherwise, as for every command,
+    the folder must be a workspace, or hold memory/ as the memory commands ask
+    (require_workspace's one error)."""
+    resolved = Path(path).expanduser().resolve()
+    if resolved.exists() or not recorded(str(resolved)):
+        return require_workspace(resolved, need="history"), None
+    return resolved, f"{resolved} no longer exists: showing the experiments recorded under that path"
 
 
 def workspace_holding(path: Path, within: Path | None = None) -> Path | None:

@@ -1,0 +1,69 @@
+"""A folder that is not a workspace: the one error from every command that reads one (exit 2,
+one JSON error document under --json), `memory summary` and the `exp` reads filtered by
+`-w` included; a moved or deleted workspace's experiments stay readable by its old path."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+NOT_A_WORKSPACE = "is not an optimization workspace"
+
+
+def _db(tmp_path: Path) -> str:
+    return str(tmp_path / "exp.sqlite")
+
+
+def _record(cli, ws: Path, db: str) -> None:  # type: ignore[no-untyped-def]
+    recorded = cli(
+        "exp", "record", "-m", "tiling", "--score", "1.2", "--kernel", "add_kernel", "-w", str(ws), "--db", db
+    )
+    assert recorded.exit_code == 0, recorded.stderr
+
+
+def _commands(folder: Path, db: str) -> list[tuple[str, ...]]:
+    return [
+        ("memory", "summary", "-w", str(folder)),
+        ("exp", "summary", "-w", str(folder), "--db", db),
+        ("exp", "top", "-w", str(folder), "--db", db),
+        ("exp", "list", "-w", str(folder), "--db", db),
+        ("exp", "failures", "-w", str(folder), "--db", db),
+    ]
+
+
+@pytest.mark.parametrize("folder", ["empty", "missing"])
+def test_every_read_refuses_a_folder_that_is_not_a_workspace(tmp_path: Path, cli, folder: str) -> None:  # type: ignore[no-untyped-def]
+    target = tmp_path / folder
+    if folder == "empty":
+        target.mkdir()
+    db = _db(tmp_path)
+    _record(cli, tmp_path / "elsewhere", db)  # the store exists and holds another folder's row
+    for args in _commands(target, db):
+        plain = cli(*args)
+        assert plain.exit_code == 2 and NOT_A_WORKSPACE in plain.stderr, (args, plain.stdout, plain.stderr)
+        assert plain.stdout == "", args
+        document = cli(*args, "--json")
+        assert document.exit_code == 2, (args, document.stdout)
+        error = document.json()["error"]
+        assert error["kind"] == "data" and NOT_A_WORKSPACE in error["message"], (args, error)
+        assert str(target) in error["message"], (args, error)
+
+
+def test_a_moved_workspaces_experiments_are_read_with_a_note(
+    tmp_path: Path, vector_add_ws: Path, cli
+) -> None:  # type: ignore[no-untyped-def]
+    db = _db(tmp_path)
+    _record(cli, vector_add_ws, db)
+    here = cli("exp", "top", "-w", str(vector_add_ws), "--db", db, "--json")
+    assert here.exit_code == 0 and len(here.json()) == 1 and "no longer exists" not in here.stderr
+    vector_add_ws.rename(tmp_path / "moved")
+    for args in _commands(vector_add_ws, db)[1:]:
+        shown = cli(*args, "--json")
+        assert shown.exit_code == 0, (args, shown.stdout, shown.stderr)
+        assert shown.json(), args  # its rows, under the path they were recorded by
+        assert f"{vector_add_ws} no longer exists" in shown.stderr, (args, shown.stderr)
+        table = cli(*args)
+        assert table.exit_code == 0 and f"{vector_add_ws} no longer exists" in table.stdout, args
+    # memory summary reads the folder itself: gone is gone
+    assert cli("memory", "summary", "-w", str(vector_add_ws)).exit_code == 2
