@@ -67,3 +67,31 @@ def test_a_moved_workspaces_experiments_are_read_with_a_note(
         assert table.exit_code == 0 and f"{vector_add_ws} no longer exists" in table.stdout, args
     # memory summary reads the folder itself: gone is gone
     assert cli("memory", "summary", "-w", str(vector_add_ws)).exit_code == 2
+
+
+def test_a_folder_the_store_holds_experiments_for_is_read_with_a_note(tmp_path: Path, cli) -> None:  # type: ignore[no-untyped-def]
+    """`exp record -w` and `import-traces -w` record under any folder (their docs say `exp
+    top/list/summary` show them); the first version of the not-a-workspace rule refused such a
+    folder because it existed (found by the review: exit 2 where it was 0). It is read, saying
+    it is not a workspace; one the store knows nothing of is still the one error."""
+    db = _db(tmp_path)
+    other = tmp_path / "other"
+    other.mkdir()
+    _record(cli, other, db)
+    for args in _commands(other, db)[1:]:
+        shown = cli(*args, "--json")
+        assert shown.exit_code == 0 and shown.json(), (args, shown.stdout, shown.stderr)
+        assert f"{other} is not a workspace (no kernel.py" in shown.stderr, (args, shown.stderr)
+
+
+def test_a_path_the_system_cannot_look_at_is_the_one_error(tmp_path: Path, cli) -> None:  # type: ignore[no-untyped-def]
+    """A name too long for the file system raised OSError from pathlib, a traceback with exit 1
+    even under --json (found by the review); it is the one error, naming why."""
+    db = _db(tmp_path)
+    _record(cli, tmp_path / "elsewhere", db)
+    too_long = tmp_path / ("a" * 300)
+    for args in _commands(too_long, db):
+        document = cli(*args, "--json")
+        assert document.exit_code == 2, (args, document.stdout, document.stderr)
+        error = document.json()["error"]
+        assert error["kind"] == "data" and "cannot be read: File name too long" in error["message"], error

@@ -45,7 +45,15 @@ def missing_parts(path: Path, need: Need = "workspace") -> list[str]:
     a command reads alone: `memory` (the memory commands: a memory/ folder, as the seed's
     manager asked), `history` (a read of the experiment history: a workspace, or a memory/
     folder, whose masks it applies), `kernel` (a benchmark: kernel.py), `folder` (a benchmark
-    of other files)."""
+    of other files). A path the system cannot look at (a name too long, a folder this user may
+    not enter) lacks what it cannot show, said with the reason: never a traceback."""
+    try:
+        return _missing_parts(path, need)
+    except OSError as exc:
+        return [f"cannot be read: {exc.strerror or exc}"]
+
+
+def _missing_parts(path: Path, need: Need) -> list[str]:
     if not path.is_dir():
         return ["no such directory" if not path.exists() else "not a directory"]
     if need == "folder":
@@ -83,16 +91,24 @@ def require_workspace(path: Path, need: Need = "workspace") -> Path:
 
 def history_workspace(path: Path, recorded: Callable[[str], bool]) -> tuple[Path, str | None]:
     """The workspace a read of the experiment history is narrowed to (`exp top|list|failures|
-    summary -w`), resolved, and a note for the reader (None: nothing to say). The store keys
-    experiments by the path they were recorded under, and a workspace moved or deleted keeps
-    them: a path that no longer exists is read when `recorded(path)` says the store holds
-    experiments under it (the note says the folder is gone); otherwise, as for every command,
-    the folder must be a workspace, or hold memory/ as the memory commands ask
-    (require_workspace's one error)."""
+    summary -w`), resolved, and a note for the reader (None: nothing to say). A workspace (or
+    a folder holding memory/) is read as it is. The store keys experiments by the path they
+    were recorded under, and not only workspaces have some (a workspace moved or deleted keeps
+    them; `import-traces -w` and `exp record -w` record under any folder): a path that is
+    neither is read when `recorded(path)` says the store holds experiments under it, the note
+    saying what the folder is; otherwise, as for every command, require_workspace's one error."""
     resolved = Path(path).expanduser().resolve()
-    if resolved.exists() or not recorded(str(resolved)):
-        return require_workspace(resolved, need="history"), None
-    return resolved, f"{resolved} no longer exists: showing the experiments recorded under that path"
+    missing = missing_parts(resolved, "history")
+    if not missing:
+        return resolved, None
+    if not recorded(str(resolved)):
+        return require_workspace(resolved, need="history"), None  # (raises the one error)
+    what = (
+        "no longer exists"
+        if missing == ["no such directory"]
+        else f"is not a workspace ({'; '.join(missing)})"
+    )
+    return resolved, f"{resolved} {what}: showing the experiments recorded under that path"
 
 
 def workspace_holding(path: Path, within: Path | None = None) -> Path | None:
