@@ -201,6 +201,17 @@ def main(argv: list[str] | None = None) -> None:
     typer is mapped to 1 and engine errors get their own status.
     """
     args = sys.argv[1:] if argv is None else list(argv)
+    try:
+        _main(args)
+    except BrokenPipeError:
+        # the reader went away (`kernelscope exp list --json | head`): nothing more to say, and
+        # no traceback about it; stdout to /dev/null so the interpreter's last flush is quiet
+        # (Python's documented way; the fast path does the same)
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        sys.exit(1)
+
+
+def _main(args: list[str]) -> None:
     fast_path = (args[:1] == ["memory"] and len(args) > 1) or args[:1] == ["serve"]
     if fast_path and not os.environ.get("KERNELSCOPE_NO_FAST_PATH"):  # set: typer runs all (to compare)
         from kernelscope.daemon.cli import fast

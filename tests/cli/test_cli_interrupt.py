@@ -70,3 +70,29 @@ def test_a_stopped_bench_leaves_no_runner_and_no_temp_folders(
             cli.wait()
         for pid in alive_with(marker):  # only what this test started carries its temp folder
             os.kill(pid, signal.SIGKILL)
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["exp", "list", "--json", "--db", "{tmp}/missing.sqlite"],  # an error document
+        ["bench", "--json", "--mode", "banana", "-w", "{ws}"],  # bench's own document
+        ["memory", "list", "--json", "-w", "{ws}"],  # the fast path
+    ],
+)
+def test_a_reader_that_goes_away_gets_no_traceback(tmp_path: Path, args: list[str]) -> None:
+    """`kernelscope ... --json | head`: the reader closed the pipe before the document was
+    written. Click quiets a broken pipe inside a command, but the JSON documents written after
+    it returned (an error's, bench's) raised BrokenPipeError through main: a traceback (found by
+    a review). Every path now ends with exit 1 and nothing on stderr about the pipe."""
+    import shutil
+
+    ws = tmp_path / "ws"
+    shutil.copytree(Path(__file__).resolve().parents[2] / "examples" / "vector_add", ws)
+    kernelscope = str(Path(sys.executable).with_name("kernelscope"))
+    argv = [kernelscope, *(a.format(ws=ws, tmp=tmp_path) for a in args)]
+    process = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=tmp_path)
+    assert process.stdout is not None and process.stderr is not None
+    process.stdout.close()  # the reader is gone before anything was written
+    err = process.stderr.read().decode()
+    assert process.wait(60) == 1 and "Traceback" not in err and "BrokenPipe" not in err, err
