@@ -237,12 +237,9 @@ def _main(args: list[str]) -> None:
     except SystemExit as exc:
         code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else EXIT_USAGE)
         sys.exit(usage_status if code == CLICK_USAGE_STATUS else code)
-    except KernelscopeError as exc:
-        output.error(str(exc))
-        sys.exit(usage_status if exc.exit_code == EXIT_USAGE else exc.exit_code)
-    except KeyboardInterrupt:
-        output.error("interrupted")
-        sys.exit(130)
+    except (KernelscopeError, KeyboardInterrupt) as exc:  # (output.failure: the one mapping)
+        code = output.failed(exc, json_out=False)
+        sys.exit(usage_status if code == EXIT_USAGE else code)
     sys.exit(EXIT_OK)
 
 
