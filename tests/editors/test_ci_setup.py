@@ -132,7 +132,7 @@ def test_the_suite_keeps_off_the_developers_home(vector_add_ws: Path, users_own_
     from tests.support.bench_fixtures import jobs_folder
 
     run_folder = users_own_files.parents[2]
-    brief, _ = PartialRestart(vector_add_ws, RestartOptions(agent="true"))._brief("v5", 1)
+    brief, _ = PartialRestart(vector_add_ws, RestartOptions(agent="true"))._brief("v5", 1, None)
     for path in (config_path(), default_db_path(), _disk_path("ab" * 20), token_path(2087), brief):
         assert path is not None and path.is_relative_to(run_folder), path
     jobs, daemon_env = jobs_folder()
