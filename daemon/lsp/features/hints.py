@@ -144,25 +144,7 @@ def _tried(doc: Document, service: Any) -> list[Any]:
 
 
 def _cached_table(service: Any, tried: Any) -> types.MarkupContent:
-    """The table of a spot, made once per history state (like its rows): 250 of them are
-    ~10 ms to format, a whole-file answer for a client that takes tooltips with the hints."""
-    memo = service.history(check=False).memo.setdefault("tried_tables", {})
-    key = (tried.key, tried.label, tried.kernel, tried.value)
-    found = memo.get(key)
-    if found is None:
-        found = memo[key] = _tried_table(tried)
-    return found
+    """The spot's table (views/tried_table.py, made once per history state) as LSP markup."""
+    from kernelscope.daemon.engine.views.tried_table import tried_markdown
 
-
-def _tried_table(tried: Any) -> types.MarkupContent:
-    rows = ["| value | versions | passed | failed | best |", "|---|---|---:|---:|---|"]
-    for value in tried.values:
-        best = value.best_score.text() if value.best_score else "-"
-        here = " (here)" if value.current else ""
-        versions = ", ".join(value.versions[:6])
-        rows.append(f"| {value.value}{here} | {versions} | {value.passed} | {value.failed} | {best} |")
-        for config, score in list(value.by_config.items())[:8]:
-            rows.append(f"| ↳ {config} | | | | {score.text()} |")
-    return types.MarkupContent(
-        kind=types.MarkupKind.Markdown, value=f"**{tried.label}**\n\n" + "\n".join(rows)
-    )
+    return types.MarkupContent(kind=types.MarkupKind.Markdown, value=tried_markdown(service, tried))
