@@ -163,7 +163,7 @@ class Jobs:
 
                 def finished() -> None:
                     self.state.finish_job(job)
-                    if ws.root in self.deferred_probes and not self.user_job_running(ws):
+                    if ws.root in self.deferred_probes and ws.user_job() is None:
                         self.deferred_probes.discard(ws.root)
                         self.schedule_probe(ws)  # the save's probe that waited for this job
                     ws.last_outcome = (kind, ended)
@@ -302,17 +302,13 @@ class Jobs:
 
         def fire() -> None:
             self.pending_saves.pop(ws.root, None)
-            if self.user_job_running(ws):
+            if ws.user_job() is not None:
                 self.deferred_probes.add(ws.root)
                 log.info("the save's probe of %s waits for the user's job under way", ws.root.name)
                 return
             self.benchmark(ws, background=True)
 
         self.pending_saves[ws.root] = self.state.loop.call_later(ws.settings.debounce_ms / 1000.0, fire)
-
-    def user_job_running(self, ws: WorkspaceState) -> bool:
-        """A job the user started (not a save's probe) runs in the workspace."""
-        return ws.user_job() is not None
 
     def cancel_pending_probe(self, ws: WorkspaceState) -> None:
         """A save that needs no benchmark drops the one an earlier save scheduled (or that

@@ -332,18 +332,25 @@ def restart_in_flight(workspace: Path) -> bool:
         return True
 
 
-def refuse_if_restarting(workspace: Path, action: str) -> None:
-    """A write that would take from a running partial restart's agent the version its brief
-    promised it (a mask-half hands out a new next version and replaces the restart's mark; a
-    second restart masks again) is refused while the restart runs: DataError, nothing changed.
-    The restart's own agent records through `kernelscope iterate`, which has its own rule
-    (workflows/iterate.py refuse_if_promised)."""
-    if restart_in_flight(workspace):
-        raise DataError(
+class RestartRunning(DataError):
+    """A write refused while a partial restart runs in the workspace (nothing was changed)."""
+
+    def __init__(self, action: str) -> None:
+        super().__init__(
             f"a partial restart (kernelscope restart) is running in this workspace and its agent has "
             f"not finished: refusing to {action}, nothing was changed; wait for the restart's report, "
             "or cancel it"
         )
+
+
+def refuse_if_restarting(workspace: Path, action: str) -> None:
+    """A write that would take from a running partial restart's agent the version its brief
+    promised it (a mask-half hands out a new next version and replaces the restart's mark; a
+    second restart masks again) is refused while the restart runs: RestartRunning, nothing
+    changed. The restart's own agent records through `kernelscope iterate`, which has its own
+    rule (workflows/iterate.py refuse_if_promised)."""
+    if restart_in_flight(workspace):
+        raise RestartRunning(action)
 
 
 @contextlib.contextmanager

@@ -27,7 +27,12 @@ from typing import Any
 
 from kernelscope.daemon.engine import Cancelled, DataError, UsageError, WriteFailed
 from kernelscope.daemon.engine.memory import atrex_fields
-from kernelscope.daemon.engine.memory.atomic_io import iteration_lock, refuse_if_restarting, restart_lock
+from kernelscope.daemon.engine.memory.atomic_io import (
+    RestartRunning,
+    iteration_lock,
+    refuse_if_restarting,
+    restart_lock,
+)
 from kernelscope.daemon.engine.memory.core import kernelscope_block
 from kernelscope.daemon.engine.memory.records import RESTART_ID_ENV
 from kernelscope.daemon.engine.workflows.git import Git
@@ -475,11 +480,8 @@ class PartialRestart:
                         running.enter_context(restart_lock(self.ws.root, RESTART_LOCK_WAIT_S))
                     except WriteFailed:
                         raise
-                    except DataError:
-                        raise DataError(
-                            "another partial restart is running in this workspace (its agent has "
-                            "not finished): nothing was masked; wait for its report, or cancel it"
-                        ) from None
+                    except DataError:  # (another restart took it since the check above)
+                        raise RestartRunning("restart") from None
                 mask = self.ws.memory.mask_half(
                     readme.primary_kind,
                     seed=self.options.seed,

@@ -118,11 +118,10 @@ class Commands:
 
     def mask_half(self, params: Any) -> Any:
         ws = self._workspace(params.workspace)
-        if not params.dry_run:
-            self._engine(lambda: ws.begin_write("maskHalf"))  # (refused while a write of the user's runs)
-        try:
+
+        def mask() -> Any:
             readme = ws.cache.readme()
-            result = self._engine(
+            return self._engine(
                 lambda: ws.cache.memory_manager.mask_half(
                     readme.primary_kind if readme else None,
                     seed=params.seed,
@@ -131,11 +130,15 @@ class Commands:
                     allow_supervised=params.force,
                 )
             )
+
+        if params.dry_run:  # (writes nothing: no write to register)
+            return mask().model_dump(mode="json")
+        self._engine(lambda: ws.begin_write("maskHalf"))  # (refused while a write of the user's runs)
+        try:
+            result = mask()
         finally:
-            if not params.dry_run:
-                ws.end_write()
-        if not params.dry_run:
-            self._changed(ws, "memory")
+            ws.end_write()
+        self._changed(ws, "memory")
         return result.model_dump(mode="json")
 
     def unmask(self, params: Any) -> Any:
