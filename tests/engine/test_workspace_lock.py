@@ -6,8 +6,7 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager
 from pathlib import Path
 
 import filelock
@@ -16,26 +15,12 @@ import pytest
 from kernelscope.daemon.engine import DataError
 from kernelscope.daemon.engine.memory import atomic_io
 from kernelscope.daemon.engine.memory.atomic_io import LOCK_NAME, workspace_lock
+from tests.support.locks import held_on_a_thread
 
 
-@contextmanager
-def held_by_filelock(path: Path) -> Iterator[None]:
+def held_by_filelock(path: Path) -> AbstractContextManager[None]:
     """`path` locked by filelock (what kernelscope took before) on another thread."""
-    taken, release = threading.Event(), threading.Event()
-
-    def hold() -> None:
-        with filelock.FileLock(str(path)):
-            taken.set()
-            release.wait(10)
-
-    holder = threading.Thread(target=hold)
-    holder.start()
-    assert taken.wait(5)
-    try:
-        yield
-    finally:
-        release.set()
-        holder.join(5)
+    return held_on_a_thread(lambda: filelock.FileLock(str(path)), hold_s=10)
 
 
 def test_a_filelock_holder_excludes_the_lock_and_the_lock_waits_for_its_release(tmp_path: Path) -> None:

@@ -20,6 +20,7 @@ from pytest_lsp.client import captured_exception_key
 
 from tests.conftest import EXAMPLES, NO_TORCH_SERVER
 from tests.support.bench_fixtures import jobs_folder
+from tests.support.locks import held_on_a_thread
 from tests.support.lsp_client import KernelscopeClient, make_client, no_job_starts, start_session, wait_for
 
 pytestmark = pytest.mark.slow
@@ -214,7 +215,6 @@ async def test_a_restart_running_in_another_process_is_named_before_the_question
     running restart's mark, taking its agent's version (found by the review). Both are refused
     before the question, naming the running restart; nothing is written."""
     import subprocess
-    import threading
 
     from kernelscope.daemon.engine.memory.atomic_io import RESTART_LOCK_NAME, lock_dir_of, workspace_lock
 
@@ -227,17 +227,8 @@ async def test_a_restart_running_in_another_process_is_named_before_the_question
             capture_output=True,
         )
     before = memory_bytes(client)
-    release, held = threading.Event(), threading.Event()
-
-    def a_running_restart() -> None:  # (what `kernelscope restart` holds from its mask to its report)
-        with workspace_lock(lock_dir_of(ws), name=RESTART_LOCK_NAME):
-            held.set()
-            release.wait(60)
-
-    holder = threading.Thread(target=a_running_restart)
-    holder.start()
-    assert held.wait(10)
-    try:
+    # (what `kernelscope restart` holds from its mask to its report)
+    with held_on_a_thread(lambda: workspace_lock(lock_dir_of(ws), name=RESTART_LOCK_NAME)):
         for command, action in (
             (await restart_lens(client), "restart"),
             ("kernelscope.maskHalf", "mask half of the memory"),
@@ -249,9 +240,6 @@ async def test_a_restart_running_in_another_process_is_named_before_the_question
         started = await run(client, "kernelscope.restart", {"workspace": str(ws)})
         await wait_for(lambda: bool(client.finished), timeout=30)
         assert started["kind"] == "restart" and "refusing to restart" in client.finished[-1]["error"]
-    finally:
-        release.set()
-        holder.join()
     assert client.asked == []  # type: ignore[attr-defined]
     assert memory_bytes(client) == before
     client._pytest_item.stash[captured_exception_key] = None  # type: ignore[attr-defined]

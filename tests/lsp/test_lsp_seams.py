@@ -11,7 +11,6 @@ import os
 import shutil
 import subprocess
 import sys
-import threading
 import time
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -26,6 +25,7 @@ from kernelscope.daemon.engine.memory.records import MemoryManager
 from kernelscope.protocol.vocabulary import COMMANDS, JOB_KINDS
 from tests.conftest import EXAMPLES, NO_TORCH_SERVER, REPO_ROOT
 from tests.support.bench_fixtures import EVADING, alive_with, jobs_folder
+from tests.support.locks import held_on_a_thread
 from tests.support.lsp_client import KernelscopeClient, _as_dict, make_client, wait_for
 from tests.support.stdio_client import StdioClient
 
@@ -231,17 +231,7 @@ async def test_a_job_asked_for_while_a_mask_half_waits_to_write_is_refused(clien
     is refused, naming the mask-half, and the mask-half masks once the lock is free."""
     ws = ws_of(client)
     lock_dir = MemoryManager(ws).lock_dir
-    release, held = threading.Event(), threading.Event()
-
-    def hold() -> None:
-        with workspace_lock(lock_dir, name=ITERATION_LOCK_NAME):
-            held.set()
-            release.wait(60)
-
-    holder = threading.Thread(target=hold)
-    holder.start()
-    assert held.wait(10)
-    try:
+    with held_on_a_thread(lambda: workspace_lock(lock_dir, name=ITERATION_LOCK_NAME)):
         mask = asyncio.ensure_future(
             command(client, "kernelscope.maskHalf", {"workspace": str(ws), "seed": 1})
         )
@@ -253,9 +243,6 @@ async def test_a_job_asked_for_while_a_mask_half_waits_to_write_is_refused(clien
         for name in ("kernelscope.runIteration", "kernelscope.restart", "kernelscope.maskHalf"):
             with pytest.raises(Exception, match="a maskHalf is already running"):
                 await command(client, name, {"workspace": str(ws)})
-    finally:
-        release.set()
-        holder.join()
     result = await asyncio.wait_for(mask, 30)
     assert result["masked"]  # type: ignore[index]
     assert client.finished == []  # no job started
@@ -337,18 +324,7 @@ async def test_a_command_waiting_on_the_lock_does_not_block_lenses(client: Kerne
     for it on a worker thread while lenses and hover keep answering."""
     ws = ws_of(client)
     uri = (ws / "kernel.py").as_uri()
-    release = threading.Event()
-    held = threading.Event()
-
-    def hold() -> None:
-        with workspace_lock(MemoryManager(ws).lock_dir):
-            held.set()
-            release.wait(10)
-
-    holder = threading.Thread(target=hold)
-    holder.start()
-    assert held.wait(5)
-    try:
+    with held_on_a_thread(lambda: workspace_lock(MemoryManager(ws).lock_dir), hold_s=10):
         mask = asyncio.ensure_future(
             command(client, "kernelscope.maskHalf", {"workspace": str(ws), "seed": 1})
         )
@@ -374,9 +350,6 @@ async def test_a_command_waiting_on_the_lock_does_not_block_lenses(client: Kerne
             await asyncio.sleep(0.3)
         assert not mask.done()  # still waiting for the lock
         assert slowest < 2.0, slowest
-    finally:
-        release.set()
-        holder.join()
     result = await asyncio.wait_for(mask, 30)
     assert result["seed"] == 1  # type: ignore[index]
 

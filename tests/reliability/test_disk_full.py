@@ -234,12 +234,7 @@ def test_a_mask_half_that_fails_leaves_the_mark_it_found(
     from kernelscope.daemon.engine.memory.records import MASK_HALF_MARK, MemoryManager
     from kernelscope.daemon.engine.workflows.iterate import refuse_if_restarted
 
-    ws = tmp_path / "ws"
-    shutil.copytree(EXAMPLES / "vector_add", ws)
-    subprocess.run(["git", "init", "-q"], cwd=ws, check=True)  # (the mark is kept in git only)
-    for n in range(5, 12):
-        record = json.loads((ws / "memory" / "v1.json").read_text())
-        (ws / "memory" / f"v{n}.json").write_text(json.dumps({**record, "version": f"v{n}"}, indent=2) + "\n")
+    ws = _ws_of_twelve(tmp_path)
     memory = MemoryManager(ws)
     real, full = atomic_io._atomic_write_bytes, {"at": ""}
 
