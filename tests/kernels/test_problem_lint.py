@@ -18,6 +18,7 @@ from typing import Any
 import pytest
 import torch
 
+from kernelscope.kernels import gate
 from kernelscope.kernels.adapters import Problem, load_problem
 from kernelscope.kernels.adapters.kernelbench import KernelBenchProblem
 from kernelscope.kernels.problem_lint import RULES, LintFinding, lint_problem
@@ -169,6 +170,57 @@ def test_level2_23_stays_within_tolerance_of_zero(tmp_path: Path) -> None:
 
     config = problem.configs(interpreter=True)[0]
     assert lint_problem(problem, config, "cpu", None, readme_rel_err=0.01) == []
+
+
+# KernelBench issue #165 (2026-09-16, open): at bf16 (atol = rtol = 1e-2) a kernel returning zeros
+# passes four level-1 problems whose outputs are smaller than the tolerance. Sizes: the batch
+# shrunk, every reduced dimension kept as upstream (so the outputs are as small as there), but
+# 37's norm runs over the whole tensor: there 1 x 4 x 512 x 512 instead of 112 x 64 x 512 x 512
+# (outputs about 1.7e-3 instead of 4e-5, still under the tolerance).
+ZEROS_PASS_AT_BF16 = {
+    "23_Softmax.py": {"batch_size": 8},
+    "37_FrobeniusNorm_.py": {"batch_size": 1, "features": 4},
+    "53_Min_reduction_over_a_dimension.py": {"batch_size": 2, "dim2": 64},
+    "39_L2Norm_.py": {"batch_size": 8},
+}
+ISSUE_165_SHA256 = {
+    "23_Softmax.py": "c9fa418447f2d64d5aeb4763d817137c1cb5a6b411a580f0b6291a7b29301d75",
+    "37_FrobeniusNorm_.py": "cf45f93a2a75102fdcc78a77833cbf6a2f40080fec5c7437ff1471b4092360ba",
+    "53_Min_reduction_over_a_dimension.py": "db0c4b3f62e99ffc3a2cacd10c919db886f49c6ec9d97b9fc1ce14ff1e0925a7",
+    "39_L2Norm_.py": "fb8153fbe2a50679fcbbc3114f46c4157547138679fb6ecbabec0497e90a55c3",
+}
+
+
+def test_issue_165_fixtures_are_upstream_files() -> None:
+    source = (KERNELBENCH / "SOURCE.md").read_text()
+    for name, sha in ISSUE_165_SHA256.items():
+        assert hashlib.sha256((KERNELBENCH / name).read_bytes()).hexdigest() == sha
+        assert f"KernelBench/level1/{name}" in source and sha in source
+
+
+@pytest.mark.parametrize(("name", "sizes"), ZEROS_PASS_AT_BF16.items())
+def test_the_zeros_kernels_reported_upstream_pass_the_gate_and_the_lint_names_them(
+    tmp_path: Path, name: str, sizes: dict[str, int]
+) -> None:
+    """The verdict agrees with KernelBench's (zeros pass its `torch.allclose` and kernelscope's
+    gate alike: the problem, not the kernel, is weak) and the lint says so before any candidate
+    runs, at the forward, naming zeros."""
+    problem = kernelbench(tmp_path, name, sizes, "bf16")
+    config = problem.configs(interpreter=True)[0]
+    inputs = problem.make_inputs(config, 0, "cpu")
+    (reference,) = gate.as_tensor_list(problem.reference(config, inputs), "reference")
+    zeros = torch.zeros_like(reference)
+    assert torch.allclose(reference, zeros, atol=1e-2, rtol=1e-2)  # KernelBench's own check at bf16
+    tolerance = problem.tolerance(config) or problem.default_tolerance(config)
+    gate.check_outputs([zeros], [reference], tuple(inputs), tolerance, None, layout=False)  # passes: no raise
+
+    findings = lint(problem)
+    assert [f.rule for f in findings] == ["near-constant-output"]
+    (finding,) = findings
+    path = tmp_path / name.removesuffix(".py") / name
+    assert finding.line == def_line(path, "def forward(self, x")
+    assert "(|out - ref| <= 0.01 + 0.01 * |ref|) of 0 everywhere" in finding.message
+    assert "returns zeros" in finding.message
 
 
 def native(workspace: Path) -> Problem:
