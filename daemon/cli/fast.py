@@ -172,9 +172,12 @@ class _Run:
         base = next((f.raw for f in files if f.number == 0 and f.error is None), None)
         rows: list[dict[str, Any]] = []
         for found in files:
-            if core.score_needs_kind(found.raw, base):
-                raise Fallback  # the README's primary metric scores it: the full CLI reads the README
-            summary = core.summary_row(found.number, found.path, found.raw, found.error, base)
+            try:
+                summary = core.summary_row(
+                    found.number, found.path, found.raw, found.error, base, core.README_UNREAD
+                )
+            except core.KindNeeded:
+                raise Fallback from None  # the README's primary metric scores it: the full CLI reads it
             rows.append(core.listed(summary))
         if self.options.get("json"):
             for row in rows:

@@ -1,0 +1,64 @@
+"""Answers of the CLI a demanding user checks: what the fast path and the full CLI say about the
+same workspace, and that each says what is true."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from kernelscope.daemon.cli import fast
+from kernelscope.daemon.engine.memory import core
+from tests.conftest import CliResult
+
+Both = Callable[..., tuple[CliResult, CliResult]]
+
+
+@pytest.fixture
+def both(cli, monkeypatch: pytest.MonkeyPatch) -> Both:  # type: ignore[no-untyped-def]
+    """`both(*args)`: `kernelscope ARGS` by the fast path (which must run it), then by typer."""
+    original = fast.memory
+    handled: list[bool] = []
+
+    def spy(command: str, args: list[str]) -> int | None:
+        code = original(command, args)
+        handled.append(code is not None)
+        return code
+
+    monkeypatch.setattr(fast, "memory", spy)
+    monkeypatch.delenv("FORCE_COLOR", raising=False)
+    monkeypatch.delenv("TTY_COMPATIBLE", raising=False)
+
+    def run(*args: str) -> tuple[CliResult, CliResult]:
+        monkeypatch.delenv("KERNELSCOPE_NO_FAST_PATH", raising=False)
+        handled.clear()
+        quick = cli(*args)
+        assert handled == [True], ("the fast path handed it over", args)
+        monkeypatch.setenv("KERNELSCOPE_NO_FAST_PATH", "1")
+        return quick, cli(*args)
+
+    return run
+
+
+def test_fast_list_scores_each_version_once(
+    vector_add_ws: Path, both: Both, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The fast `memory list` asked score_parts twice per version (whether the README's metric
+    decides the score, then the row's score) and four times for one it cannot score (a note's
+    finding: 12 calls for the example's 5 versions). Once each now, the same answer as typer's."""
+    calls: list[str] = []
+    original = core.score_parts
+
+    def counted(record, baseline, kind=None):  # type: ignore[no-untyped-def]
+        if not os.environ.get("KERNELSCOPE_NO_FAST_PATH"):  # the fast run's calls
+            calls.append(record.get("version"))
+        return original(record, baseline, kind)
+
+    monkeypatch.setattr(core, "score_parts", counted)
+    for args in (("--json",), ()):
+        calls.clear()
+        quick, slow = both("memory", "list", "-w", str(vector_add_ws), *args)
+        assert sorted(calls) == ["v0", "v1", "v2", "v3", "v4"], calls
+        assert (quick.exit_code, quick.stdout) == (slow.exit_code, slow.stdout) and quick.exit_code == 0
