@@ -187,7 +187,9 @@ class _Run:
             output.print_json(rows)
             return
         if not rows:
-            raise DataError(f"no memory files in {self.memory_dir}")
+            self.committed = True
+            output.info(core.no_versions(self.memory_dir))
+            return
         cells: list[list[str]] = [
             [
                 row["version"],

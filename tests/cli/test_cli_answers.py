@@ -3,6 +3,7 @@ same workspace, and that each says what is true."""
 
 from __future__ import annotations
 
+import json
 import os
 from collections.abc import Callable
 from pathlib import Path
@@ -62,3 +63,33 @@ def test_fast_list_scores_each_version_once(
         quick, slow = both("memory", "list", "-w", str(vector_add_ws), *args)
         assert sorted(calls) == ["v0", "v1", "v2", "v3", "v4"], calls
         assert (quick.exit_code, quick.stdout) == (slow.exit_code, slow.stdout) and quick.exit_code == 0
+
+
+def test_a_fresh_workspace_has_no_versions_in_every_form(
+    vector_add_ws: Path, cli, both: Both, monkeypatch: pytest.MonkeyPatch
+) -> None:  # type: ignore[no-untyped-def]
+    """A workspace whose memory/ holds no record yet (an atrex workspace starts so): `memory
+    list --json` said `[]` (exit 0), its table 'no memory files' (exit 2), and `memory summary`
+    the same two answers. No versions is an answer: exit 0 in both forms, the table saying so."""
+    for path in (vector_add_ws / "memory").glob("*"):
+        path.unlink()
+    ws = str(vector_add_ws)
+    memory_dir = vector_add_ws / "memory"
+    listed, typer_listed = both("memory", "list", "-w", ws, "--json")
+    assert (listed.exit_code, json.loads(listed.stdout)) == (0, []) and listed.stdout == typer_listed.stdout
+    table, typer_table = both("memory", "list", "-w", ws)
+    assert table.exit_code == typer_table.exit_code == 0, (table.stderr, typer_table.stderr)
+    assert table.stdout == typer_table.stdout == f"{core.no_versions(memory_dir)}\n"
+    for full in (False, True):
+        if full:
+            monkeypatch.setenv("KERNELSCOPE_NO_FAST_PATH", "1")
+        else:
+            monkeypatch.delenv("KERNELSCOPE_NO_FAST_PATH", raising=False)
+        summary = cli("memory", "summary", "-w", ws, "--json")
+        assert summary.exit_code == 0 and summary.json()["versions"] == []
+        shown = cli("memory", "summary", "-w", ws)
+        assert shown.exit_code == 0 and core.no_versions(memory_dir) in shown.stdout, shown.stderr
+        # which version is the latest is a question without an answer: an error in both forms
+        latest = cli("memory", "latest", "-w", ws, "--json")
+        assert latest.exit_code == 2 and latest.json()["error"]["message"] == "no unmasked iterations found"
+        assert cli("memory", "latest", "-w", ws).exit_code == 2

@@ -55,6 +55,13 @@ SUPERVISOR_HINTS = (
 )
 
 
+def no_versions(memory_dir: Path) -> str:
+    """What `memory list` and `memory summary` print (exit 0) for a memory/ that holds no record
+    yet: a fresh workspace (an atrex one starts so) has no versions, which is an answer, as
+    `[]` is under `--json`, not a missing-data error."""
+    return f"no versions recorded yet in {memory_dir}"
+
+
 def normalize_version(version: str) -> str:
     """Accept `v3`, `V3` or `3`; return `v3`. Anything else is a usage error."""
     try:
