@@ -201,7 +201,7 @@ def summary(workspace: WorkspaceOpt = Path("."), json_out: JsonOpt = False) -> N
     """A table of every version with its metrics, plus the README's targets."""
     from kernelscope.daemon.engine.memory.core import no_versions
     from kernelscope.daemon.engine.memory.scores import score_cell
-    from kernelscope.daemon.engine.workspace.workspace import Workspace
+    from kernelscope.daemon.engine.workspace.workspace import Workspace, masked_counts
 
     ws = Workspace(_manager(workspace).workspace)
     info = ws.summary()
@@ -217,7 +217,7 @@ def summary(workspace: WorkspaceOpt = Path("."), json_out: JsonOpt = False) -> N
         output.info(f"{ws.root.name}: next version {info.next_version}; {no_versions(ws.memory_dir)}")
         return
     output.print_table(
-        f"{ws.root.name}: next version {info.next_version}, {info.masked_count} masked",
+        f"{ws.root.name}: next version {info.next_version}, {masked_counts(info)}",
         [
             "version",
             "masked",

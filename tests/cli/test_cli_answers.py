@@ -93,3 +93,18 @@ def test_a_fresh_workspace_has_no_versions_in_every_form(
         latest = cli("memory", "latest", "-w", ws, "--json")
         assert latest.exit_code == 2 and latest.json()["error"]["message"] == "no unmasked iterations found"
         assert cli("memory", "latest", "-w", ws).exit_code == 2
+
+
+def test_summary_counts_a_corrupt_record_as_unknown_not_unmasked(vector_add_ws: Path, cli) -> None:  # type: ignore[no-untyped-def]
+    """A torn record that said masked (`memory list --json` shows masked null: unknown) was
+    counted as not masked: '0 masked'. The summary counts what is known, table and JSON alike."""
+    (vector_add_ws / "memory" / "v2.json").write_text('{"version": "v2", "masked": true')  # torn
+    ws = str(vector_add_ws)
+    listed = {row["version"]: row["masked"] for row in cli("memory", "list", "-w", ws, "--json").json()}
+    assert listed["v2"] is None and sum(1 for m in listed.values() if m) == 0
+    summary = cli("memory", "summary", "-w", ws, "--json").json()
+    assert (summary["masked_count"], summary["unreadable_count"]) == (0, 1)
+    assert "next version v5, 0 masked, 1 unreadable" in " ".join(
+        cli("memory", "summary", "-w", ws).stdout.split()
+    )
+    assert "Memory: 5 versions, 0 masked, 1 unreadable, next v5" in cli("workspace", "-w", ws).stdout
