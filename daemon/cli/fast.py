@@ -326,8 +326,8 @@ def memory(command: str, args: list[str]) -> int | None:
         return None
     except KernelscopeError as exc:
         return output.failed(exc, json_out="--json" in args)
-    except KeyboardInterrupt:
-        return 130  # as typer: Exit(130), nothing printed
+    except KeyboardInterrupt as exc:  # as the full CLI: the interrupted document under --json
+        return output.failed(exc, json_out=True) if "--json" in args else output.failure(exc)[1]
     except OSError as exc:
         if exc.errno == errno.EPIPE:
             return _broken_pipe()

@@ -108,3 +108,27 @@ def test_summary_counts_a_corrupt_record_as_unknown_not_unmasked(vector_add_ws: 
         cli("memory", "summary", "-w", ws).stdout.split()
     )
     assert "Memory: 5 versions, 0 masked, 1 unreadable, next v5" in cli("workspace", "-w", ws).stdout
+
+
+INTERRUPTED = {"error": {"kind": "interrupted", "message": "interrupted", "exit_code": 130}}
+
+
+@pytest.mark.parametrize("command", ["list", "read", "latest"])
+def test_an_interrupt_under_json_is_one_error_document_on_both_paths(
+    vector_add_ws: Path, both: Both, monkeypatch: pytest.MonkeyPatch, command: str
+) -> None:
+    """Ctrl-C while the records are read (the hook: reading the memory/ listing raises
+    KeyboardInterrupt, as SIGINT there would): under --json the fast path printed nothing (exit
+    130), and so did the full CLI (typer turns the interrupt into Exit(130), which main passed
+    on silently). An agent parsed empty output; now both print the interrupted document."""
+
+    def interrupted(memory_dir: Path) -> list[tuple[int, Path]]:
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(core, "record_files", interrupted)
+    quick, slow = both("memory", command, "-w", str(vector_add_ws), "--json")
+    for result in (quick, slow):
+        assert result.exit_code == 130, result
+        assert json.loads(result.stdout) == INTERRUPTED, result
+    quick, slow = both("memory", command, "-w", str(vector_add_ws))  # a person: exit 130 both ways
+    assert (quick.exit_code, quick.stdout) == (slow.exit_code, slow.stdout) == (130, "")
