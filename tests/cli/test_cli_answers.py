@@ -132,3 +132,29 @@ def test_an_interrupt_under_json_is_one_error_document_on_both_paths(
         assert json.loads(result.stdout) == INTERRUPTED, result
     quick, slow = both("memory", command, "-w", str(vector_add_ws))  # a person: exit 130 both ways
     assert (quick.exit_code, quick.stdout) == (slow.exit_code, slow.stdout) == (130, "")
+
+
+@pytest.mark.parametrize("folder", ["typo", "not a workspace"])
+def test_exp_record_refuses_a_folder_that_is_not_a_workspace(
+    vector_add_ws: Path, tmp_path: Path, cli, folder: str
+) -> None:  # type: ignore[no-untyped-def]
+    """`exp record -w` stored any path, unchecked: a typo filed the experiment under a folder
+    no lens or read of the workspace shows, exit 0. It is the one not-a-workspace error (exit 2,
+    a JSON error document), nothing written, the store not even created; a workspace is
+    recorded as before, and a record of a workspace not on this machine is `exp import`'s."""
+    target = tmp_path / "kernel_opt_vector_ad"  # the typo
+    if folder == "not a workspace":
+        target = tmp_path / "notes"
+        target.mkdir()
+    db = tmp_path / "exp.sqlite"
+    args = ("exp", "record", "-m", "tiling", "--score", "1.2", "--db", str(db))
+    refused = cli(*args, "-w", str(target), "--json")
+    assert refused.exit_code == 2, refused
+    error = refused.json()["error"]
+    assert error["kind"] == "data" and "is not an optimization workspace" in error["message"], error
+    assert "exp import" in error["message"] and not db.exists()
+    recorded = cli(*args, "-w", str(vector_add_ws), "--json")
+    assert recorded.exit_code == 0 and recorded.json()["workspace"] == str(vector_add_ws)
+    assert cli(*args, "-w", str(target)).exit_code == 2
+    shown = cli("exp", "list", "--db", str(db), "--json").json()
+    assert [row["workspace"] for row in shown] == [str(vector_add_ws)]
