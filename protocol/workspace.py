@@ -228,7 +228,10 @@ class WorkspaceSummary(ClosedModel):
     kernels: KernelScan | None = None
     versions: list[VersionSummary] = Field(default_factory=list)
     next_version: str = "v0"
-    masked_count: int = 0
+    masked_count: int = Field(default=0, description="versions whose record says masked")
+    unreadable_count: int = Field(
+        default=0, description="versions whose record cannot be read: masked or not is unknown"
+    )
     warnings: list[str] = Field(default_factory=list)
     store: str | None = Field(default=None, description="the experiment store in use (no password)")
     imported: dict[str, int] = Field(

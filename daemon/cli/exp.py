@@ -304,9 +304,12 @@ def record(
     db: DbOpt = None,
     json_out: JsonOpt = False,
 ) -> None:
-    """Record one experiment (failures too: use --buggy and --error)."""
+    """Record one experiment (failures too: use --buggy and --error). --workspace must be a
+    workspace on this machine (one of another machine's is imported: exp import)."""
     from kernelscope.daemon.engine.memory.core import normalize_version
 
+    if workspace:
+        workspace = _recorded_workspace(workspace)
     if score is not None and not math.isfinite(score):
         raise UsageError(f"--score must be a finite number, got {score}")
     metrics_text = _read_text_option(metrics)
@@ -330,7 +333,7 @@ def record(
         "error_message": error_message or "",
         "pid": pid or "",
         "kernels": kernels or [],
-        "workspace": str(Path(workspace).expanduser().resolve()) if workspace else "",
+        "workspace": workspace or "",
         "memory_version": normalize_version(memory_version) if memory_version is not None else None,
         "tags": tags or [],
         "metrics": metrics_value,
@@ -341,6 +344,23 @@ def record(
     output.report(
         json_out, created.to_dict(), f"Recorded {created.id} ({_score(created.score)}, {created.category})"
     )
+
+
+def _recorded_workspace(path: str) -> str:
+    """`record -w`: a workspace as the reads of the history take one (a workspace, or a folder
+    holding memory/), resolved; anything else, a typo first of all, would file the experiment
+    where no lens or read of the workspace looks: the one not-a-workspace error, nothing
+    written."""
+    from kernelscope.daemon.engine import DataError
+    from kernelscope.daemon.engine.workspace.discovery import require_workspace
+
+    try:
+        return str(require_workspace(Path(path), need="history"))
+    except DataError as exc:
+        raise DataError(
+            f"{exc}; nothing recorded (an experiment of a workspace that is not on this machine is "
+            "imported instead: exp import FILE)"
+        ) from None
 
 
 @app.command("update")

@@ -172,9 +172,12 @@ class _Run:
         base = next((f.raw for f in files if f.number == 0 and f.error is None), None)
         rows: list[dict[str, Any]] = []
         for found in files:
-            if core.score_needs_kind(found.raw, base):
-                raise Fallback  # the README's primary metric scores it: the full CLI reads the README
-            summary = core.summary_row(found.number, found.path, found.raw, found.error, base)
+            try:
+                summary = core.summary_row(
+                    found.number, found.path, found.raw, found.error, base, core.README_UNREAD
+                )
+            except core.KindNeeded:
+                raise Fallback from None  # the README's primary metric scores it: the full CLI reads it
             rows.append(core.listed(summary))
         if self.options.get("json"):
             for row in rows:
@@ -184,7 +187,9 @@ class _Run:
             output.print_json(rows)
             return
         if not rows:
-            raise DataError(f"no memory files in {self.memory_dir}")
+            self.committed = True
+            output.info(core.no_versions(self.memory_dir))
+            return
         cells: list[list[str]] = [
             [
                 row["version"],
@@ -321,8 +326,8 @@ def memory(command: str, args: list[str]) -> int | None:
         return None
     except KernelscopeError as exc:
         return output.failed(exc, json_out="--json" in args)
-    except KeyboardInterrupt:
-        return 130  # as typer: Exit(130), nothing printed
+    except KeyboardInterrupt as exc:  # as the full CLI: the interrupted document under --json
+        return output.failed(exc, json_out=True) if "--json" in args else output.failure(exc)[1]
     except OSError as exc:
         if exc.errno == errno.EPIPE:
             return _broken_pipe()

@@ -26,6 +26,9 @@ if TYPE_CHECKING:
 
 EXIT_OK, EXIT_USAGE, EXIT_DATA = 0, 1, 2
 CLICK_USAGE_STATUS = 2  # what click/typer exit with on a usage error
+# What typer returns, not in standalone mode, for a Ctrl-C (typer/core.py: KeyboardInterrupt
+# becomes Exit(130), whose code it returns, printing nothing); no command exits 130 itself.
+TYPER_INTERRUPTED = 130
 
 # name -> ("module:attribute", first paragraph of its help), in the order `--help` lists them.
 # The attribute is a command function or, for a command group, its typer.Typer app. A new
@@ -277,6 +280,8 @@ def _json(args: list[str]) -> int:
         return output.failed(exc, json_out=True)
     except typer.Exit as exc:
         return int(exc.exit_code)
+    if code == TYPER_INTERRUPTED:  # a Ctrl-C: the interrupted document, as the fast path prints
+        return output.failed(KeyboardInterrupt(), json_out=True)
     return code if isinstance(code, int) else EXIT_OK
 
 

@@ -167,7 +167,7 @@ app.command("unmask")(_mask_command(False))
 @app.command("list")
 def list_versions(workspace: WorkspaceOpt = Path("."), json_out: JsonOpt = False) -> None:
     """List versions: masked, gate result, the one score vs v0, the recorded latency."""
-    from kernelscope.daemon.engine.memory.core import LIST_COLUMNS, listed
+    from kernelscope.daemon.engine.memory.core import LIST_COLUMNS, listed, no_versions
     from kernelscope.daemon.engine.memory.scores import score_cell
     from kernelscope.daemon.engine.workspace.workspace import Workspace
 
@@ -176,7 +176,8 @@ def list_versions(workspace: WorkspaceOpt = Path("."), json_out: JsonOpt = False
         output.print_json([listed(row.model_dump(mode="json")) for row in rows])
         return
     if not rows:
-        raise DataError(f"no memory files in {_manager(workspace).memory_dir}")
+        output.info(no_versions(_manager(workspace).memory_dir))
+        return
     output.print_table(
         None,
         list(LIST_COLUMNS),
@@ -198,8 +199,9 @@ def list_versions(workspace: WorkspaceOpt = Path("."), json_out: JsonOpt = False
 @app.command()
 def summary(workspace: WorkspaceOpt = Path("."), json_out: JsonOpt = False) -> None:
     """A table of every version with its metrics, plus the README's targets."""
+    from kernelscope.daemon.engine.memory.core import no_versions
     from kernelscope.daemon.engine.memory.scores import score_cell
-    from kernelscope.daemon.engine.workspace.workspace import Workspace
+    from kernelscope.daemon.engine.workspace.workspace import Workspace, masked_counts
 
     ws = Workspace(_manager(workspace).workspace)
     info = ws.summary()
@@ -212,9 +214,10 @@ def summary(workspace: WorkspaceOpt = Path("."), json_out: JsonOpt = False) -> N
     for message in info.warnings:
         output.warn(message)
     if not info.versions:
-        raise DataError(f"no memory files in {ws.memory_dir}")
+        output.info(f"{ws.root.name}: next version {info.next_version}; {no_versions(ws.memory_dir)}")
+        return
     output.print_table(
-        f"{ws.root.name}: next version {info.next_version}, {info.masked_count} masked",
+        f"{ws.root.name}: next version {info.next_version}, {masked_counts(info)}",
         [
             "version",
             "masked",

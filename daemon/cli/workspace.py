@@ -22,7 +22,7 @@ def workspace_command(
     from kernelscope.daemon.engine.store.adopt import adopt
     from kernelscope.daemon.engine.store.config import public_url
     from kernelscope.daemon.engine.workspace.discovery import require_workspace
-    from kernelscope.daemon.engine.workspace.workspace import Workspace
+    from kernelscope.daemon.engine.workspace.workspace import Workspace, masked_counts
 
     ws = Workspace(require_workspace(workspace))
     store = ExperimentStore(db)
@@ -63,8 +63,7 @@ def workspace_command(
             decorators = ", ".join(k.decorators)
             output.info(f"Kernel: {k.name} (def line {k.def_line}, {decorators})")
     output.info(
-        f"Memory: {counted(len(info.versions), 'version')}, {info.masked_count} masked, "
-        f"next {info.next_version}"
+        f"Memory: {counted(len(info.versions), 'version')}, {masked_counts(info)}, next {info.next_version}"
     )
     for message in info.warnings:
         output.warn(message)

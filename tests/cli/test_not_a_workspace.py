@@ -4,6 +4,7 @@ one JSON error document under --json), `memory summary` and the `exp` reads filt
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -22,6 +23,16 @@ def _record(cli, ws: Path, db: str) -> None:  # type: ignore[no-untyped-def]
     assert recorded.exit_code == 0, recorded.stderr
 
 
+def _import(cli, folder: Path, db: str) -> None:  # type: ignore[no-untyped-def]
+    """An experiment recorded under `folder`, which is no workspace here (`exp record -w`
+    refuses one: such a record comes by `exp import`)."""
+    lines = Path(db).with_name(f"{folder.name}.jsonl")
+    record = {"id": folder.name, "change_summary": "tiling", "score": 1.2, "kernels": ["add_kernel"]}
+    lines.write_text(json.dumps({**record, "workspace": str(folder)}) + "\n")
+    imported = cli("exp", "import", str(lines), "--db", db)
+    assert imported.exit_code == 0, imported.stderr
+
+
 def _commands(folder: Path, db: str) -> list[tuple[str, ...]]:
     return [
         ("memory", "summary", "-w", str(folder)),
@@ -38,7 +49,7 @@ def test_every_read_refuses_a_folder_that_is_not_a_workspace(tmp_path: Path, cli
     if folder == "empty":
         target.mkdir()
     db = _db(tmp_path)
-    _record(cli, tmp_path / "elsewhere", db)  # the store exists and holds another folder's row
+    _import(cli, tmp_path / "elsewhere", db)  # the store exists and holds another folder's row
     for args in _commands(target, db):
         plain = cli(*args)
         assert plain.exit_code == 2 and NOT_A_WORKSPACE in plain.stderr, (args, plain.stdout, plain.stderr)
@@ -70,14 +81,14 @@ def test_a_moved_workspaces_experiments_are_read_with_a_note(
 
 
 def test_a_folder_the_store_holds_experiments_for_is_read_with_a_note(tmp_path: Path, cli) -> None:  # type: ignore[no-untyped-def]
-    """`exp record -w` and `import-traces -w` record under any folder (their docs say `exp
+    """`exp import` and `import-traces -w` record under any folder (their docs say `exp
     top/list/summary` show them); the first version of the not-a-workspace rule refused such a
     folder because it existed (found by the review: exit 2 where it was 0). It is read, saying
     it is not a workspace; one the store knows nothing of is still the one error."""
     db = _db(tmp_path)
     other = tmp_path / "other"
     other.mkdir()
-    _record(cli, other, db)
+    _import(cli, other, db)
     for args in _commands(other, db)[1:]:
         shown = cli(*args, "--json")
         assert shown.exit_code == 0 and shown.json(), (args, shown.stdout, shown.stderr)
@@ -88,7 +99,7 @@ def test_a_path_the_system_cannot_look_at_is_the_one_error(tmp_path: Path, cli) 
     """A name too long for the file system raised OSError from pathlib, a traceback with exit 1
     even under --json (found by the review); it is the one error, naming why."""
     db = _db(tmp_path)
-    _record(cli, tmp_path / "elsewhere", db)
+    _import(cli, tmp_path / "elsewhere", db)
     too_long = tmp_path / ("a" * 300)
     for args in _commands(too_long, db):
         document = cli(*args, "--json")

@@ -55,6 +55,13 @@ SUPERVISOR_HINTS = (
 )
 
 
+def no_versions(memory_dir: Path) -> str:
+    """What `memory list` and `memory summary` print (exit 0) for a memory/ that holds no record
+    yet: a fresh workspace (an atrex one starts so) has no versions, which is an answer, as
+    `[]` is under `--json`, not a missing-data error."""
+    return f"no versions recorded yet in {memory_dir}"
+
+
 def normalize_version(version: str) -> str:
     """Accept `v3`, `V3` or `3`; return `v3`. Anything else is a usage error."""
     try:
@@ -241,6 +248,17 @@ def _positive(value: Any) -> float | None:
 ScoreParts = tuple[float, str, str, "tuple[float, float] | None", str]  # value, kind, versus, ci, source
 
 
+# The `kind` of a reader that did not parse the README (the CLI's fast path): score_parts
+# raises KindNeeded where the README's primary metric would decide the score.
+README_UNREAD = "readme-unread"
+
+
+class KindNeeded(Exception):
+    """Only the README's primary metric can score this record (no latency to compare, a
+    bandwidth or TFLOP/s on both sides): a reader that did not parse the README must not show
+    a score there, or show none."""
+
+
 def score_parts(record: Any, baseline: Any, kind: str | None = None) -> ScoreParts | None:
     """The one score of `record` (raw object or model) against v0's `baseline` record."""
     if not atrex_fields.record_outcome(record).measured:
@@ -257,21 +275,20 @@ def score_parts(record: Any, baseline: Any, kind: str | None = None) -> ScorePar
     base_latency, latency = _positive(metric(baseline, "latency_us")), _positive(metric(record, "latency_us"))
     if base_latency and latency:
         return (base_latency / latency, "latency_ratio", "v0", None, "performance.latency_us")
-    if kind in ("bandwidth", "tflops"):  # latency was tried above
-        name = RECORD_METRIC[kind]
-        base_value, value = _positive(metric(baseline, name)), _positive(metric(record, name))
-        if base_value and value:
-            return (value / base_value, "metric_ratio", "v0", None, f"performance.{name}")
+    if kind == README_UNREAD:
+        if any(_metric_ratio(record, baseline, name) for name in ("bandwidth", "tflops")):
+            raise KindNeeded
+        return None
+    return _metric_ratio(record, baseline, kind) if kind in ("bandwidth", "tflops") else None
+
+
+def _metric_ratio(record: Any, baseline: Any, kind: str) -> ScoreParts | None:
+    """The ratio of the README's target metric (bandwidth, TFLOP/s) to v0's (latency was tried)."""
+    name = RECORD_METRIC[kind]
+    base_value, value = _positive(metric(baseline, name)), _positive(metric(record, name))
+    if base_value and value:
+        return (value / base_value, "metric_ratio", "v0", None, f"performance.{name}")
     return None
-
-
-def score_needs_kind(record: Any, baseline: Any) -> bool:
-    """Whether the README's primary metric decides `record`'s score (no latency to compare,
-    a bandwidth or TFLOP/s on both sides): a reader that did not parse the README must not
-    show a score there, or show none."""
-    if record is None or score_parts(record, baseline) is not None:
-        return False
-    return any(score_parts(record, baseline, kind) is not None for kind in ("bandwidth", "tflops"))
 
 
 def summary_row(
@@ -282,8 +299,9 @@ def summary_row(
     base: dict[str, Any] | None,
     kind: str | None = None,
 ) -> dict[str, Any]:
-    """One `VersionSummary` (protocol/workspace.py) but its score, from the raw record: gate,
-    metrics, the latency ratio vs v0, and what today's atrex supervisor records."""
+    """One `VersionSummary` (protocol/workspace.py), from the raw record: gate, metrics, the
+    latency ratio vs v0, the one score (README_UNREAD as `kind`: KindNeeded where the README
+    would decide it), and what today's atrex supervisor records."""
     row: dict[str, Any] = {"version": format_version(number), "masked": None, "path": str(path)}
     if raw is None or error is not None:
         row["error"] = error  # masked stays None: unknown, the file may well say true

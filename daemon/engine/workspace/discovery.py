@@ -94,7 +94,7 @@ def history_workspace(path: Path, recorded: Callable[[str], bool]) -> tuple[Path
     summary -w`), resolved, and a note for the reader (None: nothing to say). A workspace (or
     a folder holding memory/) is read as it is. The store keys experiments by the path they
     were recorded under, and not only workspaces have some (a workspace moved or deleted keeps
-    them; `import-traces -w` and `exp record -w` record under any folder): a path that is
+    them; `import-traces -w` and `exp import` record under any folder): a path that is
     neither is read when `recorded(path)` says the store holds experiments under it, the note
     saying what the folder is; otherwise, as for every command, require_workspace's one error."""
     resolved = Path(path).expanduser().resolve()
