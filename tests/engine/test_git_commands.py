@@ -356,3 +356,11 @@ def test_iterate_in_a_repository_git_refuses_says_why(
     with pytest.raises(DataError, match="dubious ownership") as raised:
         _iterate(ws)
     assert "git init" not in str(raised.value) and "safe.directory" in str(raised.value)
+
+
+def test_iterate_where_git_cannot_start_says_so(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """No git program on PATH: FileNotFoundError escaped from the repository check."""
+    ws = _vector_add(tmp_path)
+    monkeypatch.setenv("PATH", str(tmp_path / "empty"))
+    with pytest.raises(DataError, match="could not start git"):
+        _iterate(ws)

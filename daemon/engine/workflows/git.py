@@ -88,14 +88,17 @@ class Git:
         marker = None if read_only else self._begin_write()
         started = time.time()  # before git can create any lock
         try:
-            process = subprocess.Popen(
-                ["git", *options, *args],
-                cwd=cwd or self.workdir,
-                stdout=subprocess.PIPE,
-                stderr=subprocess.PIPE,
-                text=True,
-                env=environment,
-            )
+            try:
+                process = subprocess.Popen(
+                    ["git", *options, *args],
+                    cwd=cwd or self.workdir,
+                    stdout=subprocess.PIPE,
+                    stderr=subprocess.PIPE,
+                    text=True,
+                    env=environment,
+                )
+            except OSError as exc:
+                raise self._not_started(exc) from None
             if marker is not None:
                 # The start time goes in the file: its mtime is that of this write, which a
                 # loaded machine may delay past the moment git created its lock.
@@ -117,6 +120,9 @@ class Git:
             )
         return stdout.strip()
 
+    def _not_started(self, exc: OSError) -> DataError:
+        return DataError(f"could not start git in {self.workdir}: {exc.strerror or exc}")
+
     def _fallback_identity(self) -> dict[str, str]:
         """Commits made for the user need an identity even where none is configured; where
         one is (user.name, user.email in any git config), it is the user's commits and theirs
@@ -124,14 +130,17 @@ class Git:
         if self._identity is None:
             missing = {}
             for part in ("name", "email"):
-                found = subprocess.run(
-                    ["git", "config", "--get", f"user.{part}"],
-                    cwd=self.workdir,
-                    capture_output=True,
-                    text=True,
-                    timeout=GIT_TIMEOUT_S,
-                    env=git_environment(),
-                )
+                try:
+                    found = subprocess.run(
+                        ["git", "config", "--get", f"user.{part}"],
+                        cwd=self.workdir,
+                        capture_output=True,
+                        text=True,
+                        timeout=GIT_TIMEOUT_S,
+                        env=git_environment(),
+                    )
+                except OSError as exc:
+                    raise self._not_started(exc) from None
                 if found.returncode != 0 or not found.stdout.strip():
                     for role in ("AUTHOR", "COMMITTER"):
                         name = f"GIT_{role}_{part.upper()}"
@@ -335,14 +344,17 @@ class Git:
         names no revision)."""
         if not is_revision(commit):
             return None
-        value = subprocess.run(
-            ["git", "show", f"{commit}:{self.relative(path)}"],
-            cwd=self.workdir,
-            capture_output=True,
-            text=True,
-            timeout=60,
-            env=git_environment(),
-        )
+        try:
+            value = subprocess.run(
+                ["git", "show", f"{commit}:{self.relative(path)}"],
+                cwd=self.workdir,
+                capture_output=True,
+                text=True,
+                timeout=60,
+                env=git_environment(),
+            )
+        except OSError:
+            return None
         return value.stdout if value.returncode == 0 else None
 
     def diff_file(self, commit: str | None, path: Path, to: str | None = None) -> str:
@@ -370,14 +382,17 @@ class Git:
             return commit
 
     def _hash_bytes(self, content: bytes) -> str:
-        done = subprocess.run(
-            ["git", "hash-object", "-w", "--stdin"],
-            cwd=self.workdir,
-            input=content,
-            capture_output=True,
-            timeout=GIT_TIMEOUT_S,
-            env=git_environment(),
-        )
+        try:
+            done = subprocess.run(
+                ["git", "hash-object", "-w", "--stdin"],
+                cwd=self.workdir,
+                input=content,
+                capture_output=True,
+                timeout=GIT_TIMEOUT_S,
+                env=git_environment(),
+            )
+        except OSError as exc:
+            raise self._not_started(exc) from None
         if done.returncode != 0:
             raise DataError(
                 f"git hash-object failed in {self.workdir}: {done.stderr.decode(errors='replace').strip()}"
