@@ -615,8 +615,8 @@ def test_fast_update_matches_the_typer_cli(git: bool, tmp_path: Path, both) -> N
     write_record(ws, 2, performance="n/a")
     (ws / "memory" / "v3.json").write_text(json.dumps({"masked": False}) + "\n")
     (ws / "memory" / "v4.json").write_text("{torn")
-    if git:
-        (ws / ".git").mkdir()
+    if git:  # (an empty .git folder is none to git, nor to kernelscope: memory/git_place.py)
+        subprocess.run(["git", "init", "-q"], cwd=ws, check=True)
     pristine = tmp_path / "pristine"
     shutil.copytree(ws, pristine)
     files = _snapshot(ws)

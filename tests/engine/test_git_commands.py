@@ -215,3 +215,152 @@ def test_a_failed_kernels_side_ref_made_while_a_commit_moves_head_holds_only_the
     changed = git.run("diff", "--name-only", f"{side}~1", side).split()
     assert changed == ["kernel.py"], changed
     assert "v1.json" in git.run("ls-tree", "--name-only", "HEAD").split()
+
+
+# -- where a workspace's git is: one rule (memory/git_place.py), whoever asks ----------------
+
+
+def _git(cwd: Path, *args: str) -> str:
+    env = {k: v for k, v in os.environ.items() if k != "GIT_DIR"}
+    return subprocess.run(
+        ["git", *args], cwd=cwd, env=env, capture_output=True, text=True, check=True
+    ).stdout.strip()
+
+
+def _situation(tmp_path: Path, where: str) -> tuple[Path, Path | None]:
+    """A workspace (`where` it sits in git) and the git directory git itself names for it."""
+    top = tmp_path / "repo"
+    top.mkdir()
+    (top / "a.txt").write_text("a\n")
+    _git(top, "init", "-q")
+    _git(top, "add", "a.txt")
+    _git(top, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-q", "-m", "a")
+    ws = top / "kernels" / "deep" / "vector_add"
+    if where == "top":
+        ws = top
+    elif where == "worktree":
+        ws = tmp_path / "episode"
+        _git(top, "worktree", "add", "-q", str(ws))
+    elif where == "submodule":  # its .git is a file naming ../.git/modules/<name>
+        _git(top, "-c", "protocol.file.allow=always", "submodule", "add", "-q", str(top), "sub")
+        ws = top / "sub"
+    else:
+        ws.mkdir(parents=True)
+    if where == "empty .git folder":  # (a tool's leftover): git passes over it, to the top's
+        (ws / ".git").mkdir()
+    if where == "worktree moved away":  # a .git file naming no git directory: git stops there
+        (ws / ".git").write_text(f"gitdir: {tmp_path / 'gone'}\n")
+        return ws, None
+    return ws, Path(_git(ws, "rev-parse", "--absolute-git-dir"))
+
+
+@pytest.mark.parametrize(
+    "where", ["top", "nested", "worktree", "submodule", "empty .git folder", "worktree moved away"]
+)
+def test_every_reader_names_the_git_directory_git_names(tmp_path: Path, where: str) -> None:
+    """The locks (lock_dir_of), the commits' lock and recovery (Git.git_dir), the history
+    (gitdata.repo_paths), the workspace's summary and a Ray probe's shared folder all ask
+    git_place.find_repository. The locks went into an empty .git folder while git committed
+    into the repository above it, and into the repository above a worktree whose git
+    directory had gone, where git refuses to work."""
+    from kernelscope.daemon.engine.history import gitdata
+    from kernelscope.daemon.engine.memory.atomic_io import lock_dir_of
+    from kernelscope.daemon.engine.workspace.workspace import Workspace
+
+    ws, named = _situation(tmp_path, where)
+    assert Git(ws).git_dir() == named
+    paths = gitdata.repo_paths(ws)
+    if named is None:
+        assert lock_dir_of(ws) == ws / "memory" and paths is None and Workspace(ws).git_root is None
+        return
+    assert named in lock_dir_of(ws).parents
+    assert paths is not None and paths.git_dir == named
+    assert paths.toplevel == Path(_git(ws, "rev-parse", "--show-toplevel")) == Workspace(ws).git_root
+    assert paths.common_dir == (ws / _git(ws, "rev-parse", "--git-common-dir")).resolve()
+    assert paths.prefix == _git(ws, "rev-parse", "--show-prefix")
+
+
+def test_a_git_dir_in_the_environment_moves_no_commit_away_from_the_locks(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """GIT_DIR exported (a git hook running kernelscope, a shell set up for another repository):
+    the locks and the restart's "in git" read the workspace's own .git, but every git command
+    followed GIT_DIR: the commit landed in the other repository."""
+    _, kernel = _repo(tmp_path)
+    ws = tmp_path / "ws"
+    other = tmp_path / "other"
+    other.mkdir()
+    _git(other, "init", "-q")
+    monkeypatch.setenv("GIT_DIR", str(other / ".git"))
+    kernel.write_text("x = 2\n")
+    commit = Git(ws).commit_paths([kernel], "v1")
+    assert Git(ws).git_dir() == ws / ".git"
+    monkeypatch.delenv("GIT_DIR")
+    assert _git(ws, "rev-parse", "HEAD") == commit
+    assert subprocess.run(["git", "rev-parse", "-q", "--verify", "HEAD"], cwd=other).returncode != 0
+
+
+def test_the_history_of_a_workspace_outside_git_starts_no_git(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The history key is read at every cursor move: outside git it ran `git rev-parse` each
+    time (the answer "no repository" was not kept, so that a later `git init` is seen)."""
+    from kernelscope.daemon.engine.history import gitdata
+
+    ws = tmp_path / "ws"
+    (ws / "memory").mkdir(parents=True)
+    started: list[object] = []
+    real = subprocess.Popen
+
+    def counting(*args: object, **kwargs: object) -> object:
+        started.append(args[0])
+        return real(*args, **kwargs)  # type: ignore[call-overload]
+
+    monkeypatch.setattr(subprocess, "Popen", counting)
+    first = gitdata.history_key(ws, ws / "memory")
+    assert gitdata.history_key(ws, ws / "memory") == first and first[0] == "no-git"
+    assert started == []
+    monkeypatch.setattr(subprocess, "Popen", real)
+    _git(ws, "init", "-q")
+    assert gitdata.history_key(ws, ws / "memory")[0] != "no-git"  # a later git init is seen
+
+
+def _vector_add(tmp_path: Path) -> Path:
+    import shutil
+
+    from tests.conftest import EXAMPLES
+
+    ws = tmp_path / "ws"
+    shutil.copytree(EXAMPLES / "vector_add", ws)
+    _git(ws, "init", "-q")
+    return ws
+
+
+def _iterate(ws: Path) -> object:
+    from kernelscope.daemon.engine.workflows.iterate import IterateOptions, run_iteration
+
+    db = str(ws.parent / "exp.sqlite")
+    options = IterateOptions(
+        action_category="x", action_description="x", mode="interpreter", seeds=1, db_url=db
+    )
+    return run_iteration(ws, options)
+
+
+def test_iterate_in_a_repository_git_refuses_says_why(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A repository owned by another user (a container's mounted volume): git refuses it. The
+    locks and a restart took it for git; iterate said "not a git repository: run git init"."""
+    ws = _vector_add(tmp_path)
+    monkeypatch.setenv("GIT_TEST_ASSUME_DIFFERENT_OWNER", "1")  # git's own switch for this case
+    with pytest.raises(DataError, match="dubious ownership") as raised:
+        _iterate(ws)
+    assert "git init" not in str(raised.value) and "safe.directory" in str(raised.value)
+
+
+def test_iterate_where_git_cannot_start_says_so(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """No git program on PATH: FileNotFoundError escaped from the repository check."""
+    ws = _vector_add(tmp_path)
+    monkeypatch.setenv("PATH", str(tmp_path / "empty"))
+    with pytest.raises(DataError, match="could not start git"):
+        _iterate(ws)

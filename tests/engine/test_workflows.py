@@ -716,6 +716,25 @@ def test_a_refused_mask_commit_stops_the_restart_before_the_agent(
     assert Git(ws).head() == head and Git(ws).run("diff", "--cached") == ""
 
 
+def test_a_restart_in_a_repository_git_refuses_masks_nothing(
+    workspace: tuple[Path, str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A repository owned by another user (a container's mounted volume), which git refuses:
+    the restart took it for git (its lock, its mark) but asked git "is this a repository?",
+    heard no, masked half of the memory without committing it and launched an agent whose
+    every iterate was then refused. It is refused before the mask, with git's reason."""
+    from kernelscope.daemon.engine import DataError
+
+    ws, db = workspace
+    started = tmp_path / "agent-started"
+    agent = agent_script(tmp_path, f"open({str(started)!r}, 'w').close()")
+    monkeypatch.setenv("GIT_TEST_ASSUME_DIFFERENT_OWNER", "1")  # git's own switch for this case
+    with pytest.raises(DataError, match="dubious ownership"):
+        restart(ws, db, agent)
+    assert not started.exists()
+    assert not any(json.loads(p.read_text()).get("masked") for p in (ws / "memory").glob("v*.json"))
+
+
 def test_a_restart_leaves_records_git_ignores_uncommitted(
     workspace: tuple[Path, str], tmp_path: Path
 ) -> None:

@@ -14,14 +14,20 @@ import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
-from kernelscope.daemon.engine.workflows.git import FAILED_REF_PREFIX, READ_ONLY_ENV, READ_ONLY_OPTIONS
+from kernelscope.daemon.engine.memory.git_place import (
+    FAILED_REF_PREFIX,
+    READ_ONLY_ENV,
+    READ_ONLY_OPTIONS,
+    Repository,
+    find_repository,
+    git_environment,
+)
 
 GIT_TIMEOUT_S = 120
 EPISODE_BRANCH_PREFIX = "refs/heads/atrex/"  # atrex: atrex/long-eNNNN-<id> per episode
 # the same branches in a clone of a campaign's repository: remote-tracking refs only
 REMOTE_EPISODE_BRANCH_PATTERN = "refs/remotes/*/atrex/long-e*"
 _ENV = {
-    **os.environ,
     "GIT_TERMINAL_PROMPT": "0",
     **READ_ONLY_ENV,  # a read must never take index.lock from a writer
     "LC_ALL": "C",
@@ -40,7 +46,7 @@ def run_git(cwd: Path, *args: str, stdin: bytes | None = None, check: bool = Tru
             cwd=cwd,
             input=stdin,
             capture_output=True,
-            env=_ENV,
+            env=git_environment(_ENV),
             timeout=GIT_TIMEOUT_S,
             check=False,
         )
@@ -52,47 +58,19 @@ def run_git(cwd: Path, *args: str, stdin: bytes | None = None, check: bool = Tru
     return done.stdout
 
 
-@dataclass(frozen=True)
-class RepoPaths:
-    """Where git keeps this work tree's state, and kernel.py's path inside the repository."""
-
-    toplevel: Path
-    git_dir: Path  # per work tree (HEAD lives here)
-    common_dir: Path  # shared by linked work trees (refs, packed-refs, objects)
-    prefix: str  # the workspace's folder relative to the top level ("" at the root)
-
-    def rel(self, name: str) -> str:
-        return f"{self.prefix}{name}"
+_PATHS: dict[Path, Repository] = {}
 
 
-_PATHS: dict[Path, RepoPaths | None] = {}
-
-
-def repo_paths(root: Path) -> RepoPaths | None:
-    """The repository paths of a workspace, cached per folder (one git process per folder)."""
+def repo_paths(root: Path) -> Repository | None:
+    """The repository of a workspace (memory/git_place.py: read from git's files, no process),
+    kept per folder once found; not kept while there is none (the user may run `git init`)."""
     root = Path(root)
-    if root in _PATHS:
-        return _PATHS[root]
-    try:
-        out = run_git(
-            root, "rev-parse", "--show-toplevel", "--absolute-git-dir", "--git-common-dir", "--show-prefix"
-        )
-    except GitUnavailable:
-        return None  # not cached: the user may run `git init` later
-    lines = out.decode("utf-8", "replace").split("\n")
-    if len(lines) < 3:
-        return None
-    common = Path(lines[2])
-    if not common.is_absolute():
-        common = (root / common).resolve()
-    paths = RepoPaths(
-        toplevel=Path(lines[0]),
-        git_dir=Path(lines[1]),
-        common_dir=common,
-        prefix=lines[3] if len(lines) > 3 else "",
-    )
-    _PATHS[root] = paths
-    return paths
+    if root not in _PATHS:
+        found = find_repository(root)
+        if found is None:
+            return None
+        _PATHS[root] = found
+    return _PATHS[root]
 
 
 def _stat(path: Path) -> tuple[int, int] | None:
@@ -133,7 +111,7 @@ def tree_stats(folder: Path) -> tuple[tuple[str, int, int], ...]:
     return tuple(found)
 
 
-def resolve_head(paths: RepoPaths) -> str | None:
+def resolve_head(paths: Repository) -> str | None:
     """HEAD's commit, read from git's files (no process): HEAD, the ref it names, packed-refs."""
     head = _read(paths.git_dir / "HEAD")
     if not head.startswith("ref:"):
@@ -275,7 +253,7 @@ class BlameEntry:
     boundary: bool = False  # blame went no further back (a root commit or a shallow clone's edge)
 
 
-def shallow_commits(paths: RepoPaths) -> frozenset[str]:
+def shallow_commits(paths: Repository) -> frozenset[str]:
     """The commits where a shallow clone's history stops (`shallow`): git shows them without
     parents, so blame gives them every older line too; those lines' origin is unknown."""
     try:

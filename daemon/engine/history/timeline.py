@@ -27,6 +27,7 @@ from kernelscope.daemon.engine.history import gitdata
 from kernelscope.daemon.engine.history.source import FACTS, SourceFacts, content_key, no_gc_pauses
 from kernelscope.daemon.engine.history.unified_diff import apply_unified_diff
 from kernelscope.daemon.engine.memory import atrex_fields
+from kernelscope.daemon.engine.memory.git_place import FAILED_REF_PREFIX
 from kernelscope.daemon.engine.memory.records import MemoryEntry, MemoryManager
 from kernelscope.daemon.engine.memory.scores import (
     failure_text,
@@ -35,7 +36,6 @@ from kernelscope.daemon.engine.memory.scores import (
     previous_version,
     version_score,
 )
-from kernelscope.daemon.engine.workflows.git import FAILED_REF_PREFIX
 from kernelscope.daemon.engine.workspace import atrex
 from kernelscope.daemon.engine.workspace.workspace import KERNEL_NAME, Workspace
 from kernelscope.protocol.experiment import KernelExperiment
@@ -139,7 +139,7 @@ class History:
 
     root: Path
     key: gitdata.HistoryKey
-    paths: gitdata.RepoPaths | None
+    paths: gitdata.Repository | None
     versions: dict[str, VersionFacts]
     head: str | None = None  # set from git once the versions are read (None: no git history)
     head_blob: str | None = None

@@ -22,6 +22,7 @@ from typing import Any
 
 from kernelscope.daemon.engine import DataError, WriteFailed, write_error_reason
 from kernelscope.daemon.engine.memory.core import FILE_RE, JOURNAL_NAME, MEMORY_DIR
+from kernelscope.daemon.engine.memory.git_place import find_repository
 
 LOCK_NAME = ".kernelscope.lock"
 ITERATION_LOCK_NAME = ".kernelscope-iteration.lock"
@@ -238,35 +239,17 @@ def dump_json(data: Any, indent: int = 2) -> str:
     return json.dumps(data, indent=indent, ensure_ascii=False, allow_nan=False) + "\n"
 
 
-def git_dir_of(workspace: Path) -> Path | None:
-    """The git directory of a workspace at a repository's root or a worktree's (atrex runs each
-    episode in a git worktree, whose `.git` is a file naming its own git directory), or None."""
-    dot_git = workspace / ".git"
-    if dot_git.is_dir():
-        return dot_git
-    try:
-        first = dot_git.read_text(encoding="utf-8", errors="replace").splitlines()[:1]
-    except OSError:
-        return None
-    if not first or not first[0].startswith("gitdir:"):
-        return None
-    named = Path(first[0][len("gitdir:") :].strip())
-    git_dir = named if named.is_absolute() else workspace / named
-    return git_dir if git_dir.is_dir() else None
-
-
 def lock_dir_of(workspace: Path) -> Path:
     """Where a workspace's locks live: in the git directory of the repository (or worktree)
     holding it, so that no untracked file appears in its work tree: `kernelscope/` for a
     workspace at the top, `kernelscope/workspaces/<its path from the top>/` for one below it
-    (each workspace its own locks); outside git, its memory/."""
-    folder = Path(os.path.realpath(workspace))  # every process names one workspace's locks alike
-    for top in (folder, *folder.parents):
-        git_dir = git_dir_of(top)
-        if git_dir is not None:
-            below = folder.relative_to(top)
-            return git_dir / "kernelscope" / ("workspaces" / below if below.parts else below)
-    return workspace / MEMORY_DIR
+    (each workspace its own locks); outside git, its memory/. The repository is git_place's
+    (the one rule: the same that kernelscope's commits, history and probes use)."""
+    repository = find_repository(workspace)
+    if repository is None:
+        return workspace / MEMORY_DIR
+    below = repository.prefix.rstrip("/")
+    return repository.git_dir / "kernelscope" / (Path("workspaces", below) if below else "")
 
 
 @contextlib.contextmanager

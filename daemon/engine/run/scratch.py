@@ -35,6 +35,7 @@ from pathlib import Path
 from typing import Any
 
 from kernelscope.daemon.engine import WriteFailed, write_error_reason
+from kernelscope.daemon.engine.memory.git_place import git_environment
 
 SKIP_DIRS = frozenset(
     {
@@ -82,7 +83,7 @@ def _git_listing(workspace: Path) -> list[str] | None:
     """Tracked plus untracked-but-not-ignored paths relative to `workspace`; None when it is not
     in a git work tree (or git is missing or lists nothing, e.g. a folder a parent repository
     ignores): the caller then walks the tree instead."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith("GIT_")}  # no inherited GIT_DIR
+    env = git_environment()  # (no inherited GIT_DIR: the workspace's own repository)
     try:
         done = subprocess.run(
             [*GIT_LS_FILES],

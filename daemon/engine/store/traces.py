@@ -87,7 +87,7 @@ from typing import TYPE_CHECKING, Annotated, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from kernelscope.daemon.engine import DataError, counted
-from kernelscope.daemon.engine.workflows.git import READ_ONLY_ENV, READ_ONLY_OPTIONS
+from kernelscope.daemon.engine.memory.git_place import READ_ONLY_ENV, READ_ONLY_OPTIONS, git_environment
 from kernelscope.protocol.bench import BenchError, BenchResult, ConfigResult
 from kernelscope.protocol.experiment import SUMMARY_MAX_CHARS, KernelExperiment, utc_now_z
 
@@ -324,7 +324,7 @@ def _git_state(path: Path) -> tuple[str | None, bool]:
                 ["git", "-C", str(path.parent), *READ_ONLY_OPTIONS, *args],
                 capture_output=True,
                 text=True,
-                env={**os.environ, **READ_ONLY_ENV},  # reads only: no index refresh
+                env=git_environment(READ_ONLY_ENV),  # reads only: no index refresh
                 timeout=15,
             )
         except (OSError, subprocess.SubprocessError):

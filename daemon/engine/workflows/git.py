@@ -18,9 +18,14 @@ from pathlib import Path
 
 from kernelscope.daemon.engine import DataError
 from kernelscope.daemon.engine.memory.atomic_io import workspace_lock
+from kernelscope.daemon.engine.memory.git_place import (
+    READ_ONLY_ENV,
+    READ_ONLY_OPTIONS,
+    find_repository,
+    git_environment,
+)
 from kernelscope.daemon.engine.run.child_limits import stat_fields
 
-FAILED_REF_PREFIX = "refs/kernelscope/failed/"
 _IDENTITY = {
     "GIT_AUTHOR_NAME": "kernelscope",
     "GIT_AUTHOR_EMAIL": "kernelscope@localhost",
@@ -30,12 +35,7 @@ _IDENTITY = {
 
 
 _READ_ONLY = frozenset({"rev-parse", "show", "diff", "log", "cat-file", "ls-files", "status", "check-ignore"})
-# How kernelscope runs a git command that reads: `git status` (GIT_OPTIONAL_LOCKS) and `git diff`
-# (diff.autoRefreshIndex; git 2.39 ignores GIT_OPTIONAL_LOCKS there) otherwise refresh
-# .git/index under index.lock: a write to a workspace kernelscope only observes, and a lock a
-# SIGKILL would leave behind with no marker to clear it.
-READ_ONLY_ENV = {"GIT_OPTIONAL_LOCKS": "0"}
-READ_ONLY_OPTIONS = ("-c", "diff.autoRefreshIndex=false")
+# (how a read runs, and the environment of every git command: memory/git_place.py)
 GIT_TIMEOUT_S = 120
 # kernelscope's commits of one repository take turns (Git.committing); a commit's hooks may run
 # a test suite, so a writer waits long before it gives up.
@@ -75,7 +75,7 @@ class Git:
     def run(
         self, *args: str, env: dict[str, str] | None = None, check: bool = True, cwd: Path | None = None
     ) -> str:
-        environment = dict(os.environ)
+        environment = git_environment()
         read_only = args[0] in _READ_ONLY
         if not read_only:
             for key, value in self._fallback_identity().items():
@@ -88,14 +88,17 @@ class Git:
         marker = None if read_only else self._begin_write()
         started = time.time()  # before git can create any lock
         try:
-            process = subprocess.Popen(
-                ["git", *options, *args],
-                cwd=cwd or self.workdir,
-                stdout=subprocess.PIPE,
-                stderr=subprocess.PIPE,
-                text=True,
-                env=environment,
-            )
+            try:
+                process = subprocess.Popen(
+                    ["git", *options, *args],
+                    cwd=cwd or self.workdir,
+                    stdout=subprocess.PIPE,
+                    stderr=subprocess.PIPE,
+                    text=True,
+                    env=environment,
+                )
+            except OSError as exc:
+                raise self._not_started(exc) from None
             if marker is not None:
                 # The start time goes in the file: its mtime is that of this write, which a
                 # loaded machine may delay past the moment git created its lock.
@@ -117,6 +120,9 @@ class Git:
             )
         return stdout.strip()
 
+    def _not_started(self, exc: OSError) -> DataError:
+        return DataError(f"could not start git in {self.workdir}: {exc.strerror or exc}")
+
     def _fallback_identity(self) -> dict[str, str]:
         """Commits made for the user need an identity even where none is configured; where
         one is (user.name, user.email in any git config), it is the user's commits and theirs
@@ -124,13 +130,17 @@ class Git:
         if self._identity is None:
             missing = {}
             for part in ("name", "email"):
-                found = subprocess.run(
-                    ["git", "config", "--get", f"user.{part}"],
-                    cwd=self.workdir,
-                    capture_output=True,
-                    text=True,
-                    timeout=GIT_TIMEOUT_S,
-                )
+                try:
+                    found = subprocess.run(
+                        ["git", "config", "--get", f"user.{part}"],
+                        cwd=self.workdir,
+                        capture_output=True,
+                        text=True,
+                        timeout=GIT_TIMEOUT_S,
+                        env=git_environment(),
+                    )
+                except OSError as exc:
+                    raise self._not_started(exc) from None
                 if found.returncode != 0 or not found.stdout.strip():
                     for role in ("AUTHOR", "COMMITTER"):
                         name = f"GIT_{role}_{part.upper()}"
@@ -141,15 +151,11 @@ class Git:
     # -- recovery from a kernelscope process killed in the middle of a git command ------------
 
     def git_dir(self) -> Path | None:
+        """The work tree's git directory (memory/git_place.py: the one rule, no process), or
+        None outside git."""
         if self._git_dir is None:
-            found = subprocess.run(
-                ["git", "rev-parse", "--absolute-git-dir"],
-                cwd=self.workdir,
-                capture_output=True,
-                text=True,
-                timeout=GIT_TIMEOUT_S,
-            )
-            self._git_dir = Path(found.stdout.strip()) if found.returncode == 0 else None
+            repository = find_repository(self.workdir)
+            self._git_dir = repository.git_dir if repository else None
         return self._git_dir
 
     def _begin_write(self) -> Path | None:
@@ -203,7 +209,23 @@ class Git:
         return removed
 
     def is_repository(self) -> bool:
-        return self.run("rev-parse", "--is-inside-work-tree", check=False) == "true"
+        """Whether the workspace is in git (memory/git_place.py's rule, as the locks ask it)."""
+        return self.git_dir() is not None
+
+    def require(self) -> None:
+        """That git works in the workspace's repository, asked of git once before a write (a
+        different question from is_repository: memory/git_place.py). DataError with git's
+        reason where not: no git program, a repository owned by another user that git refuses
+        (safe.directory), or git finding another repository than the one the locks are in."""
+        found = Path(self.run("rev-parse", "--absolute-git-dir"))
+        own = self.git_dir()
+        if own is None or found.resolve() != own.resolve():
+            raise DataError(
+                f"git finds the repository {found} from {self.workdir}, kernelscope "
+                + (f"{own}" if own else "none")
+                + " (a .git it reads the way git does, from the workspace's folder upwards); "
+                "nothing was changed"
+            )
 
     def init(self) -> None:
         self.run("init", "-q")
@@ -309,9 +331,12 @@ class Git:
             yield
 
     def toplevel(self) -> Path:
-        """The repository's top folder (asked once: every path given to git is named from it)."""
+        """The repository's top folder (every path given to git is named from it)."""
         if self._toplevel is None:
-            self._toplevel = Path(self.run("rev-parse", "--show-toplevel"))
+            repository = find_repository(self.workdir)
+            if repository is None:
+                raise DataError(f"{self.workdir} is not in a git repository")
+            self._toplevel = repository.toplevel
         return self._toplevel
 
     def show_file(self, commit: str, path: Path) -> str | None:
@@ -319,13 +344,17 @@ class Git:
         names no revision)."""
         if not is_revision(commit):
             return None
-        value = subprocess.run(
-            ["git", "show", f"{commit}:{self.relative(path)}"],
-            cwd=self.workdir,
-            capture_output=True,
-            text=True,
-            timeout=60,
-        )
+        try:
+            value = subprocess.run(
+                ["git", "show", f"{commit}:{self.relative(path)}"],
+                cwd=self.workdir,
+                capture_output=True,
+                text=True,
+                timeout=60,
+                env=git_environment(),
+            )
+        except OSError:
+            return None
         return value.stdout if value.returncode == 0 else None
 
     def diff_file(self, commit: str | None, path: Path, to: str | None = None) -> str:
@@ -353,13 +382,17 @@ class Git:
             return commit
 
     def _hash_bytes(self, content: bytes) -> str:
-        done = subprocess.run(
-            ["git", "hash-object", "-w", "--stdin"],
-            cwd=self.workdir,
-            input=content,
-            capture_output=True,
-            timeout=GIT_TIMEOUT_S,
-        )
+        try:
+            done = subprocess.run(
+                ["git", "hash-object", "-w", "--stdin"],
+                cwd=self.workdir,
+                input=content,
+                capture_output=True,
+                timeout=GIT_TIMEOUT_S,
+                env=git_environment(),
+            )
+        except OSError as exc:
+            raise self._not_started(exc) from None
         if done.returncode != 0:
             raise DataError(
                 f"git hash-object failed in {self.workdir}: {done.stderr.decode(errors='replace').strip()}"

@@ -24,13 +24,14 @@ from typing import Any
 from kernelscope.daemon.engine import Cancelled, DataError, KernelscopeError
 from kernelscope.daemon.engine.memory.atomic_io import iteration_lock, restart_in_flight
 from kernelscope.daemon.engine.memory.core import kernelscope_block
+from kernelscope.daemon.engine.memory.git_place import FAILED_REF_PREFIX
 from kernelscope.daemon.engine.memory.records import RESTART_ID_ENV, MemoryEntry, MemoryManager, utc_now_iso
 from kernelscope.daemon.engine.run.bench import BenchRequest, run_benchmark
 from kernelscope.daemon.engine.store import ExperimentStore
 from kernelscope.daemon.engine.store.config import is_default_url, public_url
 from kernelscope.daemon.engine.store.errors import StoreError
 from kernelscope.daemon.engine.workflows.cut_short import finish_cut_short
-from kernelscope.daemon.engine.workflows.git import FAILED_REF_PREFIX, Git
+from kernelscope.daemon.engine.workflows.git import Git
 from kernelscope.daemon.engine.workflows.probe import kernel_at, last_passing
 from kernelscope.daemon.engine.workspace.atrex import refuse_if_supervised, reserved_versions
 from kernelscope.daemon.engine.workspace.kernel_scan import scan_kernel_source
@@ -240,6 +241,7 @@ class Iteration:
             raise DataError(f"no kernel.py in {self.ws.root}")
         if not self.git.is_repository():
             raise DataError(f"{self.ws.root} is not a git repository: run `git init` there first")
+        self.git.require()  # (git refuses a repository owned by another user: said before measuring)
         refuse_if_supervised(
             self.ws.root, "run an iteration (record a version and commit it)", self.options.force
         )

@@ -16,7 +16,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from kernelscope.daemon.engine.memory.atomic_io import git_dir_of
+from kernelscope.daemon.engine.memory.git_place import find_repository
 from kernelscope.daemon.engine.memory.records import MemoryEntry
 from kernelscope.daemon.engine.memory.scores import memory_scores
 from kernelscope.daemon.engine.run.bench import BenchRequest, run_benchmark
@@ -95,8 +95,8 @@ def run_probe(
     # for a local run (a probe writes nothing in the workspace, .git included); for Ray,
     # inside the workspace's .git when there is one, since workers on other machines see the
     # workspace through a shared filesystem, never this machine's /tmp.
-    git_dir = git_dir_of(root)
-    shared = git_dir / "kernelscope" if options.executor == "ray" and git_dir is not None else None
+    repository = find_repository(root)
+    shared = repository.git_dir / "kernelscope" if options.executor == "ray" and repository else None
     if shared is not None:
         shared.mkdir(exist_ok=True)
     workspace = Workspace(root)

@@ -456,10 +456,12 @@ class PartialRestart:
         )
         argv = agent_argv(self.ws.root, self.options.agent)
         refuse_if_restarting(self.ws.root, "restart")  # (at once; the lock below decides it)
+        in_git = Git(self.ws.root).is_repository()  # (memory/git_place.py: where locks and mark are)
+        if in_git:  # a mask git cannot commit (a repository git refuses) is not made
+            Git(self.ws.root).require()
         before = self._snapshot()
         baseline_kernel = self._baseline_kernel()
         readme = self.ws.readme()
-        in_git = self.ws.memory.lock_dir != self.ws.memory.memory_dir  # (where the mark is written)
         with contextlib.ExitStack() as running:
             # Under the iteration lock, as an iteration's write phase: an agent's iterate recording
             # at this moment records before the mask or after its commit, and its version's record

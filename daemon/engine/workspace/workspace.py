@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from kernelscope.daemon.engine.memory.core import MEMORY_DIR
+from kernelscope.daemon.engine.memory.git_place import find_repository
 from kernelscope.daemon.engine.memory.records import MemoryManager
 from kernelscope.daemon.engine.workspace.discovery import is_optimization_workspace
 from kernelscope.daemon.engine.workspace.kernel_scan import scan_kernel_file
@@ -23,14 +24,6 @@ from kernelscope.protocol.workspace import (
 
 README_NAME = WORKSPACE_README
 KERNEL_NAME = KERNEL_FILE
-
-
-def find_git_root(start: Path) -> Path | None:
-    """The nearest directory at or above `start` holding `.git` (a dir, or a worktree file)."""
-    for candidate in [start, *start.parents]:
-        if (candidate / ".git").exists():
-            return candidate
-    return None
 
 
 @dataclass
@@ -60,7 +53,9 @@ class Workspace:
 
     @property
     def git_root(self) -> Path | None:
-        return find_git_root(self.root)
+        """The top of the repository holding the workspace (memory/git_place.py), or None."""
+        repository = find_repository(self.root)
+        return repository.toplevel if repository else None
 
     def is_optimization_workspace(self) -> bool:
         return is_optimization_workspace(self.root)
