@@ -362,5 +362,48 @@ def test_iterate_where_git_cannot_start_says_so(tmp_path: Path, monkeypatch: pyt
     """No git program on PATH: FileNotFoundError escaped from the repository check."""
     ws = _vector_add(tmp_path)
     monkeypatch.setenv("PATH", str(tmp_path / "empty"))
-    with pytest.raises(DataError, match="could not start git"):
+    with pytest.raises(DataError, match=r"could not start git for .*: no git program on PATH"):
         _iterate(ws)
+
+
+def test_a_ceiling_directory_stops_kernelscope_where_it_stops_git(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """GIT_CEILING_DIRECTORIES above a nested workspace: git finds no repository there, and
+    neither do the locks, the history or the commits (before, the file rule walked past it)."""
+    from kernelscope.daemon.engine.history import gitdata
+    from kernelscope.daemon.engine.memory.atomic_io import lock_dir_of
+
+    ws, _ = _situation(tmp_path, "nested")
+    monkeypatch.setenv("GIT_CEILING_DIRECTORIES", str(tmp_path / "repo"))
+    assert subprocess.run(["git", "rev-parse", "--git-dir"], cwd=ws, capture_output=True).returncode != 0
+    assert Git(ws).git_dir() is None and not Git(ws).is_repository()
+    assert lock_dir_of(ws) == ws / "memory" and gitdata.repo_paths(ws) is None
+    monkeypatch.setenv("GIT_CEILING_DIRECTORIES", str(ws))  # the workspace itself: still looked above
+    assert Git(ws).git_dir() == Path(_git(ws, "rev-parse", "--absolute-git-dir"))
+
+
+def test_git_settings_passed_in_the_environment_reach_kernelscopes_commits(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """CI and containers set git's configuration in the environment (GIT_CONFIG_COUNT /
+    GIT_CONFIG_KEY_n, what `git -c` passes on as GIT_CONFIG_PARAMETERS): they name no other
+    repository, and the commit carries that identity, not kernelscope's stand-in."""
+    empty = tmp_path / "gitconfig"
+    empty.write_text("")
+    monkeypatch.setenv("GIT_CONFIG_GLOBAL", str(empty))
+    monkeypatch.setenv("GIT_CONFIG_NOSYSTEM", "1")
+    for role in ("AUTHOR", "COMMITTER"):
+        for part in ("NAME", "EMAIL"):
+            monkeypatch.delenv(f"GIT_{role}_{part}", raising=False)
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    (ws / "kernel.py").write_text("x = 1\n")
+    subprocess.run(["git", "init", "-q"], cwd=ws, check=True)
+    monkeypatch.setenv("GIT_CONFIG_COUNT", "1")
+    monkeypatch.setenv("GIT_CONFIG_KEY_0", "user.name")
+    monkeypatch.setenv("GIT_CONFIG_VALUE_0", "Alice Env")
+    monkeypatch.setenv("GIT_CONFIG_PARAMETERS", "'user.email'='alice@example.com'")
+    git = Git(ws)
+    commit = git.commit_paths([ws / "kernel.py"], "v0")
+    assert git.run("log", "-1", "--format=%an <%ae>", commit) == "Alice Env <alice@example.com>"

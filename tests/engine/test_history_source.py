@@ -339,3 +339,17 @@ def test_invalidate_does_not_wait_for_a_build_and_the_overtaken_build_is_not_kep
     second = service.history(check=False)
     assert len(builds) == 2 and second is not first[0]
     assert service.history(check=False) is second and len(builds) == 2
+
+
+def test_a_repository_git_refuses_reads_as_no_git_history(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A repository owned by another user (git refuses it without safe.directory) is found by
+    kernelscope's file rule, but git reads nothing there: blame says there is no git history,
+    as it did when git's refusal meant "not in git", not that every committed line is unsaved."""
+    ws = build_plain_git_workspace(tmp_path / "ws")
+    monkeypatch.setenv("GIT_TEST_ASSUME_DIFFERENT_OWNER", "1")  # git's own switch for this case
+    service = HistoryService(ws, use_store=False)
+    line = service.blame_line(0, buffer=(ws / "kernel.py").read_text())  # as the editor asks
+    assert line is not None and line.hint == "no git history for kernel.py"
+    assert any("dubious ownership" in message for message in service.history().messages)

@@ -439,6 +439,9 @@ def build_history(
     try:
         _attach_git(history)
     except gitdata.GitUnavailable as exc:
+        # git found the repository but read nothing (it refuses one owned by another user, or
+        # cannot start): this state has no git history, not a HEAD whose every line is unsaved
+        history.paths, history.head, history.head_blob = None, None, None
         history.messages.append(str(exc))
     return history
 

@@ -9,10 +9,17 @@ stops the search, as it stops git ("not a git repository"). The locks live in th
 directory found (atomic_io.lock_dir_of), kernelscope's commits, history and probes use the
 same repository, and "is this workspace in git" means that one was found.
 
+The search stops where git's stops: at a folder named in GIT_CEILING_DIRECTORIES (the
+workspace itself is still looked at, as git does) and at a filesystem boundary unless
+GIT_DISCOVERY_ACROSS_FILESYSTEM is true, so a workspace on its own mount inside a checkout is
+outside git for both.
+
 So that git finds the same repository, kernelscope's git commands run without the variables
 that name another one (GIT_DIR in a hook's environment or a user's shell, GIT_WORK_TREE,
-GIT_INDEX_FILE, ...: git's own list, `git rev-parse --local-env-vars`, which git itself clears
-when it enters a submodule); the user's identity and configuration variables stay.
+GIT_INDEX_FILE, ...: from git's own list, `git rev-parse --local-env-vars`); the user's
+identity and configuration stay, those passed in the environment too (GIT_CONFIG_COUNT /
+GIT_CONFIG_KEY_n, GIT_CONFIG_PARAMETERS: how CI and containers set user.name or
+safe.directory, which git's list also names).
 
 A different question, asked only by what is about to write with git: whether git will work in
 that repository at all (a git program on PATH; a repository owned by another user is refused
@@ -35,14 +42,12 @@ FAILED_REF_PREFIX = "refs/kernelscope/failed/"  # where a failed version's kerne
 READ_ONLY_ENV = {"GIT_OPTIONAL_LOCKS": "0"}
 READ_ONLY_OPTIONS = ("-c", "diff.autoRefreshIndex=false")
 
-# `git rev-parse --local-env-vars` (git 2.39): the variables that name a repository or parts of
-# one instead of the one found from the working folder.
+# `git rev-parse --local-env-vars` (git 2.39) but its configuration variables (GIT_CONFIG,
+# GIT_CONFIG_PARAMETERS, GIT_CONFIG_COUNT: settings, not a place): the variables that name a
+# repository or parts of one instead of the one found from the working folder.
 REPOSITORY_VARIABLES = frozenset(
     {
         "GIT_ALTERNATE_OBJECT_DIRECTORIES",
-        "GIT_CONFIG",
-        "GIT_CONFIG_PARAMETERS",
-        "GIT_CONFIG_COUNT",
         "GIT_OBJECT_DIRECTORY",
         "GIT_DIR",
         "GIT_WORK_TREE",
@@ -101,10 +106,32 @@ def _git_dir_at(folder: Path) -> Path | bool | None:
     return git_dir if _is_git_dir(git_dir) else False
 
 
+def _ceilings() -> set[Path]:
+    """GIT_CEILING_DIRECTORIES' folders (git: a colon-separated list of absolute paths; an
+    empty entry ends the part that git resolves, kept here as written)."""
+    value = os.environ.get("GIT_CEILING_DIRECTORIES", "")
+    return {Path(os.path.realpath(part)) for part in value.split(os.pathsep) if part and os.path.isabs(part)}
+
+
+def _across_filesystems() -> bool:
+    return os.environ.get("GIT_DISCOVERY_ACROSS_FILESYSTEM", "").strip().lower() in ("1", "true", "yes", "on")
+
+
+def _device(folder: Path) -> int | None:
+    try:
+        return folder.stat().st_dev
+    except OSError:
+        return None
+
+
 def find_repository(workspace: Path) -> Repository | None:
     """The repository holding `workspace` by the rule above, or None outside git."""
     folder = Path(os.path.realpath(workspace))  # every process names one workspace's git alike
+    ceilings, across = _ceilings(), _across_filesystems()
+    device = _device(folder)
     for top in (folder, *folder.parents):
+        if top != folder and (top in ceilings or (not across and _device(top) != device)):
+            return None
         found = _git_dir_at(top)
         if found is False:
             return None

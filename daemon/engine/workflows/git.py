@@ -121,7 +121,10 @@ class Git:
         return stdout.strip()
 
     def _not_started(self, exc: OSError) -> DataError:
-        return DataError(f"could not start git in {self.workdir}: {exc.strerror or exc}")
+        # (the reason is the program's, not the workspace's: "No such file or directory" means
+        # no git on PATH)
+        where = "no git program on PATH" if isinstance(exc, FileNotFoundError) else exc.strerror or str(exc)
+        return DataError(f"could not start git for {self.workdir}: {where}")
 
     def _fallback_identity(self) -> dict[str, str]:
         """Commits made for the user need an identity even where none is configured; where
