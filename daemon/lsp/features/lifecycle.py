@@ -121,15 +121,17 @@ def shutdown(ls: KernelscopeServer, params: Any) -> None:
     """shutdown, and exit without one (an editor that quits at once): the watcher stops and
     every job is cancelled (lsp/jobs.py `stop_all`), so nothing runs on, or writes into a
     workspace, once the editor has gone, and exit does not wait for a job's end."""
-    ls.shut_down = True
     _end_session(ls)
 
 
 def exit_session(ls: KernelscopeServer, params: Any) -> None:
     """exit: the process's status is 0 after a shutdown request, 1 without one (LSP 3.17), so
     an editor or a supervisor can tell a daemon told to stop from one dropped mid-session
-    (`serve` exits with it: pygls swallows its own)."""
-    ls.exit_code = 0 if ls.shut_down else 1
+    (`serve` exits with it: pygls swallows its own). Whether shutdown came is pygls's own record,
+    which also refuses later requests (rpc.py): set once the shutdown handler has run and the
+    pending requests are cancelled, before its answer; a shutdown answered with an error leaves
+    it unset."""
+    ls.exit_code = 0 if ls.protocol._shutdown else 1
     _end_session(ls)
 
 
