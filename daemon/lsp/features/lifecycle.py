@@ -26,6 +26,9 @@ log = logging.getLogger("kernelscope.lsp")
 
 WATCHING = "watching for changes on disk: "
 """How the log message that the watcher is armed begins; the workspaces follow, `, `-separated."""
+SERVING = "kernelscope serving "
+"""How the log message that the session is ready begins (every folder's settings answered, or
+their wait over); the number of workspaces follows."""
 
 
 def _check_token(ls: KernelscopeServer, params: types.InitializeParams) -> None:
@@ -62,7 +65,8 @@ async def initialized(ls: KernelscopeServer, params: types.InitializedParams) ->
     await configuration.load_folder_configuration(ls, ls.state, ls.show_warning)
     # Histories are built when a workspace's kernel.py is first opened (features/save.py), not
     # here: a daemon started for a folder of many workspaces stays small until one is edited.
-    log.info("kernelscope serving %d optimization workspace(s)", len(ls.state.workspaces))
+    # Said to the client too: a save from then on runs with the folders' settings.
+    ls.jobs.log_message(f"{SERVING}{len(ls.state.workspaces)} optimization workspace(s)")
 
 
 async def did_change_configuration(ls: KernelscopeServer, params: types.DidChangeConfigurationParams) -> None:
