@@ -72,7 +72,6 @@ class KernelscopeServer(LanguageServer):
         )
         self.state.on_workspaces = lambda added, removed: lifecycle.workspaces_changed(self, added, removed)
         self.tcp_token: str | None = None  # required in initializationOptions on TCP
-        self.shut_down = False  # the client sent `shutdown`
         self.exit_code: int | None = None  # set by `exit` (features/lifecycle.py)
 
     async def off_loop(self, call: Callable[..., Any], *args: Any) -> Any:

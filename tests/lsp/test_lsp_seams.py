@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING
 import pytest
 import pytest_lsp
 from lsprotocol import types
+from pygls.exceptions import JsonRpcInvalidRequest, JsonRpcRequestCancelled
 from pytest_lsp import ClientServerConfig, LanguageClient, client_capabilities
 
 from kernelscope.daemon.engine.memory.atomic_io import ITERATION_LOCK_NAME, LOCK_NAME, workspace_lock
@@ -26,7 +27,7 @@ from kernelscope.protocol.vocabulary import COMMANDS, JOB_KINDS
 from tests.conftest import EXAMPLES, NO_TORCH_SERVER, REPO_ROOT
 from tests.support.bench_fixtures import EVADING, alive_with, jobs_folder
 from tests.support.locks import held_on_a_thread
-from tests.support.lsp_client import KernelscopeClient, _as_dict, make_client, wait_for
+from tests.support.lsp_client import KernelscopeClient, _as_dict, make_client, start_session, wait_for
 from tests.support.stdio_client import StdioClient
 
 if TYPE_CHECKING:
@@ -292,6 +293,41 @@ def test_exit_status_says_whether_shutdown_came_first(
         assert pipe.process.wait(timeout=30) == status
     finally:
         pipe.process.kill()
+
+
+async def test_shutdown_with_a_command_pending(
+    bare_client: KernelscopeClient, folder: Path, tmp_path: Path
+) -> None:
+    """`shutdown` while a command waits on the command pool (maskHalf, for the memory lock that
+    another process holds): the shutdown is answered null, the pending command
+    RequestCancelled, a later request InvalidRequest, and exit ends the daemon with 0. pygls
+    2.1.1 answered this shutdown InternalError ("dictionary changed size during iteration",
+    daemon/lsp/rpc.py `lsp_shutdown`) and, its shutdown never recorded, served later requests."""
+    client = bare_client
+    server = client._server
+    assert server is not None
+    await start_session(client, folder, {"dbUrl": str(tmp_path / "exp.sqlite"), "benchOnSave": False})
+    ws = folder / "kernel_opt_vector_add"
+    lock_dir = MemoryManager(ws).lock_dir
+    try:
+        with held_on_a_thread(lambda: workspace_lock(lock_dir)):
+            params = {"workspace": str(ws), "seed": 1}
+            mask = asyncio.ensure_future(command(client, "kernelscope.maskHalf", params))
+            await wait_for(
+                lambda: _held_open_elsewhere(lock_dir / LOCK_NAME),
+                timeout=30,
+                message="the mask-half never waited for the memory lock",
+            )
+            assert await client.shutdown_async(None) is None
+            with pytest.raises(JsonRpcRequestCancelled):
+                await asyncio.wait_for(mask, 30)
+            with pytest.raises(JsonRpcInvalidRequest, match="shut down"):
+                await command(client, "kernelscope.topExperiments", {})
+        client.exit(None)
+        assert await asyncio.wait_for(server.wait(), 30) == 0
+    finally:
+        if server.returncode is None:  # (a failure above: the fixture's teardown waits for the daemon's end)
+            server.kill()
 
 
 def test_every_request_is_answered(tmp_path: Path) -> None:

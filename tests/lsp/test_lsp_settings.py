@@ -19,6 +19,7 @@ from pytest_lsp import ClientServerConfig, client_capabilities
 
 from kernelscope.daemon.engine.views.lens_text import UNTRUSTED
 from kernelscope.daemon.lsp.configuration import apply_change_payload, apply_initialization_options
+from kernelscope.daemon.lsp.features.lifecycle import SERVING
 from kernelscope.daemon.lsp.state import ServerState
 from kernelscope.protocol.settings import FolderSettings, folder_settings_from, user_settings_from
 from tests.conftest import EXAMPLES, NO_TORCH_SERVER, REPO_ROOT
@@ -312,7 +313,11 @@ async def test_folder_answer_cannot_pick_executor_or_interpreter(
 
     client.answer = answer  # type: ignore[attr-defined]
     await client.initialize_session(init_params(workspace, client.editor, {"trusted": True}))  # type: ignore[attr-defined]
-    await asyncio.sleep(0.5)
+    await wait_for(  # the folder's answer is in force: the save's probe runs with it
+        lambda: any(m.message.startswith(SERVING) for m in client.log_messages),
+        30,
+        "the session never started",
+    )
     save(client, workspace)
     await wait_for(lambda: bool(client.finished), timeout=120)
     finished = _as_dict(client.finished[0])

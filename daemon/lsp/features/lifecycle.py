@@ -26,6 +26,9 @@ log = logging.getLogger("kernelscope.lsp")
 
 WATCHING = "watching for changes on disk: "
 """How the log message that the watcher is armed begins; the workspaces follow, `, `-separated."""
+SERVING = "kernelscope serving "
+"""How the log message that the session is ready begins (every folder's settings answered, or
+their wait over); the number of workspaces follows."""
 
 
 def _check_token(ls: KernelscopeServer, params: types.InitializeParams) -> None:
@@ -62,7 +65,8 @@ async def initialized(ls: KernelscopeServer, params: types.InitializedParams) ->
     await configuration.load_folder_configuration(ls, ls.state, ls.show_warning)
     # Histories are built when a workspace's kernel.py is first opened (features/save.py), not
     # here: a daemon started for a folder of many workspaces stays small until one is edited.
-    log.info("kernelscope serving %d optimization workspace(s)", len(ls.state.workspaces))
+    # Said to the client too: a save from then on runs with the folders' settings.
+    ls.jobs.log_message(f"{SERVING}{len(ls.state.workspaces)} optimization workspace(s)")
 
 
 async def did_change_configuration(ls: KernelscopeServer, params: types.DidChangeConfigurationParams) -> None:
@@ -121,15 +125,17 @@ def shutdown(ls: KernelscopeServer, params: Any) -> None:
     """shutdown, and exit without one (an editor that quits at once): the watcher stops and
     every job is cancelled (lsp/jobs.py `stop_all`), so nothing runs on, or writes into a
     workspace, once the editor has gone, and exit does not wait for a job's end."""
-    ls.shut_down = True
     _end_session(ls)
 
 
 def exit_session(ls: KernelscopeServer, params: Any) -> None:
     """exit: the process's status is 0 after a shutdown request, 1 without one (LSP 3.17), so
     an editor or a supervisor can tell a daemon told to stop from one dropped mid-session
-    (`serve` exits with it: pygls swallows its own)."""
-    ls.exit_code = 0 if ls.shut_down else 1
+    (`serve` exits with it: pygls swallows its own). Whether shutdown came is pygls's own record,
+    which also refuses later requests (rpc.py): set once the shutdown handler has run and the
+    pending requests are cancelled, before its answer; a shutdown answered with an error leaves
+    it unset."""
+    ls.exit_code = 0 if ls.protocol._shutdown else 1
     _end_session(ls)
 
 
