@@ -200,6 +200,7 @@ def summary(workspace: WorkspaceOpt = Path("."), json_out: JsonOpt = False) -> N
     """A table of every version with its metrics, plus the README's targets."""
     from kernelscope.daemon.engine.memory.scores import score_cell
     from kernelscope.daemon.engine.workspace.workspace import Workspace
+    from kernelscope.protocol.record_rules import format_score
 
     ws = Workspace(_manager(workspace).workspace)
     info = ws.summary()
@@ -239,7 +240,9 @@ def summary(workspace: WorkspaceOpt = Path("."), json_out: JsonOpt = False) -> N
                 output.fmt(row.tflops, ".1f"),
                 output.fmt(row.bandwidth_gbps, ".1f"),
                 score_cell(row.score),
-                output.fmt(row.speedup_vs_reference, ".2f", "x"),
+                "-"
+                if row.speedup_vs_reference is None
+                else format_score(row.speedup_vs_reference, aggregate=row.reference_aggregate),
                 row.gate or "-",
                 row.outcome or "",
                 str(row.experiments or ""),

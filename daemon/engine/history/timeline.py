@@ -314,7 +314,8 @@ def _effect(
         verdict=verdict,
         score=score,
         vs_parent=vs_parent,
-        vs_reference=reference,
+        vs_reference=None if reference is None else reference.value,
+        vs_reference_aggregate=None if reference is None else reference.aggregate,
         latency_us=record.metric("latency_us") if outcome.measured else None,
         failure=None if passed or outcome.label else failure_text(record),
         action=_first_clause(_optimization(record, "action_description")),
@@ -346,7 +347,9 @@ def effect_text(effect: VersionEffect) -> str:
         elif not (effect.vs_parent is not None and effect.vs_parent.versus == score.versus):
             parts.append(score.text())
     if effect.vs_reference is not None:
-        parts.append(format_score(effect.vs_reference, versus="reference"))
+        parts.append(
+            format_score(effect.vs_reference, versus="reference", aggregate=effect.vs_reference_aggregate)
+        )
     if not parts and effect.version == "v0":
         parts.append("baseline")
     text = " · ".join(parts) if parts else "no measurement recorded"
@@ -637,10 +640,12 @@ def _episode_trials(history: History, branches: dict[int, tuple[str, str]]) -> l
                         ci=None,
                         source="evaluations.jsonl latency_us_geomean",
                     )
-                reference = as_float(result.get("speedup_vs_ref_geomean"))
+                reference = atrex_fields.reference_speedup(result)
                 figures = [
                     f"{geomean:.3g} us geomean" if geomean else "",
-                    format_score(reference, versus="reference") if reference else "",
+                    format_score(reference.value, versus="reference", aggregate=reference.aggregate)
+                    if reference is not None and reference.value
+                    else "",
                 ]
                 detail = "PASS " + ", ".join(f for f in figures if f) + ", already measured"
             else:

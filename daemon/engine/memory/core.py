@@ -190,6 +190,7 @@ LISTED_FIELDS = (
     "outcome",
     "carried_from",
     "speedup_vs_reference",
+    "reference_aggregate",
     "experiments",
     "open_directions",
 )
@@ -295,6 +296,7 @@ def summary_row(
     notes = atrex_fields.experiments(raw)
     directions = atrex_fields.open_directions(raw)
     action = section_get(raw.get("optimization"), "action_category")
+    reference = atrex_fields.speedup_vs_reference(raw) if outcome.measured else None
     row.update(
         masked=masked(raw.get("masked")),
         gate=gate_result(raw.get("quality_gate"), raw.get("correctness")),
@@ -308,7 +310,8 @@ def summary_row(
         action=None if action is None else str(action),
         outcome=outcome.label,
         carried_from=outcome.carried_from,
-        speedup_vs_reference=atrex_fields.speedup_vs_reference(raw) if outcome.measured else None,
+        speedup_vs_reference=None if reference is None else reference.value,
+        reference_aggregate=None if reference is None else reference.aggregate,
         experiments=len(notes) if notes else None,
         open_directions=len(directions) if directions else None,
     )

@@ -181,7 +181,11 @@ def _goal_progress(goal: str, entries: list[MemoryEntry]) -> str:
         return f"goal: {text} | no passing measurement yet"
     best, latency = min(latencies, key=lambda item: item[1])
     speedup = atrex_fields.speedup_vs_reference(best.record) if best.record else None
-    versus = f", {format_score(speedup, versus='reference')}" if speedup is not None else ""
+    versus = (
+        f", {format_score(speedup.value, versus='reference', aggregate=speedup.aggregate)}"
+        if speedup is not None
+        else ""
+    )
     return f"goal: {text} | best {latency:.4g} us {best.version}{versus}"
 
 
