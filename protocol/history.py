@@ -26,7 +26,8 @@ class ScoreValue(ClosedModel):
     kind: ScoreKind = Field(
         description="speedup: geometric-mean speedup measured in one interleaved run; latency_ratio: "
         "ratio of two recorded latencies (other/this, >1 = faster); metric_ratio: ratio of a "
-        "throughput metric; latency_change_pct: relative latency change (negative = faster)"
+        "recorded higher-is-better metric (throughput, or atrex's performance_score); "
+        "latency_change_pct: relative latency change (negative = faster)"
     )
     versus: str = Field(description="what it is relative to: 'v0', a version, 'reference', 'incumbent'")
     ci: tuple[float, float] | None = Field(default=None, description="95% interval, when measured")

@@ -18,7 +18,9 @@ from typing import Any
 import pytest
 
 from kernelscope.daemon.engine.history.service import HistoryService
-from kernelscope.daemon.engine.views.lens_text import file_lens
+from kernelscope.daemon.engine.memory.scores import memory_scores
+from kernelscope.daemon.engine.views.lens_text import file_lens, kernel_lens
+from kernelscope.daemon.engine.workflows.probe import best_passing
 from kernelscope.daemon.engine.workspace.workspace import Workspace
 from tests.support.field_workspaces import MEAN_SPEEDUP_OBJECTIVE, WORKSPACE_NAME, build_atrex_sol_workspace
 
@@ -70,3 +72,55 @@ def test_the_reference_speedup_is_atrex_score_named_by_its_aggregate(v03: Path) 
 
 
 # -- the one score and the best ----------------------------------------------------------------
+
+
+def test_the_score_vs_v0_is_the_ratio_of_atrex_scores_and_best_is_atrex_promoted_version(v03: Path) -> None:
+    """Before: the score was v0's geomean latency over the version's, and every best (the
+    kernel lens, the goal line, mask-half's keep, the probe's baseline) named v1."""
+    ws = Workspace(v03)
+    entries, readme = ws.memory.scan(), ws.readme()
+    v0, v1, v2 = (_perf(v03, v)["performance_score"] for v in ("v0", "v1", "v2"))
+    rows = {row.version: row for row in ws.memory.summaries()}
+    assert rows["v2"].score is not None and rows["v2"].score.source == "performance.performance_score"
+    assert rows["v2"].score.value == pytest.approx(v2 / v0)
+    scores = {s.version: s.score for s in memory_scores(entries, readme)}
+    assert scores["v1"] == pytest.approx(v1 / v0) and scores["v2"] == pytest.approx(v2 / v0)
+    assert kernel_lens(None, memory_scores(entries, readme)).startswith(f"best {v2 / v0:.2f}x v2 |")
+    figure = f"{v2:.2f}x vs reference (mean over shapes)"
+    assert f"| best {_perf(v03, 'v2')['latency_us']:.4g} us v2, {figure} |" in file_lens(ws)
+    assert ws.memory.best_version(entries, None)[0] == "v2"
+    best = best_passing(entries, readme)
+    assert best is not None and best.version == "v2"
+
+
+def test_an_upgraded_workspace_ranks_by_latency_across_objectives(v03: Path) -> None:
+    """v0 recorded by atrex v0.2 (no objective), later versions by v0.3: the scores of two
+    objectives are not compared (atrex's own dashboard does not join them), so the score vs
+    v0 is the latency ratio, as for v0.2 records, and says so; each record still shows its
+    own speedup over the reference, named by its aggregate."""
+    path = v03 / "memory" / "v0.json"
+    record = json.loads(path.read_text())
+    performance = record["performance"]
+    for key in ("performance_objective", "performance_score", "speedup_vs_ref_mean"):
+        performance.pop(key)
+    performance["speedup_vs_ref_geomean"] = 1.0053
+    path.write_text(json.dumps(record, indent=2))
+    ws = Workspace(v03)
+    rows = {row.version: row for row in ws.memory.summaries()}
+    assert rows["v2"].score is not None and rows["v2"].score.kind == "latency_ratio"
+    assert rows["v2"].score.source == "performance.latency_us"
+    assert (rows["v0"].reference_aggregate, rows["v2"].reference_aggregate) == ("geomean", "mean over shapes")
+    entries = ws.memory.scan()
+    assert ws.memory.best_version(entries, None)[0] == "v1"  # the lowest latency, as the docs say
+
+
+def test_an_episode_trial_is_scored_as_the_versions_are(v03: Path) -> None:
+    """A checkpoint evaluated on episode 2's branch (evaluations.jsonl, a v0.3 RESULT_JSON):
+    before, its score was a latency ratio beside the versions' objective scores."""
+    (hint,) = HistoryService(v03, db_url=str(v03.parent / "exp.sqlite")).tried()
+    runs = (v03 / ".atrex_long_horizon/episodes/e0002/episode_runtime/evaluations.jsonl").read_text()
+    checkpoint = json.loads(runs.splitlines()[0])["result"]["performance_score"]
+    v0 = _perf(v03, "v0")["performance_score"]
+    assert f"8 {checkpoint / v0:.2f}x v2 checkpoint" in hint.hint and "latency ratio" not in hint.hint, (
+        hint.hint
+    )

@@ -618,6 +618,7 @@ def _episode_trials(history: History, branches: dict[int, tuple[str, str]]) -> l
     texts = gitdata.read_blobs(root, [b for b in objects.values() if b]) if verdicts else {}
     base = history.versions.get("v0")
     base_latency = base.record.metric("latency_us") if base is not None else None
+    base_performance = base.record.performance if base is not None else None
     trials = []
     for position, commit in enumerate(reversed(commits)):  # oldest first
         blob = objects.get(f"{commit.commit}:{rel}")
@@ -632,13 +633,17 @@ def _episode_trials(history: History, branches: dict[int, tuple[str, str]]) -> l
             passed = bool(result.get("all_pass"))
             if passed:
                 geomean = as_float(result.get("latency_us_geomean"))
-                if geomean and base_latency:
+                # the one score's rule (memory/core.py score_parts): atrex's objective, else latency
+                by_objective = atrex_fields.objective_ratio(result, base_performance)
+                by_latency = base_latency / geomean if geomean and base_latency else None
+                if by_objective is not None or by_latency is not None:
                     score = ScoreValue.model_construct(
-                        value=base_latency / geomean,
-                        kind="latency_ratio",
+                        value=by_objective if by_objective is not None else by_latency,
+                        kind="metric_ratio" if by_objective is not None else "latency_ratio",
                         versus="v0",
                         ci=None,
-                        source="evaluations.jsonl latency_us_geomean",
+                        source="evaluations.jsonl "
+                        + ("performance_score" if by_objective is not None else "latency_us_geomean"),
                     )
                 reference = atrex_fields.reference_speedup(result)
                 figures = [

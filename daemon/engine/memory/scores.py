@@ -7,6 +7,7 @@ They differ (23.01x vs 20.06x for the demo's v3), and both were called a speedup
 surface now asks `version_score`, which picks one definition in a fixed order and says which
 it picked (`ScoreValue.kind`):
 
+0. atrex v0.3's `performance.performance_score` / v0's, when both carry the same objective;
 1. `kernelscope.score_vs_v0`: the in-run geometric-mean speedup over all configurations, with
    its 95% interval (`kernelscope.score_ci`), when the record has it (`kernelscope iterate`);
 2. else the latency ratio v0 latency / version latency (records of other tools), named a
@@ -226,13 +227,33 @@ class VersionScore:
     masked: bool = False  # hidden from the active memory: never named best or latest
 
 
+def best_score(scores: list[VersionScore], among: set[str] | None = None) -> VersionScore | None:
+    """The best version, the one rule every "best" follows (the kernel lens, the goal line,
+    mask-half's keep, the probe's baseline): the highest score vs v0 among unmasked versions
+    whose gate passed (only those in `among` when given); the later version wins a tie."""
+    best = None
+    for score in scores:
+        if score.masked or not score.passed or score.score is None:
+            continue
+        if among is not None and score.version not in among:
+            continue
+        if best is None or best.score is None or score.score >= best.score:
+            best = score
+    return best
+
+
 def memory_scores(entries: list[MemoryEntry], readme: ReadmeInfo | None) -> list[VersionScore]:
-    """A score per readable version, the one every surface shows (`version_score`): the in-run
-    geometric-mean speedup vs v0 when the record has it (`kernelscope.score_vs_v0`), else v0
-    latency / vN latency, else vN metric / v0 metric."""
+    """A score per readable version, the one every surface shows (`version_score`): atrex's
+    objective score ratio when v0 and the version share one, the in-run geometric-mean speedup
+    vs v0 when the record has it (`kernelscope.score_vs_v0`), else v0 latency / vN latency,
+    else vN metric / v0 metric."""
+    return scores_by_kind(entries, readme.primary_kind if readme else None)
+
+
+def scores_by_kind(entries: list[MemoryEntry], kind: MetricKind | None) -> list[VersionScore]:
+    """`memory_scores` for a README whose primary metric is `kind`."""
     records = [e for e in entries if e.record is not None]
     base = next((e.record for e in records if e.number == 0), None)
-    kind = readme.primary_kind if readme else None
     scores = []
     for entry in records:
         record = entry.record
