@@ -124,3 +124,14 @@ def test_an_episode_trial_is_scored_as_the_versions_are(v03: Path) -> None:
     assert f"8 {checkpoint / v0:.2f}x v2 checkpoint" in hint.hint and "latency ratio" not in hint.hint, (
         hint.hint
     )
+
+
+def test_atrex_v03_verified_improvement_is_a_score_gain_not_a_latency_change(v03: Path) -> None:
+    """`authoritative_improvement_pct` is candidate score / incumbent score - 1 in v0.3: blame
+    called it `latency -28.9% vs v1` for a v2 whose latency is 5% higher than v1's."""
+    v1, v2 = _perf(v03, "v1"), _perf(v03, "v2")
+    lines = HistoryService(v03, db_url=str(v03.parent / "exp.sqlite")).blame()
+    hint = next(line.hint for line in lines if line.version == "v2")
+    gain = 1 + v2["authoritative_improvement_pct"] / 100
+    assert gain == pytest.approx(v2["performance_score"] / v1["performance_score"], rel=0.01)
+    assert f"metric ratio {gain:.2f}x vs v1 · " in hint and "latency -" not in hint, hint

@@ -93,7 +93,8 @@ def parent_effect(
 ) -> ScoreValue | None:
     """The version's measured effect against its parent, in the first form recorded:
     kernelscope's in-run speedup vs the parent, the experiment's, atrex's authoritative
-    (ABBA) improvement, else the ratio of the two recorded latencies."""
+    (ABBA) improvement (a latency change at the pin, the objective score's gain in v0.3),
+    else the ratio of the two recorded latencies."""
     if not atrex_fields.record_outcome(record).measured:
         return None
     if parent_version == "v0":  # one number per fact: against v0 that is the version's score
@@ -120,6 +121,16 @@ def parent_effect(
             interval = None
         return _score(in_run, "speedup", versus, interval, source)
     improvement = as_float(_performance_field(record, "authoritative_improvement_pct"))
+    if improvement is not None and atrex_fields.objective_score(record.performance) is not None:
+        # atrex v0.3 verifies the objective's score, not the latency: the gain is score
+        # candidate/incumbent - 1 (score_verification_payload, index id 69770463870)
+        return _score(
+            1.0 + improvement / 100.0,
+            "metric_ratio",
+            versus,
+            None,
+            "performance.authoritative_improvement_pct",
+        )
     if improvement is not None:
         return _score(
             -improvement, "latency_change_pct", versus, None, "performance.authoritative_improvement_pct"
