@@ -26,7 +26,9 @@ which lives in ``kernel_opt_rmsnorm_h512_triton_b200/`` (see ``WORKSPACE_NAME``)
 * episode 4 (full mode) is running when ``live=True``: it owns memory version 4, a registered
   git worktree on branch ``atrex/long-e0004-...`` and ``memory/live.json`` mirrors its journal.
 
-The memory numbers are plausible B200 figures, not measurements; the kernels are real Triton and
+``build_atrex_sol_workspace(objective=MEAN_SPEEDUP_OBJECTIVE)`` writes the same campaign as
+atrex v0.3.0 scores it (a performance objective and score in every result and record; see
+that builder). The memory numbers are plausible B200 figures, not measurements; the kernels are real Triton and
 run in the CPU interpreter (``TRITON_INTERPRET=1``) through the workspace's ``test_kernel.py``.
 """
 
