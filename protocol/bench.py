@@ -136,7 +136,8 @@ class GateReport(ClosedModel):
 
     Read from the lines it prints: `<prefix> RESULT_JSON=<json>` (atrex's `test_kernel.py`
     prints `[test_kernel] RESULT_JSON={...}` after running the SOL-ExecBench evaluator) or a
-    bare JSON object on the last JSON line. Kept whole so a client sees the gate's own
+    bare JSON object on the last JSON line (atrex v0.3's evaluators add `performance_objective`,
+    `performance_score` and `speedup_vs_ref_mean`). Kept whole so a client sees the gate's own
     numbers next to (or, when the harness did not run, instead of) the harness's.
     """
 
@@ -152,7 +153,19 @@ class GateReport(ClosedModel):
     )
     latency_us_geomean: float | None = None
     latency_us_arith_mean: float | None = None
-    speedup_vs_ref_geomean: float | None = None
+    speedup_vs_ref_geomean: float | None = Field(
+        default=None, description="null under atrex v0.3's mean objective"
+    )
+    performance_objective: str | None = Field(
+        default=None,
+        description="what performance_score measures (atrex v0.3: shape_speedup_arithmetic_mean)",
+    )
+    performance_score: float | None = Field(
+        default=None, description="the score by that objective, higher is better"
+    )
+    speedup_vs_ref_mean: float | None = Field(
+        default=None, description="the arithmetic mean of the per-workload speedups over the reference"
+    )
     max_abs_err: float | None = None
     max_rel_err: float | None = None
     extra: dict[str, Any] = Field(default_factory=dict, description="other keys the gate printed")

@@ -26,7 +26,8 @@ class ScoreValue(ClosedModel):
     kind: ScoreKind = Field(
         description="speedup: geometric-mean speedup measured in one interleaved run; latency_ratio: "
         "ratio of two recorded latencies (other/this, >1 = faster); metric_ratio: ratio of a "
-        "throughput metric; latency_change_pct: relative latency change (negative = faster)"
+        "recorded higher-is-better metric (throughput, or atrex's performance_score); "
+        "latency_change_pct: relative latency change (negative = faster)"
     )
     versus: str = Field(description="what it is relative to: 'v0', a version, 'reference', 'incumbent'")
     ci: tuple[float, float] | None = Field(default=None, description="95% interval, when measured")
@@ -66,7 +67,13 @@ class VersionEffect(ClosedModel):
     verdict: str | None = Field(default=None, description="faster, slower, no measurable change...")
     score: ScoreValue | None = Field(default=None, description="the version's one score vs v0")
     vs_parent: ScoreValue | None = Field(default=None, description="its measured effect against its parent")
-    vs_reference: float | None = Field(default=None, description="speedup_vs_ref_geomean (atrex)")
+    vs_reference: float | None = Field(
+        default=None,
+        description="speedup over the reference (atrex: performance_score or speedup_vs_ref_geomean)",
+    )
+    vs_reference_aggregate: str | None = Field(
+        default=None, description="how vs_reference combines the shapes: 'mean over shapes' or 'geomean'"
+    )
     latency_us: float | None = None
     failure: str | None = Field(default=None, description="why the gate failed: 'wrong_result rel_err 0.67'")
     action: str | None = Field(default=None, description="optimization.action_description (first line)")

@@ -128,15 +128,21 @@ def check_before_trusting(speedup: float | None) -> str | None:
 
 
 def format_score(
-    value: float, kind: str = "speedup", ci: tuple[float, float] | None = None, versus: str | None = None
+    value: float,
+    kind: str = "speedup",
+    ci: tuple[float, float] | None = None,
+    versus: str | None = None,
+    aggregate: str | None = None,
 ) -> str:
     """The one way a score is written, on every surface (tables, lenses, hover, hints,
     diagnostics, JSON-free text): two decimals and an `x`, named when it is not an in-run
     speedup (`latency ratio 1.16x`), the version it is against when the place does not say it,
     its 95% interval when measured: `17.13x vs v0 [13.61-23.33]`; a speedup over the
-    reference above 10x says to check it before trusting it."""
+    reference above 10x says to check it before trusting it. `aggregate` names how a speedup
+    over the reference combines the shapes (atrex records one of two, atrex_fields.py):
+    `3.81x vs reference (mean over shapes)`, `3.48x vs reference (geomean)`."""
     prefix = {"latency_ratio": "latency ratio ", "metric_ratio": "metric ratio "}.get(kind, "")
-    against = f" vs {versus}" if versus else ""
+    against = (f" vs {versus}" if versus else "") + (f" ({aggregate})" if aggregate else "")
     interval = f" [{ci[0]:.2f}-{ci[1]:.2f}]" if ci else ""
     flag = " (check before trusting)" if versus in REFERENCE_NAMES and check_before_trusting(value) else ""
     return f"{prefix}{value:.2f}x{against}{interval}{flag}"

@@ -172,7 +172,15 @@ class VersionSummary(ClosedModel):
     carried_from: str | None = Field(
         default=None, description="its performance numbers are this version's, carried forward (not measured)"
     )
-    speedup_vs_reference: float | None = Field(default=None, description="performance.speedup_vs_ref_geomean")
+    speedup_vs_reference: float | None = Field(
+        default=None,
+        description="the speedup over the problem's reference: performance.performance_score under "
+        "atrex v0.3's shape_speedup_arithmetic_mean objective, else performance.speedup_vs_ref_geomean",
+    )
+    reference_aggregate: str | None = Field(
+        default=None,
+        description="how speedup_vs_reference combines the shapes: 'mean over shapes' or 'geomean'",
+    )
     experiments: int | None = Field(default=None, description="experience.experiments recorded by the agent")
     open_directions: int | None = None
 

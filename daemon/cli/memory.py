@@ -202,6 +202,7 @@ def summary(workspace: WorkspaceOpt = Path("."), json_out: JsonOpt = False) -> N
     from kernelscope.daemon.engine.memory.core import no_versions
     from kernelscope.daemon.engine.memory.scores import score_cell
     from kernelscope.daemon.engine.workspace.workspace import Workspace, masked_counts
+    from kernelscope.protocol.record_rules import format_score
 
     ws = Workspace(_manager(workspace).workspace)
     info = ws.summary()
@@ -242,7 +243,9 @@ def summary(workspace: WorkspaceOpt = Path("."), json_out: JsonOpt = False) -> N
                 output.fmt(row.tflops, ".1f"),
                 output.fmt(row.bandwidth_gbps, ".1f"),
                 score_cell(row.score),
-                output.fmt(row.speedup_vs_reference, ".2f", "x"),
+                "-"
+                if row.speedup_vs_reference is None
+                else format_score(row.speedup_vs_reference, aggregate=row.reference_aggregate),
                 row.gate or "-",
                 row.outcome or "",
                 str(row.experiments or ""),

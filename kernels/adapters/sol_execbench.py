@@ -30,8 +30,11 @@ Score: SOL-ExecBench's goal is the smallest geometric-mean latency over the work
 (atrex's test_kernel.py `latency_us_geomean`). The harness's score is the geometric mean of
 per-workload speedups over the baseline (the reference unless one is given), which is
 geomean(baseline latency) / geomean(candidate latency): with the baseline fixed, a higher
-score is exactly a lower geomean latency, and it equals test_kernel.py's
-`speedup_vs_ref_geomean`. Each configuration's `candidate_ms` is that workload's latency.
+score is exactly a lower geomean latency, and it equals the pinned test_kernel.py's
+`speedup_vs_ref_geomean`. atrex v0.3.0's evaluators score by the arithmetic mean of the
+per-workload speedups instead (`performance_score`, docs/releases/v0.3.0.md): a gate that
+reports it is read by that score (daemon/engine/run/gate_output.py), and the harness's geomean
+may rank two kernels differently. Each configuration's `candidate_ms` is that workload's latency.
 
 Not supported: `safetensors` inputs, packed fp4 dtypes, compiled (C++/CUDA) solutions, and
 the `--parent` timing (the runner calls the parent's `--entry` directly, without outputs).

@@ -494,6 +494,19 @@ def _pydantic_words_it(ws: Path) -> None:
     (ws / "memory" / "v4.json").write_text(json.dumps({"version": "v4", "git_commit_hash": [1]}))
 
 
+def _objective_workspace(ws: Path) -> None:
+    """atrex v0.3's records (`performance_objective`, `performance_score`, a null geomean), one
+    of another objective and one of v0.2: the fast path scores and labels them as typer does."""
+    passed = {"quality_gate": {"result": "PASS"}}
+    mean = "shape_speedup_arithmetic_mean"
+    for version, latency, score in ((0, 10.0, 1.0), (1, 4.0, 2.5), (2, 5.0, 3.1)):
+        performance = {"latency_us": latency, "performance_objective": mean, "performance_score": score}
+        write_record(ws, version, performance={**performance, "speedup_vs_ref_geomean": None}, **passed)
+    other = {"latency_us": 3.0, "performance_objective": "other", "performance_score": 9.0}
+    write_record(ws, 3, performance={**other, "speedup_vs_ref_geomean": 2.9}, **passed)
+    write_record(ws, 4, performance={"latency_us": 6.0, "speedup_vs_ref_geomean": "1.7"}, **passed)
+
+
 def _empty(ws: Path) -> None:
     (ws / "memory").mkdir()
 
@@ -508,6 +521,7 @@ WORKSPACES = {
     "wide": _wide_workspace,
     "unicode": _unicode_workspace,
     "pydantic": _pydantic_words_it,
+    "objective": _objective_workspace,
     "empty": _empty,
     "no-memory": _nothing,
 }
@@ -526,6 +540,22 @@ def test_fast_reads_match_the_typer_cli(kind: str, tmp_path: Path, both) -> None
         assert quick.code in (0, 1, 2), (kind, command, quick.code)
         if kind not in FALLS_BACK:
             assert quick.fast_ran, (kind, command)
+
+
+def test_list_json_scores_atrex_objective_by_either_path(tmp_path: Path, both) -> None:  # type: ignore[no-untyped-def]
+    ws = tmp_path / "ws"
+    _objective_workspace(ws)
+    quick, slow = both("memory", "list", "--json", "-w", str(ws))
+    assert quick.key() == slow.key() and quick.fast_ran
+    rows = {row["version"]: row for row in json.loads(quick.out)}
+    assert rows["v2"]["score"]["value"] == pytest.approx(3.1)
+    assert rows["v2"]["score"]["source"] == "performance.performance_score"
+    assert (rows["v2"]["speedup_vs_reference"], rows["v2"]["reference_aggregate"]) == (
+        3.1,
+        "mean over shapes",
+    )
+    assert rows["v3"]["score"]["source"] == "performance.latency_us"  # another objective: not compared
+    assert (rows["v3"]["speedup_vs_reference"], rows["v3"]["reference_aggregate"]) == (2.9, "geomean")
 
 
 def test_list_scores_a_bandwidth_target_as_the_lenses_do(tmp_path: Path, both) -> None:  # type: ignore[no-untyped-def]

@@ -61,7 +61,7 @@ def test_plain_git_blame(plain: Path) -> None:
     ratio = v1["latency_us"] / v2["latency_us"]
     v2_text = (
         f"introduced in v2: hand-written Triton kernel, latency ratio {ratio:.2f}x vs v1 · "
-        f"{v2['speedup_vs_ref_geomean']:.2f}x vs reference, PASS"
+        f"{v2['speedup_vs_ref_geomean']:.2f}x vs reference (geomean), PASS"
     )
     assert lines[BLOCK_M_LINE].hint == v2_text and lines[BLOCK_M_LINE].version == "v2"
     assert lines[_line(KERNEL_V2, "import torch")].hint.startswith("introduced in v0: reference wrapper, ")
@@ -98,13 +98,15 @@ def test_sol_blame_uses_episode_promotions_and_atrex_numbers(sol: Path) -> None:
     )
     assert line.hint == (
         "introduced in v2: Four rows per program as one 2-D tile cut the geomean by ~1…, "
-        f"latency {-v2['authoritative_improvement_pct']:+.1f}% vs v1 · {v2['speedup_vs_ref_geomean']:.2f}x vs reference, PASS"
+        f"latency {-v2['authoritative_improvement_pct']:+.1f}% vs v1 · {v2['speedup_vs_ref_geomean']:.2f}x vs reference (geomean), PASS"
     )
     v1 = _record(sol, "v1")["performance"]
     v1_line = lines[_line(text, "import triton")]
     assert v1_line.version == "v1"
     # against v0 the effect is the version's one score (the latency ratio atrex's -66 % is)
-    shown = re.search(r"latency ratio ([0-9.]+)x vs v0 · ([0-9.]+)x vs reference, PASS$", v1_line.hint)
+    shown = re.search(
+        r"latency ratio ([0-9.]+)x vs v0 · ([0-9.]+)x vs reference \(geomean\), PASS$", v1_line.hint
+    )
     assert shown, v1_line.hint
     assert abs(float(shown.group(1)) - 1 / (1 - v1["authoritative_improvement_pct"] / 100)) < 0.01
     assert shown.group(2) == f"{v1['speedup_vs_ref_geomean']:.2f}"

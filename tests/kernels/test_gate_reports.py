@@ -5,6 +5,7 @@ report that lists failures or counts fewer passes than workloads fails without `
 from __future__ import annotations
 
 import json
+import subprocess
 import sys
 from pathlib import Path
 
@@ -65,3 +66,56 @@ def test_a_report_that_says_everything_passed_passes(tmp_path: Path) -> None:
     request = _gate(tmp_path, "print('[test_kernel] RESULT_JSON=' + '{\"total\": 3, \"passed\": 3}')\n")
     result = run_gate_command(request)
     assert result is not None and result.passed
+
+
+MEAN_OBJECTIVE_REPORT = {  # an atrex v0.3.0 evaluator's RESULT_JSON (Atrex-Bench test_kernel)
+    "total": 2,
+    "passed": 2,
+    "all_pass": True,
+    "failures": [],
+    "latency_us_by_shape": {"s1": 1.0, "s2": 6.0},
+    "latency_us_geomean": 6.0**0.5,
+    "performance_objective": "shape_speedup_arithmetic_mean",
+    "performance_score": 3.8,
+    "speedup_vs_ref_mean": 3.8,
+    "speedup_vs_ref_geomean": None,
+}
+
+
+def test_a_gate_that_scores_by_an_objective_is_scored_by_it(tmp_path: Path) -> None:
+    """Before: the report knew no performance_score, so a v0.3 gate's result had no score (its
+    geomean is null) and its message no speedup."""
+    body = f"print('[test_kernel] RESULT_JSON=' + {json.dumps(json.dumps(MEAN_OBJECTIVE_REPORT))})\n"
+    result = run_gate_command(_gate(tmp_path, body))
+    assert result is not None and result.passed and result.gate is not None
+    gate = result.gate
+    assert (gate.performance_objective, gate.performance_score, gate.speedup_vs_ref_mean) == (
+        "shape_speedup_arithmetic_mean",
+        3.8,
+        3.8,
+    )
+    assert gate.extra == {} and result.score == 3.8 and result.baseline == "reference"
+    assert any("3.800x vs its reference (mean over shapes)" in m for m in result.messages), result.messages
+
+
+def test_an_iteration_records_the_gate_objective_as_atrex_does(tmp_path: Path) -> None:
+    """kernelscope iterate in a workspace whose gate is a v0.3 evaluator writes the objective
+    and its score into the record, so its versions and atrex's are scored alike."""
+    from kernelscope.daemon.engine.memory import atrex_fields
+    from kernelscope.daemon.engine.workflows.iterate import IterateOptions, run_iteration
+
+    request = _gate(
+        tmp_path, f"print('[test_kernel] RESULT_JSON=' + {json.dumps(json.dumps(MEAN_OBJECTIVE_REPORT))})\n"
+    )
+    ws = request.workspace
+    (ws / "kernel.py").write_text("def run():\n    pass\n")
+    block = json.dumps({"bench": {"gate_command": request.gate_command}})
+    (ws / "README.md").write_text(f"# ws\n\n```kernelscope\n{block}\n```\n")
+    subprocess.run(["git", "init", "-q"], cwd=ws, check=True)
+    options = IterateOptions(action_category="baseline", db_url=str(tmp_path / "exp.sqlite"))
+    result = run_iteration(ws, options)
+    assert result.passed, result
+    performance = json.loads((ws / "memory" / "v0.json").read_text())["performance"]
+    assert performance["performance_objective"] == "shape_speedup_arithmetic_mean"
+    assert performance["performance_score"] == 3.8 and performance["speedup_vs_ref_geomean"] is None
+    assert atrex_fields.objective_score(performance) == ("shape_speedup_arithmetic_mean", 3.8)

@@ -26,7 +26,9 @@ which lives in ``kernel_opt_rmsnorm_h512_triton_b200/`` (see ``WORKSPACE_NAME``)
 * episode 4 (full mode) is running when ``live=True``: it owns memory version 4, a registered
   git worktree on branch ``atrex/long-e0004-...`` and ``memory/live.json`` mirrors its journal.
 
-The memory numbers are plausible B200 figures, not measurements; the kernels are real Triton and
+``build_atrex_sol_workspace(objective=MEAN_SPEEDUP_OBJECTIVE)`` writes the same campaign as
+atrex v0.3.0 scores it (a performance objective and score in every result and record; see
+that builder). The memory numbers are plausible B200 figures, not measurements; the kernels are real Triton and
 run in the CPU interpreter (``TRITON_INTERPRET=1``) through the workspace's ``test_kernel.py``.
 """
 
@@ -69,6 +71,11 @@ RESULT_KEYS = frozenset(
         "max_rel_err",
     }
 )
+# What a v0.3.0 evaluator adds to RESULT_JSON (Atrex-Bench's test_kernel ``result_from_eval``,
+# index id 68528712763): its objective, the score by it, and the mean per-shape speedup;
+# ``speedup_vs_ref_geomean`` is then null.
+OBJECTIVE_RESULT_KEYS = frozenset({"performance_objective", "performance_score", "speedup_vs_ref_mean"})
+MEAN_SPEEDUP_OBJECTIVE = "shape_speedup_arithmetic_mean"
 HIDDEN_SIZE = 512
 EPS = 1e-6
 # (workload uuid, batch_size): three workloads, keyed by uuid in latency_us_by_shape.
@@ -684,13 +691,35 @@ _E2_ABBA_US = {  # schedule for --verify-repeats 2: incumbent r0, candidate r0, 
     ("incumbent", 1): (3.11, 3.21, 3.70),
 }
 _E3_CHECKPOINT_US = (2.88, 2.93, 3.10)
+# The v0.3.0 campaign's episode 2 (``objective=``): a candidate much faster at batch_size=1 and
+# slower on the two larger workloads. Its mean per-shape speedup beats v1's (3.81 vs 2.96), so
+# atrex v0.3 promotes it; its geomean latency is worse (3.50 vs 3.33 us), so the geomean
+# order (atrex v0.2's, and kernelscope's latency ratio) would keep v1.
+_E2_ABBA_US_BY_OBJECTIVE = {
+    ("incumbent", 0): (3.14, 3.20, 3.73),
+    ("candidate", 0): (1.04, 5.95, 6.85),
+    ("candidate", 1): (1.06, 6.05, 6.75),
+    ("incumbent", 1): (3.11, 3.21, 3.70),
+}
+_E2_DEV_US_BY_OBJECTIVE = (1.05, 6.00, 6.80)
 
 
 def sol_result(
-    latencies: tuple[float, ...] | None, *, abs_err: float = 4.77e-07, rel_err: float = 3.05e-06
+    latencies: tuple[float, ...] | None,
+    *,
+    abs_err: float = 4.77e-07,
+    rel_err: float = 3.05e-06,
+    objective: str | None = None,
 ) -> dict[str, Any]:
     """The ``RESULT_JSON`` dict reference/test_kernel.py ``_summarize()`` produces (keys sorted,
-    as its print line uses ``sort_keys=True``). ``None`` latencies = every workload failed."""
+    as its print line uses ``sort_keys=True``). ``None`` latencies = every workload failed.
+
+    ``objective`` (atrex v0.3.0): the evaluator also reports ``performance_objective``, its
+    ``performance_score`` and ``speedup_vs_ref_mean`` (the arithmetic mean of the per-workload
+    speedups over the reference), and ``speedup_vs_ref_geomean`` is null, as Atrex-Bench's
+    test_kernel ``result_from_eval`` does (index id 68528712763). SOL's own v0.3 test_kernel.py
+    is not in the search index; the supervisor reads the same keys from either
+    (orchestrator/session_io.py ``_record_local_test_result``, index id 68632735111)."""
     if latencies is None:
         failures = [f"{uuid[:8]}=INCORRECT_NUMERICAL ({{'batch_size': {b}}})" for uuid, b in WORKLOADS]
         result = {
@@ -718,6 +747,18 @@ def sol_result(
             "max_abs_err": abs_err,
             "max_rel_err": rel_err,
         }
+    if objective is not None:
+        mean = (
+            sum(r / k for r, k in zip(_REF_US, latencies, strict=True)) / len(latencies)
+            if latencies is not None
+            else None
+        )
+        result.update(
+            performance_objective=objective,
+            performance_score=mean,
+            speedup_vs_ref_mean=mean,
+            speedup_vs_ref_geomean=None,
+        )
     return dict(sorted(result.items()))
 
 
@@ -735,6 +776,27 @@ class _Campaign:
     ws: Path
     worktree_root: Path
     hashes: dict[str, str] = field(default_factory=dict)
+    objective: str | None = None  # atrex v0.3.0's performance_objective; None: v0.2 records
+
+    def result(self, latencies: tuple[float, ...] | None, **errors: float) -> dict[str, Any]:
+        return sol_result(latencies, objective=self.objective, **errors)
+
+    def abba(self) -> dict[tuple[str, int], tuple[float, float, float]]:
+        return _E2_ABBA_US_BY_OBJECTIVE if self.objective else _E2_ABBA_US
+
+    def reference_fields(self, result: dict[str, Any], score: float | None = None) -> dict[str, Any]:
+        """The performance keys after which a record names its reference speedup: at the pin
+        ``speedup_vs_ref_geomean``; in v0.3.0 (long_horizon/campaign.py ``_memory_record`` and
+        ``_outcome_memory_record`` @e68a2935, index id 62458180674; session_io.py for v0) the
+        objective, its score, the mean speedup, and a null geomean under the mean objective."""
+        if not self.objective:
+            return {"speedup_vs_ref_geomean": result["speedup_vs_ref_geomean"]}
+        return {
+            "performance_objective": result["performance_objective"],
+            "performance_score": result["performance_score"] if score is None else score,
+            "speedup_vs_ref_mean": result["speedup_vs_ref_mean"] if score is None else score,
+            "speedup_vs_ref_geomean": None,
+        }
 
     # paths ------------------------------------------------------------------------------------
     def branch(self, episode: int) -> str:
@@ -770,7 +832,7 @@ class _Campaign:
             for trial, ((hypothesis, change), lat) in enumerate(
                 zip(names, _E1_TRIAL_US, strict=True), start=1
             ):
-                result = sol_result(lat)
+                result = self.result(lat)
                 if lat is None:
                     evidence = (
                         "official base-seed evaluator: 0/3 PASS (INCORRECT_NUMERICAL on every workload)"
@@ -887,7 +949,7 @@ class _Campaign:
 
     def outcome(self, episode: int) -> dict[str, Any]:
         if episode == 1:
-            geo = sol_result(_E1_TRIAL_US[E1_BEST_TRIAL - 1])["latency_us_geomean"]
+            geo = self.result(_E1_TRIAL_US[E1_BEST_TRIAL - 1])["latency_us_geomean"]
             return {
                 "summary": f"Fast episode 1: trial {E1_BEST_TRIAL} (one Triton program per row, num_warps=8) "
                 f"is the fastest passing candidate at {geo:.2f} us geomean.",
@@ -949,16 +1011,19 @@ class _Campaign:
         """tools/sandbox.py _record_episode_evaluation(): one JSON line per evaluator run."""
         if episode == 1:
             kernels = E1_TRIAL_KERNELS
-            results = [sol_result(lat) for lat in _E1_TRIAL_US]
+            results = [self.result(lat) for lat in _E1_TRIAL_US]
             minutes = [65 + 20 * t for t in range(1, 6)]
         elif episode == 2:
             kernels, results, minutes = (
                 (KERNEL_E2_CHECKPOINT, KERNEL_V2),
-                [sol_result((2.82, 2.90, 3.16)), sol_result((2.70, 2.77, 3.05))],
+                [
+                    self.result((2.82, 2.90, 3.16)),
+                    self.result(_E2_DEV_US_BY_OBJECTIVE if self.objective else (2.70, 2.77, 3.05)),
+                ],
                 [295, 325],
             )
         elif episode == 3:
-            kernels, results, minutes = (KERNEL_E3_CHECKPOINT,), [sol_result(_E3_CHECKPOINT_US)], [515]
+            kernels, results, minutes = (KERNEL_E3_CHECKPOINT,), [self.result(_E3_CHECKPOINT_US)], [515]
         else:
             return []
         return [
@@ -976,8 +1041,8 @@ class _Campaign:
     # verification (long_horizon/models.py VerificationResult.as_dict) --------------------------
     def verification(self, episode: int) -> dict[str, Any] | None:
         if episode == 1:
-            best = sol_result(_E1_TRIAL_US[E1_BEST_TRIAL - 1])
-            incumbent = sol_result(_V0_US)["latency_us_geomean"]
+            best = self.result(_E1_TRIAL_US[E1_BEST_TRIAL - 1])
+            incumbent = self.result(_V0_US)["latency_us_geomean"]
             candidate = best["latency_us_geomean"]
             # long_horizon/campaign.py _latest_complete_episode_performance()
             run_result = {
@@ -991,11 +1056,15 @@ class _Campaign:
                 "eval_id": None,
                 "timestamp": self.evaluations(1)[E1_BEST_TRIAL - 1]["timestamp"],
             }
+            scores = None
+            if self.objective:
+                run_result.update({k: best[k] for k in sorted(OBJECTIVE_RESULT_KEYS)})
+                scores = (best["performance_score"], self.result(_V0_US)["performance_score"])
             return {
                 "gate": "PASS",
                 "candidate_latency_us": candidate,
                 "incumbent_latency_us": incumbent,
-                "improvement_pct": (incumbent - candidate) / incumbent * 100.0,
+                "improvement_pct": self._improvement(incumbent, candidate, scores),
                 "runs": [
                     {
                         "revision": "candidate",
@@ -1008,11 +1077,12 @@ class _Campaign:
                 ],
                 "error": None,
                 "artifact": str(self.worktree(1) / RUNTIME_DIR / "evaluations.jsonl"),
+                **self._scores(scores),
             }
         if episode == 2:
             runs = []
-            for (revision, repeat), lat in _E2_ABBA_US.items():
-                result = sol_result(lat)
+            for (revision, repeat), lat in self.abba().items():
+                result = self.result(lat)
                 tail = (
                     f"[test_kernel] RESULT_JSON={json.dumps(result, sort_keys=True)}\n"
                     "[test_kernel] ready-to-submit -> submission.json\n"
@@ -1029,22 +1099,48 @@ class _Campaign:
                 )
             cand = _geomean([r["result"]["latency_us_geomean"] for r in runs if r["revision"] == "candidate"])
             inc = _geomean([r["result"]["latency_us_geomean"] for r in runs if r["revision"] == "incumbent"])
+            scores = None
+            if self.objective:  # the arithmetic mean of each side's run scores
+                side = {
+                    rev: [r["result"]["performance_score"] for r in runs if r["revision"] == rev]
+                    for rev in ("candidate", "incumbent")
+                }
+                scores = (
+                    sum(side["candidate"]) / len(side["candidate"]),
+                    sum(side["incumbent"]) / len(side["incumbent"]),
+                )
             return {
                 "gate": "PASS",
                 "candidate_latency_us": cand,
                 "incumbent_latency_us": inc,
-                "improvement_pct": (inc - cand) / inc * 100.0,
+                "improvement_pct": self._improvement(inc, cand, scores),
                 "runs": runs,
                 "error": None,
                 "artifact": str(self.worktree(2) / VERIFY_DIR / _ABBA_ID / "result.json"),
+                **self._scores(scores),
             }
         return None
+
+    @staticmethod
+    def _improvement(incumbent: float, candidate: float, scores: tuple[float, float] | None) -> float:
+        """At the pin the latency reduction in percent; in v0.3.0 the performance score's gain
+        (``score_verification_payload``, index id 69770463870: candidate/incumbent - 1)."""
+        if scores is not None:
+            return (scores[0] / scores[1] - 1.0) * 100.0
+        return (incumbent - candidate) / incumbent * 100.0
+
+    @staticmethod
+    def _scores(scores: tuple[float, float] | None) -> dict[str, float]:
+        """models.py VerificationResult.as_dict @6864c759 adds both sides' scores."""
+        if scores is None:
+            return {}
+        return {"candidate_performance_score": scores[0], "incumbent_performance_score": scores[1]}
 
     # canonical memory -------------------------------------------------------------------------
     def memory_v0(self) -> dict[str, Any]:
         """orchestrator/session_io.py _record_local_test_result() on an empty record, then
         orchestrator/campaign.py Campaign._finalize_v0_measurement()."""
-        result = sol_result(_V0_US, abs_err=0.0, rel_err=0.0)
+        result = self.result(_V0_US, abs_err=0.0, rel_err=0.0)
         return {
             "version": "v0",
             "masked": False,
@@ -1058,7 +1154,7 @@ class _Campaign:
                 "shape_ids_are_opaque": False,
                 "measurement_status": "complete",
                 "measured_shape_count": len(WORKLOADS),
-                "speedup_vs_ref_geomean": result["speedup_vs_ref_geomean"],
+                **self.reference_fields(result),
             },
             "correctness": {"status": "PASS", "max_abs_err": 0.0, "max_rel_err": 0.0},
             "quality_gate": {"result": "PASS", "failure_reason": None},
@@ -1131,7 +1227,7 @@ class _Campaign:
                 if fast
                 else "same_allocation_abba",
                 "carried_from_version": None,
-                "speedup_vs_ref_geomean": representative["speedup_vs_ref_geomean"],
+                **self.reference_fields(representative, verification.get("candidate_performance_score")),
                 "tflops_peak_utilization_pct": None,
                 "bandwidth_peak_utilization_pct": None,
                 "authoritative_improvement_pct": verification["improvement_pct"],
@@ -1195,7 +1291,7 @@ class _Campaign:
                 "measurement_subject": "incumbent",
                 "measurement_source": "canonical_incumbent_carry_forward",
                 "carried_from_version": "v2",
-                "speedup_vs_ref_geomean": v2["speedup_vs_ref_geomean"],
+                **self.reference_fields(v2),
             },
             "optimization": {
                 "action_category": "long_horizon_episode",
@@ -1397,7 +1493,7 @@ class _Campaign:
 
     def baseline_report(self) -> str:
         """baseline_report.md as Campaign._write_v0_baseline_report() renders it."""
-        result = sol_result(_V0_US, abs_err=0.0, rel_err=0.0)
+        result = self.result(_V0_US, abs_err=0.0, rel_err=0.0)
         return (
             "# V0 baseline report\n\n"
             "This report was generated mechanically by the campaign supervisor.\n\n"
@@ -1698,7 +1794,12 @@ def _promote(git: _Git, campaign: _Campaign, episode: int, minutes: float) -> st
 
 
 def build_atrex_sol_workspace(
-    ws: Path, *, live: bool = True, orchestrator: bool = True, worktree_root: Path | None = None
+    ws: Path,
+    *,
+    live: bool = True,
+    orchestrator: bool = True,
+    worktree_root: Path | None = None,
+    objective: str | None = None,
 ) -> Path:
     """A SOL-ExecBench workspace as atrex's supervisor leaves it on its branch; returns ``ws``.
 
@@ -1719,10 +1820,18 @@ def build_atrex_sol_workspace(
     ``git status --porcelain`` is clean. Name ``ws`` ``WORKSPACE_NAME`` for full fidelity.
     ``git_commit_hash`` of v1/v2 is the *candidate* commit on the episode branch (what upstream
     records), not the squash commit on the main line; v0's is the V0 source commit; v3 has none.
+
+    ``objective`` (``MEAN_SPEEDUP_OBJECTIVE``): the same campaign run by atrex v0.3.0, which
+    scores by that objective (docs/releases/v0.3.0.md @ac1f588: "Performance scoring now uses
+    the arithmetic mean of per-shape speedups consistently across evaluation and promotion"):
+    every RESULT_JSON, verification and memory record carries ``performance_objective`` and
+    ``performance_score`` (``speedup_vs_ref_geomean`` null), and episode 2's candidate is the
+    one whose mean speedup wins while its geomean latency loses (``_E2_ABBA_US_BY_OBJECTIVE``).
     """
     ws = Path(ws).resolve()
     ws.mkdir(parents=True, exist_ok=True)
-    campaign = _Campaign(ws, Path(worktree_root).resolve() if worktree_root else _default_worktree_root(ws))
+    root = Path(worktree_root).resolve() if worktree_root else _default_worktree_root(ws)
+    campaign = _Campaign(ws, root, objective=objective)
     git = _Git()
     h = campaign.hashes
 

@@ -18,7 +18,7 @@ from kernelscope.daemon.engine.memory import atrex_fields
 from kernelscope.daemon.engine.memory.core import kernelscope_block, normalize_version
 from kernelscope.protocol.history import ConfigDelta, ScoreValue, VersionComparison
 from kernelscope.protocol.memory import as_float
-from kernelscope.protocol.record_rules import section_get
+from kernelscope.protocol.record_rules import format_score, section_get
 
 
 def _facts(history: History, version: str) -> VersionFacts:
@@ -204,7 +204,12 @@ def comparison_markdown(comparison: VersionComparison, actions: dict[str, str | 
     parents = [e.vs_parent.text() if e.vs_parent else "-" for e in (a, b)]
     lines.append(f"| vs its parent | {parents[0]} | {parents[1]} |")
     if a.vs_reference is not None or b.vs_reference is not None:
-        references = [_number(e.vs_reference, ".2f", "x") for e in (a, b)]
+        references = [
+            "-"
+            if e.vs_reference is None
+            else format_score(e.vs_reference, aggregate=e.vs_reference_aggregate)
+            for e in (a, b)
+        ]
         lines.append(f"| vs reference | {references[0]} | {references[1]} |")
     lines.append(f"| latency (us) | {_number(a.latency_us)} | {_number(b.latency_us)} |")
     lines.append(f"| commit | {short(a.commit) or '-'} | {short(b.commit) or '-'} |")

@@ -314,7 +314,8 @@ def _effect(
         verdict=verdict,
         score=score,
         vs_parent=vs_parent,
-        vs_reference=reference,
+        vs_reference=None if reference is None else reference.value,
+        vs_reference_aggregate=None if reference is None else reference.aggregate,
         latency_us=record.metric("latency_us") if outcome.measured else None,
         failure=None if passed or outcome.label else failure_text(record),
         action=_first_clause(_optimization(record, "action_description")),
@@ -346,7 +347,9 @@ def effect_text(effect: VersionEffect) -> str:
         elif not (effect.vs_parent is not None and effect.vs_parent.versus == score.versus):
             parts.append(score.text())
     if effect.vs_reference is not None:
-        parts.append(format_score(effect.vs_reference, versus="reference"))
+        parts.append(
+            format_score(effect.vs_reference, versus="reference", aggregate=effect.vs_reference_aggregate)
+        )
     if not parts and effect.version == "v0":
         parts.append("baseline")
     text = " · ".join(parts) if parts else "no measurement recorded"
@@ -618,6 +621,7 @@ def _episode_trials(history: History, branches: dict[int, tuple[str, str]]) -> l
     texts = gitdata.read_blobs(root, [b for b in objects.values() if b]) if verdicts else {}
     base = history.versions.get("v0")
     base_latency = base.record.metric("latency_us") if base is not None else None
+    base_performance = base.record.performance if base is not None else None
     trials = []
     for position, commit in enumerate(reversed(commits)):  # oldest first
         blob = objects.get(f"{commit.commit}:{rel}")
@@ -632,18 +636,24 @@ def _episode_trials(history: History, branches: dict[int, tuple[str, str]]) -> l
             passed = bool(result.get("all_pass"))
             if passed:
                 geomean = as_float(result.get("latency_us_geomean"))
-                if geomean and base_latency:
+                # the one score's rule (memory/core.py score_parts): atrex's objective, else latency
+                by_objective = atrex_fields.objective_ratio(result, base_performance)
+                by_latency = base_latency / geomean if geomean and base_latency else None
+                if by_objective is not None or by_latency is not None:
                     score = ScoreValue.model_construct(
-                        value=base_latency / geomean,
-                        kind="latency_ratio",
+                        value=by_objective if by_objective is not None else by_latency,
+                        kind="metric_ratio" if by_objective is not None else "latency_ratio",
                         versus="v0",
                         ci=None,
-                        source="evaluations.jsonl latency_us_geomean",
+                        source="evaluations.jsonl "
+                        + ("performance_score" if by_objective is not None else "latency_us_geomean"),
                     )
-                reference = as_float(result.get("speedup_vs_ref_geomean"))
+                reference = atrex_fields.reference_speedup(result)
                 figures = [
                     f"{geomean:.3g} us geomean" if geomean else "",
-                    format_score(reference, versus="reference") if reference else "",
+                    format_score(reference.value, versus="reference", aggregate=reference.aggregate)
+                    if reference is not None and reference.value
+                    else "",
                 ]
                 detail = "PASS " + ", ".join(f for f in figures if f) + ", already measured"
             else:

@@ -6,6 +6,18 @@ speedup_vs_ref_geomean, measurement_subject, carried_from_version}`. A pivot, bl
 or interrupted episode still gets a record (gate FAIL, no commit), whose latency may be the
 incumbent's carried forward: that is not a measurement of the version.
 
+Which atrex versions: records of v0.2 (the pin, 16f7ec4) and of v0.3.0. v0.3.0 scores by an
+objective (docs/releases/v0.3.0.md @ac1f588: "the arithmetic mean of per-shape speedups
+consistently across evaluation and promotion"): every record it writes, v0 included, carries
+`performance.performance_objective` ("shape_speedup_arithmetic_mean") and
+`performance.performance_score` (that mean speedup over the reference), and
+`speedup_vs_ref_geomean` is null (long_horizon/campaign.py `_memory_record`,
+`_outcome_memory_record` @e68a2935, index id 62458180674; orchestrator/session_io.py
+`_record_local_test_result`, index id 68632735111). `reference_speedup` reads the objective's
+score when one is recorded, else the v0.2 geomean, and names which; `objective_ratio` compares
+two records only when they carry the same objective, as atrex's own dashboard does (its design
+doc, index id 71559421696: records of different objectives are not one comparable curve).
+
 Pydantic-free on purpose: the records are read as raw dicts too (the CLI's fast path)."""
 
 from __future__ import annotations
@@ -144,5 +156,55 @@ def latency_by_shape(record: MemoryRecord | dict[str, Any]) -> dict[str, float]:
     return {k: v for k, v in found.items() if v is not None}
 
 
-def speedup_vs_reference(record: MemoryRecord | dict[str, Any]) -> float | None:
-    return as_float(_get(_get(record, "performance"), "speedup_vs_ref_geomean"))
+# performance_objective values and what their score aggregates, in the words surfaces show
+MEAN_OF_SHAPE_SPEEDUPS = "shape_speedup_arithmetic_mean"
+AGGREGATES = {MEAN_OF_SHAPE_SPEEDUPS: "mean over shapes"}
+GEOMEAN = "geomean"  # speedup_vs_ref_geomean: atrex v0.2 and older, SOL's test_kernel.py at the pin
+
+
+class ReferenceSpeedup:
+    """A record's speedup over its problem's reference, and what it aggregates over the
+    shapes (`aggregate`: "mean over shapes" or "geomean")."""
+
+    __slots__ = ("aggregate", "value")
+
+    def __init__(self, value: float, aggregate: str) -> None:
+        self.value, self.aggregate = value, aggregate
+
+
+def objective_score(performance: Any) -> tuple[str, float] | None:
+    """(objective, score) when a performance section or RESULT_JSON object names an objective
+    kernelscope knows (`AGGREGATES`: a speedup over the reference, higher is better) and a
+    positive finite `performance_score`. Under any other objective atrex still writes
+    `speedup_vs_ref_geomean` (session_io.py nulls it only under the mean objective), so that
+    record is read as a v0.2 one rather than ranked by a score whose direction is unknown."""
+    objective = _get(performance, "performance_objective")
+    score = as_float(_get(performance, "performance_score"))
+    if isinstance(objective, str) and objective in AGGREGATES and score is not None and score > 0:
+        return str(objective), score
+    return None
+
+
+def reference_speedup(performance: Any) -> ReferenceSpeedup | None:
+    """The speedup over the reference a performance section (or a gate's RESULT_JSON object)
+    records: the objective's score when there is one (atrex v0.3), else
+    `speedup_vs_ref_geomean` (v0.2 and older)."""
+    found = objective_score(performance)
+    if found is not None:
+        return ReferenceSpeedup(found[1], AGGREGATES[found[0]])
+    geomean = as_float(_get(performance, "speedup_vs_ref_geomean"))
+    return None if geomean is None else ReferenceSpeedup(geomean, GEOMEAN)
+
+
+def speedup_vs_reference(record: MemoryRecord | dict[str, Any]) -> ReferenceSpeedup | None:
+    return reference_speedup(_get(record, "performance"))
+
+
+def objective_ratio(performance: Any, base_performance: Any) -> float | None:
+    """`performance_score` / the base's when both carry the same known objective (higher is
+    better), else None: scores of different objectives (a
+    workspace upgraded from v0.2, whose v0 records none) are not compared."""
+    found, base = objective_score(performance), objective_score(base_performance)
+    if found is None or base is None or found[0] != base[0]:
+        return None
+    return found[1] / base[1]

@@ -197,6 +197,7 @@ LISTED_FIELDS = (
     "outcome",
     "carried_from",
     "speedup_vs_reference",
+    "reference_aggregate",
     "experiments",
     "open_directions",
 )
@@ -217,11 +218,16 @@ def metric(record: Any, name: str) -> float | None:
 
 
 # -- the one score of a version -----------------------------------------------------------
-# Every surface shows it (memory/scores.py wraps it for the models). In a fixed order:
+# Every surface shows it (memory/scores.py wraps it for the models), and every "best" is the
+# version it ranks highest (scores.best_score). In a fixed order:
+# 0. `performance.performance_score` / v0's when both records carry the same objective (atrex
+#    v0.3.0's mean of per-shape speedups, atrex_fields.objective_ratio), named a metric ratio:
+#    atrex promotes by it, so the best is the version atrex promoted;
 # 1. `kernelscope.score_vs_v0`: the in-run geometric-mean speedup over all configurations, with
 #    its 95% interval (`kernelscope.score_ci`), when the record has it (`kernelscope iterate`);
-# 2. else the latency ratio v0 latency / version latency (records of other tools), named a
-#    latency ratio, never a speedup;
+# 2. else the latency ratio v0 latency / version latency (records of other tools, and atrex
+#    records whose objective is not v0's: a workspace upgraded from v0.2), named a latency
+#    ratio, never a speedup;
 # 3. else the ratio of the README's target metric (bandwidth, TFLOP/s) to v0's.
 # Carried-forward numbers (an atrex pivot's) are never a score.
 
@@ -263,6 +269,12 @@ def score_parts(record: Any, baseline: Any, kind: str | None = None) -> ScorePar
     """The one score of `record` (raw object or model) against v0's `baseline` record."""
     if not atrex_fields.record_outcome(record).measured:
         return None
+    if baseline is not None:
+        by_objective = atrex_fields.objective_ratio(
+            section_get(record, "performance"), section_get(baseline, "performance")
+        )
+        if by_objective is not None:
+            return (by_objective, "metric_ratio", "v0", None, "performance.performance_score")
     block = kernelscope_block(record)
     in_run = _positive(block.get("score_vs_v0"))
     if in_run is not None:
@@ -313,6 +325,7 @@ def summary_row(
     notes = atrex_fields.experiments(raw)
     directions = atrex_fields.open_directions(raw)
     action = section_get(raw.get("optimization"), "action_category")
+    reference = atrex_fields.speedup_vs_reference(raw) if outcome.measured else None
     row.update(
         masked=masked(raw.get("masked")),
         gate=gate_result(raw.get("quality_gate"), raw.get("correctness")),
@@ -326,7 +339,8 @@ def summary_row(
         action=None if action is None else str(action),
         outcome=outcome.label,
         carried_from=outcome.carried_from,
-        speedup_vs_reference=atrex_fields.speedup_vs_reference(raw) if outcome.measured else None,
+        speedup_vs_reference=None if reference is None else reference.value,
+        reference_aggregate=None if reference is None else reference.aggregate,
         experiments=len(notes) if notes else None,
         open_directions=len(directions) if directions else None,
     )

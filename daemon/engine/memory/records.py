@@ -409,13 +409,21 @@ class MemoryManager:
     def best_version(self, entries: list[MemoryEntry], kind: MetricKind | None) -> tuple[str | None, str]:
         """The current best among unmasked versions whose gate passed, and the rule used.
 
-        Judged on the README's first stop condition: highest `tflops`, highest
-        `bandwidth_gbps`, or lowest `latency_us`; with no stop conditions, lowest latency.
-        When no passing version has the metric, the latest passing version is kept.
+        Judged on the README's first stop condition: highest `tflops` or highest
+        `bandwidth_gbps`; for a latency target or none, the best by the one score vs v0 (the
+        version the lenses call best: scores.best_score; under atrex v0.3's objective the
+        version atrex promoted), else the lowest latency. When no passing version has the
+        metric, the latest passing version is kept.
         """
         metric = RECORD_METRIC[kind or "latency"]
         higher_better = kind in ("tflops", "bandwidth")
         passing = [e for e in entries if e.record and not e.masked and e.record.gate_passed]
+        if not higher_better:
+            from kernelscope.daemon.engine.memory.scores import best_score, scores_by_kind
+
+            top = best_score(scores_by_kind(entries, kind))
+            if top is not None:
+                return top.version, "highest score vs v0 among versions whose quality gate passed"
         scored = _finite_metric(passing, metric)
         direction = "highest" if higher_better else "lowest"
         if scored:

@@ -7,6 +7,7 @@ They differ (23.01x vs 20.06x for the demo's v3), and both were called a speedup
 surface now asks `version_score`, which picks one definition in a fixed order and says which
 it picked (`ScoreValue.kind`):
 
+0. atrex v0.3's `performance.performance_score` / v0's, when both carry the same objective;
 1. `kernelscope.score_vs_v0`: the in-run geometric-mean speedup over all configurations, with
    its 95% interval (`kernelscope.score_ci`), when the record has it (`kernelscope iterate`);
 2. else the latency ratio v0 latency / version latency (records of other tools), named a
@@ -92,7 +93,8 @@ def parent_effect(
 ) -> ScoreValue | None:
     """The version's measured effect against its parent, in the first form recorded:
     kernelscope's in-run speedup vs the parent, the experiment's, atrex's authoritative
-    (ABBA) improvement, else the ratio of the two recorded latencies."""
+    (ABBA) improvement (a latency change at the pin, the objective score's gain in v0.3),
+    else the ratio of the two recorded latencies."""
     if not atrex_fields.record_outcome(record).measured:
         return None
     if parent_version == "v0":  # one number per fact: against v0 that is the version's score
@@ -119,6 +121,16 @@ def parent_effect(
             interval = None
         return _score(in_run, "speedup", versus, interval, source)
     improvement = as_float(_performance_field(record, "authoritative_improvement_pct"))
+    if improvement is not None and atrex_fields.objective_score(record.performance) is not None:
+        # atrex v0.3 verifies the objective's score, not the latency: the gain is score
+        # candidate/incumbent - 1 (score_verification_payload, index id 69770463870)
+        return _score(
+            1.0 + improvement / 100.0,
+            "metric_ratio",
+            versus,
+            None,
+            "performance.authoritative_improvement_pct",
+        )
     if improvement is not None:
         return _score(
             -improvement, "latency_change_pct", versus, None, "performance.authoritative_improvement_pct"
@@ -226,13 +238,33 @@ class VersionScore:
     masked: bool = False  # hidden from the active memory: never named best or latest
 
 
+def best_score(scores: list[VersionScore], among: set[str] | None = None) -> VersionScore | None:
+    """The best version, the one rule every "best" follows (the kernel lens, the goal line,
+    mask-half's keep, the probe's baseline): the highest score vs v0 among unmasked versions
+    whose gate passed (only those in `among` when given); the later version wins a tie."""
+    best = None
+    for score in scores:
+        if score.masked or not score.passed or score.score is None:
+            continue
+        if among is not None and score.version not in among:
+            continue
+        if best is None or best.score is None or score.score >= best.score:
+            best = score
+    return best
+
+
 def memory_scores(entries: list[MemoryEntry], readme: ReadmeInfo | None) -> list[VersionScore]:
-    """A score per readable version, the one every surface shows (`version_score`): the in-run
-    geometric-mean speedup vs v0 when the record has it (`kernelscope.score_vs_v0`), else v0
-    latency / vN latency, else vN metric / v0 metric."""
+    """A score per readable version, the one every surface shows (`version_score`): atrex's
+    objective score ratio when v0 and the version share one, the in-run geometric-mean speedup
+    vs v0 when the record has it (`kernelscope.score_vs_v0`), else v0 latency / vN latency,
+    else vN metric / v0 metric."""
+    return scores_by_kind(entries, readme.primary_kind if readme else None)
+
+
+def scores_by_kind(entries: list[MemoryEntry], kind: MetricKind | None) -> list[VersionScore]:
+    """`memory_scores` for a README whose primary metric is `kind`."""
     records = [e for e in entries if e.record is not None]
     base = next((e.record for e in records if e.number == 0), None)
-    kind = readme.primary_kind if readme else None
     scores = []
     for entry in records:
         record = entry.record

@@ -32,6 +32,7 @@ from typing import Any, Protocol
 from pydantic import ValidationError
 
 from kernelscope.daemon.engine import UsageError, counted
+from kernelscope.daemon.engine.memory import atrex_fields
 from kernelscope.daemon.engine.run import child_limits
 from kernelscope.daemon.engine.run.child_limits import ResourceLimits
 from kernelscope.daemon.engine.run.gate_output import (
@@ -515,7 +516,9 @@ def run_gate_command(request: BenchRequest, cancel: threading.Event | None = Non
     messages = [summary(report, by)] if report else []
     if finished and outcome.returncode == 0 and not says_failed:
         timed = report is not None and bool(report.latency_us_by_shape)
-        speedup = report.speedup_vs_ref_geomean if report else None
+        # the rule every record is read by: the objective's score (atrex v0.3), else the geomean
+        reference = atrex_fields.reference_speedup(report) if report else None
+        speedup = reference.value if reference is not None else None
         if timed and mode == "interpreter":
             messages.append("interpreter mode: the gate's timings are CPU figures, not GPU ones")
         return BenchResult(

@@ -9,6 +9,10 @@ JSON line:
   max_rel_err}` after reducing the evaluator's traces (latencies in microseconds, keyed by
   workload uuid; each failure reads `<uuid[:8]>=<STATUS> (<axes>)`, or `seed<N>: ...` from
   its multi-seed check). Printed on success and failure alike, before its exit status.
+  atrex v0.3.0's evaluators add `performance_objective` ("shape_speedup_arithmetic_mean"),
+  `performance_score` and `speedup_vs_ref_mean`, with `speedup_vs_ref_geomean` null
+  (Atrex-Bench's test_kernel `result_from_eval`, index id 68528712763; SOL's v0.3
+  test_kernel.py is not in the index, and the supervisor reads the same keys from both).
 - a bare JSON object line (kernelscope's own older contract): `{"passed", "message",
   "configs": [{"name", "passed", "max_abs_err", "max_rel_err", "message"}]}`.
 
@@ -30,6 +34,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from kernelscope.daemon.engine.memory import atrex_fields
 from kernelscope.protocol.bench import BenchError, ConfigResult, ErrorKind, GateReport
 
 RESULT_JSON = re.compile(r"^(?P<prefix>.*?)\s*RESULT_JSON=(?P<body>\{.*\})\s*$")
@@ -101,6 +106,7 @@ def report_from(command: str, source: str, data: dict[str, Any], exit_code: int 
                 latencies[str(key)] = number
     failures = data.get("failures")
     all_pass = data.get("all_pass")
+    objective = data.get("performance_objective")
     return GateReport(
         command=command,
         source=source,
@@ -113,6 +119,9 @@ def report_from(command: str, source: str, data: dict[str, Any], exit_code: int 
         latency_us_geomean=_number(data.get("latency_us_geomean")),
         latency_us_arith_mean=_number(data.get("latency_us_arith_mean")),
         speedup_vs_ref_geomean=_number(data.get("speedup_vs_ref_geomean")),
+        performance_objective=objective if isinstance(objective, str) else None,
+        performance_score=_number(data.get("performance_score")),
+        speedup_vs_ref_mean=_number(data.get("speedup_vs_ref_mean")),
         max_abs_err=_number(data.get("max_abs_err")),
         max_rel_err=_number(data.get("max_rel_err")),
         extra={k: v for k, v in data.items() if k not in KNOWN_KEYS},
@@ -229,8 +238,9 @@ def summary(report: GateReport, measured_by: str) -> str:
         parts.append(f"{report.passed}/{report.total} workloads passed")
     if report.latency_us_geomean:
         parts.append(f"geomean latency {report.latency_us_geomean:.4g} us")
-    if report.speedup_vs_ref_geomean:
-        parts.append(f"{report.speedup_vs_ref_geomean:.3f}x vs its reference (geomean)")
+    speedup = atrex_fields.reference_speedup(report)  # the rule every record is read by
+    if speedup is not None and speedup.value:
+        parts.append(f"{speedup.value:.3f}x vs its reference ({speedup.aggregate})")
     if report.max_abs_err is not None or report.max_rel_err is not None:
         parts.append(f"max abs/rel error {report.max_abs_err or 0:.2e}/{report.max_rel_err or 0:.2e}")
     return f"measured by the workspace's {measured_by}: " + (", ".join(parts) or "no numbers")

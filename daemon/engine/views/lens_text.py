@@ -15,7 +15,7 @@ from kernelscope.daemon.engine import counted
 from kernelscope.daemon.engine.memory import atrex_fields
 from kernelscope.daemon.engine.memory.core import kernelscope_block
 from kernelscope.daemon.engine.memory.records import MemoryEntry
-from kernelscope.daemon.engine.memory.scores import VersionScore
+from kernelscope.daemon.engine.memory.scores import VersionScore, best_score, memory_scores
 from kernelscope.daemon.engine.workspace import atrex
 from kernelscope.daemon.engine.workspace.cache import WorkspaceCache
 from kernelscope.daemon.engine.workspace.masked import has_runs, run_counts
@@ -59,8 +59,7 @@ def kernel_lens(summary: KernelSummary | None, scores: list[VersionScore]) -> st
     if not scores:
         return "no iterations yet"
     active = [s for s in scores if not s.masked]
-    scored = [s for s in active if s.passed and s.score is not None]
-    best_score = max(scored, key=lambda s: s.score or 0.0) if scored else None
+    top = best_score(scores)
     last = active[-1] if active else None
     # A pivot or blocked episode is an outcome of the search, not a kernel that failed its gate.
     outcomes: dict[str, int] = {}
@@ -69,8 +68,8 @@ def kernel_lens(summary: KernelSummary | None, scores: list[VersionScore]) -> st
             outcomes[s.label] = outcomes.get(s.label, 0) + 1
     failed = sum(1 for s in active if not s.passed and not s.label)
     best_text = (
-        f"best {format_score(best_score.score)} {best_score.version}"
-        if best_score is not None and best_score.score is not None
+        f"best {format_score(top.score)} {top.version}"
+        if top is not None and top.score is not None
         else "best -"
     )
     if last is None:
@@ -143,7 +142,7 @@ def file_lens(
         else:
             parts.append(f"{target} | no passing measurement yet")
     elif readme is not None and readme.goal:
-        parts.append(_goal_progress(readme.goal, entries))
+        parts.append(_goal_progress(readme.goal, entries, memory_scores(entries, readme)))
     else:
         parts.append("no stop conditions in README.md")
     live = atrex.live_episode(ws.memory_dir)
@@ -164,9 +163,11 @@ def file_lens(
     return " | ".join(parts)
 
 
-def _goal_progress(goal: str, entries: list[MemoryEntry]) -> str:
-    """A README that states a goal instead of a threshold (today's atrex: minimize the geomean
-    latency over the workloads): the best measured latency and its speedup vs the reference."""
+def _goal_progress(goal: str, entries: list[MemoryEntry], scores: list[VersionScore]) -> str:
+    """A README that states a goal instead of a threshold (atrex's SOL seed: minimize the
+    geomean latency over the workloads): the best version by the one score (`best_score`, so
+    under atrex v0.3's objective the version it promoted), its latency and its speedup vs the
+    reference; with no score vs v0 (no v0 record), the lowest measured latency."""
     text = goal if len(goal) <= 60 else goal[:59] + "…"
     measured = [
         (e, e.record.metric("latency_us"))
@@ -176,13 +177,20 @@ def _goal_progress(goal: str, entries: list[MemoryEntry]) -> str:
         and e.record.gate_passed
         and atrex_fields.record_outcome(e.record).measured
     ]
+    top = best_score(scores)
+    chosen = [(e, value) for e, value in measured if top is not None and e.version == top.version]
     latencies = [(e, value) for e, value in measured if value is not None]
-    if not latencies:
+    if not chosen and not latencies:
         return f"goal: {text} | no passing measurement yet"
-    best, latency = min(latencies, key=lambda item: item[1])
+    best, latency = chosen[0] if chosen else min(latencies, key=lambda item: item[1] or 0.0)
+    shown = f"{latency:.4g} us {best.version}" if latency is not None else best.version
     speedup = atrex_fields.speedup_vs_reference(best.record) if best.record else None
-    versus = f", {format_score(speedup, versus='reference')}" if speedup is not None else ""
-    return f"goal: {text} | best {latency:.4g} us {best.version}{versus}"
+    versus = (
+        f", {format_score(speedup.value, versus='reference', aggregate=speedup.aggregate)}"
+        if speedup is not None
+        else ""
+    )
+    return f"goal: {text} | best {shown}{versus}"
 
 
 def recorded_notes(root: Path, entries: list[MemoryEntry], versions: int = 4) -> list[str]:

@@ -476,6 +476,16 @@ class Iteration:
                     deltas[key] = None if before is None or now is None else round(now - before, 4)
                 deltas["previous_version"] = parent.version if parent else None
                 deltas["speedup_vs_previous"] = bench.score_vs_parent
+        report = bench.gate if bench.passed else None
+        if report is not None and report.performance_objective:
+            # the gate scores by an objective (atrex v0.3's evaluators): recorded as atrex's
+            # session_io.py records it, so kernelscope's records and atrex's rank alike
+            perf.update(
+                performance_objective=report.performance_objective,
+                performance_score=report.performance_score,
+                speedup_vs_ref_mean=report.speedup_vs_ref_mean,
+                speedup_vs_ref_geomean=report.speedup_vs_ref_geomean,
+            )
         record["optimization"].update(
             action_category=category,
             action_description=description,

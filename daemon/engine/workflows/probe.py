@@ -18,7 +18,7 @@ from pathlib import Path
 
 from kernelscope.daemon.engine.memory.git_place import find_repository
 from kernelscope.daemon.engine.memory.records import MemoryEntry
-from kernelscope.daemon.engine.memory.scores import memory_scores
+from kernelscope.daemon.engine.memory.scores import best_score, memory_scores
 from kernelscope.daemon.engine.run.bench import BenchRequest, run_benchmark
 from kernelscope.daemon.engine.run.warm_worker import WarmWorkers
 from kernelscope.daemon.engine.workflows.git import Git
@@ -45,15 +45,11 @@ def last_passing(entries: list[MemoryEntry]) -> MemoryEntry | None:
 
 
 def best_passing(entries: list[MemoryEntry], readme: ReadmeInfo | None) -> MemoryEntry | None:
-    """The committed passing version with the highest score vs v0 (the last passing one when
-    none has a score)."""
+    """The best committed passing version (`best_score`, the rule of every best; the last
+    passing one when none has a score)."""
     passing = {e.version: e for e in _committed_passing(entries)}
-    scored = [
-        (s.score, passing[s.version].number, s.version)
-        for s in memory_scores(entries, readme)
-        if s.version in passing and s.score is not None and not passing[s.version].masked
-    ]
-    return passing[max(scored)[2]] if scored else last_passing(entries)
+    best = best_score(memory_scores(entries, readme), among=set(passing))
+    return passing[best.version] if best is not None else last_passing(entries)
 
 
 def kernel_at(git: Git, kernel_path: Path, entry: MemoryEntry | None, tmp: Path, name: str) -> Path | None:
