@@ -45,6 +45,7 @@ from kernelscope.daemon.engine.run.gate_output import (
 )
 from kernelscope.daemon.engine.run.scratch import Scratch, scratch_copy
 from kernelscope.daemon.engine.run.warm_worker import WarmWorkers, WorkerLost
+from kernelscope.daemon.engine.workspace.kinds import folder_of
 from kernelscope.daemon.engine.workspace.readme import parse_readme_file
 from kernelscope.protocol import kinds
 from kernelscope.protocol.bench import BenchError, BenchResult
@@ -137,7 +138,21 @@ def _peaks(readme: ReadmeInfo) -> tuple[float | None, float | None]:
     return bandwidth, tflops
 
 
-def _resolve(request: BenchRequest) -> tuple[BenchRequest, ReadmeInfo | None]:
+def _own_gate_command(spec: kinds.KindSpec, folder: kinds.Folder) -> str:
+    """The gate a kind with its own evaluator runs when none is named; a setup error, before
+    anything runs, where that evaluator is missing."""
+    own = spec.own_gate
+    assert own is not None
+    if not folder.has(own.script):
+        raise UsageError(
+            f"this {spec.name} workspace is measured by its own evaluator, {own.script}, which it "
+            "lacks (kernelscope's harness does not read this kind); nothing was run. Name the "
+            "evaluator with --gate-command"
+        )
+    return own.command
+
+
+def _resolve(request: BenchRequest) -> tuple[BenchRequest, ReadmeInfo | None, kinds.KindSpec]:
     workspace = request.workspace.expanduser().resolve()
     if not workspace.is_dir():
         raise UsageError(f"workspace {workspace} does not exist")
@@ -146,30 +161,38 @@ def _resolve(request: BenchRequest) -> tuple[BenchRequest, ReadmeInfo | None]:
     candidate = (request.candidate or workspace / "kernel.py").expanduser().resolve()
     if not candidate.is_file():
         raise UsageError(f"candidate {candidate} does not exist")
-    baseline = request.baseline or settings.get("baseline")
+    reference = _reference_path(request.reference, settings, workspace)
+    folder = folder_of(workspace, readme)
+    folder.reference = reference
+    spec = kinds.detect(folder)
+    own = spec.own_gate
+    gate_command = request.gate_command or settings.get("gate_command")
+    if own is not None and not gate_command:
+        gate_command = _own_gate_command(spec, folder)
+    # a kind measured by its own evaluator: its speedups are against what that evaluator says
+    baseline = own.baseline if own is not None else request.baseline or settings.get("baseline")
     if baseline is None:
         baseline = str(workspace / "baseline.py") if (workspace / "baseline.py").is_file() else "reference"
-    if baseline != "reference":
+    if baseline != "reference" and own is None:
         path = Path(baseline).expanduser()
         if not path.is_absolute() and not path.exists():
             path = workspace / path  # relative to the workspace (README block) if not to cwd
         if not path.is_file():
             raise UsageError(f"baseline {path} does not exist")
         baseline = str(path.resolve())
-    reference = _reference_path(request.reference, settings, workspace)
     problem_sizes, precision = _problem_settings(request, settings)
     resolved = BenchRequest(
         workspace=workspace,
         candidate=candidate,
         baseline=baseline,
         reference=reference,
-        entry=request.entry or settings.get("entry_point", "kernel_fn"),
+        entry=request.entry or settings.get("entry_point") or (own.entry_point if own else "kernel_fn"),
         mode=request.mode,
         python=request.python or os.environ.get(ENV_PYTHON) or sys.executable,
         timeout_s=float(settings.get("timeout_s", request.timeout_s)),
         memory_limit_mb=request.memory_limit_mb,
         seeds=request.seeds,
-        gate_command=request.gate_command or settings.get("gate_command"),
+        gate_command=gate_command,
         parent=request.parent,
         gate_timeout_s=request.gate_timeout_s,
         extra_args=list(request.extra_args),
@@ -178,7 +201,7 @@ def _resolve(request: BenchRequest) -> tuple[BenchRequest, ReadmeInfo | None]:
         problem_sizes=problem_sizes,
         precision=precision,
     )
-    return resolved, readme
+    return resolved, readme, spec
 
 
 def _tail(path: Path) -> str:
@@ -464,7 +487,9 @@ def _gate_mode(request: BenchRequest, env: dict[str, str]) -> str:
     return "gpu" if gpu else "interpreter"
 
 
-def run_gate_command(request: BenchRequest, cancel: threading.Event | None = None) -> BenchResult | None:
+def run_gate_command(
+    request: BenchRequest, cancel: threading.Event | None = None, own: kinds.OwnGate | None = None
+) -> BenchResult | None:
     """The workspace's own gate (e.g. `python test_kernel.py --no-memory`): exit 0 passes.
 
     It runs in a scratch copy of the workspace (`scratch.scratch_copy`): a gate is the
@@ -478,6 +503,9 @@ def run_gate_command(request: BenchRequest, cancel: threading.Event | None = Non
     gate's reference (the score), errors and named failures; a bare JSON line
     `{"passed", "message", "configs": [...]}` gives per-configuration verdicts. Either one
     saying it did not pass fails the gate even on exit status 0. None when no command is set.
+
+    `own`: the workspace kind's own evaluator (Atrex-Bench's test_kernel.py), whose baseline
+    the result names.
     """
     if not request.gate_command:
         return None
@@ -525,7 +553,7 @@ def run_gate_command(request: BenchRequest, cancel: threading.Event | None = Non
             workspace=str(workspace),
             candidate=str(request.candidate),
             # the gate's speedup is against its own reference (SOL-ExecBench's reference.py)
-            baseline="reference" if timed else str(request.baseline),
+            baseline=str(request.baseline) if own is not None or not timed else "reference",
             entry_point=str(request.entry),
             configs=configs,
             score=speedup if timed and speedup else None,
@@ -614,7 +642,11 @@ def run_benchmark(
     supervision, the caps and the result are the same (`warm_worker`). The gate command, a
     workspace's own program, always starts cold.
     """
-    resolved, readme = _resolve(request)
+    resolved, readme, spec = _resolve(request)
+    if spec.own_gate is not None:  # measured by its own evaluator alone (Atrex-Bench)
+        gate = run_gate_command(resolved, cancel, spec.own_gate)
+        assert gate is not None  # _resolve names the kind's gate or refuses
+        return gate
     has_reference = bool(resolved.reference and resolved.reference.is_file())
     if not has_reference and not resolved.gate_command:
         raise UsageError(f"no reference module {resolved.reference} (see the README's benchmark contract)")
