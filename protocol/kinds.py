@@ -73,12 +73,13 @@ class OwnGate:
     """The evaluator a kind ships in its workspaces, which measures it instead of kernelscope's
     harness: the gate command run when neither `--gate-command` nor the README's block names
     one and its script exists, what the evaluator calls in the candidate and what its speedups
-    are against."""
+    are against, and the ignored runtime it reads (copied into the scratch copy it runs in)."""
 
     command: str
     script: str
     entry_point: str
     baseline: str
+    runtime: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -114,6 +115,8 @@ ATREX_BENCH = KindSpec(
         script="test_kernel.py",
         entry_point="Model",  # the candidate kernel.py exposes class Model, as reference.py does
         baseline="metadata.json",  # speedups vs each shape's production_performance.performance_us
+        # what atrex copies from the Atrex-Bench checkout and gitignores (/atrex-bench)
+        runtime=("atrex-bench/scripts/run_eval.py", "atrex-bench/src/atrex_bench"),
     ),
 )
 KERNELBENCH = KindSpec(

@@ -13,8 +13,9 @@ from pathlib import Path
 
 import pytest
 
+from kernelscope.daemon.engine.run.scratch import scratch_copy, workspace_files
 from kernelscope.protocol import kinds
-from tests.kernels.test_gate_command import kernelscope_bench
+from tests.kernels.test_gate_command import git_status, kernelscope_bench, tree_digest
 from tests.support.atrex_bench_workspace import make_atrex_bench_workspace
 
 OWN_GATE = "python test_kernel.py --no-memory"
@@ -47,3 +48,29 @@ def test_without_its_evaluator_it_says_so_and_runs_nothing(tmp_path: Path) -> No
     assert code == 2 and result["error"]["kind"] == "setup", result
     assert "test_kernel.py, which it lacks" in result["error"]["message"]
     assert "CONFIGS" not in result["error"]["message"]
+
+
+@pytest.mark.slow
+def test_a_git_workspace_runs_with_its_ignored_runtime_and_stays_unchanged(tmp_path: Path) -> None:
+    ws = make_atrex_bench_workspace(tmp_path)
+    cache = ws / "atrex-bench" / "src" / "atrex_bench" / "__pycache__"
+    cache.mkdir()
+    (cache / "stale.cpython-311.pyc").write_bytes(b"\x00")
+    before, status = tree_digest(ws), git_status(ws)
+    assert status == ""  # atrex-bench/ is ignored, as atrex's .gitignore says
+
+    code, result = kernelscope_bench(ws, "--json")
+    assert code == 0 and result["passed"], result
+    assert tree_digest(ws) == before and git_status(ws) == status
+
+    runtime = kinds.ATREX_BENCH.own_gate.runtime  # type: ignore[union-attr]
+    assert not any(n.startswith("atrex-bench/") for n in workspace_files(ws))
+    assert {"atrex-bench/scripts/run_eval.py", "atrex-bench/src/atrex_bench"} <= set(
+        workspace_files(ws, runtime)
+    )
+    with scratch_copy(ws, ignored=runtime) as scratch:
+        copied = {p.relative_to(scratch.root).as_posix() for p in scratch.root.rglob("*") if p.is_file()}
+    assert "atrex-bench/scripts/run_eval.py" in copied
+    assert "atrex-bench/src/atrex_bench/__init__.py" in copied
+    # only what the evaluator needs: no checkout data, no caches
+    assert not any("data/" in n or "__pycache__" in n for n in copied)

@@ -504,8 +504,8 @@ def run_gate_command(
     `{"passed", "message", "configs": [...]}` gives per-configuration verdicts. Either one
     saying it did not pass fails the gate even on exit status 0. None when no command is set.
 
-    `own`: the workspace kind's own evaluator (Atrex-Bench's test_kernel.py), whose baseline
-    the result names.
+    `own`: the workspace kind's own evaluator (Atrex-Bench's test_kernel.py), whose ignored
+    runtime (`atrex-bench/`) the copy also holds and whose baseline the result names.
     """
     if not request.gate_command:
         return None
@@ -515,7 +515,8 @@ def run_gate_command(
     words = command_words(command, "the gate command", "the gate command is empty")
     workspace = request.workspace.expanduser().resolve()
     lines = GateLines()
-    with scratch_copy(workspace, prefix="kernelscope-gate-") as scratch:
+    runtime = own.runtime if own is not None else ()
+    with scratch_copy(workspace, prefix="kernelscope-gate-", ignored=runtime) as scratch:
         env = scratch.env(request.env)
         mode = _gate_mode(request, env)
         try:
