@@ -73,13 +73,15 @@ class OwnGate:
     """The evaluator a kind ships in its workspaces, which measures it instead of kernelscope's
     harness: the gate command run when neither `--gate-command` nor the README's block names
     one and its script exists, what the evaluator calls in the candidate and what its speedups
-    are against, and the ignored runtime it reads (copied into the scratch copy it runs in)."""
+    are against, the ignored runtime it reads (copied into the scratch copy it runs in), and
+    why it cannot run in a given folder (None: it can)."""
 
     command: str
     script: str
     entry_point: str
     baseline: str
     runtime: tuple[str, ...] = ()
+    unavailable: Callable[[Folder], str | None] = field(default=lambda _folder: None, compare=False)
 
 
 @dataclass(frozen=True)
@@ -105,6 +107,14 @@ SOL_EXECBENCH = KindSpec(
     adapter=f"{_ADAPTERS}.sol_execbench:SolExecBenchProblem",
     goal="minimize the geomean latency over the workloads",
 )
+# A generalized (production) Atrex-Bench workspace shows only agent_problem.json: the exact
+# cases (shapes.json, metadata.json) exist only in atrex's sandbox, and test_kernel.py reads them.
+GENERALIZED_ATREX_BENCH = (
+    "this is a generalized (production) Atrex-Bench workspace: agent_problem.json is its public "
+    "contract and the exact evaluator cases (shapes.json, metadata.json) are private to atrex's "
+    "sandbox, so its test_kernel.py cannot run here; nothing was run. An explicit --gate-command "
+    "still runs (e.g. an evaluator pointed at a private reference)"
+)
 ATREX_BENCH = KindSpec(
     name="atrex-bench",
     matches=lambda f: f.has("agent_problem.json") or f.has("shapes.json", "input.py"),
@@ -117,6 +127,9 @@ ATREX_BENCH = KindSpec(
         baseline="metadata.json",  # speedups vs each shape's production_performance.performance_us
         # what atrex copies from the Atrex-Bench checkout and gitignores (/atrex-bench)
         runtime=("atrex-bench/scripts/run_eval.py", "atrex-bench/src/atrex_bench"),
+        unavailable=lambda f: (
+            GENERALIZED_ATREX_BENCH if f.has("agent_problem.json") and not f.has("shapes.json") else None
+        ),
     ),
 )
 KERNELBENCH = KindSpec(

@@ -74,3 +74,17 @@ def test_a_git_workspace_runs_with_its_ignored_runtime_and_stays_unchanged(tmp_p
     assert "atrex-bench/src/atrex_bench/__init__.py" in copied
     # only what the evaluator needs: no checkout data, no caches
     assert not any("data/" in n or "__pycache__" in n for n in copied)
+
+
+@pytest.mark.slow
+def test_a_generalized_workspace_is_refused_up_front(tmp_path: Path) -> None:
+    ws = make_atrex_bench_workspace(tmp_path, generalized=True)
+    before = tree_digest(ws)
+    code, result = kernelscope_bench(ws, "--json")
+    assert code == 2 and result["error"]["kind"] == "setup", result
+    message = result["error"]["message"]
+    assert "generalized" in message and "private" in message and "--gate-command" in message
+    assert "Traceback" not in message and "nothing was run" in message
+    code, ran = kernelscope_bench(ws, "--gate-command", OWN_GATE, "--json")  # named: it runs
+    assert code == 3 and ran["status"] == "gate_failed" and "shapes.json" in ran["error"]["stderr_tail"]
+    assert tree_digest(ws) == before

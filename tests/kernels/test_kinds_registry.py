@@ -84,6 +84,10 @@ def test_the_rule_picks_the_first_matching_kind_and_the_adapter_of_the_contract(
     assert spec.name == "atrex-bench"  # measured by its own evaluator alone: no adapter reads it
     assert spec.adapter is None and spec.own_gate is not None
     assert spec.own_gate.command == "python test_kernel.py --no-memory"
+    assert spec.own_gate.unavailable(found) is None
+    (folder / "shapes.json").unlink()
+    (folder / "agent_problem.json").write_text("{}")  # generalized: the exact shapes are private
+    assert kinds.detect(kinds.Folder(folder)) is spec and spec.own_gate.unavailable(kinds.Folder(folder))
     other = tmp_path / "native"
     other.mkdir()
     (other / "reference.py").write_text("CONFIGS = []\ndef make_inputs(): ...\ndef reference(): ...\n")

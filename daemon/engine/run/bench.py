@@ -140,9 +140,13 @@ def _peaks(readme: ReadmeInfo) -> tuple[float | None, float | None]:
 
 def _own_gate_command(spec: kinds.KindSpec, folder: kinds.Folder) -> str:
     """The gate a kind with its own evaluator runs when none is named; a setup error, before
-    anything runs, where that evaluator is missing."""
+    anything runs, where that evaluator cannot run (a generalized Atrex-Bench workspace) or
+    is missing."""
     own = spec.own_gate
     assert own is not None
+    why = own.unavailable(folder)
+    if why:
+        raise UsageError(why)
     if not folder.has(own.script):
         raise UsageError(
             f"this {spec.name} workspace is measured by its own evaluator, {own.script}, which it "
