@@ -119,7 +119,8 @@ ATREX_BENCH = KindSpec(
     name="atrex-bench",
     matches=lambda f: f.has("agent_problem.json") or f.has("shapes.json", "input.py"),
     harness="the workspace's own evaluator (python test_kernel.py --no-memory, the official "
-    "Atrex-Bench run_eval) as the gate; kernelscope's harness does not run it",
+    "Atrex-Bench run_eval) as the gate, one configuration per shapes.json entry; kernelscope's "
+    "harness does not run it",
     own_gate=OwnGate(
         command="python test_kernel.py --no-memory",
         script="test_kernel.py",

@@ -13,10 +13,11 @@ from pathlib import Path
 
 import pytest
 
+from kernelscope.daemon.engine.run.gate_output import configs_from_report, report_from
 from kernelscope.daemon.engine.run.scratch import scratch_copy, workspace_files
 from kernelscope.protocol import kinds
 from tests.kernels.test_gate_command import git_status, kernelscope_bench, tree_digest
-from tests.support.atrex_bench_workspace import make_atrex_bench_workspace
+from tests.support.atrex_bench_workspace import SHAPES, WRONG_KERNEL, make_atrex_bench_workspace
 
 OWN_GATE = "python test_kernel.py --no-memory"
 
@@ -88,3 +89,56 @@ def test_a_generalized_workspace_is_refused_up_front(tmp_path: Path) -> None:
     code, ran = kernelscope_bench(ws, "--gate-command", OWN_GATE, "--json")  # named: it runs
     assert code == 3 and ran["status"] == "gate_failed" and "shapes.json" in ran["error"]["stderr_tail"]
     assert tree_digest(ws) == before
+
+
+@pytest.mark.slow
+def test_failures_fail_the_shapes_configs(tmp_path: Path) -> None:
+    ws = make_atrex_bench_workspace(tmp_path, kernel=WRONG_KERNEL)
+    before = tree_digest(ws)
+    code, result = kernelscope_bench(ws, "--json")
+    assert code == 3 and result["status"] == "gate_failed", result
+    configs = result["configs"]
+    assert [c["name"] for c in configs] == list(SHAPES)  # one per shape, not a second one
+    for config, shape in zip(configs, SHAPES.values(), strict=True):
+        assert not config["passed"] and config["error"]["kind"] == "wrong_result"
+        assert config["params"] == shape["input_kwargs"]
+    assert result["gate"]["total"] == 3
+    assert "test_kernel.py failed 3 of 3 workloads: sid=0: correctness mismatch" in result["error"]["message"]
+    assert result["comparable"] is False  # an interpreter run
+    assert tree_digest(ws) == before
+
+
+@pytest.mark.slow
+def test_a_passing_interpreter_run_is_named_and_not_comparable(tmp_path: Path) -> None:
+    ws = make_atrex_bench_workspace(tmp_path)
+    code, result = kernelscope_bench(ws, "--json")
+    assert code == 0, result
+    assert [(c["name"], c["params"], c["passed"]) for c in result["configs"]] == [
+        (sid, shape["input_kwargs"], True) for sid, shape in SHAPES.items()
+    ]
+    assert result["mode"] == "interpreter" and result["comparable"] is False
+    assert result["verdict"] == "not comparable" and result["gate"]["total"] == 3
+
+
+def test_shape_failures_map_onto_the_measured_shapes(tmp_path: Path) -> None:
+    (tmp_path / "shapes.json").write_text(
+        '{"0": {"init_kwargs": {}, "input_kwargs": {"n": 1}}, "1": {"init_kwargs": {}, "input_kwargs": {"n": 8}}}'
+    )
+    data = {
+        "all_pass": False,
+        "latency_us_by_shape": {"0": 10.0, "1": 12.0},
+        "failures": [
+            "sid=1: compile did not pass",
+            "sid=1: correctness mismatch",
+            "sid=0: performance timeout after 120s",
+            "evaluation: run_eval crashed",
+        ],
+    }
+    configs = configs_from_report(report_from("gate", "test_kernel", data, 1), tmp_path)
+    by_name = {c.name: c for c in configs}
+    assert list(by_name) == ["0", "1", "evaluation"]
+    assert by_name["0"].error is not None and by_name["0"].error.kind == "timeout"
+    assert by_name["1"].error is not None and by_name["1"].error.kind == "compile"
+    assert by_name["1"].error.message == "sid=1: compile did not pass; sid=1: correctness mismatch"
+    assert by_name["1"].params == {"n": 8} and by_name["1"].candidate_ms is None
+    assert by_name["evaluation"].error is not None and by_name["evaluation"].error.kind == "gate_command"

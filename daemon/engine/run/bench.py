@@ -36,6 +36,7 @@ from kernelscope.daemon.engine.run import child_limits
 from kernelscope.daemon.engine.run.child_limits import ResourceLimits
 from kernelscope.daemon.engine.run.gate_output import (
     GateLines,
+    Workloads,
     configs_from_json_line,
     configs_from_report,
     measured_by,
@@ -540,12 +541,16 @@ def run_gate_command(
     report = None
     if lines.result_json is not None:
         report = report_from(command, lines.result_json[0], lines.result_json[1], outcome.returncode)
+        if report.total is None:  # Atrex-Bench's test_kernel.py prints none: its shapes.json entries
+            report.total = len(Workloads.read(workspace).axes) or None
     details = lines.json_line or {}
     by = measured_by(words, report.source if report else None)
     configs = configs_from_report(report, workspace) if report else configs_from_json_line(details)
     finished = not (outcome.timed_out or outcome.cancelled or outcome.limit_exceeded)
     says_failed = report_says_failed(report) if report is not None else details.get("passed") is False
     messages = [summary(report, by)] if report else []
+    # CPU timings are no GPU figures: the result says so as the harness's does
+    comparable = mode != "interpreter"
     if finished and outcome.returncode == 0 and not says_failed:
         timed = report is not None and bool(report.latency_us_by_shape)
         speedup = report.speedup_vs_ref_geomean if report else None
@@ -562,6 +567,8 @@ def run_gate_command(
             entry_point=str(request.entry),
             configs=configs,
             score=speedup if timed and speedup else None,
+            comparable=comparable,
+            verdict=None if comparable or not timed else "not comparable",
             messages=[f"gate command passed: {command}", *messages],
             gate=report,
         )
@@ -572,7 +579,8 @@ def run_gate_command(
     elif outcome.limit_exceeded:
         message = f"gate command {outcome.limit_exceeded} and was killed: {command}"
     elif report is not None and report.failures:
-        failed = len(report.failures)
+        # workloads, not lines: one shape may fail at two stages
+        failed = sum(not c.passed for c in configs) or len(report.failures)
         count = f"{failed} of {report.total} workloads" if report.total else counted(failed, "workload")
         named = "; ".join(report.failures)
         message = f"{by} failed {count}: {named[:2000]}"
@@ -589,6 +597,7 @@ def run_gate_command(
     result.status, result.mode = "gate_failed", mode  # type: ignore[assignment]
     result.workspace = str(workspace)
     result.configs, result.messages, result.gate = configs, messages, report
+    result.comparable = comparable
     return result
 
 
