@@ -7,10 +7,12 @@ The rule reads only which files exist and the names the reference module defines
 (by AST, never imported), so it costs no torch and runs no workspace code.
 
 Kinds are tried in order; the first whose rule matches is the folder's kind. A kind without an
-adapter of its own (a workspace measured by its own gate command, such as Atrex-Bench) is read
+adapter of its own (a workspace measured by its own gate command, such as atrex v0.1's) is read
 by the adapter of the first later kind that matches, i.e. by the contract its reference file
-follows. A new kind is one adapter module plus one `register(KindSpec(...))`, called by the
-module that defines it or named by an entry point in the `kernelscope.workspace_kinds` group.
+follows. A kind with an evaluator of its own (`OwnGate`: Atrex-Bench's `test_kernel.py`) is
+measured by that evaluator alone, its default gate command when none is named. A new kind is
+one adapter module plus one `register(KindSpec(...))`, called by the module that defines it or
+named by an entry point in the `kernelscope.workspace_kinds` group.
 """
 
 from __future__ import annotations
@@ -67,16 +69,33 @@ class Folder:
 
 
 @dataclass(frozen=True)
+class OwnGate:
+    """The evaluator a kind ships in its workspaces, which measures it instead of kernelscope's
+    harness: the gate command run when neither `--gate-command` nor the README's block names
+    one and its script exists, what the evaluator calls in the candidate and what its speedups
+    are against, the ignored runtime it reads (copied into the scratch copy it runs in), and
+    why it cannot run in a given folder (None: it can)."""
+
+    command: str
+    script: str
+    entry_point: str
+    baseline: str
+    runtime: tuple[str, ...] = ()
+    unavailable: Callable[[Folder], str | None] = field(default=lambda _folder: None, compare=False)
+
+
+@dataclass(frozen=True)
 class KindSpec:
     """One workspace kind: its rule, how it is measured (said to the user), the adapter the
     benchmark child loads (`module:Class`, or None: the contract of its reference file), and
-    the goal it has when its README states none."""
+    the goal it has when its README states none, and its own evaluator when it has one."""
 
     name: str
     matches: Callable[[Folder], bool] = field(compare=False)
     harness: str
     adapter: str | None = None
     goal: str | None = None
+    own_gate: OwnGate | None = None
 
 
 _ADAPTERS = "kernelscope.kernels.adapters"
@@ -88,10 +107,31 @@ SOL_EXECBENCH = KindSpec(
     adapter=f"{_ADAPTERS}.sol_execbench:SolExecBenchProblem",
     goal="minimize the geomean latency over the workloads",
 )
+# A generalized (production) Atrex-Bench workspace shows only agent_problem.json: the exact
+# cases (shapes.json, metadata.json) exist only in atrex's sandbox, and test_kernel.py reads them.
+GENERALIZED_ATREX_BENCH = (
+    "this is a generalized (production) Atrex-Bench workspace: agent_problem.json is its public "
+    "contract and the exact evaluator cases (shapes.json, metadata.json) are private to atrex's "
+    "sandbox, so its test_kernel.py cannot run here; nothing was run. An explicit --gate-command "
+    "still runs (e.g. an evaluator pointed at a private reference)"
+)
 ATREX_BENCH = KindSpec(
     name="atrex-bench",
     matches=lambda f: f.has("agent_problem.json") or f.has("shapes.json", "input.py"),
-    harness="the workspace's own evaluator as the gate (--gate-command 'python test_kernel.py')",
+    harness="the workspace's own evaluator (python test_kernel.py --no-memory, the official "
+    "Atrex-Bench run_eval) as the gate, one configuration per shapes.json entry; kernelscope's "
+    "harness does not run it",
+    own_gate=OwnGate(
+        command="python test_kernel.py --no-memory",
+        script="test_kernel.py",
+        entry_point="Model",  # the candidate kernel.py exposes class Model, as reference.py does
+        baseline="metadata.json",  # speedups vs each shape's production_performance.performance_us
+        # what atrex copies from the Atrex-Bench checkout and gitignores (/atrex-bench)
+        runtime=("atrex-bench/scripts/run_eval.py", "atrex-bench/src/atrex_bench"),
+        unavailable=lambda f: (
+            GENERALIZED_ATREX_BENCH if f.has("agent_problem.json") and not f.has("shapes.json") else None
+        ),
+    ),
 )
 KERNELBENCH = KindSpec(
     name="kernelbench",

@@ -216,6 +216,9 @@ class WorkspaceProfile(ClosedModel):
     framework: str | None = None
     goal: str | None = None
     workload_count: int | None = None
+    workload_count_note: str | None = Field(
+        default=None, description="why workload_count is null where workloads exist (kept private)"
+    )
     stop_conditions: list[TargetSource] = Field(default_factory=list)
     targets_digest: str = Field(description="sha256 over every stated target (never of nothing)")
     digest_sources: list[str] = Field(description="what the digest covers (README sections, files)")

@@ -74,13 +74,23 @@ def test_the_benchmark_child_reads_it_with_its_adapter(toy_kind: kinds.KindSpec,
 def test_the_rule_picks_the_first_matching_kind_and_the_adapter_of_the_contract(tmp_path: Path) -> None:
     folder = tmp_path / "bench"
     folder.mkdir()
-    (folder / "shapes.json").write_text("[]")
-    (folder / "input.py").write_text("")
-    (folder / "reference.py").write_text("class Model: ...\ndef get_inputs(): ...\n")
+    # a native Atrex-Bench operator as upstream lays it out: shapes.json an object keyed by
+    # shape id, get_inputs in input.py, reference.py only `class Model`
+    (folder / "shapes.json").write_text('{"0": {"init_kwargs": {}, "input_kwargs": {"n": 8}}}')
+    (folder / "input.py").write_text("def _make_inputs(n): ...\ndef get_inputs(): ...\n")
+    (folder / "reference.py").write_text("class Model: ...\n")
     found = kinds.Folder(folder)
-    assert kinds.detect(found).name == "atrex-bench"  # measured by its own gate: no adapter
-    assert kinds.adapter_for(found) == kinds.KERNELBENCH.adapter  # its reference's contract
-    (folder / "reference.py").write_text("CONFIGS = []\ndef make_inputs(): ...\ndef reference(): ...\n")
-    assert kinds.adapter_for(kinds.Folder(folder)) == kinds.NATIVE.adapter
+    spec = kinds.detect(found)
+    assert spec.name == "atrex-bench"  # measured by its own evaluator alone: no adapter reads it
+    assert spec.adapter is None and spec.own_gate is not None
+    assert spec.own_gate.command == "python test_kernel.py --no-memory"
+    assert spec.own_gate.unavailable(found) is None
+    (folder / "shapes.json").unlink()
+    (folder / "agent_problem.json").write_text("{}")  # generalized: the exact shapes are private
+    assert kinds.detect(kinds.Folder(folder)) is spec and spec.own_gate.unavailable(kinds.Folder(folder))
+    other = tmp_path / "native"
+    other.mkdir()
+    (other / "reference.py").write_text("CONFIGS = []\ndef make_inputs(): ...\ndef reference(): ...\n")
+    assert kinds.adapter_for(kinds.Folder(other)) == kinds.NATIVE.adapter
     with pytest.raises(KeyError, match="unknown workspace kind 'nope'"):
         kinds.spec_of("nope")

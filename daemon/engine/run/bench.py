@@ -37,6 +37,7 @@ from kernelscope.daemon.engine.run import child_limits
 from kernelscope.daemon.engine.run.child_limits import ResourceLimits
 from kernelscope.daemon.engine.run.gate_output import (
     GateLines,
+    Workloads,
     configs_from_json_line,
     configs_from_report,
     measured_by,
@@ -46,6 +47,7 @@ from kernelscope.daemon.engine.run.gate_output import (
 )
 from kernelscope.daemon.engine.run.scratch import Scratch, scratch_copy
 from kernelscope.daemon.engine.run.warm_worker import WarmWorkers, WorkerLost
+from kernelscope.daemon.engine.workspace.kinds import folder_of
 from kernelscope.daemon.engine.workspace.readme import parse_readme_file
 from kernelscope.protocol import kinds
 from kernelscope.protocol.bench import BenchError, BenchResult
@@ -138,7 +140,25 @@ def _peaks(readme: ReadmeInfo) -> tuple[float | None, float | None]:
     return bandwidth, tflops
 
 
-def _resolve(request: BenchRequest) -> tuple[BenchRequest, ReadmeInfo | None]:
+def _own_gate_command(spec: kinds.KindSpec, folder: kinds.Folder) -> str:
+    """The gate a kind with its own evaluator runs when none is named; a setup error, before
+    anything runs, where that evaluator cannot run (a generalized Atrex-Bench workspace) or
+    is missing."""
+    own = spec.own_gate
+    assert own is not None
+    why = own.unavailable(folder)
+    if why:
+        raise UsageError(why)
+    if not folder.has(own.script):
+        raise UsageError(
+            f"this {spec.name} workspace is measured by its own evaluator, {own.script}, which it "
+            "lacks (kernelscope's harness does not read this kind); nothing was run. Name the "
+            "evaluator with --gate-command"
+        )
+    return own.command
+
+
+def _resolve(request: BenchRequest) -> tuple[BenchRequest, ReadmeInfo | None, kinds.KindSpec]:
     workspace = request.workspace.expanduser().resolve()
     if not workspace.is_dir():
         raise UsageError(f"workspace {workspace} does not exist")
@@ -147,30 +167,38 @@ def _resolve(request: BenchRequest) -> tuple[BenchRequest, ReadmeInfo | None]:
     candidate = (request.candidate or workspace / "kernel.py").expanduser().resolve()
     if not candidate.is_file():
         raise UsageError(f"candidate {candidate} does not exist")
-    baseline = request.baseline or settings.get("baseline")
+    reference = _reference_path(request.reference, settings, workspace)
+    folder = folder_of(workspace, readme)
+    folder.reference = reference
+    spec = kinds.detect(folder)
+    own = spec.own_gate
+    gate_command = request.gate_command or settings.get("gate_command")
+    if own is not None and not gate_command:
+        gate_command = _own_gate_command(spec, folder)
+    # a kind measured by its own evaluator: its speedups are against what that evaluator says
+    baseline = own.baseline if own is not None else request.baseline or settings.get("baseline")
     if baseline is None:
         baseline = str(workspace / "baseline.py") if (workspace / "baseline.py").is_file() else "reference"
-    if baseline != "reference":
+    if baseline != "reference" and own is None:
         path = Path(baseline).expanduser()
         if not path.is_absolute() and not path.exists():
             path = workspace / path  # relative to the workspace (README block) if not to cwd
         if not path.is_file():
             raise UsageError(f"baseline {path} does not exist")
         baseline = str(path.resolve())
-    reference = _reference_path(request.reference, settings, workspace)
     problem_sizes, precision = _problem_settings(request, settings)
     resolved = BenchRequest(
         workspace=workspace,
         candidate=candidate,
         baseline=baseline,
         reference=reference,
-        entry=request.entry or settings.get("entry_point", "kernel_fn"),
+        entry=request.entry or settings.get("entry_point") or (own.entry_point if own else "kernel_fn"),
         mode=request.mode,
         python=request.python or os.environ.get(ENV_PYTHON) or sys.executable,
         timeout_s=float(settings.get("timeout_s", request.timeout_s)),
         memory_limit_mb=request.memory_limit_mb,
         seeds=request.seeds,
-        gate_command=request.gate_command or settings.get("gate_command"),
+        gate_command=gate_command,
         parent=request.parent,
         gate_timeout_s=request.gate_timeout_s,
         extra_args=list(request.extra_args),
@@ -179,7 +207,7 @@ def _resolve(request: BenchRequest) -> tuple[BenchRequest, ReadmeInfo | None]:
         problem_sizes=problem_sizes,
         precision=precision,
     )
-    return resolved, readme
+    return resolved, readme, spec
 
 
 def _tail(path: Path) -> str:
@@ -465,7 +493,9 @@ def _gate_mode(request: BenchRequest, env: dict[str, str]) -> str:
     return "gpu" if gpu else "interpreter"
 
 
-def run_gate_command(request: BenchRequest, cancel: threading.Event | None = None) -> BenchResult | None:
+def run_gate_command(
+    request: BenchRequest, cancel: threading.Event | None = None, own: kinds.OwnGate | None = None
+) -> BenchResult | None:
     """The workspace's own gate (e.g. `python test_kernel.py --no-memory`): exit 0 passes.
 
     It runs in a scratch copy of the workspace (`scratch.scratch_copy`): a gate is the
@@ -479,6 +509,9 @@ def run_gate_command(request: BenchRequest, cancel: threading.Event | None = Non
     gate's reference (the score), errors and named failures; a bare JSON line
     `{"passed", "message", "configs": [...]}` gives per-configuration verdicts. Either one
     saying it did not pass fails the gate even on exit status 0. None when no command is set.
+
+    `own`: the workspace kind's own evaluator (Atrex-Bench's test_kernel.py), whose ignored
+    runtime (`atrex-bench/`) the copy also holds and whose baseline the result names.
     """
     if not request.gate_command:
         return None
@@ -488,7 +521,8 @@ def run_gate_command(request: BenchRequest, cancel: threading.Event | None = Non
     words = command_words(command, "the gate command", "the gate command is empty")
     workspace = request.workspace.expanduser().resolve()
     lines = GateLines()
-    with scratch_copy(workspace, prefix="kernelscope-gate-") as scratch:
+    runtime = own.runtime if own is not None else ()
+    with scratch_copy(workspace, prefix="kernelscope-gate-", ignored=runtime) as scratch:
         env = scratch.env(request.env)
         mode = _gate_mode(request, env)
         try:
@@ -508,12 +542,16 @@ def run_gate_command(request: BenchRequest, cancel: threading.Event | None = Non
     report = None
     if lines.result_json is not None:
         report = report_from(command, lines.result_json[0], lines.result_json[1], outcome.returncode)
+        if report.total is None:  # Atrex-Bench's test_kernel.py prints none: its shapes.json entries
+            report.total = len(Workloads.read(workspace).axes) or None
     details = lines.json_line or {}
     by = measured_by(words, report.source if report else None)
     configs = configs_from_report(report, workspace) if report else configs_from_json_line(details)
     finished = not (outcome.timed_out or outcome.cancelled or outcome.limit_exceeded)
     says_failed = report_says_failed(report) if report is not None else details.get("passed") is False
     messages = [summary(report, by)] if report else []
+    # CPU timings are no GPU figures: the result says so as the harness's does
+    comparable = mode != "interpreter"
     if finished and outcome.returncode == 0 and not says_failed:
         timed = report is not None and bool(report.latency_us_by_shape)
         # the rule every record is read by: the objective's score (atrex v0.3), else the geomean
@@ -528,10 +566,12 @@ def run_gate_command(request: BenchRequest, cancel: threading.Event | None = Non
             workspace=str(workspace),
             candidate=str(request.candidate),
             # the gate's speedup is against its own reference (SOL-ExecBench's reference.py)
-            baseline="reference" if timed else str(request.baseline),
+            baseline=str(request.baseline) if own is not None or not timed else "reference",
             entry_point=str(request.entry),
             configs=configs,
             score=speedup if timed and speedup else None,
+            comparable=comparable,
+            verdict=None if comparable or not timed else "not comparable",
             messages=[f"gate command passed: {command}", *messages],
             gate=report,
         )
@@ -542,7 +582,8 @@ def run_gate_command(request: BenchRequest, cancel: threading.Event | None = Non
     elif outcome.limit_exceeded:
         message = f"gate command {outcome.limit_exceeded} and was killed: {command}"
     elif report is not None and report.failures:
-        failed = len(report.failures)
+        # workloads, not lines: one shape may fail at two stages
+        failed = sum(not c.passed for c in configs) or len(report.failures)
         count = f"{failed} of {report.total} workloads" if report.total else counted(failed, "workload")
         named = "; ".join(report.failures)
         message = f"{by} failed {count}: {named[:2000]}"
@@ -559,6 +600,7 @@ def run_gate_command(request: BenchRequest, cancel: threading.Event | None = Non
     result.status, result.mode = "gate_failed", mode  # type: ignore[assignment]
     result.workspace = str(workspace)
     result.configs, result.messages, result.gate = configs, messages, report
+    result.comparable = comparable
     return result
 
 
@@ -617,7 +659,11 @@ def run_benchmark(
     supervision, the caps and the result are the same (`warm_worker`). The gate command, a
     workspace's own program, always starts cold.
     """
-    resolved, readme = _resolve(request)
+    resolved, readme, spec = _resolve(request)
+    if spec.own_gate is not None:  # measured by its own evaluator alone (Atrex-Bench)
+        gate = run_gate_command(resolved, cancel, spec.own_gate)
+        assert gate is not None  # _resolve names the kind's gate or refuses
+        return gate
     has_reference = bool(resolved.reference and resolved.reference.is_file())
     if not has_reference and not resolved.gate_command:
         raise UsageError(f"no reference module {resolved.reference} (see the README's benchmark contract)")

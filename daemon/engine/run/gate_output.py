@@ -13,6 +13,10 @@ JSON line:
   `performance_score` and `speedup_vs_ref_mean`, with `speedup_vs_ref_geomean` null
   (Atrex-Bench's test_kernel `result_from_eval`, index id 68528712763; SOL's v0.3
   test_kernel.py is not in the index, and the supervisor reads the same keys from both).
+- atrex's Atrex-Bench `test_kernel.py` prints the same line without `total` and `passed`,
+  its latencies keyed by the shape ids of `shapes.json` ("0", "1", ...) and each failure read
+  `sid=<id>: <stage> <reason>` (stage compile, correctness, performance or metadata), or
+  `evaluation: ...` for the whole run.
 - a bare JSON object line (kernelscope's own older contract): `{"passed", "message",
   "configs": [{"name", "passed", "max_abs_err", "max_rel_err", "message"}]}`.
 
@@ -47,6 +51,13 @@ STATUS_KINDS: dict[str, ErrorKind] = {  # SOL-ExecBench's EvaluationStatus -> ke
     "RUNTIME_ERROR": "exception",
     "COMPILE_ERROR": "compile",
     "TIMEOUT": "timeout",
+}
+# `sid=<shape id>: <stage> <reason>`, as atrex's Atrex-Bench test_kernel.py names a failed shape.
+SHAPE_FAILURE = re.compile(r"^sid=(?P<id>[\w.-]+):\s*(?P<stage>\w+)\b\s*(?P<reason>.*)$")
+STAGE_KINDS: dict[str, ErrorKind] = {  # its evaluator stages -> kernelscope's failure kinds
+    "compile": "compile",
+    "correctness": "wrong_result",
+    "performance": "exception",
 }
 KNOWN_KEYS = frozenset(GateReport.model_fields) - {"command", "source", "exit_code", "extra"}
 MAX_LINE_CHARS = 4 << 20  # a longer "JSON" line is not a verdict worth parsing
@@ -137,14 +148,23 @@ def report_says_failed(report: GateReport) -> bool:
 
 @dataclass
 class Workloads:
-    """`workload.jsonl` of a SOL-ExecBench workspace, read only to name configurations: uuid
-    -> axes (the shape), and a uuid prefix (as failures print it) -> the full uuid."""
+    """The workspace's workloads, read only to name configurations: `workload.jsonl` of a
+    SOL-ExecBench workspace (uuid -> axes, and a uuid prefix, as failures print it, -> the full
+    uuid), or `shapes.json` of an Atrex-Bench one (shape id -> its `input_kwargs`)."""
 
     axes: dict[str, dict[str, Any]]
 
     @classmethod
     def read(cls, workspace: Path) -> Workloads:
         axes: dict[str, dict[str, Any]] = {}
+        shapes = workspace / "shapes.json"
+        with contextlib.suppress(OSError, UnicodeDecodeError, json.JSONDecodeError, RecursionError):
+            if shapes.is_file() and shapes.stat().st_size < 64 << 20:
+                found = json.loads(shapes.read_text(encoding="utf-8"))
+                if isinstance(found, dict):
+                    for sid, shape in found.items():
+                        kwargs = shape.get("input_kwargs") if isinstance(shape, dict) else None
+                        axes[str(sid)] = kwargs if isinstance(kwargs, dict) else {}
         path = workspace / "workload.jsonl"
         with contextlib.suppress(OSError, UnicodeDecodeError):
             if path.is_file() and path.stat().st_size < 64 << 20:
@@ -169,6 +189,18 @@ def _params(axes: Any) -> dict[str, Any]:
 
 
 def _failed_config(failure: str, workloads: Workloads) -> ConfigResult:
+    shape = SHAPE_FAILURE.match(failure.strip())
+    if shape is not None:
+        name = shape["id"]
+        kind = STAGE_KINDS.get(shape["stage"], "gate_command")
+        if kind == "exception" and "timeout" in shape["reason"].lower().replace(" ", ""):
+            kind = "timeout"
+        return ConfigResult(
+            name=name,
+            params=_params(workloads.axes.get(name)),
+            passed=False,
+            error=BenchError(kind=kind, message=failure, config=name),
+        )
     match = FAILURE.match(failure.strip())
     if match is None:  # e.g. "seed2: ..." from the multi-seed check: the whole line names it
         name = failure.split(":", 1)[0].strip()[:60] or "gate"
@@ -192,20 +224,30 @@ def _failed_config(failure: str, workloads: Workloads) -> ConfigResult:
 
 
 def configs_from_report(report: GateReport, workspace: Path) -> list[ConfigResult]:
-    """One configuration per measured workload (its latency as the candidate's median) and one
-    failed configuration per failure the gate names, in the gate's order."""
+    """One configuration per workload, in the gate's order: measured ones with their latency
+    as the candidate's median, and one per workload a failure names. A failure naming a measured
+    workload (Atrex-Bench times every shape, then names the wrong ones) fails that workload's
+    configuration, without its timing; further failures of one workload join its message."""
     workloads = Workloads.read(workspace)
-    configs = [
-        ConfigResult(
+    configs = {
+        name: ConfigResult(
             name=name,
             params=_params(workloads.axes.get(name)),
             passed=True,
             candidate_ms=latency / 1000.0,
         )
         for name, latency in report.latency_us_by_shape.items()
-    ]
-    configs += [_failed_config(failure, workloads) for failure in report.failures]
-    return configs
+    }
+    for failure in report.failures:
+        failed = _failed_config(failure, workloads)
+        known = configs.get(failed.name)
+        if known is None:
+            configs[failed.name] = failed
+        elif not known.passed and known.error is not None and failed.error is not None:
+            known.error.message += "; " + failed.error.message
+        else:
+            configs[failed.name] = failed.model_copy(update={"params": known.params or failed.params})
+    return list(configs.values())
 
 
 def configs_from_json_line(details: dict[str, Any]) -> list[ConfigResult]:

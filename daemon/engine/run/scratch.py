@@ -14,8 +14,12 @@ untracked files that are not ignored (`git ls-files --cached --others --exclude-
 That is what the workspace's own tools treat as the workspace: ignored files are outputs
 (`traces.jsonl`, `submission.json`, `*.ncu-rep`, caches) or the orchestrator's runtime
 symlinks (`/reference`, `/gpu-wiki`, `/reference-projects`: whole source trees), none of
-which a gate reads. Outside git, a plain copy that skips `.git` and cache or environment
-directories (`__pycache__`, `.venv`, `node_modules`, any directory holding `pyvenv.cfg`).
+which a gate reads, save one: a kind's own evaluator may read an ignored runtime that the
+kind names (`kinds.OwnGate.runtime`: Atrex-Bench's `test_kernel.py` calls the gitignored
+`atrex-bench/scripts/run_eval.py` and `atrex-bench/src/atrex_bench/`), and those paths, and
+only those, are copied too (read from the workspace, never written). Outside git, a plain
+copy that skips `.git` and cache or environment directories (`__pycache__`, `.venv`,
+`node_modules`, any directory holding `pyvenv.cfg`).
 Symbolic links are copied as links (never followed into a directory), re-pointed so that a
 link into the workspace lands in the copy and a link out of it still reaches its target.
 """
@@ -122,10 +126,21 @@ def _walk(workspace: Path) -> list[str]:
     return sorted(names)
 
 
-def workspace_files(workspace: Path) -> list[str]:
-    """The relative paths a scratch copy of `workspace` holds (see the module docstring)."""
+def workspace_files(workspace: Path, ignored: tuple[str, ...] = ()) -> list[str]:
+    """The relative paths a scratch copy of `workspace` holds (see the module docstring):
+    `ignored` names paths (files or folders, relative) copied even when git ignores them."""
     listed = _git_listing(workspace)
-    return listed if listed is not None else _walk(workspace)
+    if listed is None:
+        return _walk(workspace)
+    shown = set(listed)
+    kept = [
+        name
+        for name in ignored
+        if name not in shown
+        and not any(n.startswith(name.rstrip("/") + "/") for n in shown)
+        and os.path.lexists(workspace / name)
+    ]
+    return sorted([*listed, *kept])
 
 
 def _copy_link(source: Path, target: Path, workspace: Path, root: Path) -> None:
@@ -148,12 +163,13 @@ def _copy_tree(source: Path, target: Path) -> None:
     shutil.copytree(source, target, symlinks=True, ignore=ignore, dirs_exist_ok=True)
 
 
-def copy_workspace(workspace: Path, root: Path) -> int:
-    """Copy `workspace` (resolved) into the new directory `root`; returns the files copied.
-    A path that vanished since it was listed (an agent deleting a file) is skipped."""
+def copy_workspace(workspace: Path, root: Path, ignored: tuple[str, ...] = ()) -> int:
+    """Copy `workspace` (resolved) into the new directory `root`, with the `ignored` paths a
+    kind's evaluator reads; returns the files copied. A path that vanished since it was listed
+    (an agent deleting a file) is skipped."""
     root.mkdir(parents=True)
     copied = 0
-    for name in workspace_files(workspace):
+    for name in workspace_files(workspace, ignored):
         source, target = workspace / name, root / name
         target.parent.mkdir(parents=True, exist_ok=True)
         try:
@@ -259,8 +275,11 @@ class Scratch:
 
 
 @contextlib.contextmanager
-def scratch_copy(workspace: Path, prefix: str = "kernelscope-scratch-") -> Iterator[Scratch]:
-    """A fresh copy of `workspace` in a temporary directory outside it, deleted on exit.
+def scratch_copy(
+    workspace: Path, prefix: str = "kernelscope-scratch-", ignored: tuple[str, ...] = ()
+) -> Iterator[Scratch]:
+    """A fresh copy of `workspace` in a temporary directory outside it, deleted on exit;
+    `ignored`: paths copied even when git ignores them (a kind's evaluator runtime).
 
     The copy keeps the workspace's folder name (`<tmp>/<name>/`): some gates and agents read
     it (`kernel_opt_<name>`)."""
@@ -268,7 +287,7 @@ def scratch_copy(workspace: Path, prefix: str = "kernelscope-scratch-") -> Itera
     parent = _scratch_parent(workspace, prefix)
     try:
         root = parent / (workspace.name or "workspace")
-        copy_workspace(workspace, root)
+        copy_workspace(workspace, root, ignored)
         # a name of its own beside the copy: a workspace folder called `cache` is the copy's
         cache = Path(tempfile.mkdtemp(prefix="cache-", dir=parent))
         yield Scratch(workspace=workspace, root=root, cache=cache)

@@ -15,8 +15,25 @@ from kernelscope.daemon.engine.workspace import atrex
 from kernelscope.protocol import kinds
 from kernelscope.protocol.workspace import ReadmeInfo, TargetSource, WorkspaceProfile
 
-# Files whose content is a target: an agent must not edit them (hashed into the digest).
-GROUND_TRUTH_FILES = ("definition.json", "workload.jsonl", "config.json", "shapes.json", "agent_problem.json")
+# Files whose content is a target: an agent must not edit them (hashed into the digest). The
+# Atrex-Bench operator files are those atrex protects as immutable after V0
+# (IMMUTABLE_BASELINE_PATHS in its orchestrator/constants.py).
+GROUND_TRUTH_FILES = (
+    "definition.json",
+    "workload.jsonl",
+    "config.json",
+    "shapes.json",
+    "agent_problem.json",
+    "input.py",
+    "metadata.json",
+    "roofline.json",
+    "valid.py",
+)
+# Why a generalized Atrex-Bench workspace has no workload count to show.
+PRIVATE_WORKLOADS = (
+    "private: a generalized Atrex-Bench workspace (agent_problem.json) keeps its exact evaluator "
+    "cases in atrex's sandbox; shape ids are opaque"
+)
 NO_TARGETS = "no targets stated"
 
 
@@ -42,12 +59,24 @@ def folder_of(root: Path, readme: ReadmeInfo | None) -> kinds.Folder:
     )
 
 
-def _workload_count(root: Path) -> int | None:
-    path = root / "workload.jsonl"
-    try:
-        return sum(1 for line in path.read_text(encoding="utf-8").splitlines() if line.strip())
-    except OSError:
-        return None
+def _workload_count(root: Path, kind: str) -> tuple[int | None, str | None]:
+    """The workloads the kind's own files list (SOL-ExecBench's `workload.jsonl` lines,
+    Atrex-Bench's `shapes.json` entries), or None, and why when they exist but are not here."""
+    if kind == "sol-execbench":
+        try:
+            text = (root / "workload.jsonl").read_text(encoding="utf-8")
+        except OSError:
+            return None, None
+        return sum(1 for line in text.splitlines() if line.strip()), None
+    if kind == "atrex-bench":
+        try:
+            shapes = json.loads((root / "shapes.json").read_text(encoding="utf-8"))
+        except FileNotFoundError:
+            return None, PRIVATE_WORKLOADS if (root / "agent_problem.json").is_file() else None
+        except (OSError, ValueError):
+            return None, None
+        return (len(shapes), None) if isinstance(shapes, dict) else (None, None)
+    return None, None
 
 
 def _config_stop_conditions(root: Path) -> list[TargetSource]:
@@ -104,14 +133,17 @@ def profile(root: Path, readme: ReadmeInfo | None) -> WorkspaceProfile:
     goal = readme.goal if readme else None
     if goal is None:
         goal = spec.goal
-    workloads = _workload_count(root) if kind == "sol-execbench" else None
+    workloads, private = _workload_count(root, kind)
+    if workloads is None and readme is not None:
+        workloads, private = readme.workload_count, None if readme.workload_count is not None else private
     return WorkspaceProfile(
         kind=kind,
         harness=spec.harness,
         target_platform=readme.target.platform if readme else None,
         framework=readme.target.framework if readme else None,
         goal=goal,
-        workload_count=workloads if workloads is not None else (readme.workload_count if readme else None),
+        workload_count=workloads,
+        workload_count_note=private,
         stop_conditions=conditions,
         targets_digest=digest,
         digest_sources=sources,

@@ -1,0 +1,35 @@
+"""The profile of a native Atrex-Bench workspace (atrex-kernel-agent v0.3): its workloads are the
+entries of `shapes.json` (private in a generalized workspace, and said so), and the targets
+digest covers every operator file atrex keeps immutable after V0."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from kernelscope.daemon.engine.workspace.workspace import Workspace
+from tests.support.atrex_bench_workspace import SHAPES, make_atrex_bench_workspace
+
+
+def test_workloads_are_the_shapes_and_the_digest_covers_the_operator_files(tmp_path: Path) -> None:
+    ws = make_atrex_bench_workspace(tmp_path)
+    profile = Workspace(ws).profile()
+    assert profile.kind == "atrex-bench" and "test_kernel.py --no-memory" in profile.harness
+    assert profile.workload_count == len(SHAPES) and profile.workload_count_note is None
+    # atrex's IMMUTABLE_BASELINE_PATHS among the operator files
+    protected = {"shapes.json", "input.py", "metadata.json", "roofline.json", "valid.py"}
+    assert protected <= set(profile.digest_sources)
+    for name in sorted(protected - {"shapes.json"}):
+        path = ws / name
+        original = path.read_bytes()
+        path.write_bytes(original + b"\n# edited\n")
+        assert Workspace(ws).profile().targets_digest != profile.targets_digest, name
+        path.write_bytes(original)
+    assert Workspace(ws).profile().targets_digest == profile.targets_digest
+
+
+def test_a_generalized_workspace_says_its_shapes_are_private(tmp_path: Path) -> None:
+    ws = make_atrex_bench_workspace(tmp_path, generalized=True)
+    profile = Workspace(ws).profile()
+    assert profile.kind == "atrex-bench" and profile.workload_count is None
+    assert profile.workload_count_note is not None and "private" in profile.workload_count_note
+    assert {"agent_problem.json", "input.py"} <= set(profile.digest_sources)
