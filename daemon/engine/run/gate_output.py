@@ -193,7 +193,9 @@ def _failed_config(failure: str, workloads: Workloads) -> ConfigResult:
     if shape is not None:
         name = shape["id"]
         kind = STAGE_KINDS.get(shape["stage"], "gate_command")
-        if kind == "exception" and "timeout" in shape["reason"].lower().replace(" ", ""):
+        if shape["reason"].strip().lower() == "missing":
+            kind = "gate_command"  # the evaluator gave no result for that stage: no verdict on the kernel
+        elif kind == "exception" and "timeout" in shape["reason"].lower().replace(" ", ""):
             kind = "timeout"
         return ConfigResult(
             name=name,
