@@ -38,6 +38,7 @@ ErrorKind = Literal[
     "wrong_off_distribution",  # right on the problem's own inputs, wrong on a signed heavy-tailed draw
     "static_check",  # the source breaks a static rule (KernelBench's or kernelscope's): nothing ran
     "interpreter_limit",  # failed under the CPU interpreter where its known bf16 faults could explain it
+    "interrupted",  # Ctrl-C (SIGINT) stopped the run before it had a verdict: nothing was decided
 ]
 
 

@@ -43,14 +43,15 @@ def exit_status(result: BenchResult) -> int:
     return EXIT_GATE_FAILED
 
 
-def usage_error_document(message: str) -> dict[str, Any]:
-    """The one JSON document `--json` prints for a usage error found before any run: the
-    fields of a `BenchResult` that mean something without one."""
+def usage_error_document(message: str, kind: str = "setup") -> dict[str, Any]:
+    """The one JSON document `--json` prints where there is no result: a usage error found
+    before any run, or a run a Ctrl-C stopped (`kind` "interrupted"); the fields of a
+    `BenchResult` that mean something without one."""
     return {
         "schema_version": BENCH_SCHEMA_VERSION,
         "status": "error",
         "passed": False,
-        "error": {"kind": "setup", "message": message},
+        "error": {"kind": kind, "message": message},
     }
 
 

@@ -307,6 +307,9 @@ def _bench_json(args: list[str]) -> int:
     except typer.Abort:
         output.error("interrupted")
         return 130
+    if code == TYPER_INTERRUPTED:  # a Ctrl-C mid-run: bench's own document, no verdict in it
+        output.print_json(usage_error_document("interrupted before a verdict", kind="interrupted"))
+        return TYPER_INTERRUPTED
     return code if isinstance(code, int) else EXIT_OK
 
 

@@ -158,3 +158,24 @@ def test_exp_record_refuses_a_folder_that_is_not_a_workspace(
     assert cli(*args, "-w", str(target)).exit_code == 2
     shown = cli("exp", "list", "--db", str(db), "--json").json()
     assert [row["workspace"] for row in shown] == [str(vector_add_ws)]
+
+
+def test_an_interrupted_bench_under_json_is_one_document(
+    vector_add_ws: Path, cli, monkeypatch: pytest.MonkeyPatch
+) -> None:  # type: ignore[no-untyped-def]
+    """Ctrl-C while bench measures (the hook: the run raises KeyboardInterrupt, as SIGINT there
+    would): `bench --json` printed nothing (exit 130) while every other command printed its
+    interrupted document; it prints bench's own document, kind `interrupted`, no verdict."""
+    from kernelscope.daemon.cli import bench as bench_cli
+
+    def interrupted(request: object) -> object:
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(bench_cli, "run_benchmark", interrupted)
+    result = cli("bench", "-w", str(vector_add_ws), "--mode", "interpreter", "--json")
+    assert result.exit_code == 130, result
+    document = json.loads(result.stdout)
+    assert document["status"] == "error" and document["passed"] is False
+    assert document["error"]["kind"] == "interrupted", document
+    person = cli("bench", "-w", str(vector_add_ws), "--mode", "interpreter")
+    assert (person.exit_code, person.stdout) == (130, "")

@@ -148,6 +148,9 @@ def test_a_stage_the_evaluator_gave_no_result_for_is_not_a_wrong_result(tmp_path
     """`sid=N: correctness missing` (run_eval.py died before it compared anything: a Python
     without torch, say) is no verdict on the kernel: the gate's own failure, not wrong_result."""
     (tmp_path / "shapes.json").write_text('{"0": {"init_kwargs": {}, "input_kwargs": {"n": 1}}}')
-    data = {"all_pass": False, "failures": ["sid=0: correctness missing", "sid=0: performance has no valid samples"]}
+    data = {
+        "all_pass": False,
+        "failures": ["sid=0: correctness missing", "sid=0: performance has no valid samples"],
+    }
     (config,) = configs_from_report(report_from("gate", "test_kernel", data, 1), tmp_path)
     assert config.error is not None and config.error.kind == "gate_command"
