@@ -30,9 +30,10 @@ with FlashInfer-Bench's own model):
     timeout                     -> TIMEOUT
     exception, crash, out_of_memory, resource_limit, gate_command, and any kind added later
                                 -> RUNTIME_ERROR
-    setup, unsupported, worker, interpreter_limit
+    setup, unsupported, worker, interpreter_limit, interrupted
                                 -> no record: no verdict on the kernel (a bad workspace, a
-                                   configuration the interpreter cannot run, a dead worker)
+                                   configuration the interpreter cannot run, a dead worker,
+                                   a Ctrl-C)
 
 kernelscope's own kind is never lost (both models ignore unknown keys, so an extra field would
 be dropped by the first tool that re-serialises the record; `log` is kept by both): the first
@@ -130,7 +131,7 @@ _CHEAT_REFINED = (
     (re.compile(r" has dtype "), "INCORRECT_DTYPE"),
     (re.compile(r"NaN/Inf values"), "INCORRECT_NUMERICAL"),
 )
-NO_VERDICT_KINDS = frozenset({"setup", "unsupported", "worker", "interpreter_limit"})
+NO_VERDICT_KINDS = frozenset({"setup", "unsupported", "worker", "interpreter_limit", "interrupted"})
 INTERPRETER_HARDWARE = "cpu-interpreter"
 ALL_CONFIGURATIONS = "all-configurations"
 LOG_MARKER = "kernelscope "
