@@ -133,17 +133,7 @@ class Git:
         if self._identity is None:
             missing = {}
             for part in ("name", "email"):
-                try:
-                    found = subprocess.run(
-                        ["git", "config", "--get", f"user.{part}"],
-                        cwd=self.workdir,
-                        capture_output=True,
-                        text=True,
-                        timeout=GIT_TIMEOUT_S,
-                        env=git_environment(),
-                    )
-                except OSError as exc:
-                    raise self._not_started(exc) from None
+                found = self._plain("config", "--get", f"user.{part}")
                 if found.returncode != 0 or not found.stdout.strip():
                     for role in ("AUTHOR", "COMMITTER"):
                         name = f"GIT_{role}_{part.upper()}"
@@ -384,18 +374,23 @@ class Git:
             self.run("update-ref", ref, commit)
             return commit
 
-    def _hash_bytes(self, content: bytes) -> str:
+    def _plain(self, *args: str, stdin: bytes | None = None) -> subprocess.CompletedProcess[bytes]:
+        """A git command outside `run`'s bookkeeping (no write marker, no identity: a config
+        read, a blob written from bytes), in the environment of every git command."""
         try:
-            done = subprocess.run(
-                ["git", "hash-object", "-w", "--stdin"],
+            return subprocess.run(
+                ["git", *args],
                 cwd=self.workdir,
-                input=content,
+                input=stdin,
                 capture_output=True,
                 timeout=GIT_TIMEOUT_S,
                 env=git_environment(),
             )
         except OSError as exc:
             raise self._not_started(exc) from None
+
+    def _hash_bytes(self, content: bytes) -> str:
+        done = self._plain("hash-object", "-w", "--stdin", stdin=content)
         if done.returncode != 0:
             raise DataError(
                 f"git hash-object failed in {self.workdir}: {done.stderr.decode(errors='replace').strip()}"
