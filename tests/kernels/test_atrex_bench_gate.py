@@ -8,6 +8,7 @@ The workspace and its evaluator are stand-ins with upstream's layout and output 
 
 from __future__ import annotations
 
+import os
 import shutil
 from pathlib import Path
 
@@ -154,3 +155,48 @@ def test_a_stage_the_evaluator_gave_no_result_for_is_not_a_wrong_result(tmp_path
     }
     (config,) = configs_from_report(report_from("gate", "test_kernel", data, 1), tmp_path)
     assert config.error is not None and config.error.kind == "gate_command"
+
+
+@pytest.mark.slow
+def test_a_candidate_from_elsewhere_is_what_the_gate_judges(tmp_path: Path) -> None:
+    """`bench --candidate FILE` on a kind measured by its own evaluator: test_kernel.py reads
+    kernel.py whatever it is asked, so the workspace's (right) kernel was judged in the wrong
+    candidate's stead and the wrong one passed. The candidate takes kernel.py's place in the
+    gate's copy; the workspace is unchanged."""
+    ws = make_atrex_bench_workspace(tmp_path)
+    wrong = tmp_path / "candidate.py"
+    wrong.write_text(WRONG_KERNEL)
+    before = tree_digest(ws)
+    code, result = kernelscope_bench(ws, "--candidate", str(wrong), "--json")
+    assert code == 3 and result["status"] == "gate_failed", result
+    assert result["candidate"] == str(wrong)
+    assert tree_digest(ws) == before
+
+
+@pytest.mark.slow
+def test_a_probe_names_no_version_the_evaluator_did_not_compare_with(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The probe hands the best passing version as the baseline, but Atrex-Bench's evaluator
+    compares with its own (metadata.json's production latency): the lens said "0.72x vs v0"
+    for a figure that is not against v0. The result names no baseline version then."""
+    import subprocess
+    import sys
+
+    from kernelscope.daemon.engine.workflows.probe import ProbeOptions, run_probe
+    from tests.conftest import write_record
+
+    ws = make_atrex_bench_workspace(tmp_path)
+    head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=ws, capture_output=True, text=True).stdout.strip()
+    write_record(
+        ws,
+        0,
+        correctness={"status": "PASS"},
+        quality_gate={"result": "PASS"},
+        performance={"latency_us": 10.0},
+        git_commit_hash=head,
+    )
+    monkeypatch.setenv("PATH", f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}")
+    result = run_probe(ws, ProbeOptions(mode="interpreter", seeds=1))
+    assert result.passed and result.baseline == "metadata.json", result
+    assert result.baseline_version is None

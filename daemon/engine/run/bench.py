@@ -523,6 +523,7 @@ def run_gate_command(
     lines = GateLines()
     runtime = own.runtime if own is not None else ()
     with scratch_copy(workspace, prefix="kernelscope-gate-", ignored=runtime) as scratch:
+        scratch.stand_in(request.candidate)
         env = scratch.env(request.env)
         mode = _gate_mode(request, env)
         try:

@@ -117,6 +117,6 @@ def run_probe(
             result = RayExecutor(options.ray_address).run_many([request], cancel=cancel)[0]
         else:
             result = run_benchmark(request, cancel=cancel, workers=workers)
-    if baseline is not None and best is not None:
-        result.baseline_version = best.version
+    if baseline is not None and best is not None and result.baseline == str(baseline):
+        result.baseline_version = best.version  # (a kind's own evaluator compares with its own)
     return result
