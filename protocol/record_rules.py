@@ -127,6 +127,10 @@ def check_before_trusting(speedup: float | None) -> str | None:
     )
 
 
+# A score's name where it is not an in-run speedup (format_score writes it before the value).
+SCORE_KIND_WORDS = {"latency_ratio": "latency ratio", "metric_ratio": "metric ratio"}
+
+
 def format_score(
     value: float,
     kind: str = "speedup",
@@ -141,7 +145,7 @@ def format_score(
     reference above 10x says to check it before trusting it. `aggregate` names how a speedup
     over the reference combines the shapes (atrex records one of two, atrex_fields.py):
     `3.81x vs reference (mean over shapes)`, `3.48x vs reference (geomean)`."""
-    prefix = {"latency_ratio": "latency ratio ", "metric_ratio": "metric ratio "}.get(kind, "")
+    prefix = f"{SCORE_KIND_WORDS[kind]} " if kind in SCORE_KIND_WORDS else ""
     against = (f" vs {versus}" if versus else "") + (f" ({aggregate})" if aggregate else "")
     interval = f" [{ci[0]:.2f}-{ci[1]:.2f}]" if ci else ""
     flag = " (check before trusting)" if versus in REFERENCE_NAMES and check_before_trusting(value) else ""

@@ -135,3 +135,11 @@ def test_atrex_v03_verified_improvement_is_a_score_gain_not_a_latency_change(v03
     gain = 1 + v2["authoritative_improvement_pct"] / 100
     assert gain == pytest.approx(v2["performance_score"] / v1["performance_score"], rel=0.01)
     assert f"metric ratio {gain:.2f}x vs v1 · " in hint and "latency -" not in hint, hint
+
+
+def test_the_tried_values_hint_names_the_objective_ratio(v03: Path) -> None:
+    """The tried-values hint named a latency ratio but wrote atrex v0.3's objective ratio as a
+    bare "3.79x" (read as kernelscope's in-run speedup): it says which ratio, once."""
+    service = HistoryService(v03, use_store=False)
+    (hint,) = [h for h in service.tried((v03 / "kernel.py").read_text()) if h.label == "BLOCK_M"]
+    assert hint.hint.startswith("tried (metric ratio vs v0): 4 3.79x v2"), hint.hint

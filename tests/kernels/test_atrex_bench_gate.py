@@ -133,11 +133,13 @@ def test_shape_failures_map_onto_the_measured_shapes(tmp_path: Path) -> None:
             "sid=1: correctness mismatch",
             "sid=0: performance timeout after 120s",
             "evaluation: run_eval crashed",
+            "compile: triton.CompilationError in _l2_norm_kernel",
         ],
     }
     configs = configs_from_report(report_from("gate", "test_kernel", data, 1), tmp_path)
     by_name = {c.name: c for c in configs}
-    assert list(by_name) == ["0", "1", "evaluation"]
+    assert list(by_name) == ["0", "1", "evaluation", "compile"]
+    assert by_name["compile"].error is not None and by_name["compile"].error.kind == "compile"
     assert by_name["0"].error is not None and by_name["0"].error.kind == "timeout"
     assert by_name["1"].error is not None and by_name["1"].error.kind == "compile"
     assert by_name["1"].error.message == "sid=1: compile did not pass; sid=1: correctness mismatch"

@@ -21,6 +21,7 @@ from kernelscope.daemon.engine.memory import atrex_fields
 from kernelscope.protocol.experiment import KernelExperiment
 from kernelscope.protocol.history import ScoreValue, TriedHint, TriedValue
 from kernelscope.protocol.memory import as_float
+from kernelscope.protocol.record_rules import SCORE_KIND_WORDS
 
 PARAM_KEYS = ("params", "meta_params", "meta", "launch_params")
 _NUMBER = re.compile(r"-?\d+(?:\.\d+)?(?:[eE][-+]?\d+)?")
@@ -257,7 +258,8 @@ def _cell(shown: str, row: _Row, name_kind: bool) -> str:
         extra += [f"{len(row.failed)} FAIL"] if row.failed else []
         extra += [f"{count} {label}" for label, count in sorted(row.outcomes.items())]
         more = f" ({', '.join(extra)})" if extra else ""
-        kind = " latency ratio" if name_kind and value.best_score.kind == "latency_ratio" else ""
+        named = SCORE_KIND_WORDS.get(value.best_score.kind) if name_kind else None
+        kind = f" {named}" if named else ""
         return f"{shown} {value.best_score.value:.2f}x{kind} {value.best_version}{more}"
     if row.last_passed is not None:
         return f"{shown} {row.last_passed.label}"
@@ -331,8 +333,8 @@ def _rows_for(
     scores = [row.value.best_score for row in rows if row.value.best_score is not None]
     kinds = {score.kind for score in scores}
     head = "tried"
-    if kinds == {"latency_ratio"}:
-        head = "tried (latency ratio vs v0)"
+    if len(kinds) == 1 and next(iter(kinds)) in SCORE_KIND_WORDS:  # (a ratio vs v0: named once)
+        head = f"tried ({SCORE_KIND_WORDS[next(iter(kinds))]} vs v0)"
     elif kinds == {"speedup"} and any(score.versus == "baseline" for score in scores):
         head = "tried (speedup vs baseline)"
     cells = [_cell(shown[row.value.value], row, len(kinds) > 1) for row in rows]

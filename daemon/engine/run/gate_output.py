@@ -194,7 +194,7 @@ def _failed_config(failure: str, workloads: Workloads) -> ConfigResult:
         name = shape["id"]
         kind = STAGE_KINDS.get(shape["stage"], "gate_command")
         if shape["reason"].strip().lower() == "missing":
-            kind = "gate_command"  # the evaluator gave no result for that stage: no verdict on the kernel
+            kind = "gate_command"  # no result for that stage: the evaluator's failure, not a wrong result
         elif kind == "exception" and "timeout" in shape["reason"].lower().replace(" ", ""):
             kind = "timeout"
         return ConfigResult(
@@ -206,11 +206,10 @@ def _failed_config(failure: str, workloads: Workloads) -> ConfigResult:
     match = FAILURE.match(failure.strip())
     if match is None:  # e.g. "seed2: ..." from the multi-seed check: the whole line names it
         name = failure.split(":", 1)[0].strip()[:60] or "gate"
-        return ConfigResult(
-            name=name,
-            passed=False,
-            error=BenchError(kind="gate_command", message=failure, config=name),
-        )
+        # Atrex-Bench's whole-run `compile: <reason>` (no shape: nothing compiled) is a compile error
+        kind: ErrorKind = "compile" if name == "compile" else "gate_command"
+        error = BenchError(kind=kind, message=failure, config=name)
+        return ConfigResult(name=name, passed=False, error=error)
     name = workloads.full_id(match["id"])
     params = _params(workloads.axes.get(name))
     if not params and match["axes"]:
