@@ -207,8 +207,8 @@ def _failed_config(failure: str, workloads: Workloads) -> ConfigResult:
     if match is None:  # e.g. "seed2: ..." from the multi-seed check: the whole line names it
         name = failure.split(":", 1)[0].strip()[:60] or "gate"
         # Atrex-Bench's whole-run `compile: <reason>` (no shape: nothing compiled) is a compile error
-        kind: ErrorKind = "compile" if name == "compile" else "gate_command"
-        error = BenchError(kind=kind, message=failure, config=name)
+        whole: ErrorKind = "compile" if name == "compile" else "gate_command"
+        error = BenchError(kind=whole, message=failure, config=name)
         return ConfigResult(name=name, passed=False, error=error)
     name = workloads.full_id(match["id"])
     params = _params(workloads.axes.get(name))
