@@ -128,10 +128,14 @@ def find_repository(workspace: Path) -> Repository | None:
     """The repository holding `workspace` by the rule above, or None outside git."""
     folder = Path(os.path.realpath(workspace))  # every process names one workspace's git alike
     ceilings, across = _ceilings(), _across_filesystems()
-    device = _device(folder)
+    device = None  # the filesystem of the nearest folder that exists (a workspace not made yet)
     for top in (folder, *folder.parents):
-        if top != folder and (top in ceilings or (not across and _device(top) != device)):
+        here = _device(top)
+        if top != folder and (
+            top in ceilings or (not across and here is not None and device is not None and here != device)
+        ):
             return None
+        device = device if device is not None else here
         found = _git_dir_at(top)
         if found is False:
             return None
