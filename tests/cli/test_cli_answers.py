@@ -188,6 +188,37 @@ def test_exp_record_refuses_a_folder_that_is_not_a_workspace(
     assert [row["workspace"] for row in shown] == [str(vector_add_ws)]
 
 
+@pytest.mark.parametrize("folder", ["typo", "not a workspace"])
+def test_exp_update_refuses_a_folder_that_is_not_a_workspace(
+    vector_add_ws: Path, tmp_path: Path, cli, folder: str
+) -> None:  # type: ignore[no-untyped-def]
+    """`exp update ID --set workspace=PATH` stored PATH unchecked (made absolute), while
+    `exp record -w` refuses it: the same rule for both, the one not-a-workspace error (exit 2),
+    nothing changed; a workspace is stored as record stores it (resolved), an empty value
+    clears it."""
+    target = tmp_path / "kernel_opt_vector_ad"  # the typo
+    if folder == "not a workspace":
+        target = tmp_path / "notes"
+        target.mkdir()
+    db = tmp_path / "exp.sqlite"
+    recorded = cli("exp", "record", "-m", "tiling", "-w", str(vector_add_ws), "--db", str(db), "--json")
+    exp_id = recorded.json()["id"]
+    update = ("exp", "update", exp_id, "--db", str(db))
+    refused = cli(*update, "--set", f"workspace={target}", "--json")
+    assert refused.exit_code == 2, refused
+    error = refused.json()["error"]
+    assert error["kind"] == "data" and "is not an optimization workspace" in error["message"], error
+    assert f"nothing changed in {exp_id}" in error["message"], error
+    shown = cli("exp", "show", exp_id, "--db", str(db), "--json").json()
+    assert shown["workspace"] == str(vector_add_ws)
+    linked = tmp_path / "linked"
+    linked.symlink_to(vector_add_ws)
+    moved = cli(*update, "--set", f"workspace={linked}", "--json")
+    assert moved.exit_code == 0 and moved.json()["workspace"] == str(vector_add_ws.resolve()), moved
+    cleared = cli(*update, "--set", "workspace=", "--json")
+    assert cleared.exit_code == 0 and cleared.json()["workspace"] == "", cleared
+
+
 def test_an_interrupted_bench_under_json_is_one_document(
     vector_add_ws: Path, cli, monkeypatch: pytest.MonkeyPatch
 ) -> None:  # type: ignore[no-untyped-def]
