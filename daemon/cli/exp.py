@@ -346,11 +346,12 @@ def record(
     )
 
 
-def _recorded_workspace(path: str) -> str:
-    """`record -w`: a workspace as the reads of the history take one (a workspace, or a folder
-    holding memory/), resolved; anything else, a typo first of all, would file the experiment
-    where no lens or read of the workspace looks: the one not-a-workspace error, nothing
-    written."""
+def _recorded_workspace(path: str, unchanged: str = "nothing recorded") -> str:
+    """The workspace an experiment is stored under (`record -w`, `update --set workspace=`): a
+    workspace as the reads of the history take one (a workspace, or a folder holding memory/),
+    resolved; anything else, a typo first of all, would file the experiment where no lens or
+    read of the workspace looks: the one not-a-workspace error, saying `unchanged` (nothing
+    written)."""
     from kernelscope.daemon.engine import DataError
     from kernelscope.daemon.engine.workspace.discovery import require_workspace
 
@@ -358,7 +359,7 @@ def _recorded_workspace(path: str) -> str:
         return str(require_workspace(Path(path), need="history"))
     except DataError as exc:
         raise DataError(
-            f"{exc}; nothing recorded (an experiment of a workspace that is not on this machine is "
+            f"{exc}; {unchanged} (an experiment of a workspace that is not on this machine is "
             "imported instead: exp import FILE)"
         ) from None
 
@@ -398,8 +399,8 @@ def update_command(
             "created_at",
         }:
             value = raw if value is not None else None
-        if key.strip() == "workspace" and value:
-            value = str(Path(str(value)).expanduser().resolve())  # as `record -w` stores it
+        if key.strip() == "workspace" and value:  # (an empty value clears it)
+            value = _recorded_workspace(str(value), f"nothing changed in {exp_id}")  # as record -w
         changes[key.strip()] = value
     updated = _store(db).update_experiment(exp_id, **changes)
     output.report(json_out, updated.to_dict(), f"Updated {updated.id}")

@@ -225,11 +225,13 @@ class _Run:
             return
         results: list[Any] = []
         errors: list[str] = []
+        masked = 0
         for entry in _files(self.memory_dir):
             if entry.error or entry.raw is None:
                 errors.append(entry.error or "")
                 continue
             if entry.masked and not include_masked:
+                masked += 1
                 continue
             if field is None:
                 results.append(entry.raw)
@@ -243,7 +245,7 @@ class _Run:
         for message in errors:
             output.warn(f"skipped unreadable memory file {message}")
         if not results and not errors:
-            raise DataError(f"no memory files in {self.memory_dir}")
+            raise DataError(core.nothing_to_read(self.memory_dir, masked))
         output.print_json(results)
 
     def latest(self) -> None:

@@ -112,7 +112,10 @@ def read(
     results, errors = manager.read_all(field, include_masked=include_masked)
     _report_errors(errors)
     if not results and not errors:
-        raise DataError(f"no memory files in {manager.memory_dir}")
+        from kernelscope.daemon.engine.memory.core import nothing_to_read
+
+        masked = sum(1 for entry in manager.scan() if entry.masked)
+        raise DataError(nothing_to_read(manager.memory_dir, masked))
     output.print_json(results)
 
 

@@ -12,12 +12,18 @@ it). Exit statuses are part of the contract agents rely on: 0 success, 1 usage e
 arguments), 2 missing or invalid data (no such version, corrupt file, refused operation), 130
 cancelled.
 With them, the two word rules every part's messages use (`write_error_reason`, `counted`):
-here rather than in views/, which reads the other parts and so cannot be read by them.
+here rather than in views/, which reads the other parts and so cannot be read by them; and the
+end of the session a write was asked in (`for_session`), which every part's writes check.
 """
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import errno
+import threading
+import time
+from collections.abc import Iterator
 
 # Every `error.kind` a command's JSON error document can name, and what it means. A subclass
 # keeps its parent's kind unless it names one of these.
@@ -81,3 +87,47 @@ class Cancelled(KernelscopeError):
 
     exit_code = 130
     kind = "interrupted"
+
+
+class SessionEnded(Cancelled):
+    """The session that asked for a write (an editor's, through the daemon) ended before the
+    write began: nothing was written."""
+
+    def __init__(self) -> None:
+        super().__init__("the editor's session ended before this write began: nothing was written")
+
+
+_SESSION_END: contextvars.ContextVar[threading.Event | None] = contextvars.ContextVar(
+    "kernelscope_session_end", default=None
+)
+
+
+@contextlib.contextmanager
+def for_session(end: threading.Event) -> Iterator[None]:
+    """Work in this block (on this thread) is the session's whose end `end` is set at: once it
+    is, a wait for a workspace lock or for the store's write lock gives up, and a lock taken
+    writes nothing (`session_wait`, `refuse_if_session_ended`): nothing writes into a workspace
+    once the editor has gone (the daemon's shutdown and exit, lsp/features/lifecycle.py). Work
+    outside such a block (the CLI, the API) has no session: it writes when it gets the lock."""
+    token = _SESSION_END.set(end)
+    try:
+        yield
+    finally:
+        _SESSION_END.reset(token)
+
+
+def refuse_if_session_ended() -> None:
+    """SessionEnded when the session of this work has ended (checked after a lock is taken and
+    before anything is written under it)."""
+    end = _SESSION_END.get()
+    if end is not None and end.is_set():
+        raise SessionEnded
+
+
+def session_wait(seconds: float) -> None:
+    """A pause in a wait for a lock, cut short by the end of this work's session (SessionEnded)."""
+    end = _SESSION_END.get()
+    if end is None:
+        time.sleep(seconds)
+    elif end.wait(seconds):
+        raise SessionEnded

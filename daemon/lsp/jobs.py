@@ -143,7 +143,7 @@ class Jobs:
                 if job.cancel.is_set():
                     outcome["cancelled"] = True
                 else:
-                    result = work(job, token)
+                    result = self.state.for_session(work, job, token)  # (nothing written once it ended)
                     outcome["result"] = (
                         result.model_dump(mode="json") if hasattr(result, "model_dump") else result
                     )
@@ -354,8 +354,12 @@ class Jobs:
         """The session ends (shutdown, or exit without it): no save's probe starts any more,
         and every job is cancelled (its process group killed), so the daemon exits at once
         instead of waiting for a benchmark or a restart's agent, which would go on writing
-        into the workspace after the editor has gone."""
+        into the workspace after the editor has gone; the session's end is set, so a job or a
+        command (maskHalf, unmask, recordExperiment on the command pool, whose futures pygls
+        cancels but whose threads run on) still waiting for a workspace's lock or the store's
+        gives up, and one that gets it writes nothing (engine.for_session)."""
         self.stopped = True
+        self.state.session_end.set()  # a job or command waiting for a lock gives up, writing nothing
         for pending in self.pending_saves.values():
             pending.cancel()
         self.pending_saves.clear()

@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from pygls.uris import to_fs_path
 
-from kernelscope.daemon.engine import UsageError
+from kernelscope.daemon.engine import UsageError, for_session
 from kernelscope.daemon.engine.workspace.discovery import is_optimization_workspace, workspace_holding
 from kernelscope.protocol.settings import FolderSettings, Settings, UserSettings
 from kernelscope.protocol.vocabulary import KERNEL_FILE
@@ -243,6 +243,16 @@ class ServerState:
         self.command_pool = ThreadPoolExecutor(max_workers=4, thread_name_prefix="kernelscope-command")
         self.gpu_queue = ThreadPoolExecutor(max_workers=1, thread_name_prefix="kernelscope-bench")
         self.lock = threading.RLock()
+        # Set when the session ends (shutdown, or exit without it): work on the pools runs
+        # under it (`for_session`), so a command or job still waiting for a workspace's lock
+        # gives up and writes nothing once the editor has gone (engine.for_session).
+        self.session_end = threading.Event()
+
+    def for_session(self, call: Callable[..., T], *args: Any) -> T:
+        """(a pool thread) `call(*args)` as this session's work: once the session has ended it
+        writes nothing into a workspace or the store (engine.for_session)."""
+        with for_session(self.session_end):
+            return call(*args)
 
     @property
     def user(self) -> UserSettings:

@@ -95,6 +95,34 @@ def test_a_fresh_workspace_has_no_versions_in_every_form(
         assert cli("memory", "latest", "-w", ws).exit_code == 2
 
 
+@pytest.mark.parametrize("masked", [1, 5])
+def test_reading_a_memory_whose_every_version_is_masked_says_so(
+    vector_add_ws: Path, both: Both, masked: int
+) -> None:  # type: ignore[no-untyped-def]
+    """`memory read` (every version) when all are masked said "no memory files in DIR" (exit
+    2), on the fast path and the full one, while the files are there: it says they are all
+    masked and that --include-masked reads them, the same words on both paths (one function,
+    core.nothing_to_read), exit 2 as documented; --include-masked reads them."""
+    memory_dir = vector_add_ws / "memory"
+    files = sorted(memory_dir.glob("v*.json"))
+    for path in files[masked:]:
+        path.unlink()
+    for path in files[:masked]:
+        path.write_text(path.read_text().replace('"masked": false', '"masked": true', 1))
+    ws = str(vector_add_ws)
+    expected = core.nothing_to_read(memory_dir, masked)
+    assert "no memory files" not in expected and "--include-masked" in expected
+    assert ("all 5 versions" if masked == 5 else "the one version") in expected
+    quick, slow = both("memory", "read", "-w", ws, "--json")
+    for result in (quick, slow):
+        assert result.exit_code == 2, result
+        assert json.loads(result.stdout)["error"]["message"] == expected, result
+    quick, slow = both("memory", "read", "-w", ws)
+    assert quick.exit_code == slow.exit_code == 2 and expected in quick.stderr and expected in slow.stderr
+    shown, typer_shown = both("memory", "read", "-w", ws, "--include-masked", "--json")
+    assert len(json.loads(shown.stdout)) == masked and shown.stdout == typer_shown.stdout
+
+
 def test_summary_counts_a_corrupt_record_as_unknown_not_unmasked(vector_add_ws: Path, cli) -> None:  # type: ignore[no-untyped-def]
     """A torn record that said masked (`memory list --json` shows masked null: unknown) was
     counted as not masked: '0 masked'. The summary counts what is known, table and JSON alike."""
@@ -158,6 +186,37 @@ def test_exp_record_refuses_a_folder_that_is_not_a_workspace(
     assert cli(*args, "-w", str(target)).exit_code == 2
     shown = cli("exp", "list", "--db", str(db), "--json").json()
     assert [row["workspace"] for row in shown] == [str(vector_add_ws)]
+
+
+@pytest.mark.parametrize("folder", ["typo", "not a workspace"])
+def test_exp_update_refuses_a_folder_that_is_not_a_workspace(
+    vector_add_ws: Path, tmp_path: Path, cli, folder: str
+) -> None:  # type: ignore[no-untyped-def]
+    """`exp update ID --set workspace=PATH` stored PATH unchecked (made absolute), while
+    `exp record -w` refuses it: the same rule for both, the one not-a-workspace error (exit 2),
+    nothing changed; a workspace is stored as record stores it (resolved), an empty value
+    clears it."""
+    target = tmp_path / "kernel_opt_vector_ad"  # the typo
+    if folder == "not a workspace":
+        target = tmp_path / "notes"
+        target.mkdir()
+    db = tmp_path / "exp.sqlite"
+    recorded = cli("exp", "record", "-m", "tiling", "-w", str(vector_add_ws), "--db", str(db), "--json")
+    exp_id = recorded.json()["id"]
+    update = ("exp", "update", exp_id, "--db", str(db))
+    refused = cli(*update, "--set", f"workspace={target}", "--json")
+    assert refused.exit_code == 2, refused
+    error = refused.json()["error"]
+    assert error["kind"] == "data" and "is not an optimization workspace" in error["message"], error
+    assert f"nothing changed in {exp_id}" in error["message"], error
+    shown = cli("exp", "show", exp_id, "--db", str(db), "--json").json()
+    assert shown["workspace"] == str(vector_add_ws)
+    linked = tmp_path / "linked"
+    linked.symlink_to(vector_add_ws)
+    moved = cli(*update, "--set", f"workspace={linked}", "--json")
+    assert moved.exit_code == 0 and moved.json()["workspace"] == str(vector_add_ws.resolve()), moved
+    cleared = cli(*update, "--set", "workspace=", "--json")
+    assert cleared.exit_code == 0 and cleared.json()["workspace"] == "", cleared
 
 
 def test_an_interrupted_bench_under_json_is_one_document(

@@ -6,6 +6,7 @@ lenses and hover, and clients can ask which folders are optimization workspaces.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import os
 import shutil
@@ -295,22 +296,39 @@ def test_exit_status_says_whether_shutdown_came_first(
         pipe.process.kill()
 
 
+def _workspace_files(ws: Path) -> dict[str, bytes]:
+    """Every file of a workspace's work tree and its git history's refs (what a write changes)."""
+    files = {
+        str(p.relative_to(ws)): p.read_bytes() for p in ws.rglob("*") if p.is_file() and ".git" not in p.parts
+    }
+    head = subprocess.run(
+        ["git", "rev-parse", "-q", "--verify", "HEAD"], cwd=ws, capture_output=True, text=True
+    )
+    return {**files, "HEAD": head.stdout.encode()}
+
+
+@pytest.mark.parametrize("released", ["after shutdown", "after exit"])
 async def test_shutdown_with_a_command_pending(
-    bare_client: KernelscopeClient, folder: Path, tmp_path: Path
+    bare_client: KernelscopeClient, folder: Path, tmp_path: Path, released: str
 ) -> None:
     """`shutdown` while a command waits on the command pool (maskHalf, for the memory lock that
     another process holds): the shutdown is answered null, the pending command
     RequestCancelled, a later request InvalidRequest, and exit ends the daemon with 0. pygls
     2.1.1 answered this shutdown InternalError ("dictionary changed size during iteration",
-    daemon/lsp/rpc.py `lsp_shutdown`) and, its shutdown never recorded, served later requests."""
+    daemon/lsp/rpc.py `lsp_shutdown`) and, its shutdown never recorded, served later requests.
+    The command gives up when the session ends: the lock freed after the shutdown, it masked
+    nothing (it masked half of the memory after the editor had gone); still held, exit ends the
+    daemon at once (it waited for the lock's 60 s timeout, the interpreter joining the pool)."""
     client = bare_client
     server = client._server
     assert server is not None
     await start_session(client, folder, {"dbUrl": str(tmp_path / "exp.sqlite"), "benchOnSave": False})
     ws = folder / "kernel_opt_vector_add"
     lock_dir = MemoryManager(ws).lock_dir
+    before = _workspace_files(ws)
     try:
-        with held_on_a_thread(lambda: workspace_lock(lock_dir)):
+        with contextlib.ExitStack() as lock:
+            lock.enter_context(held_on_a_thread(lambda: workspace_lock(lock_dir)))
             params = {"workspace": str(ws), "seed": 1}
             mask = asyncio.ensure_future(command(client, "kernelscope.maskHalf", params))
             await wait_for(
@@ -323,8 +341,11 @@ async def test_shutdown_with_a_command_pending(
                 await asyncio.wait_for(mask, 30)
             with pytest.raises(JsonRpcInvalidRequest, match="shut down"):
                 await command(client, "kernelscope.topExperiments", {})
-        client.exit(None)
-        assert await asyncio.wait_for(server.wait(), 30) == 0
+            if released == "after shutdown":
+                lock.close()
+            client.exit(None)
+            assert await asyncio.wait_for(server.wait(), 15) == 0
+        assert _workspace_files(ws) == before
     finally:
         if server.returncode is None:  # (a failure above: the fixture's teardown waits for the daemon's end)
             server.kill()

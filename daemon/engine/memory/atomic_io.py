@@ -20,7 +20,13 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from kernelscope.daemon.engine import DataError, WriteFailed, write_error_reason
+from kernelscope.daemon.engine import (
+    DataError,
+    WriteFailed,
+    refuse_if_session_ended,
+    session_wait,
+    write_error_reason,
+)
 from kernelscope.daemon.engine.memory.core import FILE_RE, JOURNAL_NAME, MEMORY_DIR
 from kernelscope.daemon.engine.memory.git_place import find_repository
 
@@ -346,8 +352,12 @@ def workspace_lock(lock_dir: Path, timeout: float = 60.0, name: str = LOCK_NAME)
     same lock (so kernelscope versions that used it exclude this one and are excluded by it) but
     costs 50 ms of imports, more than the seed's whole memory script an agent runs in its place
     (docs/benchmarks.md, cli_bench). Where flock is missing (Windows, a file system without it),
-    filelock does the job."""
+    filelock does the job.
+
+    Taken for a session that has ended (engine.for_session: the editor has gone), or ending
+    while it waits, it gives up at once (SessionEnded) and nothing is written under it."""
     path = lock_dir / name
+    refuse_if_session_ended()
     try:
         lock_dir.mkdir(parents=True, exist_ok=True)
         held = _flock(path, timeout)
@@ -361,9 +371,11 @@ def workspace_lock(lock_dir: Path, timeout: float = 60.0, name: str = LOCK_NAME)
         ) from exc
     if held is None:
         with _filelock(path, timeout):
+            refuse_if_session_ended()
             yield
         return
     try:
+        refuse_if_session_ended()  # (it may have ended as the lock was taken)
         yield
     finally:
         os.close(held)  # closing the only descriptor of the open file releases the flock
@@ -397,7 +409,11 @@ def _flock(path: Path, timeout: float) -> int:
             if time.monotonic() >= deadline:
                 os.close(fd)
                 raise _held(path, timeout) from None
-            time.sleep(pause)
+            try:
+                session_wait(pause)  # (cut short by the session's end)
+            except BaseException:
+                os.close(fd)
+                raise
             pause = min(pause * 2, 0.05)
         except OSError as exc:
             os.close(fd)
@@ -411,10 +427,15 @@ def _filelock(path: Path, timeout: float) -> Iterator[None]:
     from filelock import FileLock, Timeout  # where flock is missing only (docstring above)
 
     lock = FileLock(str(path), timeout=timeout)
-    try:
-        lock.acquire()
-    except Timeout:
-        raise _held(path, timeout) from None
+    deadline = time.monotonic() + timeout
+    while True:  # in short tries, so that the session's end cuts the wait short
+        try:
+            lock.acquire(timeout=min(0.05, max(0.0, deadline - time.monotonic())))
+            break
+        except Timeout:
+            if time.monotonic() >= deadline:
+                raise _held(path, timeout) from None
+            refuse_if_session_ended()
     try:
         yield
     finally:

@@ -62,6 +62,17 @@ def no_versions(memory_dir: Path) -> str:
     return f"no versions recorded yet in {memory_dir}"
 
 
+def nothing_to_read(memory_dir: Path, masked: int) -> str:
+    """Why `memory read` (every version, the fast path's and the full one's) has nothing to
+    return (exit 2): no record yet (`no_versions`), or every readable one masked (`masked` of
+    them), which `--include-masked` reads; "no memory files" was untrue there."""
+    if not masked:
+        return no_versions(memory_dir)
+    which = "the one version" if masked == 1 else f"all {masked} versions"
+    verb, them = ("is", "it") if masked == 1 else ("are", "them")
+    return f"{which} in {memory_dir} {verb} masked: --include-masked reads {them} (or unmask)"
+
+
 def normalize_version(version: str) -> str:
     """Accept `v3`, `V3` or `3`; return `v3`. Anything else is a usage error."""
     try:

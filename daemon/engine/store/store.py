@@ -41,6 +41,7 @@ from sqlalchemy.engine import make_url
 from sqlalchemy.exc import ArgumentError, DBAPIError, IntegrityError, NoSuchModuleError, OperationalError
 from sqlalchemy.pool import NullPool
 
+from kernelscope.daemon.engine import refuse_if_session_ended
 from kernelscope.daemon.engine.store import kernel_stats as stats
 from kernelscope.daemon.engine.store.config import is_default_url, resolve_db_url
 from kernelscope.daemon.engine.store.errors import (
@@ -210,6 +211,7 @@ class ExperimentStore:
         with self._translate_errors(), self.engine.connect() as conn:
             conn = conn.execution_options(kernelscope_write=True)
             with conn.begin():
+                refuse_if_session_ended()  # (engine.for_session: the editor that asked has gone)
                 yield conn
 
     @contextlib.contextmanager
@@ -349,6 +351,7 @@ class ExperimentStore:
                 except sqlite3.DatabaseError as exc:
                     raise self._store_error(str(exc)) from None
                 try:
+                    refuse_if_session_ended()  # (the write lock taken: the editor that asked may have gone)
                     yield cursor
                     cursor.execute("COMMIT")
                 except BaseException as exc:
