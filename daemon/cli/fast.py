@@ -167,15 +167,30 @@ class _Run:
     def memory_dir(self) -> Path:
         return self.root / core.MEMORY_DIR
 
+    def readme_kind(self) -> str | None:
+        """The README's primary metric, which decides a score vs v0 (memory/core.py), read by
+        readme.py's own lines; README_UNREAD where only its model can say (a ```kernelscope
+        block, an unreadable file)."""
+        from kernelscope.daemon.engine.workspace import readme_lines
+        from kernelscope.protocol.vocabulary import WORKSPACE_README
+
+        path = self.root / WORKSPACE_README
+        if not path.is_file():
+            return None
+        try:
+            kind = readme_lines.primary_kind(path.read_text(encoding="utf-8", errors="replace"))
+        except OSError:
+            return core.README_UNREAD
+        return core.README_UNREAD if kind == readme_lines.BLOCK_DECIDES else kind
+
     def list(self) -> None:
         files = _files(self.memory_dir)
         base = next((f.raw for f in files if f.number == 0 and f.error is None), None)
+        kind = self.readme_kind()
         rows: list[dict[str, Any]] = []
         for found in files:
             try:
-                summary = core.summary_row(
-                    found.number, found.path, found.raw, found.error, base, core.README_UNREAD
-                )
+                summary = core.summary_row(found.number, found.path, found.raw, found.error, base, kind)
             except core.KindNeeded:
                 raise Fallback from None  # the README's primary metric scores it: the full CLI reads it
             rows.append(core.listed(summary))

@@ -560,8 +560,9 @@ def test_list_json_scores_atrex_objective_by_either_path(tmp_path: Path, both) -
 
 def test_list_scores_a_bandwidth_target_as_the_lenses_do(tmp_path: Path, both) -> None:  # type: ignore[no-untyped-def]
     """Records with GB/s and no latency, a README whose target is bandwidth: `memory list`
-    shows the score the lenses and `memory summary` show (1.50x), by either path; the fast
-    path, which reads no README, hands this one over (before: both paths showed no score)."""
+    shows the score the lenses and `memory summary` show (1.50x), by either path (before: both
+    paths showed no score). The fast path reads the README's stop conditions by readme.py's own
+    lines; one with a ```kernelscope block, which only the model can judge, it hands over."""
     from kernelscope.daemon.engine.memory.records import MemoryManager
     from kernelscope.daemon.engine.memory.scores import memory_scores
     from kernelscope.daemon.engine.workspace.readme import parse_readme_file
@@ -577,14 +578,43 @@ def test_list_scores_a_bandwidth_target_as_the_lenses_do(tmp_path: Path, both) -
         }
         (ws / "memory" / f"{version}.json").write_text(json.dumps(record))
     quick, slow = both("memory", "list", "--json", "-w", str(ws))
-    assert quick.key() == slow.key() and not quick.fast_ran
+    assert quick.key() == slow.key() and quick.fast_ran
     listed = {row["version"]: row["score"] for row in json.loads(slow.out)}
     lenses = memory_scores(MemoryManager(ws).scan(), parse_readme_file(ws / "README.md"))
     assert listed["v1"]["value"] == pytest.approx(1.5) == next(s.score for s in lenses if s.version == "v1")
     table, _ = both("memory", "list", "-w", str(ws))
     assert "1.50x" in table.out
-    quick, slow = both("memory", "latest", "-w", str(ws))  # what needs no README stays fast
+    quick, slow = both("memory", "latest", "-w", str(ws))
     assert quick.key() == slow.key() and quick.fast_ran
+    block = '\n```kernelscope\n{"stop_conditions": ["latency <= 5 us"]}\n```\n'
+    (ws / "README.md").write_text((ws / "README.md").read_text() + block)
+    quick, slow = both("memory", "list", "--json", "-w", str(ws))
+    assert quick.key() == slow.key() and not quick.fast_ran
+    assert all(row["score"] is None for row in json.loads(slow.out))  # a latency target: no GB/s ratio
+
+
+def test_list_ranks_by_the_readme_metric_on_both_paths(tmp_path: Path, both) -> None:  # type: ignore[no-untyped-def]
+    """Records with latency and TFLOP/s whose orders disagree (v2 does more work per run:
+    more TFLOP/s, yet slower), a README whose target is TFLOP/s: both paths score by the
+    README's metric, the fast one without handing over (before: the latency ratio, 2.00x for v1
+    against 1.25x for v2, while mask-half kept v2 as the best)."""
+    ws = tmp_path / "ws"
+    (ws / "memory").mkdir(parents=True)
+    shutil.copy(EXAMPLES / "matmul" / "README.md", ws / "README.md")
+    for number, (latency, tflops) in enumerate(((100.0, 100.0), (50.0, 180.0), (80.0, 240.0))):
+        record = {
+            "version": f"v{number}",
+            "performance": {"latency_us": latency, "tflops": tflops},
+            "quality_gate": {"result": "PASS"},
+        }
+        (ws / "memory" / f"v{number}.json").write_text(json.dumps(record))
+    quick, slow = both("memory", "list", "--json", "-w", str(ws))
+    assert quick.key() == slow.key() and quick.fast_ran
+    scores = {row["version"]: row["score"] for row in json.loads(slow.out)}
+    assert scores["v2"]["value"] == pytest.approx(2.4) and scores["v1"]["value"] == pytest.approx(1.8)
+    assert scores["v2"]["source"] == "performance.tflops"
+    table, _ = both("memory", "list", "-w", str(ws))
+    assert "2.40x" in table.out
 
 
 def test_fast_reads_on_the_example(vector_add_ws: Path, both) -> None:  # type: ignore[no-untyped-def]

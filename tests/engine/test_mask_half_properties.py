@@ -104,18 +104,32 @@ def test_mask_half_invariants(records: list[dict], kind: str | None, seed: int) 
 
 
 def _documented_best(records: list[dict], kind: str | None, chosen: str | None) -> bool:
-    """Whether `chosen` is the best by MemoryManager.best_version's rule (its docstring): among
-    unmasked versions whose gate passed, highest tflops / highest bandwidth / lowest latency
-    (the README's metric); without that metric, lowest latency; without any, the latest passing
-    version. Ties go to the later version (docs/memory.md)."""
+    """Whether `chosen` is the best by the documented rule (docs/memory.md, mask-half): among
+    unmasked versions whose gate passed, the highest score vs v0, which is the ratio of the
+    README's metric (`kind`: tflops, bandwidth) to v0's where both record it, else v0's latency
+    over the version's; with no score, the highest README metric, else the lowest latency,
+    else the latest passing version. Ties go to the later version."""
     passing = {
         f"v{n}": spec
         for n, spec in enumerate(records)
         if spec["gate"] == "PASS" and not (spec["masked"] and n)
     }
+    base = records[0]
+
+    def score(spec: dict) -> float | None:
+        if kind in ("tflops", "bandwidth") and base[kind] is not None and spec[kind] is not None:
+            return spec[kind] / base[kind]
+        if base["latency"] is not None and spec["latency"] is not None:
+            return base["latency"] / spec["latency"]
+        return None
+
+    scored = {version: score(spec) for version, spec in passing.items()}
+    values = [value for value in scored.values() if value is not None]
+    if values:
+        return chosen == [v for v, value in scored.items() if value == max(values)][-1]
     field = kind if kind in ("tflops", "bandwidth") else "latency"
     for metric, pick in ((field, max if field != "latency" else min), ("latency", min)):
-        values = [spec[metric] for spec in passing.values() if spec[metric] is not None]
-        if values:
-            return chosen == [v for v, spec in passing.items() if spec[metric] == pick(values)][-1]
+        found = [spec[metric] for spec in passing.values() if spec[metric] is not None]
+        if found:
+            return chosen == [v for v, spec in passing.items() if spec[metric] == pick(found)][-1]
     return chosen == (list(passing)[-1] if passing else None)

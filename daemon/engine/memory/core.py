@@ -235,11 +235,16 @@ def metric(record: Any, name: str) -> float | None:
 #    v0.3.0's mean of per-shape speedups, atrex_fields.objective_ratio), named a metric ratio:
 #    atrex promotes by it, so the best is the version atrex promoted;
 # 1. `kernelscope.score_vs_v0`: the in-run geometric-mean speedup over all configurations, with
-#    its 95% interval (`kernelscope.score_ci`), when the record has it (`kernelscope iterate`);
-# 2. else the latency ratio v0 latency / version latency (records of other tools, and atrex
+#    its 95% interval (`kernelscope.score_ci`), when the record has it (`kernelscope iterate`).
+#    Its bytes and FLOPs per configuration are the problem's (reference.py), the same for v0
+#    and the version, so it is also their GB/s and TFLOP/s ratio, measured in one run;
+# 2. else, when the README's primary metric (its first stop condition) is a bandwidth or a
+#    TFLOP/s and both records carry it, the ratio of the version's to v0's, named a metric
+#    ratio: the README's target is the goal, so a version that moves more bytes per run (higher
+#    GB/s, yet slower) ranks by its GB/s, as the README's stop conditions judge it;
+# 3. else the latency ratio v0 latency / version latency (records of other tools, and atrex
 #    records whose objective is not v0's: a workspace upgraded from v0.2), named a latency
-#    ratio, never a speedup;
-# 3. else the ratio of the README's target metric (bandwidth, TFLOP/s) to v0's.
+#    ratio, never a speedup.
 # Carried-forward numbers (an atrex pivot's) are never a score.
 
 
@@ -271,9 +276,9 @@ README_UNREAD = "readme-unread"
 
 
 class KindNeeded(Exception):
-    """Only the README's primary metric can score this record (no latency to compare, a
-    bandwidth or TFLOP/s on both sides): a reader that did not parse the README must not show
-    a score there, or show none."""
+    """Only the README's primary metric can score this record (a bandwidth or TFLOP/s on both
+    sides, which ranks before latency when the README's target is that metric): a reader that
+    did not parse the README must not show a score there, or show none."""
 
 
 def score_parts(record: Any, baseline: Any, kind: str | None = None) -> ScoreParts | None:
@@ -295,18 +300,21 @@ def score_parts(record: Any, baseline: Any, kind: str | None = None) -> ScorePar
         return (in_run, "speedup", "v0", interval, "kernelscope.score_vs_v0")
     if baseline is None:
         return None
-    base_latency, latency = _positive(metric(baseline, "latency_us")), _positive(metric(record, "latency_us"))
-    if base_latency and latency:
-        return (base_latency / latency, "latency_ratio", "v0", None, "performance.latency_us")
     if kind == README_UNREAD:
         if any(_metric_ratio(record, baseline, name) for name in ("bandwidth", "tflops")):
             raise KindNeeded
-        return None
-    return _metric_ratio(record, baseline, kind) if kind in ("bandwidth", "tflops") else None
+    elif kind in ("bandwidth", "tflops"):
+        by_target = _metric_ratio(record, baseline, kind)
+        if by_target is not None:
+            return by_target
+    base_latency, latency = _positive(metric(baseline, "latency_us")), _positive(metric(record, "latency_us"))
+    if base_latency and latency:
+        return (base_latency / latency, "latency_ratio", "v0", None, "performance.latency_us")
+    return None
 
 
 def _metric_ratio(record: Any, baseline: Any, kind: str) -> ScoreParts | None:
-    """The ratio of the README's target metric (bandwidth, TFLOP/s) to v0's (latency was tried)."""
+    """The ratio of the README's target metric (bandwidth, TFLOP/s) to v0's."""
     name = RECORD_METRIC[kind]
     base_value, value = _positive(metric(baseline, name)), _positive(metric(record, name))
     if base_value and value:

@@ -23,7 +23,6 @@ from __future__ import annotations
 import contextlib
 import copy
 import json
-import math
 import os
 import random
 import secrets
@@ -66,7 +65,6 @@ from kernelscope.protocol.memory import (
     memory_schema_template,
     parse_version,
 )
-from kernelscope.protocol.record_rules import RECORD_METRIC
 from kernelscope.protocol.workspace import MetricKind, VersionSummary
 
 # the latest mask-half, beside the locks (atomic_io.lock_dir_of: the git directory, outside git memory/)
@@ -407,44 +405,12 @@ class MemoryManager:
     # -- mask-half --------------------------------------------------------------------
 
     def best_version(self, entries: list[MemoryEntry], kind: MetricKind | None) -> tuple[str | None, str]:
-        """The current best among unmasked versions whose gate passed, and the rule used.
+        """The current best among unmasked versions whose gate passed, and the rule used: the
+        one best every surface names (scores.best_version: the highest score vs v0, which
+        ranks by the README's primary metric `kind` where v0 and the version record it)."""
+        from kernelscope.daemon.engine.memory import scores
 
-        Judged on the README's first stop condition: highest `tflops` or highest
-        `bandwidth_gbps`; for a latency target or none, the best by the one score vs v0 (the
-        version the lenses call best: scores.best_score; under atrex v0.3's objective the
-        version atrex promoted), else the lowest latency. When no passing version has the
-        metric, the latest passing version is kept.
-        """
-        metric = RECORD_METRIC[kind or "latency"]
-        higher_better = kind in ("tflops", "bandwidth")
-        passing = [e for e in entries if e.record and not e.masked and e.record.gate_passed]
-        if not higher_better:
-            from kernelscope.daemon.engine.memory.scores import best_score, scores_by_kind
-
-            top = best_score(scores_by_kind(entries, kind))
-            if top is not None:
-                return top.version, "highest score vs v0 among versions whose quality gate passed"
-        scored = _finite_metric(passing, metric)
-        direction = "highest" if higher_better else "lowest"
-        if scored:
-            best = max(scored, key=lambda item: ((item[1] if higher_better else -item[1]), item[0].number))
-            return best[
-                0
-            ].version, f"{direction} performance.{metric} among versions whose quality gate passed"
-        if metric != "latency_us":
-            # e.g. CPU-interpreter runs record latency but no GPU throughput figures
-            latencies = _finite_metric(passing, "latency_us")
-            if latencies:
-                fastest = min(latencies, key=lambda item: (item[1], -item[0].number))
-                return fastest[0].version, (
-                    f"no passing version records performance.{metric}: lowest performance.latency_us "
-                    "among versions whose quality gate passed"
-                )
-        if passing:
-            return passing[-1].version, (
-                f"no passing version records performance.{metric}: kept the latest passing version"
-            )
-        return None, "no version has a passing quality gate: no best version to keep"
+        return scores.best_version(entries, kind)
 
     def mask_half(
         self,
@@ -612,13 +578,3 @@ class MemoryManager:
             }
         )
         return path, dump_json(data, indent)
-
-
-def _finite_metric(entries: list[MemoryEntry], metric: str) -> list[tuple[MemoryEntry, float]]:
-    """(entry, value) for the entries whose record has a finite `metric`."""
-    found: list[tuple[MemoryEntry, float]] = []
-    for entry in entries:
-        value = entry.record.metric(metric) if entry.record else None
-        if value is not None and math.isfinite(value):
-            found.append((entry, value))
-    return found

@@ -10,9 +10,12 @@ it picked (`ScoreValue.kind`):
 0. atrex v0.3's `performance.performance_score` / v0's, when both carry the same objective;
 1. `kernelscope.score_vs_v0`: the in-run geometric-mean speedup over all configurations, with
    its 95% interval (`kernelscope.score_ci`), when the record has it (`kernelscope iterate`);
-2. else the latency ratio v0 latency / version latency (records of other tools), named a
-   latency ratio, never a speedup;
-3. else the ratio of the README's target metric (bandwidth, TFLOP/s) to v0's.
+2. else, when the README's primary metric is a bandwidth or a TFLOP/s and both records carry
+   it, the ratio of the version's to v0's (the README's target is the goal);
+3. else the latency ratio v0 latency / version latency (records of other tools), named a
+   latency ratio, never a speedup.
+
+Every "best" is the version this score ranks highest (`best_version`, `best_score`).
 
 Carried-forward numbers (an atrex pivot's) are never a score (`formats.atrex_fields.record_outcome`).
 """
@@ -28,7 +31,7 @@ from kernelscope.daemon.engine.memory import atrex_fields, core
 from kernelscope.daemon.engine.memory.core import _interval, _positive, kernelscope_block
 from kernelscope.protocol.history import ScoreValue
 from kernelscope.protocol.memory import MemoryRecord, as_float
-from kernelscope.protocol.record_rules import format_score
+from kernelscope.protocol.record_rules import RECORD_METRIC, format_score
 from kernelscope.protocol.workspace import MetricKind, ReadmeInfo
 
 if TYPE_CHECKING:
@@ -253,11 +256,57 @@ def best_score(scores: list[VersionScore], among: set[str] | None = None) -> Ver
     return best
 
 
+BY_SCORE = "highest score vs v0 among versions whose quality gate passed"
+
+
+def best_version(
+    entries: list[MemoryEntry],
+    kind: MetricKind | None,
+    scores: list[VersionScore] | None = None,
+    among: set[str] | None = None,
+) -> tuple[str | None, str]:
+    """The best version and the rule that chose it: the one every surface names (the file
+    lens, the goal line, mask-half's keep, the probe's baseline; the kernel lens asks
+    `best_score` of the same scores). `kind` is the README's primary metric, which the score
+    vs v0 ranks by where v0 and the version both record it (core.score_parts); `scores`,
+    when the caller has them, are `scores_by_kind(entries, kind)`.
+
+    With no score vs v0 anywhere (no v0 record, or one that measured nothing), the README's
+    metric decides directly (highest GB/s or TFLOP/s), then the lowest latency (CPU-interpreter
+    runs record no GPU throughput), then the latest passing version."""
+    top = best_score(scores_by_kind(entries, kind) if scores is None else scores, among)
+    if top is not None:
+        return top.version, BY_SCORE
+    passing = [
+        e
+        for e in entries
+        if e.record is not None
+        and not e.masked
+        and e.record.gate_passed
+        and (among is None or e.version in among)
+    ]
+    measured = [e for e in passing if e.record and atrex_fields.record_outcome(e.record).measured]
+    metrics = [(RECORD_METRIC[kind], max)] if kind in ("bandwidth", "tflops") else []
+    for name, pick in [*metrics, ("latency_us", min)]:
+        found = [(e, v) for e in measured if (v := _positive(e.record.metric(name) if e.record else None))]
+        if found:
+            direction = "highest" if pick is max else "lowest"
+            # ties go to the later version
+            chosen = pick(reversed(found), key=lambda item: item[1])[0]
+            return chosen.version, (
+                f"no version has a score vs v0: {direction} performance.{name} "
+                "among versions whose quality gate passed"
+            )
+    if passing:
+        return passing[-1].version, "no version has a score vs v0: kept the latest passing version"
+    return None, "no version has a passing quality gate: no best version to keep"
+
+
 def memory_scores(entries: list[MemoryEntry], readme: ReadmeInfo | None) -> list[VersionScore]:
     """A score per readable version, the one every surface shows (`version_score`): atrex's
     objective score ratio when v0 and the version share one, the in-run geometric-mean speedup
-    vs v0 when the record has it (`kernelscope.score_vs_v0`), else v0 latency / vN latency,
-    else vN metric / v0 metric."""
+    vs v0 when the record has it (`kernelscope.score_vs_v0`), else vN metric / v0 metric for
+    the README's bandwidth or TFLOP/s target, else v0 latency / vN latency."""
     return scores_by_kind(entries, readme.primary_kind if readme else None)
 
 

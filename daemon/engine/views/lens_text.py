@@ -15,7 +15,13 @@ from kernelscope.daemon.engine import counted
 from kernelscope.daemon.engine.memory import atrex_fields
 from kernelscope.daemon.engine.memory.core import kernelscope_block
 from kernelscope.daemon.engine.memory.records import MemoryEntry
-from kernelscope.daemon.engine.memory.scores import VersionScore, best_score, memory_scores
+from kernelscope.daemon.engine.memory.scores import (
+    BY_SCORE,
+    VersionScore,
+    best_score,
+    best_version,
+    memory_scores,
+)
 from kernelscope.daemon.engine.workspace import atrex
 from kernelscope.daemon.engine.workspace.cache import WorkspaceCache
 from kernelscope.daemon.engine.workspace.masked import has_runs, run_counts
@@ -94,32 +100,34 @@ def _mode(entry: MemoryEntry) -> str | None:
 
 
 def file_lens(
-    ws: Workspace, entries: list[MemoryEntry] | None = None, readme: ReadmeInfo | None = None
+    ws: Workspace,
+    entries: list[MemoryEntry] | None = None,
+    readme: ReadmeInfo | None = None,
+    scores: list[VersionScore] | None = None,
 ) -> str:
-    """Target vs best with the roofline fraction, next version and masked count.
+    """Target vs best with the roofline fraction, next version and masked count. The best is
+    the one every surface names (scores.best_version), shown by the target's metric.
 
-    Callers that already scanned memory/ and parsed the README pass them in: a workspace can
-    hold a thousand memory files, and reading them once per refresh is enough."""
+    Callers that already scanned memory/, parsed the README and scored the versions
+    (`memory_scores(entries, readme)`) pass them in: a workspace can hold a thousand memory
+    files, and reading them once per refresh is enough."""
     if readme is None and ws.readme_path.is_file():
         readme = ws.readme()
     entries = ws.memory.scan() if entries is None else entries
+    scores = memory_scores(entries, readme) if scores is None else scores
     parts = []
     condition = readme.stop_conditions[0] if readme and readme.stop_conditions else None
     if condition is not None:
         metric = RECORD_METRIC[condition.kind]
-        passing = [
-            (e, measured)
-            for e in entries
-            if e.record
-            and not e.masked  # hidden from the active memory, as blame hides its numbers
-            and e.record.gate_passed
-            and (measured := e.record.metric(metric)) is not None
-            and atrex_fields.record_outcome(e.record).measured
-        ]
+        chosen, _ = best_version(entries, condition.kind, scores)
+        best = next((e for e in entries if e.version == chosen and e.record), None)
+        value = (
+            best.record.metric(metric)
+            if best is not None and best.record and atrex_fields.record_outcome(best.record).measured
+            else None
+        )
         target = f"target {condition.kind} {condition.comparator} {condition.value:g}{condition.unit}"
-        if passing:
-            pick = min if condition.kind == "latency" else max
-            best, value = pick(passing, key=lambda item: item[1])
+        if best is not None and value is not None:
             fraction = (
                 (condition.normalized_value / value)
                 if condition.kind == "latency"
@@ -139,10 +147,12 @@ def file_lens(
                 parts.append(f"roofline {pct:.0f}%")
         elif any(_mode(e) == "interpreter" for e in entries):
             parts.append(f"{target} | interpreter runs only (CPU timings are not GPU figures)")
+        elif best is not None:
+            parts.append(f"{target} | best {best.version}, no performance.{metric} recorded")
         else:
             parts.append(f"{target} | no passing measurement yet")
     elif readme is not None and readme.goal:
-        parts.append(_goal_progress(readme.goal, entries, memory_scores(entries, readme)))
+        parts.append(_goal_progress(readme.goal, entries, scores))
     else:
         parts.append("no stop conditions in README.md")
     live = atrex.live_episode(ws.memory_dir)
@@ -165,24 +175,16 @@ def file_lens(
 
 def _goal_progress(goal: str, entries: list[MemoryEntry], scores: list[VersionScore]) -> str:
     """A README that states a goal instead of a threshold (atrex's SOL seed: minimize the
-    geomean latency over the workloads): the best version by the one score (`best_score`, so
-    under atrex v0.3's objective the version it promoted), its latency and its speedup vs the
-    reference; with no score vs v0 (no v0 record), the lowest measured latency."""
+    geomean latency over the workloads): the best version (scores.best_version: by the one
+    score, so under atrex v0.3's objective the version it promoted; with no score vs v0, the
+    lowest measured latency), its latency and its speedup vs the reference."""
     text = goal if len(goal) <= 60 else goal[:59] + "…"
-    measured = [
-        (e, e.record.metric("latency_us"))
-        for e in entries
-        if e.record
-        and not e.masked  # hidden from the active memory, as for a stop condition's best
-        and e.record.gate_passed
-        and atrex_fields.record_outcome(e.record).measured
-    ]
-    top = best_score(scores)
-    chosen = [(e, value) for e, value in measured if top is not None and e.version == top.version]
-    latencies = [(e, value) for e, value in measured if value is not None]
-    if not chosen and not latencies:
+    chosen, rule = best_version(entries, None, scores)
+    best = next((e for e in entries if e.version == chosen and e.record), None)
+    measured = best is not None and best.record and atrex_fields.record_outcome(best.record).measured
+    latency = best.record.metric("latency_us") if best is not None and best.record and measured else None
+    if best is None or not measured or (latency is None and rule != BY_SCORE):
         return f"goal: {text} | no passing measurement yet"
-    best, latency = chosen[0] if chosen else min(latencies, key=lambda item: item[1] or 0.0)
     shown = f"{latency:.4g} us {best.version}" if latency is not None else best.version
     speedup = atrex_fields.speedup_vs_reference(best.record) if best.record else None
     versus = (
@@ -260,7 +262,7 @@ def workspace_texts(cache: WorkspaceCache) -> tuple[str, dict[str, str]]:
     file_text = cache.get(
         "file_lens",
         ("memory", "readme", "supervisor"),  # "next v5 (the supervisor's; ...)"
-        lambda: file_lens(cache.workspace, cache.memory(), cache.readme()),
+        lambda: file_lens(cache.workspace, cache.memory(), cache.readme(), cache.scores()),
     )
     texts = cache.get(
         "kernel_texts",

@@ -18,7 +18,7 @@ from pathlib import Path
 
 from kernelscope.daemon.engine.memory.git_place import find_repository
 from kernelscope.daemon.engine.memory.records import MemoryEntry
-from kernelscope.daemon.engine.memory.scores import best_score, memory_scores
+from kernelscope.daemon.engine.memory.scores import best_version
 from kernelscope.daemon.engine.run.bench import BenchRequest, run_benchmark
 from kernelscope.daemon.engine.run.warm_worker import WarmWorkers
 from kernelscope.daemon.engine.workflows.git import Git
@@ -45,11 +45,10 @@ def last_passing(entries: list[MemoryEntry]) -> MemoryEntry | None:
 
 
 def best_passing(entries: list[MemoryEntry], readme: ReadmeInfo | None) -> MemoryEntry | None:
-    """The best committed passing version (`best_score`, the rule of every best; the last
-    passing one when none has a score)."""
+    """The best committed passing version (scores.best_version, the rule of every best)."""
     passing = {e.version: e for e in _committed_passing(entries)}
-    best = best_score(memory_scores(entries, readme), among=set(passing))
-    return passing[best.version] if best is not None else last_passing(entries)
+    best, _ = best_version(entries, readme.primary_kind if readme else None, among=set(passing))
+    return passing[best] if best is not None else None
 
 
 def kernel_at(git: Git, kernel_path: Path, entry: MemoryEntry | None, tmp: Path, name: str) -> Path | None:

@@ -21,30 +21,23 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from kernelscope.daemon.engine.workspace import readme_lines as lines_of
 from kernelscope.protocol.workspace import (
     Comparator,
     CorrectnessThreshold,
     HardwareSpec,
-    MetricKind,
     ReadmeInfo,
     StopCondition,
     TargetInfo,
 )
 
-_HEADING = re.compile(r"^(#{1,6})\s+(.*?)\s*#*\s*$")
-_BULLET = re.compile(r"^\s*(?:[-*+]|\d+[.)])\s+(.*)$")
 _KEY_VALUE = re.compile(r"^\**([A-Za-z][\w /-]*?)\**\s*:\s*(.*)$")
-# a template's `<value>`, `<metric name>`: the bracket hugs a word, so a comparator (`< 40 us`,
-# `<= 40`, `n > 1M`, `n<1M`) never opens or closes one
-_PLACEHOLDER = re.compile(r"<(?![=\s\d-])[^<>\n]*[A-Za-z][^<>\n]*(?<![\s=-])>")
-_NUMBER = r"(\d+(?:\.\d+)?(?:[eE][-+]?\d+)?|\.\d+)"
-_COMPARATOR = r"(>=|<=|≥|≤|=>|=<|>|<)"
-_UNIT = r"(TB/s|GB/s|MB/s|TFLOP/s|TFLOPS|TFLOPs|TOPS|T|ms|us|µs|μs|ns)"
-_CONDITION = re.compile(_COMPARATOR + r"\s*" + _NUMBER + r"\s*" + _UNIT + r"(?![A-Za-z/])")
-_REL_ERR = re.compile(r"\b(rel(?:ative)?[_ ]err(?:or)?)\s*" + _COMPARATOR + r"\s*" + _NUMBER, re.I)
+_REL_ERR = re.compile(
+    r"\b(rel(?:ative)?[_ ]err(?:or)?)\s*" + lines_of.COMPARATOR + r"\s*" + lines_of.NUMBER, re.I
+)
 _SPEC_KNOWN = re.compile(
     r"^\s*(?:[-*+]\s+)?\**(?P<metric>[^:\n<]+?)\**\s*:\s*(?P<value>[-+]?"
-    + _NUMBER
+    + lines_of.NUMBER
     + r")\s*(?P<unit>[^\s<]+)?\s*<-\s*(?P<source>.+?)\s*$"
 )
 _SPEC_UNKNOWN = re.compile(
@@ -52,9 +45,7 @@ _SPEC_UNKNOWN = re.compile(
 )
 _DTYPE_BEFORE = re.compile(r"\b(fp64|fp32|tf32|fp16|bf16|fp8|fp4|int8|int4|e4m3|e5m2)\b", re.I)
 _TRAILING_NOTE = re.compile(r"\s*\((?:parsed|derived|from|see|e\.g\.)[^()]*\)\s*$", re.I)
-_MACHINE_FENCE = re.compile(r"^\s*(```|~~~)\s*kernelscope\s*$")
-
-# Every spelling `_COMPARATOR` matches -> its canonical comparator.
+# Every spelling `lines_of.COMPARATOR` matches -> its canonical comparator.
 _COMPARATOR_CANON: dict[str, Comparator] = {
     ">=": ">=",
     "<=": "<=",
@@ -64,20 +55,6 @@ _COMPARATOR_CANON: dict[str, Comparator] = {
     "≤": "<=",
     "=>": ">=",
     "=<": "<=",
-}
-_UNIT_KIND_SCALE: dict[str, tuple[MetricKind, float]] = {
-    "tb/s": ("bandwidth", 1000.0),
-    "gb/s": ("bandwidth", 1.0),
-    "mb/s": ("bandwidth", 0.001),
-    "tflop/s": ("tflops", 1.0),
-    "tflops": ("tflops", 1.0),
-    "tops": ("tflops", 1.0),
-    "t": ("tflops", 1.0),
-    "ms": ("latency", 1000.0),
-    "us": ("latency", 1.0),
-    "µs": ("latency", 1.0),
-    "μs": ("latency", 1.0),
-    "ns": ("latency", 0.001),
 }
 _TARGET_KEYS = {
     "platform": "platform",
@@ -111,7 +88,7 @@ def parse_readme_file(path: Path) -> ReadmeInfo:
 def parse_readme(text: str, path: str = "README.md") -> ReadmeInfo:
     """Parse README text. Never raises for content; see the module docstring."""
     lines = text.splitlines()
-    sections = _split_sections(lines)
+    sections = lines_of.split_sections(lines)
     warnings: list[str] = []
     errors: list[str] = []
 
@@ -135,7 +112,7 @@ def parse_readme(text: str, path: str = "README.md") -> ReadmeInfo:
         warnings=warnings,
         errors=errors,
     )
-    block = _find_machine_block(lines)
+    block = lines_of.find_machine_block(lines)
     if block is not None:
         _apply_machine_block(info, *block)
     if not info.stop_conditions and (info.goal or info.stated_stop_conditions):
@@ -157,61 +134,16 @@ def parse_readme(text: str, path: str = "README.md") -> ReadmeInfo:
 # -- sections ---------------------------------------------------------------------------
 
 
-class _Section:
-    def __init__(self, title: str, start: int) -> None:
-        self.title = title
-        self.key = title.strip().lower()
-        self.start = start  # 0-based index of the first body line
-        self.lines: list[str] = []
-
-
-def _split_sections(lines: list[str]) -> list[_Section]:
-    sections = [_Section("", 0)]
-    in_fence = False
-    for index, line in enumerate(lines):
-        if line.lstrip().startswith(("```", "~~~")):
-            in_fence = not in_fence
-        match = None if in_fence else _HEADING.match(line)
-        if match:
-            sections.append(_Section(match.group(2), index + 1))
-        else:
-            sections[-1].lines.append(line)
-    return sections
-
-
-def _sections_named(sections: list[_Section], *needles: str) -> list[_Section]:
-    return [s for s in sections if any(needle in s.key for needle in needles)]
-
-
-def _target_sections(sections: list[_Section]) -> list[_Section]:
+def _target_sections(sections: list[lines_of.Section]) -> list[lines_of.Section]:
     """`## Target` first, then `## Task Context`, `## Config`, `## Campaign`: the order in which
     they fill in what the earlier ones left out."""
-    return [s for needle in _TARGET_SECTIONS for s in _sections_named(sections, needle)]
-
-
-def _bullets(section: _Section) -> list[tuple[int, str]]:
-    """(1-based line, text) of each bullet, with continuation lines folded in."""
-    found: list[tuple[int, str]] = []
-    in_fence = False
-    for offset, line in enumerate(section.lines):
-        if line.lstrip().startswith(("```", "~~~")):
-            in_fence = not in_fence
-            continue
-        if in_fence:
-            continue
-        match = _BULLET.match(line)
-        if match:
-            found.append((section.start + offset + 1, match.group(1).strip()))
-        elif found and line.startswith(("  ", "\t")) and line.strip():
-            line_no, text = found[-1]
-            found[-1] = (line_no, f"{text} {line.strip()}")
-    return found
+    return [s for needle in _TARGET_SECTIONS for s in lines_of.sections_named(sections, needle)]
 
 
 # -- target -----------------------------------------------------------------------------
 
 
-def _parse_target(sections: list[_Section], warnings: list[str]) -> TargetInfo:
+def _parse_target(sections: list[lines_of.Section], warnings: list[str]) -> TargetInfo:
     values: dict[str, str] = {}
     other: dict[str, str] = {}
     # `## Target` first; `## Task Context` (atrex template) and today's `## Config` /
@@ -219,7 +151,7 @@ def _parse_target(sections: list[_Section], warnings: list[str]) -> TargetInfo:
     for section in _target_sections(sections):
         if "stop" in section.key or "isa" in section.key:
             continue
-        for line_no, bullet in _bullets(section):
+        for line_no, bullet in lines_of.bullets(section):
             match = _KEY_VALUE.match(bullet)
             if not match:
                 continue
@@ -232,7 +164,7 @@ def _parse_target(sections: list[_Section], warnings: list[str]) -> TargetInfo:
                 value = quoted.group(1).strip()  # `\`Triton\` (V0 starts as PyTorch; ...)`
             if not value:
                 continue
-            if _PLACEHOLDER.search(value) and _PLACEHOLDER.sub("", value).strip(" /.,") == "":
+            if lines_of.PLACEHOLDER.search(value) and lines_of.PLACEHOLDER.sub("", value).strip(" /.,") == "":
                 warnings.append(f"README line {line_no}: '{key}' is still a template placeholder")
                 continue
             field = _TARGET_KEYS.get(key) or _TARGET_KEYS.get(key.replace(" ", "_"))
@@ -243,9 +175,9 @@ def _parse_target(sections: list[_Section], warnings: list[str]) -> TargetInfo:
     return TargetInfo(**values, other=other)
 
 
-def _parse_goal(sections: list[_Section]) -> str | None:
+def _parse_goal(sections: list[lines_of.Section]) -> str | None:
     """The first statement of `## Goal`: its bold lead when it has one, else its first sentence."""
-    for section in _sections_named(sections, "goal"):
+    for section in lines_of.sections_named(sections, "goal"):
         text = " ".join(line.strip() for line in section.lines if line.strip())
         if not text:
             continue
@@ -256,10 +188,10 @@ def _parse_goal(sections: list[_Section]) -> str | None:
     return None
 
 
-def _parse_workload_count(sections: list[_Section]) -> int | None:
+def _parse_workload_count(sections: list[lines_of.Section]) -> int | None:
     """`Workloads (shape set): 3 in workload.jsonl` in `## Config` -> 3."""
     for section in _target_sections(sections):
-        for _, bullet in _bullets(section):
+        for _, bullet in lines_of.bullets(section):
             match = _WORKLOADS.match(bullet)
             if match:
                 return int(match.group(1))
@@ -271,13 +203,13 @@ def _parse_workload_count(sections: list[_Section]) -> int | None:
 
 def parse_condition(text: str, line: int | None = None) -> StopCondition | None:
     """One stop condition from a bullet's text, or None when it states no target."""
-    match = _CONDITION.search(text)
+    match = lines_of.CONDITION.search(text)
     if not match:
         return None
     comparator = _COMPARATOR_CANON[match.group(1)]
     value = float(match.group(2))
     unit = match.group(3)
-    kind, scale = _UNIT_KIND_SCALE[unit.lower()]
+    kind, scale = lines_of.UNIT_KIND_SCALE[unit.lower()]
     head = text[: match.start()]
     label = text.split(":", 1)[0].strip() if ":" in head else None
     dtype = None
@@ -297,22 +229,21 @@ def parse_condition(text: str, line: int | None = None) -> StopCondition | None:
     )
 
 
-def _parse_stop_conditions(sections: list[_Section], warnings: list[str]) -> list[StopCondition]:
+def _parse_stop_conditions(sections: list[lines_of.Section], warnings: list[str]) -> list[StopCondition]:
     conditions: list[StopCondition] = []
-    for section in _sections_named(sections, "stop condition"):
-        for line_no, bullet in _bullets(section):
-            if _PLACEHOLDER.search(bullet):  # before parsing: a template's example reads as a target
-                warnings.append(
-                    f"README line {line_no}: stop condition is still a template placeholder: {bullet[:80]}"
-                )
-                continue
-            condition = parse_condition(bullet, line_no)
-            if condition is not None:
-                conditions.append(condition)
+    for line_no, bullet, placeholder in lines_of.stop_condition_bullets(sections):
+        if placeholder:  # before parsing: a template's example reads as a target
+            warnings.append(
+                f"README line {line_no}: stop condition is still a template placeholder: {bullet[:80]}"
+            )
+            continue
+        condition = parse_condition(bullet, line_no)
+        if condition is not None:
+            conditions.append(condition)
     return conditions
 
 
-def _stated_stop_conditions(sections: list[_Section], parsed: list[StopCondition]) -> list[str]:
+def _stated_stop_conditions(sections: list[lines_of.Section], parsed: list[StopCondition]) -> list[str]:
     """Stop conditions stated in words: bullets of a stop-conditions section that name no
     measurable threshold, and `... stop condition: ...` bullets elsewhere (Atrex-Bench's
     `## Campaign` has `Target utilization stop condition: 90%`)."""
@@ -322,8 +253,8 @@ def _stated_stop_conditions(sections: list[_Section], parsed: list[StopCondition
         in_stop = "stop condition" in section.key
         if not (in_stop or any(needle in section.key for needle in _TARGET_SECTIONS)):
             continue
-        for line_no, bullet in _bullets(section):
-            if line_no in parsed_lines or _PLACEHOLDER.search(bullet):
+        for line_no, bullet in lines_of.bullets(section):
+            if line_no in parsed_lines or lines_of.PLACEHOLDER.search(bullet):
                 continue
             if in_stop or "stop condition" in bullet.lower():
                 stated.append(bullet.replace("`", "")[:200])
@@ -335,7 +266,7 @@ def _stated_stop_conditions(sections: list[_Section], parsed: list[StopCondition
 
 def _parse_threshold(lines: list[str]) -> CorrectnessThreshold | None:
     for index, line in enumerate(lines):
-        if _PLACEHOLDER.fullmatch(line.strip()):
+        if lines_of.PLACEHOLDER.fullmatch(line.strip()):
             continue
         match = _REL_ERR.search(line)
         if match:
@@ -381,7 +312,7 @@ def _parse_hardware_specs(lines: list[str]) -> list[HardwareSpec]:
     return specs
 
 
-def _targets_digest(sections: list[_Section], specs: list[HardwareSpec], lines: list[str]) -> str:
+def _targets_digest(sections: list[lines_of.Section], specs: list[HardwareSpec], lines: list[str]) -> str:
     """A hash of what an agent must not change: targets, stop conditions, hardware specs."""
     hasher = hashlib.sha256()
     for section in sections:
@@ -396,28 +327,13 @@ def _targets_digest(sections: list[_Section], specs: list[HardwareSpec], lines: 
     for spec in specs:
         if spec.line is not None:
             hasher.update(lines[spec.line - 1].rstrip().encode() + b"\n")
-    block = _find_machine_block(lines)
+    block = lines_of.find_machine_block(lines)
     if block is not None:
         hasher.update(block[0].encode())
     return hasher.hexdigest()
 
 
 # -- machine-readable block -------------------------------------------------------------
-
-
-def _find_machine_block(lines: list[str]) -> tuple[str, int] | None:
-    for index, line in enumerate(lines):
-        match = _MACHINE_FENCE.match(line)
-        if not match:
-            continue
-        fence = match.group(1)
-        body: list[str] = []
-        for inner in lines[index + 1 :]:
-            if inner.strip().startswith(fence):
-                return "\n".join(body), index + 1
-            body.append(inner)
-        return "\n".join(body), index + 1  # unterminated: parse what is there
-    return None
 
 
 def _apply_machine_block(info: ReadmeInfo, body: str, line: int) -> None:

@@ -1,0 +1,104 @@
+"""One best version when the README's target is a bandwidth or a TFLOP/s: every surface that
+says "best" (the kernel lens, the file lens, `memory list`'s score, mask-half's keep, the
+probe's baseline) ranks by the README's primary metric where v0 and the version both record
+it, and by latency only where they do not.
+
+The workspace below is one where the two orders disagree: v2 moves more bytes per run than v1
+(higher GB/s, yet slower), so by latency v1 is the best and by the README's bandwidth target
+v2 is. Before, the kernel lens and `memory list` ranked by the latency ratio (v1) while the
+file lens and mask-half ranked by bandwidth (v2)."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+from kernelscope.daemon.engine.memory.records import MemoryManager
+from kernelscope.daemon.engine.memory.scores import best_score, memory_scores
+from kernelscope.daemon.engine.views.lens_text import file_lens, kernel_lens
+from kernelscope.daemon.engine.workflows.probe import best_passing
+from kernelscope.daemon.engine.workspace.readme import parse_readme_file
+from kernelscope.daemon.engine.workspace.workspace import Workspace
+from tests.conftest import EXAMPLES, write_record
+
+# (README example, record metric, v0, v1 (fastest), v2 (highest metric), v3 (latest))
+CASES = {
+    "bandwidth": ("layernorm", "bandwidth_gbps", 1000.0, 1800.0, 2400.0, 1100.0),
+    "tflops": ("matmul", "tflops", 100.0, 180.0, 240.0, 110.0),
+}
+LATENCY = {0: 100.0, 1: 50.0, 2: 80.0, 3: 90.0}
+
+
+def _workspace(tmp_path: Path, kind: str) -> Path:
+    example, metric, *values = CASES[kind]
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    shutil.copy(EXAMPLES / example / "README.md", ws / "README.md")
+    for number, value in enumerate(values):
+        write_record(
+            ws,
+            number,
+            masked=False,
+            performance={"latency_us": LATENCY[number], metric: value},
+            quality_gate={"result": "PASS"},
+            git_commit_hash=f"{number:040x}",
+        )
+    write_record(ws, 4, masked=False, performance={"latency_us": 10.0}, quality_gate={"result": "FAIL"})
+    return ws
+
+
+@pytest.fixture(params=sorted(CASES))
+def ws(request: pytest.FixtureRequest, tmp_path: Path) -> Path:
+    return _workspace(tmp_path, request.param)
+
+
+def test_the_score_vs_v0_is_the_readme_metric_ratio(ws: Path) -> None:
+    readme = parse_readme_file(ws / "README.md")
+    scores = {s.version: s.score for s in memory_scores(MemoryManager(ws).scan(), readme)}
+    assert scores["v1"] == pytest.approx(1.8) and scores["v2"] == pytest.approx(2.4)  # not 2.0, 1.25
+
+
+def test_the_lenses_name_the_same_best(ws: Path) -> None:
+    readme = parse_readme_file(ws / "README.md")
+    entries = MemoryManager(ws).scan()
+    scores = memory_scores(entries, readme)
+    assert best_score(scores).version == "v2"  # type: ignore[union-attr]
+    assert kernel_lens(None, scores).startswith("best 2.40x")
+    assert kernel_lens(None, scores).split(" | ")[0].endswith(" v2")
+    assert " v2, " in file_lens(Workspace(ws))
+
+
+def test_mask_half_keeps_and_the_probe_measures_against_the_same_best(ws: Path) -> None:
+    readme = parse_readme_file(ws / "README.md")
+    manager = MemoryManager(ws)
+    dry = manager.mask_half(readme.primary_kind, seed=0, dry_run=True)
+    assert dry.best_version == "v2" and dry.latest_passing_version == "v3"
+    assert "v2" not in dry.candidates
+    best = best_passing(manager.scan(), readme)
+    assert best is not None and best.version == "v2"
+
+
+def test_memory_list_shows_the_score_the_lenses_rank_by(ws: Path, cli, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    """Both CLI paths (the fast one reads the README's stop conditions itself, pydantic-free)."""
+    for fast in ("", "1"):
+        if fast:
+            monkeypatch.delenv("KERNELSCOPE_NO_FAST_PATH", raising=False)
+        else:
+            monkeypatch.setenv("KERNELSCOPE_NO_FAST_PATH", "1")
+        done = cli("memory", "list", "--json", "-w", str(ws))
+        assert done.exit_code == 0, done.stdout + done.stderr
+        rows = {row["version"]: row["score"] for row in json.loads(done.stdout)}
+        assert rows["v2"]["value"] == pytest.approx(2.4) and rows["v2"]["kind"] == "metric_ratio"
+        assert rows["v1"]["value"] == pytest.approx(1.8)
+
+
+def test_latency_decides_where_a_record_lacks_the_readme_metric(tmp_path: Path) -> None:
+    ws = _workspace(tmp_path, "bandwidth")
+    write_record(ws, 5, performance={"latency_us": 25.0}, quality_gate={"result": "PASS"})
+    readme = parse_readme_file(ws / "README.md")
+    scores = {s.version: s for s in memory_scores(MemoryManager(ws).scan(), readme)}
+    assert scores["v5"].score == pytest.approx(4.0)  # v0 latency / v5 latency: no GB/s on v5
+    assert best_score(list(scores.values())).version == "v5"  # type: ignore[union-attr]
