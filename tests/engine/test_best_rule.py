@@ -1,12 +1,12 @@
-"""One best version when the README's target is a bandwidth or a TFLOP/s: every surface that
-says "best" (the kernel lens, the file lens, `memory list`'s score, mask-half's keep, the
-probe's baseline) ranks by the README's primary metric where v0 and the version both record
-it, and by latency only where they do not.
+"""One best version, whatever the README's target: every surface that says "best" (the kernel
+lens, the file lens, `memory list`'s score, mask-half's keep, the probe's baseline) ranks by the
+one score vs v0 (memory/core.py score_parts), whose order ARCHITECTURE.md gives: from latency
+when v0 and the version both have it, otherwise the ratio of the README's target metric.
 
 The workspace below is one where the two orders disagree: v2 moves more bytes per run than v1
-(higher GB/s, yet slower), so by latency v1 is the best and by the README's bandwidth target
-v2 is. Before, the kernel lens and `memory list` ranked by the latency ratio (v1) while the
-file lens and mask-half ranked by bandwidth (v2)."""
+(higher GB/s, yet slower). Before, the kernel lens and `memory list` ranked by the latency ratio
+(v1) while the file lens and mask-half ranked by bandwidth (v2); for a while this session all of
+them ranked by bandwidth (v2), against the spec: a slower kernel is not the better one."""
 
 from __future__ import annotations
 
@@ -55,30 +55,30 @@ def ws(request: pytest.FixtureRequest, tmp_path: Path) -> Path:
     return _workspace(tmp_path, request.param)
 
 
-def test_the_score_vs_v0_is_the_readme_metric_ratio(ws: Path) -> None:
+def test_the_score_vs_v0_is_the_latency_ratio_where_both_have_a_latency(ws: Path) -> None:
     readme = parse_readme_file(ws / "README.md")
     scores = {s.version: s.score for s in memory_scores(MemoryManager(ws).scan(), readme)}
-    assert scores["v1"] == pytest.approx(1.8) and scores["v2"] == pytest.approx(2.4)  # not 2.0, 1.25
+    assert scores["v1"] == pytest.approx(2.0) and scores["v2"] == pytest.approx(1.25)  # not 1.8, 2.4
 
 
 def test_the_lenses_name_the_same_best(ws: Path) -> None:
     readme = parse_readme_file(ws / "README.md")
     entries = MemoryManager(ws).scan()
     scores = memory_scores(entries, readme)
-    assert best_score(scores).version == "v2"  # type: ignore[union-attr]
-    assert kernel_lens(None, scores).startswith("best 2.40x")
-    assert kernel_lens(None, scores).split(" | ")[0].endswith(" v2")
-    assert " v2, " in file_lens(Workspace(ws))
+    assert best_score(scores).version == "v1"  # type: ignore[union-attr]
+    assert kernel_lens(None, scores).startswith("best 2.00x")
+    assert kernel_lens(None, scores).split(" | ")[0].endswith(" v1")
+    assert " v1, " in file_lens(Workspace(ws))
 
 
 def test_mask_half_keeps_and_the_probe_measures_against_the_same_best(ws: Path) -> None:
     readme = parse_readme_file(ws / "README.md")
     manager = MemoryManager(ws)
     dry = manager.mask_half(readme.primary_kind, seed=0, dry_run=True)
-    assert dry.best_version == "v2" and dry.latest_passing_version == "v3"
-    assert "v2" not in dry.candidates
+    assert dry.best_version == "v1" and dry.latest_passing_version == "v3"
+    assert "v1" not in dry.candidates
     best = best_passing(manager.scan(), readme)
-    assert best is not None and best.version == "v2"
+    assert best is not None and best.version == "v1"
 
 
 def test_memory_list_shows_the_score_the_lenses_rank_by(ws: Path, cli, monkeypatch) -> None:  # type: ignore[no-untyped-def]
@@ -91,14 +91,38 @@ def test_memory_list_shows_the_score_the_lenses_rank_by(ws: Path, cli, monkeypat
         done = cli("memory", "list", "--json", "-w", str(ws))
         assert done.exit_code == 0, done.stdout + done.stderr
         rows = {row["version"]: row["score"] for row in json.loads(done.stdout)}
-        assert rows["v2"]["value"] == pytest.approx(2.4) and rows["v2"]["kind"] == "metric_ratio"
-        assert rows["v1"]["value"] == pytest.approx(1.8)
+        assert rows["v1"]["value"] == pytest.approx(2.0) and rows["v1"]["kind"] == "latency_ratio"
+        assert rows["v2"]["value"] == pytest.approx(1.25)
 
 
-def test_latency_decides_where_a_record_lacks_the_readme_metric(tmp_path: Path) -> None:
+def test_the_readme_metric_decides_where_a_record_has_no_latency(tmp_path: Path, cli) -> None:  # type: ignore[no-untyped-def]
+    """Records of a tool that wrote GB/s (or TFLOP/s) but no latency: the README's target metric
+    scores them, on both CLI paths alike (the fast one reads the README's stop conditions)."""
     ws = _workspace(tmp_path, "bandwidth")
-    write_record(ws, 5, performance={"latency_us": 25.0}, quality_gate={"result": "PASS"})
+    for number, gbps in ((0, 1000.0), (5, 3000.0)):
+        write_record(
+            ws, number, masked=False, performance={"bandwidth_gbps": gbps}, quality_gate={"result": "PASS"}
+        )
     readme = parse_readme_file(ws / "README.md")
     scores = {s.version: s for s in memory_scores(MemoryManager(ws).scan(), readme)}
-    assert scores["v5"].score == pytest.approx(4.0)  # v0 latency / v5 latency: no GB/s on v5
+    assert scores["v5"].score == pytest.approx(3.0)  # v5 GB/s / v0 GB/s: no latency on either
     assert best_score(list(scores.values())).version == "v5"  # type: ignore[union-attr]
+
+
+def test_the_effect_against_v0_is_the_versions_score(tmp_path: Path) -> None:
+    """One number per fact: against v0 a version's effect is its score vs v0. For records
+    scored by the README's metric (no latency) the effect was asked without the README's metric
+    and came out empty (or, where latencies were recorded too, a second number beside the
+    score): the history's effect and score are the same."""
+    from kernelscope.daemon.engine.history.service import HistoryService
+
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    shutil.copy(EXAMPLES / "layernorm" / "README.md", ws / "README.md")
+    for number, gbps in ((0, 1000.0), (1, 1800.0)):
+        write_record(
+            ws, number, masked=False, performance={"bandwidth_gbps": gbps}, quality_gate={"result": "PASS"}
+        )
+    effect = HistoryService(ws, use_store=False).history().versions["v1"].effect
+    assert effect.score is not None and effect.score.value == pytest.approx(1.8)
+    assert effect.vs_parent == effect.score

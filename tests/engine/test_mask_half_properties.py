@@ -105,9 +105,9 @@ def test_mask_half_invariants(records: list[dict], kind: str | None, seed: int) 
 
 def _documented_best(records: list[dict], kind: str | None, chosen: str | None) -> bool:
     """Whether `chosen` is the best by the documented rule (docs/memory.md, mask-half): among
-    unmasked versions whose gate passed, the highest score vs v0, which is the ratio of the
-    README's metric (`kind`: tflops, bandwidth) to v0's where both record it, else v0's latency
-    over the version's; with no score, the highest README metric, else the lowest latency,
+    unmasked versions whose gate passed, the highest score vs v0, which is v0's latency over
+    the version's where both record one, else the ratio of the README's metric (`kind`:
+    tflops, bandwidth) to v0's; with no score, the highest README metric, else the lowest latency,
     else the latest passing version. Ties go to the later version."""
     passing = {
         f"v{n}": spec
@@ -117,10 +117,10 @@ def _documented_best(records: list[dict], kind: str | None, chosen: str | None) 
     base = records[0]
 
     def score(spec: dict) -> float | None:
-        if kind in ("tflops", "bandwidth") and base[kind] is not None and spec[kind] is not None:
-            return spec[kind] / base[kind]
         if base["latency"] is not None and spec["latency"] is not None:
             return base["latency"] / spec["latency"]
+        if kind in ("tflops", "bandwidth") and base[kind] is not None and spec[kind] is not None:
+            return spec[kind] / base[kind]
         return None
 
     scored = {version: score(spec) for version, spec in passing.items()}

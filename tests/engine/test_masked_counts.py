@@ -20,8 +20,7 @@ from kernelscope.daemon.engine.workspace.workspace import Workspace
 from kernelscope.protocol.experiment import KernelExperiment
 from tests.conftest import EXAMPLES, write_record
 
-# the records' scores vs v0: bandwidth ratios, the README's target being a bandwidth
-SCORES = {"v0": 1.0, "v1": 1.16, "v2": 1.11, "v3": None, "v4": 1.23}
+SCORES = {"v0": 1.0, "v1": 1.16, "v2": 1.1, "v3": None, "v4": 1.22}
 
 
 @pytest.fixture
@@ -56,11 +55,11 @@ def test_every_surface_counts_the_runs_of_masked_versions_apart(ws: Path, cli) -
     cache = WorkspaceCache(ws, lambda: store)
     # the lens (and the inlay hint, the same text): it said `5 runs` where the summary said 4
     lens = workspace_texts(cache)[1]["add_kernel"]
-    assert lens == "best 1.23x v4 | latest 1.23x v4 | 4 runs (+1 masked), 1 failed", lens
+    assert lens == "best 1.22x v4 | latest 1.22x v4 | 4 runs (+1 masked), 1 failed", lens
     # hover: the same count; v2's row stays, marked, for a person
     table = history_table.history(cache, "add_kernel").markdown
     assert table.startswith("**add_kernel**: 4 experiments (+1 masked)"), table
-    assert "| v2 | 1.11x | done (masked) |" in table, table
+    assert "| v2 | 1.10x | done (masked) |" in table, table
     # the CLI and the Python API an agent calls
     shown = cli("exp", "summary", "-w", str(ws), "--db", db, "--json").json()
     assert [(s["runs"], s["masked_runs"], s["failures"], s["best_version"]) for s in shown] == [
@@ -93,7 +92,7 @@ def test_a_masked_best_is_named_by_no_surface_and_an_unmask_brings_it_back(ws: P
     ]
     Workspace(ws).memory.set_masked(["v2", "v4"], masked=False)
     cache.changed("memory")
-    assert workspace_texts(cache)[1]["add_kernel"] == "best 1.23x v4 | latest 1.23x v4 | 5 runs, 1 failed"
+    assert workspace_texts(cache)[1]["add_kernel"] == "best 1.22x v4 | latest 1.22x v4 | 5 runs, 1 failed"
     store.close()
 
 
@@ -103,7 +102,7 @@ def test_the_memory_records_lens_counts_masked_versions_apart(ws: Path) -> None:
     baseline v0 is a run too, as in the store's lens: the test below)."""
     workspace = Workspace(ws)
     lens = kernel_lens(None, memory_scores(workspace.memory.scan(), workspace.readme()))
-    assert lens == "best 1.23x v4 | latest 1.23x v4 | 4 runs (+1 masked), 1 failed", lens
+    assert lens == "best 1.22x v4 | latest 1.22x v4 | 4 runs (+1 masked), 1 failed", lens
 
 
 @pytest.mark.parametrize("masks", [[], ["v1", "v4"]])
@@ -120,7 +119,7 @@ def test_the_store_and_the_records_alone_show_the_same_runs(ws: Path, masks: lis
     caches = [WorkspaceCache(ws, opener) for opener in (lambda: store, lambda: None, lambda: other)]
     lenses = [workspace_texts(cache)[1]["add_kernel"] for cache in caches]
     expected = {
-        (): "best 1.23x v4 | latest 1.23x v4 | 4 runs (+1 masked), 1 failed",
+        (): "best 1.22x v4 | latest 1.22x v4 | 4 runs (+1 masked), 1 failed",
         ("v1", "v4"): "best 1.00x v0 | latest FAILED v3 | 2 runs (+3 masked), 1 failed",
     }[tuple(masks)]
     assert lenses == [expected] * 3, lenses
@@ -205,7 +204,7 @@ def test_exp_top_hides_each_workspace_s_masked_versions_without_a_workspace_too(
 def test_a_kernel_whose_runs_are_all_masked_shows_its_own_figures(ws: Path, cli) -> None:  # type: ignore[no-untyped-def]
     """A second kernel, `scale_kernel`, ran only in v2 (masked by the fixture). The store's
     summary of it is 0 runs (+1 masked); the lens threw that row away (it has no runs) and
-    showed the memory records' text of the whole workspace, `best 1.23x v4 | latest 1.23x v4 |
+    showed the memory records' text of the whole workspace, `best 1.22x v4 | latest 1.22x v4 |
     4 runs (+1 masked), 1 failed`, while hover and `exp summary` said 0 (+1 masked)."""
     kernel = ws / "kernel.py"
     kernel.write_text(
@@ -228,7 +227,7 @@ def test_a_kernel_whose_runs_are_all_masked_shows_its_own_figures(ws: Path, cli)
     cache = WorkspaceCache(ws, lambda: store)
     lenses = workspace_texts(cache)[1]
     assert lenses["scale_kernel"] == "best - | latest - | 0 runs (+1 masked), 0 failed", lenses
-    assert lenses["add_kernel"] == "best 1.23x v4 | latest 1.23x v4 | 4 runs (+1 masked), 1 failed", lenses
+    assert lenses["add_kernel"] == "best 1.22x v4 | latest 1.22x v4 | 4 runs (+1 masked), 1 failed", lenses
     heading = history_table.history(cache, "scale_kernel").markdown.splitlines()[0]
     assert heading == "**scale_kernel**: 0 experiments (+1 masked)", heading
     shown = cli("exp", "summary", "-w", str(ws), "--db", db, "--json").json()

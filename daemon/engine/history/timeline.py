@@ -293,7 +293,7 @@ def _effect(
                 value=latest.score, kind="speedup", versus="baseline", ci=interval, source="experiment.score"
             )
     vs_parent = (
-        parent_effect(record, parent[1] if parent else None, parent[0] if parent else None, metrics)
+        parent_effect(record, parent[1] if parent else None, parent[0] if parent else None, metrics, kind)
         if entry.number > 0
         else None
     )

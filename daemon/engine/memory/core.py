@@ -238,13 +238,13 @@ def metric(record: Any, name: str) -> float | None:
 #    its 95% interval (`kernelscope.score_ci`), when the record has it (`kernelscope iterate`).
 #    Its bytes and FLOPs per configuration are the problem's (reference.py), the same for v0
 #    and the version, so it is also their GB/s and TFLOP/s ratio, measured in one run;
-# 2. else, when the README's primary metric (its first stop condition) is a bandwidth or a
-#    TFLOP/s and both records carry it, the ratio of the version's to v0's, named a metric
-#    ratio: the README's target is the goal, so a version that moves more bytes per run (higher
-#    GB/s, yet slower) ranks by its GB/s, as the README's stop conditions judge it;
-# 3. else the latency ratio v0 latency / version latency (records of other tools, and atrex
-#    records whose objective is not v0's: a workspace upgraded from v0.2), named a latency
-#    ratio, never a speedup.
+# 2. else the latency ratio v0 latency / version latency, when both records have a latency
+#    (records of other tools, and atrex records whose objective is not v0's: a workspace
+#    upgraded from v0.2), named a latency ratio, never a speedup. Latency before the README's
+#    metric (ARCHITECTURE.md: "from latency when both have it"): a version that moves more bytes
+#    per run reaches a higher GB/s yet is slower, and slower is not better;
+# 3. else, when the README's primary metric (its first stop condition) is a bandwidth or a
+#    TFLOP/s and both records carry it, the ratio of the version's to v0's, named a metric ratio.
 # Carried-forward numbers (an atrex pivot's) are never a score.
 
 
@@ -300,17 +300,14 @@ def score_parts(record: Any, baseline: Any, kind: str | None = None) -> ScorePar
         return (in_run, "speedup", "v0", interval, "kernelscope.score_vs_v0")
     if baseline is None:
         return None
-    if kind == README_UNREAD:
-        if any(_metric_ratio(record, baseline, name) for name in ("bandwidth", "tflops")):
-            raise KindNeeded
-    elif kind in ("bandwidth", "tflops"):
-        by_target = _metric_ratio(record, baseline, kind)
-        if by_target is not None:
-            return by_target
     base_latency, latency = _positive(metric(baseline, "latency_us")), _positive(metric(record, "latency_us"))
     if base_latency and latency:
         return (base_latency / latency, "latency_ratio", "v0", None, "performance.latency_us")
-    return None
+    if kind == README_UNREAD:
+        if any(_metric_ratio(record, baseline, name) for name in ("bandwidth", "tflops")):
+            raise KindNeeded
+        return None
+    return _metric_ratio(record, baseline, kind) if kind in ("bandwidth", "tflops") else None
 
 
 def _metric_ratio(record: Any, baseline: Any, kind: str) -> ScoreParts | None:

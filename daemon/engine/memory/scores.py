@@ -93,6 +93,7 @@ def parent_effect(
     parent: MemoryRecord | None,
     parent_version: str | None,
     experiment_metrics: dict[str, Any] | None = None,
+    kind: MetricKind | None = None,
 ) -> ScoreValue | None:
     """The version's measured effect against its parent, in the first form recorded:
     kernelscope's in-run speedup vs the parent, the experiment's, atrex's authoritative
@@ -101,7 +102,7 @@ def parent_effect(
     if not atrex_fields.record_outcome(record).measured:
         return None
     if parent_version == "v0":  # one number per fact: against v0 that is the version's score
-        return version_score(record, parent)
+        return version_score(record, parent, kind)  # (with the README's metric, as every surface)
     versus = parent_version or "parent"
     block = kernelscope_block(record)
     in_run = _positive(block.get("score_vs_parent"))
