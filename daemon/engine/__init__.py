@@ -109,24 +109,44 @@ def for_session(end: threading.Event) -> Iterator[None]:
     writes nothing (`session_wait`, `refuse_if_session_ended`): nothing writes into a workspace
     once the editor has gone (the daemon's shutdown and exit, lsp/features/lifecycle.py). Work
     outside such a block (the CLI, the API) has no session: it writes when it gets the lock."""
-    token = _SESSION_END.set(end)
+    token, begun = _SESSION_END.set(end), _BEGUN.set(False)
     try:
         yield
     finally:
+        _BEGUN.reset(begun)
         _SESSION_END.reset(token)
 
 
-def refuse_if_session_ended() -> None:
-    """SessionEnded when the session of this work has ended (checked after a lock is taken and
-    before anything is written under it)."""
+# Whether this work has written a file yet (atomic_io writes every file a write changes): once
+# it has, the write is under way, and a wait inside it (git's commit lock after a restart's
+# mask, the store's row after an iteration's record) must finish it, not leave it half done.
+_BEGUN: contextvars.ContextVar[bool] = contextvars.ContextVar("kernelscope_write_begun", default=False)
+
+
+def began_writing() -> None:
+    """(atomic_io, before it replaces a file) This work's write is under way."""
+    _BEGUN.set(True)
+
+
+def _ended() -> threading.Event | None:
+    """The session's end event, unless this work has begun writing: the session's end stops a
+    write before it begins, never in its middle."""
     end = _SESSION_END.get()
+    return end if end is not None and not _BEGUN.get() else None
+
+
+def refuse_if_session_ended() -> None:
+    """SessionEnded when the session of this work has ended before it began writing (checked
+    after a lock is taken and before anything is written under it)."""
+    end = _ended()
     if end is not None and end.is_set():
         raise SessionEnded
 
 
 def session_wait(seconds: float) -> None:
-    """A pause in a wait for a lock, cut short by the end of this work's session (SessionEnded)."""
-    end = _SESSION_END.get()
+    """A pause in a wait for a lock, cut short by the end of this work's session (SessionEnded)
+    unless the work has begun writing."""
+    end = _ended()
     if end is None:
         time.sleep(seconds)
     elif end.wait(seconds):

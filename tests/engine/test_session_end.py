@@ -10,6 +10,7 @@ import shutil
 import subprocess
 import sys
 import threading
+import time
 from collections.abc import Callable
 from pathlib import Path
 
@@ -126,3 +127,43 @@ def test_the_store_writes_nothing_for_an_ended_session(tmp_path: Path, write: st
     assert [(e.id, e.change_summary) for e in store.list_experiments()] == [("e1", "kept")]
     store.create_experiment({"id": "e3", "change_summary": "no session", "workspace": str(tmp_path)})
     assert len(store.list_experiments()) == 2
+
+
+def test_a_write_that_began_is_finished_when_the_session_ends_in_its_middle(workspace: Path) -> None:
+    """A restart has masked half of the memory (under the iteration lock) and waits for git's
+    commit lock, held by another kernelscope, when the session ends: the end cut that inner wait
+    short, leaving the mask written but uncommitted (a `git checkout .` would undo it in
+    silence) while the error said nothing was written. The session's end stops a write before
+    its first lock only: the restart waits for the commit lock and commits its mask."""
+    from kernelscope.daemon.engine.workflows.git import COMMIT_LOCK_NAME
+
+    head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=workspace, capture_output=True, text=True).stdout
+    before = {p.name: p.read_bytes() for p in (workspace / "memory").glob("v*.json")}
+    end, outcome = threading.Event(), {}
+
+    def restart() -> None:
+        try:
+            with for_session(end):
+                outcome["report"] = _restart(workspace, "")
+        except BaseException as exc:  # (reported below)
+            outcome["error"] = exc
+
+    with held_on_a_thread(lambda: workspace_lock(workspace / ".git" / "kernelscope", 30, COMMIT_LOCK_NAME)):
+        worker = threading.Thread(target=restart)
+        worker.start()
+        deadline = time.monotonic() + GIVES_UP_S
+        while before == {p.name: p.read_bytes() for p in (workspace / "memory").glob("v*.json")}:
+            assert time.monotonic() < deadline and worker.is_alive(), outcome  # the mask is written
+            time.sleep(0.01)
+        end.set()  # the editor's session ends while the restart waits for the commit lock
+        worker.join(0.5)
+        assert worker.is_alive(), outcome  # it went on waiting for the commit lock
+    worker.join(GIVES_UP_S * 6)
+    assert "error" not in outcome, outcome["error"]
+    new_head = subprocess.run(
+        ["git", "rev-parse", "HEAD"], cwd=workspace, capture_output=True, text=True
+    ).stdout
+    status = subprocess.run(
+        ["git", "status", "--short", "memory"], cwd=workspace, capture_output=True, text=True
+    )
+    assert new_head != head and status.stdout == ""  # the mask committed, nothing left half done

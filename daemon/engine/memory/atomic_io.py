@@ -23,6 +23,7 @@ from typing import Any
 from kernelscope.daemon.engine import (
     DataError,
     WriteFailed,
+    began_writing,
     refuse_if_session_ended,
     session_wait,
     write_error_reason,
@@ -88,6 +89,7 @@ def _atomic_write_bytes(path: Path, data: bytes) -> None:
             os.fsync(handle.fileno())
         with contextlib.suppress(OSError):  # a replaced file keeps its mode, a new one the umask's
             os.chmod(temp_name, path.stat().st_mode & 0o7777 if path.exists() else 0o666 & ~current_umask())
+        began_writing()  # (from here on the session's end no longer stops this work: engine._ended)
         os.replace(temp_name, path)
     except BaseException:
         with contextlib.suppress(OSError):
@@ -355,7 +357,10 @@ def workspace_lock(lock_dir: Path, timeout: float = 60.0, name: str = LOCK_NAME)
     filelock does the job.
 
     Taken for a session that has ended (engine.for_session: the editor has gone), or ending
-    while it waits, it gives up at once (SessionEnded) and nothing is written under it."""
+    while it waits, it gives up at once (SessionEnded) and nothing is written under it, unless
+    the work has already written a file (engine.began_writing): then it waits as without a
+    session, so a write that began is finished (a restart's mask committed), never left half
+    done."""
     path = lock_dir / name
     refuse_if_session_ended()
     try:
