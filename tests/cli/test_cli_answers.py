@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from kernelscope.daemon.cli import fast
 from kernelscope.daemon.engine.memory import core
 from tests.conftest import CliResult
+from tests.support.fast_path import spy_on_fast_path
 
 Both = Callable[..., tuple[CliResult, CliResult]]
 
@@ -20,17 +20,7 @@ Both = Callable[..., tuple[CliResult, CliResult]]
 @pytest.fixture
 def both(cli, monkeypatch: pytest.MonkeyPatch) -> Both:  # type: ignore[no-untyped-def]
     """`both(*args)`: `kernelscope ARGS` by the fast path (which must run it), then by typer."""
-    original = fast.memory
-    handled: list[bool] = []
-
-    def spy(command: str, args: list[str]) -> int | None:
-        code = original(command, args)
-        handled.append(code is not None)
-        return code
-
-    monkeypatch.setattr(fast, "memory", spy)
-    monkeypatch.delenv("FORCE_COLOR", raising=False)
-    monkeypatch.delenv("TTY_COMPATIBLE", raising=False)
+    handled = spy_on_fast_path(monkeypatch)
 
     def run(*args: str) -> tuple[CliResult, CliResult]:
         monkeypatch.delenv("KERNELSCOPE_NO_FAST_PATH", raising=False)

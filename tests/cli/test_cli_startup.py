@@ -27,10 +27,11 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from kernelscope.daemon.cli import fast, output
 from kernelscope.daemon.cli import main as cli_main
+from kernelscope.daemon.cli import output
 from kernelscope.daemon.engine.memory.core import JOURNAL_NAME
 from tests.conftest import EXAMPLES, write_record
+from tests.support.fast_path import spy_on_fast_path
 from tests.support.stdio_client import StdioClient
 
 CONSOLE = str(Path(sys.executable).with_name("kernelscope"))
@@ -343,17 +344,7 @@ class Outcome:
 @pytest.fixture
 def both(capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch):  # type: ignore[no-untyped-def]
     """`both(*args)`: run `kernelscope ARGS` in-process with the fast path and with typer only."""
-    original = fast.memory
-    handled: list[bool] = []
-
-    def spy(command: str, args: list[str]) -> int | None:
-        code = original(command, args)
-        handled.append(code is not None)
-        return code
-
-    monkeypatch.setattr(fast, "memory", spy)
-    monkeypatch.delenv("FORCE_COLOR", raising=False)
-    monkeypatch.delenv("TTY_COMPATIBLE", raising=False)
+    handled = spy_on_fast_path(monkeypatch)
 
     def once(args: tuple[str, ...], full: bool) -> Outcome:
         if full:

@@ -57,12 +57,9 @@ def test_which_revisions_are_put_on_a_command_line(commit: str, usable: bool) ->
     assert is_revision(commit) is usable
 
 
-@pytest.mark.parametrize("configured", [True, False])
-def test_commits_carry_the_users_identity_where_one_is_configured(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, configured: bool
-) -> None:
-    """kernelscope's own identity only stands in where git has none (a fresh CI machine);
-    before, it overrode the user's user.name/user.email on every iteration's commit."""
+def _repo_with_no_identity(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A repository (kernel.py, nothing committed) where git knows no user: no global or system
+    config, no GIT_AUTHOR_*/GIT_COMMITTER_* in the environment (a fresh CI machine)."""
     empty = tmp_path / "gitconfig"
     empty.write_text("")
     monkeypatch.setenv("GIT_CONFIG_GLOBAL", str(empty))
@@ -74,6 +71,16 @@ def test_commits_carry_the_users_identity_where_one_is_configured(
     ws.mkdir()
     (ws / "kernel.py").write_text("x = 1\n")
     subprocess.run(["git", "init", "-q"], cwd=ws, check=True)
+    return ws
+
+
+@pytest.mark.parametrize("configured", [True, False])
+def test_commits_carry_the_users_identity_where_one_is_configured(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, configured: bool
+) -> None:
+    """kernelscope's own identity only stands in where git has none (a fresh CI machine);
+    before, it overrode the user's user.name/user.email on every iteration's commit."""
+    ws = _repo_with_no_identity(tmp_path, monkeypatch)
     if configured:
         subprocess.run(["git", "config", "user.name", "Real User"], cwd=ws, check=True)
         subprocess.run(["git", "config", "user.email", "real@example.com"], cwd=ws, check=True)
@@ -389,17 +396,7 @@ def test_git_settings_passed_in_the_environment_reach_kernelscopes_commits(
     """CI and containers set git's configuration in the environment (GIT_CONFIG_COUNT /
     GIT_CONFIG_KEY_n, what `git -c` passes on as GIT_CONFIG_PARAMETERS): they name no other
     repository, and the commit carries that identity, not kernelscope's stand-in."""
-    empty = tmp_path / "gitconfig"
-    empty.write_text("")
-    monkeypatch.setenv("GIT_CONFIG_GLOBAL", str(empty))
-    monkeypatch.setenv("GIT_CONFIG_NOSYSTEM", "1")
-    for role in ("AUTHOR", "COMMITTER"):
-        for part in ("NAME", "EMAIL"):
-            monkeypatch.delenv(f"GIT_{role}_{part}", raising=False)
-    ws = tmp_path / "ws"
-    ws.mkdir()
-    (ws / "kernel.py").write_text("x = 1\n")
-    subprocess.run(["git", "init", "-q"], cwd=ws, check=True)
+    ws = _repo_with_no_identity(tmp_path, monkeypatch)
     monkeypatch.setenv("GIT_CONFIG_COUNT", "1")
     monkeypatch.setenv("GIT_CONFIG_KEY_0", "user.name")
     monkeypatch.setenv("GIT_CONFIG_VALUE_0", "Alice Env")

@@ -276,9 +276,9 @@ README_UNREAD = "readme-unread"
 
 
 class KindNeeded(Exception):
-    """Only the README's primary metric can score this record (a bandwidth or TFLOP/s on both
-    sides, which ranks before latency when the README's target is that metric): a reader that
-    did not parse the README must not show a score there, or show none."""
+    """Only the README's primary metric can score this record (no latency to compare, a
+    bandwidth or TFLOP/s on both sides): a reader that did not parse the README must not show
+    a score there, or show none."""
 
 
 def score_parts(record: Any, baseline: Any, kind: str | None = None) -> ScoreParts | None:

@@ -406,8 +406,9 @@ class MemoryManager:
 
     def best_version(self, entries: list[MemoryEntry], kind: MetricKind | None) -> tuple[str | None, str]:
         """The current best among unmasked versions whose gate passed, and the rule used: the
-        one best every surface names (scores.best_version: the highest score vs v0, which
-        ranks by the README's primary metric `kind` where v0 and the version record it)."""
+        one best every surface names (scores.best_version: the highest score vs v0, from
+        latency where v0 and the version record one, else from the README's primary metric
+        `kind`)."""
         from kernelscope.daemon.engine.memory import scores
 
         return scores.best_version(entries, kind)

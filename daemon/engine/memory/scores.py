@@ -10,10 +10,10 @@ it picked (`ScoreValue.kind`):
 0. atrex v0.3's `performance.performance_score` / v0's, when both carry the same objective;
 1. `kernelscope.score_vs_v0`: the in-run geometric-mean speedup over all configurations, with
    its 95% interval (`kernelscope.score_ci`), when the record has it (`kernelscope iterate`);
-2. else, when the README's primary metric is a bandwidth or a TFLOP/s and both records carry
-   it, the ratio of the version's to v0's (the README's target is the goal);
-3. else the latency ratio v0 latency / version latency (records of other tools), named a
-   latency ratio, never a speedup.
+2. else the latency ratio v0 latency / version latency when both records have one (records of
+   other tools), named a latency ratio, never a speedup;
+3. else, when the README's primary metric is a bandwidth or a TFLOP/s and both records carry
+   it, the ratio of the version's to v0's.
 
 Every "best" is the version this score ranks highest (`best_version`, `best_score`).
 
@@ -268,9 +268,9 @@ def best_version(
 ) -> tuple[str | None, str]:
     """The best version and the rule that chose it: the one every surface names (the file
     lens, the goal line, mask-half's keep, the probe's baseline; the kernel lens asks
-    `best_score` of the same scores). `kind` is the README's primary metric, which the score
-    vs v0 ranks by where v0 and the version both record it (core.score_parts); `scores`,
-    when the caller has them, are `scores_by_kind(entries, kind)`.
+    `best_score` of the same scores). `kind` is the README's primary metric, which scores a
+    version where it and v0 record no latency (core.score_parts); `scores`, when the caller
+    has them, are `scores_by_kind(entries, kind)`.
 
     With no score vs v0 anywhere (no v0 record, or one that measured nothing), the README's
     metric decides directly (highest GB/s or TFLOP/s), then the lowest latency (CPU-interpreter
@@ -306,8 +306,8 @@ def best_version(
 def memory_scores(entries: list[MemoryEntry], readme: ReadmeInfo | None) -> list[VersionScore]:
     """A score per readable version, the one every surface shows (`version_score`): atrex's
     objective score ratio when v0 and the version share one, the in-run geometric-mean speedup
-    vs v0 when the record has it (`kernelscope.score_vs_v0`), else vN metric / v0 metric for
-    the README's bandwidth or TFLOP/s target, else v0 latency / vN latency."""
+    vs v0 when the record has it (`kernelscope.score_vs_v0`), else v0 latency / vN latency,
+    else vN metric / v0 metric for the README's bandwidth or TFLOP/s target."""
     return scores_by_kind(entries, readme.primary_kind if readme else None)
 
 

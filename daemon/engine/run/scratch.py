@@ -40,6 +40,7 @@ from typing import Any
 
 from kernelscope.daemon.engine import WriteFailed, write_error_reason
 from kernelscope.daemon.engine.memory.git_place import git_environment
+from kernelscope.protocol.vocabulary import KERNEL_FILE
 
 SKIP_DIRS = frozenset(
     {
@@ -223,7 +224,7 @@ class Scratch:
         copy = self.root / original.relative_to(self.workspace)
         return copy if copy.exists() else original
 
-    def stand_in(self, candidate: Path | None, measured: str = "kernel.py") -> None:
+    def stand_in(self, candidate: Path | None, measured: str = KERNEL_FILE) -> None:
         """A gate command measures the workspace's `measured` file (atrex's test_kernel.py
         reads kernel.py whatever it is asked): a candidate that is another file takes that
         file's place in this copy, so the gate judges the candidate (`bench --candidate`, a

@@ -338,17 +338,10 @@ class Git:
         if not is_revision(commit):
             return None
         try:
-            value = subprocess.run(
-                ["git", "show", f"{commit}:{self.relative(path)}"],
-                cwd=self.workdir,
-                capture_output=True,
-                text=True,
-                timeout=60,
-                env=git_environment(),
-            )
-        except OSError:
+            value = self._plain("show", f"{commit}:{self.relative(path)}", timeout=60)
+        except DataError:  # no git program: no content to show
             return None
-        return value.stdout if value.returncode == 0 else None
+        return value.stdout.decode() if value.returncode == 0 else None
 
     def diff_file(self, commit: str | None, path: Path, to: str | None = None) -> str:
         """The change to `path` since `commit`: in the working tree, or at commit `to` (empty
@@ -374,16 +367,19 @@ class Git:
             self.run("update-ref", ref, commit)
             return commit
 
-    def _plain(self, *args: str, stdin: bytes | None = None) -> subprocess.CompletedProcess[bytes]:
+    def _plain(
+        self, *args: str, stdin: bytes | None = None, timeout: float = GIT_TIMEOUT_S
+    ) -> subprocess.CompletedProcess[bytes]:
         """A git command outside `run`'s bookkeeping (no write marker, no identity: a config
-        read, a blob written from bytes), in the environment of every git command."""
+        read, a file at a commit, a blob written from bytes), in the environment of every git
+        command."""
         try:
             return subprocess.run(
                 ["git", *args],
                 cwd=self.workdir,
                 input=stdin,
                 capture_output=True,
-                timeout=GIT_TIMEOUT_S,
+                timeout=timeout,
                 env=git_environment(),
             )
         except OSError as exc:
