@@ -143,7 +143,7 @@ class Jobs:
                 if job.cancel.is_set():
                     outcome["cancelled"] = True
                 else:
-                    result = self.state.for_session(work, job, token)  # (nothing written once it ended)
+                    result = work(job, token)  # (on a session pool: nothing written once it ended)
                     outcome["result"] = (
                         result.model_dump(mode="json") if hasattr(result, "model_dump") else result
                     )

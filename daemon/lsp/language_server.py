@@ -77,10 +77,8 @@ class KernelscopeServer(LanguageServer):
     async def off_loop(self, call: Callable[..., Any], *args: Any) -> Any:
         """`call(*args)` on the command pool, awaited on the loop: engine work (history, store,
         the workspace lock) never holds up lenses, hover or cancel; as the session's work, which
-        writes nothing once the session has ended (ServerState.for_session)."""
-        return await asyncio.get_running_loop().run_in_executor(
-            self.state.command_pool, self.state.for_session, call, *args
-        )
+        writes nothing once the session has ended (lsp/session_pool.py)."""
+        return await asyncio.get_running_loop().run_in_executor(self.state.command_pool, call, *args)
 
     def history_changed(self, ws: WorkspaceState) -> None:
         """(loop) A record was written or masked (notify.workspace_changed): the text on

@@ -15,7 +15,7 @@ import os
 import threading
 import uuid
 from collections.abc import Callable
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import Future
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
@@ -23,8 +23,9 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from pygls.uris import to_fs_path
 
-from kernelscope.daemon.engine import UsageError, for_session
+from kernelscope.daemon.engine import UsageError
 from kernelscope.daemon.engine.workspace.discovery import is_optimization_workspace, workspace_holding
+from kernelscope.daemon.lsp.session_pool import SessionPool
 from kernelscope.protocol.settings import FolderSettings, Settings, UserSettings
 from kernelscope.protocol.vocabulary import KERNEL_FILE
 
@@ -237,22 +238,16 @@ class ServerState:
         self.ignored_keys_logged: set[tuple[str, str]] = set()
         self.loop: asyncio.AbstractEventLoop | None = None
         self.jobs: dict[str, Job] = {}
-        # Commands and file work; a separate single worker serialises benchmarks (one GPU).
-        self.workers = ThreadPoolExecutor(max_workers=4, thread_name_prefix="kernelscope-job")
-        # Commands (mask-half, record, history...) and read requests run here, off the loop.
-        self.command_pool = ThreadPoolExecutor(max_workers=4, thread_name_prefix="kernelscope-command")
-        self.gpu_queue = ThreadPoolExecutor(max_workers=1, thread_name_prefix="kernelscope-bench")
-        self.lock = threading.RLock()
-        # Set when the session ends (shutdown, or exit without it): work on the pools runs
-        # under it (`for_session`), so a command or job still waiting for a workspace's lock
-        # gives up and writes nothing once the editor has gone (engine.for_session).
+        # Set when the session ends (shutdown, or exit without it): every pool's work is the
+        # session's (lsp/session_pool.py), so a command or job still waiting for a workspace's
+        # lock gives up and writes nothing once the editor has gone (engine.for_session).
         self.session_end = threading.Event()
-
-    def for_session(self, call: Callable[..., T], *args: Any) -> T:
-        """(a pool thread) `call(*args)` as this session's work: once the session has ended it
-        writes nothing into a workspace or the store (engine.for_session)."""
-        with for_session(self.session_end):
-            return call(*args)
+        # Commands and file work; a separate single worker serialises benchmarks (one GPU).
+        self.workers = SessionPool(self.session_end, 4, "kernelscope-job")
+        # Commands (mask-half, record, history...) and read requests run here, off the loop.
+        self.command_pool = SessionPool(self.session_end, 4, "kernelscope-command")
+        self.gpu_queue = SessionPool(self.session_end, 1, "kernelscope-bench")
+        self.lock = threading.RLock()
 
     @property
     def user(self) -> UserSettings:
