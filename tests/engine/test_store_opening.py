@@ -481,7 +481,8 @@ def test_a_memory_version_is_stored_as_the_memory_names_it(tmp_path: Path) -> No
 
 def test_exp_update_stores_the_workspace_as_record_does(tmp_path: Path) -> None:
     db = str(tmp_path / "uw.sqlite")
-    (tmp_path / "ws").mkdir()
+    (tmp_path / "ws" / "memory").mkdir(parents=True)  # a workspace: update checks it as record -w does
+    (tmp_path / "ws" / "kernel.py").write_text("")
     store = ExperimentStore(db)
     created = store.create_experiment(KernelExperiment(change_summary="x"))
     store.close()

@@ -122,7 +122,8 @@ async def test_no_or_a_dismissed_question_writes_nothing_and_starts_nothing(
     # the question names what is masked, what is kept and why, and the agent it would launch
     assert re.search(r"^Mask v[123] \(1 of 3 candidate versions\) and launch a fresh agent \(", asked.message)
     assert "for up to 60 min, from v5" in asked.message, asked.message
-    assert "Kept: v4 as the best and the latest passing version (highest performance.bandwidth_gbps" in (
+    # (the rule every surface's best follows: memory/scores.py BY_SCORE)
+    assert "Kept: v4 as the best and the latest passing version (highest score vs v0 among versions" in (
         asked.message
     )
     assert "(not drawn)" in asked.message and "v0, the baseline, is never masked" in asked.message
