@@ -186,13 +186,18 @@ class _Run:
     def list(self) -> None:
         files = _files(self.memory_dir)
         base = next((f.raw for f in files if f.number == 0 and f.error is None), None)
-        kind = self.readme_kind()
+        # The README is read only when a record needs its metric (no latency on one side): the
+        # score asks for it (KindNeeded), and rows scored before did not need it.
+        kind: str | None = core.README_UNREAD
         rows: list[dict[str, Any]] = []
         for found in files:
             try:
                 summary = core.summary_row(found.number, found.path, found.raw, found.error, base, kind)
             except core.KindNeeded:
-                raise Fallback from None  # the README's primary metric scores it: the full CLI reads it
+                kind = self.readme_kind()
+                if kind == core.README_UNREAD:
+                    raise Fallback from None  # only the README's model can say: the full CLI reads it
+                summary = core.summary_row(found.number, found.path, found.raw, found.error, base, kind)
             rows.append(core.listed(summary))
         if self.options.get("json"):
             for row in rows:

@@ -21,9 +21,12 @@ from __future__ import annotations
 import contextlib
 import contextvars
 import errno
-import threading
 import time
-from collections.abc import Iterator
+
+TYPE_CHECKING = False  # the CLI's fast path imports this module: typing and threading stay out
+if TYPE_CHECKING:
+    import threading
+    from collections.abc import Iterator
 
 # Every `error.kind` a command's JSON error document can name, and what it means. A subclass
 # keeps its parent's kind unless it names one of these.

@@ -30,7 +30,6 @@ why not, before anything is changed.
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
 from pathlib import Path
 
 FAILED_REF_PREFIX = "refs/kernelscope/failed/"  # where a failed version's kernel is kept
@@ -72,14 +71,18 @@ def git_environment(extra: dict[str, str] | None = None) -> dict[str, str]:
     return environment
 
 
-@dataclass(frozen=True)
 class Repository:
-    """Where git keeps a workspace's state, and the workspace's place in the repository."""
+    """Where git keeps a workspace's state, and the workspace's place in the repository. (A
+    plain class: `dataclasses` is 5 ms of the CLI fast path's start-up, which takes the
+    workspace's lock here; see memory/atrex_fields.py.)"""
 
-    toplevel: Path  # the folder holding `.git` (real path)
-    git_dir: Path  # per work tree: HEAD and the index live here
-    common_dir: Path  # shared by linked work trees: refs, packed-refs, objects
-    prefix: str  # the workspace's folder from the top, with a final "/" ("" at the top)
+    __slots__ = ("common_dir", "git_dir", "prefix", "toplevel")
+
+    def __init__(self, toplevel: Path, git_dir: Path, common_dir: Path, prefix: str) -> None:
+        self.toplevel = toplevel  # the folder holding `.git` (real path)
+        self.git_dir = git_dir  # per work tree: HEAD and the index live here
+        self.common_dir = common_dir  # shared by linked work trees: refs, packed-refs, objects
+        self.prefix = prefix  # the workspace's folder from the top, with a final "/" ("" at the top)
 
     def rel(self, name: str) -> str:
         return f"{self.prefix}{name}"
