@@ -204,7 +204,8 @@ def summary(workspace: WorkspaceOpt = Path("."), json_out: JsonOpt = False) -> N
     """A table of every version with its metrics, plus the README's targets."""
     from kernelscope.daemon.engine.memory.core import no_versions
     from kernelscope.daemon.engine.memory.scores import score_cell
-    from kernelscope.daemon.engine.workspace.workspace import Workspace, masked_counts
+    from kernelscope.daemon.engine.views.command_answers import masked_counts
+    from kernelscope.daemon.engine.workspace.workspace import Workspace
     from kernelscope.protocol.record_rules import format_score
 
     ws = Workspace(_manager(workspace).workspace)

@@ -21,8 +21,9 @@ def workspace_command(
     from kernelscope.daemon.engine.store import ExperimentStore
     from kernelscope.daemon.engine.store.adopt import adopt
     from kernelscope.daemon.engine.store.config import public_url
+    from kernelscope.daemon.engine.views.command_answers import masked_counts
     from kernelscope.daemon.engine.workspace.discovery import require_workspace
-    from kernelscope.daemon.engine.workspace.workspace import Workspace, masked_counts
+    from kernelscope.daemon.engine.workspace.workspace import Workspace
 
     ws = Workspace(require_workspace(workspace))
     store = ExperimentStore(db)

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from kernelscope.daemon.engine.run.gate_output import Workloads
 from kernelscope.daemon.engine.workspace.workspace import Workspace
 from tests.support.atrex_bench_workspace import SHAPES, make_atrex_bench_workspace
 
@@ -33,3 +34,14 @@ def test_a_generalized_workspace_says_its_shapes_are_private(tmp_path: Path) -> 
     assert profile.kind == "atrex-bench" and profile.workload_count is None
     assert profile.workload_count_note is not None and "private" in profile.workload_count_note
     assert {"agent_problem.json", "input.py"} <= set(profile.digest_sources)
+
+
+def test_a_shapes_json_too_deep_to_read_is_no_workloads_as_for_the_gate(tmp_path: Path) -> None:
+    """shapes.json is read once (workspace/kinds.py atrex_bench_shapes) for the profile's count
+    and the gate's configuration names: nested deeper than the JSON reader recurses, the gate
+    read no shapes while the profile's own reader raised RecursionError."""
+    ws = make_atrex_bench_workspace(tmp_path)
+    (ws / "shapes.json").write_text('{"0": ' + "[" * 100_000 + "]" * 100_000 + "}")
+    profile = Workspace(ws).profile()
+    assert Workloads.read(ws).axes == {}
+    assert profile.workload_count is None and profile.workload_count_note is None

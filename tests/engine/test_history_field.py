@@ -131,6 +131,22 @@ def test_sol_tried_values_include_the_episode_checkpoint(sol: Path) -> None:
     )
 
 
+def test_an_episode_trial_without_a_positive_latency_has_no_score(sol: Path, tmp_path: Path) -> None:
+    """A RESULT_JSON row whose geomean is not a positive latency (here negated) scores as a
+    record would (memory/core.py score_parts: no score): the trial's own copy of the rule
+    divided by it and showed a negative latency ratio, `8 -3.31x v2 checkpoint`."""
+    clone = _clone(sol, tmp_path / WORKSPACE_NAME)
+    path = clone / ".atrex_long_horizon/episodes/e0002/episode_runtime/evaluations.jsonl"
+    rows = [json.loads(line) for line in path.read_text().splitlines()]
+    rows[0]["result"]["latency_us_geomean"] = -rows[0]["result"]["latency_us_geomean"]
+    path.write_text("".join(json.dumps(row) + "\n" for row in rows))
+    history = _service(clone).history()
+    (checkpoint,) = [t for t in history.tried_kernels if t.short_label == "v2 checkpoint"]
+    assert checkpoint.passed and checkpoint.score is None, checkpoint.score
+    (hint,) = _service(clone).tried()
+    assert "x v2 checkpoint" not in hint.hint, hint.hint
+
+
 @pytest.mark.parametrize(
     "source,severity,verdict",
     [

@@ -143,10 +143,27 @@ def test_rows_for_a_client_without_tables_are_aligned_text() -> None:
     assert drawn.splitlines()[2:] == [
         "| version | score | status | summary |",
         "|---|---:|---|---|",
-        "| v0 | 1.00x | done | baseline \\| x\tsplit line |",
+        "| v0 | 1.00x | done | baseline \\| x split line |",
         "| v12 | 11.08x | FAIL (masked) | uses ``` fences |",
         "| - | - | new |  |",
     ]
+
+
+def test_the_table_and_the_aligned_text_clean_a_summary_alike() -> None:
+    """One rule cleans a summary for both forms (every whitespace run as one space, cut at
+    SUMMARY_WIDTH characters of the summary; the table then escapes its pipes). The table's
+    own rule kept a carriage return, which ends a Markdown line mid-row, and cut after
+    escaping, so a pipe at the cut left a stray backslash where the text showed the pipe."""
+    entries = [
+        HistoryEntry(version="v0", score=1.0, status="done", summary="first line\r\nsecond line"),
+        HistoryEntry(version="v1", score=1.0, status="done", summary="a" * 79 + "|b"),
+    ]
+    drawn = hover.history_markdown("t", entries, [], draws_tables=True).split("\n")[4:]
+    text = hover.history_markdown("t", entries, [], draws_tables=False).split("\n")[5:7]
+    cleaned = ["first line second line", "a" * 79 + "|"]
+    escaped = [summary.replace("|", "\\|") for summary in cleaned]
+    assert drawn == [f"| v{i} | 1.00x | done | {summary} |" for i, summary in enumerate(escaped)]
+    assert [line.split(maxsplit=3)[3] for line in text] == cleaned
 
 
 def test_a_kernels_hover_without_tables_has_the_tables_rows(state: WorkspaceCache) -> None:

@@ -620,8 +620,6 @@ def _episode_trials(history: History, branches: dict[int, tuple[str, str]]) -> l
     verdicts = _evaluations(root)
     texts = gitdata.read_blobs(root, [b for b in objects.values() if b]) if verdicts else {}
     base = history.versions.get("v0")
-    base_latency = base.record.metric("latency_us") if base is not None else None
-    base_performance = base.record.performance if base is not None else None
     trials = []
     for position, commit in enumerate(reversed(commits)):  # oldest first
         blob = objects.get(f"{commit.commit}:{rel}")
@@ -636,18 +634,7 @@ def _episode_trials(history: History, branches: dict[int, tuple[str, str]]) -> l
             passed = bool(result.get("all_pass"))
             if passed:
                 geomean = as_float(result.get("latency_us_geomean"))
-                # the one score's rule (memory/core.py score_parts): atrex's objective, else latency
-                by_objective = atrex_fields.objective_ratio(result, base_performance)
-                by_latency = base_latency / geomean if geomean and base_latency else None
-                if by_objective is not None or by_latency is not None:
-                    score = ScoreValue.model_construct(
-                        value=by_objective if by_objective is not None else by_latency,
-                        kind="metric_ratio" if by_objective is not None else "latency_ratio",
-                        versus="v0",
-                        ci=None,
-                        source="evaluations.jsonl "
-                        + ("performance_score" if by_objective is not None else "latency_us_geomean"),
-                    )
+                score = _trial_score(result, base.record if base is not None else None)
                 reference = atrex_fields.reference_speedup(result)
                 figures = [
                     f"{geomean:.3g} us geomean" if geomean else "",
@@ -677,6 +664,18 @@ def _episode_trials(history: History, branches: dict[int, tuple[str, str]]) -> l
             )
         )
     return trials
+
+
+def _trial_score(result: dict[str, Any], baseline: MemoryRecord | None) -> ScoreValue | None:
+    """The one score (memory/core.py score_parts) of an evaluator's RESULT_JSON row, read as a
+    record whose performance section is the row, its geomean latency as the record's latency."""
+    row = {"performance": {**result, "latency_us": result.get("latency_us_geomean")}}
+    score = version_score(row, baseline)
+    if score is None:
+        return None
+    field = score.source.removeprefix("performance.")
+    named = "latency_us_geomean" if field == "latency_us" else field  # the row's own field names
+    return score.model_copy(update={"source": f"evaluations.jsonl {named}"})
 
 
 def _short_subject(subject: str, commit: str) -> str:

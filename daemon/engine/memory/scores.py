@@ -46,7 +46,7 @@ def _score(value: float, kind: str, versus: str, ci: tuple[float, float] | None,
 
 
 def version_score(
-    record: MemoryRecord,
+    record: MemoryRecord | dict[str, Any],
     baseline: MemoryRecord | None,
     kind: MetricKind | None = None,
 ) -> ScoreValue | None:

@@ -39,6 +39,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from kernelscope.daemon.engine.memory import atrex_fields
+from kernelscope.daemon.engine.workspace.kinds import atrex_bench_shapes
 from kernelscope.protocol.bench import BenchError, ConfigResult, ErrorKind, GateReport
 
 RESULT_JSON = re.compile(r"^(?P<prefix>.*?)\s*RESULT_JSON=(?P<body>\{.*\})\s*$")
@@ -156,15 +157,7 @@ class Workloads:
 
     @classmethod
     def read(cls, workspace: Path) -> Workloads:
-        axes: dict[str, dict[str, Any]] = {}
-        shapes = workspace / "shapes.json"
-        with contextlib.suppress(OSError, UnicodeDecodeError, json.JSONDecodeError, RecursionError):
-            if shapes.is_file() and shapes.stat().st_size < 64 << 20:
-                found = json.loads(shapes.read_text(encoding="utf-8"))
-                if isinstance(found, dict):
-                    for sid, shape in found.items():
-                        kwargs = shape.get("input_kwargs") if isinstance(shape, dict) else None
-                        axes[str(sid)] = kwargs if isinstance(kwargs, dict) else {}
+        axes: dict[str, dict[str, Any]] = atrex_bench_shapes(workspace) or {}
         path = workspace / "workload.jsonl"
         with contextlib.suppress(OSError, UnicodeDecodeError):
             if path.is_file() and path.stat().st_size < 64 << 20:

@@ -4,7 +4,8 @@ Answers with markdown (a history, a comparison) are shown as documents, not here
 
 One wording per command of protocol.vocabulary.COMMANDS whose answer has no markdown; a command
 added without one is still shown, as its JSON (tests/engine/test_command_answers.py lists the
-commands that have a sentence)."""
+commands that have a sentence). The CLI's summaries (`memory summary`, the workspace command)
+count masked and unreadable records in the words of `masked_counts`."""
 
 from __future__ import annotations
 
@@ -16,8 +17,16 @@ from typing import Any
 
 from kernelscope.daemon.engine import counted
 from kernelscope.protocol.record_rules import format_score
+from kernelscope.protocol.workspace import WorkspaceSummary
 
 log = logging.getLogger("kernelscope.views")
+
+
+def masked_counts(info: WorkspaceSummary) -> str:
+    """'N masked', and ', M unreadable' when records cannot be read (their masked flag is
+    unknown: counted as neither), as `memory summary` and `kernelscope workspace` say it."""
+    unreadable = f", {info.unreadable_count} unreadable" if info.unreadable_count else ""
+    return f"{info.masked_count} masked{unreadable}"
 
 
 def _versions(names: list[str], none: str) -> str:

@@ -25,10 +25,13 @@ FAILED_STATUSES = ("failed", "timeout", "FAIL", "TIMEOUT_FAIL")
 
 
 HEADERS = ("version", "score", "status", "summary")
+SUMMARY_WIDTH = 80  # characters of a summary a history row shows
 
 
-def _cell(text: str) -> str:
-    return text.replace("|", "\\|").replace("\n", " ")[:80]
+def _summary(text: str) -> str:
+    """A summary on one line, as both forms of the table show it: every whitespace run (line
+    breaks, tabs: either would break a row or the columns) one space, cut at SUMMARY_WIDTH."""
+    return " ".join(text.split())[:SUMMARY_WIDTH]
 
 
 def history_markdown(
@@ -41,20 +44,14 @@ def history_markdown(
     for entry in entries[-30:]:
         score = "-" if entry.score is None else format_score(entry.score)
         status = f"{entry.status} (masked)" if entry.masked else entry.status
-        rows.append((entry.version or "-", score, status, entry.summary))
+        rows.append((entry.version or "-", score, status, _summary(entry.summary)))
     lines = [title, ""]
     if draws_tables:
         lines += [f"| {' | '.join(HEADERS)} |", "|---|---:|---|---|"]
-        lines += [
-            f"| {version} | {score} | {status} | {_cell(summary)} |"
-            for version, score, status, summary in rows
-        ]
+        # a pipe in a summary escaped after the cut: an escape cut in half left a backslash
+        cells = [(*row[:3], row[3].replace("|", "\\|")) for row in rows]
+        lines += ["| " + " | ".join(row) + " |" for row in cells]
     else:
-        # the summary on one line, its tabs as spaces: either would break the columns
-        rows = [
-            (version, score, status, " ".join(summary.split())[:80])
-            for version, score, status, summary in rows
-        ]
         widths = [max(len(cells[i]) for cells in (HEADERS, *rows)) for i in range(len(HEADERS))]
 
         def line(cells: tuple[str, ...]) -> str:

@@ -7,14 +7,17 @@ config and stop-condition text, and the ground-truth files), never a digest of n
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 from pathlib import Path
+from typing import Any
 
 from kernelscope.daemon.engine.workspace import atrex
 from kernelscope.protocol import kinds
 from kernelscope.protocol.workspace import ReadmeInfo, TargetSource, WorkspaceProfile
 
+SHAPES_FILE = "shapes.json"  # Atrex-Bench's workloads: shape id -> {input_kwargs, ...}
 # Files whose content is a target: an agent must not edit them (hashed into the digest). The
 # Atrex-Bench operator files are those atrex protects as immutable after V0
 # (IMMUTABLE_BASELINE_PATHS in its orchestrator/constants.py).
@@ -22,7 +25,7 @@ GROUND_TRUTH_FILES = (
     "definition.json",
     "workload.jsonl",
     "config.json",
-    "shapes.json",
+    SHAPES_FILE,
     "agent_problem.json",
     "input.py",
     "metadata.json",
@@ -35,6 +38,25 @@ PRIVATE_WORKLOADS = (
     "cases in atrex's sandbox; shape ids are opaque"
 )
 NO_TARGETS = "no targets stated"
+_MAX_WORKLOAD_FILE = 64 << 20  # a larger workload file is not a list of shapes: not read
+
+
+def atrex_bench_shapes(root: Path) -> dict[str, dict[str, Any]] | None:
+    """Atrex-Bench's `shapes.json`: shape id -> its `input_kwargs` ({} when an entry has none),
+    or None when the file is absent, unreadable, too large or not a JSON object. The one
+    reader of it: the profile counts its entries, the gate names configurations by them."""
+    path = root / SHAPES_FILE
+    with contextlib.suppress(OSError, UnicodeDecodeError, json.JSONDecodeError, RecursionError):
+        if path.is_file() and path.stat().st_size < _MAX_WORKLOAD_FILE:
+            found = json.loads(path.read_text(encoding="utf-8"))
+            if isinstance(found, dict):
+                return {str(sid): _input_kwargs(shape) for sid, shape in found.items()}
+    return None
+
+
+def _input_kwargs(shape: Any) -> dict[str, Any]:
+    kwargs = shape.get("input_kwargs") if isinstance(shape, dict) else None
+    return kwargs if isinstance(kwargs, dict) else {}
 
 
 def reference_path(root: Path, readme: ReadmeInfo | None) -> Path:
@@ -69,13 +91,11 @@ def _workload_count(root: Path, kind: str) -> tuple[int | None, str | None]:
             return None, None
         return sum(1 for line in text.splitlines() if line.strip()), None
     if kind == "atrex-bench":
-        try:
-            shapes = json.loads((root / "shapes.json").read_text(encoding="utf-8"))
-        except FileNotFoundError:
-            return None, PRIVATE_WORKLOADS if (root / "agent_problem.json").is_file() else None
-        except (OSError, ValueError):
-            return None, None
-        return (len(shapes), None) if isinstance(shapes, dict) else (None, None)
+        shapes = atrex_bench_shapes(root)
+        if shapes is not None:
+            return len(shapes), None
+        private = not (root / SHAPES_FILE).exists() and (root / "agent_problem.json").is_file()
+        return None, PRIVATE_WORKLOADS if private else None
     return None, None
 
 

@@ -122,10 +122,3 @@ class Workspace:
             unreadable_count=sum(1 for v in versions if v.error is not None),
             warnings=warnings,
         )
-
-
-def masked_counts(info: WorkspaceSummary) -> str:
-    """'N masked', and ', M unreadable' when records cannot be read (their masked flag is
-    unknown: counted as neither), as `memory summary` and `kernelscope workspace` say it."""
-    unreadable = f", {info.unreadable_count} unreadable" if info.unreadable_count else ""
-    return f"{info.masked_count} masked{unreadable}"
