@@ -22,6 +22,7 @@ import os
 from typing import Any
 
 from kernelscope.daemon.engine.store import ExperimentStore
+from kernelscope.daemon.engine.store.recorded_workspace import recorded_workspace
 from kernelscope.protocol.experiment import (
     FailureCategory,
     KernelExperiment,
@@ -74,7 +75,11 @@ def current_store() -> ExperimentStore:
 
 
 def create_experiment(exp: KernelExperiment) -> None:
-    """Store a new experiment. A duplicate id raises ValueError, like the original."""
+    """Store a new experiment. A duplicate id raises ValueError, like the original; so does a
+    `workspace` that is not an optimization workspace (NotAWorkspace, as `exp record -w`; a
+    workspace is stored resolved)."""
+    if exp.workspace:
+        exp = exp.model_copy(update={"workspace": recorded_workspace(exp.workspace)})
     current_store().create_experiment(exp)
 
 
@@ -102,7 +107,8 @@ def top_experiments(
 
 
 def update_experiment(exp_id: str, **changes: Any) -> KernelExperiment:
-    """Validated update; unknown fields or bad values raise and write nothing."""
+    """Validated update; unknown fields or bad values raise and write nothing (a new
+    `workspace` is checked by the store as `exp update --set workspace=` is)."""
     return current_store().update_experiment(exp_id, **changes)
 
 

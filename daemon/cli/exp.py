@@ -308,8 +308,10 @@ def record(
     workspace on this machine (one of another machine's is imported: exp import)."""
     from kernelscope.daemon.engine.memory.core import normalize_version
 
-    if workspace:
-        workspace = _recorded_workspace(workspace)
+    if workspace:  # (the one rule of a workspace an experiment is filed under, as update's)
+        from kernelscope.daemon.engine.store.recorded_workspace import recorded_workspace
+
+        workspace = recorded_workspace(workspace)
     if score is not None and not math.isfinite(score):
         raise UsageError(f"--score must be a finite number, got {score}")
     metrics_text = _read_text_option(metrics)
@@ -346,24 +348,6 @@ def record(
     )
 
 
-def _recorded_workspace(path: str, unchanged: str = "nothing recorded") -> str:
-    """The workspace an experiment is stored under (`record -w`, `update --set workspace=`): a
-    workspace as the reads of the history take one (a workspace, or a folder holding memory/),
-    resolved; anything else, a typo first of all, would file the experiment where no lens or
-    read of the workspace looks: the one not-a-workspace error, saying `unchanged` (nothing
-    written)."""
-    from kernelscope.daemon.engine import DataError
-    from kernelscope.daemon.engine.workspace.discovery import require_workspace
-
-    try:
-        return str(require_workspace(Path(path), need="history"))
-    except DataError as exc:
-        raise DataError(
-            f"{exc}; {unchanged} (an experiment of a workspace that is not on this machine is "
-            "imported instead: exp import FILE)"
-        ) from None
-
-
 @app.command("update")
 def update_command(
     exp_id: Annotated[str, typer.Argument(help="Experiment id.")],
@@ -373,7 +357,8 @@ def update_command(
     db: DbOpt = None,
     json_out: JsonOpt = False,
 ) -> None:
-    """Change fields of an experiment; validated, nothing written on error."""
+    """Change fields of an experiment; validated, nothing written on error (a workspace is
+    checked as record -w checks it, by the store, once the id is known to exist)."""
     from kernelscope.daemon.engine.memory.records import parse_cli_value
 
     changes: dict[str, object] = {}
@@ -399,8 +384,6 @@ def update_command(
             "created_at",
         }:
             value = raw if value is not None else None
-        if key.strip() == "workspace" and value:  # (an empty value clears it)
-            value = _recorded_workspace(str(value), f"nothing changed in {exp_id}")  # as record -w
         changes[key.strip()] = value
     updated = _store(db).update_experiment(exp_id, **changes)
     output.report(json_out, updated.to_dict(), f"Updated {updated.id}")

@@ -114,6 +114,34 @@ def test_an_upgraded_workspace_ranks_by_latency_across_objectives(v03: Path) -> 
     assert ws.memory.best_version(entries, None)[0] == "v1"  # the lowest latency, as the docs say
 
 
+@pytest.mark.parametrize("bad_score", [0, -1.5, None])
+def test_a_record_of_the_objective_without_its_score_is_not_ranked_by_latency(
+    v03: Path, bad_score: float | None
+) -> None:
+    """A passing v0.3 record that names the objective but whose `performance_score` is 0,
+    negative or null (atrex writes the evaluator's value as it comes: session_io.py
+    `_record_local_test_result`), and which ran fast: atrex's supervisor takes only a positive
+    finite score as a measurement (campaign.py `_positive_finite`), so it has no score of the
+    objective. Before, its score vs v0 fell back to the latency ratio (4.90x), ranked against
+    the other versions' objective ratios: it was named best over v2, which atrex promoted."""
+    record = json.loads((v03 / "memory" / "v2.json").read_text())
+    record["version"] = "v4"
+    performance = record["performance"]
+    performance["performance_score"] = bad_score
+    performance["latency_us"] = performance["latency_us_geomean"] = _perf(v03, "v0")["latency_us"] / 4.9
+    (v03 / "memory" / "v4.json").write_text(json.dumps(record, indent=2))
+    ws = Workspace(v03)
+    entries, readme = ws.memory.scan(), ws.readme()
+    rows = {row.version: row for row in ws.memory.summaries()}
+    assert rows["v4"].score is None, rows["v4"].score  # no score of the objective's kind
+    scores = {s.version: s.score for s in memory_scores(entries, readme)}
+    assert scores["v4"] is None
+    assert ws.memory.best_version(entries, None)[0] == "v2"
+    assert kernel_lens(None, memory_scores(entries, readme)).startswith("best 3.79x v2 |")
+    best = best_passing(entries, readme)
+    assert best is not None and best.version == "v2"
+
+
 def test_an_episode_trial_is_scored_as_the_versions_are(v03: Path) -> None:
     """A checkpoint evaluated on episode 2's branch (evaluations.jsonl, a v0.3 RESULT_JSON):
     before, its score was a latency ratio beside the versions' objective scores."""

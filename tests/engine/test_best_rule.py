@@ -126,3 +126,56 @@ def test_the_effect_against_v0_is_the_versions_score(tmp_path: Path) -> None:
     effect = HistoryService(ws, use_store=False).history().versions["v1"].effect
     assert effect.score is not None and effect.score.value == pytest.approx(1.8)
     assert effect.vs_parent == effect.score
+
+
+TIED_KERNEL = """import triton
+import triton.language as tl
+
+
+@triton.jit
+def add_kernel(x_ptr, n, BLOCK_SIZE: tl.constexpr):
+    pass
+
+
+def run(x, n):
+    add_kernel[(triton.cdiv(n, {block}),)](x, n, BLOCK_SIZE={block}, num_warps={warps})
+"""
+
+
+def test_the_tried_values_hint_names_the_best_a_tie_gives_the_later_version(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """v1 and v2 both launch with BLOCK_SIZE=1024 and score the same 2.00x vs v0. The one best
+    rule (best_score) gives a tie to the later version, v2, as every lens does; the tried-values
+    hint named v1, the earlier one, for the same value (it had a rule of its own)."""
+    import subprocess
+
+    from kernelscope.daemon.engine.history.service import HistoryService
+
+    monkeypatch.setenv("KERNELSCOPE_HISTORY_CACHE", str(tmp_path / "history-cache"))
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    git = ["git", "-c", "user.name=t", "-c", "user.email=t@example.com", "-c", "commit.gpgsign=false"]
+    subprocess.run([*git, "init", "-q"], cwd=ws, check=True)
+    for number, (block, warps, latency) in enumerate(((256, 4, 100.0), (1024, 4, 50.0), (1024, 8, 50.0))):
+        (ws / "kernel.py").write_text(TIED_KERNEL.format(block=block, warps=warps))
+        subprocess.run([*git, "add", "kernel.py"], cwd=ws, check=True)
+        subprocess.run([*git, "commit", "-q", "-m", f"v{number}: kernel"], cwd=ws, check=True)
+        head = subprocess.run(
+            ["git", "rev-parse", "HEAD"], cwd=ws, capture_output=True, text=True, check=True
+        )
+        write_record(
+            ws,
+            number,
+            masked=False,
+            performance={"latency_us": latency},
+            quality_gate={"result": "PASS"},
+            git_commit_hash=head.stdout.strip(),
+        )
+    best = best_score(memory_scores(MemoryManager(ws).scan(), None))
+    assert best is not None and (best.version, best.score) == ("v2", pytest.approx(2.0))
+    service = HistoryService(ws, use_store=False)
+    (hint,) = [h for h in service.tried((ws / "kernel.py").read_text()) if h.label == "BLOCK_SIZE"]
+    (row,) = [v for v in hint.values if v.value == "1024"]
+    assert (row.best_version, row.versions) == ("v2", ["v1", "v2"]), hint.hint
+    assert "1024 2.00x v2 (+1)" in hint.hint, hint.hint

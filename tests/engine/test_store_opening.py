@@ -539,3 +539,68 @@ def test_the_daemon_and_the_cli_open_the_config_files_store(
     assert store is not None
     assert store.url == expected  # the daemon's
     store.close()
+
+
+def test_exp_update_says_an_unknown_id_before_looking_at_the_workspace(tmp_path: Path) -> None:
+    """`exp update NOPE --set workspace=TYPO`: the id that does not exist is what the user is
+    told (exit 2, as for any unknown id), not the path (before: the path was checked first and
+    the answer said "not an optimization workspace" for an experiment that is not there)."""
+    db = str(tmp_path / "unknown.sqlite")
+    ExperimentStore(db).create_experiment(KernelExperiment(change_summary="x"))  # (the store exists)
+    done = subprocess.run(
+        [
+            KERNELSCOPE,
+            "exp",
+            "update",
+            "nope",
+            "--set",
+            f"workspace={tmp_path / 'typo'}",
+            "--db",
+            db,
+            "--json",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    error = json.loads(done.stdout)["error"]
+    assert done.returncode == 2 and "'nope' not found" in error["message"], done
+    assert "optimization workspace" not in error["message"]
+
+
+def test_the_python_api_files_an_experiment_only_under_a_workspace(tmp_path: Path) -> None:
+    """`expdb.update_experiment(id, workspace=...)` and `create_experiment` apply the one rule of
+    `exp record -w` / `exp update --set workspace=`: a folder that is no workspace is refused
+    (a ValueError, as the seed's bad values; nothing written), a workspace is stored resolved
+    (before: the API stored any path, where no lens or read of the workspace looks)."""
+    from kernelscope.daemon import expdb
+    from kernelscope.daemon.engine.store import NotAWorkspace
+
+    ws = tmp_path / "ws"
+    (ws / "memory").mkdir(parents=True)
+    expdb.use_database(str(tmp_path / "api.sqlite"))
+    try:
+        expdb.create_experiment(KernelExperiment(id="a", change_summary="x", workspace=str(ws)))
+        with pytest.raises(NotAWorkspace, match=r"not an optimization workspace.*nothing changed in a"):
+            expdb.update_experiment("a", workspace=str(tmp_path / "typo"), score=2.0)
+        assert isinstance(NotAWorkspace("x"), ValueError)
+        kept = expdb.get_experiment("a")
+        assert kept is not None and (kept.workspace, kept.score) == (str(ws), None)  # nothing written
+        with pytest.raises(NotAWorkspace, match="nothing recorded"):
+            expdb.create_experiment(
+                KernelExperiment(id="b", change_summary="x", workspace=str(tmp_path / "typo"))
+            )
+        assert expdb.get_experiment("b") is None
+        with pytest.raises(KeyError, match="'nope' not found"):  # the id first, as the CLI says it
+            expdb.update_experiment("nope", workspace=str(tmp_path / "typo"))
+        # a record re-sent whole (the seed's habit) keeps a workspace it already names, even one
+        # not on this machine (imported): nothing is filed anew
+        expdb.current_store().import_experiments(
+            [KernelExperiment(id="c", change_summary="x", workspace="/elsewhere")]
+        )
+        assert expdb.update_experiment("c", workspace="/elsewhere", score=1.5).score == 1.5
+        other = tmp_path / "other"
+        (other / "memory").mkdir(parents=True)
+        assert expdb.update_experiment("a", workspace=str(other / ".." / "other")).workspace == str(other)
+    finally:
+        expdb.use_database(None)

@@ -18,6 +18,7 @@ from typing import Any
 from kernelscope.daemon.engine.history.source import FACTS, Spot
 from kernelscope.daemon.engine.history.timeline import History, VersionFacts
 from kernelscope.daemon.engine.memory import atrex_fields
+from kernelscope.daemon.engine.memory.scores import VersionScore, best_score
 from kernelscope.protocol.experiment import KernelExperiment
 from kernelscope.protocol.history import ScoreValue, TriedHint, TriedValue
 from kernelscope.protocol.memory import as_float
@@ -40,13 +41,12 @@ class _Use:
     facts: VersionFacts | None = None
     experiment: KernelExperiment | None = None
     outcome: str | None = None  # an episode outcome (pivot...): neither a pass nor a failure
-    rank: tuple[int, float] | None = None  # how its score compares; None: it cannot be the best
+    ranked: bool = False  # it can be the best: its gate passed and it was measured
 
     def __post_init__(self) -> None:
         if self.facts is not None:
             self.outcome = self.facts.effect.outcome
-        if self.passed and self.measured and self.score is not None:
-            self.rank = ({"speedup": 2, "latency_ratio": 1}.get(self.score.kind, 0), self.score.value)
+        self.ranked = self.passed and self.measured and self.score is not None
 
 
 @dataclass
@@ -216,14 +216,24 @@ class _Row:
     last_passed: _Use | None
 
 
+def _best_use(uses: list[_Use]) -> _Use | None:
+    """The use of a value the one best rule names (memory/scores.py best_score: the highest
+    score, a tie to the later), among those that can be the best; `uses` in history order."""
+    ranked = [u for u in uses if u.ranked]
+    top = best_score(
+        [VersionScore(str(i), u.score.value if u.score else None, True) for i, u in enumerate(ranked)]
+    )
+    return None if top is None else ranked[int(top.version)]
+
+
 def _value_row(history: History, value: str, uses: list[_Use], current: bool, include_masked: bool) -> _Row:
     # Uses arrive in history order (versions by number, then trials, then experiments).
     visible = uses if include_masked else [u for u in uses if not u.masked]
-    best: _Use | None = None
     passed = 0
     failed: list[_Use] = []
     outcomes: dict[str, int] = {}
     last_passed = None
+    best = _best_use(visible)
     for use in visible:
         if use.passed:
             passed += 1
@@ -232,8 +242,6 @@ def _value_row(history: History, value: str, uses: list[_Use], current: bool, in
             outcomes[use.outcome] = outcomes.get(use.outcome, 0) + 1
         else:
             failed.append(use)
-        if use.rank is not None and (best is None or best.rank is None or use.rank > best.rank):
-            best = use
     row = TriedValue.model_construct(
         value=value,
         versions=[u.label for u in visible],

@@ -200,6 +200,20 @@ def speedup_vs_reference(record: MemoryRecord | dict[str, Any]) -> ReferenceSpee
     return reference_speedup(_get(record, "performance"))
 
 
+def objective_unscored(performance: Any, base_performance: Any) -> bool:
+    """Whether `performance` names the objective the base is scored by but carries no positive
+    finite `performance_score` (0, negative or null: atrex writes the evaluator's value as it
+    comes, session_io.py `_record_local_test_result`). atrex's supervisor takes only a positive
+    finite score as a measurement (campaign.py `_positive_finite`), so the record has no score
+    of the objective: it is not given one of another kind to be ranked against theirs."""
+    base = objective_score(base_performance)
+    return (
+        base is not None
+        and _get(performance, "performance_objective") == base[0]
+        and objective_score(performance) is None
+    )
+
+
 def objective_ratio(performance: Any, base_performance: Any) -> float | None:
     """`performance_score` / the base's when both carry the same known objective (higher is
     better), else None: scores of different objectives (a

@@ -286,11 +286,15 @@ def score_parts(record: Any, baseline: Any, kind: str | None = None) -> ScorePar
     if not atrex_fields.record_outcome(record).measured:
         return None
     if baseline is not None:
-        by_objective = atrex_fields.objective_ratio(
-            section_get(record, "performance"), section_get(baseline, "performance")
+        performance, base_performance = (
+            section_get(record, "performance"),
+            section_get(baseline, "performance"),
         )
+        by_objective = atrex_fields.objective_ratio(performance, base_performance)
         if by_objective is not None:
             return (by_objective, "metric_ratio", "v0", None, "performance.performance_score")
+        if atrex_fields.objective_unscored(performance, base_performance):
+            return None  # (no score of the objective v0 is scored by: none of another kind)
     block = kernelscope_block(record)
     in_run = _positive(block.get("score_vs_v0"))
     if in_run is not None:

@@ -5,6 +5,7 @@ from kernelscope.daemon.engine.store.errors import (
     ExperimentNotFound,
     InvalidExperiment,
     InvalidQuery,
+    NotAWorkspace,
     StoreError,
 )
 from kernelscope.daemon.engine.store.store import ExperimentStore
@@ -14,6 +15,7 @@ __all__ = [
     "ExperimentStore",
     "InvalidExperiment",
     "InvalidQuery",
+    "NotAWorkspace",
     "StoreError",
     "resolve_db_url",
 ]

@@ -32,6 +32,12 @@ class InvalidImportFile(DataError, ValueError):
     invalid data (exit 2); nothing was imported."""
 
 
+class NotAWorkspace(DataError, ValueError):
+    """A workspace to file an experiment under that is not an optimization workspace on this
+    machine (store/recorded_workspace.py): invalid data (exit 2, as every command's "not a
+    workspace"), a ValueError for the seed's callers, as its other bad values; nothing written."""
+
+
 class ExperimentNotFound(DataError, KeyError):
     """No experiment with that id."""
 

@@ -53,6 +53,7 @@ from kernelscope.daemon.engine.store.errors import (
     StoreWriteFailed,
 )
 from kernelscope.daemon.engine.store.migrations import SCHEMA_VERSION, migrate, stored_version
+from kernelscope.daemon.engine.store.recorded_workspace import recorded_workspace
 from kernelscope.daemon.engine.store.schema import (
     experiment_kernels,
     experiments,
@@ -375,7 +376,8 @@ class ExperimentStore:
                 stats.record_insert(conn, seq, record.model_dump(), kernels)
 
     def update_experiment(self, exp_id: str, **fields: Any) -> KernelExperiment:
-        """Change fields of a stored experiment; validated first, nothing written on error."""
+        """Change fields of a stored experiment; validated first, nothing written on error; a
+        new workspace checked (recorded_workspace.py) once the id is known to exist."""
         if "id" in fields and fields["id"] != exp_id:
             raise InvalidExperiment("the id of an experiment cannot be changed")
         unknown = sorted(set(fields) - set(KernelExperiment.model_fields))
@@ -386,6 +388,8 @@ class ExperimentStore:
             if row is None:
                 raise ExperimentNotFound(f"experiment with id '{exp_id}' not found")
             merged = {**_row_to_dict(row), **fields}
+            if (new := fields.get("workspace")) and new != row.workspace:  # (an empty one clears it)
+                merged["workspace"] = recorded_workspace(str(new), f"nothing changed in {exp_id}")
             record = self._validated(merged)
             values = _experiment_to_row(record)
             values.pop("id")
