@@ -4,8 +4,11 @@
 #
 #   scripts/bootstrap.sh [EXTRAS]      e.g. scripts/bootstrap.sh dev,bench
 #
-# Without an NVIDIA GPU, torch is pinned to the CPU build (torch==2.13.0): an unpinned
-# torch would pull a multi-GB CUDA build. Set KERNELSCOPE_TORCH to override the spec.
+# Without an NVIDIA GPU, torch is the CPU build: on Linux `torch==2.13.0+cpu` (PyPI's own
+# torch==2.13.0 for Linux is the CUDA build, ~2.7 GB with its nvidia-* wheels), taken from the
+# indexes pip is configured with and, when they have none, from PyTorch's CPU index
+# (TORCH_CPU_INDEX); on macOS PyPI's torch==2.13.0, which is the CPU build there. Set
+# KERNELSCOPE_TORCH to override the spec (it is then installed as given, from pip's indexes).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 extras="${1:-}"
@@ -17,8 +20,11 @@ if [ ! -x "$venv/bin/python" ]; then
   "$venv/bin/python" -m pip install -q --upgrade pip >/dev/null 2>&1 || true
 fi
 
+torch_cpu_index="${TORCH_CPU_INDEX:-https://download.pytorch.org/whl/cpu}"
 if command -v nvidia-smi >/dev/null 2>&1 && nvidia-smi -L >/dev/null 2>&1; then
   torch_spec="${KERNELSCOPE_TORCH:-torch}"
+elif [ "$(uname -s)" = Linux ]; then
+  torch_spec="${KERNELSCOPE_TORCH:-torch==2.13.0+cpu}"
 else
   torch_spec="${KERNELSCOPE_TORCH:-torch==2.13.0}"
 fi
@@ -40,7 +46,24 @@ pkgs=(-e "$spec")
 case ",$extras," in *,bench,*) pkgs=("$torch_spec" "${pkgs[@]}") ;; esac
 log="$venv/pip-install.log"
 echo "kernelscope: installing ${pkgs[*]} into $venv (log: $log)" >&2
-if ! "$venv/bin/python" -m pip install "${pkgs[@]}" >"$log" 2>&1; then
+install() { "$venv/bin/python" -m pip install "$@" "${pkgs[@]}" >"$log" 2>&1; }
+# pip's two ways of saying that no index it asked has the CPU build (the second with a constraint)
+no_cpu_build() {
+  grep -q "No matching distribution found for torch" "$log" \
+    || grep -A4 "no matching distributions available" "$log" | grep -qx " *torch"
+}
+if ! install; then
+  if [ -z "${KERNELSCOPE_TORCH:-}" ] && [[ "$torch_spec" == *+cpu ]] \
+    && no_cpu_build; then
+    # pip's own indexes have no CPU build (PyPI has none): PyTorch's CPU index has it. Asked only
+    # then, so that a machine which cannot reach it (a mirror, no network) never waits on it.
+    echo "kernelscope: $torch_spec is not on pip's indexes: taking it from $torch_cpu_index" >&2
+    install --extra-index-url "$torch_cpu_index" || failed=1
+  else
+    failed=1
+  fi
+fi
+if [ -n "${failed:-}" ]; then
   grep -v "is ignored: it is neither a file nor a directory" "$log" | tail -40 >&2
   echo "kernelscope: pip install failed (full log: $log)" >&2
   exit 1

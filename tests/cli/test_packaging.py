@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 import sysconfig
@@ -98,3 +99,94 @@ def test_every_subpackage_is_listed_in_pyproject() -> None:
             relative = init.parent.relative_to(REPO_ROOT / folder)
             found.add(".".join([name, *relative.parts]))
     assert found <= set(config["packages"]), sorted(found - set(config["packages"]))
+
+
+def _stub_venv(tmp_path: Path, pip_answers: str) -> tuple[Path, dict[str, str]]:
+    """A venv whose python is a stub: `-m pip install` answers as `pip_answers` (a shell case
+    body over "$*"), every call logged; `-c` (the import check) succeeds. No GPU on PATH."""
+    venv = tmp_path / "venv"
+    (venv / "bin").mkdir(parents=True)
+    stub = venv / "bin" / "python"
+    stub.write_text(
+        "#!/usr/bin/env bash\n"
+        f'echo "$*" >> {tmp_path}/calls\n'
+        'case "$*" in\n'
+        '  "-m pip install -q --upgrade pip") exit 0 ;;\n'
+        f"{pip_answers}\n"
+        "  -c*) exit 0 ;;\n"
+        "esac\n"
+    )
+    stub.chmod(0o755)
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    (bin_dir / "nvidia-smi").write_text("#!/bin/sh\nexit 1\n")  # a machine without a GPU
+    (bin_dir / "nvidia-smi").chmod(0o755)
+    env = {
+        **os.environ,
+        "PATH": f"{bin_dir}:{os.environ['PATH']}",
+        "KERNELSCOPE_VENV": str(venv),
+        "TORCH_CPU_INDEX": "https://torch-cpu.invalid/whl/cpu",
+    }
+    env.pop("KERNELSCOPE_TORCH", None)
+    return venv, env
+
+
+NO_CPU_BUILD = {  # pip's words when no index it asked has torch==2.13.0+cpu
+    "plain": "ERROR: No matching distribution found for torch==2.13.0+cpu",
+    "with a constraint": "Additionally, some packages in these conflicts have no matching distributions "
+    "available for your environment:\\n    torch\\n\\nTo fix this you could try to:",
+}
+
+
+@pytest.mark.skipif(sys.platform != "linux", reason="the +cpu build is Linux's")
+@pytest.mark.parametrize("words", NO_CPU_BUILD.values(), ids=NO_CPU_BUILD.keys())
+def test_without_a_gpu_the_cpu_build_of_torch_comes_from_pytorchs_cpu_index_when_pip_has_none(
+    tmp_path: Path, words: str
+) -> None:
+    """PyPI's torch==2.13.0 for Linux is the CUDA build (~2.7 GB with its nvidia-* wheels): the
+    bootstrap asks for the +cpu build, and where pip's indexes lack it (PyPI does), PyTorch's CPU
+    index, never before (a machine that cannot reach it is not kept waiting)."""
+    venv, env = _stub_venv(
+        tmp_path,
+        '  *--extra-index-url*) echo "Successfully installed torch-2.13.0+cpu"; exit 0 ;;\n'
+        '  "-m pip install"*) printf "%b\\n" "' + words + '"; exit 1 ;;',
+    )
+    run = subprocess.run(
+        ["bash", str(REPO_ROOT / "scripts" / "bootstrap.sh"), "bench"],
+        env=env,
+        capture_output=True,
+        text=True,
+    )
+    assert run.returncode == 0, run.stderr
+    installs = [
+        c for c in (tmp_path / "calls").read_text().splitlines() if "pip install" in c and "-q" not in c
+    ]
+    assert installs[0].startswith("-m pip install torch==2.13.0+cpu -e ")
+    assert "--extra-index-url" not in installs[0]
+    assert (
+        installs[1]
+        == "-m pip install --extra-index-url https://torch-cpu.invalid/whl/cpu "
+        + installs[0][len("-m pip install ") :]
+    )
+    assert "taking it from https://torch-cpu.invalid/whl/cpu" in run.stderr
+    assert (venv / ".kernelscope-installed").is_file()
+
+
+@pytest.mark.skipif(sys.platform != "linux", reason="the +cpu build is Linux's")
+def test_an_install_that_fails_for_another_reason_is_not_retried(tmp_path: Path) -> None:
+    venv, env = _stub_venv(
+        tmp_path, '  "-m pip install"*) echo "ERROR: No matching distribution found for triton==9"; exit 1 ;;'
+    )
+    run = subprocess.run(
+        ["bash", str(REPO_ROOT / "scripts" / "bootstrap.sh"), "bench"],
+        env=env,
+        capture_output=True,
+        text=True,
+    )
+    assert run.returncode == 1
+    assert "pip install failed" in run.stderr and "triton==9" in run.stderr
+    installs = [
+        c for c in (tmp_path / "calls").read_text().splitlines() if "pip install" in c and "-q" not in c
+    ]
+    assert len(installs) == 1
+    assert not (venv / ".kernelscope-installed").exists()
