@@ -301,8 +301,8 @@ def mask_half(
     from kernelscope.daemon.engine.workspace.workspace import Workspace
 
     ws = Workspace(require_workspace(workspace, need="memory"))
-    kind = ws.readme().primary_kind if ws.readme_path.is_file() else None
-    result = ws.memory.mask_half(kind, seed=seed, dry_run=dry_run, force=force, allow_supervised=force)
+    readme = ws.readme() if ws.readme_path.is_file() else None
+    result = ws.memory.mask_half_command(readme, seed=seed, dry_run=dry_run, force=force)
     if json_out:
         output.print_json(result)
         return

@@ -16,7 +16,6 @@ import typer
 
 from kernelscope.daemon.cli import output
 from kernelscope.daemon.cli.options import ForceOpt, JsonOpt, OptStr
-from kernelscope.daemon.engine import UsageError
 
 
 def restart_command(
@@ -34,18 +33,12 @@ def restart_command(
 ) -> None:
     """Mask half of the memory, launch a fresh agent with a brief, verify what it did."""
     from kernelscope.daemon.engine.workflows.restart import PartialRestart, RestartOptions
-    from kernelscope.daemon.engine.workspace.atrex import refuse_if_supervised
     from kernelscope.daemon.engine.workspace.discovery import require_workspace
-    from kernelscope.daemon.engine.workspace.user_config import user_config, user_settings
+    from kernelscope.daemon.engine.workspace.user_config import user_config
 
-    # what is wrong with the workspace first (not one, or a supervisor's), then the agent
+    # what refuses a restart (the workspace's first, then the agent's: the agent from --agent,
+    # else the config file) is the engine's one preflight, which `run` makes before it writes
     workspace = require_workspace(workspace)
-    refuse_if_supervised(workspace, "restart (mask half of the memory, launch an agent)", force)
-    command = agent or user_settings(output.warn)[0].agent
-    if not command:
-        raise UsageError(
-            "no agent command: pass --agent '...' or set agent = '...' in the kernelscope config"
-        )
     kb = knowledge_base or user_config().get("knowledge_base")
 
     def stream(line: str) -> None:
@@ -53,7 +46,10 @@ def restart_command(
         print(line, file=sys.stderr if json_out else sys.stdout, flush=True)
 
     report = PartialRestart(
-        workspace, RestartOptions(agent=command, seed=seed, timeout_s=timeout, knowledge_base=kb, force=force)
+        workspace,
+        RestartOptions(
+            agent=agent, seed=seed, timeout_s=timeout, knowledge_base=kb, force=force, warn=output.warn
+        ),
     ).run(on_output=stream)
     if json_out:
         print(report.model_dump_json(indent=2))

@@ -20,7 +20,7 @@ from pytest_lsp.client import captured_exception_key
 
 from tests.conftest import EXAMPLES, NO_TORCH_SERVER
 from tests.support.bench_fixtures import jobs_folder
-from tests.support.locks import held_on_a_thread
+from tests.support.locks import a_restart_running
 from tests.support.lsp_client import KernelscopeClient, make_client, no_job_starts, start_session, wait_for
 
 pytestmark = pytest.mark.slow
@@ -215,21 +215,9 @@ async def test_a_restart_running_in_another_process_is_named_before_the_question
     asked "Mask & restart?" and the yes failed 5 s later, and its maskHalf replaced the
     running restart's mark, taking its agent's version (found by the review). Both are refused
     before the question, naming the running restart; nothing is written."""
-    import subprocess
-
-    from kernelscope.daemon.engine.memory.atomic_io import RESTART_LOCK_NAME, lock_dir_of, workspace_lock
-
     ws = client.folder / "kernel_opt_vector_add"
-    for argv in (["init", "-q"], ["add", "-A"], ["commit", "-qm", "the workspace"]):
-        subprocess.run(
-            ["git", "-c", "user.name=t", "-c", "user.email=t@t", *argv],
-            cwd=ws,
-            check=True,
-            capture_output=True,
-        )
     before = memory_bytes(client)
-    # (what `kernelscope restart` holds from its mask to its report)
-    with held_on_a_thread(lambda: workspace_lock(lock_dir_of(ws), name=RESTART_LOCK_NAME)):
+    with a_restart_running(ws):
         for command, action in (
             (await restart_lens(client), "restart"),
             ("kernelscope.maskHalf", "mask half of the memory"),
@@ -237,10 +225,12 @@ async def test_a_restart_running_in_another_process_is_named_before_the_question
             params = {"workspace": str(ws), "confirm": True}
             with pytest.raises(Exception, match=f"is running in this workspace .*refusing to {action}"):
                 await run(client, command, params)
-        # a restart not asked about (a script): its job is refused at once, off the event loop
-        started = await run(client, "kernelscope.restart", {"workspace": str(ws)})
-        await wait_for(lambda: bool(client.finished), timeout=30)
-        assert started["kind"] == "restart" and "refusing to restart" in client.finished[-1]["error"]
+        # a restart not asked about (a script) is refused alike, before its job starts (the
+        # engine's one preflight, off the event loop; a job was started, then failed)
+        with pytest.raises(Exception, match=r"is running in this workspace .*refusing to restart"):
+            await run(client, "kernelscope.restart", {"workspace": str(ws)})
+    await no_job_starts(client)
+    assert not client.finished
     assert client.asked == []  # type: ignore[attr-defined]
     assert memory_bytes(client) == before
     client._pytest_item.stash[captured_exception_key] = None  # type: ignore[attr-defined]

@@ -10,10 +10,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from kernelscope.daemon.engine.memory.records import MemoryManager
 from kernelscope.protocol.commands import MaskHalfResult
 from kernelscope.protocol.vocabulary import DECLINE
-from kernelscope.protocol.workspace import MetricKind
 
 
 @dataclass(frozen=True)
@@ -84,15 +82,3 @@ def question_of(dry: MaskHalfResult, restart: Restart | None = None) -> MaskQues
     yes = "Mask & restart" if restart is not None else "Mask"
     choice = (tuple(dry.masked), dry.best_version, dry.latest_passing_version)
     return MaskQuestion(workspace=dry.workspace, text=text, yes=yes, seed=dry.seed, choice=choice)
-
-
-def mask_question(
-    memory: MemoryManager,
-    kind: MetricKind | None,
-    seed: int | None,
-    force: bool,
-    restart: Restart | None = None,
-) -> MaskQuestion | None:
-    """The mask-half dry run (nothing written, not even the lock file) and its question."""
-    dry = memory.mask_half(kind, seed=seed, dry_run=True, force=force, allow_supervised=force)
-    return question_of(dry, restart)

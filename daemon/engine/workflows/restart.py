@@ -34,14 +34,16 @@ from kernelscope.daemon.engine.memory.atomic_io import (
     restart_lock,
 )
 from kernelscope.daemon.engine.memory.core import kernelscope_block
-from kernelscope.daemon.engine.memory.records import RESTART_ID_ENV
+from kernelscope.daemon.engine.memory.records import RESTART_ID_ENV, MemoryManager
+from kernelscope.daemon.engine.views.confirm import MaskQuestion, Restart, question_of
 from kernelscope.daemon.engine.workflows.git import Git
 from kernelscope.daemon.engine.workspace.atrex import refuse_if_supervised
-from kernelscope.daemon.engine.workspace.user_config import state_dir
-from kernelscope.daemon.engine.workspace.workspace import Workspace
+from kernelscope.daemon.engine.workspace.user_config import config_path, state_dir, user_settings
+from kernelscope.daemon.engine.workspace.workspace import README_NAME, Workspace
 from kernelscope.protocol.commands import MaskHalfResult, RestartReport
 from kernelscope.protocol.record_rules import section_get
 from kernelscope.protocol.vocabulary import WORKSPACE_DIRS, WORKSPACE_FILES
+from kernelscope.protocol.workspace import ReadmeInfo
 
 # a restart waits this long for the restart lock: an iteration's look at it holds it an instant
 RESTART_LOCK_WAIT_S = 5.0
@@ -57,14 +59,24 @@ FORBIDDEN_ACTIONS = [
 ]
 
 
+# the words of a refusal: the same on every path (the CLI, the editor's question and command, the job)
+RESTART_ACTION = "restart (mask half of the memory and launch an agent)"
+
+
+def _quiet(_message: str) -> None:
+    return None
+
+
 @dataclass
 class RestartOptions:
-    agent: str  # a command line; `{brief}` is replaced by the brief's path
+    # a command line; `{brief}` is replaced by the brief's path. None: the user's config file's
+    agent: str | None = None
     seed: int | None = None
     timeout_s: float = 3600.0
     knowledge_base: str | None = None
     force: bool = False  # mask-half despite unreadable memory files, and in a supervised workspace
     brief_dir: Path | None = None
+    warn: Callable[[str], object] = _quiet  # told of a config file's refused `trusted` pattern
 
 
 def digest_experience(records: list[dict[str, Any]]) -> dict[str, list[str]]:
@@ -156,6 +168,13 @@ def commit_mask(ws: Workspace, mask: MaskHalfResult) -> str | None:
         ) from None
 
 
+def _no_agent() -> str:
+    return (
+        "no agent command: pass --agent, or set agent in the kernelscope config file "
+        f"({config_path()}), or kernelscope.agent in the editor's user settings"
+    )
+
+
 def agent_argv(root: Path, agent: str) -> list[str]:
     """The agent command's words, or UsageError when it cannot start: checked before anything
     is masked (a mistyped command used to mask half of the memory, then fail to launch; each
@@ -163,8 +182,7 @@ def agent_argv(root: Path, agent: str) -> list[str]:
     fails). A path is taken from the workspace, where the agent runs."""
     from kernelscope.daemon.engine.workspace.user_config import command_words
 
-    empty = "no agent command: pass --agent or set agent in the kernelscope config"
-    argv = command_words(agent, "the agent command", empty)
+    argv = command_words(agent, "the agent command", _no_agent())
     program = argv[0]
     if shutil.which(str(root / program) if os.sep in program else program) is None:
         raise UsageError(
@@ -173,6 +191,59 @@ def agent_argv(root: Path, agent: str) -> list[str]:
             + "; nothing was masked"
         )
     return argv
+
+
+def preflight(
+    root: Path, agent: str | None, force: bool, warn: Callable[[str], object] = _quiet
+) -> tuple[str, list[str]]:
+    """Every refusal of a partial restart known before anything is written, in one order (the
+    workspace's first, then the agent's), and the agent with its words. The agent is `agent`
+    (the CLI's --agent, the editor's user settings) or the user's config file's, validated as
+    the daemon validates it; never a file in the workspace, which may be anyone's clone.
+
+    One rule for every path: `kernelscope restart` and the editor's job (through `run`), the
+    editor's command before it starts the job, and its question before the person is asked
+    (nobody is asked a question whose yes then fails). The job asks again: time passed.
+    Refused: no README.md (the targets), an orchestrator's workspace (unless `force`), no
+    agent or one that cannot start, a restart running in the workspace (another process's),
+    a repository git refuses (DataError or UsageError; nothing was written)."""
+    if not (root / README_NAME).is_file():
+        raise DataError(f"no {README_NAME} in {root}: the restart needs its targets")
+    refuse_if_supervised(root, RESTART_ACTION, force)
+    agent = agent or user_settings(warn)[0].agent
+    if not agent:
+        raise UsageError(_no_agent())
+    argv = agent_argv(root, agent)
+    refuse_if_restarting(root, "restart")  # (at once; `run` takes the lock, which decides it)
+    git = Git(root)
+    if git.is_repository():  # (memory/git_place.py: where locks and mark are)
+        git.require()  # a mask git cannot commit (a repository git refuses) is not made
+    return agent, argv
+
+
+def mask_half_question(
+    memory: MemoryManager, readme: ReadmeInfo | None, seed: int | None, force: bool
+) -> MaskQuestion | None:
+    """What the editor asks before a mask-half writes (views/confirm.py), refused first where the
+    write would be (MemoryManager.mask_half's `asking`); None when it would mask nothing
+    (nothing is asked, nothing written)."""
+    return question_of(memory.mask_half_command(readme, seed=seed, dry_run=True, force=force, asking=True))
+
+
+def restart_question(
+    memory: MemoryManager,
+    readme: ReadmeInfo | None,
+    agent: str | None,
+    options: RestartOptions,
+) -> MaskQuestion:
+    """What the editor asks before a restart, after its preflight (`agent` as there): the
+    mask-half dry run of `options.seed`, and the agent it would launch for how long."""
+    seed, force, warn = options.seed, options.force, options.warn
+    agent, _ = preflight(memory.workspace, agent, force, warn)
+    dry = memory.mask_half_command(readme, seed=seed, dry_run=True, force=force)
+    question = question_of(dry, Restart(agent=agent, timeout_s=options.timeout_s))
+    assert question is not None  # (a restart is always asked: its agent starts even with no mask)
+    return question
 
 
 class PartialRestart:
@@ -449,16 +520,8 @@ class PartialRestart:
     def run(
         self, on_output: Callable[[str], None] | None = None, cancel: threading.Event | None = None
     ) -> RestartReport:
-        if not self.ws.readme_path.is_file():
-            raise DataError(f"no README.md in {self.ws.root}: the restart needs its targets")
-        refuse_if_supervised(
-            self.ws.root, "restart (mask half of the memory and launch an agent)", self.options.force
-        )
-        argv = agent_argv(self.ws.root, self.options.agent)
-        refuse_if_restarting(self.ws.root, "restart")  # (at once; the lock below decides it)
-        in_git = Git(self.ws.root).is_repository()  # (memory/git_place.py: where locks and mark are)
-        if in_git:  # a mask git cannot commit (a repository git refuses) is not made
-            Git(self.ws.root).require()
+        _, argv = preflight(self.ws.root, self.options.agent, self.options.force, self.options.warn)
+        in_git = Git(self.ws.root).is_repository()
         before = self._snapshot()
         baseline_kernel = self._baseline_kernel()
         readme = self.ws.readme()

@@ -2,18 +2,20 @@
 protocol model (InvalidParams naming the field, nothing changed) and hands the parsed model to
 the method of the same name (protocol/vocabulary.COMMANDS), which calls the engine.
 
-Commands that start a job run on the loop (starting one changes the live state and returns at
-once); the others run on the command pool (they may wait on the workspace lock or SQLite's busy
-timeout) and tell the loop what they changed (`state.on_loop`). `RUNS_ON_LOOP` names the first."""
+Commands that start a job at once run on the loop (starting one changes the live state and
+returns at once); the others run on the command pool (they may wait on the workspace lock or
+SQLite's busy timeout, or, as a restart's preflight, ask git and the restart lock) and tell the
+loop what they changed (`state.on_loop`), or have it start their job (`state.on_loop_and_wait`).
+`RUNS_ON_LOOP` names the first."""
 
 from __future__ import annotations
 
+import logging
 from typing import TYPE_CHECKING, Any
 
 from pygls.exceptions import JsonRpcInternalError, JsonRpcInvalidParams
 
 from kernelscope.daemon.engine import KernelscopeError, WriteFailed
-from kernelscope.daemon.engine.memory.atomic_io import refuse_if_restarting
 from kernelscope.daemon.engine.workspace.discovery import missing_parts
 from kernelscope.daemon.lsp import notify
 from kernelscope.daemon.lsp.jobs import Jobs
@@ -34,6 +36,7 @@ class _LazyProtocol:
 
 
 p = _LazyProtocol()
+log = logging.getLogger("kernelscope.lsp")
 
 
 def parse(model: Any, args: tuple[Any, ...]) -> Any:
@@ -54,7 +57,7 @@ def parse(model: Any, args: tuple[Any, ...]) -> Any:
         raise JsonRpcInvalidParams(message=f"invalid {model.__name__}: {problems}") from None
 
 
-RUNS_ON_LOOP = frozenset({"run_iteration", "restart", "benchmark", "cancel"})
+RUNS_ON_LOOP = frozenset({"run_iteration", "benchmark", "cancel"})
 
 
 class Commands:
@@ -120,14 +123,12 @@ class Commands:
         ws = self._workspace(params.workspace)
 
         def mask() -> Any:
-            readme = ws.cache.readme()
             return self._engine(
-                lambda: ws.cache.memory_manager.mask_half(
-                    readme.primary_kind if readme else None,
+                lambda: ws.cache.memory_manager.mask_half_command(
+                    ws.cache.readme(),
                     seed=params.seed,
                     dry_run=params.dry_run,
                     force=params.force,
-                    allow_supervised=params.force,
                 )
             )
 
@@ -170,57 +171,46 @@ class Commands:
         )
         return p.JobStarted(job_id=job.job_id, workspace=str(ws.root), kind="runIteration").model_dump()
 
-    def _restart_checks(self, params: Any) -> tuple[WorkspaceState, str]:
-        """The workspace and the agent of a restart, or InvalidParams saying why it cannot start."""
-        ws = self._workspace(params.workspace)
-        # Only the user's settings or config file name the agent: never the workspace.
-        from kernelscope.daemon.engine.workspace.user_config import user_config
-
-        # initializationOptions (the editor's user settings), never per-folder configuration,
-        # which a cloned workspace can carry (.vscode/settings.json and the like).
-        agent = self.state.user.agent or self._engine(user_config).get("agent")
-        if not agent:
-            raise JsonRpcInvalidParams(
-                message="agent: no restart agent configured (set kernelscope.agent in your "
-                "editor's user settings or agent in ~/.config/kernelscope/config.toml)"
-            )
-        self._refuse_if_busy(ws)
-        self._observer_guard(ws, "restart", params.force)
-        from kernelscope.daemon.engine.workflows.restart import agent_argv
-
-        self._engine(lambda: agent_argv(ws.root, agent))  # an agent that cannot start: refused now
-        return ws, agent
-
     def question(self, params: Any) -> Any:
-        """What a `confirm` call of maskHalf or restart asks before it writes (views/confirm.py,
-        from the mask-half dry run), or None when it would write nothing. What would refuse
-        the command (no agent or one not installed, a job under way, an orchestrator's
-        workspace, a partial restart running in the workspace from another process) refuses
-        first: nobody is asked a question whose yes then fails. The command checks them again
-        (the restart in its job, off the loop: a restart's lock is asked with a short wait)."""
-        from kernelscope.daemon.engine.views.confirm import Restart, mask_question
+        """What a `confirm` call of maskHalf or restart asks before it writes (views/confirm.py),
+        or None when it would write nothing. What would refuse the command refuses first
+        (a job of the user's under way here, then the engine's rules: workflows/restart.py's
+        preflight, MemoryManager.mask_half's): nobody is asked a question whose yes then fails."""
+        from kernelscope.daemon.engine.workflows import restart
 
-        restart = None
-        if isinstance(params, p.RestartParams):
-            ws, agent = self._restart_checks(params)
-            restart = Restart(agent=agent, timeout_s=params.timeout_s)
-        else:
-            ws = self._workspace(params.workspace)
-            if params.dry_run:
-                return None
-            self._refuse_if_busy(ws)
-            self._observer_guard(ws, "mask half of the memory", params.force)
-        action = "restart" if restart else "mask half of the memory"
-        self._engine(lambda: refuse_if_restarting(ws.root, action))  # (another process's restart)
-        readme = ws.cache.readme()
-        kind = readme.primary_kind if readme else None
+        ws = self._workspace(params.workspace)
+        if isinstance(params, p.MaskHalfParams) and params.dry_run:
+            return None
+        self._refuse_if_busy(ws)
+        memory = ws.cache.memory_manager
+        if isinstance(params, p.MaskHalfParams):
+            return self._engine(
+                lambda: restart.mask_half_question(memory, ws.cache.readme(), params.seed, params.force)
+            )
         return self._engine(
-            lambda: mask_question(ws.cache.memory_manager, kind, params.seed, params.force, restart)
+            lambda: restart.restart_question(
+                memory,
+                ws.cache.readme(),
+                self.state.user.agent,
+                restart.RestartOptions(
+                    seed=params.seed, timeout_s=params.timeout_s, force=params.force, warn=log.warning
+                ),
+            )
         )
 
     def restart(self, params: Any) -> Any:
-        ws, agent = self._restart_checks(params)
-        job = self._engine(lambda: self.jobs.restart(ws, agent, params.seed, params.timeout_s, params.force))
+        """The engine's preflight (the refusals the question made too, in its order), then the
+        job, started on the loop (the live state), where a job under way here refuses it."""
+        from kernelscope.daemon.engine.workflows.restart import preflight
+
+        ws = self._workspace(params.workspace)
+        self._refuse_if_busy(ws)
+        agent, _ = self._engine(lambda: preflight(ws.root, self.state.user.agent, params.force, log.warning))
+        job = self.state.on_loop_and_wait(
+            lambda: self._engine(
+                lambda: self.jobs.restart(ws, agent, params.seed, params.timeout_s, params.force)
+            )
+        )
         return p.JobStarted(job_id=job.job_id, workspace=str(ws.root), kind="restart").model_dump()
 
     def benchmark(self, params: Any) -> Any:
