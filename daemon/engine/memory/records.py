@@ -414,13 +414,28 @@ class MemoryManager:
         return scores.best_version(entries, kind)
 
     def mask_half_command(
-        self, readme: ReadmeInfo | None, seed: int | None, force: bool, **how: bool
+        self,
+        readme: ReadmeInfo | None,
+        seed: int | None,
+        force: bool,
+        dry_run: bool = False,
+        asking: bool = False,
     ) -> MaskHalfResult:
         """The mask-half command's (the CLI's, the editor's, their questions'): the best kept by
         the README's primary metric where records have no latency; `force` skips unreadable
-        files and writes in an orchestrator's workspace; `how`: mask_half's `dry_run`, `asking`."""
+        files and writes in an orchestrator's workspace.
+
+        `asking` (the dry run the editor's question is made of, before the write): refused as
+        the write would be, an orchestrator's workspace and a running restart, so that nobody
+        is asked a question whose yes then fails; still nothing written, not even a lock file
+        (the write asks again under the iteration lock: mask_half)."""
+        if asking:
+            from kernelscope.daemon.engine.workspace.atrex import refuse_if_supervised
+
+            refuse_if_supervised(self.workspace, "mask half of the memory", force)
+            refuse_if_restarting(self.workspace, "mask half of the memory")
         kind = readme.primary_kind if readme else None
-        return self.mask_half(kind, seed=seed, force=force, allow_supervised=force, **how)
+        return self.mask_half(kind, seed=seed, dry_run=dry_run or asking, force=force, allow_supervised=force)
 
     def mask_half(
         self,
@@ -430,7 +445,6 @@ class MemoryManager:
         force: bool = False,
         allow_supervised: bool = False,
         for_restart: bool = False,
-        asking: bool = False,
     ) -> MaskHalfResult:
         """Mask half of the optimization experience, as the partial-restart seed asks.
 
@@ -447,18 +461,13 @@ class MemoryManager:
         mask-half, which holds that lock already (it commits the mask under it; taken twice,
         the flock would wait for itself) and starts its agent at the next version even when
         nothing is masked, so it leaves the mark all the same; a mask-half of the memory
-        command or the editor that masks nothing changes nothing and leaves none.
-
-        `asking` (a dry run the editor's question is made of, before the write): refused as
-        the write would be, an orchestrator's workspace and a running restart, so that nobody
-        is asked a question whose yes then fails; still nothing written, not even a lock file.
+        command or the editor that masks nothing changes nothing and leaves none (a question
+        before it: mask_half_command's `asking`).
         """
-        if not dry_run or asking:
+        if not dry_run:
             from kernelscope.daemon.engine.workspace.atrex import refuse_if_supervised
 
             refuse_if_supervised(self.workspace, "mask half of the memory", allow_supervised)
-        if asking:  # (the write asks under the iteration lock, below)
-            refuse_if_restarting(self.workspace, "mask half of the memory")
         seed = secrets.randbits(32) if seed is None else seed
         with contextlib.ExitStack() as held:
             # a dry run writes nothing, not even the lock file (a workspace outside git keeps
