@@ -12,6 +12,12 @@ files say (VS Code's `.vscode/settings.json` reaches the server through
   folder: they change how a run looks, not what runs or where. `benchOnSave` is a request
   that `UserSettings.trusted` still gates.
 
+Whether a save may run kernel.py is one rule, `distrust`: the user's `trusted` must cover the
+workspace, and an editor with a workspace trust of its own (VS Code's, sent as
+`workspaceTrusted`) must not have said no. The editor's trust only ever takes away: a trusted
+window grants nothing the user's `trusted` does not (VS Code trusts every window when its
+workspace trust is off, and one trusted parent folder trusts every repository under it).
+
 Both are dataclasses structured by cattrs with a camelCase hook, as jedi-language-server
 does; cattrs is already loaded by pygls, so the server reads its settings without building
 pydantic models at start-up. Invalid values raise ValueError naming the field; the server
@@ -53,6 +59,10 @@ class UserSettings:
     chosen workspaces run code. A relative pattern or one with `**` is refused: that pattern
     alone is dropped, with a warning naming it, and the other settings are kept (a list left
     with none keeps the trust the config file gave)."""
+    workspace_trusted: bool | None = None
+    """The editor's own workspace trust, for editors that have one (the VS Code extension sends
+    `vscode.workspace.isTrusted`; not a setting to write): `false` (a restricted window) and
+    nothing runs on save whatever `trusted` says; `true` or unset, `trusted` alone decides."""
     agent: str | None = None
     """The agent command `restart` starts after a mask-half (e.g. `claude -p`)."""
     executor: Executor = "local"
@@ -122,6 +132,7 @@ class Settings:
     db_url: str | None = None
     python: str | None = None
     trusted: bool = False
+    workspace_trusted: bool | None = None
     agent: str | None = None
     executor: Executor = "local"
     ray_address: str | None = None
@@ -135,10 +146,10 @@ class Settings:
 
     @classmethod
     def compose(cls, user: UserSettings, folder: FolderSettings, root: Path | None = None) -> Settings:
-        """The settings of the workspace at `root`: trusted when the user trusts every
-        workspace or names this one."""
+        """The settings of the workspace at `root`: trusted when nothing distrusts it (the
+        user's `trusted` covers it and the editor's workspace trust did not say no)."""
         values = {**asdict(user), **asdict(folder)}
-        values["trusted"] = trusts(user.trusted, root)
+        values["trusted"] = distrust(user, root) is None
         return cls(**values)
 
     @property
@@ -197,6 +208,42 @@ def trusts(trusted: bool | list[str], root: Path | None) -> bool:
         return False
     where = Path(root).expanduser().resolve()
     return any(_covers(pattern, where) for pattern in trusted)
+
+
+TrustSource = Literal["config file", "editor settings"]
+"""Where the user's `trusted` came from: the config file (or its default, false), or the
+editor's settings sent as initializationOptions (which replace the file's)."""
+
+
+@dataclass(frozen=True)
+class Distrust:
+    """Why saves of a workspace do not run kernel.py, by what decided it (for the notice)."""
+
+    window: bool
+    """The editor's workspace trust said no (VS Code's restricted window)."""
+    setting: TrustSource | None
+    """The user's `trusted`, from there, does not cover the workspace (None: it does)."""
+    narrowed: str | None = None
+    """A pattern that matched the workspace only across a `/` (`trust_narrowed`)."""
+
+
+def distrust(user: UserSettings, root: Path | None, source: TrustSource = "config file") -> Distrust | None:
+    """Whether saves of the workspace at `root` may run kernel.py (None) or why not: the one
+    rule. The user's `trusted` (from `source`) must cover it and the editor's workspace trust,
+    where the editor has one, must not be false."""
+    window = user.workspace_trusted is False
+    covered = trusts(user.trusted, root)
+    if covered and not window:
+        return None
+    narrowed = trust_narrowed(user.trusted, root) if root is not None and not covered else None
+    return Distrust(window, None if covered else source, narrowed)
+
+
+def trust_source(data: dict[str, Any]) -> TrustSource | None:
+    """`"editor settings"` when `data` (initializationOptions) sets `trusted` once its refused
+    patterns are dropped (then it replaces the config file's), else None."""
+    known, _ = _without_refused_patterns(_known(data, USER_KEYS))
+    return "editor settings" if any(snake_key(k) == "trusted" for k in known) else None
 
 
 def trust_narrowed(trusted: bool | list[str], root: Path) -> str | None:

@@ -40,7 +40,7 @@ def check_command(
     from kernelscope.daemon.engine.workspace.kinds import detect_kind
     from kernelscope.daemon.engine.workspace.user_config import user_settings
     from kernelscope.daemon.engine.workspace.workspace import Workspace
-    from kernelscope.protocol.settings import trust_narrowed, trusts
+    from kernelscope.protocol.settings import distrust
 
     if workspace is None:
         start = file.resolve().parent if file is not None else Path.cwd()
@@ -56,8 +56,9 @@ def check_command(
     readme = Workspace(root).readme() if (root / "README.md").is_file() else None
     notices += static_notices(text, detect_kind(root, readme), whole=True)
     user, folder = user_settings(output.warn)
-    if folder.bench_on_save and not trusts(user.trusted, root):
-        notices.append(untrusted_notice(str(root), trust_narrowed(user.trusted, root)))
+    why = distrust(user, root) if folder.bench_on_save else None  # the config file's trust alone
+    if why is not None:
+        notices.append(untrusted_notice(str(root), why))
     tried = [hint for hint in service.tried(text) if hint.values]
     # what "nothing matches" rests on: an agent must tell new code from a history with no code
     compared = sum(1 for v in service.history().versions.values() if v.kernel_blob and not v.masked)

@@ -25,7 +25,13 @@ from lsprotocol import types
 from pygls.lsp.server import LanguageServer
 
 from kernelscope.daemon.lsp.state import ServerState, WorkspaceState
-from kernelscope.protocol.settings import FolderSettings, folder_settings_from, snake_key, user_settings_from
+from kernelscope.protocol.settings import (
+    FolderSettings,
+    folder_settings_from,
+    snake_key,
+    trust_source,
+    user_settings_from,
+)
 
 log = logging.getLogger("kernelscope.lsp")
 CONFIGURATION_TIMEOUT_S = 3.0
@@ -43,7 +49,8 @@ def _section(raw: Any) -> dict[str, Any] | None:
 def apply_initialization_options(state: ServerState, raw: Any, warn: Warn) -> None:
     """The user's settings: their config file (`~/.config/kernelscope/config.toml`, the user's
     own, never a file in a workspace), then `initializationOptions` over it (editors that send
-    none, such as Claude Code's LSP plugins, get the file's). Invalid ones keep the defaults."""
+    none, such as Claude Code's LSP plugins, get the file's; `state.trust_source` says which gave
+    `trusted`). Invalid ones keep the defaults."""
     from kernelscope.daemon.engine import KernelscopeError
     from kernelscope.daemon.engine.workspace.user_config import config_path, user_config
 
@@ -67,6 +74,7 @@ def apply_initialization_options(state: ServerState, raw: Any, warn: Warn) -> No
         state.user, state.folder_defaults, dropped = user_settings_from(
             data, state.user, state.folder_defaults
         )
+        state.trust_source = trust_source(data) or "config file"
         for problem in dropped:
             warn(f"kernelscope: initializationOptions: {problem}; the other settings are kept")
     except ValueError as exc:

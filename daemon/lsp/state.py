@@ -26,7 +26,7 @@ from pygls.uris import to_fs_path
 from kernelscope.daemon.engine import UsageError
 from kernelscope.daemon.engine.workspace.discovery import is_optimization_workspace, workspace_holding
 from kernelscope.daemon.lsp.session_pool import SessionPool
-from kernelscope.protocol.settings import FolderSettings, Settings, UserSettings
+from kernelscope.protocol.settings import FolderSettings, Settings, TrustSource, UserSettings
 from kernelscope.protocol.vocabulary import KERNEL_FILE
 
 if TYPE_CHECKING:
@@ -235,6 +235,8 @@ class ServerState:
         # initializationOptions' kernelscope section as sent: a folder answer repeating a key
         # of it asks for nothing (is not logged as ignored); nothing is read from it again.
         self.user_said: dict[str, Any] = {}
+        # where the user's `trusted` came from, for the "not trusted" notice to name it
+        self.trust_source: TrustSource = "config file"
         self.ignored_keys_logged: set[tuple[str, str]] = set()
         self.loop: asyncio.AbstractEventLoop | None = None
         self.jobs: dict[str, Job] = {}
@@ -259,7 +261,11 @@ class ServerState:
         a new store: every workspace's store-made values are read again."""
         old = getattr(self, "_user", None)
         self._user = value
-        changed = old is not None and (old.python, old.trusted) != (value.python, value.trusted)
+        changed = old is not None and (old.python, old.trusted, old.workspace_trusted) != (
+            value.python,
+            value.trusted,
+            value.workspace_trusted,
+        )
         if changed and self._warm_workers is not None:
             self._warm_workers.stop_all()
         if old is not None and old.db_url != value.db_url:

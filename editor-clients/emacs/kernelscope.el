@@ -29,8 +29,11 @@
   "Command line that starts the kernelscope daemon."
   :type '(repeat string))
 
-(defcustom kernelscope-initialization-options '(:kernelscope (:trusted :json-false))
-  "initializationOptions sent to the daemon (see the kernelscope README for settings)."
+(defcustom kernelscope-initialization-options nil
+  "initializationOptions sent to the daemon (see the kernelscope README for settings), e.g.
+'(:kernelscope (:dbUrl \"/path/exp.sqlite\")).  nil sends none: the daemon reads the user's
+~/.config/kernelscope/config.toml, whose `trusted' list says which workspaces are
+re-benchmarked on save; a :trusted here replaces that list."
   :type 'sexp)
 
 (defconst kernelscope--vocabulary-file

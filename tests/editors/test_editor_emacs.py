@@ -254,3 +254,31 @@ def test_installed_alone_reads_the_rule_from_its_daemon_command(tmp_path: Path) 
     assert found["module"][0] == f"{fresh}/", found
     assert found["broken"][0] == "none", found
     assert "cannot read the daemon workspace rule" in found["broken"][1], found
+
+
+@needs_emacs
+def test_the_default_options_keep_the_trust_of_the_users_config_file(
+    tmp_path: Path, users_own_files: Path
+) -> None:
+    """The README says trust lives in ~/.config/kernelscope/config.toml, where every editor and
+    agent reads it. kernelscope.el's default initialization options sent `:trusted :json-false`,
+    which replaces the file's list: in Emacs no workspace the file trusted was re-benchmarked,
+    and the notice's advice (add it to the file) did nothing. The default, as Emacs encodes it,
+    now leaves the file's trust in force."""
+    from kernelscope.daemon.lsp.configuration import apply_initialization_options
+    from kernelscope.daemon.lsp.state import ServerState
+    from kernelscope.protocol.settings import trusts
+
+    assert EMACS is not None, "CI must install emacs-nox"
+    encoded = subprocess.run(
+        [EMACS, "--batch", "-Q", "-l", str(EMACS_DIR / "kernelscope.el"), "--eval",
+         "(progn (require 'json) (princ (json-encode kernelscope-initialization-options)))"],
+        capture_output=True, text=True, timeout=60, env={**os.environ, "HOME": str(tmp_path)},
+    )  # fmt: skip
+    assert encoded.returncode == 0, encoded.stderr[-2000:]
+    ws = tmp_path / "kernel_opt_mine"
+    users_own_files.write_text(f'trusted = ["{tmp_path}/kernel_opt_*"]\n')
+    state, warnings = ServerState(), []
+    apply_initialization_options(state, json.loads(encoded.stdout or "null"), warnings.append)
+    assert trusts(state.user.trusted, ws), (encoded.stdout, state.user.trusted, warnings)
+    assert state.trust_source == "config file"

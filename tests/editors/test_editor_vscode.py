@@ -147,8 +147,9 @@ def shots_dir(version: str, tmp_path: Path) -> Path:
 
 def test_every_setting_can_be_set_in_vscode() -> None:
     """Every setting the daemon takes is a `kernelscope.*` setting of the extension and is sent
-    (pure.ts's USER_KEYS or FOLDER_KEYS; trust comes from VS Code's workspace trust), folder
-    settings with a folder scope (before: blameInlay, documented, could not be set)."""
+    (pure.ts's USER_KEYS or FOLDER_KEYS; `trusted` is the config file's, never a VS Code setting,
+    and `workspaceTrusted` is VS Code's workspace trust), folder settings with a folder scope
+    (before: blameInlay, documented, could not be set)."""
     from kernelscope.protocol.settings import FOLDER_KEYS, USER_KEYS, camel_key
 
     properties = json.loads((EXTENSION / "package.json").read_text())["contributes"]["configuration"][
@@ -161,7 +162,10 @@ def test_every_setting_can_be_set_in_vscode() -> None:
         assert found, name
         return set(re.findall(r'"(\w+)"', found.group(1)))
 
-    users, folders = {camel_key(k) for k in USER_KEYS} - {"trusted"}, {camel_key(k) for k in FOLDER_KEYS}
+    users, folders = (
+        {camel_key(k) for k in USER_KEYS} - {"trusted", "workspaceTrusted"},
+        {camel_key(k) for k in FOLDER_KEYS},
+    )
     assert sent("USER_KEYS") == users and sent("FOLDER_KEYS") == folders
     for key in users | folders:
         assert f"kernelscope.{key}" in properties, key
@@ -170,9 +174,13 @@ def test_every_setting_can_be_set_in_vscode() -> None:
 
 @E2E
 @pytest.mark.parametrize("version", CODE_SERVERS)
-def test_vscode_end_to_end(built_extension: Path, tmp_path: Path, version: str) -> None:
+def test_vscode_end_to_end(
+    built_extension: Path, tmp_path: Path, version: str, users_own_files: Path
+) -> None:
     ws = tmp_path / "kernel_opt_vector_add"
     shutil.copytree(EXAMPLES / "vector_add", ws)
+    # a save re-benchmarks where the window is trusted and the user's config file trusts the workspace
+    users_own_files.write_text(f'trusted = ["{ws}"]\n')
     screenshot = shots_dir(version, tmp_path) / "vscode-lenses.png"
     run, results = _run_e2e(built_extension, ws, tmp_path, screenshot, version=version)
     assert run.returncode == 0 and results["error"] is None, (results, run.stderr[-3000:])

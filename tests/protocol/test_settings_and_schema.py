@@ -7,7 +7,16 @@ from pathlib import Path
 
 import pytest
 
-from kernelscope.protocol.settings import Settings, settings_from, trusts
+from kernelscope.protocol.settings import (
+    Distrust,
+    FolderSettings,
+    Settings,
+    UserSettings,
+    distrust,
+    settings_from,
+    trust_source,
+    trusts,
+)
 
 
 def test_settings_camel_case_and_unknown_keys() -> None:
@@ -24,6 +33,7 @@ def test_settings_camel_case_and_unknown_keys() -> None:
     "bad,field",
     [
         ({"trusted": "yes"}, "trusted"),
+        ({"workspaceTrusted": "yes"}, "workspace_trusted"),
         ({"seeds": 0}, "seeds"),
         ({"mode": "fast"}, "mode"),
         ({"debounceMs": "abc"}, "debounce_ms"),
@@ -63,6 +73,31 @@ def test_a_trusted_glob_matches_one_folder_level(tmp_path: Path) -> None:
     assert not trusts([f"{work}/kernel_opt_*"], cloned)
     assert trusts([f"{work}/*/*/kernel_opt_*"], cloned)  # one `*` per folder level
     assert trusts([str(cloned)], cloned) and not trusts([str(work)], cloned)
+
+
+@pytest.mark.parametrize(
+    "trusted,window,expected",
+    [
+        (True, None, None),  # an editor without a workspace trust of its own: `trusted` decides
+        (True, True, None),
+        (True, False, Distrust(window=True, setting=None)),  # a restricted window: nothing runs
+        (False, True, Distrust(window=False, setting="config file")),  # a trusted window grants nothing
+        (False, False, Distrust(window=True, setting="config file")),
+    ],
+)
+def test_the_editors_workspace_trust_can_only_refuse(
+    tmp_path: Path, trusted: bool, window: bool | None, expected: Distrust | None
+) -> None:
+    user = UserSettings(trusted=trusted, workspace_trusted=window)
+    assert distrust(user, tmp_path) == expected
+    assert Settings.compose(user, FolderSettings(), tmp_path).trusted is (expected is None)  # the same rule
+
+
+def test_trust_comes_from_the_editor_only_when_it_sends_a_list_that_stands() -> None:
+    assert trust_source({"trusted": ["/srv/kernel_opt_*"]}) == "editor settings"
+    assert trust_source({"trusted": False}) == "editor settings"
+    assert trust_source({"workspaceTrusted": True, "dbUrl": "/x"}) is None
+    assert trust_source({"trusted": ["kernel_opt_*"]}) is None  # refused: the file's trust stays
 
 
 def test_schema_lists_every_command(cli) -> None:  # type: ignore[no-untyped-def]

@@ -19,6 +19,7 @@ from kernelscope.protocol.record_rules import format_score
 
 if TYPE_CHECKING:
     from kernelscope.daemon.engine.history.service import HistoryService
+    from kernelscope.protocol.settings import Distrust
     from kernelscope.protocol.workspace import SourceError
 
 REGRESSION_BELOW = 0.98  # the upper end of the 95% interval must be below this
@@ -172,17 +173,38 @@ def probe_notices(probe: BenchResult | None, supervised: bool = False) -> list[N
     return [Notice("information", "probe", f"probe PASS: {measured} — {record}")]
 
 
-def untrusted_notice(root: str, narrowed: str | None = None) -> Notice:
-    """Re-benchmark on save is off until the user trusts the workspace (never silently); a
-    `narrowed` pattern (one that matches the workspace only across a `/`, which earlier
+def untrusted_notice(root: str, why: Distrust) -> Notice:
+    """Re-benchmark on save is off (never silently), naming what decided it (protocol/settings.py
+    `distrust`) with advice that works there: the editor's window trust (VS Code's), the
+    `trusted` the editor's settings send (it replaces the config file's), or the config file's.
+    A `narrowed` pattern (one that matches the workspace only across a `/`, which earlier
     releases trusted) is named, so a user whose workspace lost its trust sees why."""
-    why = (
-        f" (`{narrowed}` does not cover it: `*` matches one folder name, never across /)" if narrowed else ""
+    from kernelscope.daemon.engine.workspace.user_config import config_path
+
+    narrowed = (
+        f" (`{why.narrowed}` does not cover it: `*` matches one folder name, never across /)"
+        if why.narrowed
+        else ""
     )
+    reasons = []
+    if why.window:
+        reasons.append(
+            "the editor has not trusted this window (trust it there: in VS Code, Manage Workspace Trust)"
+        )
+    if why.setting == "editor settings":
+        reasons.append(
+            f"the `trusted` your editor sends (its kernelscope initializationOptions, which replaces the "
+            f'config file\'s) does not cover it{narrowed} (to trust it, add "{root}" to that list)'
+        )
+    elif why.setting is not None:
+        reasons.append(
+            f"`trusted` in {config_path()} does not cover it{narrowed} "
+            f'(to trust it: `trusted = ["{root}"]` there, or add it to your list)'
+        )
     return Notice(
         "information",
         "bench_on_save_off",
-        f"re-benchmark on save is off: this workspace is not trusted{why} (to trust it, add it to "
-        f'`trusted = ["{root}"]` in ~/.config/kernelscope/config.toml, or set kernelscope.trusted '
-        "in your editor); measure now: `kernelscope bench`",
+        "re-benchmark on save is off: this workspace is not trusted: "
+        + "; and ".join(reasons)
+        + "; measure now: `kernelscope bench`",
     )

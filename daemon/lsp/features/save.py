@@ -96,11 +96,11 @@ async def check(ls: KernelscopeServer, ws: WorkspaceState, text: str, publish: b
         ws.checked_extra = ()
         if not ws.settings.runs_on_save and ws.settings.bench_on_save and not ws.untrusted_said:
             from kernelscope.daemon.engine.views.diagnostics import untrusted_notice
-            from kernelscope.protocol.settings import trust_narrowed
+            from kernelscope.protocol.settings import distrust
 
             ws.untrusted_said = True  # said once per session, as a diagnostic; the lens keeps saying it
-            narrowed = trust_narrowed(ls.state.user.trusted, ws.root)
-            ws.checked_extra = (untrusted_notice(str(ws.root), narrowed),)
+            why = distrust(ls.state.user, ws.root, ls.state.trust_source)
+            ws.checked_extra = (untrusted_notice(str(ws.root), why),) if why else ()
         if not again:
             ls.jobs.spawn(_check_static(ls, ws, text))
     else:

@@ -49,7 +49,8 @@ async function startClient(context: vscode.ExtensionContext): Promise<void> {
   const clientOptions: LanguageClientOptions = {
     documentSelector: [{ scheme: "file", language: "python" }],
     outputChannel: output,
-    // Background benchmarks run kernel.py: only in trusted workspaces.
+    // Background benchmarks run kernel.py: never in a restricted window (the daemon also
+    // requires the workspace in the user's `trusted` list).
     initializationOptions: initializationOptions(current, vscode.workspace.isTrusted),
     middleware: {
       // a clicked lens's history or comparison is shown (the client would drop the answer)

@@ -244,15 +244,19 @@ export function escapeHtml(text: string): string {
 }
 
 /** Settings only the user may set (never a workspace's .vscode/settings.json): what runs,
- * where, with which limits. Trust is not among them: it comes from `workspace.isTrusted`. */
+ * where, with which limits. Trust is not among them: which workspaces are trusted is the
+ * user's `trusted` list in ~/.config/kernelscope/config.toml (read by the daemon), and
+ * `workspace.isTrusted` goes out as `workspaceTrusted`, which can only refuse. */
 export const USER_KEYS = ["dbUrl", "python", "agent", "executor", "rayAddress", "timeoutS", "memoryLimitMb"];
 /** Settings a workspace folder may choose (how runs look, never what runs). */
 export const FOLDER_KEYS = ["benchOnSave", "mode", "seeds", "debounceMs", "blameInlay"];
 
-/** Settings sent as initializationOptions: trust from VS Code's workspace trust only (a
- * `trusted` key in the settings is ignored); background benchmarks only when trusted. */
-export function initializationOptions(settings: Record<string, unknown>, trusted: boolean): Record<string, unknown> {
-  const options: Record<string, unknown> = { trusted };
+/** Settings sent as initializationOptions, with the window's trust as `workspaceTrusted`:
+ * a restricted window never re-benchmarks on save, a trusted one only the workspaces the
+ * user's config file trusts. No `trusted` is sent (it would replace the config file's list),
+ * and a `trusted` key in the settings is ignored. */
+export function initializationOptions(settings: Record<string, unknown>, windowTrusted: boolean): Record<string, unknown> {
+  const options: Record<string, unknown> = { workspaceTrusted: windowTrusted };
   for (const key of [...USER_KEYS, ...FOLDER_KEYS]) {
     if (settings[key] !== undefined && settings[key] !== null) options[key] = settings[key];
   }

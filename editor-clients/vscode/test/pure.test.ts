@@ -135,16 +135,19 @@ test("chartPoints orders versions numerically and marks failed and masked ones",
   ]);
 });
 
-test("initializationOptions carry trust and drop unset settings", () => {
+test("initializationOptions carry the window's trust as workspaceTrusted and drop unset settings", () => {
   assert.deepEqual(initializationOptions({ dbUrl: "/x.sqlite", python: null, mode: "auto" }, false),
-    { kernelscope: { trusted: false, dbUrl: "/x.sqlite", mode: "auto" } });
+    { kernelscope: { workspaceTrusted: false, dbUrl: "/x.sqlite", mode: "auto" } });
   assert.deepEqual(initializationOptions({ memoryLimitMb: 0, timeoutS: 60, agent: undefined }, true),
-    { kernelscope: { trusted: true, memoryLimitMb: 0, timeoutS: 60 } });
+    { kernelscope: { workspaceTrusted: true, memoryLimitMb: 0, timeoutS: 60 } });
 });
 
-test("initializationOptions take trust from workspace trust only", () => {
-  assert.deepEqual(initializationOptions({ trusted: true, python: "/usr/bin/python3", seeds: 3 }, false),
-    { kernelscope: { trusted: false, python: "/usr/bin/python3", seeds: 3 } });
+test("initializationOptions never send `trusted`: the user's list (config.toml) decides, the window can only refuse", () => {
+  // Before, the window's trust went out as `trusted` and replaced the config file's list: a
+  // trusted window re-benchmarked every workspace, whatever config.toml said.
+  const sent = initializationOptions({ trusted: true, python: "/usr/bin/python3", seeds: 3 }, true);
+  assert.deepEqual(sent, { kernelscope: { workspaceTrusted: true, python: "/usr/bin/python3", seeds: 3 } });
+  assert.equal("trusted" in (sent.kernelscope as Record<string, unknown>), false);
 });
 
 test("folderSettingsOnly keeps folder keys, drops trust, interpreter, executor and unknown keys", () => {

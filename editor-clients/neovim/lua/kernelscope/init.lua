@@ -19,7 +19,7 @@ M.config = {
   -- from `cmd` ({..., "serve"} -> {..., "schema", "--commands"}; {python, "-m",
   -- "kernelscope.daemon.lsp"} -> {python, "-m", "kernelscope.daemon.cli.main", "schema", "--commands"})
   schema_cmd = nil,
-  init_options = { kernelscope = {} }, -- e.g. { kernelscope = { trusted = true, dbUrl = "..." } }
+  init_options = { kernelscope = {} }, -- e.g. { kernelscope = { dbUrl = "..." } }; trust: config.toml's `trusted`
   refresh_events = { "BufEnter", "BufWritePost", "CursorHold", "InsertLeave" },
   on_result = nil, -- function(command, result): defaults to a notification / scratch buffer
   capabilities = nil, -- extra client capabilities, merged over Neovim's own
