@@ -10,15 +10,18 @@ Calls match the public original (the Apex kernel-exp-history `kernel_exp_datacla
 call for call: `create_experiment(exp)`, `get_experiment(id)` (None when missing),
 `list_experiments()`, `top_experiments(max_results=20)` (dicts of the key fields),
 `update_experiment(id, **changes)` (returns the updated record; KeyError when missing),
-`delete_experiment(id)`. Filters, `include_buggy`, `lineage` and per-kernel summaries are
-kernelscope's additions. The database is chosen as `resolve_db_url` documents
-(`KERNELSCOPE_DB_URL`, config file, per-user SQLite); `use_database(url)` switches it.
+`delete_experiment(id)`. Filters, `include_buggy`, `include_interpreter`, `include_masked`
+(as `kernelscope exp top`'s options, with the note of what was left out: a LeftOutWarning),
+`lineage` and per-kernel summaries are kernelscope's additions. The database is chosen as
+`resolve_db_url` documents (`KERNELSCOPE_DB_URL`, config file, per-user SQLite);
+`use_database(url)` switches it.
 Safe from several processes at once, including processes forked after the first call.
 """
 
 from __future__ import annotations
 
 import os
+import warnings
 from typing import Any
 
 from kernelscope.daemon.engine.store import ExperimentStore
@@ -36,6 +39,7 @@ __all__ = [
     "FailureCategory",
     "KernelExperiment",
     "KernelSummary",
+    "LeftOutWarning",
     "Lineage",
     "create_experiment",
     "current_store",
@@ -93,17 +97,46 @@ def list_experiments(**filters: Any) -> list[KernelExperiment]:
     return current_store().list_experiments(**filters)
 
 
+class LeftOutWarning(UserWarning):
+    """`top_experiments` left experiments out (Triton-interpreter runs, those of masked memory
+    versions) and names the option that shows them: on a machine without a GPU every run is
+    an interpreter run, and the seed's `top_experiments(max_results=20)` is [] without a word.
+    Python prints a warning to stderr, once per message and calling line;
+    `warnings.simplefilter("ignore", LeftOutWarning)` silences it."""
+
+
+def _python_option(name: str) -> str:
+    return f"{name}=True"
+
+
 def top_experiments(
-    max_results: int = 20, include_buggy: bool = False, include_masked: bool = False, **filters: Any
+    max_results: int = 20,
+    include_buggy: bool = False,
+    include_masked: bool = False,
+    include_interpreter: bool = False,
+    **filters: Any,
 ) -> list[dict[str, object]]:
-    """Best-scoring experiments as dicts of the key fields; buggy runs excluded by default, and
-    those of masked memory versions (each workspace's own, read from its memory/) unless
-    `include_masked`, as `kernelscope exp top` (engine/workspace/masked.py)."""
-    from kernelscope.daemon.engine.workspace.masked import hidden_experiments
+    """Best-scoring experiments as dicts of the key fields, ranked as `kernelscope exp top`
+    ranks them (engine/workspace/masked.py's `ranking`): buggy runs excluded unless
+    `include_buggy`, Triton-interpreter runs (CPU timings) unless `include_interpreter`, those
+    of masked memory versions (each workspace's own, read from its memory/) unless
+    `include_masked`. What it left out is said as the CLI says it, in a LeftOutWarning."""
+    from kernelscope.daemon.engine.views.left_out import left_out_notes
+    from kernelscope.daemon.engine.workspace.masked import ranking
 
     store = current_store()
-    hidden = hidden_experiments(store, include_masked, **filters)
-    return store.top_experiments(max_results, include_buggy=include_buggy, hidden_versions=hidden, **filters)
+    found = ranking(
+        store,
+        store.top_experiments,
+        max_results,
+        include_buggy,
+        include_interpreter,
+        include_masked,
+        **filters,
+    )
+    for note in left_out_notes(_python_option, found.interpreter_left_out, found.masked_left_out):
+        warnings.warn(note, LeftOutWarning, stacklevel=2)
+    return found.rows
 
 
 def update_experiment(exp_id: str, **changes: Any) -> KernelExperiment:

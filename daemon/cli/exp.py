@@ -102,26 +102,19 @@ IncludeMasked = Annotated[
 ]
 
 
-def _interpreter_runs_left_out(count: int, json_out: bool) -> None:
-    """Say that interpreter runs were left out (on a machine without a GPU: every run), so an
-    empty answer is not read as "nothing was tried". Under --json on stderr: stdout stays the
+def _cli_option(name: str) -> str:
+    return "--" + name.replace("_", "-")
+
+
+def _say_left_out(json_out: bool, interpreter: int = 0, masked: int = 0) -> None:
+    """Say what a read left out (interpreter runs: on a machine without a GPU, every run;
+    experiments of masked memory versions), so an empty answer is not read as "nothing was
+    tried" (engine/views/left_out.py's words). Under --json on stderr: stdout stays the
     document, and an agent's shell shows it both."""
-    if count > 0:
-        message = (
-            f"{counted(count, 'interpreter run')} left out (CPU timings do not rank; --include-interpreter "
-            "shows them)"
-        )
-        (output.warn if json_out else output.info)(message)
+    from kernelscope.daemon.engine.views.left_out import left_out_notes
 
-
-def _masked_left_out(count: int, json_out: bool) -> None:
-    """Say that experiments of masked memory versions were left out, as for interpreter runs."""
-    if count > 0:
-        message = (
-            f"{counted(count, 'experiment')} of masked memory versions left out (a partial restart hid their "
-            "experience; --include-masked shows them)"
-        )
-        (output.warn if json_out else output.info)(message)
+    for note in left_out_notes(_cli_option, interpreter, masked):
+        (output.warn if json_out else output.info)(note)
 
 
 def _score(value: float | None) -> str:
@@ -174,37 +167,18 @@ def top(
     """Best experiments first (buggy and interpreter runs excluded unless --include-buggy /
     --include-interpreter; those of masked memory versions, with or without --workspace, unless
     --include-masked)."""
-    from kernelscope.daemon.engine.workspace.masked import hidden_count, hidden_experiments
+    from kernelscope.daemon.engine.workspace.masked import ranking
 
     store = _store(db)
     filters = _filters(locals(), store)
-    hidden = hidden_experiments(store, include_masked, **filters)
-    records = store.top(
-        max_results,
-        include_buggy=include_buggy,
-        include_interpreter=include_interpreter,
-        hidden_versions=hidden,
-        **filters,
+    found = ranking(
+        store, store.top, max_results, include_buggy, include_interpreter, include_masked, **filters
     )
-    left_out = 0
-    if not include_interpreter and len(records) < max_results:  # on a CPU machine: all of them
-        every = store.top(
-            max_results,
-            include_buggy=include_buggy,
-            include_interpreter=True,
-            hidden_versions=hidden,
-            **filters,
-        )
-        left_out = len(every) - len(records)
     if json_out:
-        output.print_json([r.to_dict() for r in records])
+        output.print_json([r.to_dict() for r in found.rows])
     else:
-        _table(records, f"top {len(records)}")
-    _interpreter_runs_left_out(left_out, json_out)
-    _masked_left_out(
-        hidden_count(hidden, lambda h: store.top_count(include_buggy, include_interpreter, h, **filters)),
-        json_out,
-    )
+        _table(found.rows, f"top {len(found.rows)}")
+    _say_left_out(json_out, found.interpreter_left_out, found.masked_left_out)
 
 
 @app.command("list")
@@ -238,7 +212,7 @@ def list_command(
         output.print_json([r.to_dict() for r in records])
     else:
         _table(records, counted(len(records), "experiment"))
-    _masked_left_out(hidden_count(hidden, lambda h: store.count(h, **filters)), json_out)
+    _say_left_out(json_out, masked=hidden_count(hidden, lambda h: store.count(h, **filters)))
 
 
 @app.command()
@@ -440,8 +414,7 @@ def failures(
         for category, records in groups.items():
             if records:
                 _table(records, f"{category} ({len(records)})")
-    _interpreter_runs_left_out(left_out, json_out)
-    _masked_left_out(masked_left_out, json_out)
+    _say_left_out(json_out, left_out, masked_left_out)
 
 
 @app.command()

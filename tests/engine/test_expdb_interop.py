@@ -11,6 +11,7 @@ import sys
 from pathlib import Path
 
 from kernelscope.daemon.engine.store import ExperimentStore
+from kernelscope.protocol.experiment import TOP_KEYS, KernelExperiment
 
 SEED_RECORD = {
     "score": 1.25,
@@ -79,6 +80,45 @@ def test_shim_runs_a_seed_skill_unchanged(tmp_path: Path, cli) -> None:  # type:
     assert proc.returncode == 0, proc.stderr
     assert json.loads(proc.stdout) == {"count": 1, "score": 1.5}
     assert ExperimentStore(str(db)).count() == 1
+
+
+# What an agent on a machine without a GPU runs: the seed's first call, then what the note offers.
+CPU_SKILL = r"""
+import json
+from kernel_exp_dataclass import list_experiments, top_experiments
+
+first = top_experiments(max_results=20)
+asked = top_experiments(20, include_interpreter=True)
+print(json.dumps({"listed": len(list_experiments()), "top": len(first),
+    "asked": [t["change_summary"] for t in asked], "keys": sorted(asked[0])}))
+"""
+
+
+def test_shim_tells_an_agent_without_a_gpu_why_top_experiments_is_empty(tmp_path: Path, cli) -> None:  # type: ignore[no-untyped-def]
+    """On a CPU-only machine every run is the Triton interpreter's, which a ranking leaves out:
+    the seed's `top_experiments(max_results=20)` returned [] with no word, and
+    `include_interpreter=True` (the CLI's `--include-interpreter`) raised "unknown filter"."""
+    db = tmp_path / "cpu.sqlite"
+    store = ExperimentStore(str(db))
+    for summary, score in (("unrolled", 1.5), ("baseline", 1.0), ("wide loads", 0.9)):
+        store.create_experiment(
+            KernelExperiment(change_summary=summary, score=score, metrics={"mode": "interpreter"})
+        )
+    store.close()
+    skill = tmp_path / "skill"
+    assert cli("exp", "shim", str(skill), "--db", str(db)).exit_code == 0
+    (skill / "run.py").write_text(CPU_SKILL)
+    proc = subprocess.run([sys.executable, "run.py"], cwd=skill, capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    assert json.loads(proc.stdout) == {
+        "listed": 3,
+        "top": 0,  # the seed's answer, unchanged: CPU timings do not rank
+        "asked": ["unrolled", "baseline", "wide loads"],
+        "keys": sorted(TOP_KEYS),
+    }
+    # said once, on stderr, at the agent's own line, naming the option to pass
+    note = "3 interpreter runs left out (CPU timings do not rank; include_interpreter=True shows them)"
+    assert proc.stderr.count(note) == 1 and "run.py:5" in proc.stderr, proc.stderr
 
 
 def test_import_seed_database_then_export(tmp_path: Path, cli) -> None:  # type: ignore[no-untyped-def]

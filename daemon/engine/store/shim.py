@@ -20,6 +20,8 @@ _TEMPLATE = '''"""kernel_exp_dataclass shim written by `kernelscope exp shim`.
 Same API as the original kernel-exp-history helper (KernelExperiment, create_experiment,
 get_experiment, list_experiments, top_experiments, update_experiment, delete_experiment);
 records are stored in the kernelscope experiment database{db_note}.
+top_experiments takes `kernelscope exp top`'s options (include_buggy, include_masked,
+include_interpreter) and says what it left out in a LeftOutWarning (printed to stderr once).
 """
 
 try:
@@ -34,6 +36,7 @@ except ImportError:  # kernelscope lives in another environment: add it, with it
 {db_line}
 from kernelscope.daemon.expdb import (  # noqa: E402,F401
     KernelExperiment,
+    LeftOutWarning,
     create_experiment,
     delete_experiment,
     get_experiment,

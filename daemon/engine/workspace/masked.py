@@ -9,19 +9,22 @@ shown as `3 runs (+1 masked)`), so a person sees that the history holds more. A 
 a listing (`exp top`, `list`, `failures`, `show`, `expdb.top_experiments`,
 `kernelscope.topExperiments`) leaves out the experiments of every workspace's masked versions,
 with or without a workspace (`hidden_experiments`), and says how many (`hidden_count`; `exp failures`
-reads the store once and finds them among its rows: `hidden_among`, `is_hidden`).
+reads the store once and finds them among its rows: `hidden_among`, `is_hidden`). The ranking
+those three share is `ranking`, which counts the interpreter runs it left out too.
 """
 
 from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol, TypeGuard
+from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeGuard, TypeVar
 
 from kernelscope.daemon.engine.memory import core
 
 log = logging.getLogger("kernelscope.masked")
+Row = TypeVar("Row")
 
 if TYPE_CHECKING:
     from kernelscope.daemon.engine.memory.records import MemoryEntry
@@ -141,15 +144,35 @@ def hidden_count(hidden: Mapping[str, set[str]], count: Callable[[Mapping[str, s
     return count({}) - count(hidden)
 
 
-def ranked(
+@dataclass(frozen=True)
+class Ranking(Generic[Row]):
+    """A ranking of the store and how many it left out, for the surface to say
+    (views/left_out.py). `interpreter_left_out`: the interpreter runs that would have made
+    its rows, counted only when it came out short of `max_results` (on a machine without a GPU:
+    all of them); `masked_left_out`: every experiment of a masked version it left out."""
+
+    rows: list[Row]
+    interpreter_left_out: int
+    masked_left_out: int
+
+
+def ranking(
     store: ExperimentStore,
+    read: Callable[..., list[Row]],
     max_results: int = 20,
     include_buggy: bool = False,
     include_interpreter: bool = False,
     include_masked: bool = False,
     **filters: Any,
-) -> list[KernelExperiment]:
-    """`store.top` without the experiments of masked versions (`hidden_experiments`), as
-    `kernelscope exp top` ranks them: the editor's `kernelscope.topExperiments`."""
+) -> Ranking[Row]:
+    """The one ranking of `kernelscope exp top`, `expdb.top_experiments` and the editor's
+    `kernelscope.topExperiments`: `read` (`store.top`, records; `store.top_experiments`, the
+    seed's dicts of the key fields) without the experiments of masked versions
+    (`hidden_experiments`), and what it left out."""
     hidden = hidden_experiments(store, include_masked, **filters)
-    return store.top(max_results, include_buggy, include_interpreter, hidden, **filters)
+    rows = read(max_results, include_buggy, include_interpreter, hidden, **filters)
+    interpreter = 0
+    if not include_interpreter and len(rows) < max_results:
+        interpreter = min(max_results, store.top_count(include_buggy, True, hidden, **filters)) - len(rows)
+    masked = hidden_count(hidden, lambda h: store.top_count(include_buggy, include_interpreter, h, **filters))
+    return Ranking(rows, interpreter, masked)

@@ -232,7 +232,7 @@ class Commands:
         return history(ws.cache, params.kernel).model_dump(mode="json")
 
     def top_experiments(self, params: Any) -> Any:
-        from kernelscope.daemon.engine.workspace.masked import ranked
+        from kernelscope.daemon.engine.workspace.masked import ranking
 
         filters: dict[str, Any] = {}
         settings = self.state.default_settings
@@ -246,13 +246,16 @@ class Commands:
             filters["kernel"] = params.kernel
         store = self._store(settings.db_url)
         records = self._engine(
-            lambda: ranked(
-                store,
-                params.max_results,
-                include_buggy=params.include_buggy,
-                include_interpreter=params.include_interpreter,
-                include_masked=params.include_masked,
-                **filters,
+            lambda: (
+                ranking(
+                    store,
+                    store.top,
+                    params.max_results,
+                    include_buggy=params.include_buggy,
+                    include_interpreter=params.include_interpreter,
+                    include_masked=params.include_masked,
+                    **filters,
+                ).rows
             )
         )
         return [r.model_dump(mode="json") for r in records]
