@@ -51,7 +51,15 @@ class IterationResult(ClosedModel):
     parent_version: str | None = None
     passed: bool
     mode: str
-    score: float | None = Field(default=None, description="geometric-mean speedup vs v0")
+    score: float | None = Field(
+        default=None,
+        description="geometric-mean speedup vs v0 (None when it was not timed against v0's kernel)",
+    )
+    speedup_vs_reference: float | None = Field(
+        default=None,
+        description="geometric-mean speedup vs the reference, when that is what it was timed against "
+        "(no v0 kernel.py to be found, or a gate's evaluator timing against its own reference)",
+    )
     score_vs_parent: float | None = None
     latency_us: float | None = None
     memory_path: str

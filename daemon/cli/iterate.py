@@ -119,8 +119,10 @@ def _ask_action(root: Path, category: str | None, description: str | None) -> tu
 
 
 def print_iteration(result: IterationResult) -> None:
+    from kernelscope.daemon.engine.views.command_answers import iteration_score
+
     verdict = "PASS" if result.passed else "FAIL"
-    score = format_score(result.score, versus="v0") if result.score is not None else "no score"
+    score = iteration_score(result)
     parent = (
         f", {format_score(result.score_vs_parent, versus=result.parent_version)}"
         if result.score_vs_parent is not None
