@@ -21,7 +21,7 @@ from kernelscope.protocol.workspace import WorkspaceSummary
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # (the CLI's summaries import this module: no model they do not use)
-    from kernelscope.protocol.commands import IterationResult
+    from kernelscope.protocol.commands import IterationResult, StopConditionStatus
 
 log = logging.getLogger("kernelscope.views")
 
@@ -41,6 +41,16 @@ def iteration_score(result: IterationResult) -> str:
     if result.speedup_vs_reference is not None:
         return format_score(result.speedup_vs_reference, versus=REFERENCE_NAMES[0])
     return "no score"
+
+
+def stop_condition_line(status: StopConditionStatus) -> str:
+    """`stop condition 'bandwidth >= 4.32TB/s': not met, measured 3870 vs 4320 GB/s`: the
+    measurement and the target in the one unit the record stores them in."""
+    measured = "-" if status.measured is None else f"{status.measured:.4g}"
+    state = "met" if status.met else "not met"
+    note = f" ({status.note})" if status.note else ""
+    target = f"{status.target:g} {status.unit}"
+    return f"stop condition {status.text!r}: {state}, measured {measured} vs {target}{note}"
 
 
 def _versions(names: list[str], none: str) -> str:

@@ -41,7 +41,7 @@ from kernelscope.protocol.commands import IterationResult, StopConditionStatus
 from kernelscope.protocol.experiment import KernelExperiment
 from kernelscope.protocol.memory import format_version, memory_schema_template, parse_version
 from kernelscope.protocol.record_rules import REFERENCE_NAMES, format_score, gate_result, section_get
-from kernelscope.protocol.workspace import ReadmeInfo
+from kernelscope.protocol.workspace import CANONICAL_UNIT, ReadmeInfo
 
 
 @dataclass
@@ -79,7 +79,10 @@ def evaluate_stop_conditions(
     statuses = []
     for condition in readme.stop_conditions:
         status = StopConditionStatus(
-            text=condition.text, kind=condition.kind, target=condition.normalized_value, unit=condition.unit
+            text=condition.text,
+            kind=condition.kind,
+            target=condition.normalized_value,
+            unit=CANONICAL_UNIT[condition.kind],
         )
         if bench.mode != "gpu":
             status.note = "not evaluated: interpreter timings are not GPU figures"
