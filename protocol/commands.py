@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
-from pydantic import Field
+from typing import Any
+
+from pydantic import Field, model_validator
 
 from kernelscope.protocol._open_model import ClosedModel
-from kernelscope.protocol.workspace import MetricKind
+from kernelscope.protocol.workspace import CANONICAL_UNIT, MetricKind
 
 
 class MaskHalfResult(ClosedModel):
@@ -32,15 +34,27 @@ class MaskHalfResult(ClosedModel):
 
 
 class StopConditionStatus(ClosedModel):
-    """One README stop condition against this iteration's measurement."""
+    """One README stop condition against this iteration's measurement: `text` as the README
+    writes it (`bandwidth >= 4.32TB/s`), `target` and `measured` in the canonical unit of its
+    kind, which `unit` names (4320, GB/s)."""
 
     text: str
     kind: MetricKind
     target: float = Field(description="in the canonical unit (GB/s, TFLOPS, us)")
-    unit: str
+    unit: str = Field(description="the unit of target and measured: CANONICAL_UNIT[kind]")
     measured: float | None = None
     met: bool = False
     note: str | None = None
+
+    @model_validator(mode="before")
+    @classmethod
+    def _canonical_unit(cls, data: Any) -> Any:
+        """The unit is that of the value, the kind's canonical one. Records written before it
+        was (kernelscope iterate until this fix) hold the README's unit beside the canonical
+        value (`"target": 4320.0, "unit": "TB/s"`): read as the value's unit, GB/s."""
+        if isinstance(data, dict) and data.get("kind") in CANONICAL_UNIT:
+            data = {**data, "unit": CANONICAL_UNIT[data["kind"]]}
+        return data
 
 
 class IterationResult(ClosedModel):
@@ -51,7 +65,15 @@ class IterationResult(ClosedModel):
     parent_version: str | None = None
     passed: bool
     mode: str
-    score: float | None = Field(default=None, description="geometric-mean speedup vs v0")
+    score: float | None = Field(
+        default=None,
+        description="geometric-mean speedup vs v0 (None when it was not timed against v0's kernel)",
+    )
+    speedup_vs_reference: float | None = Field(
+        default=None,
+        description="geometric-mean speedup vs the reference, when that is what it was timed against "
+        "(no v0 kernel.py to be found, or a gate's evaluator timing against its own reference)",
+    )
     score_vs_parent: float | None = None
     latency_us: float | None = None
     memory_path: str

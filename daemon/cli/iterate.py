@@ -119,8 +119,10 @@ def _ask_action(root: Path, category: str | None, description: str | None) -> tu
 
 
 def print_iteration(result: IterationResult) -> None:
+    from kernelscope.daemon.engine.views.command_answers import iteration_score, stop_condition_line
+
     verdict = "PASS" if result.passed else "FAIL"
-    score = format_score(result.score, versus="v0") if result.score is not None else "no score"
+    score = iteration_score(result)
     parent = (
         f", {format_score(result.score_vs_parent, versus=result.parent_version)}"
         if result.score_vs_parent is not None
@@ -138,11 +140,6 @@ def print_iteration(result: IterationResult) -> None:
             + (" (kernel.py reverted)" if result.reverted else "")
         )
     for status in result.stop_conditions:
-        measured = "-" if status.measured is None else f"{status.measured:.4g}"
-        state = "met" if status.met else "not met"
-        note = f" ({status.note})" if status.note else ""
-        output.info(
-            f"stop condition {status.text!r}: {state}, measured {measured} vs {status.target:g}{note}"
-        )
+        output.info(stop_condition_line(status))
     for message in result.messages:
         output.warn(message)

@@ -16,8 +16,12 @@ from pathlib import Path
 from typing import Any
 
 from kernelscope.daemon.engine import counted
-from kernelscope.protocol.record_rules import format_score
+from kernelscope.protocol.record_rules import REFERENCE_NAMES, format_score
 from kernelscope.protocol.workspace import WorkspaceSummary
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # (the CLI's summaries import this module: no model they do not use)
+    from kernelscope.protocol.commands import IterationResult, StopConditionStatus
 
 log = logging.getLogger("kernelscope.views")
 
@@ -27,6 +31,26 @@ def masked_counts(info: WorkspaceSummary) -> str:
     unknown: counted as neither), as `memory summary` and `kernelscope workspace` say it."""
     unreadable = f", {info.unreadable_count} unreadable" if info.unreadable_count else ""
     return f"{info.masked_count} masked{unreadable}"
+
+
+def iteration_score(result: IterationResult) -> str:
+    """An iteration's number, named by what it was timed against (`kernelscope iterate`, the
+    demo): `1.75x vs v0`, or `0.28x vs reference` when there was no v0 code to time against."""
+    if result.score is not None:
+        return format_score(result.score, versus="v0")
+    if result.speedup_vs_reference is not None:
+        return format_score(result.speedup_vs_reference, versus=REFERENCE_NAMES[0])
+    return "no score"
+
+
+def stop_condition_line(status: StopConditionStatus) -> str:
+    """`stop condition 'bandwidth >= 4.32TB/s': not met, measured 3870 vs 4320 GB/s`: the
+    measurement and the target in the one unit the record stores them in."""
+    measured = "-" if status.measured is None else f"{status.measured:.4g}"
+    state = "met" if status.met else "not met"
+    note = f" ({status.note})" if status.note else ""
+    target = f"{status.target:g} {status.unit}"
+    return f"stop condition {status.text!r}: {state}, measured {measured} vs {target}{note}"
 
 
 def _versions(names: list[str], none: str) -> str:

@@ -35,7 +35,7 @@ import kernelscope.daemon
 from kernelscope.daemon.engine import DataError, UsageError
 from kernelscope.daemon.engine.memory.scores import score_table
 from kernelscope.daemon.engine.store import ExperimentStore
-from kernelscope.daemon.engine.views.command_answers import mask_half_sentence
+from kernelscope.daemon.engine.views.command_answers import iteration_score, mask_half_sentence
 from kernelscope.daemon.engine.views.lens_text import workspace_texts
 from kernelscope.daemon.engine.workflows.git import Git
 from kernelscope.daemon.engine.workflows.iterate import IterateOptions, run_iteration
@@ -44,7 +44,6 @@ from kernelscope.daemon.engine.workspace.cache import WorkspaceCache
 from kernelscope.daemon.engine.workspace.workspace import Workspace
 from kernelscope.protocol.commands import IterationResult, MaskHalfResult
 from kernelscope.protocol.history import ScoreValue
-from kernelscope.protocol.record_rules import format_score
 
 STEPS = [
     (64, "baseline", "Initial Triton vector add: BLOCK_SIZE=64, one program per 64 elements"),
@@ -119,7 +118,7 @@ def run_demo(
             ),
         )
         result.iterations.append(iteration)
-        score = format_score(iteration.score, versus="v0") if iteration.score is not None else "no score"
+        score = iteration_score(iteration)
         progress(
             f"  {iteration.version}: {'PASS' if iteration.passed else 'FAIL'} {score} ({iteration.mode})"
         )

@@ -32,7 +32,7 @@ from kernelscope.daemon.engine.store.config import is_default_url, public_url
 from kernelscope.daemon.engine.store.errors import StoreError
 from kernelscope.daemon.engine.workflows.cut_short import finish_cut_short
 from kernelscope.daemon.engine.workflows.git import Git
-from kernelscope.daemon.engine.workflows.probe import kernel_at, last_passing
+from kernelscope.daemon.engine.workflows.probe import kernel_at, last_passing, v0_kernel_at
 from kernelscope.daemon.engine.workspace.atrex import refuse_if_supervised, reserved_versions
 from kernelscope.daemon.engine.workspace.kernel_scan import scan_kernel_source
 from kernelscope.daemon.engine.workspace.workspace import Workspace
@@ -40,8 +40,8 @@ from kernelscope.protocol.bench import BenchResult, ConfigResult
 from kernelscope.protocol.commands import IterationResult, StopConditionStatus
 from kernelscope.protocol.experiment import KernelExperiment
 from kernelscope.protocol.memory import format_version, memory_schema_template, parse_version
-from kernelscope.protocol.record_rules import format_score, gate_result, section_get
-from kernelscope.protocol.workspace import ReadmeInfo
+from kernelscope.protocol.record_rules import REFERENCE_NAMES, format_score, gate_result, section_get
+from kernelscope.protocol.workspace import CANONICAL_UNIT, ReadmeInfo
 
 
 @dataclass
@@ -79,7 +79,10 @@ def evaluate_stop_conditions(
     statuses = []
     for condition in readme.stop_conditions:
         status = StopConditionStatus(
-            text=condition.text, kind=condition.kind, target=condition.normalized_value, unit=condition.unit
+            text=condition.text,
+            kind=condition.kind,
+            target=condition.normalized_value,
+            unit=CANONICAL_UNIT[condition.kind],
         )
         if bench.mode != "gpu":
             status.note = "not evaluated: interpreter timings are not GPU figures"
@@ -268,10 +271,8 @@ class Iteration:
         parent_entry = last_passing(entries)
         with tempfile.TemporaryDirectory(prefix="kernelscope-iterate-") as tmp_name:
             tmp = Path(tmp_name)
-            baseline_kernel = self._kernel_at(baseline_entry, tmp, "baseline")
+            baseline_kernel = v0_kernel_at(self.git, self.ws.kernel_path, baseline_entry, tmp)
             parent_kernel = self._kernel_at(parent_entry, tmp, "parent")
-            if baseline_entry is not None and baseline_kernel is None:
-                messages.append("v0 has no committed kernel.py: timing against the reference instead")
             # The text the measurement starts from (the benchmark copies the workspace first):
             # what is committed and recorded, even if kernel.py is edited while it runs.
             measured = self.ws.kernel_path.read_bytes()
@@ -290,6 +291,10 @@ class Iteration:
                 ),
                 cancel=cancel,
             )
+            # (a gate's evaluator times against its own reference, whatever baseline it was given)
+            timed_vs_v0 = (
+                baseline_kernel is not None and Path(bench.baseline).resolve() == baseline_kernel.resolve()
+            )
         if cancel is not None and cancel.is_set():
             # The user asked to stop: a cancelled run measured nothing, so nothing is recorded.
             raise Cancelled("the iteration was cancelled before it recorded anything; nothing was written")
@@ -298,7 +303,8 @@ class Iteration:
         # at the same time record v<N> and v<N+1> and never commit over each other.
         with iteration_lock(self.ws.root):
             refuse_if_restarted(self.memory, mask_half, self.restart_id)
-            return self._record(store, bench, readme, parent_entry, messages, measured)
+            v0_code = baseline_entry if baseline_kernel is not None else None
+            return self._record(store, bench, readme, parent_entry, messages, measured, timed_vs_v0, v0_code)
 
     def _record(
         self,
@@ -308,6 +314,8 @@ class Iteration:
         parent_entry: MemoryEntry | None,
         messages: list[str],
         measured: bytes,
+        timed_vs_v0: bool,
+        v0_code: MemoryEntry | None,
     ) -> IterationResult:
         if not self.options.force:  # (an iteration of the same text may have finished meanwhile)
             refuse_recorded_code(self.ws.root, self.options.db_url, measured)
@@ -318,16 +326,21 @@ class Iteration:
                 "the newer edit stays in the working tree, not recorded"
             )
         version = self._free_version()
+        # A score vs v0 is against v0's kernel and nothing else (v0's own is 1.0 by definition);
+        # timed against the reference, the number is a speedup vs the reference, named so.
+        versus = "v0" if timed_vs_v0 or version == "v0" else REFERENCE_NAMES[0]
+        if versus != "v0" and v0_code is None:  # (else a gate timed against its own reference)
+            messages.append(_no_v0_code(version, self.memory))
         if version == "v0" and bench.passed:
             # exactly 1.0, the reference point of every later score, with no interval: the run
             # measured v0 against the problem's reference, and that interval beside the 1.0
             # (a demo's said [7.8e-05, 1.07e-04]) did not hold its own score
             bench.score, bench.score_ci = 1.0, None
         stops, stops_met = evaluate_stop_conditions(readme, bench)
-        record = self._memory_record(version, bench, parent_entry, stops)
+        record = self._memory_record(version, bench, parent_entry, stops, versus)
         head_before = self.git.head()
         memory_path = self.memory.write_record(version, record)
-        summary = self._summary_line(version, bench, record)
+        summary = self._summary_line(version, bench, record, versus)
         failed_ref = None if bench.passed else FAILED_REF_PREFIX + version
         try:
             if failed_ref is None:
@@ -354,7 +367,8 @@ class Iteration:
             parent_version=parent_entry.version if parent_entry else None,
             passed=bench.passed,
             mode=bench.mode,
-            score=bench.score if bench.passed else None,
+            score=bench.score if bench.passed and versus == "v0" else None,
+            speedup_vs_reference=bench.score if bench.passed and versus != "v0" else None,
             score_vs_parent=bench.score_vs_parent,
             latency_us=record["performance"]["latency_us"],
             memory_path=str(memory_path),
@@ -389,7 +403,16 @@ class Iteration:
         # or its disk full, and the error says what was recorded instead of "nothing was".
         try:
             experiment = self._experiment(
-                store, version, bench, parent_entry, readme, measured, head_before, kernel_commit, commit
+                store,
+                version,
+                bench,
+                parent_entry,
+                readme,
+                measured,
+                head_before,
+                kernel_commit,
+                commit,
+                versus,
             )
             store.create_experiment(experiment)
         except StoreError as exc:
@@ -428,13 +451,13 @@ class Iteration:
         return category, description
 
     @staticmethod
-    def _summary_line(version: str, bench: BenchResult, record: dict[str, Any]) -> str:
+    def _summary_line(version: str, bench: BenchResult, record: dict[str, Any], versus: str) -> str:
         category = record["optimization"]["action_category"]
         if not bench.passed:
             kind = bench.error.kind if bench.error else "gate"
             return f"{version.upper()}: FAIL ({kind}) | {category}"
         latency = record["performance"]["latency_us"]
-        perf = format_score(bench.score, versus="v0") if bench.score else "measured"
+        perf = format_score(bench.score, versus=versus) if bench.score else "measured"
         if latency is not None:
             perf += f", {latency:.1f}us"
         if bench.mode != "gpu":
@@ -447,6 +470,7 @@ class Iteration:
         bench: BenchResult,
         parent: MemoryEntry | None,
         stops: list[StopConditionStatus],
+        versus: str,
     ) -> dict[str, Any]:
         record = memory_schema_template(version, utc_now_iso())
         category, description = self._action(version)
@@ -486,6 +510,10 @@ class Iteration:
                 speedup_vs_ref_mean=report.speedup_vs_ref_mean,
                 speedup_vs_ref_geomean=report.speedup_vs_ref_geomean,
             )
+        elif versus != "v0" and bench.passed and bench.score:
+            # timed against the reference (no v0 code, or a gate's own reference): the speedup
+            # over it, in the field every reader shows as one ("vs ref"), never as a score vs v0
+            perf["speedup_vs_ref_geomean"] = bench.score
         record["optimization"].update(
             action_category=category,
             action_description=description,
@@ -516,7 +544,8 @@ class Iteration:
         record["kernelscope"] = {
             "store": public_url(self.store_url),  # where its experiment is (store/adopt.py)
             "mode": bench.mode,
-            "score_vs_v0": bench.score,
+            "baseline": versus,  # what the in-run score (and score_ci) is against
+            "score_vs_v0": bench.score if versus == "v0" else None,
             "score_ci": bench.score_ci,
             "score_vs_parent": bench.score_vs_parent,
             "noisy": bench.noisy,
@@ -539,6 +568,7 @@ class Iteration:
         head_before: str | None,
         kernel_commit: str,
         commit: str,
+        versus: str,
     ) -> KernelExperiment:
         """The store's row of the recorded version: the measured text's kernels and its change
         since the parent (read from the commits, not from a kernel.py edited since)."""
@@ -561,7 +591,8 @@ class Iteration:
         kernels = [k.name for k in scan.kernels]
         category, description = self._action(version)
         parent_commit = parent.record.git_commit_hash if parent and parent.record else None
-        score = bench.score if bench.passed else 0.0
+        # the store's score is a speedup vs v0 (failures, top, the lenses rank by it)
+        score = bench.score if bench.passed and versus == "v0" else None
         if score is not None and (not math.isfinite(score) or score <= 0):
             score = None
         env = bench.env
@@ -579,7 +610,7 @@ class Iteration:
         for config in bench.configs:
             raw_lines.append(
                 f"- {config.name}: "
-                + (format_score(config.speedup, versus="v0") if config.speedup else "not timed")
+                + (format_score(config.speedup, versus=versus) if config.speedup else "not timed")
                 + (
                     f", {format_score(config.speedup_vs_parent, versus='parent')}"
                     if config.speedup_vs_parent
@@ -613,11 +644,30 @@ class Iteration:
                 "mode": bench.mode,
                 "score_ci": bench.score_ci,
                 "score_vs_parent": bench.score_vs_parent,
+                "speedup_vs_reference": bench.score if bench.passed and versus != "v0" else None,
                 "configs": {c.name: c.model_dump(exclude={"error"}) for c in bench.configs},
                 "git_commit_hash": commit,
             },
             tags=[bench.mode, category],
         )
+
+
+def _no_v0_code(version: str, memory: MemoryManager) -> str:
+    """Said once, when there is no v0 code to time against (probe.v0_kernel_at)."""
+    try:
+        named = memory.entry("v0").raw.get("git_commit_hash")  # type: ignore[union-attr]
+    except (DataError, AttributeError):
+        named = None
+    if not memory.path_of("v0").exists():
+        where = "there is no memory/v0.json"
+    elif isinstance(named, str) and named:
+        where = f"v0's record names commit {named}, which holds no kernel.py"
+    else:
+        where = "v0's record names no commit, and no commit added memory/v0.json together with kernel.py"
+    return (
+        f"no v0 kernel.py to time against ({where}): {version} was timed against the reference, "
+        "so its speedup is recorded and shown as a speedup vs the reference, not a score vs v0"
+    )
 
 
 def run_iteration(

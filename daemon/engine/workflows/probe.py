@@ -63,6 +63,25 @@ def kernel_at(git: Git, kernel_path: Path, entry: MemoryEntry | None, tmp: Path,
     return path
 
 
+def v0_kernel_at(git: Git, kernel_path: Path, entry: MemoryEntry | None, tmp: Path) -> Path | None:
+    """v0's kernel.py, where it can honestly be found: from the commit its record names, else
+    (a record that names none: the examples', a seed workflow's Stage 1 baseline, recorded by
+    hand) from the commit that added memory/v0.json, when kernel.py was committed with it. The
+    seeds' optimizer writes the baseline kernel.py and v0.json in one step and commits the
+    iteration, so that commit's kernel.py is the one v0 measured; a kernel.py committed apart
+    from the record may be a later one, so it is not taken. None: no v0 code to be found."""
+    found = kernel_at(git, kernel_path, entry, tmp, "baseline")
+    if found is not None or entry is None or entry.record is None or entry.record.git_commit_hash:
+        return found
+    commit = git.commit_adding(entry.path, kernel_path)
+    content = git.show_file(commit, kernel_path) if commit else None
+    if content is None:
+        return None
+    path = tmp / f"baseline_{entry.version}.py"
+    path.write_text(content)
+    return path
+
+
 @dataclass(frozen=True)
 class ProbeOptions:
     """How to run a probe: the user's settings of the workspace (never the workspace's own)."""
