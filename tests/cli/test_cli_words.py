@@ -5,11 +5,103 @@ behaviour for an empty experiment listing."""
 
 from __future__ import annotations
 
+import json
+import shlex
 from importlib.metadata import version as installed_version
+from pathlib import Path
 
 import pytest
 
+from kernelscope.daemon.engine.workflows.demo import DemoResult
+from kernelscope.protocol.commands import IterationResult, MaskHalfResult
+
 IDENTITY = ["-c", "user.name=t", "-c", "user.email=t@example.invalid"]
+
+
+def _fake_demo(workspace: Path, db_url: str) -> DemoResult:
+    """What run_demo returns, without 30 s of interpreter runs: the CLI's words are under test."""
+    mask = MaskHalfResult(
+        workspace=str(workspace),
+        seed=0,
+        candidates=["v1", "v2"],
+        masked=["v2"],
+        best_version="v3",
+        best_metric=None,
+        best_rule="highest score",
+        next_version="v4",
+    )
+    return DemoResult(
+        workspace=workspace,
+        db_url=db_url,
+        mask=mask,
+        file_lens="next v4 | 1 masked",
+        kernel_lenses={"add_kernel": "best 9.03x v3"},
+        table_columns=["version", "score"],
+        table_rows=[["v0", "1.00x"], ["v3", "9.03x"]],
+    )
+
+
+@pytest.fixture
+def fake_demo(monkeypatch: pytest.MonkeyPatch, tmp_path: Path):  # type: ignore[no-untyped-def]
+    from kernelscope.daemon.cli import demo
+
+    def run(directory, db, **_kwargs):  # type: ignore[no-untyped-def]
+        from kernelscope.daemon.engine.store.config import resolve_db_url
+
+        ws = tmp_path / "demo" / "kernel_opt_vector_add"
+        ws.mkdir(parents=True, exist_ok=True)
+        result = _fake_demo(ws, resolve_db_url(db))
+        memory = str(ws / "memory" / "v1.json")
+        result.iterations = [
+            IterationResult(
+                workspace=str(ws), version="v1", passed=True, mode="interpreter", memory_path=memory
+            )
+        ]
+        return result
+
+    monkeypatch.setattr(demo, "run_demo", run)
+    return run
+
+
+def _suggested(stdout: str) -> list[list[str]]:
+    lines = stdout.split("Explore it:\n", 1)[1].splitlines()
+    return [shlex.split(line) for line in lines if line.startswith("  kernelscope ")]
+
+
+def test_the_demo_with_its_own_store_says_how_commands_read_it(fake_demo, cli, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    """`demo --db X` said "(your store: every command reads it)", yet its own suggested `exp
+    summary -w DIR` read the default store (an empty table). Now the sentence says how to point
+    commands at X, and each suggested command that reads the store carries `--db X`."""
+    store = tmp_path / "x.db"
+    done = cli("demo", "--db", str(store))
+    assert done.exit_code == 0, done.stderr
+    assert "every command reads it" not in done.stdout, done.stdout
+    assert "KERNELSCOPE_DB_URL" in done.stdout and "--db" in done.stdout.split("Explore it:")[0]
+    suggested = _suggested(done.stdout)
+    reads_store = [c for c in suggested if c[1] in ("exp", "workspace")]
+    assert reads_store, suggested
+    for command in reads_store:
+        assert "--db" in command and command[command.index("--db") + 1].endswith("x.db"), command
+
+
+def test_the_demo_on_the_default_store_says_every_command_reads_it(fake_demo, cli) -> None:  # type: ignore[no-untyped-def]
+    done = cli("demo")
+    assert done.exit_code == 0, done.stderr
+    assert "every command reads it" in done.stdout
+    assert all("--db" not in command for command in _suggested(done.stdout))
+
+
+def test_demo_json_is_one_document(fake_demo, cli) -> None:  # type: ignore[no-untyped-def]
+    """README and the CLI reference say every command that reports a result takes --json: the
+    demo refused it (exit 1, no such option)."""
+    done = cli("demo", "--json")
+    assert done.exit_code == 0, (done.stdout, done.stderr)
+    document = json.loads(done.stdout)
+    assert document["workspace"].endswith("kernel_opt_vector_add")
+    assert document["masked"] == ["v2"]
+    assert document["file_lens"] == "next v4 | 1 masked"
+    assert document["kernel_lenses"] == {"add_kernel": "best 9.03x v3"}
+    assert document["db_url"].startswith("sqlite:")
 
 
 HELP_COMMANDS = [
