@@ -329,3 +329,10 @@ def mask_half(
     for version in result.skipped_corrupt:
         output.warn(f"skipped unreadable {version}")
     output.info(f"Next version: {result.next_version}")
+    if not dry_run:  # it commits nothing: say so where git would otherwise undo it unseen
+        from kernelscope.daemon.engine.views.command_answers import uncommitted_files_sentence
+        from kernelscope.daemon.engine.workflows.restart import mask_commit_message, mask_paths
+
+        paths = mask_paths(ws, result)
+        if paths:
+            output.info(uncommitted_files_sentence(ws.root, paths, mask_commit_message(result)))

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import shlex
+import subprocess
 from importlib.metadata import version as installed_version
 from pathlib import Path
 
@@ -16,6 +17,11 @@ from kernelscope.daemon.engine.workflows.demo import DemoResult
 from kernelscope.protocol.commands import IterationResult, MaskHalfResult
 
 IDENTITY = ["-c", "user.name=t", "-c", "user.email=t@example.invalid"]
+
+
+def _git(ws: Path, *args: str) -> str:
+    done = subprocess.run(["git", *IDENTITY, *args], cwd=ws, check=True, capture_output=True, text=True)
+    return done.stdout
 
 
 def _fake_demo(workspace: Path, db_url: str) -> DemoResult:
@@ -102,6 +108,29 @@ def test_demo_json_is_one_document(fake_demo, cli) -> None:  # type: ignore[no-u
     assert document["file_lens"] == "next v4 | 1 masked"
     assert document["kernel_lenses"] == {"add_kernel": "best 9.03x v3"}
     assert document["db_url"].startswith("sqlite:")
+
+
+def test_mask_half_in_git_says_its_files_are_not_committed(vector_add_ws: Path, cli) -> None:  # type: ignore[no-untyped-def]
+    """mask-half commits nothing (docs/memory.md), but said nothing of it: a later `git checkout
+    .` silently undid the mask. The answer names the files and how to commit them, and the
+    command it gives commits exactly them."""
+    _git(vector_add_ws, "-c", "init.defaultBranch=main", "init", "-q")
+    _git(vector_add_ws, "add", ".")
+    _git(vector_add_ws, "commit", "-q", "-m", "start")
+    done = cli("memory", "mask-half", "-w", str(vector_add_ws), "--seed", "0")
+    assert done.exit_code == 0, done.stderr
+    assert "not committed" in done.stdout, done.stdout
+    line = next(line for line in done.stdout.splitlines() if "not committed" in line)
+    command = line.split("`")[-2]  # the last backticked text: the commit
+    assert command.startswith("git "), line
+    subprocess.run(command, shell=True, check=True, capture_output=True, cwd=vector_add_ws.parent)
+    assert _git(vector_add_ws, "status", "--porcelain") == ""
+
+
+def test_mask_half_outside_git_says_nothing_of_commits(vector_add_ws: Path, cli) -> None:  # type: ignore[no-untyped-def]
+    done = cli("memory", "mask-half", "-w", str(vector_add_ws), "--seed", "0")
+    assert done.exit_code == 0, done.stderr
+    assert "commit" not in done.stdout, done.stdout
 
 
 HELP_COMMANDS = [
