@@ -183,3 +183,17 @@ def test_h_is_help_and_version_prints_the_installed_version(cli) -> None:  # typ
     assert short.exit_code == 0 and "Usage: kernelscope memory unmask" in short.stdout
     done = cli("--version")
     assert done.exit_code == 0 and done.stdout.strip() == f"kernelscope {installed_version('kernelscope')}"
+
+
+@pytest.mark.parametrize("command", ["top", "failures", "list", "summary"])
+def test_an_empty_listing_says_so_in_one_line(vector_add_ws: Path, cli, tmp_path: Path, command: str) -> None:  # type: ignore[no-untyped-def]
+    """`exp top` printed `top 0` and an empty table, `exp failures` nothing at all: one behaviour
+    now, a line saying that nothing matched, and no empty table."""
+    db = str(tmp_path / "exp.sqlite")
+    rows = tmp_path / "rows.jsonl"
+    rows.write_text("")
+    assert cli("exp", "import", str(rows), "--db", db).exit_code == 0
+    done = cli("exp", command, "-w", str(vector_add_ws), "--db", db)
+    assert done.exit_code == 0, done.stderr
+    assert "┏" not in done.stdout, done.stdout
+    assert done.stdout.startswith("no "), done.stdout
