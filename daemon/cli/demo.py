@@ -3,14 +3,19 @@ when there is no GPU)."""
 
 from __future__ import annotations
 
+import shlex
+import sys
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import TYPE_CHECKING, Annotated, Any, Optional
 
 import typer
 
 from kernelscope.daemon.cli import output
-from kernelscope.daemon.cli.options import DbOpt
+from kernelscope.daemon.cli.options import DbOpt, JsonOpt
 from kernelscope.daemon.engine.workflows.demo import run_demo
+
+if TYPE_CHECKING:
+    from kernelscope.daemon.engine.workflows.demo import DemoResult
 
 OptPath = Optional[Path]  # noqa: UP045 - typer reads the annotation at runtime
 
@@ -40,14 +45,24 @@ def demo_command(
     examples: Annotated[
         OptPath, typer.Option("--examples", help="The examples/ folder of a checkout.")
     ] = None,
+    json_out: JsonOpt = False,
 ) -> None:
     """Create a workspace, record v0 and three measured improvements, mask half, show the lenses."""
     from kernelscope.daemon.engine import DataError
-    from kernelscope.daemon.engine.store.config import public_url
+    from kernelscope.daemon.engine.store.config import is_default_url, public_url
 
     if mode not in ("auto", "gpu", "interpreter"):  # as iterate and bench word it
         raise typer.BadParameter("must be auto, gpu or interpreter", param_hint="--mode")
-    result = run_demo(directory, db, mode=mode, examples=examples, progress=output.info)
+    # under --json, stdout is the one document: the progress lines go to stderr
+    result = run_demo(
+        directory, db, mode=mode, examples=examples, progress=_stderr if json_out else output.info
+    )
+    passed = any(iteration.passed for iteration in result.iterations)
+    if json_out:
+        if not passed:
+            raise DataError("every iteration of the demo failed its gate: see the lines above, on stderr")
+        output.print_json(_document(result, public_url(result.db_url)))
+        return
     output.info("")
     # One score per version, the lenses' ("score vs v0": the in-run geometric-mean speedup);
     # a ratio of two recorded latencies would be labelled as one, never as a speedup.
@@ -59,16 +74,46 @@ def demo_command(
         output.info(f"  [above {kernel}] {text}")
     output.info("")
     output.info(f"Workspace: {result.workspace}")
-    output.info(f"Experiments: {public_url(result.db_url)} (your store: every command reads it)")
+    # The commands below read the store their --db names, else the default one: a demo with a
+    # --db of its own says so, and its suggested commands carry that --db.
+    shown = public_url(result.db_url)
+    own_store = "" if is_default_url(result.db_url) else f" --db {shlex.quote(shown)}"
+    if own_store:
+        output.info(
+            f"Experiments: {shown} (not your default store: commands read it with --db {shlex.quote(shown)}, "
+            f"or with KERNELSCOPE_DB_URL={shlex.quote(shown)} exported)"
+        )
+    else:
+        output.info(f"Experiments: {shown} (your default store: every command reads it)")
     hint = path_hint()
     if hint:
         output.info(hint)
+    where = shlex.quote(str(result.workspace))
     output.info("Explore it:")
-    output.info(f"  kernelscope memory summary -w {result.workspace}")
-    output.info(f"  kernelscope exp summary -w {result.workspace}")
-    output.info(f"  kernelscope bench -w {result.workspace}")
-    output.info(f"  cd {result.workspace} && git log --oneline")
+    output.info(f"  kernelscope memory summary -w {where}")
+    output.info(f"  kernelscope exp summary -w {where}{own_store}")
+    output.info(f"  kernelscope bench -w {where}")
+    output.info(f"  cd {where} && git log --oneline")
     output.info("Editors: start `kernelscope serve` from your editor's LSP client with this folder open")
     output.info("(see the README's editor section); the lens texts above are what it shows.")
-    if not any(iteration.passed for iteration in result.iterations):
+    if not passed:
         raise DataError("every iteration of the demo failed its gate: see the table above")
+
+
+def _stderr(message: str) -> None:
+    print(message, file=sys.stderr, flush=True)
+
+
+def _document(result: DemoResult, db_url: str) -> dict[str, Any]:
+    """`demo --json`: where it is, each version with its verdict and score, what was masked,
+    and the lens texts an editor shows."""
+    return {
+        "workspace": str(result.workspace),
+        "db_url": db_url,
+        "iterations": result.iterations,
+        "scores": result.scores,
+        "masked": result.mask.masked if result.mask else [],
+        "mask": result.mask,
+        "file_lens": result.file_lens,
+        "kernel_lenses": result.kernel_lenses,
+    }

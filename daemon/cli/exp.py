@@ -123,6 +123,15 @@ def _score(value: float | None) -> str:
     return "-" if value is None else format_score(value)
 
 
+def _listing(records: list[KernelExperiment], title: str, nothing: str) -> None:
+    """A listing of experiments: its table, or when nothing matched one line saying so (never
+    an empty table, nor no output at all); the lines saying what was left out follow either."""
+    if records:
+        _table(records, title)
+    else:
+        output.info(nothing)
+
+
 def _table(records: list[KernelExperiment], title: str | None = None) -> None:
     from kernelscope.protocol.experiment import failure_category
 
@@ -177,7 +186,7 @@ def top(
     if json_out:
         output.print_json([r.to_dict() for r in found.rows])
     else:
-        _table(found.rows, f"top {len(found.rows)}")
+        _listing(found.rows, f"top {len(found.rows)}", "no experiments to rank")
     _say_left_out(json_out, found.interpreter_left_out, found.masked_left_out)
 
 
@@ -211,7 +220,7 @@ def list_command(
     if json_out:
         output.print_json([r.to_dict() for r in records])
     else:
-        _table(records, counted(len(records), "experiment"))
+        _listing(records, counted(len(records), "experiment"), "no experiments")
     _say_left_out(json_out, masked=hidden_count(hidden, lambda h: store.count(h, **filters)))
 
 
@@ -414,6 +423,8 @@ def failures(
         for category, records in groups.items():
             if records:
                 _table(records, f"{category} ({len(records)})")
+        if not any(groups.values()):  # as _listing says it
+            output.info("no failures")
     _say_left_out(json_out, left_out, masked_left_out)
 
 
@@ -427,6 +438,7 @@ def summary(
     """Per-kernel best / latest / runs / failures for a workspace (what code lenses show;
     runs of its masked memory versions are counted apart, in every figure only with
     --include-masked)."""
+    from kernelscope.daemon.engine.store.config import public_url
     from kernelscope.daemon.engine.views.lens_text import runs_text
     from kernelscope.daemon.engine.workspace.masked import kernel_summaries
 
@@ -435,6 +447,9 @@ def summary(
     rows = kernel_summaries(store, path, include_masked=include_masked)
     if json_out:
         output.print_json(rows)
+        return
+    if not rows:  # as the other listings: a line, naming the store read (another --db?)
+        output.info(f"no experiments of {path} in {public_url(store.url)}")
         return
     output.print_table(
         path,

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from kernelscope.daemon.cli import output
-from kernelscope.daemon.cli.options import ForceOpt, JsonOpt, OptInt, OptStr
+from kernelscope.daemon.cli.options import ForceIterateOpt, JsonOpt, OptInt, OptStr
 from kernelscope.protocol.record_rules import format_score
 
 if TYPE_CHECKING:
@@ -47,7 +47,7 @@ def iterate_command(
             "$KERNELSCOPE_RESTART_ID, which the restart sets).",
         ),
     ] = None,
-    force: ForceOpt = False,
+    force: ForceIterateOpt = False,
     json_out: JsonOpt = False,
 ) -> None:
     """Run one iteration: gate + benchmark vs v0 and the parent, record, commit."""

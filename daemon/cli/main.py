@@ -95,6 +95,7 @@ APP_SETTINGS: dict[str, Any] = {
     "no_args_is_help": True,
     "pretty_exceptions_enable": False,
     "add_completion": False,
+    "context_settings": {"help_option_names": ["-h", "--help"]},  # (subcommands inherit it)
 }
 
 _app: Any = None
@@ -112,6 +113,9 @@ def resolve_command(name: str) -> Any:
     registration on the root app made (`app.command(name)(f)` / `app.add_typer(sub, name=name)`)."""
     import typer
 
+    from kernelscope.daemon.cli.help_format import tidy_typer_help
+
+    tidy_typer_help()
     module_name, _, attribute = COMMANDS[name][0].partition(":")
     __import__(module_name)  # (not importlib.import_module: `python -X importtime` shows this one)
     target = getattr(sys.modules[module_name], attribute)
@@ -186,14 +190,38 @@ def get_app() -> Any:
                 return TyperCommand(name=cmd_name, help=COMMANDS[cmd_name][1])
             return self.commands.get(cmd_name)
 
+    from kernelscope.daemon.cli.help_format import tidy_typer_help
+
+    tidy_typer_help()
     app = typer.Typer(cls=LazyGroup, **APP_SETTINGS)
-
-    @app.callback()
-    def _root() -> None:  # makes typer build a group; the commands come from LazyGroup
-        pass
-
+    app.callback()(root_callback())  # makes typer build a group; the commands come from LazyGroup
     _app = app
     return app
+
+
+def root_callback() -> Any:
+    """The root's own options: `--version` (the installed distribution's, as pip shows it)."""
+    import typer
+
+    def show_version(value: bool) -> None:
+        if value:
+            from importlib.metadata import version
+
+            print(f"kernelscope {version('kernelscope')}")
+            raise typer.Exit()
+
+    def root(
+        version: bool = typer.Option(
+            False,
+            "--version",
+            help="Print the installed version and exit.",
+            is_eager=True,
+            callback=show_version,
+        ),
+    ) -> None:
+        pass
+
+    return root
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Annotated, Optional
 import typer
 
 from kernelscope.daemon.cli import output
-from kernelscope.daemon.cli.options import ForceOpt, JsonOpt, WorkspaceOpt
+from kernelscope.daemon.cli.options import ForceMaskOpt, ForceOpt, JsonOpt, WorkspaceOpt
 from kernelscope.daemon.engine import DataError, UsageError
 
 if TYPE_CHECKING:
@@ -31,7 +31,17 @@ VersionsOpt = Annotated[
     typer.Option("--version", "-v", help="Version(s), e.g. --version v2 v4 v5."),
 ]
 IncludeBaselineOpt = Annotated[
-    bool, typer.Option("--include-baseline", help="Allow masking v0 (normally refused), here or by --set.")
+    bool, typer.Option("--include-baseline", help="Allow setting masked=true on v0 (normally refused).")
+]
+# one text per command: only masking v0 is refused, so unmask accepts the flag and needs it never
+MaskBaselineOpt = Annotated[
+    bool, typer.Option("--include-baseline", help="Allow masking v0 (normally refused).")
+]
+UnmaskBaselineOpt = Annotated[
+    bool,
+    typer.Option(
+        "--include-baseline", help="No effect: v0 can always be unmasked (accepted, as mask takes it)."
+    ),
 ]
 MoreVersionsArg = Annotated[
     Optional[list[str]],  # noqa: UP045
@@ -143,7 +153,7 @@ def _mask_command(masked: bool) -> Callable[..., None]:
         version: VersionsOpt = None,
         more: MoreVersionsArg = None,
         workspace: WorkspaceOpt = Path("."),
-        include_baseline: IncludeBaselineOpt = False,
+        include_baseline: MaskBaselineOpt = False,  # (unmask: its own text, set below)
         force: ForceOpt = False,
         json_out: JsonOpt = False,
     ) -> None:
@@ -160,6 +170,8 @@ def _mask_command(masked: bool) -> Callable[..., None]:
             output.info(f"{state}: {manager.path_of(item)}")
 
     command.__doc__ = f"Set masked={str(masked).lower()} on versions (only that key changes)."
+    if not masked:
+        command.__annotations__["include_baseline"] = UnmaskBaselineOpt
     return command
 
 
@@ -293,7 +305,7 @@ def mask_half(
         typer.Option("--seed", help="Random seed (reported; pass it back to repeat a choice)."),
     ] = None,
     dry_run: Annotated[bool, typer.Option("--dry-run", help="Show the choice, write nothing.")] = False,
-    force: ForceOpt = False,
+    force: ForceMaskOpt = False,
     json_out: JsonOpt = False,
 ) -> None:
     """Mask half of the unmasked versions other than v0 and the current best."""
@@ -317,3 +329,10 @@ def mask_half(
     for version in result.skipped_corrupt:
         output.warn(f"skipped unreadable {version}")
     output.info(f"Next version: {result.next_version}")
+    if not dry_run:  # it commits nothing: say so where git would otherwise undo it unseen
+        from kernelscope.daemon.engine.views.command_answers import uncommitted_files_sentence
+        from kernelscope.daemon.engine.workflows.restart import mask_commit_message, mask_paths
+
+        paths = mask_paths(ws, result)
+        if paths:
+            output.info(uncommitted_files_sentence(ws.root, paths, mask_commit_message(result)))

@@ -15,7 +15,7 @@ from typing import Annotated, Optional
 import typer
 
 from kernelscope.daemon.cli import output
-from kernelscope.daemon.cli.options import ForceOpt, JsonOpt, OptStr
+from kernelscope.daemon.cli.options import ForceMaskOpt, JsonOpt, OptStr
 
 
 def restart_command(
@@ -28,7 +28,7 @@ def restart_command(
         float, typer.Option("--timeout", min=1, help="Agent wall-clock limit, seconds.")
     ] = 3600.0,
     knowledge_base: Annotated[OptStr, typer.Option("--kb", help="Knowledge-base path for the brief.")] = None,
-    force: ForceOpt = False,
+    force: ForceMaskOpt = False,
     json_out: JsonOpt = False,
 ) -> None:
     """Mask half of the memory, launch a fresh agent with a brief, verify what it did."""

@@ -92,8 +92,10 @@ def test_there_is_advice_to_check() -> None:
 @pytest.mark.parametrize(("where", "line"), advised())
 def test_advised_command_is_accepted(where: str, line: str) -> None:
     words = shlex.split(PLACEHOLDER.sub("1", line))[1:]
-    if words and words[-1] == "--help":  # help exits before parsing the rest
+    if words and words[-1] in ("--help", "-h"):  # help exits before parsing the rest
         words = words[:-1]
+    if words == ["--version"]:  # the root's eager option: prints and exits
+        return
     command = typer.main.get_command(get_app())  # (typer's own vendored click: duck-typed)
     if not words:
         return

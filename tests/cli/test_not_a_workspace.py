@@ -106,3 +106,14 @@ def test_a_path_the_system_cannot_look_at_is_the_one_error(tmp_path: Path, cli) 
         assert document.exit_code == 2, (args, document.stdout, document.stderr)
         error = document.json()["error"]
         assert error["kind"] == "data" and "cannot be read: File name too long" in error["message"], error
+
+
+def test_the_error_says_the_way_out_once(tmp_path: Path, cli) -> None:  # type: ignore[no-untyped-def]
+    """The error said what is missing but not what to do: now it names -w, `kernelscope memory
+    init` and `kernelscope demo`, once; inside a workspace it names that workspace instead."""
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    done = cli("memory", "summary", "-w", str(empty))
+    assert done.exit_code == 2
+    assert done.stderr.count("-w ") == 1 and "`kernelscope memory init`" in done.stderr, done.stderr
+    assert done.stderr.count("`kernelscope demo`") == 1, done.stderr

@@ -53,6 +53,21 @@ def stop_condition_line(status: StopConditionStatus) -> str:
     return f"stop condition {status.text!r}: {state}, measured {measured} vs {target}{note}"
 
 
+def uncommitted_files_sentence(root: Path, paths: list[Path], message: str) -> str:
+    """What a memory edit that commits nothing (`memory mask-half`, as the seed's memory tool)
+    left in git: the files, that a checkout would undo them, and the one command that commits
+    exactly them (restart and the demo commit their masks themselves)."""
+    import shlex
+
+    names = [path.relative_to(root).as_posix() for path in paths]
+    git = f"git -C {shlex.quote(str(root))}"
+    command = f"{git} add {shlex.join(names)} && {git} commit -m {shlex.quote(message)}"
+    return (
+        f"{', '.join(names)} changed and not committed (a `git checkout .` would undo it); "
+        f"commit them with: `{command}`"
+    )
+
+
 def _versions(names: list[str], none: str) -> str:
     return ", ".join(names) if names else none
 

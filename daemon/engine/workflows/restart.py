@@ -140,6 +140,24 @@ DEFAULT_WORKFLOW = (
 )
 
 
+def mask_paths(ws: Workspace, mask: MaskHalfResult) -> list[Path]:
+    """The files `mask` wrote that git would commit (the masked records and the one that
+    received the restart note): none outside git, when nothing was masked, or for files git
+    ignores. What commit_mask commits, and what `memory mask-half` (which commits nothing)
+    names as left uncommitted."""
+    git = Git(ws.root)
+    if not mask.masked or not git.is_repository():
+        return []
+    noted = [mask.pitfall_recorded_in] if mask.pitfall_recorded_in else []
+    paths = [ws.memory.path_of(version) for version in [*mask.masked, *noted]]
+    ignored = git.ignored(paths)  # memory/ kept out of git
+    return [path for path in paths if path not in ignored]
+
+
+def mask_commit_message(mask: MaskHalfResult) -> str:
+    return f"partial restart: masked {', '.join(mask.masked)} (seed {mask.seed})"
+
+
 def commit_mask(ws: Workspace, mask: MaskHalfResult) -> str | None:
     """Commit exactly the files `mask` wrote (the masked records and the one that received the
     restart note), as `partial restart: masked ... (seed N)`, and return the commit; None
@@ -149,16 +167,12 @@ def commit_mask(ws: Workspace, mask: MaskHalfResult) -> str | None:
     uncommitted. A refused commit (a hook) raises DataError naming the mask, which stays in
     place, and how to undo it; nothing is left staged."""
     git = Git(ws.root)
-    if not mask.masked or not git.is_repository():
-        return None
     noted = [mask.pitfall_recorded_in] if mask.pitfall_recorded_in else []
-    paths = [ws.memory.path_of(version) for version in [*mask.masked, *noted]]
-    ignored = git.ignored(paths)  # memory/ kept out of git
-    paths = [path for path in paths if path not in ignored]
+    paths = mask_paths(ws, mask)
     if not paths:
         return None
     try:
-        return git.commit_paths(paths, f"partial restart: masked {', '.join(mask.masked)} (seed {mask.seed})")
+        return git.commit_paths(paths, mask_commit_message(mask))
     except DataError as exc:
         raise DataError(
             f"the partial restart's mask could not be committed ({exc}): the agent was not started; "

@@ -72,6 +72,14 @@ def _missing_parts(path: Path, need: Need) -> list[str]:
     return missing
 
 
+# What to do about it, said once, in the one error (a folder inside a workspace names that one
+# instead): point at a workspace, start one here, or make the example one.
+WAY_OUT = (
+    "; pass -w DIR for a workspace elsewhere, add kernel.py and run `kernelscope memory init` to start "
+    "one here, or run `kernelscope demo` to make an example"
+)
+
+
 def require_workspace(path: Path, need: Need = "workspace") -> Path:
     """`path` resolved, or the one "not a workspace" error every command gives (exit 2), naming
     what is missing."""
@@ -81,7 +89,7 @@ def require_workspace(path: Path, need: Need = "workspace") -> Path:
     missing = missing_parts(resolved, need)
     if missing:
         above = workspace_holding(resolved.parent) if resolved.parent != resolved else None
-        hint = f"; it is inside the workspace {above}: pass -w {above}" if above is not None else ""
+        hint = f"; it is inside the workspace {above}: pass -w {above}" if above is not None else WAY_OUT
         raise DataError(
             f"{resolved} is not an optimization workspace ({'; '.join(missing)}): a workspace holds "
             f"kernel.py, and memory/ or a README.md with a ```{WORKSPACE_FENCE} block{hint}"
