@@ -236,3 +236,53 @@ def test_a_filled_in_condition_with_comparators_in_its_note_is_not_a_placeholder
     assert not any("placeholder" in w for w in info.warnings), info.warnings
     template = parse_readme("# x\n\n## Stop Conditions\n- latency <= <target> us (for n > <size>)\n")
     assert template.stop_conditions == [] and any("placeholder" in w for w in template.warnings)
+
+
+@pytest.mark.parametrize(
+    "value,why",
+    [
+        ("-4TB/s", "negative"),
+        ("nanTB/s", "not a number"),
+        ("infTB/s", "not finite"),
+        ("1e400TB/s", "not finite"),
+        ("0TB/s", "not positive"),
+        ("4.32 PB/s", "unit 'PB/s'"),
+        ("4,32TB/s", "decimal comma"),
+        ("", "no value"),
+        ("99999999999999999999999999999999999999", "no unit"),
+    ],
+)
+def test_a_stop_condition_kernelscope_cannot_check_is_named_with_why(value: str, why: str) -> None:
+    """Such bullets were dropped without a word (or, for 1e400, read as a target of inf TB/s
+    that can never be met): each is skipped with a warning naming its line, its text and what
+    is wrong, and the README counts no stop condition from it (the CLI fast path neither)."""
+    from kernelscope.daemon.engine.workspace.readme_lines import primary_kind
+
+    text = f"# x\n\n## Stop Conditions\n- memory-bound target: bandwidth >= {value}\n"
+    info = parse_readme(text)
+    assert info.stop_conditions == [] and primary_kind(text) is None
+    (skipped,) = [w for w in info.warnings if "line 4" in w]
+    assert f"bandwidth >= {value}".strip() in skipped and why in skipped, skipped
+    assert "expected" in skipped, skipped
+
+
+def test_a_latency_of_zero_and_a_good_bullet_beside_a_bad_one() -> None:
+    info = parse_readme(
+        "# x\n\n## Stop Conditions\n- end-to-end latency: <= 0 us\n- latency <= 40 us\n"
+        "- correctness: rel_err < 0.01\n- stop when the plan is done -> report\n"
+    )
+    assert [(c.kind, c.value, c.line) for c in info.stop_conditions] == [("latency", 40.0, 5)]
+    assert info.correctness_threshold is not None and info.correctness_threshold.value == 0.01
+    # the zero latency is named; the correctness threshold and the words are not targets
+    assert len(info.warnings) == 1 and "line 4" in info.warnings[0], info.warnings
+    assert "not positive" in info.warnings[0]
+
+
+def test_the_machine_block_refuses_an_unusable_target_saying_why() -> None:
+    info = parse_readme('# x\n```kernelscope\n{"stop_conditions": ["bandwidth >= 1e400TB/s"]}\n```\n')
+    assert not info.machine_block and info.stop_conditions == []
+    assert info.errors and "not finite" in info.errors[0], info.errors
+    negative = parse_readme(
+        '# x\n```kernelscope\n{"stop_conditions": [{"metric": "bandwidth", "value": -4, "unit": "TB/s"}]}\n```\n'
+    )
+    assert negative.errors and "negative" in negative.errors[0], negative.errors

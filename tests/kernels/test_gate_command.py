@@ -335,6 +335,24 @@ def test_a_workspace_named_cache_gets_its_scratch_copy(tmp_path: Path) -> None:
     assert not parent.exists()
 
 
+def test_a_tracked_folder_now_a_file_is_copied_as_the_file(tmp_path: Path) -> None:
+    """git's index still lists memory/v0.json after memory/ became a file: the copy made the
+    file, then memory/ for the stale path, and `kernelscope bench` died with FileExistsError.
+    The copy holds what the work tree has (the file), and the run goes on."""
+    ws = tmp_path / "ws"
+    shutil.copytree(EXAMPLES / "vector_add", ws)
+    files = sorted(p for p in ws.rglob("*") if p.is_file())
+    git = Git(ws)
+    git.init()
+    git.commit_paths(files, "seed")
+    shutil.rmtree(ws / "memory")
+    (ws / "memory").write_text("hi\n")
+    assert "memory/v0.json" in workspace_files(ws)  # the index's stale path
+    with scratch_copy(ws) as scratch:
+        assert (scratch.root / "memory").read_text() == "hi\n"
+        assert (scratch.root / "kernel.py").read_bytes() == (ws / "kernel.py").read_bytes()
+
+
 # In the scratch copy, what a kernel's child does first on a GPU: Triton's compile cache stores a file.
 TRITON_CACHE_USE = """
 import subprocess, sys

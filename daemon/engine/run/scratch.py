@@ -166,14 +166,18 @@ def _copy_tree(source: Path, target: Path) -> None:
 
 def copy_workspace(workspace: Path, root: Path, ignored: tuple[str, ...] = ()) -> int:
     """Copy `workspace` (resolved) into the new directory `root`, with the `ignored` paths a
-    kind's evaluator reads; returns the files copied. A path that vanished since it was listed
-    (an agent deleting a file) is skipped."""
+    kind's evaluator reads; returns the files copied. A path the work tree no longer holds is
+    skipped: one that vanished since it was listed (an agent deleting a file), or one git's
+    index still lists under a folder that is now a file (`memory/v0.json` after memory/ became
+    a file: the copy holds the file, as the work tree does)."""
     root.mkdir(parents=True)
     copied = 0
     for name in workspace_files(workspace, ignored):
         source, target = workspace / name, root / name
-        target.parent.mkdir(parents=True, exist_ok=True)
+        if not os.path.lexists(source):
+            continue
         try:
+            target.parent.mkdir(parents=True, exist_ok=True)
             if source.is_symlink():
                 _copy_link(source, target, workspace, root)
             elif source.is_dir():
@@ -182,8 +186,8 @@ def copy_workspace(workspace: Path, root: Path, ignored: tuple[str, ...] = ()) -
                 shutil.copy2(source, target)
             else:
                 continue
-        except FileNotFoundError:
-            continue
+        except (FileNotFoundError, NotADirectoryError, FileExistsError):
+            continue  # the tree changed while it was copied (a file where a folder was, or gone)
         copied += 1
     return copied
 

@@ -202,12 +202,20 @@ def _parse_workload_count(sections: list[lines_of.Section]) -> int | None:
 
 
 def parse_condition(text: str, line: int | None = None) -> StopCondition | None:
-    """One stop condition from a bullet's text, or None when it states no target."""
-    match = lines_of.CONDITION.search(text)
-    if not match:
-        return None
+    """One stop condition from a bullet's text, or None when it states no target kernelscope
+    can check (`read_condition` says why)."""
+    condition = read_condition(text, line)
+    return condition if isinstance(condition, StopCondition) else None
+
+
+def read_condition(text: str, line: int | None = None) -> StopCondition | str | None:
+    """One stop condition from a bullet's text; why not (a reason) when it compares something
+    kernelscope cannot check (readme_lines.read_condition); None when it states no target."""
+    read = lines_of.read_condition(text)
+    if not isinstance(read, tuple):
+        return read
+    match, value = read
     comparator = _COMPARATOR_CANON[match.group(1)]
-    value = float(match.group(2))
     unit = match.group(3)
     kind, scale = lines_of.UNIT_KIND_SCALE[unit.lower()]
     head = text[: match.start()]
@@ -237,9 +245,14 @@ def _parse_stop_conditions(sections: list[lines_of.Section], warnings: list[str]
                 f"README line {line_no}: stop condition is still a template placeholder: {bullet[:80]}"
             )
             continue
-        condition = parse_condition(bullet, line_no)
-        if condition is not None:
+        condition = read_condition(bullet, line_no)
+        if isinstance(condition, StopCondition):
             conditions.append(condition)
+        elif condition is not None and not _REL_ERR.search(bullet):  # (a threshold: read apart)
+            warnings.append(
+                f"README line {line_no}: stop condition skipped, kernelscope cannot check it: "
+                f"{bullet[:80]!r}: {condition}; {lines_of.EXPECTED}"
+            )
     return conditions
 
 
@@ -385,20 +398,22 @@ def _as_list(value: Any) -> list[Any]:
 def _block_condition(item: Any, line: int) -> StopCondition:
     """A stop condition from the block: a string like the prose, or an object."""
     if isinstance(item, str):
-        condition = parse_condition(item, line)
-        if condition is None:
-            raise ValueError(f"cannot read stop condition {item!r}")
-        return condition
+        return _checkable(item, read_condition(item, line), "")
     if not isinstance(item, dict):
         raise ValueError(f"stop condition must be a string or object, got {item!r}")
     text = f"{item.get('metric', '')} {item.get('op', item.get('comparator', '>='))} " + (
         f"{item.get('value')}{item.get('unit', '')}"
     )
-    condition = parse_condition(text, line)
-    if condition is None:
-        raise ValueError(f"cannot read stop condition {item!r}: need op, value and unit")
+    condition = _checkable(item, read_condition(text, line), ": need op, value and unit")
     if item.get("dtype"):
         condition.dtype = str(item["dtype"])
     if item.get("label"):
         condition.label = str(item["label"])
     return condition
+
+
+def _checkable(item: Any, condition: StopCondition | str | None, need: str) -> StopCondition:
+    if isinstance(condition, StopCondition):
+        return condition
+    why = f": {condition}; {lines_of.EXPECTED}" if condition else need
+    raise ValueError(f"cannot read stop condition {item!r}{why}")

@@ -8,6 +8,7 @@ metric, which decides a version's score vs v0 (memory/core.py), by the same code
 
 from __future__ import annotations
 
+import math
 import re
 
 TYPE_CHECKING = False  # typing is 2-3 ms of the CLI fast path's start-up: annotations only
@@ -24,6 +25,18 @@ COMPARATOR = r"(>=|<=|≥|≤|=>|=<|>|<)"
 _UNIT = r"(TB/s|GB/s|MB/s|TFLOP/s|TFLOPS|TFLOPs|TOPS|T|ms|us|µs|μs|ns)"
 CONDITION = re.compile(COMPARATOR + r"\s*" + NUMBER + r"\s*" + _UNIT + r"(?![A-Za-z/])")
 MACHINE_FENCE = re.compile(r"^\s*(```|~~~)\s*kernelscope\s*$")
+# A comparison `CONDITION` could not read: a comparator (not an arrow's `->` or `<-`) and what
+# follows it, which `unusable` says what is wrong with.
+_COMPARISON = re.compile(r"(?<![-<>=])(?:>=|<=|≥|≤|=>|=<|>|<(?!-))\s*(?P<rest>.*)$")
+_NEGATIVE = re.compile(r"^[-−]\s*" + NUMBER)
+_NAN = re.compile(r"^[-+]?nan(?!o)", re.I)
+_INFINITE = re.compile(r"^[-+]?(?:inf(?:inity)?|∞)", re.I)
+_DECIMAL_COMMA = re.compile(r"^(\d+,\d+)")
+_NUMBER_THEN = re.compile(r"^" + NUMBER + r"\s*(?P<unit>[^\s\d(),;:]*)")
+EXPECTED = (
+    "expected a positive number and a unit: bandwidth in TB/s, GB/s or MB/s, TFLOP/s in "
+    "TFLOPS or T, latency in ms, us or ns (e.g. 'bandwidth >= 3.87TB/s')"
+)
 
 # A unit `CONDITION` matches (lower-cased) -> the metric it measures and its scale to the
 # canonical unit (GB/s, TFLOP/s, us).
@@ -117,6 +130,44 @@ def find_machine_block(lines: list[str]) -> tuple[str, int] | None:
     return None
 
 
+def read_condition(text: str) -> tuple[re.Match[str], float] | str | None:
+    """The stop condition a bullet states: (its `CONDITION` match, its value) when kernelscope
+    can check it; why not (a reason) when it compares something kernelscope cannot check (a
+    negative, non-finite or zero target, a unit or number it does not read, no value); None when
+    it compares no number (a stop condition stated in words)."""
+    match = CONDITION.search(text)
+    if match:
+        value = float(match.group(2))
+        if not math.isfinite(value):
+            return f"{match.group(2)} is not finite (too large for a number)"
+        if value <= 0:
+            return f"{match.group(2)}{match.group(3)} is not positive: no measurement can be compared with it"
+        return match, value
+    comparison = _COMPARISON.search(text)
+    return None if comparison is None else unusable(comparison.group("rest").strip())
+
+
+def unusable(rest: str) -> str | None:
+    """Why the value after a comparator (`rest`) is no target kernelscope reads; None when it is
+    words, not a number (`latency < the baseline's`)."""
+    if not rest.strip(" .,;*`"):
+        return "no value after the comparator"
+    if _NEGATIVE.match(rest):
+        return f"{rest.split()[0]} is negative"
+    if _NAN.match(rest):
+        return f"{rest.split()[0]} is not a number"
+    if _INFINITE.match(rest):
+        return f"{rest.split()[0]} is not finite"
+    comma = _DECIMAL_COMMA.match(rest)
+    if comma:
+        return f"{comma.group(1)} has a decimal comma (write {comma.group(1).replace(',', '.')})"
+    number = _NUMBER_THEN.match(rest)
+    if number is None:
+        return None
+    unit = number.group("unit")
+    return f"unit {unit!r} is not one kernelscope reads" if unit else f"{number.group(1)} has no unit"
+
+
 def primary_kind(text: str) -> str | None:
     """The metric of the README's first stop condition (`ReadmeInfo.primary_kind`), None when
     it states none, BLOCK_DECIDES when a ```kernelscope block may state them instead."""
@@ -124,7 +175,7 @@ def primary_kind(text: str) -> str | None:
     if find_machine_block(lines) is not None:
         return BLOCK_DECIDES
     for _, bullet, placeholder in stop_condition_bullets(split_sections(lines)):
-        match = None if placeholder else CONDITION.search(bullet)
-        if match:
-            return UNIT_KIND_SCALE[match.group(3).lower()][0]
+        read = None if placeholder else read_condition(bullet)
+        if isinstance(read, tuple):
+            return UNIT_KIND_SCALE[read[0].group(3).lower()][0]
     return None
