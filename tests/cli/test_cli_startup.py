@@ -796,6 +796,94 @@ def test_fast_update_removes_an_orphaned_temp_file(vector_add_ws: Path, both) ->
     assert quick.fast_ran and quick.code == 0 and not orphan.exists()
 
 
+def test_update_of_a_linked_record_writes_its_target_and_keeps_the_link(tmp_path: Path, both) -> None:  # type: ignore[no-untyped-def]
+    """memory/v1.json a link to a record kept elsewhere: `memory update` renamed its temp file
+    onto the link, which became a plain file (git: a type change) while the target kept the old
+    content, and said Updated. Now either path writes the target atomically; the link stays."""
+    ws = tmp_path / "ws"
+    write_record(ws, 0, performance={"latency_us": 10})
+    kept = tmp_path / "elsewhere" / "v1.json"
+    kept.parent.mkdir()
+    link = ws / "memory" / "v1.json"
+    link.symlink_to(kept)
+    original = json.dumps({"version": "v1", "masked": False}, indent=4) + "\n"
+    seen: list[tuple[bool, dict[str, Any]]] = []
+
+    def check_and_restore() -> None:
+        seen.append((link.is_symlink(), json.loads(kept.read_text())))
+        kept.write_text(original)
+
+    kept.write_text(original)
+    quick, slow = both(
+        "memory", "update", "-w", str(ws), "-v", "v1", "-s", "agent_notes=updated", between=check_and_restore
+    )
+    check_and_restore()
+    assert quick.fast_ran and quick.key() == slow.key() and slow.code == 0, (quick.key(), slow.key())
+    assert seen == [(True, {"version": "v1", "masked": False, "agent_notes": "updated"})] * 2
+    assert sorted(p.name for p in kept.parent.iterdir()) == ["v1.json"]  # no temp file left there
+
+
+def _in_the_way(kind: str, path: Path) -> str:
+    """Put what `kind` names at `path`; the words the listing and the refusals use for it."""
+    if kind == "folder":
+        path.mkdir()
+        (path / "keep").write_text("")
+        return "v1.json is a folder, not a record file"
+    if kind == "dangling link":
+        path.symlink_to(path.parent / "gone.json")
+        return f"v1.json is a link to a missing file ({path.parent / 'gone.json'}), not a record file"
+    path.symlink_to(path.parent)
+    return f"v1.json is a link to a folder ({path.parent}), not a record file"
+
+
+@pytest.mark.parametrize("kind", ["folder", "dangling link", "link to a folder"])
+def test_a_record_name_held_by_no_file_is_listed_and_holds_its_version(
+    kind: str,
+    tmp_path: Path,
+    both,  # type: ignore[no-untyped-def]
+) -> None:
+    """memory/v1.json a folder or a dangling link: `list` left it out and `next-version` said
+    v1, yet `create --version v1` said it "already exists (use --force ...)" and --force "Is a
+    directory" (a dangling link: replaced by a plain file). Now both paths list it as
+    unreadable, saying what it is, the next version is past it, and every write refuses it
+    naming what is in the way, nothing changed."""
+    ws = tmp_path / "ws"
+    write_record(ws, 0, performance={"latency_us": 10})
+    write_record(ws, 2, performance={"latency_us": 5})
+    path = ws / "memory" / "v1.json"
+    words = _in_the_way(kind, path)
+
+    def entries() -> list[tuple[str, bool, bool]]:  # (the lock file a write takes aside)
+        return sorted(
+            (p.name, p.is_symlink(), p.is_dir())
+            for p in (ws / "memory").iterdir()
+            if p.name != ".kernelscope.lock"
+        )
+
+    before = entries()
+    quick, slow = both("memory", "list", "--json", "-w", str(ws))
+    assert quick.fast_ran and quick.key() == slow.key() and slow.code == 0
+    rows = {row["version"]: row for row in json.loads(slow.out)}
+    assert sorted(rows) == ["v0", "v1", "v2"]
+    assert rows["v1"]["error"] == words and rows["v1"]["masked"] is None
+    quick, slow = both("memory", "list", "-w", str(ws))
+    assert quick.key() == slow.key() and "CORRUPT" in slow.out
+    quick, slow = both("memory", "read", "-v", "v1", "-w", str(ws))
+    assert quick.key() == slow.key() and slow.code == 2 and words in slow.err
+    quick, slow = both("memory", "update", "-v", "v1", "-s", "a=1", "-w", str(ws))
+    assert quick.key() == slow.key() and slow.code == 2 and words in slow.err
+    quick, slow = both("memory", "next-version", "-w", str(ws))
+    assert slow.code == 0 and slow.out.strip() == "v3"
+    for force in ([], ["--force"]):
+        quick, slow = both("memory", "create", "-v", "v1", *force, "-w", str(ws))
+        what = words.removeprefix("v1.json is ").removesuffix(", not a record file")
+        assert slow.code == 2 and f"refusing to write {path}: it is {what}, not a file" in slow.err, slow.err
+    quick, slow = both("memory", "mask", "-v", "v1", "-w", str(ws))
+    assert slow.code == 2 and words in slow.err
+    assert entries() == before
+    assert not (tmp_path / "ws" / "memory" / "gone.json").exists()  # (no file made where a link points)
+
+
 # random records: every field the list and gate logic reads, with the shapes agents write
 _scalar = st.one_of(
     st.none(),

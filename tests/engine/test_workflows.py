@@ -118,6 +118,29 @@ def test_iterate_records_memory_experiment_and_commits(workspace: tuple[Path, st
     assert [s.kernel for s in store.kernel_summaries(str(ws))] == ["add_kernel"]
 
 
+@pytest.mark.parametrize("kind", ["folder", "dangling link"])
+def test_iterate_records_past_a_version_name_held_by_no_file(workspace: tuple[Path, str], kind: str) -> None:
+    """memory/v4.json a folder or a dangling link (committed): iterate took v4, the version
+    `next-version` named, and failed ("memory/v4.json already exists") or replaced the link by
+    its record and committed it. The name holds v4 (listed as unreadable): iterate records v5
+    and leaves v4.json as it was."""
+    ws, db = workspace
+    held = ws / "memory" / "v4.json"
+    if kind == "folder":
+        held.mkdir()
+        (held / "keep").write_text("")
+    else:
+        held.symlink_to(ws.parent / "gone.json")
+    git = Git(ws)
+    git.run("add", "-A")
+    git.run("commit", "-qm", "odd v4")
+    (ws / "kernel.py").write_text(kernel_with_block(KERNEL, 4096))
+    result = iterate(ws, db, "block_size")
+    assert result.passed and result.version == "v5"
+    assert held.is_dir() if kind == "folder" else held.is_symlink() and not held.exists()
+    assert not (ws.parent / "gone.json").exists() and git.run("status", "--porcelain") == ""
+
+
 def test_failed_gate_is_recorded_and_kernel_kept(workspace: tuple[Path, str]) -> None:
     ws, db = workspace
     broken = KERNEL.replace("x + y", "x - y")

@@ -4,7 +4,10 @@ Agents, the CLI and the daemon all write `memory/v*.json`. A write goes to a tem
 the same directory, is fsynced, renamed over the target (atomic on POSIX) and the
 directory is fsynced, so a crash at any instant leaves either the old or the new content.
 Read-modify-write sequences run under a per-workspace lock (`flock` on a lock file), so
-concurrent writers never lose an update.
+concurrent writers never lose an update. A path that is a link to a regular file is written
+through: its target is replaced so (temp beside the target), and the link stays a link; a
+path holding anything else that is no file (a folder, a dangling link) is refused, nothing
+written (core.not_a_file).
 """
 
 from __future__ import annotations
@@ -28,7 +31,13 @@ from kernelscope.daemon.engine import (
     session_wait,
     write_error_reason,
 )
-from kernelscope.daemon.engine.memory.core import FILE_RE, JOURNAL_NAME, MEMORY_DIR
+from kernelscope.daemon.engine.memory.core import (
+    FILE_RE,
+    JOURNAL_NAME,
+    MEMORY_DIR,
+    not_a_file,
+    refuse_if_in_the_way,
+)
 from kernelscope.daemon.engine.memory.git_place import find_repository
 
 LOCK_NAME = ".kernelscope.lock"
@@ -71,9 +80,16 @@ _UMASK: int | None = None
 
 def atomic_write_bytes(path: Path, data: bytes) -> None:
     """Replace `path` with `data` so that readers and crashes see old or new, never half.
-    A failed write (disk full, quota) raises WriteFailed and leaves no temp file behind."""
+    A failed write (disk full, quota) raises WriteFailed and leaves no temp file behind.
+
+    A link to a regular file keeps being one: the file it links to gets `data` (temp file
+    beside it, fsync, rename onto it). Renaming onto the link itself would turn it into a
+    plain file and leave its target, the record its user keeps elsewhere, behind unchanged.
+    A folder, a dangling link or a special file at `path` is refused (DataError, nothing
+    written): what kernelscope cannot read as a file it neither replaces nor deletes."""
+    refuse_if_in_the_way(path)
     try:
-        _atomic_write_bytes(path, data)
+        _atomic_write_bytes(Path(os.path.realpath(path)) if path.is_symlink() else path, data)
     except OSError as exc:
         raise _write_failed(path, exc) from exc
 
@@ -134,6 +150,8 @@ def atomic_write_all(files: list[tuple[Path, str]]) -> None:
     directory = files[0][0].parent
     if any(path.parent != directory for path, _ in files):
         raise ValueError("atomic_write_all writes files of one directory")
+    for path, _ in files:  # (before anything is written: a refusal half-way would leave the rest)
+        refuse_if_in_the_way(path)
     originals = [(path, _read_or_none(path)) for path, _ in files]
     journal = directory / JOURNAL_NAME
     atomic_write_text(
@@ -210,6 +228,9 @@ def replay_journal(directory: Path, names: re.Pattern[str]) -> list[str]:
     written, kept = [], []
     for name, text in files.items():
         path = directory / name
+        if not_a_file(path) is not None:  # a folder put there since: nothing to write into
+            kept.append(name)
+            continue
         if before is not None:
             current = _digest(_read_or_none(path))
             if current == _digest(text.encode("utf-8")):

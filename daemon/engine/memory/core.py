@@ -13,7 +13,9 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import re
+import stat
 from pathlib import Path
 
 from kernelscope.daemon.engine import DataError, UsageError
@@ -127,7 +129,40 @@ def with_version(raw: dict[str, Any], number: int) -> dict[str, Any]:
     return raw if "version" in raw else {"version": format_version(number), **raw}
 
 
+def not_a_file(path: Path) -> str | None:
+    """What stands at `path` when it is neither a regular file nor a link to one, in words ("a
+    folder", "a link to a missing file (TARGET)"); None for a regular file, a link to one, or
+    nothing at all. Such a `v<N>.json` is listed as unreadable with these words, counts for the
+    next version (it holds that name), and every write refuses it (`refuse_if_in_the_way`):
+    kernelscope neither writes into nor removes what it cannot read as a record."""
+    try:
+        mode = path.stat().st_mode  # (follows a link)
+    except FileNotFoundError:
+        return f"a link to a missing file ({os.readlink(path)})" if path.is_symlink() else None
+    except OSError as exc:  # a link loop; a folder that may not be searched is the read's to word
+        return f"a link that cannot be followed ({exc.strerror})" if path.is_symlink() else None
+    if stat.S_ISREG(mode):
+        return None
+    what = "folder" if stat.S_ISDIR(mode) else "special file (a pipe, socket or device)"
+    return f"a link to a {what} ({os.readlink(path)})" if path.is_symlink() else f"a {what}"
+
+
+def refuse_if_in_the_way(path: Path) -> None:
+    """DataError, nothing written, where `path` is no file that can be written (`not_a_file`):
+    every atomic write asks (atomic_io), and `create` before its "already exists", as
+    `--force` does not help: kernelscope deletes nothing."""
+    what = not_a_file(path)
+    if what is not None:
+        raise DataError(
+            f"refusing to write {path}: it is {what}, not a file; nothing was changed "
+            "(move it away or fix the link: kernelscope replaces nothing it cannot read)"
+        )
+
+
 def read_file(number: int, path: Path) -> RawFile:
+    what = not_a_file(path)
+    if what is not None:  # (never opened: a pipe would block the read)
+        return RawFile(number, path, None, f"{path.name} is {what}, not a record file")
     try:
         text = path.read_text(encoding="utf-8")
         raw = json.loads(text)
@@ -144,15 +179,17 @@ def read_file(number: int, path: Path) -> RawFile:
 
 
 def record_files(memory_dir: Path) -> list[tuple[int, Path]]:
-    """(number, path) of every `v<N>.json` file, numerically sorted (v10 after v9). The file of
-    a version is `v<N>.json`; one named with leading zeros (`v010.json`, as the seed's script
-    reads it) is that version's when no `v<N>.json` is there."""
+    """(number, path) of every `v<N>.json` in memory/, numerically sorted (v10 after v9). The
+    file of a version is `v<N>.json`; one named with leading zeros (`v010.json`, as the seed's
+    script reads it) is that version's when no `v<N>.json` is there. Whatever holds the name
+    is listed, a folder or a dangling link too (`read_file` says what it is): it holds the
+    version, so the listing, the next version and the writers that refuse it agree."""
     if not memory_dir.is_dir():
         return []
     found = []
     for path in memory_dir.iterdir():
         match = FILE_RE.match(path.name)
-        if match and path.is_file():
+        if match:
             found.append((int(match.group(1)), path))
     hidden = shadowed([(number, path.name) for number, path in found])
     return sorted(((n, path) for n, path in found if path.name not in hidden), key=lambda item: item[0])
@@ -173,7 +210,7 @@ def file_of(memory_dir: Path, version: str) -> tuple[int, Path]:
     normalized = normalize_version(version)
     number = parse_version(normalized)
     path = memory_dir / f"{normalized}.json"
-    if path.is_file():
+    if os.path.lexists(path):  # (a folder or a dangling link too: record_files)
         return number, path
     named = [found for n, found in record_files(memory_dir) if n == number]
     if len(named) == 1:

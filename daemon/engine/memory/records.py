@@ -139,10 +139,11 @@ class FileReads:
                 if not match:
                     continue
                 try:
-                    info = item.stat()  # follows a link, as is_file() does
+                    info = item.stat()  # follows a link
                 except OSError:
-                    continue
-                if not stat.S_ISREG(info.st_mode):
+                    info = None
+                if info is None or not stat.S_ISREG(info.st_mode):  # a folder, a dangling link:
+                    entries.append(manager._load(int(match.group(1)), Path(item.path)))  # listed, unread
                     continue
                 identity = (info.st_dev, info.st_ino, info.st_size, info.st_mtime_ns, info.st_ctime_ns)
                 seen.add(item.name)
@@ -315,6 +316,7 @@ class MemoryManager:
             )
         with self._lock():
             path = self.path_of(normalized)
+            core.refuse_if_in_the_way(path)  # (a folder: --force would not help)
             if path.exists() and not force:
                 raise DataError(f"{path} already exists (use --force to overwrite it)")
             self._write(path, memory_schema_template(normalized, utc_now_iso()))
@@ -331,6 +333,7 @@ class MemoryManager:
             raise DataError(f"refusing to write invalid record {normalized}: {exc}") from None
         with self._lock():
             path = self.path_of(normalized)
+            core.refuse_if_in_the_way(path)
             if path.exists() and not overwrite:
                 raise DataError(f"{path} already exists")
             self._write(path, payload)
