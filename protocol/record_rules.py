@@ -27,16 +27,30 @@ def as_float(value: Any) -> float | None:
     """A finite float from a loosely typed number (`12`, `12.5`, `"12.5"`, `"12.5 us"`)."""
     if isinstance(value, bool) or value is None:
         return None
-    if isinstance(value, (int, float)):
-        number = float(value)
-    elif isinstance(value, str):
-        match = _LEADING_NUMBER.match(value)
-        if not match:
+    try:
+        if isinstance(value, (int, float)):
+            number = float(value)
+        elif isinstance(value, str):
+            match = _LEADING_NUMBER.match(value)
+            if not match:
+                return None
+            number = float(match.group(1))
+        else:
             return None
-        number = float(match.group(1))
-    else:
+    except OverflowError:  # an integer of hundreds of digits: no float holds it
         return None
     return number if math.isfinite(number) else None
+
+
+def ratio(numerator: float, denominator: float) -> float | None:
+    """`numerator / denominator` as a score or ratio of two recorded numbers: a finite positive
+    number, or None. v0's latency over a tiny one (1e-320) overflows to inf, which no surface
+    may show (`best infx`) and JSON cannot carry; a score is a finite number or none."""
+    try:
+        value = numerator / denominator
+    except (ZeroDivisionError, OverflowError):
+        return None
+    return value if math.isfinite(value) and value > 0 else None
 
 
 def parse_version(version: str) -> int:

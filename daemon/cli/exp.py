@@ -15,7 +15,7 @@ import typer
 
 from kernelscope.daemon.cli import output
 from kernelscope.daemon.cli.options import DbOpt, JsonOpt, OptBool, OptFloat, OptStr
-from kernelscope.daemon.engine import UsageError, counted
+from kernelscope.daemon.engine import UsageError, counted, load_json
 
 if TYPE_CHECKING:  # the store (SQLAlchemy) and the models (pydantic) load when a command runs
     from kernelscope.daemon.engine.store import ExperimentStore
@@ -299,7 +299,7 @@ def record(
         raise UsageError(f"--score must be a finite number, got {score}")
     metrics_text = _read_text_option(metrics)
     try:
-        metrics_value = json.loads(metrics_text) if metrics_text else {}
+        metrics_value = load_json(metrics_text) if metrics_text else {}
     except json.JSONDecodeError as exc:
         raise UsageError(f"--metrics is not valid JSON: {exc}") from None
     fields: dict[str, object] = {

@@ -12,7 +12,6 @@ through the rich consoles `stdout` and `stderr`, made on first use.
 
 from __future__ import annotations
 
-import json
 import os
 import re
 import sys
@@ -88,8 +87,11 @@ def to_jsonable(value: Any) -> Any:
 
 
 def print_json(value: Any) -> None:
-    """Plain JSON on stdout (no rich markup, no wrapping), one document per call."""
-    print(json.dumps(to_jsonable(value), indent=2, ensure_ascii=False))
+    """Plain JSON on stdout (no rich markup, no wrapping), one document per call: strict JSON,
+    NaN or Infinity refused by the one writer (`engine.json_text`: NotJSON, nothing printed)."""
+    from kernelscope.daemon.engine import json_text
+
+    print(json_text(to_jsonable(value), indent=2, ensure_ascii=False))
 
 
 def print_table(title: str | None, columns: list[str], rows: list[list[str]]) -> None:

@@ -12,8 +12,10 @@ it). Exit statuses are part of the contract agents rely on: 0 success, 1 usage e
 arguments), 2 missing or invalid data (no such version, corrupt file, refused operation), 130
 cancelled.
 With them, the two word rules every part's messages use (`write_error_reason`, `counted`):
-here rather than in views/, which reads the other parts and so cannot be read by them; and the
-end of the session a write was asked in (`for_session`), which every part's writes check.
+here rather than in views/, which reads the other parts and so cannot be read by them; the
+end of the session a write was asked in (`for_session`), which every part's writes check; and
+what JSON kernelscope reads from a workspace and writes anywhere (`load_json`, `json_text`),
+which every part's readers and writers use.
 """
 
 from __future__ import annotations
@@ -21,12 +23,15 @@ from __future__ import annotations
 import contextlib
 import contextvars
 import errno
+import json
+import sys
 import time
 
 TYPE_CHECKING = False  # the CLI's fast path imports this module: typing and threading stay out
 if TYPE_CHECKING:
     import threading
     from collections.abc import Iterator
+    from typing import Any
 
 # Every `error.kind` a command's JSON error document can name, and what it means. A subclass
 # keeps its parent's kind unless it names one of these.
@@ -154,3 +159,76 @@ def session_wait(seconds: float) -> None:
         time.sleep(seconds)
     elif end.wait(seconds):
         raise SessionEnded
+
+
+# -- the JSON kernelscope reads and writes --------------------------------------------------
+# The deepest nesting of arrays and objects a workspace's JSON may have: every reader reads it
+# back and prints it (the CLI's JSON and tables, the record model, the daemon's answers), far
+# below the interpreter's recursion limit, and far above any record a tool writes (atrex's
+# nest 4-5 levels). `memory update --set` refuses a key or value that would go deeper.
+MAX_JSON_DEPTH = 100
+
+
+class UnreadableJSON(json.JSONDecodeError):
+    """A JSON document kernelscope does not read although it may parse: nested deeper than
+    MAX_JSON_DEPTH (Python's decoder raised RecursionError at ~1000 levels, and the printers
+    well before), or holding an integer of more digits than Python converts (a ValueError).
+    A JSONDecodeError, so each reader takes it as it takes a corrupt file."""
+
+    def __init__(self, msg: str, doc: str | bytes, pos: int = 0) -> None:
+        ValueError.__init__(self, msg)
+        self.msg, self.doc, self.pos, self.lineno, self.colno = msg, doc, pos, 1, pos + 1  # type: ignore[assignment]
+
+
+def json_depth(value: Any, limit: int = MAX_JSON_DEPTH) -> int:
+    """How deep `value`'s arrays and objects nest (a scalar 0, `{}` and `[1]` 1), counted
+    without recursion; counting stops once past `limit`."""
+    deepest, stack = 0, [(value, 1)]
+    while stack and deepest <= limit:
+        item, depth = stack.pop()
+        children = item.values() if isinstance(item, dict) else item if isinstance(item, list) else None
+        if children is None:
+            continue
+        deepest = max(deepest, depth)
+        stack.extend((child, depth + 1) for child in children if isinstance(child, (dict, list)))
+    return deepest
+
+
+TOO_DEEP = f"arrays and objects nested more than {MAX_JSON_DEPTH} levels deep"
+
+
+def load_json(text: str | bytes, **options: Any) -> Any:
+    """The one reader of a JSON document from a workspace (a memory record, live.json, a
+    README's block, definition.json): json.loads, with what it parses but kernelscope cannot
+    use (too deep, too long a number: UnreadableJSON) refused as a corrupt file is, by the
+    JSONDecodeError each reader already handles, never a traceback."""
+    try:
+        value = json.loads(text, **options)
+    except (json.JSONDecodeError, UnicodeDecodeError):
+        raise
+    except RecursionError:
+        raise UnreadableJSON(TOO_DEEP, text) from None
+    except ValueError as exc:  # Python's limit on an integer's digits (sys.int_info)
+        digits = sys.get_int_max_str_digits() if "digits" in str(exc) else None
+        reason = f"a number of more than {digits} digits" if digits else str(exc)
+        raise UnreadableJSON(reason, text) from None
+    if json_depth(value) > MAX_JSON_DEPTH:
+        raise UnreadableJSON(TOO_DEEP, text)
+    return value
+
+
+class NotJSON(DataError):
+    """What kernelscope was about to print or send holds NaN or Infinity, which JSON has no
+    word for (JSON.parse in Node, and so VS Code's client, rejects the document)."""
+
+
+def json_text(value: Any, **options: Any) -> str:
+    """The one writer of JSON that leaves kernelscope (a record, the CLI's `--json`, the
+    daemon's messages): json.dumps that refuses NaN and Infinity (NotJSON) rather than
+    writing tokens no JSON parser reads."""
+    try:
+        return json.dumps(value, allow_nan=False, **options)
+    except ValueError as exc:  # (its message: "Out of range float values are not JSON compliant")
+        raise NotJSON(
+            f"refusing to write JSON holding NaN or Infinity ({exc}); nothing was written"
+        ) from None

@@ -11,10 +11,16 @@ request gets an answer.
   spec asks; pygls dropped it with a warning, so a client awaiting it hung until killed.
 - `shutdown` while a command is still pending is answered null, and the pending request
   RequestCancelled; pygls answered the shutdown InternalError (`lsp_shutdown`, below).
+- Every message goes out as strict JSON (`engine.json_text`, the one writer): pygls wrote NaN
+  and Infinity as such, which Node's JSON.parse (vscode-jsonrpc) rejects, losing the whole
+  message. An answer that would hold one is answered InternalError naming why; another
+  message is logged and not sent (`_send_data`, below).
 """
 
 from __future__ import annotations
 
+import asyncio
+import inspect
 import logging
 from collections.abc import Generator
 from dataclasses import dataclass
@@ -23,10 +29,17 @@ from typing import Any
 from cattrs import transform_error
 from cattrs.errors import ClassValidationError
 from lsprotocol import types
-from pygls.exceptions import JsonRpcException, JsonRpcInvalidParams, JsonRpcInvalidRequest
+from pygls.exceptions import (
+    JsonRpcException,
+    JsonRpcInternalError,
+    JsonRpcInvalidParams,
+    JsonRpcInvalidRequest,
+)
 from pygls.protocol import JsonRPCRequestMessage, LanguageServerProtocol
 from pygls.protocol.json_rpc import RPCRequest
 from pygls.protocol.language_server import lsp_method
+
+from kernelscope.daemon.engine import NotJSON, json_text
 
 log = logging.getLogger("kernelscope.lsp")
 CLIENT_ERRORS = (JsonRpcInvalidParams, JsonRpcInvalidRequest)
@@ -98,3 +111,38 @@ class KernelscopeProtocol(LanguageServerProtocol):
             if msg_id != current_id and not future.done():
                 future.cancel()
         self._shutdown = True
+
+    def _send_data(self, data: Any) -> None:
+        """pygls 2.1.1's `_send_data`, its body written by the one JSON writer (strict: no NaN
+        or Infinity, NotJSON). A response that cannot be written is answered InternalError
+        naming why, so the client is not left waiting; a notification or a request to the
+        client is logged and not sent."""
+        if not data or self.writer is None:
+            super()._send_data(data)  # (pygls's own words for both)
+            return
+        try:
+            body = json_text(data, default=self._serialize_message)
+        except NotJSON as exc:
+            log.error("not sent: %s %s", getattr(data, "method", None) or "an answer", exc)
+            if not hasattr(data, "result") or getattr(data, "id", None) is None:
+                return
+            error = JsonRpcInternalError(message=f"kernelscope's answer was not sent: {exc}")
+            body = json_text(
+                {"jsonrpc": "2.0", "id": data.id, "error": error.to_response_error()},
+                default=self._serialize_message,
+            )
+        try:
+            if self._include_headers:
+                body = (
+                    f"Content-Length: {len(body)}\r\n"  # (json_text escapes non-ASCII: characters are bytes)
+                    f"Content-Type: {self.CONTENT_TYPE}; charset={self.CHARSET}\r\n\r\n{body}"
+                )
+            written = self.writer.write(body.encode(self.CHARSET))
+            if inspect.isawaitable(written):
+                asyncio.ensure_future(written)  # noqa: RUF006 (as pygls does: the transport holds the write)
+        except BrokenPipeError:
+            log.exception("Error sending data. BrokenPipeError")
+            raise
+        except Exception as error:
+            log.exception("Error sending data")
+            self._server._report_server_error(error, JsonRpcInternalError)

@@ -228,3 +228,17 @@ def test_an_interrupted_bench_under_json_is_one_document(
     assert document["error"]["kind"] == "interrupted", document
     person = cli("bench", "-w", str(vector_add_ws), "--mode", "interpreter")
     assert (person.exit_code, person.stdout) == (130, "")
+
+
+def test_the_cli_prints_no_json_that_holds_nan_or_infinity(capsys: pytest.CaptureFixture[str]) -> None:
+    """`--json` printed `Infinity` where a number overflowed: no JSON parser reads it. The one
+    JSON writer refuses it (a clear error, nothing printed), as the record writer does."""
+    from kernelscope.daemon.cli import output
+    from kernelscope.daemon.engine import NotJSON
+
+    for value in (float("inf"), float("nan"), -float("inf")):
+        with pytest.raises(NotJSON, match="NaN or Infinity"):
+            output.print_json({"score": {"value": value}})
+        assert capsys.readouterr().out == ""
+    output.print_json({"score": 1.5})
+    assert json.loads(capsys.readouterr().out) == {"score": 1.5}

@@ -494,6 +494,15 @@ def _objective_workspace(ws: Path) -> None:
     write_record(ws, 4, performance={"latency_us": 6.0, "speedup_vs_ref_geomean": "1.7"}, **passed)
 
 
+def _hostile_workspace(ws: Path) -> None:
+    """Records Python's json parses only to raise: a RecursionError, an integer over 4300 digits."""
+    write_record(ws, 0, performance={"latency_us": 10})
+    (ws / "memory" / "v1.json").write_text("[" * 100_000 + "]" * 100_000)
+    (ws / "memory" / "v2.json").write_text(
+        '{"version": "v2", "performance": {"latency_us": ' + "9" * 5000 + "}}"
+    )
+
+
 def _empty(ws: Path) -> None:
     (ws / "memory").mkdir()
 
@@ -509,6 +518,7 @@ WORKSPACES = {
     "unicode": _unicode_workspace,
     "pydantic": _pydantic_words_it,
     "objective": _objective_workspace,
+    "hostile": _hostile_workspace,
     "empty": _empty,
     "no-memory": _nothing,
 }

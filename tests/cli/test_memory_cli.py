@@ -405,3 +405,116 @@ def test_error_documents_use_one_vocabulary_of_kinds(
             "message": result.json()["error"]["message"],
             "exit_code": status,
         }, args
+
+
+# Records Python's json parses only to fail (RecursionError) or cannot convert (ValueError: an
+# integer over 4300 digits): a traceback from every command, nothing on stdout under --json.
+HOSTILE_RECORDS = {
+    "deep": "[" * 100_000 + "]" * 100_000,
+    "huge-int": '{"version": "v5", "masked": false, "performance": {"latency_us": ' + "9" * 5000 + "}}",
+    "just-too-deep": '{"version": "v5", "a": ' + "[" * 100 + "]" * 100 + "}",
+}
+
+
+@pytest.mark.parametrize("fast_path", [True, False])
+@pytest.mark.parametrize("hostile", sorted(HOSTILE_RECORDS))
+def test_a_record_json_cannot_hold_is_a_corrupt_file(
+    vector_add_ws: Path, cli, monkeypatch: pytest.MonkeyPatch, fast_path: bool, hostile: str
+) -> None:  # type: ignore[no-untyped-def]
+    """docs/memory.md: a corrupt file is reported by name and skipped, exit 2 when it is the one
+    asked for, one JSON document under --json; the other files are untouched."""
+    if not fast_path:
+        monkeypatch.setenv("KERNELSCOPE_NO_FAST_PATH", "1")
+    (vector_add_ws / "memory" / "v5.json").write_text(HOSTILE_RECORDS[hostile])
+
+    def records() -> dict[str, bytes]:  # (the update below writes v4 and, outside git, a lock)
+        return {
+            p.name: p.read_bytes() for p in (vector_add_ws / "memory").glob("v*.json") if p.name != "v4.json"
+        }
+
+    before = records()
+    ws = str(vector_add_ws)
+    listing = cli("memory", "list", "-w", ws, "--json")
+    assert listing.exit_code == 0, listing.stderr
+    row = next(row for row in listing.json() if row["version"] == "v5")
+    assert "v5.json" in row["error"] and row["masked"] is None
+    summary = cli("memory", "summary", "-w", ws, "--json")
+    assert summary.exit_code == 0 and "v5" in [r["version"] for r in summary.json()["versions"]]
+    everything = cli("memory", "read", "-w", ws)
+    assert everything.exit_code == 0 and "v5.json" in everything.stderr
+    assert "v5" not in [record["version"] for record in everything.json()]
+    one = cli("memory", "read", "-w", ws, "--version", "v5", "--json")
+    assert one.exit_code == 2 and "v5.json" in one.json()["error"]["message"]
+    for args in (("latest",), ("next-version",), ("update", "-v", "v4", "-s", "a=1"), ("mask", "-v", "v5")):
+        result = cli("memory", *args, "-w", ws, "--json")
+        assert result.exit_code in (0, 2) and "Traceback" not in result.stderr, (args, result.stderr)
+        assert isinstance(result.json(), (dict, list, str)), args
+    for args in (("workspace",), ("exp", "top")):
+        result = cli(*args, "-w", ws, "--json")
+        assert result.exit_code == 0, (args, result.stderr)
+        result.json()
+    assert (vector_add_ws / "memory" / "v5.json").read_text() == HOSTILE_RECORDS[hostile]
+    assert records() == before
+
+
+@pytest.mark.parametrize("fast_path", [True, False])
+def test_update_refuses_what_no_reader_could_read_back(
+    vector_add_ws: Path, cli, monkeypatch: pytest.MonkeyPatch, fast_path: bool
+) -> None:  # type: ignore[no-untyped-def]
+    """`--set` with a 900-level key wrote a record `memory read` then failed on (RecursionError);
+    with 2000 levels the write itself was a traceback (json's encoder). Refused up front, exit
+    1, nothing written; as deep as the readers read (100 levels) is written and read back."""
+    if not fast_path:
+        monkeypatch.setenv("KERNELSCOPE_NO_FAST_PATH", "1")
+    ws, path = str(vector_add_ws), vector_add_ws / "memory" / "v4.json"
+    before = path.read_bytes()
+    for assignment in (
+        "deep." + ".".join(["k"] * 900) + "=1",
+        "deep." + ".".join(["k"] * 2000) + "=1",
+        ".".join(["k"] * 100) + "=[1]",
+        "a=" + "[" * 150 + "]" * 150,
+        "a=" + "[" * 100_000 + "]" * 100_000,
+        "a=" + "9" * 5000,
+    ):
+        refused = cli("memory", "update", "-w", ws, "-v", "v4", "--set", assignment, "--json")
+        assert refused.exit_code == 1 and refused.json()["error"]["kind"] == "usage", refused.stdout[:300]
+        assert "100" in refused.json()["error"]["message"] or "4300" in refused.json()["error"]["message"]
+        assert path.read_bytes() == before
+    deepest = ".".join(["k"] * 100)
+    assert cli("memory", "update", "-w", ws, "-v", "v4", "--set", f"{deepest}=1").exit_code == 0
+    read = cli("memory", "read", "-w", ws, "-v", "v4", "--field", deepest, "--json")
+    assert read.exit_code == 0 and read.json() == 1, read.stderr
+    assert cli("memory", "read", "-w", ws, "-v", "v4").exit_code == 0
+    assert cli("memory", "list", "-w", ws, "--json").exit_code == 0
+
+
+@pytest.mark.parametrize("fast_path", [True, False])
+def test_a_score_that_overflows_is_no_score(
+    vector_add_ws: Path, cli, monkeypatch: pytest.MonkeyPatch, fast_path: bool
+) -> None:  # type: ignore[no-untyped-def]
+    """v4 records a tiny positive latency (1e-320): v0's latency over it overflowed to inf, and
+    `--json` printed `Infinity`, which is not JSON. A non-finite ratio is no score."""
+    if not fast_path:
+        monkeypatch.setenv("KERNELSCOPE_NO_FAST_PATH", "1")
+    path = vector_add_ws / "memory" / "v4.json"
+    path.write_text(path.read_text().replace('"latency_us": 49.8', '"latency_us": 1e-320'))
+
+    def refuse(constant: str) -> None:
+        raise AssertionError(f"{constant} in --json output")
+
+    for args in (
+        ("memory", "list"),
+        ("memory", "summary"),
+        ("workspace",),
+        ("memory", "mask-half", "--dry-run"),
+    ):
+        result = cli(*args, "-w", str(vector_add_ws), "--json")
+        assert result.exit_code == 0, (args, result.stderr)
+        json.loads(result.stdout, parse_constant=refuse)
+    row = next(
+        row
+        for row in cli("memory", "list", "-w", str(vector_add_ws), "--json").json()
+        if row["version"] == "v4"
+    )
+    assert row["score"] is None and row["latency_ratio"] is None
+    assert "inf" not in cli("memory", "list", "-w", str(vector_add_ws)).stdout

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import math
 import shutil
 import sys
 from pathlib import Path
@@ -730,3 +731,59 @@ def test_tcp_requires_the_token_from_a_private_file(tmp_path: Path) -> None:
         assert reply["result"]["serverInfo"]["name"] == "kernelscope"
     finally:
         accepted.kill()
+
+
+def _numbers(tree: object) -> list[float]:
+    if isinstance(tree, dict):
+        return [n for value in tree.values() for n in _numbers(value)]
+    if isinstance(tree, list):
+        return [n for value in tree for n in _numbers(value)]
+    return [float(tree)] if isinstance(tree, (int, float)) and not isinstance(tree, bool) else []
+
+
+async def _lens_hover_hints(client: KernelscopeClient, uri: str) -> tuple[list[str], str, list[str]]:
+    titles = [lens.command.title for lens in await lenses(client, uri) if lens.command]
+    document = types.TextDocumentIdentifier(uri=uri)
+    hover = await client.text_document_hover_async(
+        types.HoverParams(text_document=document, position=types.Position(line=8, character=6))
+    )
+    hints = await client.text_document_inlay_hint_async(
+        types.InlayHintParams(
+            text_document=document,
+            range=types.Range(
+                start=types.Position(line=0, character=0), end=types.Position(line=40, character=0)
+            ),
+        )
+    )
+    return titles, hover.contents.value if hover else "", [str(hint.label) for hint in hints or []]  # type: ignore[union-attr]
+
+
+@pytest.mark.parametrize(
+    "hostile",
+    ["[" * 100_000 + "]" * 100_000, '{"version": "v5", "performance": {"latency_us": ' + "9" * 5000 + "}}"],
+    ids=["deep", "huge-int"],
+)
+async def test_a_hostile_record_is_one_corrupt_file_to_lenses_hover_and_hints(
+    client: KernelscopeClient, hostile: str
+) -> None:
+    """A record Python's json parses only to raise (RecursionError, or ValueError for an integer
+    over 4300 digits) answered every lens, hover and inlay hint of the workspace -32603 with a
+    traceback; it is a corrupt file, skipped, as docs/memory.md promises."""
+    ws = client.folder / "foreign_softmax"
+    (ws / "memory" / "v5.json").write_text(hostile)
+    titles, hover, hints = await _lens_hover_hints(client, (ws / "kernel.py").as_uri())
+    assert any(t.startswith("best 1.22x v4 | latest 1.22x v4") for t in titles), titles
+    assert "| v4 |" in hover and hints, (hover, hints)
+
+
+async def test_a_score_that_overflows_is_no_score_on_the_wire(client: KernelscopeClient) -> None:
+    """v4 records a tiny positive latency (1e-320): v0's latency over it overflows to inf, which
+    the lens showed as `best infx v4` and showHistory sent as `Infinity` (not JSON: Node's
+    JSON.parse, so VS Code's client, rejects the whole message). A non-finite ratio is no score."""
+    ws = client.folder / "foreign_softmax"
+    path = ws / "memory" / "v4.json"
+    path.write_text(path.read_text().replace('"latency_us": 49.8', '"latency_us": 1e-320'))
+    titles, hover, hints = await _lens_hover_hints(client, (ws / "kernel.py").as_uri())
+    assert not any("inf" in text for text in [*titles, hover, *hints]), (titles, hover, hints)
+    history = await command(client, "kernelscope.showHistory", {"workspace": str(ws)})
+    assert all(math.isfinite(n) for n in _numbers(json.loads(json.dumps(history, default=_as_dict))))

@@ -515,3 +515,39 @@ def test_opening_kernel_py_reads_what_the_lenses_show(
     found = lenses.code_lens(doc, None)  # type: ignore[arg-type]
     titles = [lens.command.title for lens in found if lens.command]
     assert any(title.startswith("best 1.22x v4") for title in titles), titles
+
+
+def test_the_daemon_sends_no_json_that_holds_nan_or_infinity() -> None:
+    """pygls wrote a float('inf') in an answer as `Infinity`, which Node's JSON.parse (VS
+    Code's client) rejects, losing the message. An answer that holds one is answered
+    InternalError naming why; a notification that holds one is not sent."""
+    from kernelscope.daemon.lsp.language_server import KernelscopeServer
+
+    class Writer:
+        def __init__(self) -> None:
+            self.sent: list[bytes] = []
+
+        def write(self, data: bytes) -> None:
+            self.sent.append(data)
+
+        def close(self) -> None:
+            pass
+
+    protocol = KernelscopeServer().protocol
+    writer = Writer()
+    protocol.set_writer(writer)
+
+    def bodies() -> list[dict]:
+        found = [json.loads(data.split(b"\r\n\r\n", 1)[1]) for data in writer.sent]
+        writer.sent.clear()
+        return found
+
+    protocol._send_response(7, {"score": float("inf")})
+    [answer] = bodies()
+    assert (
+        answer["id"] == 7 and answer["error"]["code"] == -32603 and "Infinity" in answer["error"]["message"]
+    )
+    protocol.notify("kernelscope/jobFinished", {"score": float("nan")})
+    assert bodies() == []
+    protocol._send_response(8, {"score": 1.5, "name": "é"})
+    assert bodies() == [{"id": 8, "jsonrpc": "2.0", "result": {"score": 1.5, "name": "é"}}]

@@ -15,7 +15,6 @@ blame, tried values, fingerprint and compare without touching disk. Version kern
 from __future__ import annotations
 
 import hashlib
-import json
 import re
 import threading
 from collections.abc import Callable
@@ -23,6 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
 
+from kernelscope.daemon.engine import load_json
 from kernelscope.daemon.engine.history import gitdata
 from kernelscope.daemon.engine.history.source import FACTS, SourceFacts, content_key, no_gc_pauses
 from kernelscope.daemon.engine.history.unified_diff import apply_unified_diff
@@ -700,7 +700,7 @@ def _evaluations(root: Path) -> dict[str, dict[str, Any]]:
             continue
         for line in lines:
             try:
-                row = json.loads(line)
+                row = load_json(line)
             except ValueError:
                 continue
             if (

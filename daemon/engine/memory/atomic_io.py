@@ -27,6 +27,8 @@ from kernelscope.daemon.engine import (
     DataError,
     WriteFailed,
     began_writing,
+    json_text,
+    load_json,
     refuse_if_session_ended,
     session_wait,
     write_error_reason,
@@ -206,7 +208,7 @@ def replay_journal(directory: Path, names: re.Pattern[str]) -> list[str]:
     kernelscope from before the digests is replayed as it says."""
     journal = directory / JOURNAL_NAME
     try:
-        data = json.loads(journal.read_text(encoding="utf-8"))
+        data = load_json(journal.read_text(encoding="utf-8"))
         files = data["files"]
         before = data.get("before")
         if not isinstance(files, dict) or not all(
@@ -265,7 +267,7 @@ def detect_indent(text: str) -> int:
 
 def dump_json(data: Any, indent: int = 2) -> str:
     """JSON the way the seed's memory manager writes it: indented, UTF-8, final newline."""
-    return json.dumps(data, indent=indent, ensure_ascii=False, allow_nan=False) + "\n"
+    return json_text(data, indent=indent, ensure_ascii=False) + "\n"
 
 
 def lock_dir_of(workspace: Path) -> Path:

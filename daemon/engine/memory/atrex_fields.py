@@ -25,7 +25,7 @@ from __future__ import annotations
 import json
 import re
 
-from kernelscope.protocol.record_rules import as_float
+from kernelscope.protocol.record_rules import as_float, ratio
 from kernelscope.protocol.record_rules import section_get as _get
 
 TYPE_CHECKING = False  # typing is 2-3 ms of the CLI fast path's start-up: annotations only
@@ -221,4 +221,4 @@ def objective_ratio(performance: Any, base_performance: Any) -> float | None:
     found, base = objective_score(performance), objective_score(base_performance)
     if found is None or base is None or found[0] != base[0]:
         return None
-    return found[1] / base[1]
+    return ratio(found[1], base[1])

@@ -18,7 +18,7 @@ import re
 import stat
 from pathlib import Path
 
-from kernelscope.daemon.engine import DataError, UsageError
+from kernelscope.daemon.engine import DataError, UsageError, load_json
 from kernelscope.daemon.engine.memory import atrex_fields
 from kernelscope.daemon.engine.memory.record_edits import get_path
 from kernelscope.protocol.record_rules import (
@@ -30,6 +30,7 @@ from kernelscope.protocol.record_rules import (
     gate_result,
     masked,
     parse_version,
+    ratio,
     section_get,
 )
 
@@ -165,7 +166,7 @@ def read_file(number: int, path: Path) -> RawFile:
         return RawFile(number, path, None, f"{path.name} is {what}, not a record file")
     try:
         text = path.read_text(encoding="utf-8")
-        raw = json.loads(text)
+        raw = load_json(text)
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
         return RawFile(number, path, None, f"{path.name}: not valid JSON ({exc})")
     if not isinstance(raw, dict):
@@ -342,8 +343,13 @@ def score_parts(record: Any, baseline: Any, kind: str | None = None) -> ScorePar
     if baseline is None:
         return None
     base_latency, latency = _positive(metric(baseline, "latency_us")), _positive(metric(record, "latency_us"))
-    if base_latency and latency:
-        return (base_latency / latency, "latency_ratio", "v0", None, "performance.latency_us")
+    if base_latency and latency:  # (overflowing, it is no score: never the README metric's instead)
+        by_latency = ratio(base_latency, latency)
+        return (
+            None
+            if by_latency is None
+            else (by_latency, "latency_ratio", "v0", None, "performance.latency_us")
+        )
     if kind == README_UNREAD:
         if any(_metric_ratio(record, baseline, name) for name in ("bandwidth", "tflops")):
             raise KindNeeded
@@ -355,8 +361,9 @@ def _metric_ratio(record: Any, baseline: Any, kind: str) -> ScoreParts | None:
     """The ratio of the README's target metric (bandwidth, TFLOP/s) to v0's."""
     name = RECORD_METRIC[kind]
     base_value, value = _positive(metric(baseline, name)), _positive(metric(record, name))
-    if base_value and value:
-        return (value / base_value, "metric_ratio", "v0", None, f"performance.{name}")
+    by_metric = ratio(value, base_value) if base_value and value else None
+    if by_metric is not None:
+        return (by_metric, "metric_ratio", "v0", None, f"performance.{name}")
     return None
 
 
@@ -389,7 +396,7 @@ def summary_row(
         latency_us=latency,
         tflops=metric(raw, "tflops"),
         bandwidth_gbps=metric(raw, "bandwidth_gbps"),
-        latency_ratio=base_latency / latency if base_latency and latency else None,
+        latency_ratio=ratio(base_latency, latency) if base_latency and latency else None,
         score=None
         if score is None
         else {"value": score[0], "kind": score[1], "versus": score[2], "ci": score[3], "source": score[4]},

@@ -6,7 +6,14 @@ from __future__ import annotations
 
 import json
 
-from kernelscope.daemon.engine import DataError, UsageError
+from kernelscope.daemon.engine import (
+    MAX_JSON_DEPTH,
+    DataError,
+    UnreadableJSON,
+    UsageError,
+    json_depth,
+    load_json,
+)
 
 TYPE_CHECKING = False  # typing is 2-3 ms of the CLI fast path's start-up: annotations only
 if TYPE_CHECKING:
@@ -30,7 +37,9 @@ def parse_cli_value(raw: str) -> Any:
         raise UsageError(f"{name} is not a JSON value; quote it to store the string")
 
     try:
-        return json.loads(raw, parse_constant=_refuse_constant)
+        return load_json(raw, parse_constant=_refuse_constant)
+    except UnreadableJSON as exc:  # (too deep, too long a number: no record could hold it)
+        raise UsageError(f"invalid --set value: {exc.msg}") from None
     except json.JSONDecodeError:
         if lowered in ("nan", "inf", "-inf", "infinity", "-infinity"):
             raise UsageError(f"{raw!r} is not a finite number") from None
@@ -45,7 +54,14 @@ def parse_assignment(assignment: str) -> tuple[list[str], Any]:
     path = [part.strip() for part in key.strip().split(".")]
     if not path or any(not part for part in path):
         raise UsageError(f"invalid --set key {key!r}: expected dotted names like a.b.c")
-    return path, parse_cli_value(raw_value)
+    value = parse_cli_value(raw_value)
+    if len(path) + json_depth(value) > MAX_JSON_DEPTH:  # what every reader reads back (load_json)
+        shown = key if len(key) <= 60 else key[:57] + "..."
+        raise UsageError(
+            f"invalid --set {shown!r}: the record would nest {len(path) + json_depth(value)} levels "
+            f"deep, more than the {MAX_JSON_DEPTH} kernelscope reads; nothing was written"
+        )
+    return path, value
 
 
 def get_path(data: Any, path: list[str]) -> Any:

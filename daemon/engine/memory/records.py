@@ -37,7 +37,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from kernelscope.daemon.engine import DataError, KernelscopeError, UsageError, WriteFailed
+from kernelscope.daemon.engine import DataError, KernelscopeError, UsageError, WriteFailed, load_json
 from kernelscope.daemon.engine.memory import core
 from kernelscope.daemon.engine.memory.atomic_io import (
     JOURNAL_NAME,
@@ -539,7 +539,7 @@ class MemoryManager:
         version; an iteration that measured across one must not take that version: it reads
         the mark when it starts and again before it records (workflows/iterate.py)."""
         try:
-            mark = json.loads((self.lock_dir / MASK_HALF_MARK).read_text(encoding="utf-8"))
+            mark = load_json((self.lock_dir / MASK_HALF_MARK).read_text(encoding="utf-8"))
         except (OSError, ValueError):
             return None
         return mark if isinstance(mark, dict) else None

@@ -31,7 +31,7 @@ from kernelscope.daemon.engine.memory import atrex_fields, core
 from kernelscope.daemon.engine.memory.core import _interval, _positive, kernelscope_block
 from kernelscope.protocol.history import ScoreValue
 from kernelscope.protocol.memory import MemoryRecord, as_float
-from kernelscope.protocol.record_rules import RECORD_METRIC, format_score
+from kernelscope.protocol.record_rules import RECORD_METRIC, format_score, ratio
 from kernelscope.protocol.workspace import MetricKind, ReadmeInfo
 
 if TYPE_CHECKING:
@@ -141,8 +141,9 @@ def parent_effect(
         )
     if parent is not None and atrex_fields.record_outcome(parent).measured:
         before, now = _positive(parent.metric("latency_us")), _positive(record.metric("latency_us"))
-        if before and now:
-            return _score(before / now, "latency_ratio", versus, None, "performance.latency_us")
+        by_latency = ratio(before, now) if before and now else None
+        if by_latency is not None:
+            return _score(by_latency, "latency_ratio", versus, None, "performance.latency_us")
     return None
 
 

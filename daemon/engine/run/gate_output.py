@@ -38,6 +38,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from kernelscope.daemon.engine import load_json
 from kernelscope.daemon.engine.memory import atrex_fields
 from kernelscope.daemon.engine.workspace.kinds import atrex_bench_shapes
 from kernelscope.protocol.bench import BenchError, ConfigResult, ErrorKind, GateReport
@@ -78,14 +79,14 @@ class GateLines:
         if "RESULT_JSON=" in text:
             match = RESULT_JSON.match(text)
             if match:
-                with contextlib.suppress(json.JSONDecodeError, RecursionError):
-                    body = json.loads(match["body"])
+                with contextlib.suppress(json.JSONDecodeError):
+                    body = load_json(match["body"])
                     if isinstance(body, dict):
                         self.result_json = (_source(match["prefix"]), body)
                         return
         if text.startswith("{"):
-            with contextlib.suppress(json.JSONDecodeError, RecursionError):
-                body = json.loads(text)
+            with contextlib.suppress(json.JSONDecodeError):
+                body = load_json(text)
                 if isinstance(body, dict):
                     self.json_line = body
 
@@ -163,7 +164,7 @@ class Workloads:
             if path.is_file() and path.stat().st_size < 64 << 20:
                 for line in path.read_text(encoding="utf-8").splitlines():
                     with contextlib.suppress(json.JSONDecodeError, AttributeError, TypeError):
-                        item = json.loads(line)
+                        item = load_json(line)
                         uuid = item.get("uuid")
                         if isinstance(uuid, str):
                             found = item.get("axes")

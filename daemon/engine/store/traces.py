@@ -87,7 +87,7 @@ from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
-from kernelscope.daemon.engine import DataError, counted
+from kernelscope.daemon.engine import DataError, counted, load_json
 from kernelscope.daemon.engine.memory.git_place import READ_ONLY_ENV, READ_ONLY_OPTIONS, git_environment
 from kernelscope.protocol.bench import BenchError, BenchResult, ConfigResult
 from kernelscope.protocol.experiment import SUMMARY_MAX_CHARS, KernelExperiment, utc_now_z
@@ -299,7 +299,7 @@ def _read_sol(root: Path) -> tuple[str, list[dict[str, Any]]] | None:
     if not (definition.is_file() and workloads.is_file()):
         return None
     try:
-        data = json.loads(definition.read_text(encoding="utf-8"))
+        data = load_json(definition.read_text(encoding="utf-8"))
         lines = workloads.read_text(encoding="utf-8").splitlines()
     except (OSError, ValueError):
         return None
@@ -307,7 +307,7 @@ def _read_sol(root: Path) -> tuple[str, list[dict[str, Any]]] | None:
     found: list[dict[str, Any]] = []
     for line in lines:
         try:
-            value = json.loads(line) if line.strip() else None
+            value = load_json(line) if line.strip() else None
         except ValueError:
             value = None
         if isinstance(value, dict):
@@ -343,7 +343,7 @@ def solution_name(result: BenchResult, root: Path) -> tuple[str, str | None]:
     candidate = Path(result.candidate) if result.candidate else root / "kernel.py"
     name = candidate.name or "kernel.py"
     try:
-        spec = json.loads((root / "solution.json").read_text(encoding="utf-8"))
+        spec = load_json((root / "solution.json").read_text(encoding="utf-8"))
         sources = {Path(str(s.get("path", ""))).name for s in spec.get("sources", []) if isinstance(s, dict)}
         if isinstance(spec.get("name"), str) and spec["name"] and name in sources:
             name = spec["name"]
@@ -599,7 +599,7 @@ def log_marker(log: str) -> dict[str, Any]:
     if not first.startswith(LOG_MARKER):
         return {}
     try:
-        value = json.loads(first[len(LOG_MARKER) :])
+        value = load_json(first[len(LOG_MARKER) :])
     except ValueError:
         return {}
     return value if isinstance(value, dict) else {}
@@ -626,7 +626,7 @@ def _jsonable(value: Any) -> Any:
 
 def experiment_id(line: str, workspace: str) -> str:
     """Stable per record and workspace: re-importing a file adds nothing."""
-    canonical = json.dumps(json.loads(line), sort_keys=True, separators=(",", ":"))
+    canonical = json.dumps(load_json(line), sort_keys=True, separators=(",", ":"))
     return "trace-" + hashlib.sha256(f"{workspace}\n{canonical}".encode()).hexdigest()[:24]
 
 

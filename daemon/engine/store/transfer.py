@@ -17,7 +17,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from kernelscope.daemon.engine import counted
+from kernelscope.daemon.engine import counted, load_json
 from kernelscope.daemon.engine.store.errors import InvalidImportFile
 from kernelscope.protocol.experiment import KernelExperiment
 
@@ -36,7 +36,7 @@ def read_records(path: Path) -> list[KernelExperiment]:
     stripped = text.lstrip()
     if stripped.startswith("{"):
         try:
-            data = json.loads(text)
+            data = load_json(text)
             # The seed's database maps ids to record objects; a record (one JSON line) has
             # fields that are not objects (its summary, its score).
             if isinstance(data, dict) and data and all(isinstance(v, dict) for v in data.values()):
@@ -50,7 +50,7 @@ def read_records(path: Path) -> list[KernelExperiment]:
             raw_records = _json_lines(path, text)
     elif stripped.startswith("["):
         try:
-            data = json.loads(text)
+            data = load_json(text)
         except json.JSONDecodeError as exc:
             raise InvalidImportFile(f"{path}: not valid JSON ({exc})") from None
         raw_records = [(f"{path.name}[{i}]", item) for i, item in enumerate(data)]
@@ -76,7 +76,7 @@ def _json_lines(path: Path, text: str) -> list[tuple[str, Any]]:
         if not line.strip():
             continue
         try:
-            found.append((f"{path.name}:{number}", json.loads(line)))
+            found.append((f"{path.name}:{number}", load_json(line)))
         except json.JSONDecodeError as exc:
             raise InvalidImportFile(f"{path}:{number}: not valid JSON ({exc.msg})") from None
     return found

@@ -18,7 +18,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from kernelscope.daemon.engine import KernelscopeError
+from kernelscope.daemon.engine import KernelscopeError, load_json
 from kernelscope.daemon.engine.memory.atomic_io import dump_json
 from kernelscope.daemon.engine.memory.records import MemoryEntry, MemoryManager
 from kernelscope.daemon.engine.workflows.git import Git
@@ -31,7 +31,7 @@ def _same_record(a: dict[str, Any], b: dict[str, Any]) -> bool:
 def _committed(git: Git, revision: str, entry: MemoryEntry) -> dict[str, Any] | None:
     text = git.show_file(revision, entry.path)
     try:
-        found = json.loads(text) if text is not None else None
+        found = load_json(text) if text is not None else None
     except json.JSONDecodeError:
         return None
     return found if isinstance(found, dict) else None

@@ -13,6 +13,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+from kernelscope.daemon.engine import load_json
 from kernelscope.daemon.engine.workspace import atrex
 from kernelscope.protocol import kinds
 from kernelscope.protocol.workspace import ReadmeInfo, TargetSource, WorkspaceProfile
@@ -46,9 +47,9 @@ def atrex_bench_shapes(root: Path) -> dict[str, dict[str, Any]] | None:
     or None when the file is absent, unreadable, too large or not a JSON object. The one
     reader of it: the profile counts its entries, the gate names configurations by them."""
     path = root / SHAPES_FILE
-    with contextlib.suppress(OSError, UnicodeDecodeError, json.JSONDecodeError, RecursionError):
+    with contextlib.suppress(OSError, UnicodeDecodeError, json.JSONDecodeError):
         if path.is_file() and path.stat().st_size < _MAX_WORKLOAD_FILE:
-            found = json.loads(path.read_text(encoding="utf-8"))
+            found = load_json(path.read_text(encoding="utf-8"))
             if isinstance(found, dict):
                 return {str(sid): _input_kwargs(shape) for sid, shape in found.items()}
     return None
@@ -102,7 +103,7 @@ def _workload_count(root: Path, kind: str) -> tuple[int | None, str | None]:
 def _config_stop_conditions(root: Path) -> list[TargetSource]:
     """Stop-like settings a `config.json` states (iterations limits and the like)."""
     try:
-        data = json.loads((root / "config.json").read_text(encoding="utf-8"))
+        data = load_json((root / "config.json").read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return []
     if not isinstance(data, dict):

@@ -21,6 +21,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from kernelscope.daemon.engine import load_json
 from kernelscope.daemon.engine.workspace import readme_lines as lines_of
 from kernelscope.protocol.workspace import (
     Comparator,
@@ -352,7 +353,7 @@ def _targets_digest(sections: list[lines_of.Section], specs: list[HardwareSpec],
 def _apply_machine_block(info: ReadmeInfo, body: str, line: int) -> None:
     """Let the machine block override what the prose said, field by field."""
     try:
-        data: Any = json.loads(body)
+        data: Any = load_json(body)
     except json.JSONDecodeError as exc:
         info.errors.append(
             f"README line {line + exc.lineno}: the ```kernelscope block is not valid JSON "
