@@ -66,8 +66,7 @@ class IterationResult(ClosedModel):
     passed: bool
     mode: str
     score: float | None = Field(
-        default=None,
-        description="geometric-mean speedup vs v0 (None when it was not timed against v0's kernel)",
+        default=None, description="geomean speedup vs v0's kernel (None: not timed vs it)"
     )
     speedup_vs_reference: float | None = Field(
         default=None,
