@@ -49,7 +49,7 @@ echo "kernelscope: installing ${pkgs[*]} into $venv (log: $log)" >&2
 install() { "$venv/bin/python" -m pip install "$@" "${pkgs[@]}" >"$log" 2>&1; }
 # pip's two ways of saying that no index it asked has the CPU build (the second with a constraint)
 no_cpu_build() {
-  grep -q "No matching distribution found for torch" "$log" \
+  grep -qE "No matching distribution found for torch(==|\$)" "$log" \
     || grep -A4 "no matching distributions available" "$log" | grep -qx " *torch"
 }
 if ! install; then
