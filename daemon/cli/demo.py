@@ -49,7 +49,7 @@ def demo_command(
 ) -> None:
     """Create a workspace, record v0 and three measured improvements, mask half, show the lenses."""
     from kernelscope.daemon.engine import DataError
-    from kernelscope.daemon.engine.store.config import is_default_url, public_url
+    from kernelscope.daemon.engine.store.config import has_password, public_url, read_without_db
 
     if mode not in ("auto", "gpu", "interpreter"):  # as iterate and bench word it
         raise typer.BadParameter("must be auto, gpu or interpreter", param_hint="--mode")
@@ -74,17 +74,25 @@ def demo_command(
         output.info(f"  [above {kernel}] {text}")
     output.info("")
     output.info(f"Workspace: {result.workspace}")
-    # The commands below read the store their --db names, else the default one: a demo with a
-    # --db of its own says so, and its suggested commands carry that --db.
+    # The commands below read the store their --db names, else the one resolve_db_url gives
+    # (KERNELSCOPE_DB_URL, the config file, the default): a demo on another store says so, and
+    # its suggested commands carry its --db, unless its URL holds a password, which is never
+    # shown (a masked --db could not log in): the user exports their own URL instead.
     shown = public_url(result.db_url)
-    own_store = "" if is_default_url(result.db_url) else f" --db {shlex.quote(shown)}"
-    if own_store:
+    own_store = ""
+    if read_without_db(result.db_url):
+        output.info(f"Experiments: {shown} (every command reads it: the store they read without --db)")
+    elif has_password(result.db_url):
         output.info(
-            f"Experiments: {shown} (not your default store: commands read it with --db {shlex.quote(shown)}, "
-            f"or with KERNELSCOPE_DB_URL={shlex.quote(shown)} exported)"
+            f"Experiments: {shown} (not the store commands read without --db; its password is not "
+            "shown: export KERNELSCOPE_DB_URL set to your --db URL before the commands below)"
         )
     else:
-        output.info(f"Experiments: {shown} (your default store: every command reads it)")
+        own_store = f" --db {shlex.quote(shown)}"
+        output.info(
+            f"Experiments: {shown} (not the store commands read without --db: they read it with "
+            f"--db {shlex.quote(shown)}, or with KERNELSCOPE_DB_URL={shlex.quote(shown)} exported)"
+        )
     hint = path_hint()
     if hint:
         output.info(hint)

@@ -97,6 +97,41 @@ def test_the_demo_on_the_default_store_says_every_command_reads_it(fake_demo, cl
     assert all("--db" not in command for command in _suggested(done.stdout))
 
 
+def test_the_demo_on_the_store_commands_read_without_db_adds_no_db(  # type: ignore[no-untyped-def]
+    fake_demo, cli, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, users_own_files: Path
+) -> None:
+    """Before: a store named by KERNELSCOPE_DB_URL (or the config file's db_url) was "not your
+    default store: commands read it with --db ..., or with KERNELSCOPE_DB_URL=... exported",
+    though it was exported, and every suggested command got an unneeded --db. Every command
+    reads the store the resolver gives without --db: the demo compares with that."""
+    for setting in ("env", "config"):
+        store = tmp_path / f"{setting}.sqlite"
+        if setting == "env":
+            monkeypatch.setenv("KERNELSCOPE_DB_URL", str(store))
+        else:
+            monkeypatch.delenv("KERNELSCOPE_DB_URL")
+            users_own_files.parent.mkdir(parents=True, exist_ok=True)
+            users_own_files.write_text(f"db_url = {json.dumps(str(store))}\n")
+        for args in ((), ("--db", str(store))):
+            done = cli("demo", *args)
+            assert done.exit_code == 0, done.stderr
+            assert "every command reads it" in done.stdout and "not your" not in done.stdout, done.stdout
+            assert all("--db" not in command for command in _suggested(done.stdout)), done.stdout
+
+
+def test_the_demo_never_suggests_a_masked_password(fake_demo, cli) -> None:  # type: ignore[no-untyped-def]
+    """Before: a PostgreSQL --db with a password was suggested as `--db postgresql://u:***@...`
+    (public_url hides the password), a command that cannot log in. Now the sentence names the
+    variable to export with the user's own URL, and no suggested command carries the mask."""
+    done = cli("demo", "--db", "postgresql://team:s3cret@db.example.invalid/kernels")
+    assert done.exit_code == 0, done.stderr
+    assert "s3cret" not in done.stdout + done.stderr
+    head = done.stdout.split("Explore it:")[0]
+    assert "every command reads it" not in head and "KERNELSCOPE_DB_URL" in head, head
+    assert "--db postgresql" not in head and "=postgresql" not in head, head
+    assert all("--db" not in command for command in _suggested(done.stdout)), done.stdout
+
+
 def test_demo_json_is_one_document(fake_demo, cli) -> None:  # type: ignore[no-untyped-def]
     """README and the CLI reference say every command that reports a result takes --json: the
     demo refused it (exit 1, no such option)."""

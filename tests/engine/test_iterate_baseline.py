@@ -1,8 +1,9 @@
 """What `kernelscope iterate` times a new version against, and what it calls the number.
 
 A score "vs v0" is against v0's kernel and nothing else. v0's record may name no commit (the
-example workspaces ship v0 with `git_commit_hash: null`); its kernel.py is then the one
-committed with memory/v0.json, when that commit holds kernel.py. With no v0 code to be found,
+example workspaces ship v0 with `git_commit_hash: null`); its kernel.py is then found as the
+history finds it (history/version_code.py): a `V0: ...` commit, else the commit that added
+memory/v0.json, when that commit holds kernel.py and added no other record. With no v0 code to be found,
 the version is timed against the reference, and the number is recorded and shown as a speedup
 vs the reference, never as a score vs v0 (it was: `v1: PASS 0.01x vs v0`).
 """
@@ -111,3 +112,99 @@ def test_with_no_v0_code_the_number_is_a_speedup_vs_the_reference_everywhere(
     assert experiment.score is None and "vs v0" not in experiment.raw_result, experiment.raw_result
     assert experiment.metrics["speedup_vs_reference"] == result.speedup_vs_reference
     assert not any(e.memory_version == "v1" for group in store.failures(True).values() for e in group)
+
+
+def _spy_baselines(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The text of every baseline iterate times against ("reference" for the reference)."""
+    baselines: list[str] = []
+    real = iterate_module.run_benchmark
+
+    def spy(request, cancel=None):  # type: ignore[no-untyped-def]
+        baselines.append(
+            Path(request.baseline).read_text() if request.baseline != "reference" else "reference"
+        )
+        return real(request, cancel=cancel)
+
+    monkeypatch.setattr(iterate_module, "run_benchmark", spy)
+    return baselines
+
+
+def _v0_kernel_in_history(ws: Path, db: str) -> str | None:
+    """v0's kernel.py as the history reads it (None: the history knows no v0 code)."""
+    history = HistoryService(ws, db_url=db).history()
+    blob = history.versions["v0"].kernel_blob
+    return history.source_of(blob) if blob else None
+
+
+def _add_v1(ws: Path) -> tuple[str, str]:
+    """A v1 record (naming no commit, as hand-recorded ones do) and v1's kernel (num_warps=4)
+    in the working tree: (v0's code, v1's code)."""
+    v0_code = (ws / "kernel.py").read_text()
+    v1_code = v0_code.replace("BLOCK_SIZE=block)", "BLOCK_SIZE=block, num_warps=4)")
+    assert v1_code != v0_code
+    (ws / "kernel.py").write_text(v1_code)
+    v1 = json.loads((ws / "memory" / "v0.json").read_text())
+    v1["version"] = "v1"
+    v1["optimization"]["action_description"] = "num_warps=4"
+    (ws / "memory" / "v1.json").write_text(json.dumps(v1, indent=2) + "\n")
+    return v0_code, v1_code
+
+
+def test_a_workspace_imported_after_v0_has_no_v0_code(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Before: a workspace worked on before its first commit (v0.json, v1.json and v1's
+    kernel.py committed at once) had v2 timed against v1's code, the commit that added v0.json
+    being taken as v0's, and stored as `V2: 0.85x vs v0`, with no word said; the history
+    (rightly) knew no v0 code there. Now both say so: v2 is timed against the reference."""
+    ws = tmp_path / "kernel_opt_softmax"
+    shutil.copytree(EXAMPLES / "softmax", ws)
+    _, v1_code = _add_v1(ws)
+    git = Git(ws)
+    git.init()
+    git.commit_paths(
+        [p for p in ws.rglob("*") if p.is_file() and ".git" not in p.parts], "import the workspace"
+    )
+    (ws / "kernel.py").write_text(v1_code.replace("num_warps=4", "num_warps=8"))
+    db = str(tmp_path / "exp.sqlite")
+    baselines = _spy_baselines(monkeypatch)
+    result = iterate(ws, db)
+    assert baselines == ["reference"]
+    assert result.version == "v2" and result.score is None and result.speedup_vs_reference is not None
+    assert any(NO_CODE in m for m in result.messages), result.messages
+    assert "vs v0" not in git.run("log", "-1", "--format=%s", result.commit)  # type: ignore[arg-type]
+    assert _v0_kernel_in_history(ws, db) is None
+
+
+def test_a_v0_commit_subject_holds_v0s_code_for_iterate_as_for_the_history(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Before: the records committed later, together (no commit added v0.json with kernel.py),
+    so iterate timed v2 against the reference while the history read v0's code from the
+    `V0: baseline` commit. One rule now: both take that commit's kernel.py."""
+    ws = tmp_path / "kernel_opt_softmax"
+    shutil.copytree(EXAMPLES / "softmax", ws)
+    records = [ws / "memory" / "v0.json", ws / "memory" / "v1.json"]
+    files = [p for p in ws.rglob("*") if p.is_file() and p not in records]
+    git = Git(ws)
+    git.init()
+    git.commit_paths(files, "V0: baseline")
+    v0_code, v1_code = _add_v1(ws)
+    git.commit_paths([ws / "kernel.py"], "V1: num_warps=4")
+    git.commit_paths(records, "the records")
+    (ws / "kernel.py").write_text(v1_code.replace("num_warps=4", "num_warps=8"))
+    db = str(tmp_path / "exp.sqlite")
+    assert _v0_kernel_in_history(ws, db) == v0_code
+    baselines = _spy_baselines(monkeypatch)
+    result = iterate(ws, db)
+    assert baselines == [v0_code]
+    assert result.score is not None and not any(NO_CODE in m for m in result.messages), result.messages
+
+
+def test_the_history_reads_v0s_code_where_iterate_times_against_it(tmp_path: Path) -> None:
+    """Before: iterate took kernel.py from the commit that added v0.json (the example committed
+    as a new user does), and the history said v0 had no code there."""
+    ws = softmax_workspace(tmp_path, kernel_with_v0=True)
+    assert _v0_kernel_in_history(ws, str(tmp_path / "exp.sqlite")) == Git(ws).show_file(
+        "HEAD", ws / "kernel.py"
+    )

@@ -4,8 +4,10 @@ branches, experiments that carry code).
 
 Built once per history state (`HistoryKey`) with a handful of git processes, then queried by
 blame, tried values, fingerprint and compare without touching disk. Version kernels come from:
-- `git_commit_hash` of the record (kernelscope iterate, atrex promoted episodes: the candidate
-  commit on the episode branch, whose kernel.py is the one squash-merged on the main line);
+- the version's commit (history/version_code.py, the rule iterate reads v0's kernel by too):
+  `git_commit_hash` of the record (kernelscope iterate, atrex promoted episodes: the candidate
+  commit on the episode branch, whose kernel.py is the one squash-merged on the main line),
+  else a `V3: ...` commit subject, else (v0) the commit that added v0.json and no other record;
 - `refs/kernelscope/failed/v<N>` for a version whose gate failed (its kernel is not on HEAD);
 - the atrex episode branch (`refs/heads/atrex/long-eNNNN-*`, or `refs/remotes/<remote>/atrex/...`
   in a clone) of a version recorded without a commit (a pivot: its last checkpoint is what was
@@ -26,6 +28,13 @@ from kernelscope.daemon.engine import load_json
 from kernelscope.daemon.engine.history import gitdata
 from kernelscope.daemon.engine.history.source import FACTS, SourceFacts, content_key, no_gc_pauses
 from kernelscope.daemon.engine.history.unified_diff import apply_unified_diff
+from kernelscope.daemon.engine.history.version_code import (
+    VERSION_SUBJECT,
+    cited_commit,
+    commit_object,
+    subject_version,
+    version_commits,
+)
 from kernelscope.daemon.engine.memory import atrex_fields
 from kernelscope.daemon.engine.memory.git_place import FAILED_REF_PREFIX
 from kernelscope.daemon.engine.memory.records import MemoryEntry, MemoryManager
@@ -48,7 +57,6 @@ Built = TypeVar("Built")
 BUFFER_MEMO_SIZE = 8  # buffer texts whose per-buffer results are kept
 
 _EPISODE_BRANCH = re.compile(r"^refs/(?:heads|remotes/[^/]+)/atrex/long-e(\d+)-")
-_VERSION_SUBJECT = re.compile(r"^[Vv](\d+):")
 _PROMOTION_SUBJECT = re.compile(r"^episode (\d+): promote")
 _TRIAL_SUBJECT = re.compile(r"^(v\d+ trial \d+)")
 _ACTION_LIMIT = 60
@@ -235,9 +243,9 @@ class History:
 
     def version_of_subject(self, subject: str) -> str | None:
         """`V3: ...`, `v2: kernel candidate`, `episode 2: promote verified ...` -> the version."""
-        match = _VERSION_SUBJECT.match(subject)
-        if match and f"v{int(match.group(1))}" in self.versions:
-            return f"v{int(match.group(1))}"
+        version = subject_version(subject)
+        if version in self.versions:
+            return version
         match = _PROMOTION_SUBJECT.match(subject)
         if match:
             episode = int(match.group(1))
@@ -471,9 +479,9 @@ def _attach_git(history: History) -> None:
     if history.head:
         names.append(f"{history.head}:{rel}")
     for facts in history.versions.values():
-        commit = facts.record.git_commit_hash
-        if isinstance(commit, str) and commit.strip():
-            names += [f"{commit.strip()}^{{commit}}", f"{commit.strip()}:{rel}"]
+        commit = cited_commit(facts.entry)
+        if commit:
+            names += [commit_object(commit), f"{commit}:{rel}"]
     for sha in failed.values():
         names += [f"{sha}:{rel}", f"{sha}^:{rel}"]
     for _, sha in branches.values():
@@ -483,7 +491,7 @@ def _attach_git(history: History) -> None:
 
     version_of_episode = {v: e for e, v in history.episode_versions.items()}
     for facts in history.versions.values():
-        commit = facts.record.git_commit_hash
+        commit = cited_commit(facts.entry)
         ref = failed.get(facts.version)
         if ref:
             # A failed version's commit holds only its record (kernel.py there is its parent's):
@@ -492,9 +500,9 @@ def _attach_git(history: History) -> None:
             if blob:
                 facts.kernel_blob, facts.kernel_origin = blob, FAILED_REF_PREFIX + facts.version
                 facts.parent_commit_blob = objects.get(f"{ref}^:{rel}")
-        if isinstance(commit, str) and commit.strip():
-            facts.commit = objects.get(f"{commit.strip()}^{{commit}}")
-            blob = objects.get(f"{commit.strip()}:{rel}")
+        if commit:
+            facts.commit = objects.get(commit_object(commit))
+            blob = objects.get(f"{commit}:{rel}")
             if facts.commit and blob and not facts.kernel_blob and (facts.passed or facts.effect.outcome):
                 facts.kernel_blob, facts.kernel_origin = blob, f"commit {short(facts.commit)}"
         facts.effect.commit = facts.commit
@@ -505,7 +513,7 @@ def _attach_git(history: History) -> None:
             if blob:
                 facts.kernel_blob = blob
                 facts.kernel_origin = f"branch {_branch_name(name)} ({short(sha)})"
-    _attach_subject_commits(history)
+    _attach_uncited_commits(history, objects)
 
     blobs = [f.kernel_blob for f in history.versions.values() if f.kernel_blob]
     if history.head_blob:
@@ -523,33 +531,24 @@ def _attach_git(history: History) -> None:
     history.tried_kernels = versions + trials
 
 
-def _attach_subject_commits(history: History) -> None:
-    """Versions whose record cites no commit (or one git does not know): the newest commit on
-    HEAD's history that touches the workspace's folder and whose subject names the version
-    (`V3: ...`, as agents following the seed workflow commit) is the version's commit, so its
-    kernel.py counts for tried values and compare just as a cited commit's does (a failed
-    version's commit holds its parent's kernel.py: only its commit is taken, and so does an
-    outcome-only version's, a pivot's `v3: ... pivot` commit of its records)."""
+def _attach_uncited_commits(history: History, resolved: dict[str, str | None]) -> None:
+    """Versions whose record cites no commit (or one git does not know): their commit by the
+    one rule (version_code.py: a `V3: ...` subject, v0's record added alone), so its kernel.py
+    counts for tried values and compare just as a cited commit's does (a failed version's
+    commit holds its parent's kernel.py: only its commit is taken, and so does an outcome-only
+    version's, a pivot's `v3: ... pivot` commit of its records)."""
     unresolved = [f for f in history.versions.values() if not f.commit]
     if not unresolved or not history.head or history.paths is None:
         return
-    by_version: dict[str, str] = {}
-    # only commits touching this workspace's folder: in a repository holding several
-    # workspaces, another one's `V2:` commit is not this one's v2
-    folder = history.paths.prefix or None
-    for entry in gitdata.log_commits(history.paths.toplevel, [history.head], folder):
-        match = _VERSION_SUBJECT.match(entry.subject)
-        if match:
-            by_version.setdefault(f"v{int(match.group(1))}", entry.commit)  # newest first
-    wanted = {f.version: by_version[f.version] for f in unresolved if f.version in by_version}
-    if not wanted:
+    found = version_commits(history.root, [f.entry for f in unresolved], history.head, resolved)
+    if not found:
         return
     rel = history.kernel_rel
-    objects = gitdata.batch_check(history.root, [f"{sha}:{rel}" for sha in wanted.values()])
+    objects = gitdata.batch_check(history.root, [f"{c.commit}:{rel}" for c in found.values()])
     for facts in unresolved:
-        sha = wanted.get(facts.version)
-        if sha is None:
+        if facts.version not in found:
             continue
+        sha = found[facts.version].commit
         facts.commit = facts.effect.commit = sha
         blob = objects.get(f"{sha}:{rel}")
         if blob and not facts.kernel_blob and facts.passed and not facts.effect.outcome:
@@ -682,7 +681,7 @@ def _short_subject(subject: str, commit: str) -> str:
     """A table cell's name for an episode commit: `v2: checkpoint 8 rows...` -> `v2 checkpoint`."""
     head, separator, rest = subject.partition(": ")
     words = rest.split()
-    if separator and _VERSION_SUBJECT.match(subject) and words:
+    if separator and VERSION_SUBJECT.match(subject) and words:
         return f"{head} {words[0]}"
     return short(commit)
 

@@ -96,6 +96,23 @@ def is_default_url(url: str) -> bool:
     return url == normalize_url(str(default_db_path()))
 
 
+def read_without_db(url: str) -> bool:
+    """Whether commands given no --db read `url`: the store `resolve_db_url` gives them
+    (KERNELSCOPE_DB_URL, the config file's db_url, else the per-user default). False when that
+    cannot be resolved (a config file kernelscope cannot read)."""
+    try:
+        return normalize_url(url) == resolve_db_url()
+    except StoreError:
+        return False
+
+
+def has_password(url: str) -> bool:
+    """Whether `url` carries a password (`public_url` shows it as ***: not a URL to log in with)."""
+    from sqlalchemy.engine import make_url
+
+    return make_url(normalize_url(url)).password is not None
+
+
 def public_url(url: str) -> str:
     """The URL without its password: what may be written into a workspace (records are
     committed) or shown."""

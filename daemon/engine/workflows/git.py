@@ -343,34 +343,6 @@ class Git:
             return None
         return value.stdout.decode() if value.returncode == 0 else None
 
-    def commit_adding(self, path: Path, with_file: Path) -> str | None:
-        """The newest commit that added `path` when that commit also added or changed
-        `with_file` (the two were committed together), else None."""
-        try:
-            commit = self.run(
-                "log",
-                "-1",
-                "--diff-filter=A",
-                "--format=%H",
-                "--",
-                ":(top)" + self.relative(path),
-                check=False,
-            )
-            if not commit or not is_revision(commit):
-                return None
-            changed = self.run(
-                "show",
-                "--name-only",
-                "--format=",
-                commit,
-                "--",
-                ":(top)" + self.relative(with_file),
-                check=False,
-            )
-        except (DataError, ValueError):  # no git program; a path outside the repository
-            return None
-        return commit if changed else None
-
     def diff_file(self, commit: str | None, path: Path, to: str | None = None) -> str:
         """The change to `path` since `commit`: in the working tree, or at commit `to` (empty
         when unchanged)."""

@@ -663,7 +663,10 @@ def _no_v0_code(version: str, memory: MemoryManager) -> str:
     elif isinstance(named, str) and named:
         where = f"v0's record names commit {named}, which holds no kernel.py"
     else:
-        where = "v0's record names no commit, and no commit added memory/v0.json together with kernel.py"
+        where = (
+            "v0's record names no commit, no commit subject names v0, and no commit added "
+            "memory/v0.json, without other records, together with kernel.py"
+        )
     return (
         f"no v0 kernel.py to time against ({where}): {version} was timed against the reference, "
         "so its speedup is recorded and shown as a speedup vs the reference, not a score vs v0"

@@ -16,6 +16,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+from kernelscope.daemon.engine.history.version_code import version_commit
 from kernelscope.daemon.engine.memory.git_place import find_repository
 from kernelscope.daemon.engine.memory.records import MemoryEntry
 from kernelscope.daemon.engine.memory.scores import best_version
@@ -64,16 +65,13 @@ def kernel_at(git: Git, kernel_path: Path, entry: MemoryEntry | None, tmp: Path,
 
 
 def v0_kernel_at(git: Git, kernel_path: Path, entry: MemoryEntry | None, tmp: Path) -> Path | None:
-    """v0's kernel.py, where it can honestly be found: from the commit its record names, else
-    (a record that names none: the examples', a seed workflow's Stage 1 baseline, recorded by
-    hand) from the commit that added memory/v0.json, when kernel.py was committed with it. The
-    seeds' optimizer writes the baseline kernel.py and v0.json in one step and commits the
-    iteration, so that commit's kernel.py is the one v0 measured; a kernel.py committed apart
-    from the record may be a later one, so it is not taken. None: no v0 code to be found."""
-    found = kernel_at(git, kernel_path, entry, tmp, "baseline")
-    if found is not None or entry is None or entry.record is None or entry.record.git_commit_hash:
-        return found
-    commit = git.commit_adding(entry.path, kernel_path)
+    """v0's kernel.py, written into `tmp`, from v0's commit as the history finds it
+    (history/version_code.py: the commit its record names, a `V0: ...` commit, or the commit
+    that added v0.json and no other record together with kernel.py). None: no v0 code to be
+    found, and no other kernel is taken for it."""
+    if entry is None or entry.record is None:
+        return None
+    commit = version_commit(git.workdir, entry)
     content = git.show_file(commit, kernel_path) if commit else None
     if content is None:
         return None
