@@ -1173,3 +1173,23 @@ def test_a_mask_half_that_masks_nothing_refuses_no_iteration(workspace: tuple[Pa
     assert restart.masked == [] and memory.mask_half_mark() not in (None, mark)
     with pytest.raises(DataError, match=r"a partial restart \(kernelscope restart\) masked nothing"):
         refuse_if_restarted(memory, mark)
+
+
+def test_the_record_hint_gives_no_db_a_command_cannot_log_in_with(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The `exp record` hint a refused or cut-short iteration prints runs as printed: no --db
+    for the store commands read without one (KERNELSCOPE_DB_URL here), and for another store
+    with a password never its masked URL (`***` cannot log in), but the variable to export."""
+    from kernelscope.daemon.engine.workflows.iterate import exp_record_command, store_note
+
+    record = {"version": "v2", "quality_gate": {"result": "PASS"}}
+    team = "postgresql+psycopg://kim:s3cret@db.team/exp"
+    monkeypatch.setenv("KERNELSCOPE_DB_URL", "sqlite:////tmp/read-by-all.sqlite")
+    read = exp_record_command(tmp_path, "sqlite:////tmp/read-by-all.sqlite", record, None)
+    assert "--db" not in read and store_note("sqlite:////tmp/read-by-all.sqlite") == ""
+    other = exp_record_command(tmp_path, "sqlite:////tmp/other.sqlite", record, None)
+    assert other.endswith("--db sqlite:////tmp/other.sqlite")
+    locked = exp_record_command(tmp_path, team, record, None)
+    assert "***" not in locked and "s3cret" not in locked
+    assert locked.endswith('--db "$KERNELSCOPE_DB_URL"') and "KERNELSCOPE_DB_URL exported" in store_note(team)

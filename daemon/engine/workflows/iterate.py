@@ -28,7 +28,7 @@ from kernelscope.daemon.engine.memory.git_place import FAILED_REF_PREFIX
 from kernelscope.daemon.engine.memory.records import RESTART_ID_ENV, MemoryEntry, MemoryManager, utc_now_iso
 from kernelscope.daemon.engine.run.bench import BenchRequest, run_benchmark
 from kernelscope.daemon.engine.store import ExperimentStore
-from kernelscope.daemon.engine.store.config import is_default_url, public_url
+from kernelscope.daemon.engine.store.config import has_password, public_url, read_without_db
 from kernelscope.daemon.engine.store.errors import StoreError
 from kernelscope.daemon.engine.workflows.cut_short import finish_cut_short
 from kernelscope.daemon.engine.workflows.git import Git
@@ -184,7 +184,8 @@ def refuse_if_restarted(
 def exp_record_command(root: Path, store_url: str, record: dict[str, Any], kernel_text: str | None) -> str:
     """The `kernelscope exp record` command line that adds a recorded version's experiment by
     hand (a store that refused its row, an iteration cut short before it), from its record and
-    kernel.py: one that runs as printed."""
+    kernel.py: one that runs as printed. `--db` only for a store commands do not read without
+    it, and never with a password, masked or not (`store_note` says what to export)."""
     action = [section_get(record.get("optimization"), k) for k in ("action_category", "action_description")]
     summary = f"{action[0]}: {action[1]}"
     passed = gate_result(record.get("quality_gate"), record.get("correctness")) == "PASS"
@@ -198,7 +199,19 @@ def exp_record_command(root: Path, store_url: str, record: dict[str, Any], kerne
     parts += ["--memory-version", str(record.get("version")), *(a for k in kernels for a in ("--kernel", k))]
     parts += ["--score", str(score)] if isinstance(score, (int, float)) and score > 0 else []
     parts += [] if passed else ["--buggy"]
-    return shlex.join(parts + ([] if is_default_url(store_url) else ["--db", public_url(store_url)]))
+    command = shlex.join(parts)
+    if read_without_db(store_url):  # (the store every command reads: no --db to give)
+        return command
+    if has_password(store_url):  # its URL with the password is the user's to give, never printed
+        return command + ' --db "$KERNELSCOPE_DB_URL"'
+    return command + " " + shlex.join(["--db", public_url(store_url)])
+
+
+def store_note(store_url: str) -> str:
+    """What an `exp_record_command` of a store with a password needs before it runs as printed."""
+    if read_without_db(store_url) or not has_password(store_url):
+        return ""
+    return " (with KERNELSCOPE_DB_URL exported as the store's URL: its password is not printed)"
 
 
 def finish_cut_short_iterations(root: Path, store: ExperimentStore, force: bool = False) -> list[str]:
@@ -218,7 +231,9 @@ def finish_cut_short_iterations(root: Path, store: ExperimentStore, force: bool 
             failed = gate_result(record.get("quality_gate"), record.get("correctness")) != "PASS"
             revision = FAILED_REF_PREFIX + version if failed else str(record.get("git_commit_hash"))
             command = exp_record_command(root, store.url, record, git.show_file(revision, root / "kernel.py"))
-            message += f"; the experiment store has no row for it: `{command}` adds one"
+            message += (
+                f"; the experiment store has no row for it: `{command}` adds one{store_note(store.url)}"
+            )
         messages.append(message)
     return messages
 
@@ -422,7 +437,7 @@ class Iteration:
             raise StoreError(
                 f"{version} is recorded in {memory_path.name} and committed ({commit[:12]}), but the "
                 f"experiment store did not take its row: {exc}. Once it takes writes, `{command}` adds "
-                "the experiment"
+                f"the experiment{store_note(self.store_url)}"
             ) from None
         result.experiment_id = experiment.id
         return result
