@@ -806,10 +806,11 @@ def test_fast_update_removes_an_orphaned_temp_file(vector_add_ws: Path, both) ->
     assert quick.fast_ran and quick.code == 0 and not orphan.exists()
 
 
-def test_update_of_a_linked_record_writes_its_target_and_keeps_the_link(tmp_path: Path, both) -> None:  # type: ignore[no-untyped-def]
+def test_update_of_a_linked_record_is_refused_and_changes_nothing(tmp_path: Path, both) -> None:  # type: ignore[no-untyped-def]
     """memory/v1.json a link to a record kept elsewhere: `memory update` renamed its temp file
     onto the link, which became a plain file (git: a type change) while the target kept the old
-    content, and said Updated. Now either path writes the target atomically; the link stays."""
+    content, and said Updated. Now either path refuses (exit 2), naming the link: the link and
+    its target unchanged."""
     ws = tmp_path / "ws"
     write_record(ws, 0, performance={"latency_us": 10})
     kept = tmp_path / "elsewhere" / "v1.json"
@@ -817,20 +818,20 @@ def test_update_of_a_linked_record_writes_its_target_and_keeps_the_link(tmp_path
     link = ws / "memory" / "v1.json"
     link.symlink_to(kept)
     original = json.dumps({"version": "v1", "masked": False}, indent=4) + "\n"
-    seen: list[tuple[bool, dict[str, Any]]] = []
-
-    def check_and_restore() -> None:
-        seen.append((link.is_symlink(), json.loads(kept.read_text())))
-        kept.write_text(original)
-
     kept.write_text(original)
+    seen: list[tuple[bool, str]] = []
+
+    def check() -> None:
+        seen.append((link.is_symlink(), kept.read_text()))
+
     quick, slow = both(
-        "memory", "update", "-w", str(ws), "-v", "v1", "-s", "agent_notes=updated", between=check_and_restore
+        "memory", "update", "-w", str(ws), "-v", "v1", "-s", "agent_notes=updated", between=check
     )
-    check_and_restore()
-    assert quick.fast_ran and quick.key() == slow.key() and slow.code == 0, (quick.key(), slow.key())
-    assert seen == [(True, {"version": "v1", "masked": False, "agent_notes": "updated"})] * 2
-    assert sorted(p.name for p in kept.parent.iterdir()) == ["v1.json"]  # no temp file left there
+    check()
+    assert quick.fast_ran and quick.key() == slow.key() and slow.code == 2, (quick.key(), slow.key())
+    assert "is a link" in slow.err and "writes nothing through a link" in slow.err
+    assert seen == [(True, original)] * 2
+    assert sorted(p.name for p in kept.parent.iterdir()) == ["v1.json"]
 
 
 def _in_the_way(kind: str, path: Path) -> str:

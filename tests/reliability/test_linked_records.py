@@ -1,10 +1,12 @@
 """Memory records that are links, and record names held by something that is no file.
 
-A user may keep a record elsewhere (a shared folder, another checkout) and link it into
-memory/. Every kernelscope write of a record (update, mask, unmask, mask-half, create --force,
-an iteration's record) used to rename its temp file onto the link: the link became a plain
-file and its target kept the old content. A folder or a dangling link named `v<N>.json` made
-writes fail with "Is a directory" or be replaced by a plain file.
+A record linked into memory/ (kept in a shared folder, another checkout) is read through its
+link. Every kernelscope write of a record (update, mask, unmask, mask-half, create --force, an
+iteration's record) used to rename its temp file onto the link: the link became a plain file
+and its target kept the old content; writing the target instead (a merge of this session) let
+a cloned workspace's link aim a write at .git/config or another workspace's record. Every write
+now refuses a link, nothing changed. A folder or a dangling link named `v<N>.json` made writes
+fail with "Is a directory" or be replaced by a plain file.
 """
 
 from __future__ import annotations
@@ -31,12 +33,16 @@ def _linked(ws: Path, elsewhere: Path, version: int, relative: bool, **fields: o
     return target
 
 
-def test_every_record_write_keeps_a_linked_record_a_link_and_writes_its_target(tmp_path: Path) -> None:
+def test_every_record_write_refuses_a_linked_record_and_changes_nothing(tmp_path: Path) -> None:
+    """A record that is a link is read through it and never written through it: its target
+    may be anything a cloned workspace points at (.git/config, a file of the user's, another
+    workspace's record guarded by that workspace's lock). Every write refuses, naming the
+    link; the link, its target and every other record stay as they were."""
     ws, elsewhere = tmp_path / "ws", tmp_path / "elsewhere"
     elsewhere.mkdir()
     write_record(ws, 0, performance={"latency_us": 10.0}, quality_gate={"result": "PASS"})
-    targets = {
-        version: _linked(
+    for version in range(1, 7):
+        _linked(
             ws,
             elsewhere,
             version,
@@ -45,41 +51,46 @@ def test_every_record_write_keeps_a_linked_record_a_link_and_writes_its_target(t
             quality_gate={"result": "PASS"},
             pitfalls_and_fixes=[],
         )
-        for version in range(1, 7)
-    }
     manager = MemoryManager(ws)
+    assert [e.version for e in manager.scan() if e.error is None] == [f"v{n}" for n in range(7)]  # read
 
-    def record(version: int) -> dict[str, object]:
-        return json.loads(targets[version].read_text())
+    def everything() -> dict[str, bytes]:
+        paths = [*elsewhere.iterdir(), *(ws / "memory").iterdir()]
+        files = {p: p.read_bytes() for p in paths if p.name != ".kernelscope.lock"}  # (a writer's lock)
+        return {f"{p}{'@' if p.is_symlink() else ''}": b for p, b in files.items()}
 
-    manager.update("v1", ["agent_notes=updated"])
-    assert record(1)["agent_notes"] == "updated"
-    assert manager.set_masked(["v2", "v3"], True) == ["v2", "v3"]  # (one multi-file write)
-    assert record(2)["masked"] is True and record(3)["masked"] is True
-    assert manager.set_masked(["v2"], False) == ["v2"] and record(2)["masked"] is False
-    result = manager.mask_half(None, seed=7)
-    assert result.masked and all(record(int(v[1:]))["masked"] is True for v in result.masked)
-    assert record(int(result.pitfall_recorded_in[1:]))["pitfalls_and_fixes"]  # type: ignore[index]
-    manager.create("v4", force=True)
-    assert "masked" in record(4) and record(4).get("performance") != {"latency_us": 6.0}
-    manager.write_record("v5", {"masked": False, "agent_notes": "whole"}, overwrite=True)
-    assert record(5) == {"version": "v5", "masked": False, "agent_notes": "whole"}
-
-    for version, target in targets.items():
-        link = ws / "memory" / f"v{version}.json"
-        assert link.is_symlink() and link.resolve() == target.resolve(), version
-    assert sorted(p.name for p in elsewhere.iterdir()) == [f"v{n}.json" for n in range(1, 7)]  # no temp file
-    assert [p.name for p in (ws / "memory").iterdir() if p.name.startswith(".kernelscope-tmp")] == []
+    before = everything()
+    writes = [
+        lambda: manager.update("v1", ["agent_notes=updated"]),
+        lambda: manager.set_masked(["v2", "v3"], True),
+        lambda: manager.mask_half(None, seed=7),
+        lambda: manager.create("v4", force=True),
+        lambda: manager.write_record("v5", {"masked": False}, overwrite=True),
+    ]
+    for write in writes:
+        with pytest.raises(
+            DataError, match=r"it is a link \(to .*v\d\.json\), and kernelscope writes nothing"
+        ):
+            write()
+        assert everything() == before
+    assert not (ws / "memory" / JOURNAL_NAME).exists()
 
 
-def test_a_linked_records_mode_is_kept(tmp_path: Path) -> None:
-    ws, elsewhere = tmp_path / "ws", tmp_path / "elsewhere"
-    elsewhere.mkdir()
+def test_a_journal_never_writes_through_a_link(tmp_path: Path) -> None:
+    """A cut-short write's journal names v1.json, a link to .git/config in a cloned workspace:
+    the next writer's replay leaves the link and its target alone (before, it wrote the
+    journal's text into .git/config, whose core.fsmonitor git then runs)."""
+    ws = tmp_path / "ws"
     write_record(ws, 0)
-    target = _linked(ws, elsewhere, 1, relative=False)
-    target.chmod(0o640)
-    MemoryManager(ws).update("v1", ["a=1"])
-    assert target.stat().st_mode & 0o777 == 0o640 and (ws / "memory" / "v1.json").is_symlink()
+    config = ws / ".git" / "config"
+    config.parent.mkdir()
+    config.write_text("[core]\n\tbare = false\n")
+    (ws / "memory" / "v1.json").symlink_to(Path("..", ".git", "config"))
+    hostile = "[core]\n\tfsmonitor = touch pwned; false\n"
+    (ws / "memory" / JOURNAL_NAME).write_text(json.dumps({"files": {"v1.json": hostile}}))
+    MemoryManager(ws).update("v0", ["agent_notes=after"])
+    assert config.read_text() == "[core]\n\tbare = false\n" and (ws / "memory" / "v1.json").is_symlink()
+    assert not (ws / "memory" / JOURNAL_NAME).exists()
 
 
 @pytest.mark.parametrize("kind", ["folder", "dangling link"])

@@ -4,10 +4,9 @@ Agents, the CLI and the daemon all write `memory/v*.json`. A write goes to a tem
 the same directory, is fsynced, renamed over the target (atomic on POSIX) and the
 directory is fsynced, so a crash at any instant leaves either the old or the new content.
 Read-modify-write sequences run under a per-workspace lock (`flock` on a lock file), so
-concurrent writers never lose an update. A path that is a link to a regular file is written
-through: its target is replaced so (temp beside the target), and the link stays a link; a
-path holding anything else that is no file (a folder, a dangling link) is refused, nothing
-written (core.not_a_file).
+concurrent writers never lose an update. A path that is a link, a folder or anything else
+that is no plain file is refused, nothing written (core.refuse_if_in_the_way): a write never
+leaves the folder it names through a link a cloned workspace may carry.
 """
 
 from __future__ import annotations
@@ -84,14 +83,13 @@ def atomic_write_bytes(path: Path, data: bytes) -> None:
     """Replace `path` with `data` so that readers and crashes see old or new, never half.
     A failed write (disk full, quota) raises WriteFailed and leaves no temp file behind.
 
-    A link to a regular file keeps being one: the file it links to gets `data` (temp file
-    beside it, fsync, rename onto it). Renaming onto the link itself would turn it into a
-    plain file and leave its target, the record its user keeps elsewhere, behind unchanged.
-    A folder, a dangling link or a special file at `path` is refused (DataError, nothing
-    written): what kernelscope cannot read as a file it neither replaces nor deletes."""
+    A link at `path`, or a folder or special file, is refused (DataError, nothing written,
+    core.refuse_if_in_the_way): renaming onto a link would turn it into a plain file and leave
+    its target behind unchanged, and writing its target would write wherever a workspace's
+    link points (.git/config, another workspace's record under another lock)."""
     refuse_if_in_the_way(path)
     try:
-        _atomic_write_bytes(Path(os.path.realpath(path)) if path.is_symlink() else path, data)
+        _atomic_write_bytes(path, data)
     except OSError as exc:
         raise _write_failed(path, exc) from exc
 
@@ -230,7 +228,7 @@ def replay_journal(directory: Path, names: re.Pattern[str]) -> list[str]:
     written, kept = [], []
     for name, text in files.items():
         path = directory / name
-        if not_a_file(path) is not None:  # a folder put there since: nothing to write into
+        if path.is_symlink() or not_a_file(path) is not None:  # a folder or link since: never written
             kept.append(name)
             continue
         if before is not None:

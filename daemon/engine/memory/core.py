@@ -134,8 +134,9 @@ def not_a_file(path: Path) -> str | None:
     """What stands at `path` when it is neither a regular file nor a link to one, in words ("a
     folder", "a link to a missing file (TARGET)"); None for a regular file, a link to one, or
     nothing at all. Such a `v<N>.json` is listed as unreadable with these words, counts for the
-    next version (it holds that name), and every write refuses it (`refuse_if_in_the_way`):
-    kernelscope neither writes into nor removes what it cannot read as a record."""
+    next version (it holds that name), and every write refuses it (`refuse_if_in_the_way`, which
+    refuses a link to a file too): kernelscope neither writes into nor removes what it cannot
+    read as a record."""
     try:
         mode = path.stat().st_mode  # (follows a link)
     except FileNotFoundError:
@@ -149,9 +150,18 @@ def not_a_file(path: Path) -> str | None:
 
 
 def refuse_if_in_the_way(path: Path) -> None:
-    """DataError, nothing written, where `path` is no file that can be written (`not_a_file`):
-    every atomic write asks (atomic_io), and `create` before its "already exists", as
-    `--force` does not help: kernelscope deletes nothing."""
+    """DataError, nothing written, where `path` is no plain file that can be replaced: a link
+    (to anything: a record kept elsewhere is read through its link, never written through it,
+    for a link in a cloned workspace may point at .git/config, a file of the user's, or another
+    workspace's record, which that workspace's lock guards), or what `not_a_file` words. Every
+    atomic write asks (atomic_io), and `create` before its "already exists", as `--force` does
+    not help: kernelscope deletes nothing."""
+    if path.is_symlink() and not_a_file(path) is None:
+        raise DataError(
+            f"refusing to write {path}: it is a link (to {os.readlink(path)}), and kernelscope "
+            "writes nothing through a link; nothing was changed (to change the record, put the "
+            "file itself in place of the link)"
+        )
     what = not_a_file(path)
     if what is not None:
         raise DataError(
