@@ -11,7 +11,8 @@ call for call: `create_experiment(exp)`, `get_experiment(id)` (None when missing
 `list_experiments()`, `top_experiments(max_results=20)` (dicts of the key fields),
 `update_experiment(id, **changes)` (returns the updated record; KeyError when missing),
 `delete_experiment(id)`. Filters, `include_buggy`, `include_interpreter`, `include_masked`
-(as `kernelscope exp top`'s options, with the note of what was left out: a LeftOutWarning),
+(as `kernelscope exp top`'s options, and `failures`'s as `exp failures`'s, with the note of what
+was left out: a LeftOutWarning),
 `lineage` and per-kernel summaries are kernelscope's additions. The database is chosen as
 `resolve_db_url` documents (`KERNELSCOPE_DB_URL`, config file, per-user SQLite);
 `use_database(url)` switches it.
@@ -98,9 +99,10 @@ def list_experiments(**filters: Any) -> list[KernelExperiment]:
 
 
 class LeftOutWarning(UserWarning):
-    """`top_experiments` left experiments out (Triton-interpreter runs, those of masked memory
-    versions) and names the option that shows them: on a machine without a GPU every run is
-    an interpreter run, and the seed's `top_experiments(max_results=20)` is [] without a word.
+    """`top_experiments` or `failures` left experiments out (Triton-interpreter runs, those of
+    masked memory versions) and names the option that shows them: on a machine without a GPU
+    every run is an interpreter run, and the seed's `top_experiments(max_results=20)` is []
+    without a word.
     Python prints a warning to stderr, once per message and calling line;
     `warnings.simplefilter("ignore", LeftOutWarning)` silences it."""
 
@@ -153,8 +155,20 @@ def lineage(exp_id: str) -> Lineage:
     return current_store().lineage(exp_id)
 
 
-def failures(**filters: Any) -> dict[FailureCategory, list[KernelExperiment]]:
-    return current_store().failures(**filters)
+def failures(
+    include_interpreter: bool = False, include_masked: bool = False, **filters: Any
+) -> dict[FailureCategory, list[KernelExperiment]]:
+    """Experiments by the seed's failure categories, as `kernelscope exp failures` lists them
+    (engine/workspace/masked.py's `failures`): Triton-interpreter runs (CPU timings are no
+    regression) left out unless `include_interpreter`, those of masked memory versions unless
+    `include_masked`; what it left out is said as the CLI says it, in a LeftOutWarning."""
+    from kernelscope.daemon.engine.views.left_out import left_out_notes
+    from kernelscope.daemon.engine.workspace.masked import failures as listed
+
+    found = listed(current_store(), include_interpreter, include_masked, **filters)
+    for note in left_out_notes(_python_option, found.interpreter_left_out, found.masked_left_out):
+        warnings.warn(note, LeftOutWarning, stacklevel=2)
+    return found.groups
 
 
 def kernel_summaries(workspace: str, include_masked: bool = False) -> list[KernelSummary]:

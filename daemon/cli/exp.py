@@ -400,23 +400,11 @@ def failures(
     """What not to do: buggy, regressive, slightly regressive and marginal experiments
     (interpreter runs, whose timings are no GPU figures, only with --include-interpreter; those
     of masked memory versions, with or without --workspace, only with --include-masked)."""
-    from kernelscope.daemon.engine.store.store import is_interpreter_run
-    from kernelscope.daemon.engine.workspace.masked import hidden_among, is_hidden
+    from kernelscope.daemon.engine.workspace.masked import failures as listed
 
     store = _store(db)
-    filters = _filters(locals(), store)
-    # one read of the store: the runs of masked versions and the interpreter runs are counted
-    # among its rows, then left out unless asked for
-    every = store.failures(True, **filters)
-    rows = [e for v in every.values() for e in v]
-    hidden = hidden_among(rows, include_masked)
-
-    def interpreter(e: KernelExperiment) -> bool:  # left out for being an interpreter run
-        return not include_interpreter and is_interpreter_run(e)
-
-    groups = {k: [e for e in v if not is_hidden(e, hidden) and not interpreter(e)] for k, v in every.items()}
-    left_out = sum(1 for e in rows if not is_hidden(e, hidden) and interpreter(e))
-    masked_left_out = sum(1 for e in rows if is_hidden(e, hidden) and not interpreter(e))
+    found = listed(store, include_interpreter, include_masked, **_filters(locals(), store))
+    groups = found.groups
     if json_out:
         output.print_json({k: [r.to_dict() for r in v] for k, v in groups.items()})
     else:
@@ -425,7 +413,7 @@ def failures(
                 _table(records, f"{category} ({len(records)})")
         if not any(groups.values()):  # as _listing says it
             output.info("no failures")
-    _say_left_out(json_out, left_out, masked_left_out)
+    _say_left_out(json_out, found.interpreter_left_out, found.masked_left_out)
 
 
 @app.command()

@@ -799,6 +799,29 @@ def test_update_accepts_a_record_that_leaves_its_version_to_its_file_name(tmp_pa
     assert json.loads(target.read_text()) == {"performance": {"latency_us": 5.0, "tflops": 3}}
 
 
+@pytest.mark.parametrize("value", ["1e999", "-1e999", "[1, 1e999]", '{"x": 1e400}'])
+def test_a_number_beyond_a_float_is_a_malformed_set_by_either_path(  # type: ignore[no-untyped-def]
+    vector_add_ws: Path, both, value: str
+) -> None:
+    """`--set a=1e999` parses to inf: both paths refused it only when writing, exit 2 (missing
+    or invalid data) with "Out of range float values are not JSON compliant: inf", a value the
+    user never typed. It is a malformed --set, as `NaN` or a number of 4300 digits is: exit 1,
+    one JSON error document of kind usage naming the number, nothing written."""
+    files = _snapshot(vector_add_ws)
+    before = files()
+    for json_args in ((), ("--json",)):
+        quick, slow = both(
+            "memory", "update", "-w", str(vector_add_ws), "-v", "v1", "--set", f"a={value}", *json_args
+        )
+        assert quick.key() == slow.key() and quick.fast_ran, (quick.key(), slow.key())
+        assert quick.code == 1 and files() == before, quick.key()
+        said = json.loads(quick.out)["error"] if json_args else {"message": quick.err}
+        assert "beyond" in said["message"] and "inf" not in said["message"].replace("Infinity", ""), said
+        assert value.split("1e")[-1].rstrip("]}") in said["message"], said
+        if json_args:
+            assert (said["kind"], said["exit_code"]) == ("usage", 1), said
+
+
 def test_fast_update_removes_an_orphaned_temp_file(vector_add_ws: Path, both) -> None:  # type: ignore[no-untyped-def]
     orphan = vector_add_ws / "memory" / ".kernelscope-tmp-v1.json.abc"
     orphan.write_text("half a record")

@@ -142,6 +142,31 @@ def test_a_record_of_the_objective_without_its_score_is_not_ranked_by_latency(
     assert best is not None and best.version == "v2"
 
 
+def test_an_objective_ratio_that_overflows_is_no_score_not_a_latency_ratio(v03: Path) -> None:
+    """v0's `performance_score` tiny (1e-300), a later record's huge (1e10): their ratio
+    overflows a float, and the record, which names the objective v0 is scored by, fell through
+    to the next rule and was scored by its latency (4.90x, kind latency_ratio), ranked against
+    the other versions' objective ratios. It has no score, as a 0, negative or null
+    `performance_score` has none (atrex_fields.objective_unscored), by every reader."""
+    path = v03 / "memory" / "v0.json"
+    record = json.loads(path.read_text())
+    record["performance"]["performance_score"] = 1e-300
+    path.write_text(json.dumps(record, indent=2))
+    record = json.loads((v03 / "memory" / "v2.json").read_text())
+    record["version"] = "v4"
+    performance = record["performance"]
+    performance["performance_score"] = 1e10
+    performance["latency_us"] = performance["latency_us_geomean"] = _perf(v03, "v0")["latency_us"] / 4.9
+    (v03 / "memory" / "v4.json").write_text(json.dumps(record, indent=2))
+    ws = Workspace(v03)
+    entries, readme = ws.memory.scan(), ws.readme()
+    rows = {row.version: row for row in ws.memory.summaries()}
+    assert rows["v4"].score is None, rows["v4"].score
+    assert rows["v2"].score is not None and rows["v2"].score.kind == "metric_ratio"  # (3.79e300: finite)
+    assert {s.version: s.score for s in memory_scores(entries, readme)}["v4"] is None
+    assert ws.memory.best_version(entries, None)[0] == "v2"
+
+
 def test_an_episode_trial_is_scored_as_the_versions_are(v03: Path) -> None:
     """A checkpoint evaluated on episode 2's branch (evaluations.jsonl, a v0.3 RESULT_JSON):
     before, its score was a latency ratio beside the versions' objective scores."""

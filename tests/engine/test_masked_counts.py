@@ -444,3 +444,63 @@ def test_a_ranking_reads_only_the_versions_its_rows_name(ws: Path, monkeypatch: 
     read.clear()
     assert hidden_experiments(store, memory_version="v1") == {str(ws): set()} and read == ["v1.json"]
     store.close()
+
+
+def test_the_python_api_s_failures_leave_out_and_say_what_exp_failures_does(  # type: ignore[no-untyped-def]
+    tmp_path: Path, db_url: str, cli
+) -> None:
+    """`expdb.failures()` dropped the interpreter runs without a word (on a machine without a
+    GPU: every run, so `{}` groups read as "nothing failed") while `exp failures` said
+    "N interpreter runs left out", showed the experiments of masked versions that the CLI
+    hides, and took no `include_masked`. One engine function now answers both (the same rows,
+    the same counts), and the API says what it left out in a LeftOutWarning with its option."""
+    import warnings
+
+    a, _ = masked_in_two_workspaces(tmp_path, db_url, [0.5] * 6)
+    store = ExperimentStore(db_url)
+    for n, version in enumerate(("v2", "v4")):  # an interpreter run in a masked and in a shown version
+        store.create_experiment(
+            KernelExperiment(
+                id=f"e{n:015x}",
+                change_summary=f"a {version} cpu",
+                score=0.5,
+                workspace=str(a),
+                memory_version=version,
+                metrics={"mode": "interpreter"},
+            )
+        )
+    store.close()
+    expdb.use_database(db_url)
+    try:
+        for args, keywords in (
+            ((), {}),
+            (("--include-interpreter",), {"include_interpreter": True}),
+            (("-w", str(a)), {"workspace": str(a)}),
+            (("--include-masked",), {"include_masked": True}),
+            (
+                ("--include-masked", "--include-interpreter"),
+                {"include_masked": True, "include_interpreter": True},
+            ),
+        ):
+            result = cli("exp", "failures", "--db", db_url, "--json", *args)
+            assert result.exit_code == 0, result
+            by_cli = {k: sorted(r["id"] for r in v) for k, v in result.json().items()}
+            with warnings.catch_warnings(record=True) as said:
+                warnings.simplefilter("always")
+                by_api = {k: sorted(r.id for r in v) for k, v in expdb.failures(**keywords).items()}
+            assert by_api == by_cli, (args, by_api, by_cli)
+            notes = [str(w.message) for w in said if issubclass(w.category, expdb.LeftOutWarning)]
+            cli_notes = [line for line in result.stderr.splitlines() if "left out" in line]
+            assert len(notes) == len(cli_notes), (args, notes, cli_notes)
+            for note, cli_note in zip(notes, cli_notes, strict=True):  # the CLI's words, its own option
+                assert note.split(" (")[0] in cli_note, (args, note, cli_note)
+                assert "=True shows them" in note, note
+        with pytest.warns(expdb.LeftOutWarning) as said:
+            expdb.failures()
+        assert sorted(str(w.message) for w in said) == [
+            "1 interpreter run left out (CPU timings do not rank; include_interpreter=True shows them)",
+            "2 experiments of masked memory versions left out (a partial restart hid their experience; "
+            "include_masked=True shows them)",
+        ], said
+    finally:
+        expdb.use_database(None)

@@ -302,6 +302,42 @@ async def test_a_command_on_a_nested_workspace_is_answered(client: KernelscopeCl
         )
 
 
+async def test_the_editor_says_not_a_workspace_in_the_engine_s_words_with_its_own_way_out(
+    client: KernelscopeClient,
+) -> None:
+    """The editor's refusal of a folder that is no workspace was worded apart from the
+    engine's one error (require_workspace): `workspace: P is not an optimization workspace
+    (no memory/ ...)`, without what a workspace holds or what to do. One wording now, the
+    engine's, with the way out of the surface: open the folder in the editor, never the CLI's
+    `-w DIR` (a folder inside a workspace above the editor's folder, which the editor does not
+    serve: open that workspace)."""
+    from kernelscope.daemon.engine import DataError
+    from kernelscope.daemon.engine.workspace.discovery import require_workspace
+
+    plain = client.folder / "plain"
+    plain.mkdir()
+    (plain / "kernel.py").write_text("x = 1\n")
+    above = client.folder.parent
+    for way_out in ("open a workspace's folder", f"open {above} in the editor"):
+        if way_out.startswith(f"open {above}"):  # the editor's folder, inside a workspace
+            shutil.copy(EXAMPLES / "vector_add" / "kernel.py", above / "kernel.py")
+            (above / "memory").mkdir()
+        folder = plain
+        with pytest.raises(DataError) as by_cli:
+            require_workspace(folder)
+        head = str(by_cli.value).rsplit(" block", 1)[0] + " block"  # what is missing, what a workspace holds
+        with pytest.raises(Exception) as by_editor:
+            await client.workspace_execute_command_async(
+                types.ExecuteCommandParams(
+                    command="kernelscope.compare",
+                    arguments=[{"workspace": str(folder), "versionA": "v0", "versionB": "v1"}],
+                )
+            )
+        said = str(by_editor.value)
+        assert head in said and way_out in said, (said, head)
+        assert "-w" not in said and "-w" in str(by_cli.value), said
+
+
 async def test_a_command_without_arguments_takes_the_implied_workspace(client: KernelscopeClient) -> None:
     """Helix's `:lsp-workspace-command` sends no arguments: the only workspace served, else the
     only one whose kernel.py is open; with neither, the refusal says what to pass (before: every

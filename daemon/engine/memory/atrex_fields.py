@@ -201,16 +201,18 @@ def speedup_vs_reference(record: MemoryRecord | dict[str, Any]) -> ReferenceSpee
 
 
 def objective_unscored(performance: Any, base_performance: Any) -> bool:
-    """Whether `performance` names the objective the base is scored by but carries no positive
-    finite `performance_score` (0, negative or null: atrex writes the evaluator's value as it
-    comes, session_io.py `_record_local_test_result`). atrex's supervisor takes only a positive
-    finite score as a measurement (campaign.py `_positive_finite`), so the record has no score
-    of the objective: it is not given one of another kind to be ranked against theirs."""
+    """Whether `performance` names the objective the base is scored by but has no ratio of it
+    to the base's (`objective_ratio` is None): its `performance_score` is not positive and
+    finite (0, negative or null: atrex writes the evaluator's value as it comes, session_io.py
+    `_record_local_test_result`), or its ratio to the base's overflows a float (a huge score
+    over a tiny one). atrex's supervisor takes only a positive finite score as a measurement
+    (campaign.py `_positive_finite`), so the record has no score of the objective: it is not
+    given one of another kind (the latency ratio) to be ranked against theirs."""
     base = objective_score(base_performance)
     return (
         base is not None
         and _get(performance, "performance_objective") == base[0]
-        and objective_score(performance) is None
+        and objective_ratio(performance, base_performance) is None
     )
 
 

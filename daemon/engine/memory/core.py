@@ -206,6 +206,14 @@ def record_files(memory_dir: Path) -> list[tuple[int, Path]]:
     return sorted(((n, path) for n, path in found if path.name not in hidden), key=lambda item: item[0])
 
 
+def version_taken(memory_dir: Path, version: str) -> bool:
+    """Whether a version's name is taken in memory/: by whatever `record_files` lists for it
+    (a record, a corrupt file, a folder, a dangling link, a `v010.json`), the rule
+    `next-version` counts by. Not `path.exists()`, which is False for a dangling link."""
+    number = parse_version(normalize_version(version))
+    return any(n == number for n, _path in record_files(memory_dir))
+
+
 def shadowed(files: list[tuple[int, str]]) -> set[str]:
     """The names among (version number, file name) that are not their version's file: a
     `v010.json` beside a `v10.json`. (A list, not a generator: a caller's generator would run

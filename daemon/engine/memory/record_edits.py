@@ -19,13 +19,16 @@ TYPE_CHECKING = False  # typing is 2-3 ms of the CLI fast path's start-up: annot
 if TYPE_CHECKING:
     from typing import Any
 
+_INFINITY = float("inf")
+
 
 def parse_cli_value(raw: str) -> Any:
     """A `--set` value, JSON-typed, compatible with the seed's memory manager.
 
     `null`/`none` -> None, `true`/`false` (any case) -> bool, JSON numbers, arrays and
     objects as JSON, a quoted JSON string to force a string (`'"42"'`); anything else is kept
-    as the plain string. NaN and Infinity are refused: they are not JSON.
+    as the plain string. NaN and Infinity are refused: they are not JSON; so is a number
+    beyond a float's range (`1e999`), which Python reads as Infinity.
     """
     lowered = raw.strip().lower()
     if lowered in ("null", "none"):
@@ -36,8 +39,18 @@ def parse_cli_value(raw: str) -> Any:
     def _refuse_constant(name: str) -> Any:
         raise UsageError(f"{name} is not a JSON value; quote it to store the string")
 
+    def _finite(number: str) -> float:
+        value = float(number)
+        if value in (_INFINITY, -_INFINITY):
+            shown = number if len(number) <= 40 else number[:37] + "..."
+            raise UsageError(
+                f"invalid --set value: the number {shown} is beyond a float's range (JSON has no "
+                "Infinity); quote it to store the string"
+            )
+        return value
+
     try:
-        return load_json(raw, parse_constant=_refuse_constant)
+        return load_json(raw, parse_constant=_refuse_constant, parse_float=_finite)
     except UnreadableJSON as exc:  # (too deep, too long a number: no record could hold it)
         raise UsageError(f"invalid --set value: {exc.msg}") from None
     except json.JSONDecodeError:

@@ -185,6 +185,10 @@ class MemoryManager:
         except DataError:
             return self.memory_dir / f"{normalize_version(version)}.json"
 
+    def taken(self, version: str) -> bool:
+        """Whether the version's name is taken (core.version_taken: as next_version counts)."""
+        return core.version_taken(self.memory_dir, version)
+
     def scan(self) -> list[MemoryEntry]:
         """Every `v<N>.json`, numerically sorted; corrupt files carry their error."""
         if not self.memory_dir.is_dir():

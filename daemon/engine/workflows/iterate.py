@@ -129,13 +129,14 @@ def refuse_if_promised(
     the agent's own iteration became v<N+1> and the restart's report credited the wrong
     measurement. The agent's iterations carry the mark's id (RESTART_ID_ENV, in the
     environment the restart starts it with, or `--restart-id`, which its brief names). Once
-    v<N> exists, or the restart has ended (its agent may have written nothing), iterations
-    record as usual. Checked when an iteration starts (no GPU time spent) and under the
-    iteration lock before it records."""
+    v<N>'s name is taken (MemoryManager.taken, as next-version counts: a dangling link or a
+    folder there holds it too, and nobody can record it), or the restart has ended (its
+    agent may have written nothing), iterations record as usual. Checked when an iteration
+    starts (no GPU time spent) and under the iteration lock before it records."""
     if mark is None or mark.get("by") != "restart" or mark.get("id") == restart_id:
         return
     promised = mark.get("next_version")
-    if not isinstance(promised, str) or memory.path_of(promised).exists():
+    if not isinstance(promised, str) or memory.taken(promised):
         return
     if not restart_in_flight(memory.workspace):
         return

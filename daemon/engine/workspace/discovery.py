@@ -18,6 +18,7 @@ if TYPE_CHECKING:
     from typing import Literal
 
     Need = Literal["workspace", "memory", "history", "kernel", "folder"]
+    Surface = Literal["cli", "editor"]
 
 _FENCE_OPENING = re.compile(r"^\s*(```+|~~~+)\s*(\S+)\s*$")
 
@@ -72,12 +73,32 @@ def _missing_parts(path: Path, need: Need) -> list[str]:
     return missing
 
 
-# What to do about it, said once, in the one error (a folder inside a workspace names that one
-# instead): point at a workspace, start one here, or make the example one.
-WAY_OUT = (
-    "; pass -w DIR for a workspace elsewhere, add kernel.py and run `kernelscope memory init` to start "
-    "one here, or run `kernelscope demo` to make an example"
-)
+# What to do about it, said once, in the one error, in the words of the surface that says it:
+# point at a workspace, start one here, or make the example one (a folder inside a workspace
+# names that one instead). The CLI's options and commands; the editor's own gesture.
+WAY_OUT = {
+    "cli": (
+        "; pass -w DIR for a workspace elsewhere, add kernel.py and run `kernelscope memory init` to "
+        "start one here, or run `kernelscope demo` to make an example"
+    ),
+    "editor": "; open a workspace's folder in the editor, or add kernel.py and memory/ to this one",
+}
+INSIDE = {
+    "cli": "; it is inside the workspace {above}: pass -w {above}",
+    "editor": "; it is inside the workspace {above}: open {above} in the editor",
+}
+
+
+def not_a_workspace(resolved: Path, missing: list[str], surface: Surface = "cli") -> str:
+    """The one "not an optimization workspace" message, naming what is missing and what a
+    workspace holds, ending with the way out of the surface that says it (`surface`: the
+    CLI's commands, the editor's gestures)."""
+    above = workspace_holding(resolved.parent) if resolved.parent != resolved else None
+    hint = INSIDE[surface].format(above=above) if above is not None else WAY_OUT[surface]
+    return (
+        f"{resolved} is not an optimization workspace ({'; '.join(missing)}): a workspace holds "
+        f"kernel.py, and memory/ or a README.md with a ```{WORKSPACE_FENCE} block{hint}"
+    )
 
 
 def require_workspace(path: Path, need: Need = "workspace") -> Path:
@@ -88,12 +109,7 @@ def require_workspace(path: Path, need: Need = "workspace") -> Path:
     resolved = Path(path).expanduser().resolve()
     missing = missing_parts(resolved, need)
     if missing:
-        above = workspace_holding(resolved.parent) if resolved.parent != resolved else None
-        hint = f"; it is inside the workspace {above}: pass -w {above}" if above is not None else WAY_OUT
-        raise DataError(
-            f"{resolved} is not an optimization workspace ({'; '.join(missing)}): a workspace holds "
-            f"kernel.py, and memory/ or a README.md with a ```{WORKSPACE_FENCE} block{hint}"
-        )
+        raise DataError(not_a_workspace(resolved, missing))
     return resolved
 
 

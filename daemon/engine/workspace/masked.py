@@ -10,7 +10,8 @@ a listing (`exp top`, `list`, `failures`, `show`, `expdb.top_experiments`,
 `kernelscope.topExperiments`) leaves out the experiments of every workspace's masked versions,
 with or without a workspace (`hidden_experiments`), and says how many (`hidden_count`; `exp failures`
 reads the store once and finds them among its rows: `hidden_among`, `is_hidden`). The ranking
-those three share is `ranking`, which counts the interpreter runs it left out too.
+those three share is `ranking`, which counts the interpreter runs it left out too; the failures
+`exp failures` and `expdb.failures` list, and what they left out, are `failures`'s.
 """
 
 from __future__ import annotations
@@ -29,7 +30,7 @@ Row = TypeVar("Row")
 if TYPE_CHECKING:
     from kernelscope.daemon.engine.memory.records import MemoryEntry
     from kernelscope.daemon.engine.store import ExperimentStore
-    from kernelscope.protocol.experiment import KernelExperiment, KernelSummary
+    from kernelscope.protocol.experiment import FailureCategory, KernelExperiment, KernelSummary
 
 
 def masked_versions(entries: Iterable[MemoryEntry]) -> set[str]:
@@ -176,3 +177,38 @@ def ranking(
         interpreter = min(max_results, store.top_count(include_buggy, True, hidden, **filters)) - len(rows)
     masked = hidden_count(hidden, lambda h: store.top_count(include_buggy, include_interpreter, h, **filters))
     return Ranking(rows, interpreter, masked)
+
+
+@dataclass(frozen=True)
+class Failures:
+    """The failures of the store by the seed's categories and how many it left out, for the
+    surface to say (views/left_out.py): `interpreter_left_out`, the interpreter runs (unless
+    `include_interpreter`), `masked_left_out`, the experiments of masked versions (unless
+    `include_masked`); an experiment that is both is in neither count, as in `ranking`'s."""
+
+    groups: dict[FailureCategory, list[KernelExperiment]]
+    interpreter_left_out: int
+    masked_left_out: int
+
+
+def failures(
+    store: ExperimentStore, include_interpreter: bool = False, include_masked: bool = False, **filters: Any
+) -> Failures:
+    """The one listing of `kernelscope exp failures` and `expdb.failures`: one read of the
+    store, the runs of masked versions (`hidden_among`) and the interpreter runs counted among
+    its rows, then left out unless asked for."""
+    from kernelscope.daemon.engine.store.store import is_interpreter_run
+
+    every = store.failures(True, **filters)
+    rows = [e for v in every.values() for e in v]
+    hidden = hidden_among(rows, include_masked)
+
+    def interpreter(e: KernelExperiment) -> bool:  # left out for being an interpreter run
+        return not include_interpreter and is_interpreter_run(e)
+
+    groups = {k: [e for e in v if not is_hidden(e, hidden) and not interpreter(e)] for k, v in every.items()}
+    return Failures(
+        groups,
+        sum(1 for e in rows if not is_hidden(e, hidden) and interpreter(e)),
+        sum(1 for e in rows if is_hidden(e, hidden) and not interpreter(e)),
+    )

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 from pygls.exceptions import JsonRpcInternalError, JsonRpcInvalidParams
 
 from kernelscope.daemon.engine import KernelscopeError, WriteFailed
-from kernelscope.daemon.engine.workspace.discovery import missing_parts
+from kernelscope.daemon.engine.workspace.discovery import missing_parts, not_a_workspace
 from kernelscope.daemon.lsp import notify
 from kernelscope.daemon.lsp.jobs import Jobs
 from kernelscope.daemon.lsp.state import ServerState, WorkspaceState, uri_to_path
@@ -86,10 +86,9 @@ class Commands:
             self.state.on_loop_and_wait(self.state.rescan)
             ws = self.state.workspace_of(path)
         if ws is None:
-            missing = "; ".join(missing_parts(path.resolve())) or "not in the editor's folders"
-            raise JsonRpcInvalidParams(
-                message=f"workspace: {path} is not an optimization workspace ({missing})"
-            )
+            resolved = path.resolve()
+            missing = missing_parts(resolved) or ["not in the editor's folders"]
+            raise JsonRpcInvalidParams(message=f"workspace: {not_a_workspace(resolved, missing, 'editor')}")
         return ws
 
     def _refuse_if_busy(self, ws: WorkspaceState) -> None:
