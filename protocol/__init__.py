@@ -28,6 +28,7 @@ _WHERE = {
     "ProfileEvidence": "memory",
     "QualityGate": "memory",
     "ReadmeInfo": "workspace",
+    "ReadmeWarning": "workspace",
     "SourceError": "workspace",
     "StopCondition": "workspace",
     "TargetInfo": "workspace",

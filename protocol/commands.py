@@ -84,6 +84,11 @@ class IterationResult(ClosedModel):
     stop_conditions_met: bool = False
     failure: str | None = None
     messages: list[str] = Field(default_factory=list)
+    warnings: list[str] = Field(
+        default_factory=list,
+        description="the README's warnings (a stop condition it cannot check, none stated), "
+        "as the iteration read it: the CLI says them before it measures",
+    )
 
 
 class RestartReport(ClosedModel):

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import Field
+from pydantic import Field, computed_field
 
 from kernelscope.protocol._open_model import ClosedModel
 from kernelscope.protocol.history import ScoreValue
@@ -79,6 +79,31 @@ class HardwareSpec(ClosedModel):
     line: int | None = None
 
 
+ReadmeWarningCode = Literal[
+    "readme:stop-condition-skipped",  # a comparison kernelscope cannot check (a decimal comma, no unit)
+    "readme:stop-condition-placeholder",  # a template's `<value>` left in a stop condition
+    "readme:target-placeholder",  # a template's placeholder left in a target bullet
+    "readme:no-measurable-stop-condition",  # a goal, or stop conditions in words, and no threshold
+    "readme:no-stop-conditions",
+]
+
+
+class ReadmeWarning(ClosedModel):
+    """One thing the README parser could not use, with the line it is about (the editor shows
+    it there: lsp/features/readme.py) and its kind."""
+
+    code: ReadmeWarningCode
+    message: str = Field(description="what is wrong and what to write instead, without the line")
+    line: int | None = Field(
+        default=None, description="1-based line in README.md; None: the README as a whole"
+    )
+
+    @property
+    def text(self) -> str:
+        """The message as the CLI says it: `README line N: ...` where it names a line."""
+        return f"README line {self.line}: {self.message}" if self.line is not None else self.message
+
+
 class ReadmeInfo(ClosedModel):
     """Everything kernelscope understands in a workspace README."""
 
@@ -109,8 +134,16 @@ class ReadmeInfo(ClosedModel):
         description="stop conditions stated in words (e.g. `Target utilization stop condition: 90%`) "
         "that name no measurable threshold kernelscope can check",
     )
-    warnings: list[str] = Field(default_factory=list)
+    notes: list[ReadmeWarning] = Field(
+        default_factory=list, description="the warnings with their line and kind, as data"
+    )
     errors: list[str] = Field(default_factory=list)
+
+    @computed_field  # type: ignore[prop-decorator]
+    @property
+    def warnings(self) -> list[str]:
+        """The warnings as sentences that name their line (`notes`, as the CLI prints them)."""
+        return [note.text for note in self.notes]
 
     @property
     def primary_kind(self) -> MetricKind | None:

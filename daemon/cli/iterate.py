@@ -73,6 +73,8 @@ def iterate_command(
     if not force and (root / "kernel.py").is_file():
         refuse_recorded_code(root, db)
     action_category, action_description = _ask_action(root, action_category, action_description)
+    if not json_out:  # (in --json: the result's warnings)
+        _say_readme_warnings(root)
     result = run_iteration(
         root,
         IterateOptions(
@@ -94,6 +96,16 @@ def iterate_command(
     else:
         print_iteration(result)
     raise typer.Exit(0 if result.passed else 3)
+
+
+def _say_readme_warnings(root: Path) -> None:
+    """The README's warnings, before the iteration measures: a stop condition it cannot check
+    (a decimal comma, no unit) is one this iteration and the next never check."""
+    from kernelscope.daemon.engine.workspace.workspace import Workspace
+
+    ws = Workspace(root)
+    for message in ws.readme().warnings if ws.readme_path.is_file() else []:
+        output.warn(message)
 
 
 def _ask_action(root: Path, category: str | None, description: str | None) -> tuple[str | None, str | None]:

@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 from urllib.parse import unquote
 
@@ -22,7 +23,7 @@ from kernelscope.daemon.lsp.jobs import Jobs
 from kernelscope.daemon.lsp.rpc import KernelscopeProtocol
 from kernelscope.daemon.lsp.state import ServerState, WorkspaceState, uri_to_path
 from kernelscope.daemon.lsp.watch import Watcher
-from kernelscope.protocol.vocabulary import KERNEL_FILE
+from kernelscope.protocol.vocabulary import KERNEL_FILE, WORKSPACE_README
 
 VERSION = "0.1.0"
 
@@ -92,6 +93,14 @@ class KernelscopeServer(LanguageServer):
         if ws is None and path.name == KERNEL_FILE:
             ws = self.state.discover(path)
         return ws if ws is not None and path == ws.kernel_path else None
+
+    def readme_path(self, uri: str) -> Path | None:
+        """The README.md `uri` is when it is a served workspace's (None for any other document)."""
+        path = uri_to_path(uri).resolve()
+        if path.name != WORKSPACE_README:
+            return None
+        ws = self.state.workspace_of(path, resolved=True) or self.state.discover(path)
+        return path if ws is not None and path == ws.kernel_path.with_name(WORKSPACE_README) else None
 
     def implied_workspace(self) -> str:
         """(loop) The workspace a command sent without arguments means (Helix's

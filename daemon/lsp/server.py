@@ -20,7 +20,7 @@ from typing import Any, Literal
 from lsprotocol import types
 
 from kernelscope.daemon.lsp import notify
-from kernelscope.daemon.lsp.features import Document, confirm, hints, hover, lenses, lifecycle, save
+from kernelscope.daemon.lsp.features import Document, confirm, documents, hints, hover, lenses, lifecycle
 from kernelscope.daemon.lsp.features.commands import RUNS_ON_LOOP, parse
 from kernelscope.daemon.lsp.language_server import KernelscopeServer
 from kernelscope.protocol.vocabulary import COMMANDS, WORKSPACES_REQUEST
@@ -68,10 +68,10 @@ FEATURES: list[tuple[str, Callable[..., Any], Runs]] = [
     (types.EXIT, lifecycle.exit_session, LOOP),
     (types.WINDOW_WORK_DONE_PROGRESS_CANCEL, lifecycle.progress_cancel, LOOP),
     (WORKSPACES_REQUEST, lifecycle.workspaces, LOOP),
-    (types.TEXT_DOCUMENT_DID_OPEN, save.did_open, LOOP),
-    (types.TEXT_DOCUMENT_DID_CHANGE, save.did_change, LOOP),
-    (types.TEXT_DOCUMENT_DID_SAVE, save.did_save, LOOP),
-    (types.TEXT_DOCUMENT_DID_CLOSE, save.did_close, LOOP),
+    (types.TEXT_DOCUMENT_DID_OPEN, documents.did_open, LOOP),
+    (types.TEXT_DOCUMENT_DID_CHANGE, documents.did_change, LOOP),
+    (types.TEXT_DOCUMENT_DID_SAVE, documents.did_save, LOOP),
+    (types.TEXT_DOCUMENT_DID_CLOSE, documents.did_close, LOOP),
     (types.TEXT_DOCUMENT_CODE_LENS, on_pool(lenses.code_lens, lenses.kept_lenses), POOL),
     (types.TEXT_DOCUMENT_HOVER, on_pool(hover.hover), POOL),
     (types.TEXT_DOCUMENT_INLAY_HINT, on_pool(hints.inlay_hints), POOL),

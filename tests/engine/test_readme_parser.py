@@ -266,6 +266,26 @@ def test_a_stop_condition_kernelscope_cannot_check_is_named_with_why(value: str,
     assert "expected" in skipped, skipped
 
 
+def test_each_warning_carries_its_line_and_kind_as_data() -> None:
+    """The editor shows a warning on its line (lsp/features/readme.py): the line and the kind
+    are the model's data, not only words in the sentence; the sentence is unchanged."""
+    text = (
+        "# x\n\n## Target\n- platform: <platform>\n\n## Stop Conditions\n"
+        "- memory-bound target: bandwidth >= 4,32TB/s\n- compute-bound target: <value>\n"
+    )
+    info = parse_readme(text)
+    found = [(n.code, n.line) for n in info.notes]
+    assert found == [
+        ("readme:target-placeholder", 4),
+        ("readme:stop-condition-skipped", 7),
+        ("readme:stop-condition-placeholder", 8),
+        ("readme:no-measurable-stop-condition", None),
+    ], found
+    assert info.warnings[1] == f"README line 7: {info.notes[1].message}"
+    assert info.notes[1].message.startswith("stop condition skipped, kernelscope cannot check it:")
+    assert info.model_dump(mode="json")["warnings"] == info.warnings  # (as --json says them)
+
+
 def test_a_latency_of_zero_and_a_good_bullet_beside_a_bad_one() -> None:
     info = parse_readme(
         "# x\n\n## Stop Conditions\n- end-to-end latency: <= 0 us\n- latency <= 40 us\n"

@@ -1193,3 +1193,29 @@ def test_the_record_hint_gives_no_db_a_command_cannot_log_in_with(
     locked = exp_record_command(tmp_path, team, record, None)
     assert "***" not in locked and "s3cret" not in locked
     assert locked.endswith('--db "$KERNELSCOPE_DB_URL"') and "KERNELSCOPE_DB_URL exported" in store_note(team)
+
+
+def test_iterate_says_at_its_start_which_stop_conditions_it_cannot_check(workspace: tuple[Path, str]) -> None:
+    """A README bullet kernelscope skips (a decimal comma) is named once, before the iteration
+    runs (stderr), and in --json in the result's `warnings`: an agent is not left iterating
+    toward a target iterate never checks. Nothing else changes: the iteration records as before."""
+    ws, db = workspace
+    readme = ws / "README.md"
+    readme.write_text(readme.read_text().replace("bandwidth >= 4.32TB/s", "bandwidth >= 4,32TB/s"))
+    Git(ws).commit_paths([readme], "a decimal comma")
+    said = "README line 32: stop condition skipped, kernelscope cannot check it"
+    base = [KELNERSCOPE, "iterate", "-w", str(ws), "--db", db, "--mode", "interpreter", "--seeds", "1"]
+    (ws / "kernel.py").write_text(kernel_with_block(KERNEL, 4096))
+    text = subprocess.run([*base, "-a", "tiling", "-d", "4096"], capture_output=True, text=True)
+    assert text.returncode == 0, text.stderr[-2000:]
+    assert text.stderr.count(said) == 1 and "4,32 has a decimal comma" in text.stderr, text.stderr
+    assert text.stderr.index(said) < text.stderr.index("interpreter mode"), text.stderr  # first, not after
+    assert said not in text.stdout
+    (ws / "kernel.py").write_text(kernel_with_block(KERNEL, 2048))
+    as_json = subprocess.run([*base, "-a", "tiling", "-d", "2048", "--json"], capture_output=True, text=True)
+    assert as_json.returncode == 0, as_json.stderr[-2000:]
+    result = json.loads(as_json.stdout)
+    assert result["version"] == "v5" and result["stop_conditions"] == []
+    assert [w for w in result["warnings"] if w.startswith(said)] and said not in as_json.stderr, result[
+        "warnings"
+    ]

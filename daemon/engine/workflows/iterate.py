@@ -392,6 +392,7 @@ class Iteration:
             stop_conditions_met=stops_met,
             failure=None if bench.passed else (bench.error.message if bench.error else "the gate failed"),
             messages=messages + bench.messages,
+            warnings=readme.warnings if readme is not None else [],
         )
         if failed_ref is not None:
             result.failed_ref = failed_ref

@@ -7,8 +7,9 @@ such as `- memory-bound target: bandwidth >= 3.87TB/s`. This module extracts the
 ever rewriting the file. An optional fenced block tagged `kernelscope` holding JSON (see the
 README's "Machine-readable block") wins over the prose when present.
 
-Nothing here raises on odd input: problems become `warnings` (e.g. no stop conditions) or
-`errors` (e.g. an invalid machine block) on the returned `ReadmeInfo`.
+Nothing here raises on odd input: problems become `notes` (warnings with their line and kind,
+e.g. a stop condition it cannot check; `warnings` says them as sentences) or `errors` (e.g. an
+invalid machine block) on the returned `ReadmeInfo`.
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ from kernelscope.protocol.workspace import (
     CorrectnessThreshold,
     HardwareSpec,
     ReadmeInfo,
+    ReadmeWarning,
     StopCondition,
     TargetInfo,
 )
@@ -90,7 +92,7 @@ def parse_readme(text: str, path: str = "README.md") -> ReadmeInfo:
     """Parse README text. Never raises for content; see the module docstring."""
     lines = text.splitlines()
     sections = lines_of.split_sections(lines)
-    warnings: list[str] = []
+    warnings: list[ReadmeWarning] = []
     errors: list[str] = []
 
     target = _parse_target(sections, warnings)
@@ -110,24 +112,30 @@ def parse_readme(text: str, path: str = "README.md") -> ReadmeInfo:
         goal=_parse_goal(sections),
         workload_count=_parse_workload_count(sections),
         stated_stop_conditions=stated,
-        warnings=warnings,
+        notes=warnings,
         errors=errors,
     )
     block = lines_of.find_machine_block(lines)
     if block is not None:
         _apply_machine_block(info, *block)
     if not info.stop_conditions and (info.goal or info.stated_stop_conditions):
-        info.warnings.append(
-            "README states a goal but no measurable stop condition: kernelscope shows progress "
-            "against the goal (today's atrex keeps numeric stop conditions as orchestrator flags "
-            "such as --max-iters, --max-stall, --target-util); add a ```kernelscope block with "
-            "stop_conditions to have the target checked"
+        info.notes.append(
+            ReadmeWarning(
+                code="readme:no-measurable-stop-condition",
+                message="README states a goal but no measurable stop condition: kernelscope shows "
+                "progress against the goal (today's atrex keeps numeric stop conditions as "
+                "orchestrator flags such as --max-iters, --max-stall, --target-util); add a "
+                "```kernelscope block with stop_conditions to have the target checked",
+            )
         )
     elif not info.stop_conditions:
-        info.warnings.append(
-            "README has no stop conditions: add bullets under '## Stop Conditions' such as "
-            "'- memory-bound target: bandwidth >= 3.87TB/s' (or a ```kernelscope block); "
-            "without them kernelscope cannot tell when the target is met"
+        info.notes.append(
+            ReadmeWarning(
+                code="readme:no-stop-conditions",
+                message="README has no stop conditions: add bullets under '## Stop Conditions' "
+                "such as '- memory-bound target: bandwidth >= 3.87TB/s' (or a ```kernelscope "
+                "block); without them kernelscope cannot tell when the target is met",
+            )
         )
     return info
 
@@ -144,7 +152,7 @@ def _target_sections(sections: list[lines_of.Section]) -> list[lines_of.Section]
 # -- target -----------------------------------------------------------------------------
 
 
-def _parse_target(sections: list[lines_of.Section], warnings: list[str]) -> TargetInfo:
+def _parse_target(sections: list[lines_of.Section], warnings: list[ReadmeWarning]) -> TargetInfo:
     values: dict[str, str] = {}
     other: dict[str, str] = {}
     # `## Target` first; `## Task Context` (atrex template) and today's `## Config` /
@@ -166,7 +174,13 @@ def _parse_target(sections: list[lines_of.Section], warnings: list[str]) -> Targ
             if not value:
                 continue
             if lines_of.PLACEHOLDER.search(value) and lines_of.PLACEHOLDER.sub("", value).strip(" /.,") == "":
-                warnings.append(f"README line {line_no}: '{key}' is still a template placeholder")
+                warnings.append(
+                    ReadmeWarning(
+                        code="readme:target-placeholder",
+                        message=f"'{key}' is still a template placeholder",
+                        line=line_no,
+                    )
+                )
                 continue
             field = _TARGET_KEYS.get(key) or _TARGET_KEYS.get(key.replace(" ", "_"))
             if field:
@@ -238,12 +252,18 @@ def read_condition(text: str, line: int | None = None) -> StopCondition | str | 
     )
 
 
-def _parse_stop_conditions(sections: list[lines_of.Section], warnings: list[str]) -> list[StopCondition]:
+def _parse_stop_conditions(
+    sections: list[lines_of.Section], warnings: list[ReadmeWarning]
+) -> list[StopCondition]:
     conditions: list[StopCondition] = []
     for line_no, bullet, placeholder in lines_of.stop_condition_bullets(sections):
         if placeholder:  # before parsing: a template's example reads as a target
             warnings.append(
-                f"README line {line_no}: stop condition is still a template placeholder: {bullet[:80]}"
+                ReadmeWarning(
+                    code="readme:stop-condition-placeholder",
+                    message=f"stop condition is still a template placeholder: {bullet[:80]}",
+                    line=line_no,
+                )
             )
             continue
         condition = read_condition(bullet, line_no)
@@ -251,8 +271,12 @@ def _parse_stop_conditions(sections: list[lines_of.Section], warnings: list[str]
             conditions.append(condition)
         elif condition is not None and not _REL_ERR.search(bullet):  # (a threshold: read apart)
             warnings.append(
-                f"README line {line_no}: stop condition skipped, kernelscope cannot check it: "
-                f"{bullet[:80]!r}: {condition}; {lines_of.EXPECTED}"
+                ReadmeWarning(
+                    code="readme:stop-condition-skipped",
+                    message=f"stop condition skipped, kernelscope cannot check it: {bullet[:80]!r}: "
+                    f"{condition}; {lines_of.EXPECTED}",
+                    line=line_no,
+                )
             )
     return conditions
 

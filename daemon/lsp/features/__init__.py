@@ -1,7 +1,9 @@
 """One module per editor feature, each a thin translation between LSP types and engine calls:
 lenses (textDocument/codeLens), hover, hints (inlay hints, resolve), diagnostics (what is
 published under kernel.py), commands (workspace/executeCommand and kernelscope's own requests),
-save (didOpen/didChange/didSave and changes on disk: the check, then the probe), lifecycle
+save (didOpen/didChange/didSave and changes on disk: the check, then the probe), readme (the
+warnings of a README.md open in the editor, as its diagnostics; documents routes didOpen,
+didChange, didSave, didClose to both), lifecycle
 (initialize, configuration, folders).
 
 Each handler runs either on the event loop (it changes the live state or talks to the client)

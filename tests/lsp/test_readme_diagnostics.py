@@ -1,0 +1,98 @@
+"""README.md open in the editor gets the README model's warnings as diagnostics (a stop
+condition kernelscope cannot check, on its line), follows the buffer as it is edited, and is
+cleared when it is fixed or closed; nothing is written into the workspace."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+import pytest_lsp
+from lsprotocol import types
+from pytest_lsp import ClientServerConfig
+
+from tests.conftest import EXAMPLES, NO_TORCH_SERVER
+from tests.support.lsp_client import KernelscopeClient, make_client, open_with, start_session, wait_for
+
+pytestmark = pytest.mark.slow
+GOOD = "- memory-bound target: bandwidth >= 4.32TB/s"
+COMMA = "- memory-bound target: bandwidth >= 4,32TB/s"
+
+
+@pytest.fixture
+def folder(tmp_path: Path, users_own_files: Path) -> Path:
+    ws = tmp_path / "kernel_opt_vector_add"
+    shutil.copytree(EXAMPLES / "vector_add", ws)
+    readme = ws / "README.md"
+    assert GOOD in readme.read_text()
+    readme.write_text(readme.read_text().replace(GOOD, COMMA))
+    users_own_files.write_text('mode = "interpreter"\nseeds = 1\ndebounce_ms = 100\n')
+    return tmp_path
+
+
+@pytest_lsp.fixture(config=ClientServerConfig(client_factory=make_client, server_command=NO_TORCH_SERVER))
+async def client(lsp_client: KernelscopeClient, folder: Path):
+    await start_session(lsp_client, folder, {"dbUrl": str(folder / "exp.sqlite")})
+    yield
+    await lsp_client.shutdown_session()
+
+
+def shown(client: KernelscopeClient, uri: str) -> list[str] | None:
+    """What the last publication for `uri` said (None: none yet)."""
+    said = [found for published, found in client.published if published == uri]
+    return said[-1] if said else None
+
+
+async def test_an_open_readme_shows_its_unreadable_stop_condition_until_fixed(
+    client: KernelscopeClient,
+) -> None:
+    readme = client.folder / "kernel_opt_vector_add" / "README.md"
+    text = readme.read_text()
+    line = text.splitlines().index(COMMA)
+    uri = readme.as_uri()
+    kernel = readme.with_name(
+        "kernel.py"
+    )  # the workspace served, kernel.py checked: the README, not open, gets nothing
+    open_with(client, kernel, kernel.read_text())
+    await wait_for(
+        lambda: shown(client, kernel.as_uri()) is not None, 60, "kernel.py's check published nothing"
+    )
+    assert shown(client, uri) is None
+    client.text_document_did_open(
+        types.DidOpenTextDocumentParams(
+            text_document=types.TextDocumentItem(uri=uri, language_id="markdown", version=1, text=text)
+        )
+    )
+    await wait_for(lambda: bool(client.diagnostics.get(uri)), 30, "no diagnostics on the open README")
+    codes = {d.code: d for d in client.diagnostics[uri]}
+    # the bullet skipped, on its line; and with it the README states no target kernelscope checks
+    assert set(codes) == {"readme:stop-condition-skipped", "readme:no-measurable-stop-condition"}, codes
+    assert codes["readme:no-measurable-stop-condition"].range.start.line == 0
+    found = codes["readme:stop-condition-skipped"]
+    assert found.range.start.line == line and found.range.end.line == line, found
+    assert found.severity == types.DiagnosticSeverity.Warning and found.source == "kernelscope"
+    assert found.range.end.character == len(COMMA), found
+    assert "4,32 has a decimal comma (write 4.32)" in found.message, found.message
+    assert not found.message.startswith("README line"), found.message  # the range says where
+
+    client.text_document_did_change(
+        types.DidChangeTextDocumentParams(
+            text_document=types.VersionedTextDocumentIdentifier(uri=uri, version=2),
+            content_changes=[types.TextDocumentContentChangeWholeDocument(text=text.replace(COMMA, GOOD))],
+        )
+    )
+    await wait_for(lambda: shown(client, uri) == [], 30, "the fixed README's warning stays")
+
+    client.text_document_did_change(
+        types.DidChangeTextDocumentParams(
+            text_document=types.VersionedTextDocumentIdentifier(uri=uri, version=3),
+            content_changes=[types.TextDocumentContentChangeWholeDocument(text=text)],
+        )
+    )
+    await wait_for(lambda: bool(shown(client, uri)), 30, "the broken bullet again: no warning")
+    client.text_document_did_close(
+        types.DidCloseTextDocumentParams(text_document=types.TextDocumentIdentifier(uri=uri))
+    )
+    await wait_for(lambda: shown(client, uri) == [], 30, "a closed README keeps its warning")
+    assert readme.read_text() == text  # nothing written
