@@ -87,11 +87,12 @@ def to_jsonable(value: Any) -> Any:
 
 
 def print_json(value: Any) -> None:
-    """Plain JSON on stdout (no rich markup, no wrapping), one document per call: strict JSON,
-    NaN or Infinity refused by the one writer (`engine.json_text`: NotJSON, nothing printed)."""
+    """Plain JSON on stdout (no rich markup, no wrapping), one document per call: strict JSON
+    (`engine.json_text`: a NaN or Infinity, which a record another tool wrote may hold, is
+    printed null)."""
     from kernelscope.daemon.engine import json_text
 
-    print(json_text(to_jsonable(value), indent=2, ensure_ascii=False))
+    print(json_text(to_jsonable(value), nulls=True, indent=2, ensure_ascii=False))
 
 
 def print_table(title: str | None, columns: list[str], rows: list[list[str]]) -> None:

@@ -212,23 +212,46 @@ def load_json(text: str | bytes, **options: Any) -> Any:
         digits = sys.get_int_max_str_digits() if "digits" in str(exc) else None
         reason = f"a number of more than {digits} digits" if digits else str(exc)
         raise UnreadableJSON(reason, text) from None
-    if json_depth(value) > MAX_JSON_DEPTH:
+    # (a text with no more brackets than the limit cannot nest past it: the walk, ~3x the
+    # parse of a large record, is left to texts that could)
+    brackets = (
+        text.count("[") + text.count("{") if isinstance(text, str) else text.count(b"[") + text.count(b"{")
+    )
+    if brackets > MAX_JSON_DEPTH and json_depth(value) > MAX_JSON_DEPTH:
         raise UnreadableJSON(TOO_DEEP, text)
     return value
 
 
 class NotJSON(DataError):
-    """What kernelscope was about to print or send holds NaN or Infinity, which JSON has no
-    word for (JSON.parse in Node, and so VS Code's client, rejects the document)."""
+    """What kernelscope was about to write into a record holds NaN or Infinity, which JSON has
+    no word for (JSON.parse in Node, and so VS Code's client, rejects the document)."""
 
 
-def json_text(value: Any, **options: Any) -> str:
+def json_text(value: Any, nulls: bool = False, **options: Any) -> str:
     """The one writer of JSON that leaves kernelscope (a record, the CLI's `--json`, the
-    daemon's messages): json.dumps that refuses NaN and Infinity (NotJSON) rather than
-    writing tokens no JSON parser reads."""
+    daemon's messages): json.dumps that never writes NaN or Infinity, tokens no JSON parser
+    reads. A record refuses them (NotJSON: kernelscope writes no record it could not read as
+    JSON); a document for a reader (`nulls`: the CLI's output, the daemon's messages) has null
+    there, as JSON says "no number": a record another tool wrote with NaN in it is still read
+    and shown, its other fields intact."""
     try:
         return json.dumps(value, allow_nan=False, **options)
     except ValueError as exc:  # (its message: "Out of range float values are not JSON compliant")
-        raise NotJSON(
-            f"refusing to write JSON holding NaN or Infinity ({exc}); nothing was written"
-        ) from None
+        if not nulls or "Out of range float" not in str(exc):
+            raise NotJSON(
+                f"refusing to write JSON holding NaN or Infinity ({exc}); nothing was written"
+            ) from None
+    plain = json.loads(json.dumps(value, default=options.get("default")))  # (NaN kept as a float)
+    return json.dumps(_finite(plain), allow_nan=False, **options)
+
+
+def _finite(value: Any) -> Any:
+    """`value` (plain JSON data, at most MAX_JSON_DEPTH deep) with null for every number that
+    is not finite."""
+    if isinstance(value, float):
+        return value if value - value == 0 else None  # (inf - inf and nan - nan are nan)
+    if isinstance(value, dict):
+        return {key: _finite(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [_finite(item) for item in value]
+    return value

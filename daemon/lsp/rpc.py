@@ -13,8 +13,7 @@ request gets an answer.
   RequestCancelled; pygls answered the shutdown InternalError (`lsp_shutdown`, below).
 - Every message goes out as strict JSON (`engine.json_text`, the one writer): pygls wrote NaN
   and Infinity as such, which Node's JSON.parse (vscode-jsonrpc) rejects, losing the whole
-  message. An answer that would hold one is answered InternalError naming why; another
-  message is logged and not sent (`_send_data`, below).
+  message; they go out as null, as the CLI prints them (`_send_data`, below).
 """
 
 from __future__ import annotations
@@ -113,15 +112,15 @@ class KernelscopeProtocol(LanguageServerProtocol):
         self._shutdown = True
 
     def _send_data(self, data: Any) -> None:
-        """pygls 2.1.1's `_send_data`, its body written by the one JSON writer (strict: no NaN
-        or Infinity, NotJSON). A response that cannot be written is answered InternalError
-        naming why, so the client is not left waiting; a notification or a request to the
-        client is logged and not sent."""
+        """pygls 2.1.1's `_send_data`, its body written by the one JSON writer (strict: a NaN or
+        Infinity goes out as null, `json_text(nulls=True)`). A response that cannot be written
+        at all is answered InternalError naming why, so the client is not left waiting; a
+        notification or a request to the client is logged and not sent."""
         if not data or self.writer is None:
             super()._send_data(data)  # (pygls's own words for both)
             return
         try:
-            body = json_text(data, default=self._serialize_message)
+            body = json_text(data, nulls=True, default=self._serialize_message)
         except NotJSON as exc:
             log.error("not sent: %s %s", getattr(data, "method", None) or "an answer", exc)
             if not hasattr(data, "result") or getattr(data, "id", None) is None:

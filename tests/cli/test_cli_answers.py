@@ -232,13 +232,20 @@ def test_an_interrupted_bench_under_json_is_one_document(
 
 def test_the_cli_prints_no_json_that_holds_nan_or_infinity(capsys: pytest.CaptureFixture[str]) -> None:
     """`--json` printed `Infinity` where a number overflowed: no JSON parser reads it. The one
-    JSON writer refuses it (a clear error, nothing printed), as the record writer does."""
+    JSON writer prints null there (JSON's "no number"), the rest of the document intact; a
+    record, which kernelscope writes to read again, refuses them (NotJSON)."""
     from kernelscope.daemon.cli import output
     from kernelscope.daemon.engine import NotJSON
+    from kernelscope.daemon.engine.memory.atomic_io import dump_json
 
     for value in (float("inf"), float("nan"), -float("inf")):
+        output.print_json({"score": {"value": value}, "runs": [value, 2.0], "name": "v1"})
+        assert json.loads(capsys.readouterr().out) == {
+            "score": {"value": None},
+            "runs": [None, 2.0],
+            "name": "v1",
+        }
         with pytest.raises(NotJSON, match="NaN or Infinity"):
-            output.print_json({"score": {"value": value}})
-        assert capsys.readouterr().out == ""
+            dump_json({"score": value})
     output.print_json({"score": 1.5})
     assert json.loads(capsys.readouterr().out) == {"score": 1.5}

@@ -1069,3 +1069,19 @@ def test_plain_messages_are_what_rich_prints(monkeypatch: pytest.MonkeyPatch, me
             label = "[bold red]error:[/]" if kind == "error" else "[yellow]warning:[/]"
             console.print(f"{label} {escape(message)}", markup=True)
         assert plain.getvalue() == rendered.getvalue(), kind
+
+
+def test_a_record_another_tool_wrote_with_nan_is_read_with_null_there(tmp_path: Path, both) -> None:  # type: ignore[no-untyped-def]
+    """The seed's memory tool writes `"tflops": NaN` (Python's json.dump); since the CLI's JSON
+    became strict, `memory read --unmasked-only --json` (a partial restart's first call) failed
+    for the whole workspace over that one field. Both paths print the records, null there."""
+    ws = tmp_path / "ws"
+    write_record(ws, 0, performance={"latency_us": 10.0})
+    (ws / "memory" / "v1.json").write_text(
+        '{"version": "v1", "performance": {"tflops": NaN, "latency_us": 8.0}}\n'
+    )
+    quick, slow = both("memory", "read", "-w", str(ws), "--unmasked-only", "--json")
+    assert quick.fast_ran and quick.key() == slow.key() and slow.code == 0, (quick.key(), slow.key())
+    records = json.loads(slow.out)
+    v1 = next(r for r in records if r["version"] == "v1")
+    assert v1["performance"] == {"tflops": None, "latency_us": 8.0}

@@ -519,8 +519,8 @@ def test_opening_kernel_py_reads_what_the_lenses_show(
 
 def test_the_daemon_sends_no_json_that_holds_nan_or_infinity() -> None:
     """pygls wrote a float('inf') in an answer as `Infinity`, which Node's JSON.parse (VS
-    Code's client) rejects, losing the message. An answer that holds one is answered
-    InternalError naming why; a notification that holds one is not sent."""
+    Code's client) rejects, losing the message. A NaN or Infinity goes out as null, in an
+    answer and in a notification alike, the rest of the message intact."""
     from kernelscope.daemon.lsp.language_server import KernelscopeServer
 
     class Writer:
@@ -542,12 +542,12 @@ def test_the_daemon_sends_no_json_that_holds_nan_or_infinity() -> None:
         writer.sent.clear()
         return found
 
-    protocol._send_response(7, {"score": float("inf")})
-    [answer] = bodies()
-    assert (
-        answer["id"] == 7 and answer["error"]["code"] == -32603 and "Infinity" in answer["error"]["message"]
-    )
-    protocol.notify("kernelscope/jobFinished", {"score": float("nan")})
-    assert bodies() == []
+    protocol._send_response(7, {"score": float("inf"), "runs": [1.0, float("-inf")], "name": "é"})
+    assert bodies() == [
+        {"id": 7, "jsonrpc": "2.0", "result": {"score": None, "runs": [1.0, None], "name": "é"}}
+    ]
+    protocol.notify("kernelscope/jobFinished", {"score": float("nan"), "job": "j1"})
+    [note] = bodies()
+    assert note["method"] == "kernelscope/jobFinished" and note["params"] == {"score": None, "job": "j1"}
     protocol._send_response(8, {"score": 1.5, "name": "é"})
     assert bodies() == [{"id": 8, "jsonrpc": "2.0", "result": {"score": 1.5, "name": "é"}}]
