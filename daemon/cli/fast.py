@@ -18,8 +18,9 @@ Whatever this module cannot vouch for it hands back before printing anything or 
 record (an `update` may have created the lock file and removed orphaned temp files, as the
 engine does first too), and the full typer CLI runs instead: help, any other flag or form (a
 positional, a repeated option, a value that looks like a flag), a record only pydantic can
-judge (its validation message words the error), a journal left by a cut-short mask-half, an
-unexpected exception.
+judge (its validation message words the error), a journal left by a cut-short mask-half (the
+engine shows the records as finishing it leaves them, and writes nothing), an unexpected
+exception.
 tests/cli/test_cli_startup.py runs both paths on the same inputs and compares their output.
 """
 
@@ -116,7 +117,7 @@ def _plain_args(args: list[str]) -> bool:
 def _files(memory_dir: Path) -> list[core.RawFile]:
     """Every record file, read raw; the full CLI runs whatever only the record model can judge."""
     if (memory_dir / core.JOURNAL_NAME).exists():
-        raise Fallback  # a mask-half cut short: the engine finishes it under the lock first
+        raise Fallback  # a mask-half cut short: the engine shows it finished (records.scan)
     files = [core.read_file(number, path) for number, path in core.record_files(memory_dir)]
     if not all(f.vouched for f in files):
         raise Fallback
@@ -124,6 +125,8 @@ def _files(memory_dir: Path) -> list[core.RawFile]:
 
 
 def _file(memory_dir: Path, version: str) -> core.RawFile:
+    if (memory_dir / core.JOURNAL_NAME).exists():  # (`update` replayed it, under the lock)
+        raise Fallback  # a mask-half cut short: the engine shows the version as it leaves it
     found = core.read_file(*core.file_of(memory_dir, version))
     if not found.vouched:
         raise Fallback

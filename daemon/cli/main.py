@@ -253,6 +253,7 @@ def _main(args: list[str]) -> None:
 
     if args[:1] != ["serve"]:
         _exit_on_sigterm()
+        _engine_warnings_to_stderr()
     from kernelscope.daemon.cli import output
     from kernelscope.daemon.engine import KernelscopeError
 
@@ -272,6 +273,31 @@ def _main(args: list[str]) -> None:
         code = output.failed(exc, json_out=False)
         sys.exit(usage_status if code == EXIT_USAGE else code)
     sys.exit(EXIT_OK)
+
+
+def _engine_warnings_to_stderr() -> None:
+    """What the memory engine warns of (a cut-short mask-half a read shows finished, a file
+    its finishing kept) printed as the CLI's other warnings are (`output.warn`), each once
+    per command (a command reads memory/ more than once)."""
+    import logging
+
+    from kernelscope.daemon.cli import output
+
+    said: set[str] = set()
+
+    class ToWarn(logging.Handler):
+        def emit(self, record: logging.LogRecord) -> None:
+            message = record.getMessage()
+            if message not in said:
+                said.add(message)
+                output.warn(message)
+
+    logger = logging.getLogger("kernelscope.daemon.engine.memory")
+    for old in [h for h in logger.handlers if h.get_name() == "kernelscope-cli"]:  # (main run twice)
+        logger.removeHandler(old)
+    handler = ToWarn(logging.WARNING)
+    handler.set_name("kernelscope-cli")
+    logger.addHandler(handler)
 
 
 def _exit_on_sigterm() -> None:

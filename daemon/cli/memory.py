@@ -72,7 +72,7 @@ def _report_errors(errors: list[str]) -> None:
 
 @app.command()
 def init(workspace: WorkspaceOpt = Path("."), json_out: JsonOpt = False) -> None:
-    """Create the memory/ directory."""
+    """Create the memory/ directory (an existing one: finish a mask-half cut short there)."""
     path = _manager(workspace, require=False).init()
     output.report(json_out, {"memory_dir": str(path)}, f"Initialized memory directory: {path}")
 

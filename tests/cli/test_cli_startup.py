@@ -627,21 +627,27 @@ def test_fast_reads_on_the_example(vector_add_ws: Path, both) -> None:  # type: 
     assert "┃ version ┃" in table.out and "CORRUPT" not in table.out
 
 
-def test_a_journal_left_by_mask_half_is_finished_by_the_engine(vector_add_ws: Path, both) -> None:  # type: ignore[no-untyped-def]
+def test_a_journal_left_by_mask_half_is_shown_finished_by_the_engine(vector_add_ws: Path, both) -> None:  # type: ignore[no-untyped-def]
+    """The fast path hands a cut-short mask-half to the engine, which shows it finished, says
+    so, and writes nothing (the journal stays for the next write)."""
     memory = vector_add_ws / "memory"
     original = (memory / "v2.json").read_text()
     journal = memory / JOURNAL_NAME
+    written = json.dumps({"files": {"v2.json": original.replace('"masked": false', '"masked": true')}})
 
     def cut_short() -> None:
         (memory / "v2.json").write_text(original)
-        journal.write_text(
-            json.dumps({"files": {"v2.json": original.replace('"masked": false', '"masked": true')}})
-        )
+        journal.write_text(written)
 
     cut_short()
-    quick, slow = both("memory", "list", "--json", "-w", str(vector_add_ws), between=cut_short)
-    assert quick.key() == slow.key() and not quick.fast_ran
-    assert not journal.exists() and json.loads((memory / "v2.json").read_text())["masked"] is True
+    for args in (("list", "--json"), ("read", "-v", "v2", "--include-masked")):
+        quick, slow = both("memory", *args, "-w", str(vector_add_ws), between=cut_short)
+        assert quick.key() == slow.key() and not quick.fast_ran
+        assert quick.err.count("was cut short: v2.json") == 1
+        assert (memory / "v2.json").read_text() == original and journal.read_text() == written
+        shown = json.loads(quick.out)
+        v2 = shown if args[0] == "read" else next(row for row in shown if row["version"] == "v2")
+        assert v2["masked"] is True
 
 
 UPDATES = [

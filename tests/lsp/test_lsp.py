@@ -378,6 +378,51 @@ async def test_external_write_refreshes_lenses(client: KernelscopeClient) -> Non
     assert any("1 masked" in t for t in titles)
 
 
+class _Killed(BaseException):
+    """Stands for SIGKILL inside the test's process: nothing after it runs, no cleanup."""
+
+
+async def test_a_lens_refresh_over_a_cut_short_mask_half_writes_nothing(
+    client: KernelscopeClient, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A mask-half killed half-way (its journal and restart note written, no version masked yet)
+    in a workspace the daemon watches: the lens refresh shows the mask as finishing it leaves
+    the memory and says it was cut short, and every byte of the workspace stays as the kill
+    left it (before, the refresh finished the write on disk: a write nobody asked for)."""
+    from kernelscope.daemon.engine.memory import atomic_io
+    from kernelscope.daemon.engine.memory.records import MemoryManager
+    from kernelscope.daemon.engine.workspace.workspace import Workspace
+
+    ws = client.folder / "foreign_softmax"
+    uri = (ws / "kernel.py").as_uri()
+    await lenses(client, uri)
+    await watching(client, ws)
+    kind = Workspace(ws).readme().primary_kind
+    plan = MemoryManager(ws).mask_half(kind, seed=5, dry_run=True)
+    was = sum(1 for entry in MemoryManager(ws).scan() if entry.masked)
+    assert plan.masked
+    real, calls = atomic_io.atomic_write_text, []
+
+    def dies(path: Path, text: str) -> None:
+        calls.append(path.name)
+        if len(calls) == 3:  # the journal, the restart note, then the first masked version
+            raise _Killed
+        real(path, text)
+
+    before = client.refreshes  # type: ignore[attr-defined]
+    monkeypatch.setattr(atomic_io, "atomic_write_text", dies)
+    with pytest.raises(_Killed):
+        MemoryManager(ws).mask_half(kind, seed=5)
+    monkeypatch.setattr(atomic_io, "atomic_write_text", real)
+    files = {path: path.read_bytes() for path in sorted(ws.rglob("*")) if path.is_file()}
+    assert (ws / "memory" / atomic_io.JOURNAL_NAME) in files
+    await wait_for(lambda: client.refreshes > before, timeout=10)  # type: ignore[attr-defined]
+    titles = [lens.command.title for lens in await lenses(client, uri) if lens.command]
+    assert {path: path.read_bytes() for path in sorted(ws.rglob("*")) if path.is_file()} == files
+    file_lens = next(t for t in titles if " masked" in t)
+    assert f"{was + len(plan.masked)} masked" in file_lens and "was cut short" in file_lens, titles
+
+
 async def test_save_probe_progress_and_broken_kernel_diagnostic(client: KernelscopeClient) -> None:
     ws = client.folder / "kernel_opt_vector_add"
     uri = kernel_uri(client)

@@ -322,7 +322,7 @@ def observe(ws: Path, db: Path, before: dict[str, dict[str, Any]], stored: int) 
     """What the kill left behind, for the summary: how often each interesting state was hit."""
     seen = []
     if (ws / "memory" / ".kernelscope-journal.json").exists():
-        seen.append("journal left (replayed by the next read)")
+        seen.append("journal left (replayed by the next write)")
     if _experiments(db) != stored:
         seen.append("experiment stored")
     if (ws / ".git" / "index.lock").exists() or list((ws / ".git" / "refs").rglob("*.lock")):
@@ -370,11 +370,11 @@ def kill_once(
     check_after_kill(ws, db, before, op)
     seen = observe(ws, db, before, stored)
     if op.name == "mask-half":
-        # All or nothing, as soon as kernelscope reads the workspace: a journal left by the
+        # All or nothing, as soon as kernelscope writes the workspace: a journal left by the
         # kill is replayed, so the masked set is the old one or the old one plus the plan.
         from kernelscope.daemon.engine.memory.records import MemoryManager
 
-        MemoryManager(ws).scan()
+        MemoryManager(ws).init()
         masked = {name for name, record in _memory(ws).items() if record.get("masked")}
         was = {name for name, record in before.items() if record.get("masked")}
         assert masked in (was, was | planned), (sorted(was), sorted(planned), sorted(masked))
@@ -549,12 +549,25 @@ def _mask_half_killed_at_write(ws: Path, nth: int, monkeypatch: pytest.MonkeyPat
     return calls
 
 
-def test_interrupted_multi_file_write_is_finished_by_the_next_reader(
+def _bytes_under(*folders: Path) -> dict[str, bytes]:
+    """Every file under the folders (dot files, the journal and the locks included), by path."""
+    return {
+        str(path): path.read_bytes()
+        for folder in folders
+        for path in sorted(folder.rglob("*"))
+        if path.is_file()
+    }
+
+
+def test_interrupted_multi_file_write_is_shown_finished_by_readers_and_finished_by_the_next_write(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """Mask-half dies after its journal, its restart note and one masked file: the next read (any kernelscope
-    command, the daemon's lens refresh) finishes it; a journal kernelscope did not write
-    (names outside v<N>.json) is dropped without effect."""
+    """Mask-half dies after its journal, its restart note and one masked file. Reads (the engine,
+    the CLI's read-only commands, full and fast path alike) show the memory as the finished write
+    leaves it, say once that it was cut short and what finishes it, and leave every byte of
+    memory/ (the journal included) and of the lock folder as it was: before, the first read
+    finished it on disk, a write nobody asked for. The next write (memory init here) finishes
+    it; a journal kernelscope did not write (names outside v<N>.json) is dropped without effect."""
     from kernelscope.daemon.engine.memory import atomic_io
     from kernelscope.daemon.engine.memory.records import MemoryManager
 
@@ -567,7 +580,37 @@ def test_interrupted_multi_file_write_is_finished_by_the_next_reader(
     assert journal.exists() and calls[0] == atomic_io.JOURNAL_NAME
     half_done = {n for n, r in _memory(ws).items() if r.get("masked")}
     assert half_done and half_done != planned  # some written, some not: as a kill leaves it
-    MemoryManager(ws).scan()
+    unwritten = sorted(planned - half_done)
+    folders = (ws / "memory", ws / ".git" / "kernelscope")
+    on_disk = _bytes_under(*folders)
+
+    manager = MemoryManager(ws)
+    assert {e.path.name for e in manager.scan() if e.masked} == planned
+    assert manager.entry(unwritten[0].removesuffix(".json")).masked
+    assert _bytes_under(*folders) == on_disk  # shown finished, nothing written (before: written)
+    db = str(tmp_path / "exp.sqlite")
+    for args in (
+        ["memory", "list", "--json"],
+        ["memory", "read", "--include-masked"],
+        ["memory", "read", "-v", unwritten[0].removesuffix(".json"), "--include-masked"],
+        ["memory", "latest"],
+        ["memory", "summary"],
+        ["workspace", "--db", db],
+        ["check", "--db", db],
+    ):
+        done = subprocess.run(
+            [*CLI, *args, "-w", str(ws)], capture_output=True, text=True, env=_env(tmp_path)
+        )
+        assert done.returncode == 0, (args, done.stderr)
+        assert done.stderr.count("was cut short") == 1, (args, done.stderr)
+        assert "kernelscope memory init -w" in done.stderr and unwritten[0] in done.stderr
+        if args[:2] == ["memory", "list"]:
+            assert {row["version"] + ".json" for row in json.loads(done.stdout) if row["masked"]} == planned
+        if args[:2] == ["memory", "read"] and "-v" in args:
+            assert json.loads(done.stdout)["masked"] is True
+    assert _bytes_under(*folders) == on_disk  # nothing written: not the records, the journal, a lock
+
+    MemoryManager(ws).init()  # the next write finishes it, under the lock
     assert {n for n, r in _memory(ws).items() if r.get("masked")} == planned
     notes = [p for r in _memory(ws).values() for p in r.get("pitfalls_and_fixes", [])]
     assert [p["error_type"] for p in notes].count("partial_restart") == 1
@@ -575,18 +618,63 @@ def test_interrupted_multi_file_write_is_finished_by_the_next_reader(
 
     journal.write_text(json.dumps({"files": {"../../escape.json": "{}", "v1.json": "{}"}}))
     snapshot = _memory(ws)
-    MemoryManager(ws).scan()
+    assert {e.path.name for e in MemoryManager(ws).scan() if e.masked} == planned  # ignored by reads
+    MemoryManager(ws).init()
     assert not journal.exists() and _memory(ws) == snapshot and not (tmp_path / "escape.json").exists()
     assert before != snapshot
+
+
+def test_a_read_during_a_live_multi_file_write_waits_for_the_writer(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A read that finds the journal of a mask-half still being written (its writer holds the
+    memory write lock) has found no cut-short write: it waits for the writer (a shared lock on
+    the lock file there is, none created) and shows the finished memory, saying nothing of a
+    cut. (Without the wait it would call the live write cut short.)"""
+    import threading
+
+    from kernelscope.daemon.engine.memory import atomic_io
+    from kernelscope.daemon.engine.memory.records import MemoryManager
+
+    ws = make_gate_only_workspace(tmp_path, iterations=2, copies_up_to=9)
+    planned = _planned_mask(ws, 5)
+    real_write, real_flock = atomic_io.atomic_write_text, atomic_io._flock_fd
+    asking, calls, seen = threading.Event(), [], []
+
+    def shared_flock(fd: int, path: Path, timeout: float, shared: bool) -> None:
+        if shared:
+            asking.set()  # the reader is at the lock, the journal found
+        real_flock(fd, path, timeout, shared)
+
+    def read() -> None:
+        seen.append({entry.path.name for entry in MemoryManager(ws).scan() if entry.masked})
+
+    reader = threading.Thread(target=read)
+
+    def write(path: Path, text: str) -> None:
+        calls.append(path.name)
+        if len(calls) == 3:  # the journal and the restart note written, the masks to come
+            reader.start()
+            assert asking.wait(30)
+        real_write(path, text)
+
+    monkeypatch.setattr(atomic_io, "_flock_fd", shared_flock)
+    monkeypatch.setattr(atomic_io, "atomic_write_text", write)
+    with caplog.at_level("WARNING"):
+        MemoryManager(ws).mask_half("latency", seed=5)
+        reader.join(30)
+    assert seen == [planned]
+    assert not any("cut short" in record.getMessage() for record in caplog.records)
+    assert not (ws / "memory" / atomic_io.JOURNAL_NAME).exists()
 
 
 def test_finishing_a_cut_short_write_keeps_a_later_edit_by_a_writer_that_takes_no_lock(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Mask-half dies with files still to write; before any kernelscope command runs again, an
-    agent's own script (the seed's memory_manager.py takes no lock) edits one of them. The next
-    read finishes the other files and keeps the agent's edit (before, the journal's older
-    content overwrote it: the agent's measured latency and FAIL were lost)."""
+    agent's own script (the seed's memory_manager.py takes no lock) edits one of them. A read
+    shows, and the next write finishes, the other files and keeps the agent's edit (before, the
+    journal's older content overwrote it: the agent's measured latency and FAIL were lost)."""
     from kernelscope.daemon.engine.memory import atomic_io
     from kernelscope.daemon.engine.memory.records import MemoryManager
 
@@ -601,7 +689,9 @@ def test_finishing_a_cut_short_write_keeps_a_later_edit_by_a_writer_that_takes_n
     record["correctness"] = {"status": "FAIL"}
     edited.write_text(json.dumps(record, indent=2))  # no lock, no temp file: as the seed writes
 
-    MemoryManager(ws).scan()
+    shown = {e.path.name: e for e in MemoryManager(ws).scan()}  # a read shows it by the same rule
+    assert shown[unwritten[0]].raw == record and all(shown[name].masked for name in unwritten[1:])
+    MemoryManager(ws).init()  # the next write
     after = _memory(ws)
     assert after[unwritten[0]] == record  # the later edit stands (and stays unmasked)
     assert all(after[name].get("masked") for name in unwritten[1:])  # the rest is finished

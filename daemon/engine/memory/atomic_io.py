@@ -24,6 +24,7 @@ from typing import Any
 
 from kernelscope.daemon.engine import (
     DataError,
+    KernelscopeError,
     WriteFailed,
     began_writing,
     json_text,
@@ -140,11 +141,13 @@ def atomic_write_all(files: list[tuple[Path, str]]) -> None:
 
     Crash: the new contents first go to a journal (itself written atomically), with a digest
     of what each file held before, then each file is replaced, then the journal is deleted. A
-    writer killed in between leaves the journal, and `replay_journal` (run by the next reader
-    or writer under the workspace lock) finishes the job, so nobody sees some files written
-    and others not. Failure (disk full): the files already replaced get their old content back
-    and WriteFailed says so (PartlyWritten where one of them could not be restored: it names
-    the files left with the new content and those that kept their old one)."""
+    writer killed in between leaves the journal, and `replay_journal` (run by the next writer,
+    under the workspace lock) finishes the job; until then kernelscope's readers show the files
+    as it will leave them (`plan_journal`) and write nothing, so no kernelscope surface shows
+    some files written and others not. Failure (disk full): the files already replaced get
+    their old content back and WriteFailed says so (PartlyWritten where one of them could not
+    be restored: it names the files left with the new content and those that kept their old
+    one)."""
     if not files:
         return
     directory = files[0][0].parent
@@ -193,39 +196,55 @@ def _read_or_none(path: Path) -> bytes | None:
         return None
 
 
-def replay_journal(directory: Path, names: re.Pattern[str]) -> list[str]:
-    """Finish a multi-file write interrupted by a crash (call under the workspace lock).
-    Returns the names written. A journal that does not parse, or names a file outside
-    `names`, is not one kernelscope completed (it writes them atomically): it is removed
-    without effect.
+class NotOurJournal(ValueError):
+    """A journal file kernelscope did not write (it does not parse, or names a file outside the
+    records): the replay removes it without effect, a reader ignores it."""
+
+
+class JournalPlan:
+    """What finishing a cut-short multi-file write does, file by file (`plan_journal`): the
+    one rule the replay on disk (`replay_journal`, under the lock) and the readers' view of the
+    memory (records.py: the journal applied in memory, nothing written) both follow. (A plain
+    class: a named tuple costs the CLI fast path's `memory update` start-up, core.RawFile.)"""
+
+    __slots__ = ("kept", "writes")
+
+    def __init__(self, writes: dict[str, str], kept: list[str]) -> None:
+        self.writes = writes  # name: the text the replay gives it
+        self.kept = kept  # changed by another writer since the cut (or no file now): left as they are
+
+
+def plan_journal(directory: Path, names: re.Pattern[str]) -> JournalPlan | None:
+    """The plan of the journal in `directory` (None: there is none); NotOurJournal for one
+    kernelscope did not write: it writes them atomically, so one that does not parse, or names
+    a file outside `names`, is not its own. Reads only.
 
     A file is written only while it still holds what it held before the cut-short write (its
     digest is in the journal). Writers that do not take kernelscope's lock (the seed's
     `memory_manager.py`, an agent's own script) may have changed it since; their later edit is
-    kept, not overwritten with the older intent, and a warning names the file. A journal of a
-    kernelscope from before the digests is replayed as it says."""
-    journal = directory / JOURNAL_NAME
+    kept, not overwritten with the older intent. A journal of a kernelscope from before the
+    digests is replayed as it says."""
     try:
-        data = load_json(journal.read_text(encoding="utf-8"))
+        data = load_json((directory / JOURNAL_NAME).read_text(encoding="utf-8"))
         files = data["files"]
         before = data.get("before")
         if not isinstance(files, dict) or not all(
             isinstance(name, str) and names.fullmatch(name) and isinstance(text, str)
             for name, text in files.items()
         ):
-            raise ValueError("not a kernelscope journal")
+            raise NotOurJournal
         if before is not None and not (
             isinstance(before, dict)
             and set(before) == set(files)
             and all(digest is None or isinstance(digest, str) for digest in before.values())
         ):
-            raise ValueError("not a kernelscope journal")
+            raise NotOurJournal
     except FileNotFoundError:
-        return []
-    except (OSError, ValueError, KeyError, TypeError):
-        journal.unlink(missing_ok=True)
-        return []
-    written, kept = [], []
+        return None
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        raise NotOurJournal from exc
+    writes: dict[str, str] = {}
+    kept: list[str] = []
     for name, text in files.items():
         path = directory / name
         if path.is_symlink() or not_a_file(path) is not None:  # a folder or link since: never written
@@ -238,20 +257,37 @@ def replay_journal(directory: Path, names: re.Pattern[str]) -> list[str]:
             if current != before[name]:
                 kept.append(name)  # changed by someone else since: theirs is newer
                 continue
-        atomic_write_text(path, text)
-        written.append(name)
+        writes[name] = text
+    return JournalPlan(writes, kept)
+
+
+def replay_journal(directory: Path, names: re.Pattern[str]) -> list[str]:
+    """Finish a multi-file write interrupted by a crash (call under the workspace lock), as
+    `plan_journal` says; a warning names the files kept because another writer changed them
+    since. Returns the names written. A journal kernelscope did not write is removed without
+    effect."""
+    journal = directory / JOURNAL_NAME
+    try:
+        plan = plan_journal(directory, names)
+    except NotOurJournal:
+        journal.unlink(missing_ok=True)
+        return []
+    if plan is None:
+        return []
+    for name, text in plan.writes.items():
+        atomic_write_text(directory / name, text)
     journal.unlink()
     fsync_directory(directory)
-    if kept:
+    if plan.kept:
         import logging  # (the CLI fast path's writes pay for it only here)
 
         logging.getLogger(__name__).warning(
             "finished a cut-short multi-file write in %s; kept %s as another writer left %s since",
             directory,
-            ", ".join(kept),
-            "it" if len(kept) == 1 else "them",
+            ", ".join(plan.kept),
+            "it" if len(plan.kept) == 1 else "them",
         )
-    return written
+    return list(plan.writes)
 
 
 def detect_indent(text: str) -> int:
@@ -418,19 +454,31 @@ def _flock(path: Path, timeout: float) -> int:
     """The descriptor that holds an exclusive flock on `path`, polled until `timeout` (the
     lock file is opened read-only when it is not writable: flock needs no write access)."""
     try:
-        import fcntl
+        import fcntl  # noqa: F401 - (its absence is _NoFlock, before any file is created)
     except ImportError:
         raise _NoFlock from None
     try:
         fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o666)
     except PermissionError:
         fd = os.open(path, os.O_RDONLY)
+    _flock_fd(fd, path, timeout, shared=False)
+    return fd
+
+
+def _flock_fd(fd: int, path: Path, timeout: float, shared: bool) -> None:
+    """flock `fd` (of `path`), polled until `timeout`; on failure `fd` is closed: DataError
+    (held that long), _NoFlock, SessionEnded, OSError."""
+    try:
+        import fcntl
+    except ImportError:
+        os.close(fd)
+        raise _NoFlock from None
     deadline = time.monotonic() + timeout
     pause = 0.002
     while True:
         try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            return fd
+            fcntl.flock(fd, (fcntl.LOCK_SH if shared else fcntl.LOCK_EX) | fcntl.LOCK_NB)
+            return
         except BlockingIOError:  # held by another open file (another process or thread)
             if time.monotonic() >= deadline:
                 os.close(fd)
@@ -446,6 +494,37 @@ def _flock(path: Path, timeout: float) -> int:
             if exc.errno in _NO_FLOCK_ERRNOS:
                 raise _NoFlock from exc
             raise
+
+
+@contextlib.contextmanager
+def no_writer_inside(workspace: Path, timeout: float = 5.0) -> Iterator[bool]:
+    """For a reader of memory/, which writes nothing, not even a lock file: waits (up to
+    `timeout`) until no writer holds the memory write lock, and keeps writers out while it
+    reads (a shared flock on the lock files that exist; one that does not was never taken,
+    and none is created). Yields True then; False where a writer still holds it (or the
+    session ended meanwhile): a journal found now is that live writer's, not a cut-short one.
+    Where flock is missing, True: nothing to wait on."""
+    paths = dict.fromkeys([lock_dir_of(workspace) / LOCK_NAME, workspace / MEMORY_DIR / LOCK_NAME])
+    held: list[int] = []
+    free = True
+    try:
+        for path in paths:
+            try:
+                fd = os.open(path, os.O_RDONLY)
+            except OSError:  # no lock file (or an unreadable one): no writer to wait for there
+                continue
+            try:
+                _flock_fd(fd, path, timeout, shared=True)
+            except _NoFlock:
+                continue
+            except (KernelscopeError, OSError):  # still held (or the session ended)
+                free = False
+                break
+            held.append(fd)
+        yield free
+    finally:
+        for fd in held:
+            os.close(fd)
 
 
 @contextlib.contextmanager

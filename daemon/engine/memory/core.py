@@ -41,7 +41,8 @@ if TYPE_CHECKING:
 MEMORY_DIR = "memory"
 BASELINE = "v0"
 FILE_RE = re.compile(r"^v(\d+)\.json$")
-# A mask-half cut short leaves this journal in memory/: the writer's lock replays it first.
+# A mask-half cut short leaves this journal in memory/: the writer's lock replays it first;
+# readers show it applied, writing nothing (records.MemoryManager.scan).
 JOURNAL_NAME = ".kernelscope-journal.json"
 # Masking the baseline, by `memory mask` or by `memory update --set masked=true`.
 MASK_BASELINE_REFUSAL = (
@@ -170,12 +171,14 @@ def refuse_if_in_the_way(path: Path) -> None:
         )
 
 
-def read_file(number: int, path: Path) -> RawFile:
-    what = not_a_file(path)
+def read_file(number: int, path: Path, text: str | None = None) -> RawFile:
+    """The record file `path`; `text`: its content as a cut-short write leaves it (read from
+    its journal, not from the file)."""
+    what = not_a_file(path) if text is None else None
     if what is not None:  # (never opened: a pipe would block the read)
         return RawFile(number, path, None, f"{path.name} is {what}, not a record file")
     try:
-        text = path.read_text(encoding="utf-8")
+        text = path.read_text(encoding="utf-8") if text is None else text
         raw = load_json(text)
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
         return RawFile(number, path, None, f"{path.name}: not valid JSON ({exc})")

@@ -22,10 +22,13 @@ from __future__ import annotations
 
 import contextlib
 import copy
+import dataclasses
 import json
+import logging
 import os
 import random
 import secrets
+import shlex
 import stat
 import threading
 import time
@@ -37,10 +40,12 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from kernelscope.daemon.engine import DataError, KernelscopeError, UsageError, WriteFailed, load_json
+from kernelscope.daemon.engine import DataError, UsageError, WriteFailed, load_json
 from kernelscope.daemon.engine.memory import core
 from kernelscope.daemon.engine.memory.atomic_io import (
     JOURNAL_NAME,
+    JournalPlan,
+    NotOurJournal,
     PartlyWritten,
     atomic_write_all,
     atomic_write_text,
@@ -49,6 +54,8 @@ from kernelscope.daemon.engine.memory.atomic_io import (
     iteration_lock,
     lock_dir_of,
     memory_write_lock,
+    no_writer_inside,
+    plan_journal,
     refuse_if_restarting,
     restore,
 )
@@ -94,7 +101,8 @@ def utc_now_iso() -> str:
 @dataclass(frozen=True)
 class MemoryEntry:
     """One memory file as found on disk: its number, path, JSON object (None when unreadable),
-    validated record, or the reason there is none."""
+    validated record, or the reason there is none. `pending`: not as on disk but as a cut-short
+    multi-file write (a mask-half) leaves it once finished (MemoryManager.scan)."""
 
     number: int
     path: Path
@@ -102,6 +110,7 @@ class MemoryEntry:
     error: str | None
     record: MemoryRecord | None = None
     indent: int = 2
+    pending: bool = False
 
     @property
     def version(self) -> str:
@@ -114,6 +123,19 @@ class MemoryEntry:
     @property
     def masked(self) -> bool:
         return bool(self.record and self.record.is_masked)
+
+
+def cut_short_note(names: list[str], workspace: Path | None = None) -> str:
+    """What every reader says of a cut-short multi-file write it shows finished (`names`: the
+    files not yet written), and the command that finishes it on disk."""
+    shown = ", ".join(sorted(names, key=lambda name: (len(name), name)))
+    command = "kernelscope memory init"
+    if workspace is not None:
+        command += f" -w {shlex.quote(str(workspace))}"
+    return (
+        f"a mask-half (or a mask of several versions) was cut short: {shown} shown as it leaves "
+        f"them, not yet written; `{command}` (or any kernelscope write to memory/) finishes it"
+    )
 
 
 class FileReads:
@@ -190,18 +212,46 @@ class MemoryManager:
         return core.version_taken(self.memory_dir, version)
 
     def scan(self) -> list[MemoryEntry]:
-        """Every `v<N>.json`, numerically sorted; corrupt files carry their error."""
+        """Every `v<N>.json`, numerically sorted; corrupt files carry their error.
+
+        A multi-file write (a mask-half) cut short leaves its journal in memory/: a scan shows
+        the records as finishing it will leave them (atomic_io.plan_journal, the replay's own
+        rule, applied in memory: those entries are `pending`) and says so (a warning,
+        cut_short_note); it writes nothing, not even a lock file. The next write finishes it
+        on disk, under the lock (atomic_io.memory_write_lock). A journal a live writer holding
+        the lock is writing is not one cut short: the scan waits for that writer first
+        (atomic_io.no_writer_inside), and where it is still writing reads what is on disk."""
         if not self.memory_dir.is_dir():
             return []
-        if (self.memory_dir / JOURNAL_NAME).exists():  # a mask-half cut short: finish it first
-            with contextlib.suppress(KernelscopeError, OSError), self._lock():
-                pass  # (on a read-only file system: read what is there)
+        if not (self.memory_dir / JOURNAL_NAME).exists():
+            return self._scan_files()
+        with no_writer_inside(self.workspace) as free:
+            plan = self._journal_plan() if free else None
+            entries = self._scan_files()
+        if plan is None or not plan.writes:
+            return entries
+        by_name = {entry.path.name: entry for entry in entries}
+        for name, text in plan.writes.items():
+            number = int(core.FILE_RE.fullmatch(name).group(1))  # type: ignore[union-attr]
+            loaded = self._load(number, self.memory_dir / name, text)
+            by_name[name] = dataclasses.replace(loaded, pending=True)
+        # (each scan: the CLI prints it once a command, the daemon says it in its file lens)
+        logging.getLogger(__name__).warning(cut_short_note(list(plan.writes), self.workspace))
+        return sorted(by_name.values(), key=lambda entry: entry.number)
+
+    def _scan_files(self) -> list[MemoryEntry]:
         if self.reads is not None:
             return self.reads.scan(self)
         return [self._load(number, path) for number, path in core.record_files(self.memory_dir)]
 
-    def _load(self, number: int, path: Path) -> MemoryEntry:
-        found = core.read_file(number, path)
+    def _journal_plan(self) -> JournalPlan | None:
+        try:
+            return plan_journal(self.memory_dir, core.FILE_RE)
+        except NotOurJournal:  # not kernelscope's: nothing to show (the next write removes it)
+            return None
+
+    def _load(self, number: int, path: Path, text: str | None = None) -> MemoryEntry:
+        found = core.read_file(number, path, text)
         if found.raw is None:
             return MemoryEntry(number, path, None, found.error)
         raw = found.raw
@@ -219,8 +269,14 @@ class MemoryManager:
         return MemoryEntry(number, path, raw, None, record, detect_indent(found.text))
 
     def entry(self, version: str) -> MemoryEntry:
-        """One version's entry; DataError when it does not exist or cannot be read."""
-        entry = self._load(*core.file_of(self.memory_dir, version))
+        """One version's entry (as a scan shows it: a cut-short write's journal applied);
+        DataError when it does not exist or cannot be read."""
+        number, path = core.file_of(self.memory_dir, version)
+        if (self.memory_dir / JOURNAL_NAME).exists():  # (never under the write lock: replayed there)
+            entry = next((e for e in self.scan() if e.path.name == path.name), None)
+            entry = entry if entry is not None else self._load(number, path)
+        else:
+            entry = self._load(number, path)
         if entry.error:
             raise DataError(f"{entry.error}")
         return entry
@@ -302,7 +358,12 @@ class MemoryManager:
         return entry.path, entry.raw, entry.indent
 
     def init(self) -> Path:
+        """Create memory/; one that holds a cut-short multi-file write gets it finished (the
+        memory write lock replays it: the one command that finishes it and changes nothing else)."""
         self.memory_dir.mkdir(parents=True, exist_ok=True)
+        if (self.memory_dir / JOURNAL_NAME).exists():
+            with self._lock():
+                pass
         return self.memory_dir
 
     def create(self, version: str, force: bool = False) -> Path:

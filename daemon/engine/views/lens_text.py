@@ -14,7 +14,7 @@ from pathlib import Path
 from kernelscope.daemon.engine import counted
 from kernelscope.daemon.engine.memory import atrex_fields
 from kernelscope.daemon.engine.memory.core import kernelscope_block
-from kernelscope.daemon.engine.memory.records import MemoryEntry
+from kernelscope.daemon.engine.memory.records import MemoryEntry, cut_short_note
 from kernelscope.daemon.engine.memory.scores import (
     BY_SCORE,
     VersionScore,
@@ -170,6 +170,9 @@ def file_lens(
         more = f" and {len(unreadable) - 3} more" if len(unreadable) > 3 else ""
         shown = ", ".join(unreadable[:3]) + more
         parts.append(f"unreadable: {shown} (kernelscope memory list says why)")
+    pending = [e.path.name for e in entries if e.pending]
+    if pending:  # shown as a cut-short mask-half leaves them (MemoryManager.scan): say so
+        parts.append(cut_short_note(pending))
     return " | ".join(parts)
 
 
