@@ -31,7 +31,7 @@ _COMPARISON = re.compile(r"(?<![-<>=])(?:>=|<=|≥|≤|=>|=<|>|<(?!-))\s*(?P<res
 _NEGATIVE = re.compile(r"^[-−]\s*" + NUMBER)
 _NAN = re.compile(r"^[-+]?nan(?!o)", re.I)
 _INFINITE = re.compile(r"^[-+]?(?:inf(?:inity)?|∞)", re.I)
-_DECIMAL_COMMA = re.compile(r"^(\d+,\d+)")
+_DECIMAL_COMMA = re.compile(r"^(\d+(?:,\d+)+)")
 _NUMBER_THEN = re.compile(r"^" + NUMBER + r"\s*(?P<unit>[^\s\d(),;:]*)")
 EXPECTED = (
     "expected a positive number and a unit: bandwidth in TB/s, GB/s or MB/s, TFLOP/s in "
@@ -159,6 +159,14 @@ def unusable(rest: str) -> str | None:
     if _INFINITE.match(rest):
         return f"{rest.split()[0]} is not finite"
     comma = _DECIMAL_COMMA.match(rest)
+    if comma and re.fullmatch(r"\d{1,3}(,\d{3})+", comma.group(1)):  # 3,350 GB/s, as datasheets write it
+        number = comma.group(1)
+        if number.count(",") > 1:
+            return f"{number} has commas grouping thousands (write {number.replace(',', '')})"
+        return (
+            f"{number} has a comma that may group thousands or mark decimals (write "
+            f"{number.replace(',', '')} or {number.replace(',', '.')})"
+        )
     if comma:
         return f"{comma.group(1)} has a decimal comma (write {comma.group(1).replace(',', '.')})"
     number = _NUMBER_THEN.match(rest)
