@@ -211,7 +211,9 @@ def test_serve_starts_without_the_cli_and_still_serves(tmp_path: Path) -> None:
         if client.process.poll() is None:
             client.process.kill()
     modules = set(json.loads(out.read_text()))
-    assert not _top(modules) & {"typer", "click", "rich", "sqlalchemy"}
+    # (pydantic is ~7 MB of the daemon's resident memory, whose goal is 1.3x a bare pygls
+    # server: docs/benchmarks.md; it loads with the first lens or command, not at start)
+    assert not _top(modules) & {"typer", "click", "rich", "sqlalchemy", "pydantic"}
     cli = {name for name in modules if name.startswith("kernelscope.daemon.cli.")}
     assert cli <= {
         "kernelscope.daemon.cli.main",

@@ -17,11 +17,11 @@ from typing import Any
 
 from kernelscope.daemon.engine import counted
 from kernelscope.protocol.record_rules import REFERENCE_NAMES, format_score
-from kernelscope.protocol.workspace import WorkspaceSummary
 
 TYPE_CHECKING = False
-if TYPE_CHECKING:  # (the CLI's summaries import this module: no model they do not use)
+if TYPE_CHECKING:  # (the daemon imports this module at start: no pydantic model at run time)
     from kernelscope.protocol.commands import IterationResult, StopConditionStatus
+    from kernelscope.protocol.workspace import WorkspaceSummary
 
 log = logging.getLogger("kernelscope.views")
 
