@@ -268,3 +268,14 @@ def test_the_lens_list_is_kept_until_a_source_or_what_it_shows_of_the_daemon_cha
         assert len(grown) == len(stale) + 1, grown
     finally:
         state.close()
+
+
+def test_a_cut_short_writes_journal_is_a_change_of_the_memory() -> None:
+    """Reads show a cut-short mask-half finished (they never finish it on disk), so a journal
+    that appears is a change of what the memory shows: the watcher dropped it as a dot file,
+    and a lens kept showing the versions the restart meant to hide while the CLI showed them
+    masked (the third review). Other dot files in memory/ (temp files, locks) are not."""
+    from kernelscope.daemon.engine.memory.core import JOURNAL_NAME
+
+    assert "memory" in sources_of_paths({f"memory/{JOURNAL_NAME}"})
+    assert not sources_of_paths({"memory/.kernelscope.lock", "memory/.kernelscope-tmp-v3.json.x"})

@@ -127,3 +127,50 @@ def test_a_cut_short_write_whose_file_became_a_folder_is_finished_without_it(tmp
     MemoryManager(ws).update("v1", ["agent_notes=after"])
     assert json.loads(first.read_text()) == {"version": "v1", "masked": True, "agent_notes": "after"}
     assert (ws / "memory" / "v2.json").is_dir() and not (ws / "memory" / JOURNAL_NAME).exists()
+
+
+def test_a_memory_folder_that_is_a_link_is_never_written_through(tmp_path: Path) -> None:
+    """A cloned workspace's memory/ a link to another workspace's: every write landed there,
+    under the clone's lock, not that workspace's (the third review). Refused, nothing changed."""
+    victim, clone = tmp_path / "victim", tmp_path / "clone"
+    write_record(victim, 0)
+    write_record(victim, 1, masked=False)
+    clone.mkdir()
+    (clone / "memory").symlink_to(Path("..", "victim", "memory"))
+    before = {p.name: p.read_bytes() for p in (victim / "memory").iterdir()}
+    manager = MemoryManager(clone)
+    assert [e.version for e in manager.scan()] == ["v0", "v1"]  # (read through it)
+    for write in (
+        lambda: manager.update("v1", ["agent_notes=through"]),
+        lambda: manager.set_masked(["v1"], True),
+        lambda: manager.create("v2"),
+    ):
+        with pytest.raises(DataError, match=r"its folder .*memory is a link"):
+            write()
+    after = {p.name: p.read_bytes() for p in (victim / "memory").iterdir() if p.name != ".kernelscope.lock"}
+    assert after == before
+
+
+def test_a_journal_that_is_a_link_is_never_opened(tmp_path: Path) -> None:
+    """memory/.kernelscope-journal.json committed as a link to /dev/stdin (here a FIFO nobody
+    writes): every read opened it and blocked, the daemon reading its own JSON-RPC input as
+    the journal. kernelscope writes its journal as a plain file: a link is not its own."""
+    import os
+    import threading
+
+    ws = tmp_path / "ws"
+    write_record(ws, 0)
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo)
+    (ws / "memory" / JOURNAL_NAME).symlink_to(fifo)
+    found: list[list[str]] = []
+    reader = threading.Thread(target=lambda: found.append([e.version for e in MemoryManager(ws).scan()]))
+    reader.start()
+    reader.join(10)
+    blocked = reader.is_alive()
+    if blocked:  # (release the read the code before this fix blocked in)
+        with open(fifo, "w") as end:
+            end.write("{}")
+        reader.join(10)
+    assert not blocked and found == [["v0"]]
+    assert (ws / "memory" / JOURNAL_NAME).is_symlink()  # a read removes nothing

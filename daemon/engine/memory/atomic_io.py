@@ -224,8 +224,11 @@ def plan_journal(directory: Path, names: re.Pattern[str]) -> JournalPlan | None:
     `memory_manager.py`, an agent's own script) may have changed it since; their later edit is
     kept, not overwritten with the older intent. A journal of a kernelscope from before the
     digests is replayed as it says."""
+    journal = directory / JOURNAL_NAME
+    if journal.is_symlink() or not_a_file(journal) is not None:  # (never opened: /dev/stdin blocks)
+        raise NotOurJournal  # kernelscope writes its journal as a plain file, never a link
     try:
-        data = load_json((directory / JOURNAL_NAME).read_text(encoding="utf-8"))
+        data = load_json(journal.read_text(encoding="utf-8"))
         files = data["files"]
         before = data.get("before")
         if not isinstance(files, dict) or not all(
@@ -504,7 +507,9 @@ def no_writer_inside(workspace: Path, timeout: float = 5.0) -> Iterator[bool]:
     and none is created). Yields True then; False where a writer still holds it (or the
     session ended meanwhile): a journal found now is that live writer's, not a cut-short one.
     Where flock is missing, True: nothing to wait on."""
-    paths = dict.fromkeys([lock_dir_of(workspace) / LOCK_NAME, workspace / MEMORY_DIR / LOCK_NAME])
+    # (in the writers' order, _workspace_locks: memory/'s copy first; the other order made a
+    # reader and a writer each wait the other's timeout)
+    paths = dict.fromkeys([workspace / MEMORY_DIR / LOCK_NAME, lock_dir_of(workspace) / LOCK_NAME])
     held: list[int] = []
     free = True
     try:

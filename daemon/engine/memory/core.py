@@ -154,9 +154,16 @@ def refuse_if_in_the_way(path: Path) -> None:
     """DataError, nothing written, where `path` is no plain file that can be replaced: a link
     (to anything: a record kept elsewhere is read through its link, never written through it,
     for a link in a cloned workspace may point at .git/config, a file of the user's, or another
-    workspace's record, which that workspace's lock guards), or what `not_a_file` words. Every
+    workspace's record, which that workspace's lock guards; its folder a link, as memory/ may
+    be, alike), or what `not_a_file` words. Every
     atomic write asks (atomic_io), and `create` before its "already exists", as `--force` does
     not help: kernelscope deletes nothing."""
+    if path.parent.is_symlink():  # memory/ itself a link: every write would land where it points
+        raise DataError(
+            f"refusing to write {path}: its folder {path.parent} is a link (to "
+            f"{os.readlink(path.parent)}), and kernelscope writes nothing through a link; nothing "
+            "was changed (put the folder itself in place of the link)"
+        )
     if path.is_symlink() and not_a_file(path) is None:
         raise DataError(
             f"refusing to write {path}: it is a link (to {os.readlink(path)}), and kernelscope "

@@ -28,7 +28,7 @@ from concurrent.futures import Future
 from pathlib import Path, PurePath
 from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
-from kernelscope.daemon.engine.memory.core import MEMORY_DIR
+from kernelscope.daemon.engine.memory.core import JOURNAL_NAME, MEMORY_DIR
 from kernelscope.daemon.engine.memory.records import FileReads, MemoryEntry, MemoryManager
 from kernelscope.daemon.engine.memory.scores import IncrementalScores, VersionScore
 from kernelscope.daemon.engine.workspace.atrex import LIVE_FILE, is_supervisor_path
@@ -61,7 +61,7 @@ def sources_of_paths(paths: Iterable[PurePath | str]) -> set[Source]:
             len(parts) == 2
             and parts[0] == MEMORY_DIR
             and parts[1].endswith(".json")
-            and not parts[1].startswith(".")
+            and (not parts[1].startswith(".") or parts[1] == JOURNAL_NAME)  # (a cut-short write)
         ):
             found |= {"memory", "store"}  # iterations write memory and experiments together
             if parts[1] == LIVE_FILE:
