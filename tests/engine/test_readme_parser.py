@@ -250,6 +250,8 @@ def test_a_filled_in_condition_with_comparators_in_its_note_is_not_a_placeholder
         ("4,32TB/s", "decimal comma (write 4.32)"),
         ("3,350 GB/s", "may group thousands or mark decimals (write 3350 or 3.350)"),
         ("1,000,000 GB/s", "commas grouping thousands (write 1000000)"),
+        ("3,350.5 GB/s", "commas grouping thousands (write 3350.5)"),
+        ("1,2,3 TB/s", "1,2,3 is no number kernelscope reads"),
         ("", "no value"),
         ("99999999999999999999999999999999999999", "no unit"),
     ],

@@ -285,10 +285,12 @@ def replay_journal(directory: Path, names: re.Pattern[str]) -> list[str]:
         import logging  # (the CLI fast path's writes pay for it only here)
 
         logging.getLogger(__name__).warning(
-            "finished a cut-short multi-file write in %s; kept %s as another writer left %s since",
+            "finished a cut-short multi-file write in %s; did not write %s: another writer changed "
+            "%s since, or %s no plain file now (a link, a folder), which no write goes through",
             directory,
             ", ".join(plan.kept),
             "it" if len(plan.kept) == 1 else "them",
+            "it is" if len(plan.kept) == 1 else "each is",
         )
     return list(plan.writes)
 

@@ -31,7 +31,7 @@ _COMPARISON = re.compile(r"(?<![-<>=])(?:>=|<=|≥|≤|=>|=<|>|<(?!-))\s*(?P<res
 _NEGATIVE = re.compile(r"^[-−]\s*" + NUMBER)
 _NAN = re.compile(r"^[-+]?nan(?!o)", re.I)
 _INFINITE = re.compile(r"^[-+]?(?:inf(?:inity)?|∞)", re.I)
-_DECIMAL_COMMA = re.compile(r"^(\d+(?:,\d+)+)")
+_DECIMAL_COMMA = re.compile(r"^(\d+(?:,\d+)+(?:\.\d+)?)")
 _NUMBER_THEN = re.compile(r"^" + NUMBER + r"\s*(?P<unit>[^\s\d(),;:]*)")
 EXPECTED = (
     "expected a positive number and a unit: bandwidth in TB/s, GB/s or MB/s, TFLOP/s in "
@@ -159,16 +159,8 @@ def unusable(rest: str) -> str | None:
     if _INFINITE.match(rest):
         return f"{rest.split()[0]} is not finite"
     comma = _DECIMAL_COMMA.match(rest)
-    if comma and re.fullmatch(r"\d{1,3}(,\d{3})+", comma.group(1)):  # 3,350 GB/s, as datasheets write it
-        number = comma.group(1)
-        if number.count(",") > 1:
-            return f"{number} has commas grouping thousands (write {number.replace(',', '')})"
-        return (
-            f"{number} has a comma that may group thousands or mark decimals (write "
-            f"{number.replace(',', '')} or {number.replace(',', '.')})"
-        )
     if comma:
-        return f"{comma.group(1)} has a decimal comma (write {comma.group(1).replace(',', '.')})"
+        return _comma_reason(comma.group(1))
     number = _NUMBER_THEN.match(rest)
     if number is None:
         return None
@@ -187,3 +179,18 @@ def primary_kind(text: str) -> str | None:
         if isinstance(read, tuple):
             return UNIT_KIND_SCALE[read[0].group(3).lower()][0]
     return None
+
+
+def _comma_reason(number: str) -> str:
+    """Why a number with commas is not read, and how to write it: commas that can only group
+    thousands (`3,350.5`, `1,000,000`), one that may group them or mark decimals (`3,350`: both
+    readings given, neither guessed), a decimal comma (`4,32`), or neither (`1,2,3`)."""
+    plain = number.replace(",", "")
+    if re.fullmatch(r"\d{1,3}(,\d{3})+(\.\d+)?", number):
+        if "." in number or number.count(",") > 1:
+            return f"{number} has commas grouping thousands (write {plain})"
+        decimal = number.replace(",", ".")
+        return f"{number} has a comma that may group thousands or mark decimals (write {plain} or {decimal})"
+    if number.count(",") == 1 and "." not in number:
+        return f"{number} has a decimal comma (write {number.replace(',', '.')})"
+    return f"{number} is no number kernelscope reads (write it with a decimal point and no commas)"
