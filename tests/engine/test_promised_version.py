@@ -55,3 +55,20 @@ def test_a_promised_version_whose_name_is_taken_is_no_longer_promised(ws: Path, 
             return
         assert memory.next_version() == "v6", held_by
         refuse_if_promised(memory, MARK, None, measured=False)  # not refused: v5 is taken
+
+
+def test_asking_whether_a_restart_runs_writes_nothing(ws: Path) -> None:
+    """The editor's mask-half question asks whether a restart runs before the person says yes:
+    asking made .git/kernelscope/ and its restart lock file (the third review: the question's
+    docstring promised "not even a lock file"). Now a shared probe of a file a restart made:
+    none, no restart; held by one, it runs."""
+    from kernelscope.daemon.engine.memory.atomic_io import restart_in_flight
+    from tests.support.locks import held_on_a_thread
+
+    lock_dir = lock_dir_of(ws)
+    assert not lock_dir.exists()
+    assert restart_in_flight(ws) is False
+    assert not lock_dir.exists()
+    with held_on_a_thread(lambda: workspace_lock(lock_dir, name=RESTART_LOCK_NAME)):
+        assert restart_in_flight(ws) is True
+    assert restart_in_flight(ws) is False  # (its report given: the lock released, the file left)

@@ -370,19 +370,26 @@ def restart_lock(workspace: Path, timeout: float) -> contextlib.AbstractContextM
 
 def restart_in_flight(workspace: Path) -> bool:
     """Whether a partial restart holds the workspace's restart lock (from its mask to its
-    report). Asked with a short wait, not none: another process asking at the same instant
-    holds the lock for that instant only. Outside git no restart takes it (nor is a lock
-    file made in memory/ by asking)."""
+    report). Asking writes nothing, not even the lock file or its folder (a question before a
+    yes is no write): a shared flock on the file a restart made, with a short wait, which
+    only a restart's exclusive hold refuses; no file, no restart ever held it. Outside git no
+    restart takes it."""
     lock_dir = lock_dir_of(workspace)
     if lock_dir == workspace / MEMORY_DIR:
         return False
+    path = lock_dir / RESTART_LOCK_NAME
     try:
-        with workspace_lock(lock_dir, 0.25, RESTART_LOCK_NAME):
-            return False
-    except WriteFailed:  # a lock folder this process may not write: it masks or records nothing either
+        fd = os.open(path, os.O_RDONLY)
+    except OSError:  # none (or one this process may not read: it masks or records nothing either)
         return False
-    except DataError:  # held by a restart, until its report
+    try:
+        _flock_fd(fd, path, 0.25, shared=True)
+    except _NoFlock:
+        return False
+    except (KernelscopeError, OSError):  # held by a restart, until its report (or the session ended)
         return True
+    os.close(fd)
+    return False
 
 
 class RestartRunning(DataError):
