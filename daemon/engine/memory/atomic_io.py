@@ -377,18 +377,12 @@ def restart_in_flight(workspace: Path) -> bool:
     lock_dir = lock_dir_of(workspace)
     if lock_dir == workspace / MEMORY_DIR:
         return False
-    path = lock_dir / RESTART_LOCK_NAME
     try:
-        fd = os.open(path, os.O_RDONLY)
-    except OSError:  # none (or one this process may not read: it masks or records nothing either)
-        return False
-    try:
-        _flock_fd(fd, path, 0.25, shared=True)
-    except _NoFlock:
-        return False
+        fd = _shared_hold(lock_dir / RESTART_LOCK_NAME, 0.25)
     except (KernelscopeError, OSError):  # held by a restart, until its report (or the session ended)
         return True
-    os.close(fd)
+    if fd is not None:
+        os.close(fd)
     return False
 
 
@@ -508,6 +502,22 @@ def _flock_fd(fd: int, path: Path, timeout: float, shared: bool) -> None:
             raise
 
 
+def _shared_hold(path: Path, timeout: float) -> int | None:
+    """A shared flock on the lock file `path` if it exists, creating nothing (how a reader or a
+    question asks about a lock without writing): its fd, held; None where there is no file (it
+    was never taken), one this process may not read, or no flock; DataError (held exclusively
+    that long), SessionEnded or OSError from _flock_fd otherwise."""
+    try:
+        fd = os.open(path, os.O_RDONLY)
+    except OSError:
+        return None
+    try:
+        _flock_fd(fd, path, timeout, shared=True)
+    except _NoFlock:
+        return None
+    return fd
+
+
 @contextlib.contextmanager
 def no_writer_inside(workspace: Path, timeout: float = 5.0) -> Iterator[bool]:
     """For a reader of memory/, which writes nothing, not even a lock file: waits (up to
@@ -524,17 +534,12 @@ def no_writer_inside(workspace: Path, timeout: float = 5.0) -> Iterator[bool]:
     try:
         for path in paths:
             try:
-                fd = os.open(path, os.O_RDONLY)
-            except OSError:  # no lock file (or an unreadable one): no writer to wait for there
-                continue
-            try:
-                _flock_fd(fd, path, timeout, shared=True)
-            except _NoFlock:
-                continue
+                fd = _shared_hold(path, timeout)
             except (KernelscopeError, OSError):  # still held (or the session ended)
                 free = False
                 break
-            held.append(fd)
+            if fd is not None:
+                held.append(fd)
         yield free
     finally:
         for fd in held:
