@@ -62,16 +62,7 @@ def test_v0_with_no_commit_is_the_kernel_committed_with_its_record(
     speedup over it was stored and printed as v1's score vs v0."""
     ws = softmax_workspace(tmp_path, kernel_with_v0=True)
     v0_kernel = Git(ws).show_file("HEAD", ws / "kernel.py")
-    baselines: list[str] = []
-    real = iterate_module.run_benchmark
-
-    def spy(request, cancel=None):  # type: ignore[no-untyped-def]
-        baselines.append(
-            Path(request.baseline).read_text() if request.baseline != "reference" else "reference"
-        )
-        return real(request, cancel=cancel)
-
-    monkeypatch.setattr(iterate_module, "run_benchmark", spy)
+    baselines = _spy_baselines(monkeypatch)
     result = iterate(ws, str(tmp_path / "exp.sqlite"))
     assert baselines == [v0_kernel]
     assert result.passed and result.score is not None and result.speedup_vs_reference is None

@@ -300,6 +300,26 @@ def test_exp_list_and_failures_hide_masked_versions_as_top_does(tmp_path: Path, 
     assert len(names) == 1 and "2 experiments of masked memory versions left out" in said, said
 
 
+def _with_interpreter_runs(tmp_path: Path, db_url: str) -> Path:
+    """`masked_in_two_workspaces` plus an interpreter run in a masked (v2) and in a shown (v4)
+    version of its first workspace, which it returns."""
+    a, _ = masked_in_two_workspaces(tmp_path, db_url, [0.5] * 6)
+    store = ExperimentStore(db_url)
+    for n, version in enumerate(("v2", "v4")):
+        store.create_experiment(
+            KernelExperiment(
+                id=f"e{n:015x}",
+                change_summary=f"a {version} cpu",
+                score=0.5,
+                workspace=str(a),
+                memory_version=version,
+                metrics={"mode": "interpreter"},
+            )
+        )
+    store.close()
+    return a
+
+
 def test_exp_failures_reads_the_store_once_and_counts_what_it_left_out_alike(  # type: ignore[no-untyped-def]
     tmp_path: Path, db_url: str, cli
 ) -> None:
@@ -313,20 +333,7 @@ def test_exp_failures_reads_the_store_once_and_counts_what_it_left_out_alike(  #
     from sqlalchemy import event
     from sqlalchemy.engine import Engine
 
-    a, _ = masked_in_two_workspaces(tmp_path, db_url, [0.5] * 6)
-    store = ExperimentStore(db_url)
-    for n, version in enumerate(("v2", "v4")):  # an interpreter run in a masked and in a shown version
-        store.create_experiment(
-            KernelExperiment(
-                id=f"e{n:015x}",
-                change_summary=f"a {version} cpu",
-                score=0.5,
-                workspace=str(a),
-                memory_version=version,
-                metrics={"mode": "interpreter"},
-            )
-        )
-    store.close()
+    a = _with_interpreter_runs(tmp_path, db_url)
     reads: list[str] = []
 
     def spy(conn, cursor, statement: str, *args) -> None:  # type: ignore[no-untyped-def]
@@ -456,20 +463,7 @@ def test_the_python_api_s_failures_leave_out_and_say_what_exp_failures_does(  # 
     the same counts), and the API says what it left out in a LeftOutWarning with its option."""
     import warnings
 
-    a, _ = masked_in_two_workspaces(tmp_path, db_url, [0.5] * 6)
-    store = ExperimentStore(db_url)
-    for n, version in enumerate(("v2", "v4")):  # an interpreter run in a masked and in a shown version
-        store.create_experiment(
-            KernelExperiment(
-                id=f"e{n:015x}",
-                change_summary=f"a {version} cpu",
-                score=0.5,
-                workspace=str(a),
-                memory_version=version,
-                metrics={"mode": "interpreter"},
-            )
-        )
-    store.close()
+    a = _with_interpreter_runs(tmp_path, db_url)
     expdb.use_database(db_url)
     try:
         for args, keywords in (
