@@ -2,7 +2,9 @@
 
 ;; lsp-mode shows code lenses (`lsp-lens-mode', on by default); eglot has none, so there the
 ;; inlay hints at the end of each kernel's `def' line and hover on a kernel name carry the facts.
-;; Load this file, then `M-x lsp' (lsp-mode) or `M-x eglot' (eglot) in kernel.py.
+;; Load this file, then `M-x lsp' (lsp-mode) or `M-x eglot' (eglot) in kernel.py.  The
+;; workspace's README.md is served too (the daemon's warnings on its stop conditions), in any
+;; major mode; with eglot it joins the daemon already serving kernel.py.
 ;;
 ;; The workspace's history: hover on any line says which version introduced it and what it
 ;; measured; inlay hints show the values already tried at each meta-parameter; a save of code
@@ -126,6 +128,16 @@ the server names (`kernelscope/workspaces')."
   "The optimization workspace holding FILE (default: the current buffer's file)."
   (let ((file (or file buffer-file-name)))
     (when file (locate-dominating-file file #'kernelscope--workspace-p))))
+
+(defun kernelscope-readme-p (&optional file)
+  "Whether FILE (default: the current buffer's file) is a workspace's own README: the rule's
+README name (README.md) in a folder that is a workspace by the same rule.  The daemon
+publishes its warnings (a stop condition it cannot check, a placeholder left in) while it is
+open in a buffer the daemon serves."
+  (let ((file (or file buffer-file-name))
+        (name (cdr (assoc "readme" (cdr (assoc "workspaceRule" (kernelscope--vocabulary)))))))
+    (and file (stringp name) (string= (file-name-nondirectory file) name)
+         (kernelscope--workspace-p (file-name-directory (expand-file-name file))))))
 
 (defcustom kernelscope-inlay-hints t
   "Show the daemon's inlay hints (values already tried, kernel summaries) in kernel.py.
@@ -418,7 +430,7 @@ lens refresh, with `lsp-lens-enable')."
 
 (defun kernelscope--hints-on ()
   "In a buffer the daemon serves: inlay hints, by the client where it can, else drawn here."
-  (when (and kernelscope-inlay-hints (kernelscope-root))
+  (when (and kernelscope-inlay-hints (kernelscope-root) (not (kernelscope-readme-p)))  ; kernel.py's
     (cond ((and (bound-and-true-p lsp-mode) (fboundp 'lsp-inlay-hints-mode))
            (setq-local lsp-inlay-hint-enable t)
            (lsp-inlay-hints-mode 1))
@@ -490,11 +502,18 @@ lens refresh, with `lsp-lens-enable')."
 
 (with-eval-after-load 'lsp-mode
   (add-to-list 'lsp-language-id-configuration '(python-mode . "python"))
+  ;; a workspace README in a mode lsp-mode names no language for (gfm-mode, fundamental-mode:
+  ;; no markdown-mode autoloads): "markdown"; appended, so a mode that has one keeps it
+  (let ((readme (cdr (assoc "readme" (cdr (assoc "workspaceRule" (kernelscope--vocabulary)))))))
+    (when (stringp readme)
+      (add-to-list 'lsp-language-id-configuration
+                   (cons (concat "/" (regexp-quote readme) "\\'") "markdown") t)))
   (lsp-register-client
    (make-lsp-client
     :new-connection (lsp-stdio-connection (lambda () kernelscope-command))
-    :activation-fn (lambda (file-name _mode)
-                     (and (string-suffix-p ".py" file-name) (kernelscope-root file-name)))
+    :activation-fn (lambda (file-name _mode)  ; kernel.py (any Python file) and the README
+                     (or (and (string-suffix-p ".py" file-name) (kernelscope-root file-name))
+                         (kernelscope-readme-p file-name)))
     :initialization-options (lambda () kernelscope-initialization-options)
     :notification-handlers
     (let ((handlers (make-hash-table :test #'equal)))
@@ -521,6 +540,54 @@ lens refresh, with `lsp-lens-enable')."
 
 ;;;; eglot
 
+;; eglot gives a project one server per major mode.  A workspace README joins the project's
+;; kernelscope server (the one serving kernel.py), whatever the README's mode (markdown-mode,
+;; gfm-mode, text-mode, fundamental-mode), without that server taking the mode: every other
+;; markdown buffer, in the workspace or not, stays with your own markdown server (if any).
+
+(defvar eglot--cached-server)
+(defvar eglot--managed-mode)
+(defvar eglot--servers-by-project)
+(declare-function eglot--current-project "eglot")
+(declare-function eglot--project "eglot")
+(declare-function eglot--maybe-activate-editing-mode "eglot")
+
+(defconst kernelscope--kernel-modes '(python-mode)
+  "The major modes whose `eglot-server-programs' entry is `kernelscope--eglot-contact'.")
+
+(defun kernelscope--eglot-server-of-project ()
+  "The live kernelscope eglot server of this buffer's project, or nil."
+  (seq-find (lambda (server) (and (object-of-class-p server 'kernelscope-eglot-server)
+                                  (jsonrpc-running-p server)))
+            (gethash (eglot--current-project) eglot--servers-by-project)))
+
+(defun kernelscope--eglot-join ()
+  "A workspace README about to be managed by eglot (run before eglot's own hook): the
+project's kernelscope server, if one runs, is its server."
+  (when (and (featurep 'eglot) buffer-file-name (not (bound-and-true-p eglot--managed-mode))
+             (kernelscope-readme-p))
+    (let ((server (kernelscope--eglot-server-of-project)))
+      (when server
+        (setq eglot--cached-server server)))))
+
+(defun kernelscope--eglot-join-open-readmes (server)
+  "A kernelscope SERVER connected: the workspace READMEs open in its project join it."
+  (when (object-of-class-p server 'kernelscope-eglot-server)
+    (dolist (buffer (buffer-list))
+      (with-current-buffer buffer
+        (when (and buffer-file-name (not eglot--managed-mode) (kernelscope-readme-p)
+                   (equal (eglot--current-project) (eglot--project server)))
+          (setq eglot--cached-server server)
+          (eglot--maybe-activate-editing-mode))))))
+
+(defun kernelscope--eglot-guess-readme (guess &optional interactive)
+  "`M-x eglot' in a workspace README: the contact of kernel.py's modes (the kernelscope
+daemon, managing those modes); the README joins it once it connects."
+  (if (and buffer-file-name (kernelscope-readme-p))
+      (let ((major-mode (car kernelscope--kernel-modes)))
+        (funcall guess interactive))
+    (funcall guess interactive)))
+
 (defun kernelscope--eglot-managed ()
   (if (and (bound-and-true-p eglot--managed-mode) (kernelscope--eglot-server))
       (kernelscope--hints-on)
@@ -546,7 +613,12 @@ user's pylsp or pyright), so that loading kernelscope.el takes no other Python p
 (with-eval-after-load 'eglot
   (defclass kernelscope-eglot-server (eglot-lsp-server) ()
     :documentation "The kernelscope daemon: asks to redraw the inlay hints kernelscope.el draws.")
-  (add-to-list 'eglot-server-programs '(python-mode . kernelscope--eglot-contact))
+  (add-to-list 'eglot-server-programs (cons kernelscope--kernel-modes #'kernelscope--eglot-contact))
+  (advice-add 'eglot--guess-contact :around #'kernelscope--eglot-guess-readme)
+  ;; before eglot's own hooks (depth 0), which manage the buffer with its cached server
+  (add-hook 'find-file-hook #'kernelscope--eglot-join -50)
+  (add-hook 'after-change-major-mode-hook #'kernelscope--eglot-join -50)
+  (add-hook 'eglot-connect-hook #'kernelscope--eglot-join-open-readmes)
   (cl-defmethod eglot-client-capabilities ((_server kernelscope-eglot-server))
     (let ((capabilities (cl-call-next-method)))
       (unless (fboundp 'eglot-inlay-hints-mode)  ; where eglot draws them, it says what it supports

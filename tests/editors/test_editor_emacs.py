@@ -28,6 +28,7 @@ from tests.conftest import (
 pytestmark = pytest.mark.slow
 EMACS = shutil.which("emacs")
 EMACS_DIR = REPO_ROOT / "editor-clients" / "emacs"
+GOOD_STOP = "- memory-bound target: bandwidth >= 4.32TB/s"
 
 
 def run_emacs(script: str, tmp_path: Path, session=editor_session, **extra_env: str) -> dict:
@@ -282,3 +283,42 @@ def test_the_default_options_keep_the_trust_of_the_users_config_file(
     apply_initialization_options(state, json.loads(encoded.stdout or "null"), warnings.append)
     assert trusts(state.user.trusted, ws), (encoded.stdout, state.user.trusted, warnings)
     assert state.trust_source == "config file"
+
+
+@needs_emacs
+@pytest.mark.parametrize("mode", ["markdown-mode", "fundamental-mode"])
+@pytest.mark.parametrize("client", ["lsp-mode", "eglot"])
+def test_readme_warnings(tmp_path: Path, client: str, mode: str) -> None:
+    """A workspace's README.md is served, in markdown-mode or (no markdown-mode installed) in
+    fundamental-mode (before: lsp-mode's client activated for `.py` files only and eglot had no
+    entry, so the daemon's README warnings reached no Emacs user): a stop condition written
+    `4,32TB/s` is a warning on its line; kernel.py opened next is served by the same daemon;
+    fixed in the buffer the warning goes, saved it stays gone. With eglot the user's own
+    markdown server is still the guess for any other markdown file, in the workspace or not,
+    and no other markdown buffer joins the daemon."""
+
+    def broken(session_tmp: Path, **extra_env: str) -> tuple[Path, Path, dict[str, str]]:
+        ws, out, env = editor_session(session_tmp, **extra_env)
+        readme = ws / "README.md"
+        readme.write_text(readme.read_text().replace(GOOD_STOP, GOOD_STOP.replace("4.32", "4,32")))
+        (ws / "plans").mkdir()
+        (ws / "plans" / "notes.md").write_text("# notes\n")
+        (session_tmp / "notes").mkdir()
+        (session_tmp / "notes" / "README.md").write_text(readme.read_text())
+        return ws, out, {**env, "KS_PLAIN_README": str(session_tmp / "notes" / "README.md")}
+
+    line = (REPO_ROOT / "examples" / "vector_add" / "README.md").read_text().splitlines().index(GOOD_STOP)
+    results = run_emacs("readme-test.el", tmp_path, broken, KS_CLIENT=client, KS_README_MODE=mode)
+    ws = tmp_path / "kernel_opt_vector_add"
+    assert results["mode"] == mode and results["served"] is True, results
+    if client == "eglot":
+        assert results["guess"] == ["kernelscope-eglot-server", sys.executable], results  # KS_CMD
+    assert results["shown"] and results["warning"]["line"] == line, results
+    assert results["readme_hints_mode"] is None, results  # kernel.py's hints only
+    assert results["kernel_served"] and results["same_server"], results
+    if client == "eglot":
+        for other in ("notes", "plain"):
+            assert results[other] == {"guess": ["eglot-lsp-server", "my-marksman"], "managed": None}, results
+    assert results["cleared"] and results["published_after_save"], results
+    assert results["after_save"] == [] and results["still_served"], results
+    assert GOOD_STOP in (ws / "README.md").read_text()  # the save wrote the fixed line

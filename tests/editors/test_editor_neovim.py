@@ -304,3 +304,46 @@ def test_neovim_installed_alone_reads_the_rule_from_its_daemon_command(tmp_path:
     assert found["module"][0] == str(fresh), found
     assert found["broken"][0] is None, found
     assert "cannot read the server's workspace rule" in found["broken"][1], found
+
+
+@pytest.mark.parametrize("neovim", ["system", "pypi"])
+def test_neovim_shows_the_readme_warnings(tmp_path: Path, neovim: str) -> None:
+    """A workspace's README.md attaches to the workspace's client (before: only `*.py` buffers
+    did, so the server's README warnings reached no Neovim user): a stop condition written
+    `4,32TB/s` is a warning on its line, fixed in the buffer it goes, saved it stays gone;
+    kernel.py opened next joins the same client; the README has no lenses or hints and its
+    requests answer without an error. A README.md outside a workspace, or in a subfolder of
+    one, gets no client."""
+    nvim, version = _checked_nvim(neovim)
+    ws, out, env = editor_session(tmp_path, KS_PLUGIN=str(REPO_ROOT / "editor-clients" / "neovim"))
+    readme = ws / "README.md"
+    good = "- memory-bound target: bandwidth >= 4.32TB/s"
+    text = readme.read_text()
+    assert good in text
+    readme.write_text(text.replace(good, good.replace("4.32", "4,32")))
+    line = text.splitlines().index(good)
+    (ws / "plans").mkdir()
+    (ws / "plans" / "README.md").write_text(readme.read_text())
+    plain = tmp_path / "notes"
+    plain.mkdir()
+    (plain / "README.md").write_text(readme.read_text())
+    env["KS_PLAIN_README"] = str(plain / "README.md")
+    stderr, results = _run_script(nvim, "readme_test.lua", env, out, 240)
+    context = (version, stderr[-2000:], results)
+    assert results["attached"] is True and results["client_root"] == str(ws), context
+    assert results["shown"], context
+    skipped = [w for w in results["warnings"] if w["code"] == "readme:stop-condition-skipped"]
+    assert len(skipped) == 1 and skipped[0]["lnum"] == line, context
+    assert skipped[0]["source"] == "kernelscope" and skipped[0]["severity"] == 2, skipped  # WARN
+    assert "4,32 has a decimal comma" in skipped[0]["message"], skipped
+    assert results["same_client"] is True and results["clients"] == 1, context
+    assert results["kernel_lens_marks"] > 0, context
+    for method, answer in results["answers"].items():
+        assert answer["err"] is None and not answer["result"], (method, answer)
+    assert results["readme_lens_marks"] == 0 and results["readme_hint_marks"] == 0, context
+    assert results["cleared"] and results["published_after_save"], context
+    assert results["after_save"] == [] and results["still_attached"], context
+    assert "4.32TB/s" in readme.read_text().splitlines()[line]  # the save wrote the fixed line
+    assert results["elsewhere"] == {str(plain / "README.md"): False, f"{ws}/plans/README.md": False}
+    assert results["deprecated"] == [], (version, results["deprecated"])
+    assert "deprecated" not in results["messages"] and "deprecated" not in stderr, context

@@ -170,8 +170,9 @@
             ks-result)
       (push (cons 'compare_unserved
                   (ks-user-error (lambda ()
+                                   ;; a markdown file beside kernel.py, not the README (which is served)
                                    (with-current-buffer (find-file-noselect
-                                                         (expand-file-name "README.md" (getenv "KS_WS")))
+                                                         (expand-file-name "NOTES.md" (getenv "KS_WS")))
                                      (kernelscope-compare "v0" "v4")))))
             ks-result)
       (ks-finish 0))

@@ -1,5 +1,6 @@
 -- kernelscope for Neovim (0.7 through 0.11+): starts `kernelscope serve` for Python buffers
--- inside an optimization workspace (a folder holding kernel.py and memory/), shows its code
+-- inside an optimization workspace (a folder holding kernel.py and memory/) and for the
+-- workspace's README.md (the server's warnings on its stop conditions), shows its code
 -- lenses and inlay hints, refreshes them on the right events and when the server asks, keeps a
 -- buffer attached when it is reloaded (`:edit!`, `:checktime`), and adds a user command for
 -- every daemon command (`:KernelscopeCompare v0 v4` opens a scratch buffer). All logic lives
@@ -119,6 +120,26 @@ local function is_workspace(dir)
     end
   end
   return false
+end
+
+--- The README name of the server's rule (`workspaceRule.readme`), "README.md" until it is read.
+local function readme_name()
+  local rule = (vocabulary() or {}).workspaceRule
+  return type(rule) == "table" and rule.readme or "README.md"
+end
+
+--- The workspace a buffer named `path` is served in: a Python file's (its folder or one above),
+--- a workspace's own README (its folder, when that is a workspace: the server publishes its
+--- warnings), else nil.
+function M.served_root(path)
+  if path:match("%.py$") then
+    return M.find_root(path)
+  end
+  if vim.fn.fnamemodify(path, ":t") == readme_name() then
+    local dir = vim.fn.fnamemodify(path, ":p:h")
+    return is_workspace(dir) and dir or nil
+  end
+  return nil
 end
 
 --- The optimization workspace holding `path`, or nil.
@@ -491,9 +512,9 @@ local function same_workspace(client, config)
   return client.name == NAME and client.config.root_dir == config.root_dir and not call(client, "is_stopped")
 end
 
---- Attach the server to `bufnr` when it is a Python file inside a workspace: the running
---- client of that workspace (started if there is none). Safe to call again, e.g. after a
---- reload detached the buffer. Returns the client id.
+--- Attach the server to `bufnr` when it is a Python file inside a workspace or a workspace's
+--- README (M.served_root): the running client of that workspace (started if there is none).
+--- Safe to call again, e.g. after a reload detached the buffer. Returns the client id.
 function M.attach(bufnr)
   if bufnr == nil or bufnr == 0 then
     bufnr = vim.api.nvim_get_current_buf()
@@ -502,7 +523,7 @@ function M.attach(bufnr)
   if name == "" or not vim.api.nvim_buf_is_loaded(bufnr) then
     return nil
   end
-  local root = M.find_root(name)
+  local root = M.served_root(name)
   if not root then
     return nil
   end
@@ -677,16 +698,19 @@ function M.setup(opts)
   local group = vim.api.nvim_create_augroup("kernelscope", { clear = true })
   -- BufReadPost also follows every reload (`:edit!`, `:checktime`): a reload that detached
   -- the buffer attaches it again.
+  -- A workspace's README.md too: the server publishes its warnings (a stop condition it cannot
+  -- check, a placeholder left in) while it is open.
+  local served = { "*.py", readme_name() }
   vim.api.nvim_create_autocmd({ "BufReadPost", "BufNewFile" }, {
     group = group,
-    pattern = "*.py",
+    pattern = served,
     callback = function(args)
       M.attach(args.buf)
     end,
   })
   vim.api.nvim_create_autocmd(M.config.refresh_events, {
     group = group,
-    pattern = "*.py",
+    pattern = "*.py", -- the README has no lenses or hints: its warnings come by themselves
     callback = function(args)
       refresh_buffer(M.buf_client(args.buf), args.buf)
     end,
@@ -694,9 +718,9 @@ function M.setup(opts)
   for name, command in pairs(M.commands) do
     M.define_command(name, command)
   end
-  -- Python buffers opened before setup (a plugin manager that loads on `ft = "python"`)
+  -- buffers opened before setup (a plugin manager that loads on `ft = "python"`)
   for _, bufnr in ipairs(vim.api.nvim_list_bufs()) do
-    if vim.api.nvim_buf_is_loaded(bufnr) and vim.api.nvim_buf_get_name(bufnr):match("%.py$") then
+    if vim.api.nvim_buf_is_loaded(bufnr) then
       M.attach(bufnr)
     end
   end
