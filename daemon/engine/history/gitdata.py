@@ -44,7 +44,7 @@ def run_git(cwd: Path, *args: str, stdin: bytes | None = None, check: bool = Tru
         done = subprocess.run(
             ["git", *READ_ONLY_OPTIONS, *args],
             cwd=cwd,
-            input=stdin,
+            input=b"" if stdin is None else stdin,  # never the daemon's own stdin (the editor's)
             capture_output=True,
             env=git_environment(_ENV),
             timeout=GIT_TIMEOUT_S,

@@ -59,7 +59,9 @@ def local_gpu_count() -> int:
     if shutil.which("nvidia-smi") is None:
         return 0
     try:
-        listing = subprocess.run(["nvidia-smi", "-L"], capture_output=True, text=True, timeout=10).stdout
+        listing = subprocess.run(
+            ["nvidia-smi", "-L"], stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=10
+        ).stdout
     except (OSError, subprocess.SubprocessError):
         return 0
     return sum(1 for line in listing.splitlines() if line.startswith("GPU "))

@@ -93,6 +93,7 @@ def _git_listing(workspace: Path) -> list[str] | None:
         done = subprocess.run(
             [*GIT_LS_FILES],
             cwd=workspace,
+            stdin=subprocess.DEVNULL,  # never the daemon's own stdin (the editor's)
             env=env,
             capture_output=True,
             timeout=GIT_TIMEOUT_S,

@@ -323,6 +323,7 @@ def _git_state(path: Path) -> tuple[str | None, bool]:
         try:
             done = subprocess.run(
                 ["git", "-C", str(path.parent), *READ_ONLY_OPTIONS, *args],
+                stdin=subprocess.DEVNULL,  # never the daemon's own stdin (the editor's)
                 capture_output=True,
                 text=True,
                 env=git_environment(READ_ONLY_ENV),  # reads only: no index refresh

@@ -92,6 +92,7 @@ class Git:
                 process = subprocess.Popen(
                     ["git", *options, *args],
                     cwd=cwd or self.workdir,
+                    stdin=subprocess.DEVNULL,  # never the daemon's own stdin (the editor's)
                     stdout=subprocess.PIPE,
                     stderr=subprocess.PIPE,
                     text=True,
@@ -377,7 +378,7 @@ class Git:
             return subprocess.run(
                 ["git", *args],
                 cwd=self.workdir,
-                input=stdin,
+                input=b"" if stdin is None else stdin,  # never the daemon's stdin
                 capture_output=True,
                 timeout=timeout,
                 env=git_environment(),
