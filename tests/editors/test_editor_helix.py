@@ -7,7 +7,9 @@ table on hover (space k), `:lsp-workspace-command kernelscope.showHistory` (no a
 buffer (25.07 opens it; 25.01 is told `:open <file>`), and kernelscope.compare: its JSON
 argument on 25.07, on 25.01 (no arguments sent) the server's refusal naming the missing fields. Helix's log (`-vv`: the LSP traffic) says when the
 server has answered; the screen is polled with a deadline. The workspace is left as it was.
-The daemon is started there and not for a Python file in a folder without kernel.py.
+The daemon is started there and not for a Python file in a folder without kernel.py; README.md
+of a workspace no git repository holds, with a stop condition kernelscope cannot check, shows
+the warning under that line until the buffer is fixed.
 
 Runs in CI; locally set KERNELSCOPE_E2E_HELIX=1 (fetches ~70 MB of Debian packages into .cache/)."""
 
@@ -25,7 +27,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import REPO_ROOT, missing_tool
+from tests.conftest import EXAMPLES, REPO_ROOT, missing_tool
 from tests.engine.test_field_formats import git_status, tree_state
 from tests.support.copies import copy_with_stores
 from tests.support.helix import SUITES, helix
@@ -203,6 +205,53 @@ def test_helix_starts_no_daemon_outside_a_workspace(suite: str, tmp_path: Path) 
         hx.command("quit-all!")
     finally:
         hx.close()
+
+
+def published(hx: Terminal, uri: str) -> list[list[dict[str, object]]]:
+    """Every diagnostics publication the server sent Helix for `uri`, in order (its log)."""
+    found = []
+    for line in re.findall(r"kernelscope <- (\{.*)", hx.traffic()):
+        message = json.loads(line)
+        params = message.get("params") or {}
+        if message.get("method") == "textDocument/publishDiagnostics" and params.get("uri") == uri:
+            found.append(params["diagnostics"])
+    return found
+
+
+@RUN
+@pytest.mark.parametrize("suite", SUITES)
+def test_helix_shows_a_readmes_unreadable_stop_condition_until_fixed(suite: str, tmp_path: Path) -> None:
+    """README.md of a workspace opened in Helix with a stop condition kernelscope cannot check
+    (`4,32TB/s`): the daemon starts for it and its warning shows under that line (before:
+    languages.toml attached kernelscope to Python files only, so Helix never sent a README and
+    no one saw its warnings); the comma made a point in the buffer, the warnings go. The
+    Markdown server Helix would start first (marksman) need not be installed."""
+    argv, _ = helix(suite)
+    ws = tmp_path / "kernel_opt_vector_add"
+    shutil.copytree(EXAMPLES / "vector_add", ws)
+    readme = ws / "README.md"
+    good = "- memory-bound target: bandwidth >= 4.32TB/s"
+    text = readme.read_text().replace(good, good.replace("4.32", "4,32"))
+    readme.write_text(text)
+    line = text.splitlines().index(good.replace("4.32", "4,32"))
+    home = tmp_path / "home"
+    hx = Terminal(tmp_path, argv, ws, helix_home(home, home / ".local" / "share"), "README.md")
+    try:
+        uri = readme.as_uri()
+        hx.wait("the README's warnings", lambda: any(published(hx, uri)), 90)
+        warned = {d["code"]: d for d in published(hx, uri)[-1]}  # type: ignore[misc]
+        assert set(warned) == {"readme:stop-condition-skipped", "readme:no-measurable-stop-condition"}, warned
+        assert warned["readme:stop-condition-skipped"]["range"]["start"]["line"] == line  # type: ignore[index]
+        hx.keys(*str(line + 1), "g", "g")  # onto the line: Helix shows its warning under it
+        hx.wait("the warning under the line", lambda: "4,32 has a decimal comma" in hx.screen())
+        hx.keys("-l", "f,;r.")  # the comma selected alone, replaced by a point (not saved)
+        hx.wait("the point in the buffer", lambda: "bandwidth >= 4.32TB/s" in hx.screen())
+        hx.wait("the warnings gone", lambda: published(hx, uri)[-1] == [])
+        hx.wait("the warning gone from the screen", lambda: "decimal comma" not in hx.screen())
+        hx.command("quit-all!")
+    finally:
+        hx.close()
+    assert readme.read_text() == text  # the buffer only: nothing written
 
 
 @RUN

@@ -4,7 +4,8 @@ written, which runs on Node 24) driven by Debian's Chromium through playwright-c
 example workspace, see the lens text above a kernel, run a palette command, see its result, save
 a screenshot (4.100.3's refreshes docs/images/vscode-lenses.png when KERNELSCOPE_SCREENSHOTS=docs/images); then
 kernel.py is rewritten on disk while open (the kernel moves down 3 lines): the lens follows the
-kernel, and an edit + save re-benchmarks (the `last probe:` lens shows the saved text's verdict).
+kernel, and an edit + save re-benchmarks (the `last probe:` lens shows the saved text's verdict);
+README.md with a stop condition kernelscope cannot check shows the warning in the Problems panel.
 
 All run in CI; locally they need node/npm, and the end-to-end tests run when
 KERNELSCOPE_E2E_VSCODE=1 (they install code-server into .cache/code-server[-VERSION] first)."""
@@ -369,3 +370,31 @@ def test_vscode_mask_and_restart_masks_what_it_asked_and_launches_the_agent(
     assert {name for name, record in records.items() if record["masked"]} == {f"{named.group(1)}.json"}
     assert results["restartNote"].startswith("kernelscope restart: done"), results["restartNote"]
     assert brief.is_file() and "v5" in brief.read_text(), brief
+
+
+@E2E
+@pytest.mark.parametrize("version", CODE_SERVERS)
+def test_vscode_shows_a_readmes_unreadable_stop_condition_until_fixed(
+    built_extension: Path, tmp_path: Path, version: str
+) -> None:
+    """The workspace's README.md opened in VS Code with a stop condition kernelscope cannot check
+    (`4,32TB/s`): kernelscope's warning is in the Problems panel, on that line (before: the
+    extension sent only Python files, so the daemon never saw a README and no one saw its
+    warnings); the comma made a point in the buffer, the warnings go. No lens is drawn there."""
+    ws = tmp_path / "kernel_opt_vector_add"
+    shutil.copytree(EXAMPLES / "vector_add", ws)
+    readme = ws / "README.md"
+    good = "- memory-bound target: bandwidth >= 4.32TB/s"
+    text = readme.read_text().replace(good, good.replace("4.32", "4,32"))
+    readme.write_text(text)
+    line = text.splitlines().index(good.replace("4.32", "4,32"))
+    env = {**os.environ, "KS_README_LINE": str(line)}
+    run, results = _run_e2e(built_extension, ws, tmp_path, tmp_path / "readme.png", "readme", version, env)
+    assert run.returncode == 0 and results["error"] is None, (results, run.stderr[-3000:])
+    problems = results["problems"]
+    assert "4,32 has a decimal comma (write 4.32)" in problems, problems
+    assert f"[Ln {line + 1}, Col 1]" in problems and "kernelscope" in problems, problems
+    assert results["readmeLenses"] == [], results["readmeLenses"]
+    after = results["problemsAfterFix"]
+    assert after is not None and "decimal comma" not in after and "kernelscope" not in after, after
+    assert readme.read_text() == text  # edited in the buffer only: nothing saved, nothing written

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 import pytest_lsp
 from lsprotocol import types
-from pytest_lsp import ClientServerConfig
+from pytest_lsp import ClientServerConfig, client_capabilities
 
 from tests.conftest import EXAMPLES, NO_TORCH_SERVER
 from tests.support.lsp_client import KernelscopeClient, make_client, open_with, start_session, wait_for
@@ -34,6 +34,27 @@ def folder(tmp_path: Path, users_own_files: Path) -> Path:
 @pytest_lsp.fixture(config=ClientServerConfig(client_factory=make_client, server_command=NO_TORCH_SERVER))
 async def client(lsp_client: KernelscopeClient, folder: Path):
     await start_session(lsp_client, folder, {"dbUrl": str(folder / "exp.sqlite")})
+    yield
+    await lsp_client.shutdown_session()
+
+
+@pytest_lsp.fixture(config=ClientServerConfig(client_factory=make_client, server_command=NO_TORCH_SERVER))
+async def helix_outside_git(lsp_client: KernelscopeClient, folder: Path):
+    """A session as Helix opens it where no git repository holds the workspace (hx started in
+    it): no rootUri, no workspace folders, the workspace as the deprecated rootPath alone."""
+    lsp_client.folder = folder
+    ws = folder / "kernel_opt_vector_add"
+    await lsp_client.initialize_session(
+        types.InitializeParams(
+            capabilities=client_capabilities("neovim"),
+            root_path=str(ws),
+            root_uri=None,
+            workspace_folders=[],
+            initialization_options={"kernelscope": {"dbUrl": str(folder / "exp.sqlite")}},
+            process_id=None,
+            client_info=types.ClientInfo(name="helix", version="25.01.1"),
+        )
+    )
     yield
     await lsp_client.shutdown_session()
 
@@ -96,3 +117,52 @@ async def test_an_open_readme_shows_its_unreadable_stop_condition_until_fixed(
     )
     await wait_for(lambda: shown(client, uri) == [], 30, "a closed README keeps its warning")
     assert readme.read_text() == text  # nothing written
+
+
+async def test_a_readme_gets_no_lens_hover_or_hint_and_one_outside_a_workspace_nothing(
+    client: KernelscopeClient,
+) -> None:
+    """VS Code and Helix send a workspace's README.md (editor-clients/), and with it every request
+    the server offers for an open document: each answers nothing for it. A README.md the editor
+    has open outside any workspace (the editor's folder itself) gets no diagnostics at all."""
+    readme = client.folder / "kernel_opt_vector_add" / "README.md"
+    outside = client.folder / "README.md"
+    outside.write_text(f"# notes\n\n## Stop Conditions\n{COMMA}\n")
+    for path in (outside, readme):  # in this order: the outside one is handled first
+        client.text_document_did_open(
+            types.DidOpenTextDocumentParams(
+                text_document=types.TextDocumentItem(
+                    uri=path.as_uri(), language_id="markdown", version=1, text=path.read_text()
+                )
+            )
+        )
+    uri = readme.as_uri()
+    await wait_for(lambda: bool(client.diagnostics.get(uri)), 30, "no diagnostics on the open README")
+    assert shown(client, outside.as_uri()) is None
+    document = types.TextDocumentIdentifier(uri=uri)
+    whole = types.Range(start=types.Position(line=0, character=0), end=types.Position(line=40, character=0))
+    assert not await client.text_document_code_lens_async(types.CodeLensParams(text_document=document))
+    hovered = types.HoverParams(text_document=document, position=types.Position(line=0, character=2))
+    assert await client.text_document_hover_async(hovered) is None
+    hinted = types.InlayHintParams(text_document=document, range=whole)
+    assert not await client.text_document_inlay_hint_async(hinted)
+
+
+async def test_a_readme_is_served_when_the_editor_names_its_folder_by_root_path_alone(
+    helix_outside_git: KernelscopeClient,
+) -> None:
+    """Helix, started in a workspace that no git repository holds, names it by rootPath alone
+    (rootUri null, no folders): the workspace is served and its README's warnings shown
+    (before: the daemon read rootUri only, served no workspace, and showed nothing there)."""
+    client = helix_outside_git
+    readme = client.folder / "kernel_opt_vector_add" / "README.md"
+    uri = readme.as_uri()
+    client.text_document_did_open(
+        types.DidOpenTextDocumentParams(
+            text_document=types.TextDocumentItem(
+                uri=uri, language_id="markdown", version=1, text=readme.read_text()
+            )
+        )
+    )
+    await wait_for(lambda: bool(client.diagnostics.get(uri)), 30, "no diagnostics on the open README")
+    assert "readme:stop-condition-skipped" in {d.code for d in client.diagnostics[uri]}

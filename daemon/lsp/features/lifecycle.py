@@ -50,6 +50,8 @@ def initialize(ls: KernelscopeServer, params: types.InitializeParams) -> None:
     folders = [uri_to_path(f.uri) for f in params.workspace_folders or []]
     if not folders and params.root_uri:
         folders = [uri_to_path(params.root_uri)]
+    if not folders and params.root_path:  # deprecated, but Helix's only word outside a git repository
+        folders = [Path(params.root_path)]
     configuration.apply_initialization_options(ls.state, params.initialization_options, ls.show_warning)
     ls.state.set_folders(folders)
     ls.client.read(params)

@@ -22,6 +22,10 @@
 // dismissed with Escape; the server restarted (Kernelscope: Restart Server); Mask Half again, Mask
 // pressed. Each dialog's text and buttons, the memory/ files after the no answers and after the
 // Mask, and the notifications go in the report.
+// scenario "readme": the workspace's README.md is opened (not kernel.py) with a stop condition
+// kernelscope cannot check on line KS_README_LINE (0-based; "4,32TB/s"): the Problems panel
+// shows kernelscope's warning on that line; the comma is then made a point in the buffer (no
+// save): the warnings go. What the editor drew above the README's lines goes in the report.
 import { chromium } from "playwright-core";
 import { spawn, execFileSync } from "node:child_process";
 import { cpSync, existsSync, mkdtempSync, mkdirSync, readdirSync, readFileSync, renameSync, writeFileSync } from "node:fs";
@@ -35,7 +39,7 @@ const report = {
   lenses: [], notification: null, saved: false, error: null,
   kernelLensLine: null, rewrittenLensLine: null, lensesAfterRewrite: [], probeLens: null,
   hover: null, launchLineText: null, tabs: [], diffEditor: false, diffText: null, compareTable: null,
-  problems: null, lensesAfterIdentical: [], hintTooltip: null, historyTab: null, plainOpened: false, daemonBeforeWorkspace: null,
+  problems: null, problemsAfterFix: null, readmeLenses: null, lensesAfterIdentical: [], hintTooltip: null, historyTab: null, plainOpened: false, daemonBeforeWorkspace: null,
   questions: [], memoryAfterNo: null, notesAfterNo: null, maskNote: null, memoryAfterMask: null, restartNote: null,
 };
 const hints = scenario === "hints";
@@ -85,7 +89,8 @@ try {
   });
   const page = await browser.newPage({ viewport: { width: 1400, height: 900 } });
   const plain = scenario === "plain";
-  const opened = plain ? "foo.py" : "kernel.py";
+  const readme = scenario === "readme";
+  const opened = plain ? "foo.py" : readme ? "README.md" : "kernel.py";
   const payload = JSON.stringify([["openFile", `vscode-remote://127.0.0.1:${port}${workspace}/${opened}`]]);
   await page.goto(`http://127.0.0.1:${port}/?folder=${encodeURIComponent(workspace)}&payload=${encodeURIComponent(payload)}`);
   if (plain) {
@@ -100,11 +105,15 @@ try {
     await page.locator(".quick-input-widget .monaco-list-row", { hasText: "kernel.py" }).first().waitFor({ timeout: 60_000 });
     await page.keyboard.press("Enter");
   }
-  const lens = page.locator(".codelens-decoration", { hasText: "best " }).first();
-  await lens.waitFor({ timeout: 120_000 });
-  report.lenses = await page.locator(".codelens-decoration").allInnerTexts();
+  if (readme) {
+    await readmeScenario(page);
+  } else {
+    const lens = page.locator(".codelens-decoration", { hasText: "best " }).first();
+    await lens.waitFor({ timeout: 120_000 });
+    report.lenses = await page.locator(".codelens-decoration").allInnerTexts();
+  }
 
-  if (plain) {
+  if (plain || readme) {
     // the lenses came: the daemon started for the workspace made after the window opened
   } else if (hints) {
     await hintsScenario(page);
@@ -257,6 +266,32 @@ async function hintsScenario(page) {
   });
   await page.waitForTimeout(8_000);  // a benchmark, had one started, would have shown by now
   report.lensesAfterIdentical = await page.locator(".codelens-decoration").allInnerTexts();
+}
+
+async function readmeScenario(page) {
+  const line = Number(process.env.KS_README_LINE);
+  await page.locator(".view-lines", { hasText: "Stop Conditions" }).first().waitFor({ timeout: 120_000 });
+  await page.keyboard.press("Control+Shift+M");
+  const markers = async () => (await page.locator(".markers-panel").allInnerTexts()).join("\n");
+  report.problems = await poll(120_000, async () => {
+    const text = await markers();
+    return text.includes("decimal comma") ? text : null;
+  });
+  await page.screenshot({ path: screenshot });
+  report.readmeLenses = await page.locator(".codelens-decoration").allInnerTexts();
+  // the comma made a point where it stands, in the buffer: the end of the line, back over "32TB/s"
+  await page.locator(".monaco-editor .view-lines").first().click();
+  await page.keyboard.press("Control+G");
+  await page.keyboard.type(String(line + 1));
+  await page.keyboard.press("Enter");
+  await page.keyboard.press("End");
+  for (let i = 0; i < "32TB/s".length; i++) await page.keyboard.press("ArrowLeft");
+  await page.keyboard.press("Backspace");
+  await page.keyboard.type(".");
+  report.problemsAfterFix = await poll(60_000, async () => {
+    const text = await markers();
+    return text.includes("kernelscope") ? null : text;
+  });
 }
 
 async function confirmScenario(page) {

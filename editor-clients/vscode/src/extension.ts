@@ -6,7 +6,7 @@ import * as vscode from "vscode";
 import { ExecuteCommandRequest, LanguageClient, LanguageClientOptions, ServerOptions, ShowMessageRequest } from "vscode-languageclient/node";
 import vocabularyJson from "../../commands.json";
 import {
-  Comparison, FOLDER_KEYS, HistoryResult, USER_KEYS, Vocabulary, WorkspaceInfo, daemonCommand,
+  Comparison, FOLDER_KEYS, HistoryResult, USER_KEYS, Vocabulary, WorkspaceInfo, daemonCommand, documentSelector,
   folderSettingsOnly, initializationOptions, isWorkspaceDir, missingCommands, paletteParams, parseVersionPair, questionDialog,
   recordParams, serialized, showAnswers, statusText, topExperiments, workspaceFor,
 } from "./pure";
@@ -47,7 +47,7 @@ async function startClient(context: vscode.ExtensionContext): Promise<void> {
   const [command, ...args] = current.command as string[];
   const serverOptions: ServerOptions = { command, args };
   const clientOptions: LanguageClientOptions = {
-    documentSelector: [{ scheme: "file", language: "python" }],
+    documentSelector: documentSelector(vocabulary.workspaceRule),
     outputChannel: output,
     // Background benchmarks run kernel.py: never in a restricted window (the daemon also
     // requires the workspace in the user's `trusted` list).

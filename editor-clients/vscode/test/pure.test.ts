@@ -4,7 +4,7 @@ import { mkdirSync, mkdtempSync, readFileSync, realpathSync, symlinkSync, writeF
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import {
-  Comparison, Vocabulary, chartPoints, comparisonHtml, daemonCommand, folderSettingsOnly, initializationOptions, isWorkspaceDir,
+  Comparison, Vocabulary, chartPoints, comparisonHtml, daemonCommand, documentSelector, folderSettingsOnly, initializationOptions, isWorkspaceDir,
   missingCommands, paletteParams, parseVersionPair, questionDialog, recordParams, serialized, showAnswers, statusText, topExperiments, workspaceFor,
 } from "../src/pure";
 
@@ -34,6 +34,13 @@ test("isWorkspaceDir reads the server's rule: kernel.py and memory/, or a README
   assert.equal(isWorkspaceDir(folder("plain", { "kernel.py": "", "README.md": "```python\nx\n```\n" }), rule), false);
   assert.equal(isWorkspaceDir(folder("memory-only", {}, ["memory"]), rule), false);
   assert.equal(isWorkspaceDir(folder("memory-file", { "kernel.py": "", memory: "" }), rule), false);
+});
+
+test("the client sends Python files and a workspace's README.md (the rule's name), on disk only", () => {
+  assert.deepEqual(documentSelector(vocabulary.workspaceRule), [
+    { scheme: "file", language: "python" },
+    { scheme: "file", language: "markdown", pattern: "**/README.md" },
+  ]);
 });
 
 test("daemon command names come from commands.json and are checked", () => {
