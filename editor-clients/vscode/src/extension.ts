@@ -1,13 +1,13 @@
 // kernelscope for VS Code: starts `kernelscope serve`, restarts it when settings or trust
 // change, puts every daemon command in the palette, shows best-vs-target in the status bar
 // and the history in a webview. All logic lives in the server.
-import { basename, dirname } from "node:path";
+import { dirname } from "node:path";
 import * as vscode from "vscode";
 import { ExecuteCommandRequest, LanguageClient, LanguageClientOptions, ServerOptions, ShowMessageRequest } from "vscode-languageclient/node";
 import vocabularyJson from "../../commands.json";
 import {
   Comparison, FOLDER_KEYS, HistoryResult, USER_KEYS, Vocabulary, WorkspaceInfo, daemonCommand, documentSelector,
-  folderSettingsOnly, initializationOptions, isWorkspaceDir, missingCommands, paletteParams, parseVersionPair, questionDialog,
+  folderSettingsOnly, initializationOptions, isWorkspaceDir, missingCommands, opensWorkspace, paletteParams, parseVersionPair, questionDialog,
   recordParams, serialized, showAnswers, statusText, topExperiments, workspaceFor,
 } from "./pure";
 import { showHistoryPanel } from "./history";
@@ -125,7 +125,7 @@ async function windowHasWorkspace(): Promise<boolean> {
 }
 
 /** Start the daemon the first time `found` says a workspace is here (at activation, a folder
- * added, a kernel.py opened: an agent may create a workspace after the window opened). */
+ * added, a workspace's kernel.py or README opened: an agent may create a workspace after the window opened). */
 async function startWhenWanted(context: vscode.ExtensionContext, found: () => boolean | Promise<boolean>): Promise<void> {
   if (wanted || !(await found()) || wanted) return;
   wanted = true;
@@ -289,8 +289,7 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
     vscode.window.onDidChangeActiveTextEditor(() => void updateStatus()),
     vscode.workspace.onDidChangeWorkspaceFolders(() => void startWhenWanted(context, windowHasWorkspace)),
     vscode.workspace.onDidOpenTextDocument((document) => void startWhenWanted(context, () =>
-      document.uri.scheme === "file" && basename(document.uri.fsPath) === vocabulary.workspaceRule.files[0] &&
-      isWorkspaceDir(dirname(document.uri.fsPath), vocabulary.workspaceRule))),
+      document.uri.scheme === "file" && opensWorkspace(document.uri.fsPath, vocabulary.workspaceRule))),
   );
   await startWhenWanted(context, windowHasWorkspace);
   if (!wanted) output.info("no optimization workspace in this window: the daemon starts once one is opened");

@@ -1,6 +1,6 @@
 // Pure helpers of the extension (no `vscode` import), unit-tested with node's test runner.
 import { readFileSync, realpathSync, statSync } from "node:fs";
-import { join } from "node:path";
+import { basename, dirname, join } from "node:path";
 
 export interface HistoryEntry { version: string | null; score: number | null; status: string; summary: string; masked?: boolean; failed?: boolean }
 export interface HistoryResult { workspace: string; kernel: string | null; entries: HistoryEntry[]; markdown: string; target?: string | null }
@@ -60,6 +60,14 @@ export function isWorkspaceDir(dir: string, rule: WorkspaceRule): boolean {
   }
   const tag = rule.fence.replace(/[.*+?^${}()|[\]\\]/g, "\\$&");
   return new RegExp(`^[ \\t]*(\`{3,}|~{3,})[ \\t]*${tag}[ \\t]*$`, "m").test(readme);
+}
+
+/** Whether opening the file `path` shows that this window holds a workspace (the daemon is then
+ * wanted): a workspace's kernel.py or its README (the rule's names), by the same rule. An agent
+ * may create a workspace after the window opened, and its README may be the first file opened. */
+export function opensWorkspace(path: string, rule: WorkspaceRule): boolean {
+  const name = basename(path);
+  return (name === rule.files[0] || name === rule.readme) && isWorkspaceDir(dirname(path), rule);
 }
 
 /** The documents the client sends the daemon: Python files on disk (the daemon serves kernel.py

@@ -5,7 +5,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import {
   Comparison, Vocabulary, chartPoints, comparisonHtml, daemonCommand, documentSelector, folderSettingsOnly, initializationOptions, isWorkspaceDir,
-  missingCommands, paletteParams, parseVersionPair, questionDialog, recordParams, serialized, showAnswers, statusText, topExperiments, workspaceFor,
+  missingCommands, opensWorkspace, paletteParams, parseVersionPair, questionDialog, recordParams, serialized, showAnswers, statusText, topExperiments, workspaceFor,
 } from "../src/pure";
 
 const vocabulary = JSON.parse(readFileSync("../commands.json", "utf8")) as Vocabulary;
@@ -34,6 +34,21 @@ test("isWorkspaceDir reads the server's rule: kernel.py and memory/, or a README
   assert.equal(isWorkspaceDir(folder("plain", { "kernel.py": "", "README.md": "```python\nx\n```\n" }), rule), false);
   assert.equal(isWorkspaceDir(folder("memory-only", {}, ["memory"]), rule), false);
   assert.equal(isWorkspaceDir(folder("memory-file", { "kernel.py": "", memory: "" }), rule), false);
+});
+
+test("a workspace's kernel.py or README opened shows a workspace; any other file does not", () => {
+  const rule = vocabulary.workspaceRule;
+  const ws = mkdtempSync(join(tmpdir(), "ks-opens-"));
+  writeFileSync(join(ws, "kernel.py"), "");
+  writeFileSync(join(ws, "README.md"), "# op\n");
+  mkdirSync(join(ws, "memory"));
+  writeFileSync(join(ws, "notes.md"), "");
+  assert.equal(opensWorkspace(join(ws, "README.md"), rule), true);
+  assert.equal(opensWorkspace(join(ws, "kernel.py"), rule), true);
+  assert.equal(opensWorkspace(join(ws, "notes.md"), rule), false);
+  const plain = mkdtempSync(join(tmpdir(), "ks-plain-"));
+  writeFileSync(join(plain, "README.md"), "# a project\n");
+  assert.equal(opensWorkspace(join(plain, "README.md"), rule), false);
 });
 
 test("the client sends Python files and a workspace's README.md (the rule's name), on disk only", () => {
