@@ -214,6 +214,12 @@ class VersionSummary(ClosedModel):
         default=None,
         description="how speedup_vs_reference combines the shapes: 'mean over shapes' or 'geomean'",
     )
+    coverage: str | None = Field(
+        default=None,
+        description="'1 of 3 workloads' when the record's figures cover only part of v0's "
+        "workloads (SOL's gate records a failed version's geomean over the workloads that "
+        "passed): then no score",
+    )
     experiments: int | None = Field(default=None, description="experience.experiments recorded by the agent")
     open_directions: int | None = None
 
