@@ -253,6 +253,11 @@ class WorkspaceProfile(ClosedModel):
     harness: str = Field(description="how `kernelscope bench` measures it (the contract it uses)")
     target_platform: str | None = None
     framework: str | None = None
+    dtype: str | None = Field(
+        default=None,
+        description="the README's dtype, else the problem's own files': Atrex-Bench metadata.json "
+        "'dtype', SOL-ExecBench definition.json inputs' (floating) dtypes",
+    )
     goal: str | None = None
     workload_count: int | None = None
     workload_count_note: str | None = Field(
