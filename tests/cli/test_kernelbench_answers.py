@@ -8,6 +8,9 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+import torch
+
 KERNEL = """import torch
 import torch.nn as nn
 
@@ -66,3 +69,41 @@ def test_the_baseline_line_names_the_problem_file(tmp_path: Path) -> None:
     run = bench(ws)
     assert "baseline: the reference implementation (32_HardTanh.py, not a recorded version)" in run.stdout
     assert "reference.py" not in run.stdout
+
+
+# KernelBench's prompts/model_ex_add.py (423217d): its get_inputs() calls .cuda()
+MODEL_EX_ADD = """import torch
+import torch.nn as nn
+
+class Model(nn.Module):
+    def forward(self, a, b):
+        return a + b
+
+def get_inputs():
+    a = torch.randn(1, 128).cuda()
+    b = torch.randn(1, 128).cuda()
+    return [a, b]
+
+def get_init_inputs():
+    return []
+"""
+
+ADD_KERNEL = """import torch.nn as nn
+
+
+class ModelNew(nn.Module):
+    def forward(self, a, b):
+        return a + b
+"""
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="the .cuda() calls work on a GPU machine")
+def test_inputs_put_on_a_missing_gpu_are_named_with_what_to_do(tmp_path: Path) -> None:
+    """Before: `AssertionError: Torch not compiled with CUDA enabled` and nothing more."""
+    ws = kernelbench_problem(tmp_path / "ws", "model_ex_add.py", MODEL_EX_ADD)
+    (ws / "kernel.py").write_text(ADD_KERNEL)
+    run = bench(ws, "--no-static-rules")
+    said = run.stdout + run.stderr
+    assert run.returncode != 0, said
+    assert "get_inputs() in model_ex_add.py puts its tensors on a CUDA device" in said, said
+    assert "build them on the CPU" in said and "drop the .cuda()" in said
