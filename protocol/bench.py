@@ -196,6 +196,9 @@ class BenchResult(ClosedModel):
     baseline_version: str | None = Field(
         default=None, description="the recorded version the baseline kernel is (a probe: the best version)"
     )
+    reference: str | None = Field(
+        default=None, description="the problem's reference module (baseline 'reference'), workspace-relative"
+    )
     parent: str | None = Field(default=None, description="the parent version's kernel, when timed too")
     entry_point: str
     configs: list[ConfigResult] = Field(default_factory=list)

@@ -214,6 +214,12 @@ class VersionSummary(ClosedModel):
         default=None,
         description="how speedup_vs_reference combines the shapes: 'mean over shapes' or 'geomean'",
     )
+    coverage: str | None = Field(
+        default=None,
+        description="'1 of 3 workloads' when the record's figures cover only part of v0's "
+        "workloads (SOL's gate records a failed version's geomean over the workloads that "
+        "passed): then no score",
+    )
     experiments: int | None = Field(default=None, description="experience.experiments recorded by the agent")
     open_directions: int | None = None
 
@@ -247,6 +253,11 @@ class WorkspaceProfile(ClosedModel):
     harness: str = Field(description="how `kernelscope bench` measures it (the contract it uses)")
     target_platform: str | None = None
     framework: str | None = None
+    dtype: str | None = Field(
+        default=None,
+        description="the README's dtype, else the problem's own files': Atrex-Bench metadata.json "
+        "'dtype', SOL-ExecBench definition.json inputs' (floating) dtypes",
+    )
     goal: str | None = None
     workload_count: int | None = None
     workload_count_note: str | None = Field(

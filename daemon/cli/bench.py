@@ -306,7 +306,8 @@ def baseline_name(result: BenchResult) -> str:
     """What the speedups are against, said plainly: the reference is the problem's own
     (PyTorch) implementation, not a recorded version."""
     if result.baseline == "reference":
-        return "the reference implementation (reference.py, not a recorded version)"
+        named = f"{result.reference}, " if result.reference else ""
+        return f"the reference implementation ({named}not a recorded version)"
     if result.baseline_version:
         return f"{result.baseline_version} ({result.baseline})"
     return result.baseline

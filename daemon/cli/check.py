@@ -4,6 +4,9 @@ worth GPU time), a close one with the values tried at the changed meta-parameter
 static rules find (KernelBench's and kernelscope's: the cheats `bench` would fail before
 running), and whether re-benchmark on save is off. Nothing is written and no workspace code
 runs; skills call it before spending GPU time.
+
+Exit status 3 when it finds an error (a static rule `bench` would fail the text on), as `bench`
+exits on a failed gate, so `kernelscope check && kernelscope bench` stops there; 0 otherwise.
 """
 
 from __future__ import annotations
@@ -62,6 +65,7 @@ def check_command(
     tried = [hint for hint in service.tried(text) if hint.values]
     # what "nothing matches" rests on: an agent must tell new code from a history with no code
     compared = sum(1 for v in service.history().versions.values() if v.kernel_blob and not v.masked)
+    errors = any(n.severity == "error" for n in notices)
     if json_out:
         output.print_json(
             {
@@ -78,6 +82,7 @@ def check_command(
                 ],
             }
         )
+        _exit(errors)
         return
     for notice in notices:
         where = f"{source.name}:{notice.line}: " if notice.line else ""
@@ -93,3 +98,13 @@ def check_command(
         )
     for hint in tried:
         output.info(f"{source.name}:{hint.line + 1}: {hint.label}={hint.value} {hint.hint}")
+    _exit(errors)
+
+
+def _exit(errors: bool) -> None:
+    """Exit 3 after the report when it holds an error: `bench` would fail the text (its exit
+    status for a failed gate)."""
+    from kernelscope.daemon.cli.bench import EXIT_GATE_FAILED
+
+    if errors:
+        raise typer.Exit(EXIT_GATE_FAILED)

@@ -145,10 +145,6 @@ def _score(score: dict[str, Any] | None) -> str:
     return "-" if score is None else format_score(score["value"], score["kind"], score["ci"])
 
 
-def _fmt(value: float | None, spec: str, suffix: str = "") -> str:
-    return "-" if value is None else f"{value:{spec}}{suffix}"
-
-
 # -- the commands ------------------------------------------------------------------------
 
 
@@ -219,7 +215,7 @@ class _Run:
                 "yes" if row["masked"] else "",
                 row["gate"] or "-",
                 _score(row["score"]),
-                _fmt(row["latency_us"], ".3f"),
+                core.latency_cell(row["latency_us"], row["coverage"]),
             ]
             if row["error"] is None
             else [row["version"], "?", "CORRUPT", "-", row["error"]]

@@ -182,7 +182,7 @@ app.command("unmask")(_mask_command(False))
 @app.command("list")
 def list_versions(workspace: WorkspaceOpt = Path("."), json_out: JsonOpt = False) -> None:
     """List versions: masked, gate result, the one score vs v0, the recorded latency."""
-    from kernelscope.daemon.engine.memory.core import LIST_COLUMNS, listed, no_versions
+    from kernelscope.daemon.engine.memory.core import LIST_COLUMNS, latency_cell, listed, no_versions
     from kernelscope.daemon.engine.memory.scores import score_cell
     from kernelscope.daemon.engine.workspace.workspace import Workspace
 
@@ -202,7 +202,7 @@ def list_versions(workspace: WorkspaceOpt = Path("."), json_out: JsonOpt = False
                 "yes" if row.masked else "",
                 row.gate or "-",
                 score_cell(row.score),
-                output.fmt(row.latency_us, ".3f"),
+                latency_cell(row.latency_us, row.coverage),
             ]
             if row.error is None
             else [row.version, "?", "CORRUPT", "-", row.error]
@@ -214,7 +214,7 @@ def list_versions(workspace: WorkspaceOpt = Path("."), json_out: JsonOpt = False
 @app.command()
 def summary(workspace: WorkspaceOpt = Path("."), json_out: JsonOpt = False) -> None:
     """A table of every version with its metrics, plus the README's targets."""
-    from kernelscope.daemon.engine.memory.core import no_versions
+    from kernelscope.daemon.engine.memory.core import latency_cell, no_versions
     from kernelscope.daemon.engine.memory.scores import score_cell
     from kernelscope.daemon.engine.views.command_answers import masked_counts
     from kernelscope.daemon.engine.workspace.workspace import Workspace
@@ -253,7 +253,7 @@ def summary(workspace: WorkspaceOpt = Path("."), json_out: JsonOpt = False) -> N
             [
                 row.version,
                 "yes" if row.masked else "",
-                output.fmt(row.latency_us, ".3f")
+                latency_cell(row.latency_us, row.coverage)
                 if row.carried_from is None
                 else f"(from {row.carried_from})",
                 output.fmt(row.tflops, ".1f"),

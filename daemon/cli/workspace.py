@@ -52,7 +52,8 @@ def workspace_command(
         t = info.readme.target
         output.info(
             f"Target: platform={t.platform or '-'} arch={t.arch or '-'} framework={t.framework or '-'} "
-            f"dtype={t.dtype or '-'} kernel type={t.kernel_type or '-'}"
+            f"dtype={(info.profile.dtype if info.profile else t.dtype) or '-'} "
+            f"kernel type={t.kernel_type or '-'}"
         )
         for c in info.readme.stop_conditions:
             output.info(f"Stop condition: {c.kind} {c.comparator} {c.value:g} {c.unit} (line {c.line})")

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import torch
@@ -129,7 +130,7 @@ class KernelBenchProblem(Problem):
         from kernelscope.kernels.sizing import meta_sizes
 
         ref = self.ref
-        return meta_sizes(ref.get_inputs, ref.get_init_inputs, ref.Model, self._cast, self.dtype)
+        return meta_sizes(self._inputs, ref.get_init_inputs, ref.Model, self._cast, self.dtype)
 
     def prepare(self, device: str) -> None:
         self.device = device
@@ -150,8 +151,26 @@ class KernelBenchProblem(Problem):
 
     def make_inputs(self, config: dict[str, Any], seed: int, device: str) -> tuple[Any, ...]:
         torch.manual_seed(seed)
-        inputs = (self._cast(x) for x in self.ref.get_inputs())
+        inputs = (self._cast(x) for x in self._inputs())
         return tuple(x.to(device) if isinstance(x, torch.Tensor) else x for x in inputs)
+
+    def _inputs(self) -> list[Any]:
+        """`get_inputs()`; where it puts its tensors on a GPU this machine lacks (KernelBench's
+        prompt examples call `.cuda()`, prompts/model_ex_add.py @423217d; its level problems
+        build CPU tensors, which its harness moves), a ProblemError that says so and what to do
+        rather than torch's bare "Torch not compiled with CUDA enabled"."""
+        try:
+            return list(self.ref.get_inputs())
+        except (AssertionError, RuntimeError) as exc:
+            if torch.cuda.is_available() or "cuda" not in str(exc).lower():
+                raise
+            name = Path(getattr(self.ref, "__file__", None) or "the reference module").name
+            raise ProblemError(
+                f"get_inputs() in {name} puts its tensors on a CUDA device, and this machine has "
+                f"none ({type(exc).__name__}: {exc}): the harness moves the inputs to the device "
+                "it runs on itself, so build them on the CPU as KernelBench's level problems do "
+                "(drop the .cuda() or device='cuda' there), or run on a machine with a GPU"
+            ) from None
 
     def reference(self, config: dict[str, Any], inputs: tuple[Any, ...]) -> Any:
         with torch.no_grad():

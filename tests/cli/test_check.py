@@ -56,12 +56,13 @@ def test_static_rules_are_named_with_their_line(ws: Path, tmp_path: Path, cli) -
     cheat = kernel_with_block(KERNEL, 64) + "\ntorch.cuda.Event.elapsed_time = lambda self, other: 0.001\n"
     text.write_text(cheat)
     result = cli("check", str(text), "-w", str(ws), "--db", str(ws.parent / "exp.sqlite"), "--json")
-    assert result.exit_code == 0, result.stderr
+    assert result.exit_code == 3, result.stderr  # an error: `check && bench` stops (exited 0 before)
     static = [n for n in result.json()["notices"] if n["code"].startswith("static:")]
     assert static and static[0]["severity"] == "error", result.json()
     assert static[0]["line"] == len(cheat.splitlines())
     shown = cli("check", str(text), "-w", str(ws), "--db", str(ws.parent / "exp.sqlite"))
     assert f"candidate.py:{len(cheat.splitlines())}: error:" in shown.stdout
+    assert shown.exit_code == 3, shown.stderr
 
 
 def test_new_code_and_no_code_to_compare_with_are_told_apart(

@@ -9,6 +9,7 @@ from pathlib import Path
 from kernelscope.daemon.engine.run.gate_output import Workloads
 from kernelscope.daemon.engine.workspace.workspace import Workspace
 from tests.support.atrex_bench_workspace import SHAPES, make_atrex_bench_workspace
+from tests.support.sol_workspace import make_sol_workspace
 
 
 def test_workloads_are_the_shapes_and_the_digest_covers_the_operator_files(tmp_path: Path) -> None:
@@ -45,3 +46,17 @@ def test_a_shapes_json_too_deep_to_read_is_no_workloads_as_for_the_gate(tmp_path
     profile = Workspace(ws).profile()
     assert Workloads.read(ws).axes == {}
     assert profile.workload_count is None and profile.workload_count_note is None
+
+
+def test_the_dtype_is_read_where_upstream_states_it(tmp_path: Path) -> None:
+    """Atrex-Bench's metadata.json `"dtype"` and SOL-ExecBench's definition.json input dtypes
+    (the tensors', floating: no scalar eps, no int64 index); the README's own wins. Before:
+    `kernelscope workspace` said dtype=- for both (only the README was read)."""
+    ws = make_atrex_bench_workspace(tmp_path / "ab")
+    assert Workspace(ws).profile().dtype == "fp32"  # METADATA's "dtype"
+    sol = make_sol_workspace(tmp_path / "sol", dtype="bfloat16")
+    assert Workspace(sol).profile().dtype == "bfloat16"
+    readme = sol / "README.md"
+    readme.write_text(readme.read_text().replace("## Config\n", "## Config\n- dtype: `fp8`\n", 1))
+    assert "dtype: `fp8`" in readme.read_text()
+    assert Workspace(sol).profile().dtype == "fp8"

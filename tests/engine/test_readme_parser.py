@@ -310,3 +310,24 @@ def test_the_machine_block_refuses_an_unusable_target_saying_why() -> None:
         '# x\n```kernelscope\n{"stop_conditions": [{"metric": "bandwidth", "value": -4, "unit": "TB/s"}]}\n```\n'
     )
     assert negative.errors and "negative" in negative.errors[0], negative.errors
+
+
+def test_atrex_unknown_runtime_architecture_is_no_arch() -> None:
+    """atrex's orchestrator/campaign.py (16f7ec4, L895-906) writes
+    ``- Runtime architecture: `unknown (use the runtime GPU API before choosing codegen)` ``
+    when it was given no arch: that is no architecture (it was shown as the arch)."""
+    text = (
+        "# rms_norm\n\n## Config\n- Target platform: `B200`\n"
+        "- Runtime architecture: `unknown (use the runtime GPU API before choosing codegen)`\n"
+        "- Framework: `Triton`\n"
+    )
+    target = parse_readme(text).target
+    assert target.platform == "B200" and target.framework == "Triton"
+    assert target.arch is None
+    assert parse_readme(text.replace("`unknown (use", "`UNKNOWN (use")).target.arch is None
+    assert (
+        parse_readme(
+            text.replace("unknown (use the runtime GPU API before choosing codegen)", "sm_100")
+        ).target.arch
+        == "sm_100"
+    )

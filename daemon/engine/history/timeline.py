@@ -36,6 +36,7 @@ from kernelscope.daemon.engine.history.version_code import (
     version_commits,
 )
 from kernelscope.daemon.engine.memory import atrex_fields
+from kernelscope.daemon.engine.memory.core import measured_latency
 from kernelscope.daemon.engine.memory.git_place import FAILED_REF_PREFIX
 from kernelscope.daemon.engine.memory.records import MemoryEntry, MemoryManager
 from kernelscope.daemon.engine.memory.scores import (
@@ -308,7 +309,7 @@ def _effect(
     passed = record.gate_passed
     mode = block.get("mode") if isinstance(block.get("mode"), str) else None
     verdict = block.get("verdict") if isinstance(block.get("verdict"), str) else None
-    reference = atrex_fields.speedup_vs_reference(record) if outcome.measured else None
+    reference = atrex_fields.speedup_vs_reference(record, baseline) if outcome.measured else None
     effect = VersionEffect.model_construct(
         version=entry.version,
         commit=None,
@@ -324,7 +325,7 @@ def _effect(
         vs_parent=vs_parent,
         vs_reference=None if reference is None else reference.value,
         vs_reference_aggregate=None if reference is None else reference.aggregate,
-        latency_us=record.metric("latency_us") if outcome.measured else None,
+        latency_us=measured_latency(record) if outcome.measured else None,
         failure=None if passed or outcome.label else failure_text(record),
         action=_first_clause(_optimization(record, "action_description")),
         category=_optimization(record, "action_category"),

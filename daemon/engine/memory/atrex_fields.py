@@ -156,6 +156,31 @@ def latency_by_shape(record: MemoryRecord | dict[str, Any]) -> dict[str, float]:
     return {k: v for k, v in found.items() if v is not None}
 
 
+def workload_coverage(record: Any, baseline: Any) -> tuple[int, int] | None:
+    """(measured, of) when `record`'s figures cover only part of v0's workloads, else None.
+
+    SOL-ExecBench's test_kernel.py (`_summarize`, atrex 16f7ec4 reference/test_kernel.py
+    L119-164, unchanged at 098ce3f) takes the geomean latency and the geomean speedup over the
+    workloads that PASSED only, and writes 0.0 for both when none did; `_record_memory` stores
+    them as `latency_us` and `speedup_vs_ref_geomean`, the passed workloads' latencies as
+    `latency_us_by_shape`. A failed version's geomean over 1 workload is no figure beside v0's
+    over 3. Known only where both records keep `latency_us_by_shape` (a record without one
+    says nothing either way); partial when a workload v0 measured has no latency here."""
+    performance = _get(record, "performance")
+    if not isinstance(_get(performance, "latency_us_by_shape"), dict):
+        return None
+    wanted = {name for name, us in latency_by_shape(baseline).items() if us > 0}
+    mine = {name for name, us in latency_by_shape(record).items() if us > 0}
+    if not wanted or wanted <= mine:
+        return None
+    return len(wanted & mine), len(wanted)
+
+
+def coverage_text(coverage: tuple[int, int] | None) -> str | None:
+    """`1 of 3 workloads` (None for a complete or unknown coverage)."""
+    return None if coverage is None else f"{coverage[0]} of {coverage[1]} workloads"
+
+
 # performance_objective values and what their score aggregates, in the words surfaces show
 MEAN_OF_SHAPE_SPEEDUPS = "shape_speedup_arithmetic_mean"
 AGGREGATES = {MEAN_OF_SHAPE_SPEEDUPS: "mean over shapes"}
@@ -193,11 +218,20 @@ def reference_speedup(performance: Any) -> ReferenceSpeedup | None:
     if found is not None:
         return ReferenceSpeedup(found[1], AGGREGATES[found[0]])
     geomean = as_float(_get(performance, "speedup_vs_ref_geomean"))
-    return None if geomean is None else ReferenceSpeedup(geomean, GEOMEAN)
+    # 0.0 is SOL test_kernel.py's "no workload passed" (`_geomean` of nothing), no speedup
+    return None if geomean is None or not geomean > 0 else ReferenceSpeedup(geomean, GEOMEAN)
 
 
-def speedup_vs_reference(record: MemoryRecord | dict[str, Any]) -> ReferenceSpeedup | None:
-    return reference_speedup(_get(record, "performance"))
+def speedup_vs_reference(
+    record: MemoryRecord | dict[str, Any], baseline: Any = None
+) -> ReferenceSpeedup | None:
+    """`reference_speedup` of a record; over part of v0's workloads (`workload_coverage`,
+    given v0's record) its aggregate says so: `geomean over 1 of 3 workloads`."""
+    found = reference_speedup(_get(record, "performance"))
+    part = coverage_text(workload_coverage(record, baseline)) if baseline is not None else None
+    if found is not None and part is not None:
+        found.aggregate = f"{found.aggregate} over {part}"
+    return found
 
 
 def objective_unscored(performance: Any, base_performance: Any) -> bool:

@@ -275,6 +275,7 @@ LISTED_FIELDS = (
     "carried_from",
     "speedup_vs_reference",
     "reference_aggregate",
+    "coverage",
     "experiments",
     "open_directions",
 )
@@ -282,6 +283,19 @@ LISTED_FIELDS = (
 
 # `memory list`'s table: the one score, then the recorded latency (a measurement, not a score)
 LIST_COLUMNS = ("version", "masked", "gate", "score vs v0", "latency (us)")
+
+
+def latency_cell(latency: float | None, coverage: str | None) -> str:
+    """A table's latency cell: `5.000 (1 of 3 workloads)` for a figure over part of v0's
+    workloads, `- (0 of 3 workloads)` where none was measured."""
+    shown = "-" if latency is None else f"{latency:.3f}"
+    return shown if coverage is None else f"{shown} ({coverage})"
+
+
+def measured_latency(record: Any) -> float | None:
+    """`performance.latency_us` when positive: SOL's gate writes 0.0 when no workload passed
+    (atrex_fields.workload_coverage), which is no latency."""
+    return _positive(metric(record, "latency_us"))
 
 
 def listed(row: dict[str, Any]) -> dict[str, Any]:
@@ -311,7 +325,9 @@ def metric(record: Any, name: str) -> float | None:
 #    per run reaches a higher GB/s yet is slower, and slower is not better;
 # 3. else, when the README's primary metric (its first stop condition) is a bandwidth or a
 #    TFLOP/s and both records carry it, the ratio of the version's to v0's, named a metric ratio.
-# Carried-forward numbers (an atrex pivot's) are never a score.
+# Carried-forward numbers (an atrex pivot's) are never a score, nor figures over part of v0's
+# workloads (atrex_fields.workload_coverage: SOL's gate writes a failed version's geomean over
+# the workloads that passed).
 
 
 def kernelscope_block(record: Any) -> dict[str, Any]:
@@ -351,6 +367,8 @@ def score_parts(record: Any, baseline: Any, kind: str | None = None) -> ScorePar
     """The one score of `record` (raw object or model) against v0's `baseline` record."""
     if not atrex_fields.record_outcome(record).measured:
         return None
+    if baseline is not None and atrex_fields.workload_coverage(record, baseline) is not None:
+        return None  # a figure over part of v0's workloads (a failed SOL version's) is no score
     if baseline is not None:
         performance, base_performance = (
             section_get(record, "performance"),
@@ -413,11 +431,12 @@ def summary_row(
     base_latency = metric(base, "latency_us") if base is not None else None
     score = score_parts(raw, base, kind)
     outcome = atrex_fields.record_outcome(raw)
-    latency = metric(raw, "latency_us") if outcome.measured else None
+    latency = measured_latency(raw) if outcome.measured else None
     notes = atrex_fields.experiments(raw)
     directions = atrex_fields.open_directions(raw)
     action = section_get(raw.get("optimization"), "action_category")
-    reference = atrex_fields.speedup_vs_reference(raw) if outcome.measured else None
+    reference = atrex_fields.speedup_vs_reference(raw, base) if outcome.measured else None
+    coverage = atrex_fields.coverage_text(atrex_fields.workload_coverage(raw, base)) if base else None
     row.update(
         masked=masked(raw.get("masked")),
         gate=gate_result(raw.get("quality_gate"), raw.get("correctness")),
@@ -433,6 +452,7 @@ def summary_row(
         carried_from=outcome.carried_from,
         speedup_vs_reference=None if reference is None else reference.value,
         reference_aggregate=None if reference is None else reference.aggregate,
+        coverage=coverage,
         experiments=len(notes) if notes else None,
         open_directions=len(directions) if directions else None,
     )

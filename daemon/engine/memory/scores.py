@@ -139,7 +139,11 @@ def parent_effect(
         return _score(
             -improvement, "latency_change_pct", versus, None, "performance.authoritative_improvement_pct"
         )
-    if parent is not None and atrex_fields.record_outcome(parent).measured:
+    if (
+        parent is not None
+        and atrex_fields.record_outcome(parent).measured
+        and atrex_fields.workload_coverage(record, parent) is None  # (no ratio of unlike geomeans)
+    ):
         before, now = _positive(parent.metric("latency_us")), _positive(record.metric("latency_us"))
         by_latency = ratio(before, now) if before and now else None
         if by_latency is not None:

@@ -397,6 +397,12 @@ def _wait_gone(group: int, timeout_s: float = GONE_TIMEOUT_S) -> None:
         time.sleep(0.02)
 
 
+def _reference_name(request: BenchRequest) -> str | None:
+    """The reference module the harness checks against, as the workspace names it (a
+    KernelBench problem keeps its own: 32_HardTanh.py), for what the result says."""
+    return None if request.reference is None else os.path.relpath(request.reference, request.workspace)
+
+
 def _failure(request: BenchRequest, kind: str, message: str, **extra: Any) -> BenchResult:
     return BenchResult(
         status="error",
@@ -405,6 +411,7 @@ def _failure(request: BenchRequest, kind: str, message: str, **extra: Any) -> Be
         workspace=str(request.workspace),
         candidate=str(request.candidate),
         baseline=str(request.baseline),
+        reference=_reference_name(request),
         entry_point=str(request.entry),
         error=BenchError(kind=kind, message=message, **extra),  # type: ignore[arg-type]
     )
@@ -788,4 +795,5 @@ def _run_harness(
             return failed
     if worker is not None:  # how it ran: a forked child of this warm worker
         result.env["warm_worker"] = {"pid": worker.pid, "job": worker.jobs}
+    result.reference = _reference_name(resolved)
     return BenchResult.model_validate(scratch.restore(result.model_dump()))

@@ -100,6 +100,34 @@ def _workload_count(root: Path, kind: str) -> tuple[int | None, str | None]:
     return None, None
 
 
+def _json_object(path: Path) -> dict[str, Any]:
+    try:
+        data = load_json(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    return data if isinstance(data, dict) else {}
+
+
+def _problem_dtype(root: Path, kind: str) -> str | None:
+    """The dtype the kind's own files state where upstream puts it: Atrex-Bench's
+    `metadata.json` `"dtype"` (`bf16`); SOL-ExecBench's `definition.json` inputs' dtypes, the
+    tensors' floating ones (a scalar eps, an index tensor's int64 are no problem dtype),
+    joined when they differ."""
+    if kind == "atrex-bench":
+        dtype = _json_object(root / "metadata.json").get("dtype")
+        return dtype if isinstance(dtype, str) and dtype.strip() else None
+    if kind == "sol-execbench":
+        inputs = _json_object(root / "definition.json").get("inputs")
+        specs = (
+            [spec for spec in inputs.values() if isinstance(spec, dict)] if isinstance(inputs, dict) else []
+        )
+        tensors = [spec for spec in specs if isinstance(spec.get("shape"), list)] or specs  # (not eps)
+        found = list(dict.fromkeys(d for spec in tensors if isinstance(d := spec.get("dtype"), str) and d))
+        floating = [d for d in found if not d.startswith(("int", "uint", "bool"))]
+        return "/".join(floating or found) or None
+    return None
+
+
 def _config_stop_conditions(root: Path) -> list[TargetSource]:
     """Stop-like settings a `config.json` states (iterations limits and the like)."""
     try:
@@ -162,6 +190,7 @@ def profile(root: Path, readme: ReadmeInfo | None) -> WorkspaceProfile:
         harness=spec.harness,
         target_platform=readme.target.platform if readme else None,
         framework=readme.target.framework if readme else None,
+        dtype=(readme.target.dtype if readme else None) or _problem_dtype(root, kind),
         goal=goal,
         workload_count=workloads,
         workload_count_note=private,

@@ -75,6 +75,10 @@ _TARGET_KEYS = {
 _TARGET_SECTIONS = ("target", "context", "config", "campaign")
 _DIGEST_SECTIONS = ("goal", "config", "campaign", "ground truth")
 _BACKTICKED = re.compile(r"^`([^`]*)`")
+# A target the README says it does not know: `UNKNOWN` (the seeds' hardware specs), atrex's
+# `unknown (use the runtime GPU API before choosing codegen)` for an arch it was not given
+# (orchestrator/campaign.py @16f7ec4 L895): no value, never shown as one.
+_UNKNOWN_VALUE = re.compile(r"^unknown\b(?:\s*\(.*\))?\s*$", re.I)
 _WORKLOADS = re.compile(r"^workloads?\b[^:]*:\s*`?(\d+)\b", re.I)
 _BOLD_LEAD = re.compile(r"^\*\*(.+?)\*\*")
 
@@ -182,6 +186,8 @@ def _parse_target(sections: list[lines_of.Section], warnings: list[ReadmeWarning
                     )
                 )
                 continue
+            if _UNKNOWN_VALUE.match(value):
+                continue  # atrex's "`unknown (use the runtime GPU API ...)`": not stated
             field = _TARGET_KEYS.get(key) or _TARGET_KEYS.get(key.replace(" ", "_"))
             if field:
                 values.setdefault(field, value)

@@ -1,0 +1,82 @@
+"""Records SOL-ExecBench's gate writes for a version that failed some workloads: its
+test_kernel.py (`_summarize`, atrex 16f7ec4 reference/test_kernel.py L119-164) takes the
+geomean latency and speedup over the workloads that PASSED only, and 0.0 for both when none
+did; `_record_memory` stores them as `latency_us`, `speedup_vs_ref_geomean` and the passed
+workloads' `latency_us_by_shape`. Such a figure is no score against v0's over every workload."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from kernelscope.daemon.engine.memory.scores import parent_effect
+from kernelscope.daemon.engine.workspace.workspace import Workspace
+from tests.conftest import write_record
+
+UUIDS = ("uuid1", "uuid2", "uuid3")
+
+
+def sol_record(by_shape: dict[str, float], all_pass: bool, speedup: float) -> dict[str, Any]:
+    """A record as upstream's `_record_memory(_summarize(traces))` writes it."""
+    latencies = list(by_shape.values())
+    geomean = 0.0
+    if latencies:
+        product = 1.0
+        for value in latencies:
+            product *= value
+        geomean = product ** (1 / len(latencies))
+    return {
+        "masked": False,
+        "performance": {
+            "latency_us": geomean,
+            "latency_us_geomean": geomean,
+            "latency_us_by_shape": by_shape,
+            "speedup_vs_ref_geomean": speedup,
+        },
+        "correctness": {"status": "PASS" if all_pass else "FAIL", "max_abs_err": 5.0, "max_rel_err": 3.0},
+        "quality_gate": {"result": "PASS" if all_pass else "FAIL", "failure_reason": None},
+    }
+
+
+@pytest.fixture
+def sol_memory(tmp_path: Path) -> Path:
+    """v0 and v1 pass every workload; v2 passed none (0.0 written); v3 passed 1 of 3, fast."""
+    write_record(tmp_path, 0, **sol_record(dict(zip(UUIDS, (30.0, 60.0, 120.0), strict=True)), True, 1.0))
+    write_record(tmp_path, 1, **sol_record(dict(zip(UUIDS, (10.0, 20.0, 40.0), strict=True)), True, 3.0))
+    write_record(tmp_path, 2, **sol_record({}, False, 0.0))
+    write_record(tmp_path, 3, **sol_record({"uuid1": 5.0}, False, 6.0))
+    return tmp_path
+
+
+def test_a_figure_over_part_of_the_workloads_is_no_score_and_says_so(sol_memory: Path) -> None:
+    """Before: v3 showed `latency ratio 12.00x` (v0's 3-workload geomean over its 1-workload
+    one) and `6.00x (geomean)` vs the reference; v2 a latency of 0.000 and `0.00x`."""
+    ws = Workspace(sol_memory)
+    rows = {row.version: row for row in ws.memory.summaries()}
+    assert rows["v1"].score is not None and rows["v1"].score.value == pytest.approx(3.0)
+    assert rows["v1"].coverage is None and rows["v1"].reference_aggregate == "geomean"
+    assert rows["v2"].latency_us is None and rows["v2"].speedup_vs_reference is None
+    assert rows["v2"].score is None and rows["v2"].coverage == "0 of 3 workloads"
+    assert rows["v3"].score is None and rows["v3"].latency_ratio is not None  # (a recorded ratio)
+    assert rows["v3"].coverage == "1 of 3 workloads"
+    assert rows["v3"].reference_aggregate == "geomean over 1 of 3 workloads"
+    entries = ws.memory.scan()
+    assert ws.memory.best_version(entries, None)[0] == "v1"
+    v1, v3 = (next(e.record for e in entries if e.version == v) for v in ("v1", "v3"))
+    assert v1 is not None and v3 is not None
+    assert parent_effect(v3, v1, "v1") is None  # was `latency ratio 4.00x vs v1`
+
+
+def test_the_memory_list_table_says_which_workloads(sol_memory: Path, cli, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    """Both CLI paths (the fast one and typer's) print the same cells."""
+    monkeypatch.delenv("KERNELSCOPE_NO_FAST_PATH", raising=False)
+    for full_cli in (False, True):
+        if full_cli:
+            monkeypatch.setenv("KERNELSCOPE_NO_FAST_PATH", "1")
+        result = cli("memory", "list", "-w", str(sol_memory))
+        assert result.exit_code == 0, result.stderr
+        lines = {line.split("│")[1].strip(): line for line in result.stdout.splitlines() if "│ v" in line}
+        assert "5.000 (1 of 3 workloads)" in lines["v3"] and "latency ratio" not in lines["v3"]
+        assert "- (0 of 3 workloads)" in lines["v2"] and "0.000" not in lines["v2"]
