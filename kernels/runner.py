@@ -22,7 +22,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from kernelscope.kernels.result_seal import ResultSeal
-from kernelscope.protocol.static_rules import FRAMEWORK_BASELINE_MARK
 
 if TYPE_CHECKING:
     from kernelscope.protocol.bench import BenchMode, BenchStatus, ErrorKind
@@ -180,16 +179,6 @@ def _sync(mode: str) -> None:
         import torch
 
         torch.cuda.synchronize()
-
-
-def framework_baseline(path: Path) -> bool:
-    """A candidate file that opts out of "no Triton, no score": a deliberate framework
-    baseline (e.g. atrex's V0 PyTorch wrapper) says so with a `# kernelscope: framework-baseline`
-    line."""
-    try:
-        return bool(FRAMEWORK_BASELINE_MARK.search(path.read_text(encoding="utf-8", errors="replace")))
-    except OSError:
-        return False
 
 
 class _Runner:
@@ -352,7 +341,8 @@ class _Runner:
                 raise GateFailure(
                     "no_kernel",
                     f"the candidate launched no Triton kernel (seed {seed}): no Triton, no score (a "
-                    "deliberate framework baseline says so with a `# kernelscope: framework-baseline` line)",
+                    "deliberate framework baseline says so with a `# kernelscope: framework-baseline` line; "
+                    "a SOL-ExecBench solution.json by languages without triton)",
                 )
             result.tolerance = rule
             worst = (max(worst[0], max_abs), max(worst[1], max_rel), max(worst[2], rel_err))
@@ -645,8 +635,10 @@ def run(args: argparse.Namespace) -> Any:
             common_warning = None
     else:
         common_warning = None
-    framework_ok = framework_baseline(candidate_path)
-    runner = _Runner(args, mode, guard, parent_fn, framework_ok)
+    from kernelscope.kernels.static_gate import framework  # the mark, or the workspace's solution
+
+    framework_ok = framework(candidate_path, workspace, reference_path, args.adapter)
+    runner = _Runner(args, mode, guard, parent_fn, framework_ok is not None)
     from kernelscope.kernels.problem_lint import lint_for_result  # the reference only, before any candidate
 
     lint, lint_messages = lint_for_result(
@@ -670,10 +662,7 @@ def run(args: argparse.Namespace) -> Any:
     if common_warning:
         result.messages.append(common_warning)
     if framework_ok:
-        result.messages.append(
-            "framework baseline (`# kernelscope: framework-baseline` in the candidate): "
-            "Triton launches were not required"
-        )
+        result.messages.append(f"{framework_ok}: Triton launches were not required")
     result.messages.extend(notes)
     return result
 
