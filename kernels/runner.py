@@ -22,7 +22,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from kernelscope.kernels.result_seal import ResultSeal
-from kernelscope.protocol.static_rules import FRAMEWORK_BASELINE_MARK
 
 if TYPE_CHECKING:
     from kernelscope.protocol.bench import BenchMode, BenchStatus, ErrorKind
@@ -182,16 +181,6 @@ def _sync(mode: str) -> None:
         torch.cuda.synchronize()
 
 
-def framework_baseline(path: Path) -> bool:
-    """A candidate file that opts out of "no Triton, no score": a deliberate framework
-    baseline (e.g. atrex's V0 PyTorch wrapper) says so with a `# kernelscope: framework-baseline`
-    line."""
-    try:
-        return bool(FRAMEWORK_BASELINE_MARK.search(path.read_text(encoding="utf-8", errors="replace")))
-    except OSError:
-        return False
-
-
 class _Runner:
     def __init__(
         self,
@@ -297,30 +286,31 @@ class _Runner:
             return default(config) if default is not None else None
         return declared
 
-    def _reference_first(self, problem: Any, config: dict[str, Any], seed: int) -> tuple[Any, Any, str]:
-        """One input set, the reference's outputs for it and the digest of the inputs the candidate
-        gets: the reference runs first on them; one that works in place hands the candidate new ones."""
-        from kernelscope.kernels.gate import as_tensor_list, digest
+    def _reference_first(self, problem: Any, config: dict[str, Any], seed: int) -> Any:
+        """The reference's run on the seed's inputs, and the inputs the candidate gets (the same
+        draw made again where the reference changed one: kernels/input_changes.py)."""
+        from kernelscope.kernels.gate import as_tensor_list
+        from kernelscope.kernels.input_changes import reference_first
 
-        inputs = problem.make_inputs(config, seed, self.device)
-        before = digest(inputs)
-        references = as_tensor_list(problem.reference(config, inputs), "the reference")
-        if digest(inputs) != before:
-            inputs = problem.make_inputs(config, seed, self.device)
-            before = digest(inputs)
-        return inputs, references, before
+        return reference_first(
+            lambda: problem.make_inputs(config, seed, self.device),
+            lambda xs: as_tensor_list(problem.reference(config, xs), "the reference"),
+        )
 
     def _checked_calls(self, config: dict[str, Any], problem: Any, result: Any) -> tuple[float, float, float]:
         """The gate over every seed, keeping one input set and digests (not every seed's
         outputs) at a time. Raises GateFailure."""
         from kernelscope.kernels.gate import GateFailure, as_tensor_list, check_outputs, digest
+        from kernelscope.kernels.input_changes import check_inputs
 
         candidate = problem.candidate(config)
         tolerance = self._tolerance(problem, config)
         seen: list[tuple[str, str]] = []
         worst = (0.0, 0.0, 0.0)
+        rules = (tolerance, self.args.rel_err)
         for trial, seed in enumerate(result.seeds, 1):
-            inputs, references, before = self._reference_first(problem, config, seed)
+            run = self._reference_first(problem, config, seed)
+            inputs, references = run.inputs, run.references
             with self.guard.launches.counting(driver=True) as launches:
                 raw = candidate(*inputs)
                 _sync(self.mode)
@@ -329,8 +319,7 @@ class _Runner:
                 raise GateFailure("cheat", found)
             result.launches_per_call = launches.count
             outputs = as_tensor_list(raw, "the candidate")
-            if digest(inputs) != before:
-                raise GateFailure("cheat", f"the candidate modified its inputs in place (seed {seed})")
+            check_inputs(run, f"(seed {seed})", lambda ins, refs: check_outputs(ins, refs, (), *rules))
             pair = (digest(outputs), digest(references))
             if any(out == pair[0] and ref != pair[1] for out, ref in seen):
                 raise GateFailure(
@@ -341,8 +330,10 @@ class _Runner:
             seen.append(pair)
             verdicts: dict[str, Any] = {}
             try:
-                rules = (tolerance, self.args.rel_err, verdicts, problem.layout_checked)
-                max_abs, max_rel, rel_err, rule = check_outputs(outputs, references, inputs, *rules)
+                views, layout = run.outputs_may_not_view(), problem.layout_checked
+                max_abs, max_rel, rel_err, rule = check_outputs(
+                    outputs, references, views, *rules, verdicts, layout
+                )
             except GateFailure as failure:  # which draw: a bug on one input is found, and rerun, by it
                 failure.message += f" (trial {trial} of {len(result.seeds)}, seed {seed})"
                 raise
@@ -352,11 +343,12 @@ class _Runner:
                 raise GateFailure(
                     "no_kernel",
                     f"the candidate launched no Triton kernel (seed {seed}): no Triton, no score (a "
-                    "deliberate framework baseline says so with a `# kernelscope: framework-baseline` line)",
+                    "deliberate framework baseline says so with a `# kernelscope: framework-baseline` line; "
+                    "a SOL-ExecBench solution.json by languages without triton)",
                 )
             result.tolerance = rule
             worst = (max(worst[0], max_abs), max(worst[1], max_rel), max(worst[2], rel_err))
-            del raw, outputs, references, inputs
+            del raw, outputs, references, inputs, run
         self._second_distribution(config, problem, candidate, tolerance, result)
         if not self.framework_ok:
             self._launches_matter(config, problem, candidate, tolerance)
@@ -396,7 +388,8 @@ class _Runner:
 
         from kernelscope.kernels.gate import GateFailure, as_tensor_list, check_outputs
 
-        inputs, references, _ = self._reference_first(problem, config, 0)
+        run = self._reference_first(problem, config, 0)
+        inputs, references = run.inputs, run.references
         deterministic = torch.are_deterministic_algorithms_enabled()
         warn_only = torch.is_deterministic_algorithms_warn_only_enabled()
         fill = torch.utils.deterministic.fill_uninitialized_memory  # type: ignore[attr-defined]
@@ -645,8 +638,10 @@ def run(args: argparse.Namespace) -> Any:
             common_warning = None
     else:
         common_warning = None
-    framework_ok = framework_baseline(candidate_path)
-    runner = _Runner(args, mode, guard, parent_fn, framework_ok)
+    from kernelscope.kernels.static_gate import framework  # the mark, or the workspace's solution
+
+    framework_ok = framework(candidate_path, workspace, reference_path, args.adapter)
+    runner = _Runner(args, mode, guard, parent_fn, framework_ok is not None)
     from kernelscope.kernels.problem_lint import lint_for_result  # the reference only, before any candidate
 
     lint, lint_messages = lint_for_result(
@@ -670,10 +665,7 @@ def run(args: argparse.Namespace) -> Any:
     if common_warning:
         result.messages.append(common_warning)
     if framework_ok:
-        result.messages.append(
-            "framework baseline (`# kernelscope: framework-baseline` in the candidate): "
-            "Triton launches were not required"
-        )
+        result.messages.append(f"{framework_ok}: Triton launches were not required")
     result.messages.extend(notes)
     return result
 

@@ -24,7 +24,8 @@ from typing import Any
 
 import torch
 
-from kernelscope.kernels.gate import GateFailure, as_tensor_list, check_outputs, digest
+from kernelscope.kernels.gate import GateFailure, as_tensor_list, check_outputs
+from kernelscope.kernels.input_changes import check_inputs, reference_first
 
 OPT_OUT = "KERNELSCOPE_SECOND_DISTRIBUTION"
 SEED = 7_000_003  # apart from the problem's own seeds (0, 1, 2, ...)
@@ -81,12 +82,14 @@ def check_second_distribution(
     def draw() -> tuple[Any, ...]:
         return signed_heavy_tailed(problem.make_inputs(config, SEED, device))[0]
 
-    inputs = draw()
-    if not any(isinstance(v, torch.Tensor) and v.is_floating_point() for v in inputs):
+    first = [draw()]  # the reference's; the candidate's is drawn again if the reference changes one
+    if not any(isinstance(v, torch.Tensor) and v.is_floating_point() for v in first[0]):
         return "skipped: no floating-point input to redraw"
-    before = digest(inputs)
     try:  # a reference whose domain excludes the draw may raise on it (BCE, cholesky)
-        references = as_tensor_list(problem.reference(config, inputs), "the reference")
+        run = reference_first(
+            lambda: first.pop() if first else draw(),
+            lambda xs: as_tensor_list(problem.reference(config, xs), "the reference"),
+        )
     except (MemoryError, torch.OutOfMemoryError):
         raise
     except Exception as exc:
@@ -94,8 +97,7 @@ def check_second_distribution(
             f"skipped: the reference raised on signed heavy-tailed inputs ({type(exc).__name__}: "
             f"{str(exc)[:300]}; its domain excludes them); the problem's own inputs decide"
         )
-    if digest(inputs) != before:  # the reference works in place: the candidate gets fresh ones
-        inputs = draw()
+    inputs, references = run.inputs, run.references  # (kernels/input_changes.py: in-place references)
     if not all(bool(torch.isfinite(r).all()) for r in references if r.is_floating_point()):
         return (
             "skipped: the reference is not finite on signed heavy-tailed inputs (its domain excludes "
@@ -105,7 +107,13 @@ def check_second_distribution(
         raw = candidate(*inputs)
         sync()
         outputs = as_tensor_list(raw, "the candidate")
-        check_outputs(outputs, references, inputs, tolerance, rel_err, layout=problem.layout_checked)
+        views = run.outputs_may_not_view()
+        check_outputs(outputs, references, views, tolerance, rel_err, layout=problem.layout_checked)
+        check_inputs(
+            run,
+            "(signed heavy-tailed inputs)",
+            lambda ins, refs: check_outputs(ins, refs, (), tolerance, rel_err),
+        )
     except GateFailure as failure:
         if failure.kind != "wrong_result":
             raise

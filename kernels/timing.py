@@ -419,7 +419,12 @@ class TimedCallChecks:
         )
 
     def _audit(self, index: int) -> None:
-        fresh = self.fresh_inputs(10_000 + index)
+        """Fresh inputs, the reference first (kernels/input_changes.py: an input it changes in
+        place is compared too, an input it leaves alone must stay as it was)."""
+        from kernelscope.kernels.input_changes import check_inputs, reference_first
+
+        run = reference_first(lambda: self.fresh_inputs(10_000 + index), self.reference)
+        fresh = run.inputs
         with self.guard.launches.counting() as launches:
             output = self.candidate(*fresh)
             self.sync()
@@ -428,7 +433,8 @@ class TimedCallChecks:
                 "no_kernel", "the hidden audit call inside the timed loop launched no Triton kernel"
             )
         try:
-            self.compare(self.outputs_of(output), self.reference(fresh), fresh)
+            self.compare(self.outputs_of(output), run.references, run.outputs_may_not_view())
+            check_inputs(run, "in the hidden audit", lambda ins, refs: self.compare(ins, refs, ()))
         except Exception as exc:
             raise TimedCheckFailure(
                 "cheat",

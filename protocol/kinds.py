@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
 
+from kernelscope.protocol.sol_solution import framework_solution as sol_framework
 from kernelscope.protocol.text_positions import python_text
 
 ENTRY_POINT_GROUP = "kernelscope.workspace_kinds"
@@ -88,7 +89,11 @@ class OwnGate:
 class KindSpec:
     """One workspace kind: its rule, how it is measured (said to the user), the adapter the
     benchmark child loads (`module:Class`, or None: the contract of its reference file), and
-    the goal it has when its README states none, and its own evaluator when it has one."""
+    the goal it has when its README states none, and its own evaluator when it has one.
+    `framework` says why a folder's solution is declared in a framework rather than Triton
+    (None: a Triton kernel is asked of it, the default): the static rules about PyTorch
+    instead of Triton and the runtime "no Triton, no score" are then off, as for a file
+    marked `# kernelscope: framework-baseline`."""
 
     name: str
     matches: Callable[[Folder], bool] = field(compare=False)
@@ -96,6 +101,7 @@ class KindSpec:
     adapter: str | None = None
     goal: str | None = None
     own_gate: OwnGate | None = None
+    framework: Callable[[Folder], str | None] = field(default=lambda _folder: None, compare=False)
 
 
 _ADAPTERS = "kernelscope.kernels.adapters"
@@ -106,6 +112,7 @@ SOL_EXECBENCH = KindSpec(
     "run(*inputs, *outputs), the workloads' own tolerances",
     adapter=f"{_ADAPTERS}.sol_execbench:SolExecBenchProblem",
     goal="minimize the geomean latency over the workloads",
+    framework=lambda f: sol_framework(f.root),  # solution.json's spec.languages
 )
 # A generalized (production) Atrex-Bench workspace shows only agent_problem.json: the exact
 # cases (shapes.json, metadata.json) exist only in atrex's sandbox, and test_kernel.py reads them.
@@ -212,6 +219,13 @@ def detect(folder: Folder) -> KindSpec:
         if spec.matches(folder):
             return spec
     return FALLBACK
+
+
+def framework_solution(folder: Folder, kind: str | None = None) -> str | None:
+    """Why the folder's solution is declared in a framework rather than Triton (KindSpec's
+    `framework`), asked of `kind` (default: the folder's own kind); None: Triton is asked."""
+    spec = detect(folder) if kind is None else next((k for k in kinds() if k.name == kind), None)
+    return spec.framework(folder) if spec is not None else None
 
 
 def adapter_for(folder: Folder) -> str:

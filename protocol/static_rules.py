@@ -26,8 +26,8 @@ Upstream checks not ported, and why:
   compares every output with the reference at the problem's tolerance anyway.
 
 The rules upstream lacks (caches across calls, torch.compile, the reference, the harness,
-monkey patches) are kernelscope's own. A `# kernelscope: framework-baseline` line (a deliberate
-PyTorch baseline, as the runner reads it) turns off the rules about PyTorch instead of Triton.
+monkey patches) are kernelscope's own. Rules about PyTorch instead of Triton (upstream runs `triton_impl`
+for backend "triton" only) are off in a `# kernelscope: framework-baseline` file or a non-Triton solution.
 """
 
 from __future__ import annotations
@@ -210,11 +210,11 @@ _FUNCS = (ast.FunctionDef, ast.AsyncFunctionDef)
 _Func = ast.FunctionDef | ast.AsyncFunctionDef
 
 
-def check_source(text: str, *, kind: str | None = None) -> list[Finding]:
+def check_source(text: str, *, kind: str | None = None, framework: bool = False) -> list[Finding]:
     """The findings for one candidate file, sorted by position. `kind` is the workspace kind
-    ("kernelbench", "native", "sol-execbench", "atrex-bench", "atrex-v0.1" or None): it picks
-    the timed entry point (ModelNew.forward, kernel_fn, run; every one of them when unknown).
-    Never raises: a file that does not parse, or anything unexpected, gives []."""
+    ("kernelbench", "native", "sol-execbench", ...): it picks the timed entry point (ModelNew.forward,
+    kernel_fn, run; all when unknown). `framework`: the workspace declares a non-Triton solution
+    (protocol.kinds.framework_solution), exempt as the mark exempts a file. Never raises."""
     try:
         tree = ast.parse(python_text(text))  # Columns drops the mark too (source_lines)
     except (SyntaxError, ValueError, RecursionError, MemoryError, OverflowError):
@@ -224,7 +224,7 @@ def check_source(text: str, *, kind: str | None = None) -> list[Finding]:
         checker.run()
     except Exception:  # an editor aid never takes the editor down; the runtime checks remain
         return []
-    baseline = FRAMEWORK_BASELINE_MARK.search(text) is not None
+    baseline = framework or FRAMEWORK_BASELINE_MARK.search(text) is not None
     unique = {
         (f.line, f.column, f.rule, f.end_line, f.end_column): f
         for f in checker.findings

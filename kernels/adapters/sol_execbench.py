@@ -54,10 +54,10 @@ from typing import Any
 import torch
 
 from kernelscope.kernels.adapters.base import Problem, ProblemError, ProblemSource, entry_point, load_module
+from kernelscope.protocol.sol_solution import SolutionError, read_spec
 
 DEFINITION = "definition.json"
 WORKLOADS = "workload.jsonl"
-SOLUTION = "solution.json"
 BENCH_CONFIG = "config.json"
 
 # Upstream defaults: core/bench/config/benchmark_config.py (seed) and
@@ -151,12 +151,10 @@ def _split_entry(entry_point: str) -> tuple[str, str]:
 def solution_spec(workspace: Path, entry: str) -> tuple[str, bool]:
     """The entry function and calling convention: solution.json's `spec` (DPS defaults to
     true, as upstream's Solution schema); an explicit `--entry` names another function."""
-    path = workspace / SOLUTION
-    spec: dict[str, Any] = {}
-    if path.is_file():
-        data = _read_json(path, "solution")
-        spec = data.get("spec", {}) if isinstance(data, dict) else {}
-        spec = spec if isinstance(spec, dict) else {}
+    try:
+        spec = read_spec(workspace)  # protocol/sol_solution.py: the one reader of solution.json
+    except SolutionError as exc:
+        raise ProblemError(str(exc)) from None
     compiled = sorted(set(spec.get("languages") or []) & _COMPILED_LANGUAGES)
     file, function = _split_entry(str(spec.get("entry_point") or "kernel.py::run"))
     if compiled or not file.endswith(".py"):

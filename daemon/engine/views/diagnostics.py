@@ -44,10 +44,12 @@ class Notice:
     end_column: int | None = None
 
 
-def static_notices(text: str, kind: str | None, whole: bool = False) -> list[Notice]:
+def static_notices(text: str, kind: str | None, whole: bool = False, framework: bool = False) -> list[Notice]:
     """The static rules (protocol/static_rules.py: KernelBench's and kernelscope's) on the text
     as it is typed, each on its own line; nothing runs. An error is what `kernelscope bench`
-    fails as static_check. A text that does not parse gets one notice at the error instead:
+    fails as static_check. `framework`: the workspace declares a non-Triton solution (the
+    cache's, or kinds.declared_framework), so the PyTorch-instead-of-Triton rules are off.
+    A text that does not parse gets one notice at the error instead:
     every check of kernelscope's stops there, which a Python language server's own syntax
     error does not say (its message is the parser's; this one says what stopped)."""
     from kernelscope.daemon.engine.workspace.kernel_scan import too_large
@@ -69,7 +71,7 @@ def static_notices(text: str, kind: str | None, whole: bool = False) -> list[Not
             f.end_line,
             f.end_column,
         )
-        for f in check_source(text, kind=kind)
+        for f in check_source(text, kind=kind, framework=framework)
     ]
 
 

@@ -177,6 +177,15 @@ class WorkspaceCache:
 
         return self.get("kind", ("readme",), lambda: detect_kind(self.root, self.readme()))
 
+    def framework(self) -> str | None:
+        """Why no Triton kernel is asked of kernel.py (protocol/kinds.py's `framework_solution`:
+        a SOL-ExecBench solution.json declaring no Triton), or None. Read on every call, not
+        kept: solution.json is not among the watched files, and an agent migrating `run()`
+        updates its languages in the same step."""
+        from kernelscope.daemon.engine.workspace.kinds import declared_framework
+
+        return declared_framework(self.root, self.readme())
+
     def kernels(self) -> KernelScan:
         """kernel.py's kernels. While the saved file does not parse, the kernels of the last
         one that did where they are now (last_parse.py), beside its error: what was measured

@@ -72,6 +72,11 @@ def detect_kind(root: Path, readme: ReadmeInfo | None) -> str:
     return kinds.detect(folder_of(root, readme)).name
 
 
+def declared_framework(root: Path, readme: ReadmeInfo | None) -> str | None:
+    """Why the folder's solution asks no Triton kernel (protocol/kinds.py's rule), or None."""
+    return kinds.framework_solution(folder_of(root, readme))
+
+
 def folder_of(root: Path, readme: ReadmeInfo | None) -> kinds.Folder:
     """What the kinds rule looks at, with the README's facts filled in."""
     return kinds.Folder(

@@ -59,7 +59,7 @@ def static_check(cache: WorkspaceCache, text: str) -> tuple[Notice, ...]:
     from kernelscope.daemon.engine.views.diagnostics import static_notices
 
     try:
-        return tuple(static_notices(text, cache.kind()))
+        return tuple(static_notices(text, cache.kind(), framework=cache.framework() is not None))
     except Exception:  # best effort, as the history's check
         log.exception("static check failed for %s", cache.root)
         return ()

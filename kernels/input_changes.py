@@ -1,0 +1,109 @@
+"""Inputs the reference changes in place are part of its result; any other input change is a cheat.
+
+Some references work in place. SOL-ExecBench's `moe_index_add` sample (NVIDIA/SOL-ExecBench
+`tests/samples/moe_index_add/reference.py` @c720752) accumulates into an input,
+`final_hidden_states.index_add_(0, token_indices, expert_outputs)`, and returns it; Atrex-Bench
+has more (reshape_and_cache, moe_sum_reduce). A kernel that does the same to the same input
+does what the problem asks. So the gate's rule is per input (`check_inputs`):
+
+- an input the reference leaves alone must come back from the candidate's call bit for bit:
+  a change is a `cheat` (the harness, the reference's next call, the next timed call all see
+  what the candidate wrote into data it was lent);
+- an input the reference changes is compared, after the candidate's call, with the value the
+  reference left in it, by the outputs' rule and tolerance: another value is `wrong_result`,
+  and so is leaving it as it was, since the change is what the reference computes.
+
+The reference runs first (`reference_first`) on its own draw; where it changed an input, the
+candidate gets the same draw made again (the problem's inputs are a function of the seed), so
+both start from the same values.
+
+Upstream differs, by aliasing. SOL-ExecBench's `eval_driver.py` (@2f55c0f, the correctness
+rounds) calls the reference and then the candidate on the same input tensors, never checks
+inputs for changes, and takes the reference's returned tensors as they are (`normalize_outputs`
+returns a tensor on the right device itself, not a copy: `core/bench/io.py`, read in a copy of
+upstream, qhy991/SOL-Execbench @534eff0, the file not being in upstream's stored snapshot).
+The expected output of `moe_index_add` is then the input tensor the candidate goes on to
+change: a candidate that
+accumulates in place and copies the input to its output passes whatever it adds (it is
+compared with itself), and one that leaves the input alone and writes the right sum fails (it
+adds to an input the reference already changed). docs/verdicts.md lists the differences.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import torch
+
+from kernelscope.kernels.gate import GateFailure, digest
+
+
+@dataclass
+class ReferenceRun:
+    """The inputs the candidate gets (as the problem made them), the reference's outputs, each
+    input's digest before the candidate's call, and for each input the reference changed (by
+    position) the value it left there."""
+
+    inputs: tuple[Any, ...]
+    references: list[torch.Tensor]
+    before: list[str]
+    changed: dict[int, torch.Tensor] = field(default_factory=dict)
+
+    def outputs_may_not_view(self) -> tuple[Any, ...]:
+        """The inputs an output must not share memory with (kernels.gate.check_outputs): all
+        but those the reference changes, which are part of the result; a candidate may return
+        one, as the reference does (`return final_hidden_states`), its value compared anyway."""
+        return tuple(None if index in self.changed else value for index, value in enumerate(self.inputs))
+
+
+def reference_first(
+    make_inputs: Callable[[], tuple[Any, ...]], reference: Callable[[tuple[Any, ...]], list[torch.Tensor]]
+) -> ReferenceRun:
+    """Run the reference on a draw; a reference that changed an input hands the candidate the
+    same draw made again. Raises what the reference or the input maker raises."""
+    inputs = make_inputs()
+    before = [digest(value) for value in inputs]
+    references = reference(inputs)
+    changed = {
+        index: value
+        for index, value in enumerate(inputs)
+        if isinstance(value, torch.Tensor) and digest(value) != before[index]
+    }
+    if changed:
+        inputs = make_inputs()
+        before = [digest(value) for value in inputs]
+    return ReferenceRun(inputs, references, before, changed)
+
+
+def check_inputs(
+    run: ReferenceRun, when: str, compare: Callable[[list[torch.Tensor], list[torch.Tensor]], object]
+) -> None:
+    """The rule of the module docstring on `run.inputs` after the candidate's call (`when`
+    names the call in messages); `compare` is the gate's comparison of outputs with the
+    reference's (kernels.gate.check_outputs with the problem's tolerance). Raises GateFailure."""
+    for index, value in enumerate(run.inputs):
+        expected = run.changed.get(index)
+        unchanged = digest(value) == run.before[index]
+        if expected is None:
+            if not unchanged:
+                raise GateFailure(
+                    "cheat",
+                    f"the candidate modified its inputs in place: input {index}, which the reference "
+                    f"leaves unchanged {when}",
+                )
+            continue
+        if unchanged:
+            raise GateFailure(
+                "wrong_result",
+                f"the reference changes input {index} in place (part of its result); the candidate "
+                f"left it unchanged {when}",
+            )
+        try:
+            compare([value], [expected])
+        except GateFailure as failure:
+            what = failure.message.removeprefix("output ")
+            raise GateFailure(
+                failure.kind, f"input {index}, which the reference changes in place, {what} {when}"
+            ) from None
