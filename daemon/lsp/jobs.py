@@ -5,13 +5,15 @@ announcing its end with a typed `kernelscope/jobFinished` (protocol.lsp.JobFinis
 `kind` is the one the start answer gave (protocol/vocabulary.JobKind).
 
 Everything that talks to the client runs on the event loop; tasks created there are kept
-until done and their failures logged. The save debounce is a `call_later` on the loop."""
+until done and their failures logged. The debounces are `call_later`s on the loop: a save's
+probe (the workspace's `debounce_ms`), and a buffer being typed in (CHECK_DEBOUNCE_S, one
+mechanism for every document kernelscope reads as it is typed: `after_typing`)."""
 
 from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Hashable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -29,6 +31,9 @@ if TYPE_CHECKING:
 log = logging.getLogger("kernelscope.lsp")
 PROGRESS_CREATE_TIMEOUT_S = 3.0  # a client that never answers window/workDoneProgress/create
 TOKEN_PREFIX = "kernelscope-"
+# didChange while typing: the work on a buffer (kernel.py's check, a README's warnings) runs
+# once its text rests this long; opening or saving it runs the work at once
+CHECK_DEBOUNCE_S = 0.3
 
 
 class Jobs:
@@ -36,6 +41,7 @@ class Jobs:
         self.server = server
         self.state = state
         self.pending_saves: dict[Path, asyncio.TimerHandle] = {}
+        self.typing: dict[Hashable, asyncio.TimerHandle] = {}  # after_typing's, by document
         # a save's probe that waits for the user's own job in its workspace (an iteration, a
         # restart, a benchmark they asked for) to end: it never cancels theirs
         self.deferred_probes: set[Path] = set()
@@ -288,6 +294,29 @@ class Jobs:
 
         return self.start(ws, "restart", work, gpu=False)
 
+    # -- typing -> debounce ------------------------------------------------------------
+
+    def after_typing(self, document: Hashable, fire: Callable[[], None]) -> None:
+        """(loop) `fire` once the buffer of `document` (its path) has rested CHECK_DEBOUNCE_S:
+        each edit restarts the delay, so a burst of keystrokes is one piece of pool work, of
+        the last text, and a kernel.py request never queues behind a parse per key."""
+        self.cancel_typing(document)
+        if self.state.loop is None:
+            return
+
+        def run() -> None:
+            self.typing.pop(document, None)
+            fire()
+
+        self.typing[document] = self.state.loop.call_later(CHECK_DEBOUNCE_S, run)
+
+    def cancel_typing(self, document: Hashable) -> None:
+        """(loop) Drop the typing work of `document` not yet run: its text was saved, opened
+        again or closed, and that event's own work covers it."""
+        pending = self.typing.pop(document, None)
+        if pending is not None:
+            pending.cancel()
+
     # -- save -> debounce -> probe --------------------------------------------------------
 
     def schedule_probe(self, ws: WorkspaceState) -> None:
@@ -363,6 +392,9 @@ class Jobs:
         for pending in self.pending_saves.values():
             pending.cancel()
         self.pending_saves.clear()
+        for pending in self.typing.values():
+            pending.cancel()
+        self.typing.clear()
         self.deferred_probes.clear()
         return self.cancel(None)
 

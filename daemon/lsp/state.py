@@ -108,7 +108,6 @@ class WorkspaceState:
     checked_extra: tuple[Notice, ...] = ()  # the one-time "not trusted" notice, when this check said it
     notices: tuple[Notice, ...] = ()
     untrusted_said: bool = False
-    pending_check: asyncio.TimerHandle | None = None  # didChange's debounce
     warm_started: bool = False  # lens texts and history read on the first open of kernel.py, not at start-up
     lint_uris: frozenset[str] = frozenset()  # problem files holding the last probe's lint diagnostics
     # The user's write under way here that is no job (a maskHalf, on the command pool): set

@@ -384,7 +384,7 @@ async def test_a_typed_then_saved_text_is_checked_and_published_once(client: Ker
     """An editor sends didChange then didSave of the same text: the save's check covers the
     typing check (features/save.py cancels it), so nothing is published again once the
     typing debounce (CHECK_DEBOUNCE_S) would have run out."""
-    from kernelscope.daemon.lsp.features.save import CHECK_DEBOUNCE_S
+    from kernelscope.daemon.lsp.jobs import CHECK_DEBOUNCE_S
 
     path = kernel(client)
     uri = path.as_uri()

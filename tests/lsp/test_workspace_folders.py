@@ -231,6 +231,47 @@ def test_uris_become_the_paths_the_editor_means(uri: str, path: str) -> None:
     assert uri_to_path(uri) == Path(path)
 
 
+def _initialized_with_root_path(root_path: str) -> ServerState:
+    """The folders a session starts with when the editor names only the deprecated rootPath
+    (Helix outside a git repository): rootUri null, no workspace folders."""
+    from types import SimpleNamespace
+
+    from kernelscope.daemon.lsp.features import lifecycle
+    from kernelscope.daemon.lsp.language_server import ClientCapabilities
+
+    ls = SimpleNamespace(tcp_token=None, state=ServerState(), client=ClientCapabilities(), show_warning=print)
+    params = types.InitializeParams(
+        capabilities=types.ClientCapabilities(), root_path=root_path, root_uri=None, process_id=None
+    )
+    lifecycle.initialize(ls, params)  # type: ignore[arg-type]
+    return ls.state
+
+
+@pytest.mark.parametrize("kind", ["relative", "relative dot", "home", "a file"])
+def test_a_root_path_is_taken_only_as_an_existing_absolute_folder(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture, kind: str
+) -> None:
+    """rootPath is a path, not a URI, with no rule for what a relative one is relative to:
+    before, "kernel_opt_vector_add" or "." was taken from the daemon's own working directory
+    (served a workspace the editor never named), "~" as a folder literally named so, a file
+    as a folder; now each is ignored, with one line in the log saying so."""
+    ws = _workspace(tmp_path / "parent" / "kernel_opt_vector_add")
+    monkeypatch.setenv("HOME", str(ws))
+    monkeypatch.chdir(ws if kind in ("relative dot", "home") else ws.parent)
+    root_path = {
+        "relative": "kernel_opt_vector_add",
+        "relative dot": ".",
+        "home": "~",
+        "a file": str(ws / "kernel.py"),
+    }[kind]
+    with caplog.at_level("INFO", logger="kernelscope.lsp"):
+        state = _initialized_with_root_path(root_path)
+    assert state.workspaces == {}
+    ignored = [r.getMessage() for r in caplog.records if "rootPath" in r.getMessage()]
+    assert len(ignored) == 1 and repr(root_path) in ignored[0], ignored
+    assert list(_initialized_with_root_path(str(ws)).workspaces) == [ws]  # an absolute folder is served
+
+
 def test_a_workspace_stays_one_while_its_kernel_is_rewritten(tmp_path: Path) -> None:
     """kernel.py deleted and created again (an agent's rewrite, a slow write): a scan in
     between keeps the workspace, its state and jobs (the same object); its folder moved out,

@@ -22,7 +22,7 @@ def did_open(ls: KernelscopeServer, params: types.DidOpenTextDocumentParams) -> 
 
 
 def did_change(ls: KernelscopeServer, params: types.DidChangeTextDocumentParams) -> None:
-    readme.changed(ls, params)
+    readme.typed(ls, params)
     save.did_change(ls, params)
 
 

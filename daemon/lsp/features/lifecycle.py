@@ -51,12 +51,24 @@ def initialize(ls: KernelscopeServer, params: types.InitializeParams) -> None:
     if not folders and params.root_uri:
         folders = [uri_to_path(params.root_uri)]
     if not folders and params.root_path:  # deprecated, but Helix's only word outside a git repository
-        folders = [Path(params.root_path)]
+        folders = _root_path_folder(params.root_path)
     configuration.apply_initialization_options(ls.state, params.initialization_options, ls.show_warning)
     ls.state.set_folders(folders)
     ls.client.read(params)
     if params.process_id:
         watch_parent(params.process_id)
+
+
+def _root_path_folder(root_path: str) -> list[Path]:
+    """The deprecated rootPath as the editor's folder, when it is an absolute path to an existing
+    folder: a path (not a URI) that LSP gives nothing to be relative to (the daemon's own working
+    directory is no folder the editor named), nor a `~` to expand. Any other is ignored, said once
+    in the log."""
+    path = Path(root_path)
+    if path.is_absolute() and path.is_dir():
+        return [path]
+    log.warning("initialize: ignored rootPath %r (not an absolute path to an existing folder)", root_path)
+    return []
 
 
 async def initialized(ls: KernelscopeServer, params: types.InitializedParams) -> None:

@@ -1,8 +1,10 @@
 """README.md open in the editor (loop): the README model's warnings (engine/workspace/readme.py:
 a stop condition kernelscope cannot check, a template placeholder left in, no measurable stop
 condition) published as the README's diagnostics, each on the line it names (one about the
-README as a whole on its first line), as the buffer is opened, edited and saved; cleared when
-it is closed. Only the editor's buffer is read: nothing is written, and nothing is published
+README as a whole on its first line), as the buffer is opened and saved (at once) and edited
+(once the text rests: the typing debounce of kernel.py's check, lsp/jobs.py `after_typing`;
+a parse per keystroke of a large README kept kernel.py's requests waiting on the pool);
+cleared when it is closed. Only the editor's buffer is read: nothing is written, and nothing is published
 for a README the user is not looking at. The words, the line and the kind are the engine's;
 this module only translates them."""
 
@@ -65,14 +67,32 @@ async def publish(ls: KernelscopeServer, uri: str) -> None:
 
 
 def changed(ls: KernelscopeServer, params: Any) -> None:
-    """didOpen, didChange, didSave of a workspace's README.md (any other document: nothing)."""
+    """didOpen, didSave of a workspace's README.md (any other document: nothing): published at
+    once, and the typing publication still pending dropped (this one covers it)."""
     uri = params.text_document.uri
-    if ls.readme_path(uri) is not None:
+    path = ls.readme_path(uri)
+    if path is not None:
+        ls.jobs.cancel_typing(path)
         ls.jobs.spawn(publish(ls, uri))
 
 
-def closed(ls: KernelscopeServer, params: types.DidCloseTextDocumentParams) -> None:
-    """didClose of a workspace's README.md: its diagnostics go with it."""
+def typed(ls: KernelscopeServer, params: types.DidChangeTextDocumentParams) -> None:
+    """didChange of a workspace's README.md: published once the text rests."""
     uri = params.text_document.uri
-    if ls.readme_path(uri) is not None:
+    path = ls.readme_path(uri)
+    if path is not None:
+
+        def fire() -> None:
+            ls.jobs.spawn(publish(ls, uri))
+
+        ls.jobs.after_typing(path, fire)
+
+
+def closed(ls: KernelscopeServer, params: types.DidCloseTextDocumentParams) -> None:
+    """didClose of a workspace's README.md: its diagnostics go with it (and its typing
+    publication still pending)."""
+    uri = params.text_document.uri
+    path = ls.readme_path(uri)
+    if path is not None:
+        ls.jobs.cancel_typing(path)
         ls.text_document_publish_diagnostics(types.PublishDiagnosticsParams(uri=uri, diagnostics=[]))

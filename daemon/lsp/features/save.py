@@ -33,7 +33,6 @@ if TYPE_CHECKING:
     from kernelscope.daemon.lsp.language_server import KernelscopeServer
 
 log = logging.getLogger("kernelscope.lsp")
-CHECK_DEBOUNCE_S = 0.3  # didChange while typing: the check runs once the text rests
 STATIC_REST_S = 0.05  # the static rules wait this long after a verdict (a newer text skips them)
 # A record's verdict waits this long: an iteration's writes (memory file, store row, commit)
 # make one check, and the lens request the record's refresh brings is answered first
@@ -226,7 +225,7 @@ async def did_save(ls: KernelscopeServer, params: types.DidSaveTextDocumentParam
     ws = ls.kernel_workspace(params.text_document.uri)
     if ws is None:
         return
-    _cancel_typing_check(ws)  # the buffer's text is saved: this save's check covers it
+    ls.jobs.cancel_typing(ws.kernel_path)  # the buffer's text is saved: this save's check covers it
     document = ls.workspace.get_text_document(params.text_document.uri)
     await kernel_changed(ls, ws, params.text or document.source or None)
 
@@ -246,19 +245,17 @@ def did_open(ls: KernelscopeServer, params: types.DidOpenTextDocumentParams) -> 
 
 
 def did_change(ls: KernelscopeServer, params: types.DidChangeTextDocumentParams) -> None:
-    """kernel.py edited in the buffer: checked once the text rests (CHECK_DEBOUNCE_S)."""
+    """kernel.py edited in the buffer: checked once the text rests (lsp/jobs.py `after_typing`)."""
     ws = ls.kernel_workspace(params.text_document.uri)
-    if ws is None or ls.state.loop is None:
+    if ws is None:
         return
     uri = params.text_document.uri
-    _cancel_typing_check(ws)
 
     def fire() -> None:
-        ws.pending_check = None
         text = ls.workspace.get_text_document(uri).source
         ls.jobs.spawn(check(ls, ws, text))
 
-    ws.pending_check = ls.state.loop.call_later(CHECK_DEBOUNCE_S, fire)
+    ls.jobs.after_typing(ws.kernel_path, fire)
 
 
 def did_close(ls: KernelscopeServer, params: types.DidCloseTextDocumentParams) -> None:
@@ -269,20 +266,13 @@ def did_close(ls: KernelscopeServer, params: types.DidCloseTextDocumentParams) -
     ws = ls.kernel_workspace(params.text_document.uri)
     if ws is None:
         return
-    _cancel_typing_check(ws)
+    ls.jobs.cancel_typing(ws.kernel_path)
     ws.cache.buffer_parse.forget()
     try:
         text = ws.kernel_path.read_text(encoding="utf-8", errors="replace")
     except OSError:
         return  # (gone: the watcher's rescan lets the workspace go)
     ls.jobs.spawn(check(ls, ws, text))
-
-
-def _cancel_typing_check(ws: WorkspaceState) -> None:
-    """Drop the debounced didChange check not yet run (a newer text or a save supersedes it)."""
-    if ws.pending_check is not None:
-        ws.pending_check.cancel()
-        ws.pending_check = None
 
 
 def warm_workspace(cache: WorkspaceCache) -> None:

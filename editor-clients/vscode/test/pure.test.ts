@@ -54,8 +54,28 @@ test("a workspace's kernel.py or README opened shows a workspace; any other file
 test("the client sends Python files and a workspace's README.md (the rule's name), on disk only", () => {
   assert.deepEqual(documentSelector(vocabulary.workspaceRule), [
     { scheme: "file", language: "python" },
-    { scheme: "file", language: "markdown", pattern: "**/README.md" },
+    { scheme: "file", pattern: "**/README.md" },
   ]);
+});
+
+/** VS Code's rule for a document filter: it matches when every field it gives matches (only the
+ * `**\/<name>` patterns the selector uses are read here). */
+function selects(filters: { scheme?: string; language?: string; pattern?: string }[], path: string, language: string) {
+  return filters.some((f) => {
+    if (f.pattern !== undefined && !f.pattern.startsWith("**/")) throw new Error(`unread pattern ${f.pattern}`);
+    return (f.scheme === undefined || f.scheme === "file")
+      && (f.language === undefined || f.language === language)
+      && (f.pattern === undefined || path.endsWith(`/${f.pattern.slice(3)}`));
+  });
+}
+
+test("a README.md is sent whatever language files.associations gives *.md, and no other Markdown file", () => {
+  const selector = documentSelector(vocabulary.workspaceRule);
+  for (const language of ["markdown", "plaintext", "mdx"]) { // (before: markdown only: no warnings for the others)
+    assert.ok(selects(selector, "/ws/kernel_opt_add/README.md", language), language);
+  }
+  assert.ok(!selects(selector, "/ws/kernel_opt_add/NOTES.md", "markdown"));
+  assert.ok(selects(selector, "/ws/kernel_opt_add/kernel.py", "python"));
 });
 
 test("daemon command names come from commands.json and are checked", () => {
