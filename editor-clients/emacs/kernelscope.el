@@ -487,9 +487,9 @@ lens refresh, with `lsp-lens-enable')."
 (defun kernelscope--lens-mode-on ()
   (lsp-lens-mode 1))
 
-(defun kernelscope--after-major-mode ()
-  ;; `normal-mode' passes through fundamental-mode first: wait for the real one
-  (when (and kernelscope--reconnect (not (eq major-mode 'fundamental-mode)))
+(defun kernelscope--reconnect-now ()
+  "A reverted buffer lsp-mode served, in its mode again: served again (once)."
+  (when kernelscope--reconnect
     (let ((lens (eq kernelscope--reconnect 'lens)))
       (setq kernelscope--reconnect nil)
       (unless (bound-and-true-p lsp-mode)
@@ -497,11 +497,18 @@ lens refresh, with `lsp-lens-enable')."
           (add-hook 'lsp-configure-hook #'kernelscope--lens-mode-on nil t))
         (lsp)))))
 
+(defun kernelscope--after-major-mode ()
+  ;; `normal-mode' passes through fundamental-mode first: wait for the real one, or for the
+  ;; revert's end where fundamental-mode is the real one (a README without markdown-mode)
+  (unless (eq major-mode 'fundamental-mode)
+    (kernelscope--reconnect-now)))
+
 (defun kernelscope--after-revert ()
-  (setq kernelscope--reconnect nil))
+  (kernelscope--reconnect-now))
 
 (with-eval-after-load 'lsp-mode
   (add-to-list 'lsp-language-id-configuration '(python-mode . "python"))
+  (add-to-list 'lsp-language-id-configuration '(python-ts-mode . "python"))  ; Emacs 29's
   ;; a workspace README in a mode lsp-mode names no language for (gfm-mode, fundamental-mode:
   ;; no markdown-mode autoloads): "markdown"; appended, so a mode that has one keeps it
   (let ((readme (cdr (assoc "readme" (cdr (assoc "workspaceRule" (kernelscope--vocabulary)))))))
@@ -544,6 +551,7 @@ lens refresh, with `lsp-lens-enable')."
 ;; kernelscope server (the one serving kernel.py), whatever the README's mode (markdown-mode,
 ;; gfm-mode, text-mode, fundamental-mode), without that server taking the mode: every other
 ;; markdown buffer, in the workspace or not, stays with your own markdown server (if any).
+;; Only `M-x eglot' in the README starts the daemon; `eglot-ensure' there joins a running one.
 
 (defvar eglot--cached-server)
 (defvar eglot--managed-mode)
@@ -551,9 +559,17 @@ lens refresh, with `lsp-lens-enable')."
 (declare-function eglot--current-project "eglot")
 (declare-function eglot--project "eglot")
 (declare-function eglot--maybe-activate-editing-mode "eglot")
+(declare-function eglot--signal-textDocument/didClose "eglot")
+(declare-function eglot--connect "eglot")
+(declare-function eglot--guess-contact "eglot")
 
-(defconst kernelscope--kernel-modes '(python-mode)
-  "The major modes whose `eglot-server-programs' entry is `kernelscope--eglot-contact'.")
+(defconst kernelscope--kernel-modes '(python-mode python-ts-mode)
+  "The major modes whose `eglot-server-programs' entry is `kernelscope--eglot-contact'
+\(python-ts-mode: Emacs 29's tree-sitter mode, which does not derive from python-mode).")
+
+(defvar-local kernelscope--eglot-move nil
+  "`M-x eglot' ran in this README while no kernelscope server ran: it moves to the one that
+connects next in its project, leaving the server that managed it.")
 
 (defun kernelscope--eglot-server-of-project ()
   "The live kernelscope eglot server of this buffer's project, or nil."
@@ -561,32 +577,79 @@ lens refresh, with `lsp-lens-enable')."
                                   (jsonrpc-running-p server)))
             (gethash (eglot--current-project) eglot--servers-by-project)))
 
+(defun kernelscope--eglot-move-to (server)
+  "This README served by SERVER, in this buffer only: the server that managed it (your
+markdown one) is told it closed and keeps its other buffers."
+  (setq kernelscope--eglot-move nil)
+  (unless (and eglot--managed-mode (eq eglot--cached-server server))
+    (when eglot--managed-mode
+      (eglot--signal-textDocument/didClose)
+      (eglot--managed-mode -1))
+    (setq eglot--cached-server server)
+    (eglot--maybe-activate-editing-mode)))
+
 (defun kernelscope--eglot-join ()
-  "A workspace README about to be managed by eglot (run before eglot's own hook): the
-project's kernelscope server, if one runs, is its server."
-  (when (and (featurep 'eglot) buffer-file-name (not (bound-and-true-p eglot--managed-mode))
-             (kernelscope-readme-p))
+  "A workspace README opened (`find-file-hook', also at the end of `revert-buffer'), in any
+major mode: the project's kernelscope server, if one runs, is its server."
+  (when (and (featurep 'eglot) buffer-file-name (not eglot--managed-mode) (kernelscope-readme-p))
     (let ((server (kernelscope--eglot-server-of-project)))
       (when server
-        (setq eglot--cached-server server)))))
+        (kernelscope--eglot-move-to server)))))
+
+(defun kernelscope--eglot-join-after-mode ()
+  "A major mode set in a workspace README (run before eglot's own hook): joined, except in
+`normal-mode''s passing fundamental-mode step (the real mode follows; a README that stays in
+fundamental-mode joins on `find-file-hook'), which eglot's own servers skip too: one didOpen."
+  (unless (eq major-mode 'fundamental-mode)
+    (kernelscope--eglot-join)))
 
 (defun kernelscope--eglot-join-open-readmes (server)
-  "A kernelscope SERVER connected: the workspace READMEs open in its project join it."
+  "A kernelscope SERVER connected: the workspace READMEs open in its project join it (one
+your own server manages stays with it, unless `M-x eglot' ran there)."
   (when (object-of-class-p server 'kernelscope-eglot-server)
     (dolist (buffer (buffer-list))
       (with-current-buffer buffer
-        (when (and buffer-file-name (not eglot--managed-mode) (kernelscope-readme-p)
+        (when (and buffer-file-name (or kernelscope--eglot-move (not eglot--managed-mode))
+                   (kernelscope-readme-p)
                    (equal (eglot--current-project) (eglot--project server)))
-          (setq eglot--cached-server server)
-          (eglot--maybe-activate-editing-mode))))))
+          (kernelscope--eglot-move-to server))))))
 
 (defun kernelscope--eglot-guess-readme (guess &optional interactive)
-  "`M-x eglot' in a workspace README: the contact of kernel.py's modes (the kernelscope
-daemon, managing those modes); the README joins it once it connects."
-  (if (and buffer-file-name (kernelscope-readme-p))
+  "eglot's guess for a workspace README, asked interactively (`M-x eglot', `C-u' included): the
+contact of kernel.py's modes (the kernelscope daemon, managing those modes).  Not for
+`eglot-ensure' (non-interactive), which gets your markdown server: there a README only joins
+a daemon that runs."
+  (if (and interactive buffer-file-name (kernelscope-readme-p))
       (let ((major-mode (car kernelscope--kernel-modes)))
         (funcall guess interactive))
     (funcall guess interactive)))
+
+(defun kernelscope--eglot-readme-command-p ()
+  "Whether `M-x eglot' here is the README's: a workspace README the kernelscope daemon does
+not serve yet, no prefix argument (with one, eglot asks which server, as anywhere)."
+  (and (not current-prefix-arg) buffer-file-name (not (kernelscope--eglot-server))
+       (kernelscope-readme-p)))
+
+(defun kernelscope--eglot-serve-readme ()
+  "This README served by the project's kernelscope daemon: joined if it runs, else started
+\(as in kernel.py, managing python-mode), the README moving to it once it connects."
+  (let ((server (kernelscope--eglot-server-of-project)))
+    (if server
+        (kernelscope--eglot-move-to server)
+      (setq kernelscope--eglot-move t)
+      (apply #'eglot--connect (eglot--guess-contact t)))))
+
+(defun kernelscope--eglot-command (eglot &rest args)
+  "`M-x eglot' in a workspace README: `kernelscope--eglot-serve-readme'.  eglot's own would
+offer to shut down the server managing the README (your markdown server, for the whole
+project) and start a second daemon beside the running one (every save benchmarked twice)."
+  (interactive (lambda (spec)
+                 (if (kernelscope--eglot-readme-command-p)
+                     (list 'kernelscope-readme)
+                   (advice-eval-interactive-spec spec))))
+  (if (equal args '(kernelscope-readme))
+      (kernelscope--eglot-serve-readme)
+    (apply eglot args)))
 
 (defun kernelscope--eglot-managed ()
   (if (and (bound-and-true-p eglot--managed-mode) (kernelscope--eglot-server))
@@ -615,9 +678,10 @@ user's pylsp or pyright), so that loading kernelscope.el takes no other Python p
     :documentation "The kernelscope daemon: asks to redraw the inlay hints kernelscope.el draws.")
   (add-to-list 'eglot-server-programs (cons kernelscope--kernel-modes #'kernelscope--eglot-contact))
   (advice-add 'eglot--guess-contact :around #'kernelscope--eglot-guess-readme)
-  ;; before eglot's own hooks (depth 0), which manage the buffer with its cached server
+  (advice-add 'eglot :around #'kernelscope--eglot-command)
+  ;; before eglot's own hooks (depth 0), which would manage the buffer by its mode
   (add-hook 'find-file-hook #'kernelscope--eglot-join -50)
-  (add-hook 'after-change-major-mode-hook #'kernelscope--eglot-join -50)
+  (add-hook 'after-change-major-mode-hook #'kernelscope--eglot-join-after-mode -50)
   (add-hook 'eglot-connect-hook #'kernelscope--eglot-join-open-readmes)
   (cl-defmethod eglot-client-capabilities ((_server kernelscope-eglot-server))
     (let ((capabilities (cl-call-next-method)))

@@ -187,7 +187,9 @@ def test_finds_a_workspace_the_server_would_serve(tmp_path: Path) -> None:
 @needs_emacs
 def test_eglot_starts_the_daemon_only_in_a_workspace(tmp_path: Path) -> None:
     """kernelscope.el's eglot entry comes first for python-mode: in an ordinary Python project
-    M-x eglot starts the user's own server (before: kernelscope's daemon, for every project)."""
+    M-x eglot starts the user's own server (before: kernelscope's daemon, for every project).
+    The same in Emacs 29's python-ts-mode (a stand-in here: Emacs 28 has none), which does not
+    derive from python-mode (before: kernel.py in python-ts-mode got the user's server)."""
     assert EMACS is not None
     fresh, _ = root_rule_folders(tmp_path)
     (tmp_path / "app").mkdir()
@@ -195,11 +197,12 @@ def test_eglot_starts_the_daemon_only_in_a_workspace(tmp_path: Path) -> None:
         "(progn (require 'package) "
         '(add-to-list (quote package-directory-list) "/usr/share/emacs/site-lisp/elpa") '
         "(package-initialize) (require 'eglot) (require 'json) "
-        '(add-to-list (quote eglot-server-programs) (quote (python-mode . ("my-pylsp")))) '
+        '(define-derived-mode python-ts-mode prog-mode "Python") '  # Emacs 29's, not a python-mode
+        '(add-to-list (quote eglot-server-programs) (quote ((python-mode python-ts-mode) . ("my-pylsp")))) '
         f'(load "{EMACS_DIR / "kernelscope.el"}") '
-        "(princ (json-encode (mapcar (lambda (file) (find-file file) (python-mode) "
+        "(princ (json-encode (mapcar (lambda (mode) (vconcat (mapcar (lambda (file) (find-file file) (funcall mode) "
         "(let ((guess (eglot--guess-contact))) (vector (symbol-name (nth 2 guess)) (car (nth 3 guess))))) "
-        f'(list "{tmp_path}/app/app.py" "{fresh}/kernel.py")))))'
+        f'(list "{tmp_path}/app/app.py" "{fresh}/kernel.py")))) (list (quote python-mode) (quote python-ts-mode))))))'
     )
     proc = subprocess.run(
         [EMACS, "--batch", "-Q", "--eval", form],
@@ -208,9 +211,8 @@ def test_eglot_starts_the_daemon_only_in_a_workspace(tmp_path: Path) -> None:
         timeout=60,
         env={**os.environ, "HOME": str(tmp_path / "home")},
     )
-    assert json.loads(proc.stdout) == [
-        ["eglot-lsp-server", "my-pylsp"],
-        ["kernelscope-eglot-server", "kernelscope"],
+    assert json.loads(proc.stdout) == 2 * [
+        [["eglot-lsp-server", "my-pylsp"], ["kernelscope-eglot-server", "kernelscope"]],
     ], (
         proc.stdout,
         proc.stderr[-2000:],
@@ -293,7 +295,8 @@ def test_readme_warnings(tmp_path: Path, client: str, mode: str) -> None:
     fundamental-mode (before: lsp-mode's client activated for `.py` files only and eglot had no
     entry, so the daemon's README warnings reached no Emacs user): a stop condition written
     `4,32TB/s` is a warning on its line; kernel.py opened next is served by the same daemon;
-    fixed in the buffer the warning goes, saved it stays gone. With eglot the user's own
+    fixed in the buffer the warning goes, saved it stays gone, reverted it is still served
+    (before: lsp-mode lost a fundamental-mode README on M-x revert-buffer). With eglot the user's own
     markdown server is still the guess for any other markdown file, in the workspace or not,
     and no other markdown buffer joins the daemon."""
 
@@ -321,4 +324,49 @@ def test_readme_warnings(tmp_path: Path, client: str, mode: str) -> None:
             assert results[other] == {"guess": ["eglot-lsp-server", "my-marksman"], "managed": None}, results
     assert results["cleared"] and results["published_after_save"], results
     assert results["after_save"] == [] and results["still_served"], results
+    # M-x revert-buffer runs the mode again (before: lsp-mode lost a fundamental-mode README)
+    assert results["mode_after_revert"] == mode and results["served_after_revert"], results
     assert GOOD_STOP in (ws / "README.md").read_text()  # the save wrote the fixed line
+
+
+def git_workspace_with_notes(session_tmp: Path, **extra_env: str) -> tuple[Path, Path, dict[str, str]]:
+    """The vector-add workspace as one eglot project (a git repository) with plans/notes.md."""
+    ws, out, env = editor_session(session_tmp, **extra_env)
+    (ws / "plans").mkdir()
+    (ws / "plans" / "notes.md").write_text("# notes\n")
+    subprocess.run(["git", "init", "-q", str(ws)], check=True)
+    return ws, out, env
+
+
+@needs_emacs
+@pytest.mark.parametrize("scenario", ["daemon-first", "readme-starts", "ensure", "churn"])
+def test_eglot_readme_beside_the_users_markdown_server(tmp_path: Path, scenario: str) -> None:
+    """eglot, your own markdown server ("my-marksman") serving the workspace's markdown files.
+    daemon-first: M-x eglot in the README while kernel.py's daemon runs (as the README docs say)
+    started a second daemon (every save benchmarked twice) and offered to shut my-marksman down
+    for the project; the README now joins the running daemon, my-marksman keeps notes.md.
+    readme-starts: M-x eglot in the README starts the daemon, the README moves to it.
+    ensure: eglot-ensure on markdown-mode-hook started the daemon from the README (which then
+    took python-mode for the whole project from your Python server); it only joins a running one.
+    churn: the README opened with the daemon running was sent didOpen twice (normal-mode's
+    passing fundamental-mode step, then markdown-mode), no didClose between."""
+    results = run_emacs("readme-eglot-test.el", tmp_path, git_workspace_with_notes, KS_SCEN=scenario)
+    assert "asked" not in results, results  # eglot's own question never comes
+    if scenario in ("daemon-first", "readme-starts"):
+        assert results["readme_before"] == "my-marksman", results
+        assert results["readme"] == "kernelscope" and results["kernel"] == "kernelscope", results
+        assert results["same_server"] is True and results["daemons"] == 1, results
+        assert results["notes"] == "my-marksman" and results["marksman_live"] == 1, results
+        assert results["sent"] == ["my-marksman didClose", "kernelscope didOpen"], results
+    elif scenario == "ensure":
+        assert results["readme_first"] == "my-marksman" and results["daemons_first"] == 0, results
+        assert results["kernel"] == "kernelscope" and results["notes"] == "my-marksman", results
+        assert results["readme"] == "kernelscope" and results["same_server"] is True, results
+        assert results["daemons"] == 1, results
+    else:
+        assert results["mode"] == "markdown-mode" and results["mode_then"] == "fundamental-mode", results
+        assert results["readme_markdown"] == "kernelscope" and results["readme"] == "kernelscope", results
+        assert results["sent"] == ["kernelscope didOpen", "kernelscope didClose", "kernelscope didOpen"], (
+            results
+        )
+        assert results["daemons"] == 1, results

@@ -166,3 +166,23 @@ async def test_a_readme_is_served_when_the_editor_names_its_folder_by_root_path_
     )
     await wait_for(lambda: bool(client.diagnostics.get(uri)), 30, "no diagnostics on the open README")
     assert "readme:stop-condition-skipped" in {d.code for d in client.diagnostics[uri]}
+
+
+async def test_a_document_opened_with_language_id_null_is_served(client: KernelscopeClient) -> None:
+    """eglot 1.16+ sends `"languageId": null` for a buffer whose mode its server was not started
+    for (the workspace README joining the daemon that manages python-mode), other clients may
+    for kernel.py: both are served by their path, not their language."""
+    ws = client.folder / "kernel_opt_vector_add"
+    for path in (ws / "README.md", ws / "kernel.py"):
+        item = types.TextDocumentItem(uri=path.as_uri(), language_id=None, version=1, text=path.read_text())  # type: ignore[arg-type]
+        client.text_document_did_open(types.DidOpenTextDocumentParams(text_document=item))  # sent as null
+    readme_uri = (ws / "README.md").as_uri()
+    await wait_for(lambda: bool(client.diagnostics.get(readme_uri)), 30, "no diagnostics on the README")
+    assert "readme:stop-condition-skipped" in {d.code for d in client.diagnostics[readme_uri]}
+    kernel_uri = (ws / "kernel.py").as_uri()
+    await wait_for(lambda: shown(client, kernel_uri) is not None, 60, "kernel.py's check published nothing")
+    hovered = types.HoverParams(
+        text_document=types.TextDocumentIdentifier(uri=kernel_uri),
+        position=types.Position(line=0, character=0),
+    )
+    await client.text_document_hover_async(hovered)  # answered (None or a hover), not an error

@@ -3,9 +3,11 @@
 ;; written `4,32TB/s') opened in $KS_README_MODE (markdown-mode, or fundamental-mode: what a user
 ;; without markdown-mode gets) and the client started there; the daemon's warning is on its
 ;; line; kernel.py opened next is served by the same daemon; the README gets no inlay hints;
-;; the line fixed in the buffer clears the warning, a save keeps it cleared.  eglot: a user's own
-;; markdown server ("my-marksman") is still eglot's guess for any other markdown file, in the
-;; workspace or not, and no other markdown buffer joins the daemon.  Writes JSON to $KS_OUT.
+;; the line fixed in the buffer clears the warning, a save keeps it cleared, `M-x revert-buffer'
+;; (the major mode run again: fundamental-mode too, where no markdown-mode is) keeps it served.
+;; eglot: a user's own markdown server ("my-marksman") is still eglot's guess for any other
+;; markdown file, in the workspace or not, and no other markdown buffer joins the daemon.
+;; Writes JSON to $KS_OUT.
 
 (load (expand-file-name "harness.el" (file-name-directory load-file-name)))
 
@@ -61,20 +63,24 @@
 (defun ks-comma-warning ()
   (seq-find (lambda (w) (string-match-p "4,32 has a decimal comma" (cdr w))) (ks-warnings)))
 
-(defun ks-guess ()
-  "eglot's guess for this buffer: (CLASS PROGRAM)."
-  (let ((guess (eglot--guess-contact)))
+(defun ks-guess (&optional interactive)
+  "eglot's guess for this buffer, as `M-x eglot' (INTERACTIVE) or `eglot-ensure' asks it:
+\(CLASS PROGRAM)."
+  (let ((guess (eglot--guess-contact interactive)))
     (vector (symbol-name (nth 2 guess)) (car (nth 3 guess)))))
 
 (condition-case err
     (progn
+      (when (eq ks-mode 'fundamental-mode)  ; no mode for .md: what `normal-mode' picks too
+        (require 'markdown-mode)  ; loaded now (eglot loads it later), then not for .md
+        (setq auto-mode-alist (seq-remove (lambda (entry) (eq (cdr entry) 'markdown-mode)) auto-mode-alist)))
       (find-file ks-readme)
       (funcall ks-mode)
       (push (cons 'mode (symbol-name major-mode)) ks-result)
       (if (equal ks-client "eglot")
           (progn
-            (push (cons 'guess (ks-guess)) ks-result)
-            (apply #'eglot (eglot--guess-contact)))
+            (push (cons 'guess (ks-guess t)) ks-result)
+            (call-interactively #'eglot))
         (lsp))
       (push (cons 'served (ks-wait 60 #'ks-served)) ks-result)
       (let ((readme (current-buffer))
@@ -111,7 +117,10 @@
           (save-buffer)
           (push (cons 'published_after_save (ks-wait 60 (lambda () (> ks-published before)))) ks-result))
         (push (cons 'after_save (vconcat (mapcar #'cdr (ks-warnings)))) ks-result)
-        (push (cons 'still_served (ks-served)) ks-result))
+        (push (cons 'still_served (ks-served)) ks-result)
+        (revert-buffer t t)
+        (push (cons 'mode_after_revert (symbol-name major-mode)) ks-result)
+        (push (cons 'served_after_revert (ks-wait 30 #'ks-served)) ks-result))
       (ks-finish 0))
   (error (push (cons 'error (format "%S" err)) ks-result)
          (ks-finish 1)))
