@@ -80,3 +80,29 @@ def test_the_memory_list_table_says_which_workloads(sol_memory: Path, cli, monke
         lines = {line.split("│")[1].strip(): line for line in result.stdout.splitlines() if "│ v" in line}
         assert "5.000 (1 of 3 workloads)" in lines["v3"] and "latency ratio" not in lines["v3"]
         assert "- (0 of 3 workloads)" in lines["v2"] and "0.000" not in lines["v2"]
+
+
+def test_a_passing_version_keeps_its_score_whatever_its_workloads_are_named(tmp_path: Path) -> None:
+    """A version that passed ran every workload it was given: names written by another tool
+    (atrex keys a workload by its uuid, kernelscope's iterate by its configuration's name) or a
+    workload set trimmed since v0 is no partial run. Before (7844252's rule), v2 and v3 had no
+    score, v1 was best, and mask-half could mask v3, the real best."""
+    write_record(tmp_path, 0, **sol_record(dict(zip(UUIDS, (30.0, 60.0, 120.0), strict=True)), True, 1.0))
+    write_record(tmp_path, 1, **sol_record(dict(zip(UUIDS, (15.0, 30.0, 60.0), strict=True)), True, 2.0))
+    renamed = {f"{uuid} batch_size=7": us for uuid, us in zip(UUIDS, (6.0, 12.0, 24.0), strict=True)}
+    write_record(tmp_path, 2, **sol_record(renamed, True, 5.0))
+    write_record(tmp_path, 3, **sol_record({"uuid1": 3.0, "uuid2": 6.0}, True, 10.0))  # trimmed
+    ws = Workspace(tmp_path)
+    rows = {row.version: row for row in ws.memory.summaries()}
+    for version in ("v2", "v3"):
+        assert rows[version].score is not None and rows[version].coverage is None, rows[version]
+    entries = ws.memory.scan()
+    assert ws.memory.best_version(entries, None)[0] == "v3"
+
+
+def test_a_failed_version_naming_no_workload_v0_names_is_not_called_partial(tmp_path: Path) -> None:
+    """Unknown, not `0 of 3`: its names are another tool's."""
+    write_record(tmp_path, 0, **sol_record(dict(zip(UUIDS, (30.0, 60.0, 120.0), strict=True)), True, 1.0))
+    write_record(tmp_path, 1, **sol_record({"line1": 10.0, "line2": 20.0}, False, 3.0))
+    rows = {row.version: row for row in Workspace(tmp_path).memory.summaries()}
+    assert rows["v1"].coverage is None

@@ -25,6 +25,7 @@ from __future__ import annotations
 import json
 import re
 
+from kernelscope.protocol import record_rules
 from kernelscope.protocol.record_rules import as_float, ratio
 from kernelscope.protocol.record_rules import section_get as _get
 
@@ -157,21 +158,30 @@ def latency_by_shape(record: MemoryRecord | dict[str, Any]) -> dict[str, float]:
 
 
 def workload_coverage(record: Any, baseline: Any) -> tuple[int, int] | None:
-    """(measured, of) when `record`'s figures cover only part of v0's workloads, else None.
+    """(measured, of) when a record that did NOT pass its gate has figures over part of v0's
+    workloads, else None (complete, unknown, or a passing record).
 
     SOL-ExecBench's test_kernel.py (`_summarize`, atrex 16f7ec4 reference/test_kernel.py
     L119-164, unchanged at 098ce3f) takes the geomean latency and the geomean speedup over the
     workloads that PASSED only, and writes 0.0 for both when none did; `_record_memory` stores
     them as `latency_us` and `speedup_vs_ref_geomean`, the passed workloads' latencies as
     `latency_us_by_shape`. A failed version's geomean over 1 workload is no figure beside v0's
-    over 3. Known only where both records keep `latency_us_by_shape` (a record without one
-    says nothing either way); partial when a workload v0 measured has no latency here."""
+    over 3. Only a failed record: one that passed ran every workload it was given, and a
+    workload set that changed since v0 (workload.jsonl grown or trimmed) or names written by
+    another tool (atrex keys a workload by its uuid, kernelscope's iterate by its
+    configuration's name) is no sign of a partial run. Unknown where the record keeps no
+    `latency_us_by_shape`, or names workloads none of which v0 names."""
+    if record_rules.gate_result(_get(record, "quality_gate"), _get(record, "correctness")) == "PASS":
+        return None
     performance = _get(record, "performance")
     if not isinstance(_get(performance, "latency_us_by_shape"), dict):
         return None
     wanted = {name for name, us in latency_by_shape(baseline).items() if us > 0}
+    keys = _get(performance, "latency_us_by_shape")
+    if keys and not wanted & set(keys):
+        return None  # (names of another tool: nothing known; none at all is SOL's "none passed")
     mine = {name for name, us in latency_by_shape(record).items() if us > 0}
-    if not wanted or wanted <= mine:
+    if wanted <= mine:
         return None
     return len(wanted & mine), len(wanted)
 
