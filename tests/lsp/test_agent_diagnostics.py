@@ -474,3 +474,25 @@ async def test_what_an_edit_publishes_is_about_the_text_it_wrote(client: Kernels
     )
     found = published_since(client, uri, since)
     assert not any(previous in m for m in found), found
+
+
+@pytest.mark.parametrize("trust", [True], indirect=True)
+async def test_a_probes_verdict_is_not_said_of_a_later_text(trust: Path, client: KernelscopeClient) -> None:
+    """A probe's "probe PASS ... record it" is about the text it measured: once the agent
+    writes another (here one that does not parse, so no probe of it replaces the result), no
+    publication says it again (before: every publication until the next probe ended carried
+    it, under code that was never measured); the lens still shows the numbers, marked stale."""
+    path, uri = save_untried_code(client)
+    await wait_for(lambda: any(m.startswith("probe:") for m in messages(client, uri)), 120, "no probe result")
+    since = len(client.published)
+    claude_code_edit(client, uri, path.read_text().replace("def ", "def (", 1), 2)
+    await wait_for(
+        lambda: any(m.startswith("does_not_parse") for m in messages(client, uri)), 30, "no verdict"
+    )
+    found = published_since(client, uri, since)
+    assert not any(m.startswith("probe@") for m in found), found
+    lenses = await client.text_document_code_lens_async(
+        types.CodeLensParams(text_document=types.TextDocumentIdentifier(uri=uri))
+    )
+    titles = [lens.command.title for lens in lenses or [] if lens.command]
+    assert any("last probe: PASS" in t and "(stale)" in t for t in titles), titles

@@ -133,11 +133,14 @@ def text_notices(history: HistoryService, text: str, whole: bool = False) -> tup
     return ([notice] if notice else []), identical
 
 
-def probe_notices(probe: BenchResult | None, supervised: bool = False) -> list[Notice]:
+def probe_notices(probe: BenchResult | None, supervised: bool = False, stale: bool = False) -> list[Notice]:
     """What the latest background probe measured: a failed gate (error), a statistically
     significant regression (warning, GPU timings only), else its result (information), with
-    how to record it (`supervised`: an orchestrator records, so no command is advised)."""
-    if probe is None:
+    how to record it (`supervised`: an orchestrator records, so no command is advised).
+    Nothing once kernel.py holds another text than the one measured (`stale`): the verdict
+    is of code no longer there ("probe PASS ... record it" under code that gives wrong
+    results); the lens keeps the numbers, marked stale (lens_text.probe_text)."""
+    if probe is None or stale:
         return []
     record = SUPERVISED if supervised else RECORD
     versus = probe.baseline_version or ("the reference" if probe.baseline == "reference" else "the baseline")
