@@ -123,6 +123,7 @@ def text_notices(history: HistoryService, text: str, whole: bool = False) -> tup
     and whether it is a recorded version's code (then it need not be benchmarked again). The
     daemon's diagnostics and `kernelscope check` are this; a text too large for the editor
     (kernel_scan.too_large: static_notices says so) is not compared, unless `whole`."""
+    from kernelscope.daemon.engine.memory.records import unreadable_note
     from kernelscope.daemon.engine.workspace.kernel_scan import too_large
 
     if not whole and too_large(text) is not None:
@@ -130,7 +131,15 @@ def text_notices(history: HistoryService, text: str, whole: bool = False) -> tup
     check = history.fingerprint(text)
     hints = history.tried(text) if check.matches and check.matches[0].kind == "near" else []
     notice, identical = fingerprint_notice(check, hints)
-    return ([notice] if notice else []), identical
+    notices = [notice] if notice else []
+    unreadable = history.history().unreadable
+    if unreadable:  # left out of the comparison: said, or "new code" and the values tried read as data
+        notices.append(
+            Notice(
+                "warning", "unreadable_records", f"{unreadable_note(unreadable)}: left out of this comparison"
+            )
+        )
+    return notices, identical
 
 
 def probe_notices(probe: BenchResult | None, supervised: bool = False, stale: bool = False) -> list[Notice]:
