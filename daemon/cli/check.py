@@ -65,7 +65,8 @@ def check_command(
         notices.append(untrusted_notice(str(root), why))
     tried = [hint for hint in service.tried(text) if hint.values]
     # what "nothing matches" rests on: an agent must tell new code from a history with no code
-    compared = sum(1 for v in service.history().versions.values() if v.kernel_blob and not v.masked)
+    history = service.history()
+    compared = sum(1 for v in history.versions.values() if v.kernel_blob and not v.masked)
     errors = any(n.severity == "error" for n in notices)
     if json_out:
         output.print_json(
@@ -74,6 +75,7 @@ def check_command(
                 "file": str(source),
                 "identical": identical,
                 "versions_compared": compared,
+                "unreadable_records": history.unreadable,  # not compared (a notice says so)
                 "notices": [
                     {"severity": n.severity, "code": n.code, "message": n.message, "line": n.line}
                     for n in notices

@@ -107,6 +107,7 @@ class WorkspaceState:
     checked_static: tuple[Notice, ...] = ()  # the static rules' findings, published second
     checked_extra: tuple[Notice, ...] = ()  # the one-time "not trusted" notice, when this check said it
     notices: tuple[Notice, ...] = ()
+    notices_text: str | None = None  # the text `notices` are about (text_arrived)
     untrusted_said: bool = False
     warm_started: bool = False  # lens texts and history read on the first open of kernel.py, not at start-up
     lint_uris: frozenset[str] = frozenset()  # problem files holding the last probe's lint diagnostics
@@ -189,6 +190,15 @@ class WorkspaceState:
     def kernel_edited(self) -> None:
         """kernel.py changed: the numbers on screen are no longer this code's."""
         self.stale = True
+
+    def text_arrived(self, text: str) -> None:
+        """A kernel.py text arrived (a save, a rewrite on disk, a buffer's check starting):
+        what the check said of another text is no longer said, also not by a publication made
+        before this text's own check ends (a probe's progress, the save's refresh). Editors
+        replace a publication with the next, but Claude Code delivers every publication since
+        the agent's edit: the previous text's notices would reach it as this text's."""
+        if text != self.notices_text:
+            self.notices, self.notices_text = (), None
 
     def probe_finished(self, result: BenchResult, measured: str | None) -> None:
         """A probe ended; `measured` is `kernel_digest` when it started. A text saved since

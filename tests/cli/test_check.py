@@ -128,3 +128,23 @@ def test_a_refused_trusted_pattern_is_dropped_with_a_warning(
     assert result.exit_code == 0, result
     assert f"config file {config}: trusted: 'kernel_opt_*' is not an absolute path" in result.stderr
     assert "bench_on_save_off" not in [n["code"] for n in result.json()["notices"]]
+
+
+def test_a_record_it_cannot_read_is_named_not_left_out_silently(ws: Path, cli, users_own_files: Path) -> None:  # type: ignore[no-untyped-def]
+    """memory/v1.json cut short (an editor's crash, `head -c 200` written back): the record is
+    left out of the comparison, and `check` says so, as the lens does (before: `near v0 ...;
+    64 -> 1.00x v0`, v1's value gone without a word, and `versions_compared: 1` read as data)."""
+    users_own_files.write_text(f'trusted = ["{ws}"]\n')  # (no "re-benchmark is off" notice)
+    record = ws / "memory" / "v1.json"
+    record.write_bytes(record.read_bytes()[:200])
+    (ws / "kernel.py").write_text(kernel_with_block(KERNEL, 256))
+    db = str(ws.parent / "exp.sqlite")
+    result = cli("check", "-w", str(ws), "--db", db, "--json")
+    assert result.exit_code == 0, result.stderr
+    found = result.json()
+    unreadable = [n for n in found["notices"] if n["code"] == "unreadable_records"]
+    assert len(unreadable) == 1 and "v1.json" in unreadable[0]["message"], found
+    assert "kernelscope memory list says why" in unreadable[0]["message"], unreadable
+    assert found["unreadable_records"] == ["v1.json"], found
+    shown = cli("check", "-w", str(ws), "--db", db).stdout
+    assert "unreadable: v1.json" in shown, shown

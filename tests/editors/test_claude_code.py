@@ -13,6 +13,7 @@ Runs in CI; locally set KERNELSCOPE_E2E_CLAUDE=1 (installs the binary into .cach
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
 import re
@@ -304,6 +305,52 @@ def test_an_edit_breaking_a_static_rule_reaches_the_model_with_the_verdict(
     said = "".join(texts(r) for r in server.requests[: index + 1])
     assert "imports threading" in said and "(kernelscope)" in said, said[-1500:]
     assert "re-benchmark on save is off" in said, said[-1500:]  # what the verdict's publication said
+
+
+EDITS = ((512, "BLOCK_SIZE 512 never tried"), (2048, "BLOCK_SIZE 2048 never tried"), (64, "identical to v0"))
+
+
+def newest_turn(body: dict[str, Any]) -> str:
+    """What a request adds: its newest turn (the tool results and diagnostics since the reply)."""
+    return texts({"messages": body["messages"][-1:]})
+
+
+@RUN
+def test_what_the_model_receives_after_each_edit_is_about_that_text(
+    claude: Path, demo: Path, tmp_path: Path
+) -> None:
+    """(g) Three edits in a row (untrusted: the verdicts alone): BLOCK_SIZE 512, then 2048, then
+    v0's code. Claude Code hands the model every publication since an edit, so after each the
+    model is told its text's verdict and nothing of the previous text's (before: after 2048 it
+    was also told `512 never tried`, after v0's code also `2048 never tried`), and "re-benchmark
+    on save is off" once, after the first."""
+    phase: dict[str, Any] = {"step": 0, "sent": False, "reads": 0, "at": []}
+
+    def director(requests: list[dict[str, Any]], ws: Path) -> Reply:
+        while phase["step"] < len(EDITS):
+            block, said = EDITS[phase["step"]]
+            if not phase["sent"]:
+                phase["sent"], phase["reads"] = True, 0
+                phase["at"].append(len(requests))  # the next request is the first after this edit
+                return tool("Write", file_path=str(ws / "kernel.py"), content=kernel_with_block(block, ws))
+            if said in newest_turn(requests[-1]) or phase["reads"] >= 15:
+                phase["step"], phase["sent"] = phase["step"] + 1, False
+                continue
+            phase["reads"] += 1
+            return Reply(tools=[("Read", {"file_path": "kernel.py"})], delay_s=2.0)
+        return Reply(text="done")
+
+    run, server, _ws, _debug = session(claude, demo, tmp_path, director)
+    assert run.returncode == 0, run.stdout[-2000:] + run.stderr[-2000:]
+    assert len(phase["at"]) == len(EDITS), [newest_turn(r)[-800:] for r in server.requests]
+    bounds = [*phase["at"], len(server.requests)]
+    received = ["".join(newest_turn(r) for r in server.requests[a:b]) for a, b in itertools.pairwise(bounds)]
+    for step, ((block, said), told) in enumerate(zip(EDITS, received, strict=True)):
+        assert said in told, (block, told[-1500:])
+        if step:
+            assert EDITS[step - 1][1] not in told, (block, told[-1500:])
+            assert "re-benchmark on save is off" not in told, (block, told[-1500:])
+    assert "re-benchmark on save is off" in received[0], received[0][-1500:]
 
 
 @RUN

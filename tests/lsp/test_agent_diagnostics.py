@@ -26,6 +26,7 @@ from tests.support.lsp_client import (
     open_with,
     start_session,
     wait_for,
+    watching,
 )
 
 pytestmark = pytest.mark.slow
@@ -412,3 +413,86 @@ async def test_a_typed_then_saved_text_is_checked_and_published_once(client: Ker
     settled = len(client.published)
     await asyncio.sleep(CHECK_DEBOUNCE_S + 1.0)
     assert len(client.published) == settled, client.published[settled:]
+
+
+def claude_code_edit(client: KernelscopeClient, uri: str, text: str, version: int) -> None:
+    """An edit as Claude Code's Write tool makes one after the first: didChange with the whole
+    text, then didSave (its debug log: `Sent didChange ... (v2)`, `Sent didSave`). The file
+    itself is left as it is: the watcher's report of a write comes at its own time, so the
+    test could not tell its late publications of one edit from the next edit's (a rewrite on
+    disk is a step of its own, last)."""
+    client.text_document_did_change(
+        types.DidChangeTextDocumentParams(
+            text_document=types.VersionedTextDocumentIdentifier(uri=uri, version=version),
+            content_changes=[types.TextDocumentContentChangeWholeDocument(text=text)],
+        )
+    )
+    client.text_document_did_save(
+        types.DidSaveTextDocumentParams(text_document=types.TextDocumentIdentifier(uri=uri))
+    )
+
+
+def published_since(client: KernelscopeClient, uri: str, since: int) -> list[str]:
+    """Every diagnostic of every publication under `uri` from index `since` on: Claude Code
+    collects them all between an edit and the model's next turn and delivers them together
+    (deduplicated), so one publication of another text's notice reaches the model."""
+    return [m for u, found in client.published[since:] if u == uri for m in found]
+
+
+async def test_what_an_edit_publishes_is_about_the_text_it_wrote(client: KernelscopeClient) -> None:
+    """Edits in a row (untrusted: the verdicts alone), then one made on disk from the agent's
+    shell. Each edit's publications carry its own text's verdict and none of the previous
+    text's (before: the save published the previous notices before its check ran, so after
+    writing BLOCK_SIZE 2048 the agent was told `512 never tried` beside `2048 never tried`),
+    and "re-benchmark on save is off", said once per session, is not said again by an edit."""
+    path = kernel(client)
+    uri = path.as_uri()
+    open_with(client, path, path.read_text())  # v1's code; its check publishes once
+    await wait_for(lambda: any("identical to v1" in m for m in messages(client, uri)), 30, "no verdict")
+    assert any(m.startswith("bench_on_save_off") for m in messages(client, uri)), messages(client, uri)
+    previous = "identical to v1"
+    edits = (
+        (512, "BLOCK_SIZE 512 never tried"),
+        (2048, "BLOCK_SIZE 2048 never tried"),
+        (64, "identical to v0"),
+    )
+    for version, (block, said) in enumerate(edits, start=2):
+        since = len(client.published)
+        claude_code_edit(client, uri, kernel_with_block(KERNEL, block), version)
+        await wait_for(
+            lambda said=said: any(said in m for m in messages(client, uri)), 30, f"no verdict on {block}"
+        )
+        found = published_since(client, uri, since)
+        assert not any(previous in m for m in found), (block, found)
+        assert not any(m.startswith("bench_on_save_off") for m in found), (block, found)
+        previous = said
+    await watching(client, path.parent)
+    since = len(client.published)
+    path.write_text(kernel_with_block(KERNEL, 2048))  # the agent's shell: only the watcher reports it
+    await wait_for(
+        lambda: any("2048 never tried" in m for m in messages(client, uri)), 30, "no verdict on disk"
+    )
+    found = published_since(client, uri, since)
+    assert not any(previous in m for m in found), found
+
+
+@pytest.mark.parametrize("trust", [True], indirect=True)
+async def test_a_probes_verdict_is_not_said_of_a_later_text(trust: Path, client: KernelscopeClient) -> None:
+    """A probe's "probe PASS ... record it" is about the text it measured: once the agent
+    writes another (here one that does not parse, so no probe of it replaces the result), no
+    publication says it again (before: every publication until the next probe ended carried
+    it, under code that was never measured); the lens still shows the numbers, marked stale."""
+    path, uri = save_untried_code(client)
+    await wait_for(lambda: any(m.startswith("probe:") for m in messages(client, uri)), 120, "no probe result")
+    since = len(client.published)
+    claude_code_edit(client, uri, path.read_text().replace("def ", "def (", 1), 2)
+    await wait_for(
+        lambda: any(m.startswith("does_not_parse") for m in messages(client, uri)), 30, "no verdict"
+    )
+    found = published_since(client, uri, since)
+    assert not any(m.startswith("probe@") for m in found), found
+    lenses = await client.text_document_code_lens_async(
+        types.CodeLensParams(text_document=types.TextDocumentIdentifier(uri=uri))
+    )
+    titles = [lens.command.title for lens in lenses or [] if lens.command]
+    assert any("last probe: PASS" in t and "(stale)" in t for t in titles), titles

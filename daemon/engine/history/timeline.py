@@ -157,6 +157,7 @@ class History:
     facts: dict[str, SourceFacts] = field(default_factory=dict)  # blob -> analysis
     unversioned_experiments: list[KernelExperiment] = field(default_factory=list)
     messages: list[str] = field(default_factory=list)
+    unreadable: list[str] = field(default_factory=list)  # memory files left out: cannot be read
     memo: dict[Any, Any] = field(default_factory=dict)  # per-feature results for this state
     pending_blobs: list[str] = field(default_factory=list)
     _analysis_lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
@@ -442,6 +443,7 @@ def build_history(
     paths = gitdata.repo_paths(root)
     unversioned = [e for e in experiments if e.memory_version not in known]
     history = History(root, key, paths, versions, unversioned_experiments=unversioned)
+    history.unreadable = [e.path.name for e in scanned if e.error]
     for journal in atrex.episode_journals(root):
         if journal.episode is not None and journal.memory_version in versions:
             history.episode_versions[journal.episode] = journal.memory_version

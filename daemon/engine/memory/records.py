@@ -125,6 +125,14 @@ class MemoryEntry:
         return bool(self.record and self.record.is_masked)
 
 
+def unreadable_note(names: list[str]) -> str:
+    """What every reader says of memory files it cannot read (`names`), which it leaves out of
+    every figure and comparison: said, or their absence reads as data (three named, then a
+    count)."""
+    more = f" and {len(names) - 3} more" if len(names) > 3 else ""
+    return f"unreadable: {', '.join(names[:3])}{more} (kernelscope memory list says why)"
+
+
 def cut_short_note(names: list[str], workspace: Path | None = None) -> str:
     """What every reader says of a cut-short multi-file write it shows finished (`names`: the
     files not yet written), and the command that finishes it on disk."""

@@ -123,6 +123,7 @@ def text_notices(history: HistoryService, text: str, whole: bool = False) -> tup
     and whether it is a recorded version's code (then it need not be benchmarked again). The
     daemon's diagnostics and `kernelscope check` are this; a text too large for the editor
     (kernel_scan.too_large: static_notices says so) is not compared, unless `whole`."""
+    from kernelscope.daemon.engine.memory.records import unreadable_note
     from kernelscope.daemon.engine.workspace.kernel_scan import too_large
 
     if not whole and too_large(text) is not None:
@@ -130,14 +131,25 @@ def text_notices(history: HistoryService, text: str, whole: bool = False) -> tup
     check = history.fingerprint(text)
     hints = history.tried(text) if check.matches and check.matches[0].kind == "near" else []
     notice, identical = fingerprint_notice(check, hints)
-    return ([notice] if notice else []), identical
+    notices = [notice] if notice else []
+    unreadable = history.history().unreadable
+    if unreadable:  # left out of the comparison: said, or "new code" and the values tried read as data
+        notices.append(
+            Notice(
+                "warning", "unreadable_records", f"{unreadable_note(unreadable)}: left out of this comparison"
+            )
+        )
+    return notices, identical
 
 
-def probe_notices(probe: BenchResult | None, supervised: bool = False) -> list[Notice]:
+def probe_notices(probe: BenchResult | None, supervised: bool = False, stale: bool = False) -> list[Notice]:
     """What the latest background probe measured: a failed gate (error), a statistically
     significant regression (warning, GPU timings only), else its result (information), with
-    how to record it (`supervised`: an orchestrator records, so no command is advised)."""
-    if probe is None:
+    how to record it (`supervised`: an orchestrator records, so no command is advised).
+    Nothing once kernel.py holds another text than the one measured (`stale`): the verdict
+    is of code no longer there ("probe PASS ... record it" under code that gives wrong
+    results); the lens keeps the numbers, marked stale (lens_text.probe_text)."""
+    if probe is None or stale:
         return []
     record = SUPERVISED if supervised else RECORD
     versus = probe.baseline_version or ("the reference" if probe.baseline == "reference" else "the baseline")

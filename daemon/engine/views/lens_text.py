@@ -14,7 +14,7 @@ from pathlib import Path
 from kernelscope.daemon.engine import counted
 from kernelscope.daemon.engine.memory import atrex_fields
 from kernelscope.daemon.engine.memory.core import kernelscope_block
-from kernelscope.daemon.engine.memory.records import MemoryEntry, cut_short_note
+from kernelscope.daemon.engine.memory.records import MemoryEntry, cut_short_note, unreadable_note
 from kernelscope.daemon.engine.memory.scores import (
     BY_SCORE,
     VersionScore,
@@ -167,9 +167,7 @@ def file_lens(
     # a corrupt record is left out of every figure above: say so, or its absence reads as data
     unreadable = [e.path.name for e in entries if e.error]
     if unreadable:
-        more = f" and {len(unreadable) - 3} more" if len(unreadable) > 3 else ""
-        shown = ", ".join(unreadable[:3]) + more
-        parts.append(f"unreadable: {shown} (kernelscope memory list says why)")
+        parts.append(unreadable_note(unreadable))
     pending = [e.path.name for e in entries if e.pending]
     if pending:  # shown as a cut-short mask-half leaves them (MemoryManager.scan): say so
         parts.append(cut_short_note(pending))

@@ -1,7 +1,7 @@
 """What is published under kernel.py (loop): the save check's notices (a recorded version with
 the same code, or a close one; the static rules, each on its own line) and the latest probe's
-(a failed gate, a regression), on the first kernel's line unless they say where. The messages
-are views/diagnostics.py's."""
+(a failed gate, a regression: only while kernel.py holds the text it measured), on the first
+kernel's line unless they say where. The messages are views/diagnostics.py's."""
 
 from __future__ import annotations
 
@@ -32,8 +32,8 @@ def diagnostics(ws: WorkspaceState, codec: PositionCodec = UTF32) -> list[types.
         return []  # nothing to say: no engine import, no scan of kernel.py
     from kernelscope.daemon.engine.views.diagnostics import probe_notices
 
-    supervised = ws.probe is not None and ws.cache.supervised()
-    notices: list[Notice] = [*ws.notices, *probe_notices(ws.probe, supervised)]
+    supervised = ws.probe is not None and not ws.stale and ws.cache.supervised()
+    notices: list[Notice] = [*ws.notices, *probe_notices(ws.probe, supervised, ws.stale)]
     if not notices:
         return []  # (and no scan of kernel.py: a workspace nobody looked at stays unread)
     # the text the notices point into, split only when one of them says where

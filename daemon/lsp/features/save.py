@@ -78,6 +78,7 @@ async def check(ls: KernelscopeServer, ws: WorkspaceState, text: str, publish: b
     static rules' findings, which take as long again on a large file and decide nothing here.
     """
     digest = _digest(text)
+    ws.text_arrived(text)  # (another text's notices are not published with this one's)
     if ws.checked != digest:
         again = text == ws.checked_text  # the history changed (history_changed): the lint still holds
         while True:
@@ -110,7 +111,7 @@ async def check(ls: KernelscopeServer, ws: WorkspaceState, text: str, publish: b
             return None
     codes = ", ".join(n.code for n in ws.checked_notices)
     log.info("kernelscope check of %s: %s", ws.root.name, codes or "new code")
-    _settle(ws)
+    _settle(ws, text)
     if publish:
         notify.workspace_changed(ls, ws)
     return ws.checked_identical
@@ -130,7 +131,7 @@ async def _check_static(ls: KernelscopeServer, ws: WorkspaceState, text: str) ->
         return  # a newer text's check owns the diagnostics now
     ws.checked_static = static
     if static and ws.checked_notices is not None:  # (none: the verdict's publication said everything)
-        _settle(ws)
+        _settle(ws, text)
         notify.workspace_changed(ls, ws)
 
 
@@ -169,9 +170,11 @@ def _recorded(ls: KernelscopeServer, ws: WorkspaceState) -> None:
     ws.already_measured()
 
 
-def _settle(ws: WorkspaceState) -> None:
-    """What the diagnostics say from now on: the verdict, the static findings, a one-time notice."""
+def _settle(ws: WorkspaceState, text: str) -> None:
+    """What the diagnostics say of `text` from now on: the verdict, the static findings, a
+    one-time notice."""
     ws.notices = (*(ws.checked_notices or ()), *ws.checked_static, *ws.checked_extra)
+    ws.notices_text = text
 
 
 async def kernel_changed(ls: KernelscopeServer, ws: WorkspaceState, text: str | None) -> None:
@@ -179,14 +182,31 @@ async def kernel_changed(ls: KernelscopeServer, ws: WorkspaceState, text: str | 
     is a recorded version's code."""
     if text is None:
         text = ws.kernel_path.read_text(encoding="utf-8", errors="replace")
+    digest = _saved_text_arrived(ls, ws, text)
+    if digest is None:
+        return
+    notify.workspace_changed(ls, ws, "kernel")
+    await _saved_text_checked(ls, ws, text, digest)
+
+
+def _saved_text_arrived(ls: KernelscopeServer, ws: WorkspaceState, text: str) -> str | None:
+    """(loop) A saved text reported: its digest when it is to be handled (checked, then
+    measured or not), None when it was handled already (a second report, module docstring).
+    From here on the numbers on screen and the previous text's notices are not this text's."""
     digest = _digest(text)
     if digest == ws.kernel_digest and (
         ws.checking_kernel == digest or not ws.stale or ls.jobs.probe_in_flight(ws)
     ):
-        return
+        return None
     ws.kernel_digest = ws.checking_kernel = digest
     ws.kernel_edited()
-    notify.workspace_changed(ls, ws, "kernel")
+    ws.text_arrived(text)
+    return digest
+
+
+async def _saved_text_checked(ls: KernelscopeServer, ws: WorkspaceState, text: str, digest: str) -> None:
+    """The saved text that arrived (`digest`) checked, then measured unless it is a recorded
+    version's code or does not parse; published with the probe's state."""
     try:
         identical = await check(ls, ws, text, publish=False)  # published below, with the probe's state
         if ws.kernel_digest != digest:  # a newer saved text arrived meanwhile: its check decides
@@ -313,8 +333,16 @@ def on_disk_change(ls: KernelscopeServer, root: Path, paths: set[str]) -> None:
         ws = ls.state.workspaces.get(root)
         if ws is None:
             return
-        notify.workspace_changed(ls, ws, *sources)  # a record an agent wrote can make the text a recorded one
+        text = digest = None
         if "kernel" in sources:  # an agent rewrote it: the same check as a save
-            ls.jobs.spawn(kernel_changed(ls, ws, None))
+            try:
+                text = ws.kernel_path.read_text(encoding="utf-8", errors="replace")
+            except OSError:
+                text = None  # (gone: the rescan let the workspace go)
+            # arrived before the publication below: the previous text's notices are not in it
+            digest = _saved_text_arrived(ls, ws, text) if text is not None else None
+        notify.workspace_changed(ls, ws, *sources)  # a record an agent wrote can make the text a recorded one
+        if text is not None and digest is not None:
+            ls.jobs.spawn(_saved_text_checked(ls, ws, text, digest))
 
     ls.state.on_loop(handle)
