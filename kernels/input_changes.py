@@ -77,6 +77,33 @@ def reference_first(
     return ReferenceRun(inputs, references, before, changed)
 
 
+def copy_inputs(inputs: tuple[Any, ...]) -> tuple[Any, ...]:
+    """New tensors holding the inputs' values (same strides, dtype, device, requires_grad);
+    other values as they are."""
+    return tuple(
+        value.detach().clone().requires_grad_(value.requires_grad)
+        if isinstance(value, torch.Tensor)
+        else value
+        for value in inputs
+    )
+
+
+def changed_in_place(
+    inputs: tuple[Any, ...], reference: Callable[[tuple[Any, ...]], list[torch.Tensor]]
+) -> dict[int, torch.Tensor]:
+    """The inputs the reference changes in place, by position, each as a copy of its value now
+    (the pristine value the timed loop restores before every call, as SOL-ExecBench copies
+    its inputs into fresh tensors before each timed call). The reference runs on a copy."""
+    given = copy_inputs(inputs)
+    before = [digest(value) for value in given]
+    reference(given)
+    return {
+        index: value.detach().clone()
+        for index, value in enumerate(inputs)
+        if isinstance(value, torch.Tensor) and digest(given[index]) != before[index]
+    }
+
+
 def check_inputs(
     run: ReferenceRun, when: str, compare: Callable[[list[torch.Tensor], list[torch.Tensor]], object]
 ) -> None:

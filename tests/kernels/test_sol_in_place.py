@@ -148,3 +148,65 @@ def test_in_place_reference_verdicts(tmp_path: Path, kernel: str, kind: str | No
         return
     assert result["passed"] is False and error.get("kind") == kind, (stderr, error)
     assert says in error["message"], error["message"]
+
+
+# Does the work only on input objects it has not seen: the timed calls (one input set, called
+# over and over) launch a no-op and leave the zeroed output as it is.
+_SKIPS_TIMED = _KERNEL.replace(
+    "def run(final_hidden_states, expert_outputs, token_indices, output):\n    H = final_hidden_states.shape[1]\n    {BODY}",
+    """_SEEN = []
+
+
+@triton.jit
+def _noop(x):
+    tl.store(x, tl.load(x))
+
+
+def run(final_hidden_states, expert_outputs, token_indices, output):
+    if any(seen is final_hidden_states for seen in _SEEN):
+        _noop[(1,)](output)
+        return
+    _SEEN.append(final_hidden_states)
+    H = final_hidden_states.shape[1]
+    {BODY}""",
+).replace("{BODY}", _IN_PLACE.replace("{SCALE}", "1.0"))
+
+# Refuses inputs that are not finite: the reference scales what it accumulates by 1e10, so
+# inputs its timed calls keep changing reach inf unless they are restored before each call.
+_EXPLODING_REFERENCE = REFERENCE.replace(
+    "    return final_hidden_states", "    final_hidden_states.mul_(1e10)\n    return final_hidden_states"
+)
+_FINITE_ONLY = (
+    KERNELS["in_place"]
+    .replace(
+        "    H = final_hidden_states.shape[1]",
+        "    assert bool(torch.isfinite(final_hidden_states).all()), 'inputs drifted to inf'\n"
+        "    H = final_hidden_states.shape[1]",
+    )
+    .replace(
+        "output.copy_(final_hidden_states)",
+        "final_hidden_states.mul_(1e10)\n    output.copy_(final_hidden_states)",
+    )
+)
+
+
+def test_timed_calls_of_an_in_place_problem_are_checked(tmp_path: Path) -> None:
+    """SOL-ExecBench copies the original inputs into fresh tensors before every timed call: a
+    candidate that does nothing in its timed calls is caught by the verified ones."""
+    ws = make_moe_workspace(tmp_path / "moe", "in_place")
+    (ws / "kernel.py").write_text(_SKIPS_TIMED)
+    _, result, stderr = bench_cli(ws, "--seeds", "2")
+    error = result.get("error") or {}
+    assert result["passed"] is False and error.get("kind") == "cheat", (stderr, error, result.get("configs"))
+    assert "timed call" in error["message"], error["message"]
+
+
+def test_inputs_changed_in_place_are_restored_before_each_timed_call(tmp_path: Path) -> None:
+    ws = make_moe_workspace(tmp_path / "moe", "in_place")
+    (ws / "reference.py").write_text(_EXPLODING_REFERENCE)
+    definition = json.loads((ws / "definition.json").read_text())
+    (ws / "definition.json").write_text(json.dumps({**definition, "reference": _EXPLODING_REFERENCE}))
+    (ws / "kernel.py").write_text(_FINITE_ONLY)
+    code, result, stderr = bench_cli(ws, "--seeds", "2")
+    assert code == 0 and result["passed"], (stderr, result.get("error"))
+    assert result["configs"][0]["timed_outputs_checked"] >= 2, result["configs"][0]
