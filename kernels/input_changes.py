@@ -1,17 +1,25 @@
-"""Inputs the reference changes in place are part of its result; any other input change is a cheat.
+"""Inputs the reference changes in place: part of its result where the kind says so; else a cheat.
 
 Some references work in place. SOL-ExecBench's `moe_index_add` sample (NVIDIA/SOL-ExecBench
 `tests/samples/moe_index_add/reference.py` @c720752) accumulates into an input,
 `final_hidden_states.index_add_(0, token_indices, expert_outputs)`, and returns it; Atrex-Bench
 has more (reshape_and_cache, moe_sum_reduce). A kernel that does the same to the same input
-does what the problem asks. So the gate's rule is per input (`check_inputs`):
+does what the problem asks. Where an evaluator compares outputs only (KernelBench, a native
+workspace), a reference's in-place op is incidental (`a.relu_(); return a + b`): upstream
+KernelBench passes a kernel that leaves `a` alone. So a change is part of the result only
+where the kind's adapter says its evaluator means it (`Problem.inputs_in_result`:
+SOL-ExecBench's destination passing), or where the reference returns the input it changed
+(`part_of_result`); any other input the reference changes is its own business: the
+candidate gets a fresh draw and must leave it alone. The gate's rule is per input
+(`check_inputs`):
 
-- an input the reference leaves alone must come back from the candidate's call bit for bit:
-  a change is a `cheat` (the harness, the reference's next call, the next timed call all see
-  what the candidate wrote into data it was lent);
-- an input the reference changes is compared, after the candidate's call, with the value the
-  reference left in it, by the outputs' rule and tolerance: another value is `wrong_result`,
-  and so is leaving it as it was, since the change is what the reference computes.
+- an input the reference leaves alone (or changes, not as part of its result) must come back
+  from the candidate's call bit for bit: a change is a `cheat` (the harness, the reference's
+  next call, the next timed call all see what the candidate wrote into data it was lent);
+- an input the reference changes as part of its result is compared, after the candidate's
+  call, with the value the reference left in it, by the outputs' rule and tolerance: another
+  value is `wrong_result`, and so is leaving it as it was, since the change is what the
+  reference computes.
 
 The reference runs first (`reference_first`) on its own draw; where it changed an input, the
 candidate gets the same draw made again (the problem's inputs are a function of the seed), so
@@ -37,7 +45,7 @@ from typing import Any
 
 import torch
 
-from kernelscope.kernels.gate import GateFailure, digest
+from kernelscope.kernels.gate import GateFailure, digest, overlaps
 
 
 @dataclass
@@ -58,20 +66,31 @@ class ReferenceRun:
         return tuple(None if index in self.changed else value for index, value in enumerate(self.inputs))
 
 
+def part_of_result(changed: torch.Tensor, references: list[torch.Tensor], declared: bool) -> bool:
+    """Whether an input the reference changed in place is part of its result: where the kind's
+    evaluator means it (`declared`, the adapter's `inputs_in_result`), or where the reference
+    returns that input (an output sharing its memory)."""
+    return declared or any(overlaps(reference, changed) for reference in references)
+
+
 def reference_first(
-    make_inputs: Callable[[], tuple[Any, ...]], reference: Callable[[tuple[Any, ...]], list[torch.Tensor]]
+    make_inputs: Callable[[], tuple[Any, ...]],
+    reference: Callable[[tuple[Any, ...]], list[torch.Tensor]],
+    declared: bool,
 ) -> ReferenceRun:
     """Run the reference on a draw; a reference that changed an input hands the candidate the
-    same draw made again. Raises what the reference or the input maker raises."""
+    same draw made again. `declared`: the kind's evaluator counts changed inputs as part of
+    the result (`part_of_result`). Raises what the reference or the input maker raises."""
     inputs = make_inputs()
     before = [digest(value) for value in inputs]
     references = reference(inputs)
+    touched = [index for index, value in enumerate(inputs) if digest(value) != before[index]]
     changed = {
-        index: value
-        for index, value in enumerate(inputs)
-        if isinstance(value, torch.Tensor) and digest(value) != before[index]
+        index: inputs[index]
+        for index in touched
+        if isinstance(inputs[index], torch.Tensor) and part_of_result(inputs[index], references, declared)
     }
-    if changed:
+    if touched:
         inputs = make_inputs()
         before = [digest(value) for value in inputs]
     return ReferenceRun(inputs, references, before, changed)

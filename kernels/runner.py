@@ -234,6 +234,7 @@ class _Runner:
             calls=self.args.interpreter_reps if self.mode != "gpu" else 10,
             sync=lambda: _sync(self.mode),
             require_launches=not self.framework_ok,
+            inputs_in_result=problem.inputs_in_result,
         )
         others = PerturbOnly(checks)
         base: list[float] = []
@@ -295,6 +296,7 @@ class _Runner:
         return reference_first(
             lambda: problem.make_inputs(config, seed, self.device),
             lambda xs: as_tensor_list(problem.reference(config, xs), "the reference"),
+            problem.inputs_in_result,
         )
 
     def _checked_calls(self, config: dict[str, Any], problem: Any, result: Any) -> tuple[float, float, float]:

@@ -85,10 +85,12 @@ def check_second_distribution(
     first = [draw()]  # the reference's; the candidate's is drawn again if the reference changes one
     if not any(isinstance(v, torch.Tensor) and v.is_floating_point() for v in first[0]):
         return "skipped: no floating-point input to redraw"
+    declared = getattr(problem, "inputs_in_result", False)  # (kernels.adapters.base.Problem's)
     try:  # a reference whose domain excludes the draw may raise on it (BCE, cholesky)
         run = reference_first(
             lambda: first.pop() if first else draw(),
             lambda xs: as_tensor_list(problem.reference(config, xs), "the reference"),
+            declared,
         )
     except (MemoryError, torch.OutOfMemoryError):
         raise

@@ -48,6 +48,7 @@ from kernelscope.kernels.input_changes import (
     changed_in_place,
     check_inputs,
     copy_inputs,
+    part_of_result,
     reference_first,
 )
 from kernelscope.kernels.integrity import Guard, perf_counter
@@ -341,6 +342,7 @@ class TimedCallChecks:
     verify: InitVar[int] = 2
     sync: Callable[[], None] = lambda: None
     require_launches: bool = True
+    inputs_in_result: bool = False  # the kind's adapter: changed inputs are part of the result
     perturb: bool = field(default=True, init=False)
     swaps: Swaps = field(default_factory=list, init=False)  # every swap since the inputs were made
     notes: list[str] = field(default_factory=list, init=False)
@@ -394,7 +396,9 @@ class TimedCallChecks:
         references = self.reference(given)
         if [self.digest(value) for value in self.inputs] != before:
             return None
-        return ReferenceRun(self.inputs, references, before, {i: given[i] for i in self.pristine})
+        declared = self.inputs_in_result
+        result = {i: given[i] for i in self.pristine if part_of_result(given[i], references, declared)}
+        return ReferenceRun(self.inputs, references, before, result)
 
     def unperturb(self) -> bool:
         """The inputs back as the problem made them, perturbation off for the rest of the
@@ -476,7 +480,9 @@ class TimedCallChecks:
     def _audit(self, index: int) -> None:
         """Fresh inputs, the reference first (kernels/input_changes.py: an input it changes in
         place is compared too, an input it leaves alone must stay as it was)."""
-        run = reference_first(lambda: self.fresh_inputs(10_000 + index), self.reference)
+        run = reference_first(
+            lambda: self.fresh_inputs(10_000 + index), self.reference, self.inputs_in_result
+        )
         fresh = run.inputs
         with self.guard.launches.counting() as launches:
             output = self.candidate(*fresh)
