@@ -123,6 +123,19 @@ def changed_in_place(
     }
 
 
+def check_call(
+    run: ReferenceRun,
+    outputs: list[torch.Tensor],
+    when: str,
+    compare: Callable[[list[torch.Tensor], list[torch.Tensor], tuple[Any, ...]], object],
+) -> None:
+    """A call's outputs and then its inputs against the reference's run: `compare(outputs,
+    references, inputs no output may share memory with)` (kernels.gate.check_outputs with the
+    problem's tolerance), then `check_inputs`. Raises GateFailure (or what `compare` raises)."""
+    compare(outputs, run.references, run.outputs_may_not_view())
+    check_inputs(run, when, lambda ins, refs: compare(ins, refs, ()))
+
+
 def check_inputs(
     run: ReferenceRun, when: str, compare: Callable[[list[torch.Tensor], list[torch.Tensor]], object]
 ) -> None:

@@ -25,7 +25,7 @@ from typing import Any
 import torch
 
 from kernelscope.kernels.gate import GateFailure, as_tensor_list, check_outputs
-from kernelscope.kernels.input_changes import check_inputs, reference_first
+from kernelscope.kernels.input_changes import check_call, reference_first
 
 OPT_OUT = "KERNELSCOPE_SECOND_DISTRIBUTION"
 SEED = 7_000_003  # apart from the problem's own seeds (0, 1, 2, ...)
@@ -109,12 +109,13 @@ def check_second_distribution(
         raw = candidate(*inputs)
         sync()
         outputs = as_tensor_list(raw, "the candidate")
-        views = run.outputs_may_not_view()
-        check_outputs(outputs, references, views, tolerance, rel_err, layout=problem.layout_checked)
-        check_inputs(
+        check_call(
             run,
+            outputs,
             "(signed heavy-tailed inputs)",
-            lambda ins, refs: check_outputs(ins, refs, (), tolerance, rel_err),
+            lambda outs, refs, views: check_outputs(
+                outs, refs, views, tolerance, rel_err, layout=problem.layout_checked
+            ),
         )
     except GateFailure as failure:
         if failure.kind != "wrong_result":

@@ -46,7 +46,7 @@ import torch
 from kernelscope.kernels.input_changes import (
     ReferenceRun,
     changed_in_place,
-    check_inputs,
+    check_call,
     copy_inputs,
     part_of_result,
     reference_first,
@@ -456,8 +456,7 @@ class TimedCallChecks:
 
     def _check(self, outputs: list[torch.Tensor], run: ReferenceRun, when: str) -> None:
         """The outputs and the inputs after a call, against the reference's run (raises)."""
-        self.compare(outputs, run.references, run.outputs_may_not_view())
-        check_inputs(run, when, lambda ins, refs: self.compare(ins, refs, ()))
+        check_call(run, outputs, when, self.compare)
 
     def _recheck(self, index: int, run: ReferenceRun, timed_error: Exception) -> None:
         """A timed output was wrong: a fresh call on copies of the inputs the call was given (the
@@ -492,8 +491,7 @@ class TimedCallChecks:
                 "no_kernel", "the hidden audit call inside the timed loop launched no Triton kernel"
             )
         try:
-            self.compare(self.outputs_of(output), run.references, run.outputs_may_not_view())
-            check_inputs(run, "in the hidden audit", lambda ins, refs: self.compare(ins, refs, ()))
+            check_call(run, self.outputs_of(output), "in the hidden audit", self.compare)
         except Exception as exc:
             raise TimedCheckFailure(
                 "cheat",

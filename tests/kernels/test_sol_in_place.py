@@ -210,3 +210,30 @@ def test_inputs_changed_in_place_are_restored_before_each_timed_call(tmp_path: P
     code, result, stderr = bench_cli(ws, "--seeds", "2")
     assert code == 0 and result["passed"], (stderr, result.get("error"))
     assert result["configs"][0]["timed_outputs_checked"] >= 2, result["configs"][0]
+
+
+# torch does all the work on the input it returns, as the reference; one no-op Triton launch.
+_TORCH_RETURNS_INPUT = """import triton
+import triton.language as tl
+
+
+@triton.jit
+def _noop(x):
+    tl.store(x, tl.load(x))
+
+
+def run(final_hidden_states, expert_outputs, token_indices):
+    final_hidden_states.index_add_(0, token_indices, expert_outputs)
+    _noop[(1,)](final_hidden_states)
+    return final_hidden_states
+"""
+
+
+def test_framework_work_on_a_returned_changed_input_is_no_kernel(tmp_path: Path) -> None:
+    """With every Triton launch skipped the output is still right: the run with launches
+    skipped judges outputs and changed inputs as the gate does, not as views of an input."""
+    ws = make_moe_workspace(tmp_path / "moe", "returns_input")
+    (ws / "kernel.py").write_text(_TORCH_RETURNS_INPUT)
+    _, result, stderr = bench_cli(ws, "--seeds", "2")
+    error = result.get("error") or {}
+    assert result["passed"] is False and error.get("kind") == "no_kernel", (stderr, error)
