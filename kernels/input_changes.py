@@ -96,30 +96,51 @@ def reference_first(
     return ReferenceRun(inputs, references, before, changed)
 
 
+def copy_value(value: Any) -> Any:
+    """A new tensor holding a tensor's value (same strides, dtype, device, requires_grad); a
+    list or tuple copied item by item (a list of cache tensors); other values as they are."""
+    if isinstance(value, torch.Tensor):
+        return value.detach().clone().requires_grad_(value.requires_grad)
+    if isinstance(value, (list, tuple)):
+        return type(value)(copy_value(item) for item in value)
+    return value
+
+
 def copy_inputs(inputs: tuple[Any, ...]) -> tuple[Any, ...]:
-    """New tensors holding the inputs' values (same strides, dtype, device, requires_grad);
-    other values as they are."""
-    return tuple(
-        value.detach().clone().requires_grad_(value.requires_grad)
-        if isinstance(value, torch.Tensor)
-        else value
-        for value in inputs
-    )
+    return tuple(copy_value(value) for value in inputs)
+
+
+def restore_value(target: Any, pristine: Any) -> None:
+    """`target`'s tensors (itself, or the items of a list or tuple) set back to `pristine`'s
+    values, in place; a list's items put back where the reference replaced one."""
+    if isinstance(target, torch.Tensor):
+        with torch.no_grad():
+            target.copy_(pristine)
+    elif isinstance(target, list):
+        for index, item in enumerate(pristine):
+            if isinstance(item, (torch.Tensor, list, tuple)) and type(target[index]) is type(item):
+                restore_value(target[index], item)
+            else:
+                target[index] = copy_value(item)
+    elif isinstance(target, tuple):
+        for item, kept in zip(target, pristine, strict=True):
+            restore_value(item, kept)
 
 
 def changed_in_place(
     inputs: tuple[Any, ...], reference: Callable[[tuple[Any, ...]], list[torch.Tensor]]
-) -> dict[int, torch.Tensor]:
-    """The inputs the reference changes in place, by position, each as a copy of its value now
-    (the pristine value the timed loop restores before every call, as SOL-ExecBench copies
-    its inputs into fresh tensors before each timed call). The reference runs on a copy."""
+) -> dict[int, Any]:
+    """The inputs the reference changes in place (a tensor, or a list or tuple holding
+    tensors), by position, each as a copy of its value now: the pristine value the timed loop
+    restores before every call, as SOL-ExecBench copies its inputs into fresh tensors before
+    each timed call. The reference runs on a copy."""
     given = copy_inputs(inputs)
     before = [digest(value) for value in given]
     reference(given)
     return {
-        index: value.detach().clone()
+        index: copy_value(value)
         for index, value in enumerate(inputs)
-        if isinstance(value, torch.Tensor) and digest(given[index]) != before[index]
+        if digest(given[index]) != before[index] and isinstance(value, (torch.Tensor, list, tuple))
     }
 
 

@@ -48,8 +48,10 @@ from kernelscope.kernels.input_changes import (
     changed_in_place,
     check_call,
     copy_inputs,
+    copy_value,
     part_of_result,
     reference_first,
+    restore_value,
 )
 from kernelscope.kernels.integrity import Guard, perf_counter
 
@@ -348,7 +350,7 @@ class TimedCallChecks:
     notes: list[str] = field(default_factory=list, init=False)
     verified: set[int] = field(init=False)
     audit_at: int = field(init=False)
-    pristine: dict[int, torch.Tensor] = field(init=False)  # inputs the reference changes in place
+    pristine: dict[int, Any] = field(init=False)  # inputs the reference changes in place
     _snapshot: ReferenceRun | None = field(default=None, init=False)
     checked_calls: int = field(default=0, init=False)
     audited: bool = field(default=False, init=False)
@@ -369,9 +371,8 @@ class TimedCallChecks:
 
     def restore(self) -> None:
         """The inputs the reference changes in place back to their pristine values."""
-        with torch.no_grad():
-            for index, value in self.pristine.items():
-                self.inputs[index].copy_(value)
+        for index, value in self.pristine.items():
+            restore_value(self.inputs[index], value)
 
     def before(self, index: int) -> None:
         self.advance(index)
@@ -388,16 +389,17 @@ class TimedCallChecks:
     def _expected(self) -> ReferenceRun | None:
         """The reference's run on the inputs as they are (on copies of those it changes); None
         when it changed another one (perturbed values taking another path)."""
-        given = tuple(
-            value.detach().clone() if index in self.pristine else value
-            for index, value in enumerate(self.inputs)
-        )
+        given = tuple(copy_value(v) if i in self.pristine else v for i, v in enumerate(self.inputs))
         before = [self.digest(value) for value in self.inputs]
         references = self.reference(given)
         if [self.digest(value) for value in self.inputs] != before:
             return None
         declared = self.inputs_in_result
-        result = {i: given[i] for i in self.pristine if part_of_result(given[i], references, declared)}
+        result = {
+            i: given[i]
+            for i in self.pristine
+            if isinstance(given[i], torch.Tensor) and part_of_result(given[i], references, declared)
+        }
         return ReferenceRun(self.inputs, references, before, result)
 
     def unperturb(self) -> bool:

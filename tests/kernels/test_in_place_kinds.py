@@ -79,3 +79,74 @@ def test_kernelbench_incidental_in_place_op_is_not_part_of_the_result(
         return
     assert result["passed"] is False and error.get("kind") == kind, (stderr, error)
     assert "modified its inputs in place: input 0" in error["message"], error["message"]
+
+
+LIST_REFERENCE = """import torch
+import torch.nn as nn
+
+
+class Model(nn.Module):
+    def forward(self, a, caches):
+        caches[0].copy_(a)  # writes a cache slot (a list of tensors), returns a + 1
+        return a + 1.0
+
+
+def get_inputs():
+    return [torch.randn(1, 128), [torch.zeros(1, 128), torch.zeros(1, 128)]]
+
+
+def get_init_inputs():
+    return []
+"""
+
+ADD_ONE = """import torch
+import torch.nn as nn
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def _add_one(x_ptr, out_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = offs < n
+    tl.store(out_ptr + offs, tl.load(x_ptr + offs, mask=mask) + 1.0, mask=mask)
+
+
+class ModelNew(nn.Module):
+    def forward(self, a, caches):
+        {BODY}
+        out = torch.empty_like(a)
+        _add_one[(triton.cdiv(a.numel(), 128),)](a, out, a.numel(), BLOCK=128)
+        return out
+"""
+
+
+@pytest.mark.parametrize(
+    ("body", "kind"), [("pass", None), ("caches[1].fill_(1.0)", "cheat")], ids=["leaves", "writes"]
+)
+def test_a_list_input_the_reference_changes_is_redrawn(tmp_path: Path, body: str, kind: str | None) -> None:
+    """A list holding tensors that the reference writes into: the candidate gets a fresh draw
+    (no false cheat) and must leave the list alone (a list is never part of the result)."""
+    ws = kernelbench_workspace(tmp_path / "kb", LIST_REFERENCE, ADD_ONE.replace("{BODY}", body))
+    code, result, stderr = bench_cli(ws, "--seeds", "2")
+    error = result.get("error") or {}
+    if kind is None:
+        assert code == 0 and result["passed"], (stderr, error)
+        return
+    assert result["passed"] is False and error.get("kind") == kind, (stderr, error)
+    assert "input 1" in error["message"], error["message"]
+
+
+def test_timed_calls_are_checked_when_the_reference_writes_into_a_list_input(tmp_path: Path) -> None:
+    """The verified timed calls run the reference on a copy of the list it writes into: a
+    candidate replaying its first answer for the same input object is caught."""
+    replay = ADD_ONE.replace(
+        "        {BODY}\n        out = torch.empty_like(a)\n",
+        "        if getattr(self, 'seen', None) is a:\n            _add_one[(1,)](a, self.out, 1, BLOCK=128)\n"
+        "            return self.out\n        self.seen = a\n        out = self.out = torch.empty_like(a)\n",
+    )
+    ws = kernelbench_workspace(tmp_path / "kb", LIST_REFERENCE, replay)
+    _, result, stderr = bench_cli(ws, "--seeds", "2")
+    error = result.get("error") or {}
+    assert result["passed"] is False and error.get("kind") == "cheat", (stderr, error)
+    assert "timed call" in error["message"], error["message"]
