@@ -23,7 +23,9 @@ candidate gets a fresh draw and must leave it alone. The gate's rule is per inpu
 
 The reference runs first (`reference_first`) on its own draw; where it changed an input, the
 candidate gets the same draw made again (the problem's inputs are a function of the seed), so
-both start from the same values.
+both start from the same values. A draw made again that differs from the first (inputs from
+Python's `random` or `torch.empty`, which no seed fixes) is caught by its digest: the
+reference then runs again, on a copy of the candidate's draw.
 
 Upstream differs, by aliasing. SOL-ExecBench's `eval_driver.py` (@2f55c0f, the correctness
 rounds) calls the reference and then the candidate on the same input tensors, never checks
@@ -90,9 +92,24 @@ def reference_first(
         for index in touched
         if isinstance(inputs[index], torch.Tensor) and part_of_result(inputs[index], references, declared)
     }
-    if touched:
-        inputs = make_inputs()
-        before = [digest(value) for value in inputs]
+    if not touched:
+        return ReferenceRun(inputs, references, before, changed)
+    drawn = before
+    inputs = make_inputs()
+    before = [digest(value) for value in inputs]
+    if before == drawn:
+        return ReferenceRun(inputs, references, before, changed)
+    # The draw is not a function of the seed (Python's random, torch.empty): the reference
+    # runs again on a copy of the candidate's own draw, made before either call.
+    given = copy_inputs(inputs)
+    references = reference(given)
+    changed = {
+        index: value
+        for index, value in enumerate(given)
+        if isinstance(value, torch.Tensor)
+        and digest(value) != before[index]
+        and part_of_result(value, references, declared)
+    }
     return ReferenceRun(inputs, references, before, changed)
 
 

@@ -237,3 +237,20 @@ def test_framework_work_on_a_returned_changed_input_is_no_kernel(tmp_path: Path)
     _, result, stderr = bench_cli(ws, "--seeds", "2")
     error = result.get("error") or {}
     assert result["passed"] is False and error.get("kind") == "no_kernel", (stderr, error)
+
+
+def test_an_in_place_reference_with_an_unseeded_draw_is_judged_on_the_candidates_draw(tmp_path: Path) -> None:
+    """Inputs drawn with Python's `random` (not seeded by the harness) differ when made again:
+    the reference's result is then computed on a copy of the candidate's own draw, and the
+    faithful in-place kernel passes."""
+    ws = make_moe_workspace(tmp_path / "moe", "in_place")
+    unseeded = REFERENCE.replace("import torch\n", "import random\n\nimport torch\n", 1).replace(
+        "torch.randint(0, tokens, (selected,), dtype=torch.long, device=device)",
+        "torch.tensor([random.randrange(tokens) for _ in range(selected)], dtype=torch.long, device=device)",
+    )
+    assert unseeded != REFERENCE
+    (ws / "reference.py").write_text(unseeded)
+    definition = json.loads((ws / "definition.json").read_text())
+    (ws / "definition.json").write_text(json.dumps({**definition, "reference": unseeded}))
+    code, result, stderr = bench_cli(ws, "--seeds", "2")
+    assert code == 0 and result["passed"], (stderr, result.get("error"))
