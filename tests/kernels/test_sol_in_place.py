@@ -254,3 +254,17 @@ def test_an_in_place_reference_with_an_unseeded_draw_is_judged_on_the_candidates
     (ws / "definition.json").write_text(json.dumps({**definition, "reference": unseeded}))
     code, result, stderr = bench_cli(ws, "--seeds", "2")
     assert code == 0 and result["passed"], (stderr, result.get("error"))
+
+
+def test_a_pytorch_solution_defining_unused_triton_kernels_passes_with_a_warning(tmp_path: Path) -> None:
+    """languages ["pytorch"] keeps its exemption (atrex's V0), but a kernel.py defining
+    @triton.jit kernels it need not launch is said so on the result."""
+    ws = make_moe_workspace(tmp_path / "moe", "in_place")
+    solution = json.loads((ws / "solution.json").read_text())
+    solution["spec"]["languages"] = ["pytorch"]
+    (ws / "solution.json").write_text(json.dumps(solution))
+    code, result, stderr = bench_cli(ws, "--seeds", "2")
+    assert code == 0 and result["passed"], (stderr, result.get("error"))
+    assert any("spec.languages" in m and "Triton kernels" in m for m in result["messages"]), result[
+        "messages"
+    ]
