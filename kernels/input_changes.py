@@ -17,7 +17,8 @@ candidate gets a fresh draw and must leave it alone. The gate's rule is per inpu
   from the candidate's call bit for bit: a change is a `cheat` (the harness, the reference's
   next call, the next timed call all see what the candidate wrote into data it was lent);
 - an input the reference changes as part of its result is compared, after the candidate's
-  call, with the value the reference left in it, by the outputs' rule and tolerance: another
+  call, with the value the reference left in it, by the outputs' rule and tolerance (an
+  integer or bool input exactly, whatever the tolerance: counters, indices, masks): another
   value is `wrong_result`, and so is leaving it as it was, since the change is what the
   reference computes.
 
@@ -47,7 +48,7 @@ from typing import Any
 
 import torch
 
-from kernelscope.kernels.gate import GateFailure, digest, overlaps
+from kernelscope.kernels.gate import GateFailure, digest, exact_dtype, overlaps
 
 
 @dataclass
@@ -197,6 +198,15 @@ def check_inputs(
                 f"the reference changes input {index} in place (part of its result); the candidate "
                 f"left it unchanged {when}",
             )
+        if exact_dtype(expected.dtype) and value.shape == expected.shape and value.dtype == expected.dtype:
+            unequal = int((value != expected).sum())  # counters, indices, masks: no tolerance
+            if unequal:
+                raise GateFailure(
+                    "wrong_result",
+                    f"input {index}, which the reference changes in place, differs from the reference at "
+                    f"{unequal} of {value.numel()} elements (integer or bool: compared exact) {when}",
+                )
+            continue
         try:
             compare([value], [expected])
         except GateFailure as failure:
