@@ -67,18 +67,25 @@ def as_tensor_list(value: Any, what: str) -> list[torch.Tensor]:
 
 
 def digest(values: Any) -> str:
-    """A hash of every tensor's bytes (and of other values' repr), to detect mutation."""
+    """A hash of every tensor's bytes, in lists and tuples at any depth (a list of cache
+    tensors), and of other values' repr, to detect mutation."""
     hasher = hashlib.sha256()
-    items = values if isinstance(values, (list, tuple)) else [values]
+    _hash_into(hasher, values if isinstance(values, (list, tuple)) else [values])
+    return hasher.hexdigest()
+
+
+def _hash_into(hasher: Any, items: list[Any] | tuple[Any, ...]) -> None:
     for item in items:
         if isinstance(item, torch.Tensor):
             flat = item.detach().contiguous().reshape(-1)
             hasher.update(str((item.dtype, tuple(item.shape))).encode())
             if flat.numel():  # hashed in place (a memoryview), not through a bytes copy
                 hasher.update(flat.view(torch.uint8).cpu().numpy().data)
+        elif isinstance(item, (list, tuple)):
+            hasher.update(f"{type(item).__name__}[{len(item)}]".encode())
+            _hash_into(hasher, item)
         else:
             hasher.update(repr(item).encode())
-    return hasher.hexdigest()
 
 
 def clone_outputs(outputs: list[torch.Tensor]) -> list[torch.Tensor]:

@@ -234,6 +234,7 @@ class _Runner:
             calls=self.args.interpreter_reps if self.mode != "gpu" else 10,
             sync=lambda: _sync(self.mode),
             require_launches=not self.framework_ok,
+            inputs_in_result=problem.inputs_in_result,
         )
         others = PerturbOnly(checks)
         base: list[float] = []
@@ -295,6 +296,7 @@ class _Runner:
         return reference_first(
             lambda: problem.make_inputs(config, seed, self.device),
             lambda xs: as_tensor_list(problem.reference(config, xs), "the reference"),
+            problem.inputs_in_result,
         )
 
     def _checked_calls(self, config: dict[str, Any], problem: Any, result: Any) -> tuple[float, float, float]:
@@ -387,9 +389,9 @@ class _Runner:
         import torch
 
         from kernelscope.kernels.gate import GateFailure, as_tensor_list, check_outputs
+        from kernelscope.kernels.input_changes import check_call
 
         run = self._reference_first(problem, config, 0)
-        inputs, references = run.inputs, run.references
         deterministic = torch.are_deterministic_algorithms_enabled()
         warn_only = torch.is_deterministic_algorithms_warn_only_enabled()
         fill = torch.utils.deterministic.fill_uninitialized_memory  # type: ignore[attr-defined]
@@ -397,11 +399,15 @@ class _Runner:
         torch.utils.deterministic.fill_uninitialized_memory = True  # type: ignore[attr-defined]
         try:
             with self.guard.launches.counting(neutralize=True):
-                raw = candidate(*inputs)
+                raw = candidate(*run.inputs)
                 _sync(self.mode)
-            outputs = as_tensor_list(raw, "the candidate")
-            check_outputs(
-                outputs, references, inputs, tolerance, self.args.rel_err, layout=problem.layout_checked
+            check_call(  # (the gate's rule: kernels/input_changes.py)
+                run,
+                as_tensor_list(raw, "the candidate"),
+                "(launches skipped)",
+                lambda outs, refs, views: check_outputs(
+                    outs, refs, views, tolerance, self.args.rel_err, layout=problem.layout_checked
+                ),
             )
         except Exception:
             return  # wrong, or broken, without its launches: they do the work

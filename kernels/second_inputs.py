@@ -25,7 +25,7 @@ from typing import Any
 import torch
 
 from kernelscope.kernels.gate import GateFailure, as_tensor_list, check_outputs
-from kernelscope.kernels.input_changes import check_inputs, reference_first
+from kernelscope.kernels.input_changes import check_call, reference_first
 
 OPT_OUT = "KERNELSCOPE_SECOND_DISTRIBUTION"
 SEED = 7_000_003  # apart from the problem's own seeds (0, 1, 2, ...)
@@ -85,10 +85,12 @@ def check_second_distribution(
     first = [draw()]  # the reference's; the candidate's is drawn again if the reference changes one
     if not any(isinstance(v, torch.Tensor) and v.is_floating_point() for v in first[0]):
         return "skipped: no floating-point input to redraw"
+    declared = getattr(problem, "inputs_in_result", False)  # (kernels.adapters.base.Problem's)
     try:  # a reference whose domain excludes the draw may raise on it (BCE, cholesky)
         run = reference_first(
             lambda: first.pop() if first else draw(),
             lambda xs: as_tensor_list(problem.reference(config, xs), "the reference"),
+            declared,
         )
     except (MemoryError, torch.OutOfMemoryError):
         raise
@@ -107,12 +109,13 @@ def check_second_distribution(
         raw = candidate(*inputs)
         sync()
         outputs = as_tensor_list(raw, "the candidate")
-        views = run.outputs_may_not_view()
-        check_outputs(outputs, references, views, tolerance, rel_err, layout=problem.layout_checked)
-        check_inputs(
+        check_call(
             run,
+            outputs,
             "(signed heavy-tailed inputs)",
-            lambda ins, refs: check_outputs(ins, refs, (), tolerance, rel_err),
+            lambda outs, refs, views: check_outputs(
+                outs, refs, views, tolerance, rel_err, layout=problem.layout_checked
+            ),
         )
     except GateFailure as failure:
         if failure.kind != "wrong_result":

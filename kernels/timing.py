@@ -10,11 +10,18 @@ outside the timed region:
   are left alone: they are indices, offsets and masks, whose order is the problem's structure.
   A reference or baseline that raises on perturbed inputs gets them back as they were, and
   perturbation stops for the configuration (a note says so);
+- an input the reference changes in place (kernels/input_changes.py) is *restored* before
+  every timed call, of the candidate and of the baseline, from a pristine copy (which the
+  perturbation swaps instead), outside the timed region: SOL-ExecBench copies the original
+  inputs into fresh tensors before every timed call (`ShiftingMemoryPoolAllocator
+  .get_unique_args`), so each call does the whole work on the same values and none
+  accumulates into what an earlier call left;
 - a few calls chosen at random are *verified*: the reference's answer for exactly the inputs
-  the call gets is computed before it (untimed), the output is compared with it afterwards,
-  and the inputs must be unchanged by the call; a wrong output is re-checked with a fresh
-  call, so a replayed or lazily produced output is told apart from a problem whose inputs
-  cannot be perturbed;
+  the call gets is computed before it (untimed, on copies of the inputs it changes), the
+  output is compared with it afterwards, and the inputs must be unchanged by the call but
+  those the reference changes, compared with the values it left in them; a wrong output is
+  re-checked with a fresh call, so a replayed or lazily produced output is told apart from a
+  problem whose inputs cannot be perturbed;
 - at a random point a *hidden audit call* runs the candidate on fresh inputs (new buffers,
   new values) and checks it, untimed;
 - the candidate must launch at least one Triton kernel in every timed call.
@@ -36,6 +43,16 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 import torch
 
+from kernelscope.kernels.input_changes import (
+    ReferenceRun,
+    changed_in_place,
+    check_call,
+    copy_inputs,
+    copy_value,
+    part_of_result,
+    reference_first,
+    restore_value,
+)
 from kernelscope.kernels.integrity import Guard, perf_counter
 
 if TYPE_CHECKING:
@@ -51,6 +68,8 @@ class CallChecks(Protocol):
     def after(self, index: int, output: Any) -> None: ...
 
     def audit_point(self, index: int) -> None: ...
+
+    def restore(self) -> None: ...
 
 
 class TimedCheckFailure(Exception):
@@ -202,7 +221,13 @@ class Timer:
         every timed call, untimed."""
         timed = Timed()
         call = lambda: fn(*inputs)  # noqa: E731
-        prepare = getattr(fn, "prepare_timed_call", None) or (lambda: None)
+        zero = getattr(fn, "prepare_timed_call", None) or (lambda: None)
+        restore = checks.restore if checks is not None else (lambda: None)
+
+        def prepare() -> None:
+            restore()
+            zero()
+
         gpu = self.mode == "gpu"
         calls = self._gpu_calls(call, id(fn)) if gpu else self.reps
         graph = self._capture(call) if gpu and self.graph else None
@@ -319,12 +344,14 @@ class TimedCallChecks:
     verify: InitVar[int] = 2
     sync: Callable[[], None] = lambda: None
     require_launches: bool = True
+    inputs_in_result: bool = False  # the kind's adapter: changed inputs are part of the result
     perturb: bool = field(default=True, init=False)
     swaps: Swaps = field(default_factory=list, init=False)  # every swap since the inputs were made
     notes: list[str] = field(default_factory=list, init=False)
     verified: set[int] = field(init=False)
     audit_at: int = field(init=False)
-    _snapshot: tuple[list[torch.Tensor], str] | None = field(default=None, init=False)
+    pristine: dict[int, Any] = field(init=False)  # inputs the reference changes in place
+    _snapshot: ReferenceRun | None = field(default=None, init=False)
     checked_calls: int = field(default=0, init=False)
     audited: bool = field(default=False, init=False)
 
@@ -332,23 +359,48 @@ class TimedCallChecks:
         upper = max(calls, 1)
         self.verified = set(self.rng.sample(range(1, upper), min(verify, upper - 1))) if upper > 1 else {0}
         self.audit_at = self.rng.randrange(upper)
+        self.pristine = changed_in_place(self.inputs, self.reference)
+
+    def advance(self, index: int) -> None:
+        """Before timed call `index`: perturb (the pristine copy of an input the reference
+        changes, in its place), then restore the inputs the reference changes."""
+        if index > 0 and self.perturb:
+            perturbable = tuple(self.pristine.get(i, value) for i, value in enumerate(self.inputs))
+            self.perturb = perturb_(perturbable, self.rng, undo=self.swaps)
+        self.restore()
+
+    def restore(self) -> None:
+        """The inputs the reference changes in place back to their pristine values."""
+        for index, value in self.pristine.items():
+            restore_value(self.inputs[index], value)
 
     def before(self, index: int) -> None:
-        if index > 0 and self.perturb:
-            self.perturb = perturb_(self.inputs, self.rng, undo=self.swaps)
+        self.advance(index)
         if index in self.verified:
             # The reference's answer for exactly these inputs, computed before the call (untimed):
-            # one output kept instead of a copy of every input.
-            before = self.digest(self.inputs)
+            # one output kept (and copies of the inputs it changes), not a copy of every input.
             try:
-                expected = self.reference(self.inputs)
+                self._snapshot = self._expected()
             except Exception:
                 if not self.unperturb():
                     raise
-                before = self.digest(self.inputs)
-                expected = self.reference(self.inputs)
-            if self.digest(self.inputs) == before:
-                self._snapshot = (expected, before)
+                self._snapshot = self._expected()
+
+    def _expected(self) -> ReferenceRun | None:
+        """The reference's run on the inputs as they are (on copies of those it changes); None
+        when it changed another one (perturbed values taking another path)."""
+        given = tuple(copy_value(v) if i in self.pristine else v for i, v in enumerate(self.inputs))
+        before = [self.digest(value) for value in self.inputs]
+        references = self.reference(given)
+        if [self.digest(value) for value in self.inputs] != before:
+            return None
+        declared = self.inputs_in_result
+        result = {
+            i: given[i]
+            for i in self.pristine
+            if isinstance(given[i], torch.Tensor) and part_of_result(given[i], references, declared)
+        }
+        return ReferenceRun(self.inputs, references, before, result)
 
     def unperturb(self) -> bool:
         """The inputs back as the problem made them, perturbation off for the rest of the
@@ -356,6 +408,7 @@ class TimedCallChecks:
         if not self.swaps:
             return False
         restore_(self.swaps)
+        self.restore()
         self._stop_perturbing()
         return True
 
@@ -382,19 +435,19 @@ class TimedCallChecks:
         if found:
             raise TimedCheckFailure("cheat", found)
         if index in self.verified and self._snapshot is not None:
-            expected, before = self._snapshot
-            self._snapshot = None
+            run, self._snapshot = self._snapshot, None
             outputs = self.outputs_of(output)
-            if self.digest(self.inputs) != before:
-                raise TimedCheckFailure("cheat", f"timed call {index} modified its inputs in place")
+            for position, value in enumerate(self.inputs):
+                if position not in run.changed and self.digest(value) != run.before[position]:
+                    raise TimedCheckFailure("cheat", f"timed call {index} modified its inputs in place")
             try:
-                self.compare(outputs, expected, self.inputs)
+                self._check(outputs, run, f"in timed call {index}")
             except TimedCheckFailure:
                 raise
             except Exception as timed_error:
                 del outputs
-                self._recheck(index, expected, timed_error)
-            del expected
+                self._recheck(index, run, timed_error)
+            del run
             self.checked_calls += 1
 
     def audit_point(self, index: int) -> None:
@@ -403,12 +456,19 @@ class TimedCallChecks:
             self.audited = True  # once per configuration: an interpreted call can take seconds
             self._audit(index)
 
-    def _recheck(self, index: int, expected: list[torch.Tensor], timed_error: Exception) -> None:
-        """A timed output was wrong: a fresh call on the same (unchanged) inputs tells a replayed
-        or lazy output (fresh call right) from inputs the problem cannot take perturbed (wrong too)."""
-        fresh = tuple(v.detach().clone() if isinstance(v, torch.Tensor) else v for v in self.inputs)
+    def _check(self, outputs: list[torch.Tensor], run: ReferenceRun, when: str) -> None:
+        """The outputs and the inputs after a call, against the reference's run (raises)."""
+        check_call(run, outputs, when, self.compare)
+
+    def _recheck(self, index: int, run: ReferenceRun, timed_error: Exception) -> None:
+        """A timed output was wrong: a fresh call on copies of the inputs the call was given (the
+        pristine values of those it may change) tells a replayed or lazy output (fresh call
+        right) from inputs the problem cannot take perturbed (wrong too)."""
+        given = tuple(self.pristine.get(i, value) for i, value in enumerate(self.inputs))
+        fresh = copy_inputs(given)
+        again = ReferenceRun(fresh, run.references, [self.digest(value) for value in fresh], run.changed)
         try:
-            self.compare(self.outputs_of(self.candidate(*fresh)), expected, fresh)
+            self._check(self.outputs_of(self.candidate(*fresh)), again, "in a fresh call")
         except Exception:
             self._stop_perturbing()
             return
@@ -421,9 +481,9 @@ class TimedCallChecks:
     def _audit(self, index: int) -> None:
         """Fresh inputs, the reference first (kernels/input_changes.py: an input it changes in
         place is compared too, an input it leaves alone must stay as it was)."""
-        from kernelscope.kernels.input_changes import check_inputs, reference_first
-
-        run = reference_first(lambda: self.fresh_inputs(10_000 + index), self.reference)
+        run = reference_first(
+            lambda: self.fresh_inputs(10_000 + index), self.reference, self.inputs_in_result
+        )
         fresh = run.inputs
         with self.guard.launches.counting() as launches:
             output = self.candidate(*fresh)
@@ -433,8 +493,7 @@ class TimedCallChecks:
                 "no_kernel", "the hidden audit call inside the timed loop launched no Triton kernel"
             )
         try:
-            self.compare(self.outputs_of(output), run.references, run.outputs_may_not_view())
-            check_inputs(run, "in the hidden audit", lambda ins, refs: self.compare(ins, refs, ()))
+            check_call(run, self.outputs_of(output), "in the hidden audit", self.compare)
         except Exception as exc:
             raise TimedCheckFailure(
                 "cheat",
@@ -451,11 +510,13 @@ class PerturbOnly:
         self.checks = checks
 
     def before(self, index: int) -> None:
-        if index > 0 and self.checks.perturb:
-            perturb_(self.checks.inputs, self.checks.rng, undo=self.checks.swaps)
+        self.checks.advance(index)
 
     def after(self, index: int, output: Any) -> None:
         return None
 
     def audit_point(self, index: int) -> None:
         return None
+
+    def restore(self) -> None:
+        self.checks.restore()

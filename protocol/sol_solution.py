@@ -17,6 +17,7 @@ language in particular: a `pytorch` solution is a valid submission. atrex's
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -24,6 +25,7 @@ SOLUTION = "solution.json"
 # Languages whose kernels are Triton's (TLX is Triton's low-level extensions): launches the
 # harness counts, and the static rules' "a Triton kernel" applies.
 TRITON_LANGUAGES = frozenset({"triton", "tlx"})
+TRITON_KERNEL = re.compile(r"^[ \t]*@[ \t]*triton\.(?:jit|autotune|heuristics)\b", re.M)
 
 
 class SolutionError(ValueError):
@@ -62,3 +64,26 @@ def framework_solution(workspace: Path) -> str | None:
     if not declared or TRITON_LANGUAGES & set(declared):
         return None
     return f"solution.json declares languages {', '.join(declared)} (no Triton)"
+
+
+def undeclared_triton(
+    declared: str | None, kernel_text: str, readme_framework: str | None
+) -> tuple[int | None, str] | None:
+    """A warning where the solution declares no Triton (`declared`: `framework_solution`'s
+    reason) while kernel.py defines Triton kernels or the README's target framework is
+    Triton: the exemption stands (atrex's V0 is PyTorch until `run()` is migrated), but a
+    kernel.py with a Triton path it need not take (a PyTorch fallback) passes under it.
+    (the line of kernel.py's first Triton kernel, or None; the message), or None."""
+    if declared is None:
+        return None
+    kernel = TRITON_KERNEL.search(kernel_text)
+    reasons = ["kernel.py defines Triton kernels"] if kernel else []
+    if readme_framework is not None and "triton" in readme_framework.lower():
+        reasons.append("the README's target framework is Triton")
+    if not reasons:
+        return None
+    line = kernel_text.count("\n", 0, kernel.start()) + 1 if kernel else None
+    return line, (
+        f"{declared}, yet {' and '.join(reasons)}: no Triton launch is required and a PyTorch "
+        'path passes; once run() is Triton, add "triton" to spec.languages in solution.json'
+    )

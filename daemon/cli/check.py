@@ -40,7 +40,7 @@ def check_command(
     from kernelscope.daemon.engine.history.service import HistoryService
     from kernelscope.daemon.engine.views.diagnostics import static_notices, text_notices, untrusted_notice
     from kernelscope.daemon.engine.workspace.discovery import require_workspace, workspace_holding
-    from kernelscope.daemon.engine.workspace.kinds import declared_framework, detect_kind
+    from kernelscope.daemon.engine.workspace.kinds import declared_framework, detect_kind, undeclared_triton
     from kernelscope.daemon.engine.workspace.user_config import user_settings
     from kernelscope.daemon.engine.workspace.workspace import Workspace
     from kernelscope.protocol.settings import distrust
@@ -58,7 +58,8 @@ def check_command(
     notices, identical = text_notices(service, text, whole=True)  # asked for: any size
     readme = Workspace(root).readme() if (root / "README.md").is_file() else None
     declared = declared_framework(root, readme) is not None
-    notices += static_notices(text, detect_kind(root, readme), whole=True, framework=declared)
+    undeclared = undeclared_triton(root, readme, text)
+    notices += static_notices(text, detect_kind(root, readme), True, declared, undeclared)
     user, folder = user_settings(output.warn)
     why = distrust(user, root) if folder.bench_on_save else None  # the config file's trust alone
     if why is not None:

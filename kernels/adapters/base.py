@@ -67,6 +67,10 @@ class Problem(abc.ABC):
     # Input draws the gate checks when `--seeds` is not given: the upstream evaluator's own
     # count where the contract has one (KernelBench 5, SOL-ExecBench 10), kernelscope's 3 else.
     correctness_trials = 3
+    # An input the reference changes in place is part of the result only where the upstream
+    # evaluator means it (kernels/input_changes.py): destination passing, as SOL-ExecBench's.
+    # Elsewhere (KernelBench, native) it is part of it only where the reference returns it.
+    inputs_in_result = False
 
     def correctness_seeds(self, count: int) -> list[int]:
         """The `count` seeds the gate hands `make_inputs`, one input draw each."""

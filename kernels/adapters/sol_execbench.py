@@ -491,6 +491,7 @@ class SolExecBenchProblem(Problem):
     kind = "sol-execbench"
     layout_checked = False  # eval_driver checks shape and dtype, compute_error_stats values only
     correctness_trials = UPSTREAM_ROUNDS
+    inputs_in_result = True  # destination passing: an input run() changes is what it computes
 
     def __init__(
         self,

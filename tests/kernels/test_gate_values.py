@@ -87,3 +87,13 @@ def test_overflow_and_wrong_dtype_are_wrong_results_not_cheats() -> None:
     with pytest.raises(gate.GateFailure) as failure:
         gate.check_outputs([ref.double()], [ref], (), None, None)
     assert failure.value.kind == "wrong_result" and "has dtype" in failure.value.message
+
+
+def test_digest_sees_a_change_inside_a_nested_list() -> None:
+    """A tensor in a list in a list (a cache slot) is hashed by its bytes, not by its repr,
+    which torch shortens to its corners past 1000 elements."""
+    cache = torch.zeros(64, 64)
+    inputs = (torch.ones(3), [[cache], 2])
+    before = gate.digest(inputs)
+    cache[32, 32] = 1.0
+    assert gate.digest(inputs) != before

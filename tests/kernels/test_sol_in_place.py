@@ -148,3 +148,123 @@ def test_in_place_reference_verdicts(tmp_path: Path, kernel: str, kind: str | No
         return
     assert result["passed"] is False and error.get("kind") == kind, (stderr, error)
     assert says in error["message"], error["message"]
+
+
+# Does the work only on input objects it has not seen: the timed calls (one input set, called
+# over and over) launch a no-op and leave the zeroed output as it is.
+_SKIPS_TIMED = _KERNEL.replace(
+    "def run(final_hidden_states, expert_outputs, token_indices, output):\n    H = final_hidden_states.shape[1]\n    {BODY}",
+    """_SEEN = []
+
+
+@triton.jit
+def _noop(x):
+    tl.store(x, tl.load(x))
+
+
+def run(final_hidden_states, expert_outputs, token_indices, output):
+    if any(seen is final_hidden_states for seen in _SEEN):
+        _noop[(1,)](output)
+        return
+    _SEEN.append(final_hidden_states)
+    H = final_hidden_states.shape[1]
+    {BODY}""",
+).replace("{BODY}", _IN_PLACE.replace("{SCALE}", "1.0"))
+
+# Refuses inputs that are not finite: the reference scales what it accumulates by 1e10, so
+# inputs its timed calls keep changing reach inf unless they are restored before each call.
+_EXPLODING_REFERENCE = REFERENCE.replace(
+    "    return final_hidden_states", "    final_hidden_states.mul_(1e10)\n    return final_hidden_states"
+)
+_FINITE_ONLY = (
+    KERNELS["in_place"]
+    .replace(
+        "    H = final_hidden_states.shape[1]",
+        "    assert bool(torch.isfinite(final_hidden_states).all()), 'inputs drifted to inf'\n"
+        "    H = final_hidden_states.shape[1]",
+    )
+    .replace(
+        "output.copy_(final_hidden_states)",
+        "final_hidden_states.mul_(1e10)\n    output.copy_(final_hidden_states)",
+    )
+)
+
+
+def test_timed_calls_of_an_in_place_problem_are_checked(tmp_path: Path) -> None:
+    """SOL-ExecBench copies the original inputs into fresh tensors before every timed call: a
+    candidate that does nothing in its timed calls is caught by the verified ones."""
+    ws = make_moe_workspace(tmp_path / "moe", "in_place")
+    (ws / "kernel.py").write_text(_SKIPS_TIMED)
+    _, result, stderr = bench_cli(ws, "--seeds", "2")
+    error = result.get("error") or {}
+    assert result["passed"] is False and error.get("kind") == "cheat", (stderr, error, result.get("configs"))
+    assert "timed call" in error["message"], error["message"]
+
+
+def test_inputs_changed_in_place_are_restored_before_each_timed_call(tmp_path: Path) -> None:
+    ws = make_moe_workspace(tmp_path / "moe", "in_place")
+    (ws / "reference.py").write_text(_EXPLODING_REFERENCE)
+    definition = json.loads((ws / "definition.json").read_text())
+    (ws / "definition.json").write_text(json.dumps({**definition, "reference": _EXPLODING_REFERENCE}))
+    (ws / "kernel.py").write_text(_FINITE_ONLY)
+    code, result, stderr = bench_cli(ws, "--seeds", "2")
+    assert code == 0 and result["passed"], (stderr, result.get("error"))
+    assert result["configs"][0]["timed_outputs_checked"] >= 2, result["configs"][0]
+
+
+# torch does all the work on the input it returns, as the reference; one no-op Triton launch.
+_TORCH_RETURNS_INPUT = """import triton
+import triton.language as tl
+
+
+@triton.jit
+def _noop(x):
+    tl.store(x, tl.load(x))
+
+
+def run(final_hidden_states, expert_outputs, token_indices):
+    final_hidden_states.index_add_(0, token_indices, expert_outputs)
+    _noop[(1,)](final_hidden_states)
+    return final_hidden_states
+"""
+
+
+def test_framework_work_on_a_returned_changed_input_is_no_kernel(tmp_path: Path) -> None:
+    """With every Triton launch skipped the output is still right: the run with launches
+    skipped judges outputs and changed inputs as the gate does, not as views of an input."""
+    ws = make_moe_workspace(tmp_path / "moe", "returns_input")
+    (ws / "kernel.py").write_text(_TORCH_RETURNS_INPUT)
+    _, result, stderr = bench_cli(ws, "--seeds", "2")
+    error = result.get("error") or {}
+    assert result["passed"] is False and error.get("kind") == "no_kernel", (stderr, error)
+
+
+def test_an_in_place_reference_with_an_unseeded_draw_is_judged_on_the_candidates_draw(tmp_path: Path) -> None:
+    """Inputs drawn with Python's `random` (not seeded by the harness) differ when made again:
+    the reference's result is then computed on a copy of the candidate's own draw, and the
+    faithful in-place kernel passes."""
+    ws = make_moe_workspace(tmp_path / "moe", "in_place")
+    unseeded = REFERENCE.replace("import torch\n", "import random\n\nimport torch\n", 1).replace(
+        "torch.randint(0, tokens, (selected,), dtype=torch.long, device=device)",
+        "torch.tensor([random.randrange(tokens) for _ in range(selected)], dtype=torch.long, device=device)",
+    )
+    assert unseeded != REFERENCE
+    (ws / "reference.py").write_text(unseeded)
+    definition = json.loads((ws / "definition.json").read_text())
+    (ws / "definition.json").write_text(json.dumps({**definition, "reference": unseeded}))
+    code, result, stderr = bench_cli(ws, "--seeds", "2")
+    assert code == 0 and result["passed"], (stderr, result.get("error"))
+
+
+def test_a_pytorch_solution_defining_unused_triton_kernels_passes_with_a_warning(tmp_path: Path) -> None:
+    """languages ["pytorch"] keeps its exemption (atrex's V0), but a kernel.py defining
+    @triton.jit kernels it need not launch is said so on the result."""
+    ws = make_moe_workspace(tmp_path / "moe", "in_place")
+    solution = json.loads((ws / "solution.json").read_text())
+    solution["spec"]["languages"] = ["pytorch"]
+    (ws / "solution.json").write_text(json.dumps(solution))
+    code, result, stderr = bench_cli(ws, "--seeds", "2")
+    assert code == 0 and result["passed"], (stderr, result.get("error"))
+    assert any("spec.languages" in m and "Triton kernels" in m for m in result["messages"]), result[
+        "messages"
+    ]

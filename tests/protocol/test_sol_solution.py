@@ -73,3 +73,36 @@ def test_the_editor_reads_the_declaration_on_every_check(tmp_path: Path) -> None
     assert not [n for n in static_check(cache, V0) if n.code == "static:triton-impl"]
     (tmp_path / "solution.json").write_text(json.dumps({"spec": {"languages": ["triton"]}}))
     assert [n for n in static_check(cache, V0) if n.code == "static:triton-impl"]
+
+
+UNUSED_TRITON = (
+    "import torch\nimport triton\nimport triton.language as tl\n\n\n@triton.jit\ndef _k(x):\n"
+    "    tl.store(x, tl.load(x))\n\n\ndef run(x, out):\n    out.copy_(torch.relu(x))\n"
+)
+
+
+@pytest.mark.parametrize(
+    ("languages", "text", "readme", "warned"),
+    [
+        (["pytorch"], UNUSED_TRITON, None, True),  # Triton kernels defined, none declared
+        (["pytorch"], V0, "- Target framework: `triton` (V0 starts as PyTorch)\n", True),
+        (["pytorch"], V0, None, False),  # a V0 in PyTorch, nothing says Triton
+        (["pytorch", "triton"], UNUSED_TRITON, None, False),  # declared: the Triton rules apply
+    ],
+)
+def test_a_triton_workspace_declaring_no_triton_is_warned(
+    tmp_path: Path, languages: list[str], text: str, readme: str | None, warned: bool
+) -> None:
+    """languages without Triton still turn the Triton rules off, with a warning on the save
+    (the kernel's line) where kernel.py defines Triton kernels or the README targets Triton."""
+    from kernelscope.daemon.engine.workspace.cache import WorkspaceCache
+    from kernelscope.daemon.lsp.features.save import static_check
+
+    sol_folder(tmp_path, {"spec": {"languages": languages}})
+    if readme is not None:
+        (tmp_path / "README.md").write_text(f"# moe\n\n## Config\n\n{readme}")
+    found = [n for n in static_check(WorkspaceCache(tmp_path), text) if n.code == "undeclared-triton"]
+    assert bool(found) is warned, found
+    if warned:
+        assert "spec.languages" in found[0].message and found[0].severity == "warning"
+        assert found[0].line == (6 if text == UNUSED_TRITON else None)

@@ -47,7 +47,7 @@ from kernelscope.daemon.engine.run.gate_output import (
 )
 from kernelscope.daemon.engine.run.scratch import Scratch, scratch_copy
 from kernelscope.daemon.engine.run.warm_worker import WarmWorkers, WorkerLost
-from kernelscope.daemon.engine.workspace.kinds import folder_of
+from kernelscope.daemon.engine.workspace.kinds import folder_of, undeclared_triton_of
 from kernelscope.daemon.engine.workspace.readme import parse_readme_file
 from kernelscope.protocol import kinds
 from kernelscope.protocol.bench import BenchError, BenchResult
@@ -686,6 +686,7 @@ def run_benchmark(
                 gate.messages.append(f"no {resolved.reference} in the workspace: correctness only, no timing")
             return gate
         result = _run_harness(resolved, readme, scratch, cancel, workers)
+    result.messages += undeclared_triton_of(resolved.workspace, readme, resolved.candidate)
     if gate is None:
         return result
     gate_timed = gate.gate is not None and bool(gate.gate.latency_us_by_shape)

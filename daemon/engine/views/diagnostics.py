@@ -44,11 +44,18 @@ class Notice:
     end_column: int | None = None
 
 
-def static_notices(text: str, kind: str | None, whole: bool = False, framework: bool = False) -> list[Notice]:
+def static_notices(
+    text: str,
+    kind: str | None,
+    whole: bool = False,
+    framework: bool = False,
+    undeclared: tuple[int | None, str] | None = None,
+) -> list[Notice]:
     """The static rules (protocol/static_rules.py: KernelBench's and kernelscope's) on the text
     as it is typed, each on its own line; nothing runs. An error is what `kernelscope bench`
     fails as static_check. `framework`: the workspace declares a non-Triton solution (the
-    cache's, or kinds.declared_framework), so the PyTorch-instead-of-Triton rules are off.
+    cache's, or kinds.declared_framework), so the PyTorch-instead-of-Triton rules are off;
+    `undeclared`: its warning where kernel.py or the README says Triton (kinds.undeclared_triton).
     A text that does not parse gets one notice at the error instead:
     every check of kernelscope's stops there, which a Python language server's own syntax
     error does not say (its message is the parser's; this one says what stopped)."""
@@ -61,7 +68,8 @@ def static_notices(text: str, kind: str | None, whole: bool = False, framework: 
     if error is not None:
         message = f"kernelscope's checks and benchmarks are paused until kernel.py parses: {error.message}"
         return [Notice("warning", "does_not_parse", message, error.line, error.column or 0)]
-    return [
+    declared = [Notice("warning", "undeclared-triton", undeclared[1], undeclared[0])] if undeclared else []
+    return declared + [
         Notice(
             "error" if f.severity == "error" else "warning",
             f"static:{f.rule}",

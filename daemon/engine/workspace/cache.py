@@ -186,6 +186,12 @@ class WorkspaceCache:
 
         return declared_framework(self.root, self.readme())
 
+    def undeclared_triton(self, text: str) -> tuple[int | None, str] | None:
+        """A declared framework while kernel.py's `text` or the README says Triton (kinds.py)."""
+        from kernelscope.daemon.engine.workspace.kinds import undeclared_triton
+
+        return undeclared_triton(self.root, self.readme(), text)
+
     def kernels(self) -> KernelScan:
         """kernel.py's kernels. While the saved file does not parse, the kernels of the last
         one that did where they are now (last_parse.py), beside its error: what was measured

@@ -77,6 +77,23 @@ def declared_framework(root: Path, readme: ReadmeInfo | None) -> str | None:
     return kinds.framework_solution(folder_of(root, readme))
 
 
+def undeclared_triton(root: Path, readme: ReadmeInfo | None, text: str) -> tuple[int | None, str] | None:
+    """The warning of protocol/sol_solution.py's `undeclared_triton` for kernel.py's `text`."""
+    from kernelscope.protocol.sol_solution import undeclared_triton as rule
+
+    return rule(declared_framework(root, readme), text, readme.target.framework if readme else None)
+
+
+def undeclared_triton_of(root: Path, readme: ReadmeInfo | None, candidate: Path | None) -> list[str]:
+    """The same warning for a bench result, on the candidate file (default kernel.py)."""
+    try:
+        text = (candidate or root / "kernel.py").read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return []
+    found = undeclared_triton(root, readme, text)
+    return [found[1]] if found else []
+
+
 def folder_of(root: Path, readme: ReadmeInfo | None) -> kinds.Folder:
     """What the kinds rule looks at, with the README's facts filled in."""
     return kinds.Folder(

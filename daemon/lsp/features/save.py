@@ -58,7 +58,8 @@ def static_check(cache: WorkspaceCache, text: str) -> tuple[Notice, ...]:
     from kernelscope.daemon.engine.views.diagnostics import static_notices
 
     try:
-        return tuple(static_notices(text, cache.kind(), framework=cache.framework() is not None))
+        framework, undeclared = cache.framework() is not None, cache.undeclared_triton(text)
+        return tuple(static_notices(text, cache.kind(), framework=framework, undeclared=undeclared))
     except Exception:  # best effort, as the history's check
         log.exception("static check failed for %s", cache.root)
         return ()
