@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
 
+from kernelscope.protocol import workspace_files
 from kernelscope.protocol.sol_solution import framework_solution as sol_framework
 from kernelscope.protocol.text_positions import python_text
 
@@ -52,7 +53,7 @@ class Folder:
         """Names the reference module defines at top level (empty when unreadable)."""
         path = self.reference if self.reference is not None else self.root / "reference.py"
         try:
-            tree = ast.parse(python_text(path.read_text(encoding="utf-8", errors="replace")))
+            tree = ast.parse(python_text(workspace_files.read_text(path, errors="replace")))
         except (OSError, SyntaxError, ValueError):
             return frozenset()
         names: set[str] = set()

@@ -21,6 +21,8 @@ import re
 from pathlib import Path
 from typing import Any
 
+from kernelscope.protocol import workspace_files
+
 SOLUTION = "solution.json"
 # Languages whose kernels are Triton's (TLX is Triton's low-level extensions): launches the
 # harness counts, and the static rules' "a Triton kernel" applies.
@@ -38,7 +40,7 @@ def read_spec(workspace: Path) -> dict[str, Any]:
     if not path.is_file():
         return {}
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
+        data = json.loads(workspace_files.read_text(path))
     except OSError as exc:
         raise SolutionError(f"cannot read solution {path}: {exc}") from exc
     except (json.JSONDecodeError, UnicodeDecodeError) as exc:

@@ -15,6 +15,7 @@ import typer
 
 from kernelscope.daemon.cli import output
 from kernelscope.daemon.cli.options import JsonOpt, OptStr
+from kernelscope.protocol import workspace_files
 
 OptPath = Optional[Path]  # noqa: UP045
 CODE_WIDTH = 48
@@ -39,7 +40,7 @@ def blame_command(
     service = HistoryService(require_workspace(workspace), db_url=db)
     source = file if file is not None else service.root / "kernel.py"
     try:
-        buffer = source.read_text(encoding="utf-8", errors="replace")
+        buffer = workspace_files.read_text(source, errors="replace")
     except OSError as exc:
         raise DataError(f"cannot read {source}: {exc.strerror or exc}") from None
     history = service.history()

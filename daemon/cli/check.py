@@ -19,6 +19,7 @@ import typer
 from kernelscope.daemon.cli import output
 from kernelscope.daemon.cli.options import DbOpt, JsonOpt
 from kernelscope.daemon.engine import counted
+from kernelscope.protocol import workspace_files
 
 OptPath = Optional[Path]  # noqa: UP045
 
@@ -51,7 +52,7 @@ def check_command(
     root = require_workspace(workspace)
     source = file if file is not None else root / "kernel.py"
     try:
-        text = source.read_text(encoding="utf-8", errors="replace")
+        text = workspace_files.read_text(source, errors="replace")
     except OSError as exc:
         raise DataError(f"cannot read {source}: {exc.strerror or exc}") from None
     service = HistoryService(root, db_url=db)

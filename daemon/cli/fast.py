@@ -35,6 +35,7 @@ from kernelscope.daemon.cli import output
 from kernelscope.daemon.engine import DataError, KernelscopeError, UsageError
 from kernelscope.daemon.engine.memory import core
 from kernelscope.daemon.engine.memory.record_edits import parse_assignment, set_path
+from kernelscope.protocol import workspace_files
 from kernelscope.protocol.record_rules import certainly_valid, format_score
 
 TYPE_CHECKING = False  # (typing itself is 2 ms of start-up: annotations only)
@@ -177,7 +178,7 @@ class _Run:
         if not path.is_file():
             return None
         try:
-            kind = readme_lines.primary_kind(path.read_text(encoding="utf-8", errors="replace"))
+            kind = readme_lines.primary_kind(workspace_files.read_text(path, errors="replace"))
         except OSError:
             return core.README_UNREAD
         return core.README_UNREAD if kind == readme_lines.BLOCK_DECIDES else kind

@@ -157,11 +157,13 @@ def test_fast_memory_commands_import_neither_typer_nor_rich_nor_pydantic(
     assert proc.returncode == 0, proc.stderr
     assert not _top(modules) & HEAVY, sorted(_top(modules) & HEAVY)
     assert "kernelscope.daemon.engine.memory.records" not in modules
-    # the record rules and the workspace rule only (stdlib): no pydantic model is built
+    # the record rules, the workspace rule and the one reader of workspace files only (stdlib):
+    # no pydantic model is built
     assert {n for n in modules if n.startswith("kernelscope.protocol")} <= {
         "kernelscope.protocol",
         "kernelscope.protocol.record_rules",
         "kernelscope.protocol.vocabulary",
+        "kernelscope.protocol.workspace_files",
     }
     assert "filelock" not in modules  # the writer's lock is the standard library's flock
     if command[0] != "update":  # (the writer's atomic_io imports typing; a reader needs neither)

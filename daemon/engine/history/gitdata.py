@@ -22,6 +22,7 @@ from kernelscope.daemon.engine.memory.git_place import (
     find_repository,
     git_environment,
 )
+from kernelscope.protocol import workspace_files
 
 GIT_TIMEOUT_S = 120
 EPISODE_BRANCH_PREFIX = "refs/heads/atrex/"  # atrex: atrex/long-eNNNN-<id> per episode
@@ -83,7 +84,7 @@ def _stat(path: Path) -> tuple[int, int] | None:
 
 def _read(path: Path) -> str:
     try:
-        return path.read_text(encoding="utf-8", errors="replace").strip()
+        return workspace_files.read_text(path, errors="replace").strip()
     except OSError:
         return ""
 
@@ -257,7 +258,7 @@ def shallow_commits(paths: Repository) -> frozenset[str]:
     """The commits where a shallow clone's history stops (`shallow`): git shows them without
     parents, so blame gives them every older line too; those lines' origin is unknown."""
     try:
-        text = (paths.common_dir / "shallow").read_text(encoding="utf-8", errors="replace")
+        text = workspace_files.read_text(paths.common_dir / "shallow", errors="replace")
     except OSError:
         return frozenset()
     return frozenset(text.split())

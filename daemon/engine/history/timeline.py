@@ -48,6 +48,7 @@ from kernelscope.daemon.engine.memory.scores import (
 )
 from kernelscope.daemon.engine.workspace import atrex
 from kernelscope.daemon.engine.workspace.workspace import KERNEL_NAME, Workspace
+from kernelscope.protocol import workspace_files
 from kernelscope.protocol.experiment import KernelExperiment
 from kernelscope.protocol.history import ScoreValue, VersionEffect
 from kernelscope.protocol.memory import MemoryRecord, as_float
@@ -697,7 +698,7 @@ def _evaluations(root: Path) -> dict[str, dict[str, Any]]:
         return found
     for path in sorted(episodes.glob("e*/episode_runtime/evaluations.jsonl")):
         try:
-            lines = path.read_text(encoding="utf-8").splitlines()
+            lines = workspace_files.read_text(path).splitlines()
         except OSError:
             continue
         for line in lines:

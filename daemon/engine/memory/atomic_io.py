@@ -41,6 +41,7 @@ from kernelscope.daemon.engine.memory.core import (
     refuse_if_in_the_way,
 )
 from kernelscope.daemon.engine.memory.git_place import find_repository
+from kernelscope.protocol import workspace_files
 
 LOCK_NAME = ".kernelscope.lock"
 ITERATION_LOCK_NAME = ".kernelscope-iteration.lock"
@@ -191,7 +192,7 @@ def _digest(content: bytes | None) -> str | None:
 
 def _read_or_none(path: Path) -> bytes | None:
     try:
-        return path.read_bytes()
+        return workspace_files.read_bytes(path)
     except FileNotFoundError:
         return None
 
@@ -228,7 +229,7 @@ def plan_journal(directory: Path, names: re.Pattern[str]) -> JournalPlan | None:
     if journal.is_symlink() or not_a_file(journal) is not None:  # (never opened: /dev/stdin blocks)
         raise NotOurJournal  # kernelscope writes its journal as a plain file, never a link
     try:
-        data = load_json(journal.read_text(encoding="utf-8"))
+        data = load_json(workspace_files.read_text(journal))
         files = data["files"]
         before = data.get("before")
         if not isinstance(files, dict) or not all(

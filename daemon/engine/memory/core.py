@@ -21,6 +21,7 @@ from pathlib import Path
 from kernelscope.daemon.engine import DataError, UsageError, load_json
 from kernelscope.daemon.engine.memory import atrex_fields
 from kernelscope.daemon.engine.memory.record_edits import get_path
+from kernelscope.protocol import workspace_files
 from kernelscope.protocol.record_rules import (
     RECORD_METRIC,
     as_float,
@@ -146,8 +147,8 @@ def not_a_file(path: Path) -> str | None:
         return f"a link that cannot be followed ({exc.strerror})" if path.is_symlink() else None
     if stat.S_ISREG(mode):
         return None
-    what = "folder" if stat.S_ISDIR(mode) else "special file (a pipe, socket or device)"
-    return f"a link to a {what} ({os.readlink(path)})" if path.is_symlink() else f"a {what}"
+    what = workspace_files.kind_of(mode)  # ("a folder", "a named pipe (FIFO)", "a character device"...)
+    return f"a link to {what} ({os.readlink(path)})" if path.is_symlink() else what
 
 
 def refuse_if_in_the_way(path: Path) -> None:
@@ -185,7 +186,7 @@ def read_file(number: int, path: Path, text: str | None = None) -> RawFile:
     if what is not None:  # (never opened: a pipe would block the read)
         return RawFile(number, path, None, f"{path.name} is {what}, not a record file")
     try:
-        text = path.read_text(encoding="utf-8") if text is None else text
+        text = workspace_files.read_text(path) if text is None else text
         raw = load_json(text)
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
         return RawFile(number, path, None, f"{path.name}: not valid JSON ({exc})")

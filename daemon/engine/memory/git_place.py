@@ -32,6 +32,8 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from kernelscope.protocol import workspace_files
+
 FAILED_REF_PREFIX = "refs/kernelscope/failed/"  # where a failed version's kernel is kept
 
 # How kernelscope runs a git command that reads: `git status` (GIT_OPTIONAL_LOCKS) and `git diff`
@@ -99,7 +101,7 @@ def _git_dir_at(folder: Path) -> Path | bool | None:
     if dot_git.is_dir():
         return dot_git if _is_git_dir(dot_git) else None  # (git passes over a folder that is none)
     try:
-        first = dot_git.read_text(encoding="utf-8", errors="replace").splitlines()[:1]
+        first = workspace_files.read_text(dot_git, errors="replace").splitlines()[:1]
     except OSError:
         return None
     if not first or not first[0].startswith("gitdir:"):
@@ -144,7 +146,7 @@ def find_repository(workspace: Path) -> Repository | None:
             return None
         if isinstance(found, Path):
             try:
-                common = (found / "commondir").read_text(encoding="utf-8").strip()
+                common = workspace_files.read_text(found / "commondir").strip()
             except OSError:
                 common = ""
             below = folder.relative_to(top)

@@ -65,6 +65,7 @@ from kernelscope.daemon.engine.memory.record_edits import (  # the rules the fas
     parse_cli_value,  # noqa: F401 - re-exported: `exp --set` and the fast path's tests use it
     set_path,
 )
+from kernelscope.protocol import workspace_files
 from kernelscope.protocol.commands import MaskHalfResult
 from kernelscope.protocol.memory import (
     MemoryRecord,
@@ -612,7 +613,7 @@ class MemoryManager:
         version; an iteration that measured across one must not take that version: it reads
         the mark when it starts and again before it records (workflows/iterate.py)."""
         try:
-            mark = load_json((self.lock_dir / MASK_HALF_MARK).read_text(encoding="utf-8"))
+            mark = load_json(workspace_files.read_text(self.lock_dir / MASK_HALF_MARK))
         except (OSError, ValueError):
             return None
         return mark if isinstance(mark, dict) else None
@@ -628,7 +629,7 @@ class MemoryManager:
             return lambda: None
         path = self.lock_dir / MASK_HALF_MARK
         try:
-            found: bytes | None = path.read_bytes()
+            found: bytes | None = workspace_files.read_bytes(path)
         except OSError:  # none (or one unreadable, which reads as none: mask_half_mark)
             found = None
         mark = {

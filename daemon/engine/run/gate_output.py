@@ -41,6 +41,7 @@ from pydantic import ValidationError
 from kernelscope.daemon.engine import load_json
 from kernelscope.daemon.engine.memory import atrex_fields
 from kernelscope.daemon.engine.workspace.kinds import atrex_bench_shapes
+from kernelscope.protocol import workspace_files
 from kernelscope.protocol.bench import BenchError, ConfigResult, ErrorKind, GateReport
 
 RESULT_JSON = re.compile(r"^(?P<prefix>.*?)\s*RESULT_JSON=(?P<body>\{.*\})\s*$")
@@ -161,8 +162,8 @@ class Workloads:
         axes: dict[str, dict[str, Any]] = atrex_bench_shapes(workspace) or {}
         path = workspace / "workload.jsonl"
         with contextlib.suppress(OSError, UnicodeDecodeError):
-            if path.is_file() and path.stat().st_size < 64 << 20:
-                for line in path.read_text(encoding="utf-8").splitlines():
+            if path.is_file():  # (one past workspace_files.MAX_FILE_BYTES is not read)
+                for line in workspace_files.read_text(path).splitlines():
                     with contextlib.suppress(json.JSONDecodeError, AttributeError, TypeError):
                         item = load_json(line)
                         uuid = item.get("uuid")

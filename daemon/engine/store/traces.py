@@ -89,6 +89,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from kernelscope.daemon.engine import DataError, counted, load_json
 from kernelscope.daemon.engine.memory.git_place import READ_ONLY_ENV, READ_ONLY_OPTIONS, git_environment
+from kernelscope.protocol import workspace_files
 from kernelscope.protocol.bench import BenchError, BenchResult, ConfigResult
 from kernelscope.protocol.experiment import SUMMARY_MAX_CHARS, KernelExperiment, utc_now_z
 
@@ -299,8 +300,8 @@ def _read_sol(root: Path) -> tuple[str, list[dict[str, Any]]] | None:
     if not (definition.is_file() and workloads.is_file()):
         return None
     try:
-        data = load_json(definition.read_text(encoding="utf-8"))
-        lines = workloads.read_text(encoding="utf-8").splitlines()
+        data = load_json(workspace_files.read_text(definition))
+        lines = workspace_files.read_text(workloads).splitlines()
     except (OSError, ValueError):
         return None
     name = data.get("name") if isinstance(data, dict) else None
@@ -344,7 +345,7 @@ def solution_name(result: BenchResult, root: Path) -> tuple[str, str | None]:
     candidate = Path(result.candidate) if result.candidate else root / "kernel.py"
     name = candidate.name or "kernel.py"
     try:
-        spec = load_json((root / "solution.json").read_text(encoding="utf-8"))
+        spec = load_json(workspace_files.read_text(root / "solution.json"))
         sources = {Path(str(s.get("path", ""))).name for s in spec.get("sources", []) if isinstance(s, dict)}
         if isinstance(spec.get("name"), str) and spec["name"] and name in sources:
             name = spec["name"]

@@ -25,6 +25,7 @@ from kernelscope.daemon.engine.memory.git_place import (
     git_environment,
 )
 from kernelscope.daemon.engine.run.child_limits import stat_fields
+from kernelscope.protocol import workspace_files
 
 _IDENTITY = {
     "GIT_AUTHOR_NAME": "kernelscope",
@@ -290,7 +291,7 @@ class Git:
     def _index_entry(self, path: Path, content: bytes | None) -> str:
         """`update-index --cacheinfo`'s entry for `path` holding `content` (None: the working
         tree's), its object written."""
-        blob = self._hash_bytes(Path(path).read_bytes() if content is None else content)
+        blob = self._hash_bytes(workspace_files.read_bytes(Path(path)) if content is None else content)
         mode = "100755" if os.access(path, os.X_OK) else "100644"
         return f"{mode},{blob},{self.relative(path)}"
 

@@ -36,6 +36,7 @@ from kernelscope.daemon.engine.workflows.probe import kernel_at, last_passing, v
 from kernelscope.daemon.engine.workspace.atrex import refuse_if_supervised, reserved_versions
 from kernelscope.daemon.engine.workspace.kernel_scan import scan_kernel_source
 from kernelscope.daemon.engine.workspace.workspace import Workspace
+from kernelscope.protocol import workspace_files
 from kernelscope.protocol.bench import BenchResult, ConfigResult
 from kernelscope.protocol.commands import IterationResult, StopConditionStatus
 from kernelscope.protocol.experiment import KernelExperiment
@@ -108,7 +109,7 @@ def refuse_recorded_code(root: Path, db_url: str | None = None, measured: bytes 
     another iteration of the same text may have recorded it in the meantime."""
     from kernelscope.daemon.engine.history.service import HistoryService
 
-    data = (root / "kernel.py").read_bytes() if measured is None else measured
+    data = workspace_files.read_bytes(root / "kernel.py") if measured is None else measured
     check = HistoryService(root, db_url=db_url).fingerprint(data.decode("utf-8", errors="replace"))
     lead = check.matches[0] if check.matches else None
     if lead is not None and lead.kind == "identical" and lead.version is not None:
@@ -291,7 +292,7 @@ class Iteration:
             parent_kernel = self._kernel_at(parent_entry, tmp, "parent")
             # The text the measurement starts from (the benchmark copies the workspace first):
             # what is committed and recorded, even if kernel.py is edited while it runs.
-            measured = self.ws.kernel_path.read_bytes()
+            measured = workspace_files.read_bytes(self.ws.kernel_path)
             bench = run_benchmark(
                 BenchRequest(
                     workspace=self.ws.root,
@@ -446,7 +447,7 @@ class Iteration:
 
     def _edited_since(self, measured: bytes) -> bool:
         try:
-            return self.ws.kernel_path.read_bytes() != measured
+            return workspace_files.read_bytes(self.ws.kernel_path) != measured
         except OSError:
             return True  # deleted or unreadable now: the measured text is what is committed
 

@@ -40,6 +40,7 @@ from kernelscope.daemon.engine.workflows.git import Git
 from kernelscope.daemon.engine.workspace.atrex import refuse_if_supervised
 from kernelscope.daemon.engine.workspace.user_config import config_path, state_dir, user_settings
 from kernelscope.daemon.engine.workspace.workspace import README_NAME, Workspace
+from kernelscope.protocol import workspace_files
 from kernelscope.protocol.commands import MaskHalfResult, RestartReport
 from kernelscope.protocol.record_rules import section_get
 from kernelscope.protocol.vocabulary import WORKSPACE_DIRS, WORKSPACE_FILES
@@ -276,7 +277,7 @@ class PartialRestart:
             "memory_files": sorted(e.path.name for e in entries),
             "v0_masked": next((e.masked for e in entries if e.number == 0), False),
             "siblings": sorted(p.name for p in parent.iterdir() if p.is_dir()) if parent.is_dir() else [],
-            "kernel": self.ws.kernel_path.read_text(encoding="utf-8", errors="replace")
+            "kernel": workspace_files.read_text(self.ws.kernel_path, errors="replace")
             if self.ws.kernel_path.is_file()
             else None,
             "head": Git(self.ws.root).head() if Git(self.ws.root).is_repository() else None,

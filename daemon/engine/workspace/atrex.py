@@ -22,6 +22,7 @@ from pathlib import Path
 
 from kernelscope.daemon.engine import DataError, counted, load_json
 from kernelscope.daemon.engine.memory.atrex_fields import as_dict, short_text
+from kernelscope.protocol import workspace_files
 from kernelscope.protocol.workspace import Supervisor
 
 RUNTIME_DIR = ".atrex_long_horizon"
@@ -73,7 +74,7 @@ def live_episode(memory_dir: Path) -> LiveEpisode | None:
     """The running episode from memory/live.json; None when absent, unreadable or recorded."""
     path = memory_dir / LIVE_FILE
     try:
-        data = load_json(path.read_text(encoding="utf-8"))
+        data = load_json(workspace_files.read_text(path))
     except (OSError, ValueError):
         return None
     if not isinstance(data, dict) or data.get("canonical") is True:
@@ -114,7 +115,7 @@ def episode_journals(root: Path) -> list[EpisodeJournal]:
     journals = []
     for path in sorted(episodes.glob("/".join(EPISODE_JOURNAL[2:]))) if episodes.is_dir() else []:
         try:
-            data = load_json(path.read_text(encoding="utf-8"))
+            data = load_json(workspace_files.read_text(path))
         except (OSError, ValueError):
             continue
         if not isinstance(data, dict):
@@ -195,7 +196,7 @@ def reserved_versions(root: Path) -> set[int]:
     if live is not None and live.version and live.version[1:].isdigit():
         reserved.add(int(live.version[1:]))
     try:
-        active = load_json((root / RUNTIME_DIR / ACTIVE_EPISODE_FILE).read_text(encoding="utf-8"))
+        active = load_json(workspace_files.read_text(root / RUNTIME_DIR / ACTIVE_EPISODE_FILE))
     except (OSError, ValueError):
         active = None
     version = active.get("memory_version") if isinstance(active, dict) else None

@@ -34,6 +34,7 @@ from kernelscope.daemon.engine.memory.scores import IncrementalScores, VersionSc
 from kernelscope.daemon.engine.workspace.atrex import LIVE_FILE, is_supervisor_path
 from kernelscope.daemon.engine.workspace.last_parse import LastParse
 from kernelscope.daemon.engine.workspace.workspace import KERNEL_NAME, README_NAME, Workspace
+from kernelscope.protocol import workspace_files
 from kernelscope.protocol.workspace import KernelScan, ReadmeInfo
 
 if TYPE_CHECKING:
@@ -202,7 +203,7 @@ class WorkspaceCache:
     def _scan_kernels(self) -> KernelScan:
         path = self.workspace.kernel_path
         try:
-            text = path.read_text(encoding="utf-8", errors="replace")
+            text = workspace_files.read_text(path, errors="replace")
         except OSError:
             return self.workspace.kernels()  # (its error says why)
         return self.saved_parse.scan(text, str(path))[0]

@@ -11,6 +11,7 @@ import re
 from pathlib import Path
 
 from kernelscope.protocol.vocabulary import WORKSPACE_DIRS, WORKSPACE_FENCE, WORKSPACE_FILES, WORKSPACE_README
+from kernelscope.protocol.workspace_files import not_regular, read_text
 
 TYPE_CHECKING = False  # typing is 2-3 ms of the CLI fast path's start-up: annotations only
 if TYPE_CHECKING:
@@ -30,15 +31,25 @@ def is_optimization_workspace(path: Path) -> bool:
         return False
     if any((path / name).is_dir() for name in WORKSPACE_DIRS):
         return True
+    return _readme_fence(path) is None
+
+
+def _readme_fence(path: Path) -> str | None:
+    """None when the folder's README has a line opening the tagged fence; otherwise why not, in
+    words: a README that is no regular file (a pipe, /dev/stdin) or cannot be read says so,
+    and is never opened (protocol/workspace_files.py)."""
+    readme = path / WORKSPACE_README
     try:
-        with (path / WORKSPACE_README).open(encoding="utf-8", errors="replace") as handle:
-            for line in handle:
-                match = _FENCE_OPENING.match(line)
-                if match and match.group(2) == WORKSPACE_FENCE:
-                    return True
-    except OSError:
-        return False
-    return False
+        text = read_text(readme, errors="replace")
+    except FileNotFoundError:
+        return f"no {WORKSPACE_README} with a ```{WORKSPACE_FENCE} block"
+    except OSError as exc:
+        return f"{WORKSPACE_README} cannot be read: {exc.strerror or exc}"
+    for line in text.splitlines():
+        match = _FENCE_OPENING.match(line)
+        if match and match.group(2) == WORKSPACE_FENCE:
+            return None
+    return f"no {WORKSPACE_README} with a ```{WORKSPACE_FENCE} block"
 
 
 def missing_parts(path: Path, need: Need = "workspace") -> list[str]:
@@ -64,13 +75,21 @@ def _missing_parts(path: Path, need: Need) -> list[str]:
         return [] if has_memory else [f"no {WORKSPACE_DIRS[0]}/"]
     if need == "history" and has_memory:
         return []
-    missing = [f"no {name}" for name in WORKSPACE_FILES if not (path / name).is_file()]
+    missing = [_no_file(path, name) for name in WORKSPACE_FILES if not (path / name).is_file()]
     if need == "kernel":
         return missing
-    if not is_optimization_workspace(path) and not missing:
-        dirs = " or ".join(f"{name}/" for name in WORKSPACE_DIRS)
-        missing.append(f"no {dirs} and no {WORKSPACE_README} with a ```{WORKSPACE_FENCE} block")
+    if not missing and not has_memory:
+        why = _readme_fence(path)
+        if why is not None:
+            dirs = " or ".join(f"{name}/" for name in WORKSPACE_DIRS)
+            missing.append(f"no {dirs} and {why}")
     return missing
+
+
+def _no_file(path: Path, name: str) -> str:
+    """A required file the folder lacks, in words: none there, or what stands in its place."""
+    what = not_regular(path / name)
+    return f"{name} is {what}, not a regular file" if what is not None else f"no {name}"
 
 
 # What to do about it, said once, in the one error, in the words of the surface that says it:

@@ -14,6 +14,7 @@ from collections.abc import Iterator
 from functools import lru_cache
 from pathlib import Path
 
+from kernelscope.protocol import workspace_files
 from kernelscope.protocol.text_positions import python_text, source_lines
 from kernelscope.protocol.workspace import KernelInfo, KernelScan, SourceError
 
@@ -39,7 +40,7 @@ def too_large(source: str) -> str | None:
 def scan_kernel_file(path: Path) -> KernelScan:
     """Scan a kernel file; a missing or unparsable file yields `error`, never an exception."""
     try:
-        source = path.read_text(encoding="utf-8", errors="replace")
+        source = workspace_files.read_text(path, errors="replace")
     except OSError as exc:
         return KernelScan(
             path=str(path),

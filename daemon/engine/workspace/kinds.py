@@ -15,7 +15,7 @@ from typing import Any
 
 from kernelscope.daemon.engine import load_json
 from kernelscope.daemon.engine.workspace import atrex
-from kernelscope.protocol import kinds
+from kernelscope.protocol import kinds, workspace_files
 from kernelscope.protocol.workspace import ReadmeInfo, TargetSource, WorkspaceProfile
 
 SHAPES_FILE = "shapes.json"  # Atrex-Bench's workloads: shape id -> {input_kwargs, ...}
@@ -39,7 +39,6 @@ PRIVATE_WORKLOADS = (
     "cases in atrex's sandbox; shape ids are opaque"
 )
 NO_TARGETS = "no targets stated"
-_MAX_WORKLOAD_FILE = 64 << 20  # a larger workload file is not a list of shapes: not read
 
 
 def atrex_bench_shapes(root: Path) -> dict[str, dict[str, Any]] | None:
@@ -48,8 +47,8 @@ def atrex_bench_shapes(root: Path) -> dict[str, dict[str, Any]] | None:
     reader of it: the profile counts its entries, the gate names configurations by them."""
     path = root / SHAPES_FILE
     with contextlib.suppress(OSError, UnicodeDecodeError, json.JSONDecodeError):
-        if path.is_file() and path.stat().st_size < _MAX_WORKLOAD_FILE:
-            found = load_json(path.read_text(encoding="utf-8"))
+        if path.is_file():  # (one past workspace_files.MAX_FILE_BYTES is not read)
+            found = load_json(workspace_files.read_text(path))
             if isinstance(found, dict):
                 return {str(sid): _input_kwargs(shape) for sid, shape in found.items()}
     return None
@@ -109,7 +108,7 @@ def _workload_count(root: Path, kind: str) -> tuple[int | None, str | None]:
     Atrex-Bench's `shapes.json` entries), or None, and why when they exist but are not here."""
     if kind == "sol-execbench":
         try:
-            text = (root / "workload.jsonl").read_text(encoding="utf-8")
+            text = workspace_files.read_text(root / "workload.jsonl")
         except OSError:
             return None, None
         return sum(1 for line in text.splitlines() if line.strip()), None
@@ -124,7 +123,7 @@ def _workload_count(root: Path, kind: str) -> tuple[int | None, str | None]:
 
 def _json_object(path: Path) -> dict[str, Any]:
     try:
-        data = load_json(path.read_text(encoding="utf-8"))
+        data = load_json(workspace_files.read_text(path))
     except (OSError, ValueError):
         return {}
     return data if isinstance(data, dict) else {}
@@ -153,7 +152,7 @@ def _problem_dtype(root: Path, kind: str) -> str | None:
 def _config_stop_conditions(root: Path) -> list[TargetSource]:
     """Stop-like settings a `config.json` states (iterations limits and the like)."""
     try:
-        data = load_json((root / "config.json").read_text(encoding="utf-8"))
+        data = load_json(workspace_files.read_text(root / "config.json"))
     except (OSError, ValueError):
         return []
     if not isinstance(data, dict):
@@ -177,7 +176,11 @@ def targets_digest(root: Path, readme: ReadmeInfo | None) -> tuple[str, list[str
     for name in GROUND_TRUTH_FILES:
         path = root / name
         if path.is_file():
-            hasher.update(name.encode() + b"\0" + hashlib.sha256(path.read_bytes()).hexdigest().encode())
+            try:
+                digest = hashlib.sha256(workspace_files.read_bytes(path)).hexdigest()
+            except OSError as exc:  # (too large, or swapped for a pipe: its refusal is hashed)
+                digest = f"unread: {exc.strerror}"
+            hasher.update(name.encode() + b"\0" + digest.encode())
             sources.append(name)
     if not sources:
         hasher.update(NO_TARGETS.encode())

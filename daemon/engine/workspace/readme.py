@@ -24,6 +24,7 @@ from pydantic import ValidationError
 
 from kernelscope.daemon.engine import load_json
 from kernelscope.daemon.engine.workspace import readme_lines as lines_of
+from kernelscope.protocol import workspace_files
 from kernelscope.protocol.workspace import (
     Comparator,
     CorrectnessThreshold,
@@ -86,7 +87,7 @@ _BOLD_LEAD = re.compile(r"^\*\*(.+?)\*\*")
 def parse_readme_file(path: Path) -> ReadmeInfo:
     """Parse README.md at `path`; a missing or unreadable file is an error on the result."""
     try:
-        text = path.read_text(encoding="utf-8", errors="replace")
+        text = workspace_files.read_text(path, errors="replace")
     except OSError as exc:
         return ReadmeInfo(path=str(path), errors=[f"cannot read {path}: {exc.strerror or exc}"])
     return parse_readme(text, str(path))

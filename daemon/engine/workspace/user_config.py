@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from kernelscope.daemon.engine import DataError, UsageError
+from kernelscope.protocol import workspace_files
 
 if TYPE_CHECKING:
     from kernelscope.protocol.settings import FolderSettings, UserSettings
@@ -47,12 +48,12 @@ def state_dir(part: str) -> Path:
 def user_config() -> dict[str, Any]:
     """The file's settings ({} when there is none); DataError naming the file when unreadable."""
     path = config_path()
-    if not path.is_file():
-        return {}
     try:
-        return tomllib.loads(path.read_text(encoding="utf-8"))
-    except (OSError, tomllib.TOMLDecodeError) as exc:
-        raise DataError(f"cannot read config file {path}: {exc}") from None
+        return tomllib.loads(workspace_files.read_text(path))
+    except (FileNotFoundError, NotADirectoryError):
+        return {}
+    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
+        raise DataError(f"cannot read config file {path}: {getattr(exc, 'strerror', None) or exc}") from None
 
 
 def user_settings(warn: Callable[[str], object]) -> tuple[UserSettings, FolderSettings]:

@@ -4,6 +4,7 @@ git repository the workspace lives in."""
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -86,7 +87,9 @@ class Workspace:
         warnings: list[str] = []
         if not self.root.is_dir():
             warnings.append(f"workspace {self.root} does not exist")
-        readme = self.readme() if self.readme_path.is_file() else None
+        # (one that is there but no regular file, a pipe or /dev/stdin, is read as unreadable: its
+        # error names what it is, workspace_files.py)
+        readme = self.readme() if os.path.lexists(self.readme_path) else None
         if readme is None:
             warnings.append(f"no {README_NAME} in {self.root}: targets and stop conditions unknown")
         else:

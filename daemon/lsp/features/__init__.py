@@ -20,6 +20,7 @@ from lsprotocol import types
 from pygls.workspace.position_codec import PositionCodec
 
 from kernelscope.daemon.lsp.state import WorkspaceView
+from kernelscope.protocol import workspace_files
 
 if TYPE_CHECKING:  # (engine and models load with the first request, not at start-up)
     from kernelscope.daemon.engine.workspace.last_parse import LineMap
@@ -49,7 +50,7 @@ class Document:
         if self.buffer is not None:
             return self.buffer
         try:
-            return self.view.cache.workspace.kernel_path.read_text(encoding="utf-8", errors="replace") or None
+            return workspace_files.read_text(self.view.cache.workspace.kernel_path, errors="replace") or None
         except OSError:
             return None
 

@@ -26,6 +26,7 @@ from lsprotocol import types
 
 from kernelscope.daemon.lsp import notify
 from kernelscope.daemon.lsp.state import WorkspaceState
+from kernelscope.protocol import workspace_files
 
 if TYPE_CHECKING:
     from kernelscope.daemon.engine.views.diagnostics import Notice
@@ -182,7 +183,10 @@ async def kernel_changed(ls: KernelscopeServer, ws: WorkspaceState, text: str | 
     """A saved text (didSave, or the file rewritten on disk): checked, then measured unless it
     is a recorded version's code."""
     if text is None:
-        text = ws.kernel_path.read_text(encoding="utf-8", errors="replace")
+        try:
+            text = workspace_files.read_text(ws.kernel_path, errors="replace")
+        except OSError:
+            return  # (gone, or no regular file: the watcher's rescan lets the workspace go)
     digest = _saved_text_arrived(ls, ws, text)
     if digest is None:
         return
@@ -290,7 +294,7 @@ def did_close(ls: KernelscopeServer, params: types.DidCloseTextDocumentParams) -
     ls.jobs.cancel_typing(ws.kernel_path)
     ws.cache.buffer_parse.forget()
     try:
-        text = ws.kernel_path.read_text(encoding="utf-8", errors="replace")
+        text = workspace_files.read_text(ws.kernel_path, errors="replace")
     except OSError:
         return  # (gone: the watcher's rescan lets the workspace go)
     ls.jobs.spawn(check(ls, ws, text))
@@ -337,7 +341,7 @@ def on_disk_change(ls: KernelscopeServer, root: Path, paths: set[str]) -> None:
         text = digest = None
         if "kernel" in sources:  # an agent rewrote it: the same check as a save
             try:
-                text = ws.kernel_path.read_text(encoding="utf-8", errors="replace")
+                text = workspace_files.read_text(ws.kernel_path, errors="replace")
             except OSError:
                 text = None  # (gone: the rescan let the workspace go)
             # arrived before the publication below: the previous text's notices are not in it
