@@ -98,12 +98,13 @@ async def check(ls: KernelscopeServer, ws: WorkspaceState, text: str, publish: b
             from kernelscope.daemon.engine.views.diagnostics import untrusted_notice
             from kernelscope.protocol.settings import distrust
 
-            ws.untrusted_said = True  # said once per session, as a diagnostic; the lens keeps saying it
+            # said once per session, as a diagnostic (the lens keeps saying it): by every
+            # check until a publication carries it (WorkspaceState.notices_published)
             why = distrust(ls.state.user, ws.root, ls.state.trust_source)
             ws.checked_extra = (untrusted_notice(str(ws.root), why),) if why else ()
         if not again:
             ls.jobs.spawn(_check_static(ls, ws, text))
-    else:
+    elif ws.untrusted_said:
         ws.checked_extra = ()  # a second report of the text: the one-time notice is not repeated
     while ws.checked_notices is None:  # the same text's check is under way (a second report)
         await asyncio.sleep(0.01)

@@ -1,0 +1,108 @@
+"""Orderings of texts arriving around a save's check and publication, made certain with the
+real handlers and a stand-in for the server (as tests/lsp/test_save_races.py): a second text
+arriving between the first text's verdict and its publication (the parse on the pool), or
+while the first text's history check runs on the pool."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from kernelscope.daemon.engine.views.diagnostics import Notice
+from kernelscope.daemon.lsp import notify
+from kernelscope.daemon.lsp.features import save
+from kernelscope.daemon.lsp.state import ServerState, WorkspaceState
+
+
+class _Jobs:
+    def spawn(self, coroutine: Any) -> None:
+        coroutine.close()  # the static rules' step: not what these tests follow
+
+    def probe_in_flight(self, ws: Any) -> bool:
+        return False
+
+    def schedule_probe(self, ws: Any) -> None:
+        pass
+
+
+class _Server:
+    """What the save handlers use of KernelscopeServer; `on_parse` runs while the pool parses
+    the saved text (between its verdict and its publication)."""
+
+    def __init__(self, state: ServerState) -> None:
+        self.state = state
+        self.jobs = _Jobs()
+        self.client_capabilities = None
+        self.on_parse: Any = None
+
+    async def off_loop(self, call: Any, *args: Any) -> Any:
+        if call is save._parses and self.on_parse is not None:
+            hook, self.on_parse = self.on_parse, None
+            hook()
+        return call(*args)
+
+
+def _verdicts(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """Each text's verdict names it; the texts checked, in order."""
+    checked: list[str] = []
+
+    def history_check(cache: Any, text: str) -> tuple[tuple[Notice, ...], bool]:
+        checked.append(text)
+        return (Notice("information", "near_tried", f"verdict of {text}"),), False
+
+    monkeypatch.setattr(save, "history_check", history_check)
+    return checked
+
+
+def _publications(monkeypatch: pytest.MonkeyPatch) -> list[list[str]]:
+    """What each publication carried (codes), marking it published as notify does."""
+    published: list[list[str]] = []
+
+    def workspace_changed(ls: Any, ws: WorkspaceState, *sources: str) -> None:
+        published.append([n.code for n in ws.notices])
+        ws.notices_published()
+
+    monkeypatch.setattr(notify, "workspace_changed", workspace_changed)
+    return published
+
+
+def test_the_not_trusted_notice_is_said_once_even_when_a_second_text_drops_it_unpublished(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Untrusted, re-benchmark on save on: A's check says "re-benchmark on save is off", but B
+    arrives (the watcher's report of the agent's next write) before A's publication, dropping
+    A's notices with it. Before: the notice counted as said at A's check, so B's check left it
+    out and no publication ever carried it ([[], [], ['near_tried']]): the model never learnt
+    that nothing would be measured. It is said once: by the first publication that carries it."""
+    ws = WorkspaceState(tmp_path, object)  # type: ignore[arg-type]
+    ws.settings = ws.settings.__class__(bench_on_save=True)  # no `trusted`: runs_on_save False
+    assert not ws.settings.runs_on_save
+    _verdicts(monkeypatch)
+    published = _publications(monkeypatch)
+    ls = _Server(ServerState())
+
+    async def run() -> None:
+        digest_a = save._saved_text_arrived(ls, ws, "A = 1\n")  # type: ignore[arg-type]
+        assert digest_a is not None
+        arrived: list[str] = []
+
+        def b_arrives() -> None:  # what on_disk_change.handle does with the next write
+            digest_b = save._saved_text_arrived(ls, ws, "B = 2\n")  # type: ignore[arg-type]
+            assert digest_b is not None
+            arrived.append(digest_b)
+            notify.workspace_changed(ls, ws, "kernel")  # type: ignore[arg-type]
+
+        ls.on_parse = b_arrives
+        await save._saved_text_checked(ls, ws, "A = 1\n", digest_a)  # type: ignore[arg-type]
+        await save._saved_text_checked(ls, ws, "B = 2\n", arrived[0])  # type: ignore[arg-type]
+        digest_c = save._saved_text_arrived(ls, ws, "C = 3\n")  # type: ignore[arg-type]
+        assert digest_c is not None
+        await save._saved_text_checked(ls, ws, "C = 3\n", digest_c)  # type: ignore[arg-type]
+
+    asyncio.run(run())
+    said = [p for p in published if "bench_on_save_off" in p]
+    assert said == [["near_tried", "bench_on_save_off"]], published
+    assert published[-1] == ["near_tried"], published  # C's: not said again
