@@ -108,6 +108,7 @@ class WorkspaceState:
     checked_extra: tuple[Notice, ...] = ()  # the one-time "not trusted" notice, while none was published
     notices: tuple[Notice, ...] = ()
     notices_text: str | None = None  # the text `notices` are about (text_arrived)
+    arrived: str | None = None  # the latest text that arrived: only its check settles `notices`
     untrusted_said: bool = False  # a publication carried it (notices_published)
     warm_started: bool = False  # lens texts and history read on the first open of kernel.py, not at start-up
     lint_uris: frozenset[str] = frozenset()  # problem files holding the last probe's lint diagnostics
@@ -196,7 +197,9 @@ class WorkspaceState:
         what the check said of another text is no longer said, also not by a publication made
         before this text's own check ends (a probe's progress, the save's refresh). Editors
         replace a publication with the next, but Claude Code delivers every publication since
-        the agent's edit: the previous text's notices would reach it as this text's."""
+        the agent's edit: the previous text's notices would reach it as this text's. An older
+        text's check ending after this arrival settles nothing (features/save.py `_settle`)."""
+        self.arrived = text
         if text != self.notices_text:
             self.notices, self.notices_text = (), None
 

@@ -106,3 +106,57 @@ def test_the_not_trusted_notice_is_said_once_even_when_a_second_text_drops_it_un
     said = [p for p in published if "bench_on_save_off" in p]
     assert said == [["near_tried", "bench_on_save_off"]], published
     assert published[-1] == ["near_tried"], published  # C's: not said again
+
+
+def test_an_older_texts_check_ending_after_a_newer_text_arrived_settles_nothing(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The watcher's handle(): B arrives (its check spawned, to run a loop turn later) while
+    A's history check runs on the pool. Before: A's check, ending in between, put A's verdict
+    back as what a publication now says, with B on disk."""
+    ws = WorkspaceState(tmp_path, object)  # type: ignore[arg-type]
+    ls = _Server(ServerState())
+    checked = _verdicts(monkeypatch)
+    published = _publications(monkeypatch)
+
+    def history_check(cache: Any, text: str) -> tuple[tuple[Notice, ...], bool]:
+        if text == "A = 1\n":
+            save._saved_text_arrived(ls, ws, "B = 2\n")  # type: ignore[arg-type]  # (B's check not started)
+        return verdict(cache, text)
+
+    verdict = save.history_check
+    monkeypatch.setattr(save, "history_check", history_check)
+
+    async def run() -> None:
+        digest_a = save._saved_text_arrived(ls, ws, "A = 1\n")  # type: ignore[arg-type]
+        assert digest_a is not None
+        await save._saved_text_checked(ls, ws, "A = 1\n", digest_a)  # type: ignore[arg-type]
+
+    asyncio.run(run())
+    assert checked == ["A = 1\n"]
+    assert not ws.notices and published == [], (ws.notices, published)
+
+
+def test_a_records_verdict_again_waits_for_a_newer_texts_check(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A record (memory/ changed) asks for the checked text A's verdict again; B arrived from
+    the watcher before that runs, its check not started yet. Before: A was checked again and
+    its verdict published, with B on disk."""
+    ws = WorkspaceState(tmp_path, object)  # type: ignore[arg-type]
+    ls = _Server(ServerState())
+    checked = _verdicts(monkeypatch)
+    published = _publications(monkeypatch)
+    monkeypatch.setattr(save, "RECORD_REST_S", 0.0)
+
+    async def run() -> None:
+        digest_a = save._saved_text_arrived(ls, ws, "A = 1\n")  # type: ignore[arg-type]
+        assert digest_a is not None
+        await save._saved_text_checked(ls, ws, "A = 1\n", digest_a)  # type: ignore[arg-type]
+        ws.checked = None  # what history_changed does on a record
+        assert save._saved_text_arrived(ls, ws, "B = 2\n") is not None  # type: ignore[arg-type]
+        del published[:], checked[:]
+        await save._verdict_again(ls, ws, "A = 1\n")  # type: ignore[arg-type]
+
+    asyncio.run(run())
+    assert checked == [] and published == [] and not ws.notices, (checked, published, ws.notices)

@@ -112,7 +112,8 @@ async def check(ls: KernelscopeServer, ws: WorkspaceState, text: str, publish: b
             return None
     codes = ", ".join(n.code for n in ws.checked_notices)
     log.info("kernelscope check of %s: %s", ws.root.name, codes or "new code")
-    _settle(ws, text)
+    if not _settle(ws, text):
+        return None  # a newer text arrived (a save, the watcher) before this check ended: its check decides
     if publish:
         notify.workspace_changed(ls, ws)
     return ws.checked_identical
@@ -131,8 +132,8 @@ async def _check_static(ls: KernelscopeServer, ws: WorkspaceState, text: str) ->
     if ws.checked_text != text:
         return  # a newer text's check owns the diagnostics now
     ws.checked_static = static
-    if static and ws.checked_notices is not None:  # (none: the verdict's publication said everything)
-        _settle(ws, text)
+    # (no notices: the verdict's publication said everything; not settled: a newer text arrived)
+    if static and ws.checked_notices is not None and _settle(ws, text):
         notify.workspace_changed(ls, ws)
 
 
@@ -151,8 +152,8 @@ def history_changed(ls: KernelscopeServer, ws: WorkspaceState) -> None:
 
 async def _verdict_again(ls: KernelscopeServer, ws: WorkspaceState, text: str) -> None:
     await asyncio.sleep(RECORD_REST_S)
-    if ws.checked is not None or ws.checked_text != text:
-        return  # checked since (the verdict of a record of the same burst), or a newer text's is
+    if ws.checked is not None or ws.checked_text != text or ws.arrived != text:
+        return  # checked since (a record of the same burst), or a newer text's check is (or is to come)
     was_identical = ws.checked_identical
     identical = await check(ls, ws, text, publish=False)
     if identical is None:
@@ -171,11 +172,15 @@ def _recorded(ls: KernelscopeServer, ws: WorkspaceState) -> None:
     ws.already_measured()
 
 
-def _settle(ws: WorkspaceState, text: str) -> None:
+def _settle(ws: WorkspaceState, text: str) -> bool:
     """What the diagnostics say of `text` from now on: the verdict, the static findings, a
-    one-time notice."""
+    one-time notice; nothing (False) once another text arrived (WorkspaceState.text_arrived):
+    an older text's check ending after it must not put its verdict back."""
+    if text != ws.arrived:
+        return False
     ws.notices = (*(ws.checked_notices or ()), *ws.checked_static, *ws.checked_extra)
     ws.notices_text = text
+    return True
 
 
 async def kernel_changed(ls: KernelscopeServer, ws: WorkspaceState, text: str | None) -> None:
