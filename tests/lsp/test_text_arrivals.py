@@ -28,6 +28,24 @@ class _Jobs:
         pass
 
 
+class _ProbingJobs(_Jobs):
+    """A trusted workspace's jobs: a saved new text's probe is scheduled (and in flight)."""
+
+    def __init__(self) -> None:
+        self.probes = 0
+        self.spawned: list[str] = []
+
+    def spawn(self, coroutine: Any) -> None:
+        self.spawned.append(coroutine.__name__)
+        coroutine.close()
+
+    def probe_in_flight(self, ws: Any) -> bool:
+        return self.probes > 0
+
+    def schedule_probe(self, ws: Any) -> None:
+        self.probes += 1
+
+
 class _Server:
     """What the save handlers use of KernelscopeServer; `on_parse` runs while the pool parses
     the saved text (between its verdict and its publication)."""
@@ -160,3 +178,36 @@ def test_a_records_verdict_again_waits_for_a_newer_texts_check(
 
     asyncio.run(run())
     assert checked == [] and published == [] and not ws.notices, (checked, published, ws.notices)
+
+
+@pytest.mark.parametrize("eol", ["\r\n", "\n"])
+def test_the_watchers_report_of_a_saved_crlf_file_is_the_same_text(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, eol: str
+) -> None:
+    """An editor saves a CRLF file (VS Code on a file written on Windows): didSave sends the
+    buffer's text, CRLF, and the watcher then reports the file. Before: the watcher read it
+    with universal newlines (LF), a second, different text: its arrival published nothing (an
+    empty blink) and a second check was spawned (trusted: a second probe) at every save."""
+    text = eol.join(["A = 1", "B = 2", ""])
+    (tmp_path / "kernel.py").write_bytes(text.encode())
+    ws = WorkspaceState(tmp_path, object)  # type: ignore[arg-type]
+    _verdicts(monkeypatch)
+    published = _publications(monkeypatch)
+    state = ServerState()
+    state.workspaces[ws.root] = ws
+    monkeypatch.setattr(state, "on_loop", lambda callback: callback())  # (the watcher's thread hands over)
+    monkeypatch.setattr(state, "rescan", lambda: None)  # (the folder is a workspace still)
+    ls = _Server(state)
+    ls.jobs = jobs = _ProbingJobs()
+
+    async def run() -> None:
+        digest = save._saved_text_arrived(ls, ws, text)  # type: ignore[arg-type]  # didSave's text
+        assert digest is not None
+        await save._saved_text_checked(ls, ws, text, digest)  # type: ignore[arg-type]
+
+    asyncio.run(run())
+    verdict = published[-1]
+    assert "near_tried" in verdict and jobs.probes == 1, published
+    del published[:], jobs.spawned[:]
+    save.on_disk_change(ls, ws.root, {"kernel.py"})  # type: ignore[arg-type]  # the watcher's report of the save
+    assert jobs.spawned == [] and published == [verdict], (jobs.spawned, published)

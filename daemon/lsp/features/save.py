@@ -64,6 +64,15 @@ def static_check(cache: WorkspaceCache, text: str) -> tuple[Notice, ...]:
         return ()
 
 
+def saved_text(ws: WorkspaceState) -> str:
+    """kernel.py's text as it is on disk, line endings kept: an editor's didSave sends the
+    buffer's text, CRLF for a CRLF file, and a copy read with universal newlines would be
+    another text (a second check, an empty publication and, trusted, a second probe at every
+    save). The one read of the file the save flow compares with the buffer's; OSError when it
+    cannot be read."""
+    return ws.kernel_path.read_bytes().decode("utf-8", errors="replace")
+
+
 def _digest(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8", errors="replace")).hexdigest()
 
@@ -187,7 +196,7 @@ async def kernel_changed(ls: KernelscopeServer, ws: WorkspaceState, text: str | 
     """A saved text (didSave, or the file rewritten on disk): checked, then measured unless it
     is a recorded version's code."""
     if text is None:
-        text = ws.kernel_path.read_text(encoding="utf-8", errors="replace")
+        text = saved_text(ws)
     digest = _saved_text_arrived(ls, ws, text)
     if digest is None:
         return
@@ -295,7 +304,7 @@ def did_close(ls: KernelscopeServer, params: types.DidCloseTextDocumentParams) -
     ls.jobs.cancel_typing(ws.kernel_path)
     ws.cache.buffer_parse.forget()
     try:
-        text = ws.kernel_path.read_text(encoding="utf-8", errors="replace")
+        text = saved_text(ws)
     except OSError:
         return  # (gone: the watcher's rescan lets the workspace go)
     ls.jobs.spawn(check(ls, ws, text))
@@ -342,7 +351,7 @@ def on_disk_change(ls: KernelscopeServer, root: Path, paths: set[str]) -> None:
         text = digest = None
         if "kernel" in sources:  # an agent rewrote it: the same check as a save
             try:
-                text = ws.kernel_path.read_text(encoding="utf-8", errors="replace")
+                text = saved_text(ws)
             except OSError:
                 text = None  # (gone: the rescan let the workspace go)
             # arrived before the publication below: the previous text's notices are not in it
