@@ -193,12 +193,17 @@ def _settle(ws: WorkspaceState, text: str) -> bool:
 
 
 async def kernel_changed(ls: KernelscopeServer, ws: WorkspaceState, text: str | None) -> None:
-    """A saved text (didSave, or the file rewritten on disk): checked, then measured unless it
-    is a recorded version's code."""
+    """A saved text (didSave: the buffer's; the watcher's report of a rewrite on disk goes
+    through on_disk_change): checked, then measured unless it is a recorded version's code."""
     if text is None:
         text = saved_text(ws)
     digest = _saved_text_arrived(ls, ws, text)
     if digest is None:
+        if ws.notices_text != text and ws.checking_kernel != _digest(text):
+            # Handled already, but what is published is another text's: the buffer's, typed
+            # and put back (an undo, then a save within the typing rest, which cancels the
+            # buffer's check). The saved text is the buffer's: its verdict, nothing more.
+            await check(ls, ws, text)
         return
     notify.workspace_changed(ls, ws, "kernel")
     await _saved_text_checked(ls, ws, text, digest)
