@@ -42,6 +42,7 @@ def workspace_changed(ls: KernelscopeServer, ws: WorkspaceState, *sources: Sourc
     found = diagnostics(ws, ls.workspace.position_codec)
     kernel_uri = ws.kernel_path.as_uri()
     ls.text_document_publish_diagnostics(types.PublishDiagnosticsParams(uri=kernel_uri, diagnostics=found))
+    ws.notices_published()
     lint = problem_diagnostics(ws)
     for uri in sorted(ws.lint_uris - set(lint)):  # a problem file the last probe found nothing in
         ls.text_document_publish_diagnostics(types.PublishDiagnosticsParams(uri=uri, diagnostics=[]))

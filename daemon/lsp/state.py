@@ -105,10 +105,11 @@ class WorkspaceState:
     checked_notices: tuple[Notice, ...] | None = None
     checked_identical: bool = False
     checked_static: tuple[Notice, ...] = ()  # the static rules' findings, published second
-    checked_extra: tuple[Notice, ...] = ()  # the one-time "not trusted" notice, when this check said it
+    checked_extra: tuple[Notice, ...] = ()  # the one-time "not trusted" notice, while none was published
     notices: tuple[Notice, ...] = ()
     notices_text: str | None = None  # the text `notices` are about (text_arrived)
-    untrusted_said: bool = False
+    arrived: str | None = None  # the latest text that arrived: only its check settles `notices`
+    untrusted_said: bool = False  # a publication carried it (notices_published)
     warm_started: bool = False  # lens texts and history read on the first open of kernel.py, not at start-up
     lint_uris: frozenset[str] = frozenset()  # problem files holding the last probe's lint diagnostics
     # The user's write under way here that is no job (a maskHalf, on the command pool): set
@@ -196,9 +197,18 @@ class WorkspaceState:
         what the check said of another text is no longer said, also not by a publication made
         before this text's own check ends (a probe's progress, the save's refresh). Editors
         replace a publication with the next, but Claude Code delivers every publication since
-        the agent's edit: the previous text's notices would reach it as this text's."""
+        the agent's edit: the previous text's notices would reach it as this text's. An older
+        text's check ending after this arrival settles nothing (features/save.py `_settle`)."""
+        self.arrived = text
         if text != self.notices_text:
             self.notices, self.notices_text = (), None
+
+    def notices_published(self) -> None:
+        """A publication carried `notices`: the one-time "not trusted" notice among them is
+        said. Not before: a text that arrived first dropped it with that text's notices
+        (text_arrived), and the next check says it (features/save.py)."""
+        if self.checked_extra and self.checked_extra[0] in self.notices:
+            self.untrusted_said = True
 
     def probe_finished(self, result: BenchResult, measured: str | None) -> None:
         """A probe ended; `measured` is `kernel_digest` when it started. A text saved since

@@ -204,7 +204,7 @@ def test_the_file_lens_names_an_unreadable_memory_file(tmp_path: Path) -> None:
     assert "unreadable" not in file_lens(workspace)
     (ws / "memory" / "v2.json").write_text('{"version": "v2", "masked": tru')
     text = file_lens(workspace)
-    assert text.endswith("| unreadable: v2.json (kernelscope memory list says why)"), text
+    assert text.endswith("| memory/v2.json cannot be read (`kernelscope memory list` says why)"), text
 
 
 def test_lenses_never_name_a_masked_version_best_or_latest(tmp_path: Path) -> None:

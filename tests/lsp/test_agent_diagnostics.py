@@ -496,3 +496,40 @@ async def test_a_probes_verdict_is_not_said_of_a_later_text(trust: Path, client:
     )
     titles = [lens.command.title for lens in lenses or [] if lens.command]
     assert any("last probe: PASS" in t and "(stale)" in t for t in titles), titles
+
+
+async def test_a_save_of_the_saved_text_after_an_undo_brings_its_verdict_back(
+    client: KernelscopeClient,
+) -> None:
+    """kernel.py saved with v1's code (its verdict up, its numbers on screen), the buffer typed
+    to a BLOCK_SIZE never tried (the buffer's verdict published), then put back and saved
+    within the typing rest (an undo and a save; format-on-save). Before: the save cancelled the
+    buffer's pending check ("this save's check covers it") and counted as a second report of
+    the saved text (same digest, not stale), so nothing checked it: the typed text's verdict
+    stayed published under the saved code."""
+    path = kernel(client)
+    uri = path.as_uri()
+    saved = path.read_text()  # v1's code
+    open_with(client, path, saved)
+    client.text_document_did_save(
+        types.DidSaveTextDocumentParams(text_document=types.TextDocumentIdentifier(uri=uri))
+    )
+    await wait_for(lambda: any("identical to v1" in m for m in messages(client, uri)), 30, "no verdict")
+    client.text_document_did_change(
+        types.DidChangeTextDocumentParams(
+            text_document=types.VersionedTextDocumentIdentifier(uri=uri, version=2),
+            content_changes=[
+                types.TextDocumentContentChangeWholeDocument(text=kernel_with_block(KERNEL, 512))
+            ],
+        )
+    )
+    await wait_for(
+        lambda: any("512 never tried" in m for m in messages(client, uri)), 30, "no buffer verdict"
+    )
+    claude_code_edit(client, uri, saved, 3)  # back to the saved text, and saved
+    await wait_for(
+        lambda: any("identical to v1" in m for m in messages(client, uri)),
+        10,
+        "the typed text's verdict stayed published under the saved code",
+    )
+    assert not any("512 never tried" in m for m in messages(client, uri)), messages(client, uri)

@@ -284,6 +284,7 @@ def test_a_burst_of_records_is_one_verdict(tmp_path: Path, monkeypatch: pytest.M
     state = ServerState()
     ws = _workspace(tmp_path)
     ws.checked, ws.checked_text, ws.checked_notices = "digest", "text", ()
+    ws.arrived = "text"  # (and no text arrived since: what the text's check leaves)
     calls: list[str] = []
 
     def history_check(cache: Any, text: str) -> tuple[tuple[()], bool]:

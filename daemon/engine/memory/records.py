@@ -126,12 +126,14 @@ class MemoryEntry:
         return bool(self.record and self.record.is_masked)
 
 
-def unreadable_note(names: list[str]) -> str:
+def unreadable_note(names: list[str], left_out_of: str | None = None) -> str:
     """What every reader says of memory files it cannot read (`names`), which it leaves out of
-    every figure and comparison: said, or their absence reads as data (three named, then a
-    count)."""
+    every figure and comparison (`left_out_of`: what it says they are left out of): said, or
+    their absence reads as data (three named, then a count), with the command that says why."""
     more = f" and {len(names) - 3} more" if len(names) > 3 else ""
-    return f"unreadable: {', '.join(names[:3])}{more} (kernelscope memory list says why)"
+    shown = ", ".join(f"memory/{name}" for name in names[:3])
+    left_out = f": left out of {left_out_of}" if left_out_of else ""
+    return f"{shown}{more} cannot be read{left_out} (`kernelscope memory list` says why)"
 
 
 def cut_short_note(names: list[str], workspace: Path | None = None) -> str:

@@ -143,9 +143,7 @@ def text_notices(history: HistoryService, text: str, whole: bool = False) -> tup
     unreadable = history.history().unreadable
     if unreadable:  # left out of the comparison: said, or "new code" and the values tried read as data
         notices.append(
-            Notice(
-                "warning", "unreadable_records", f"{unreadable_note(unreadable)}: left out of this comparison"
-            )
+            Notice("warning", "unreadable_records", unreadable_note(unreadable, "this comparison"))
         )
     return notices, identical
 

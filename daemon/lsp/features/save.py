@@ -66,6 +66,15 @@ def static_check(cache: WorkspaceCache, text: str) -> tuple[Notice, ...]:
         return ()
 
 
+def saved_text(ws: WorkspaceState) -> str:
+    """kernel.py's text as it is on disk, line endings kept: an editor's didSave sends the
+    buffer's text, CRLF for a CRLF file, and a copy read with universal newlines would be
+    another text (a second check, an empty publication and, trusted, a second probe at every
+    save). The one read of the file the save flow compares with the buffer's; OSError when it
+    cannot be read (a named pipe or a device too: protocol/workspace_files.py)."""
+    return workspace_files.read_bytes(ws.kernel_path).decode("utf-8", errors="replace")
+
+
 def _digest(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8", errors="replace")).hexdigest()
 
@@ -100,12 +109,13 @@ async def check(ls: KernelscopeServer, ws: WorkspaceState, text: str, publish: b
             from kernelscope.daemon.engine.views.diagnostics import untrusted_notice
             from kernelscope.protocol.settings import distrust
 
-            ws.untrusted_said = True  # said once per session, as a diagnostic; the lens keeps saying it
+            # said once per session, as a diagnostic (the lens keeps saying it): by every
+            # check until a publication carries it (WorkspaceState.notices_published)
             why = distrust(ls.state.user, ws.root, ls.state.trust_source)
             ws.checked_extra = (untrusted_notice(str(ws.root), why),) if why else ()
         if not again:
             ls.jobs.spawn(_check_static(ls, ws, text))
-    else:
+    elif ws.untrusted_said:
         ws.checked_extra = ()  # a second report of the text: the one-time notice is not repeated
     while ws.checked_notices is None:  # the same text's check is under way (a second report)
         await asyncio.sleep(0.01)
@@ -113,7 +123,8 @@ async def check(ls: KernelscopeServer, ws: WorkspaceState, text: str, publish: b
             return None
     codes = ", ".join(n.code for n in ws.checked_notices)
     log.info("kernelscope check of %s: %s", ws.root.name, codes or "new code")
-    _settle(ws, text)
+    if not _settle(ws, text):
+        return None  # a newer text arrived (a save, the watcher) before this check ended: its check decides
     if publish:
         notify.workspace_changed(ls, ws)
     return ws.checked_identical
@@ -132,8 +143,8 @@ async def _check_static(ls: KernelscopeServer, ws: WorkspaceState, text: str) ->
     if ws.checked_text != text:
         return  # a newer text's check owns the diagnostics now
     ws.checked_static = static
-    if static and ws.checked_notices is not None:  # (none: the verdict's publication said everything)
-        _settle(ws, text)
+    # (no notices: the verdict's publication said everything; not settled: a newer text arrived)
+    if static and ws.checked_notices is not None and _settle(ws, text):
         notify.workspace_changed(ls, ws)
 
 
@@ -152,8 +163,8 @@ def history_changed(ls: KernelscopeServer, ws: WorkspaceState) -> None:
 
 async def _verdict_again(ls: KernelscopeServer, ws: WorkspaceState, text: str) -> None:
     await asyncio.sleep(RECORD_REST_S)
-    if ws.checked is not None or ws.checked_text != text:
-        return  # checked since (the verdict of a record of the same burst), or a newer text's is
+    if ws.checked is not None or ws.checked_text != text or ws.arrived != text:
+        return  # checked since (a record of the same burst), or a newer text's check is (or is to come)
     was_identical = ws.checked_identical
     identical = await check(ls, ws, text, publish=False)
     if identical is None:
@@ -172,23 +183,32 @@ def _recorded(ls: KernelscopeServer, ws: WorkspaceState) -> None:
     ws.already_measured()
 
 
-def _settle(ws: WorkspaceState, text: str) -> None:
+def _settle(ws: WorkspaceState, text: str) -> bool:
     """What the diagnostics say of `text` from now on: the verdict, the static findings, a
-    one-time notice."""
+    one-time notice; nothing (False) once another text arrived (WorkspaceState.text_arrived):
+    an older text's check ending after it must not put its verdict back."""
+    if text != ws.arrived:
+        return False
     ws.notices = (*(ws.checked_notices or ()), *ws.checked_static, *ws.checked_extra)
     ws.notices_text = text
+    return True
 
 
 async def kernel_changed(ls: KernelscopeServer, ws: WorkspaceState, text: str | None) -> None:
-    """A saved text (didSave, or the file rewritten on disk): checked, then measured unless it
-    is a recorded version's code."""
+    """A saved text (didSave: the buffer's; the watcher's report of a rewrite on disk goes
+    through on_disk_change): checked, then measured unless it is a recorded version's code."""
     if text is None:
         try:
-            text = workspace_files.read_text(ws.kernel_path, errors="replace")
+            text = saved_text(ws)
         except OSError:
             return  # (gone, or no regular file: the watcher's rescan lets the workspace go)
     digest = _saved_text_arrived(ls, ws, text)
     if digest is None:
+        if ws.notices_text != text and ws.checking_kernel != _digest(text):
+            # Handled already, but what is published is another text's: the buffer's, typed
+            # and put back (an undo, then a save within the typing rest, which cancels the
+            # buffer's check). The saved text is the buffer's: its verdict, nothing more.
+            await check(ls, ws, text)
         return
     notify.workspace_changed(ls, ws, "kernel")
     await _saved_text_checked(ls, ws, text, digest)
@@ -294,7 +314,7 @@ def did_close(ls: KernelscopeServer, params: types.DidCloseTextDocumentParams) -
     ls.jobs.cancel_typing(ws.kernel_path)
     ws.cache.buffer_parse.forget()
     try:
-        text = workspace_files.read_text(ws.kernel_path, errors="replace")
+        text = saved_text(ws)
     except OSError:
         return  # (gone: the watcher's rescan lets the workspace go)
     ls.jobs.spawn(check(ls, ws, text))
@@ -341,7 +361,7 @@ def on_disk_change(ls: KernelscopeServer, root: Path, paths: set[str]) -> None:
         text = digest = None
         if "kernel" in sources:  # an agent rewrote it: the same check as a save
             try:
-                text = workspace_files.read_text(ws.kernel_path, errors="replace")
+                text = saved_text(ws)
             except OSError:
                 text = None  # (gone: the rescan let the workspace go)
             # arrived before the publication below: the previous text's notices are not in it
