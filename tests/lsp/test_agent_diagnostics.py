@@ -6,7 +6,9 @@ holds the rest). On a workspace `kernelscope iterate` recorded: v0 BLOCK_SIZE 64
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -533,3 +535,30 @@ async def test_a_save_of_the_saved_text_after_an_undo_brings_its_verdict_back(
         "the typed text's verdict stayed published under the saved code",
     )
     assert not any("512 never tried" in m for m in messages(client, uri)), messages(client, uri)
+
+
+async def test_an_agent_replacing_kernel_py_by_a_link_to_a_pipe_leaves_the_daemon_answering(
+    client: KernelscopeClient, tmp_path: Path
+) -> None:
+    """An agent's shell replaces kernel.py by a link to a named pipe: the watcher's read of the
+    rewrite (save.saved_text) must not block the event loop waiting for a writer. Found by the
+    review of 02a9896 (the watcher read kernel.py on the loop with a plain read)."""
+    path = kernel(client)
+    await watching(client, path.parent)
+    fifo = tmp_path / "pipe"
+    os.mkfifo(fifo)
+    path.unlink()
+    path.symlink_to(fifo)
+    await asyncio.sleep(1.0)  # (the watcher's report of the change, or its absence, meanwhile)
+    try:
+        await asyncio.wait_for(
+            client.text_document_code_lens_async(
+                types.CodeLensParams(text_document=types.TextDocumentIdentifier(uri=path.as_uri()))
+            ),
+            20,
+        )
+    finally:
+        # a reader blocked on the pipe (the bug) is let go, so that the session can end; no
+        # reader (nothing blocked, as it should be) makes the open fail
+        with contextlib.suppress(OSError):
+            os.close(os.open(fifo, os.O_WRONLY | os.O_NONBLOCK))
