@@ -210,6 +210,22 @@ def test_memory_list_reads_no_readme_that_is_no_file(tmp_path: Path) -> None:
     assert done.returncode == 0, done.stderr.decode()
 
 
+@pytest.mark.parametrize("command", [("memory", "list"), ("memory", "read", "--json")])
+def test_a_lock_file_that_is_a_pipe_blocks_no_reader(tmp_path: Path, command: tuple[str, ...]) -> None:
+    """A reader that finds a mask-half journal asks whether a writer still holds the memory
+    lock (a shared flock on the lock file, opened read-only): a lock file that is a named pipe
+    blocked that open until a writer came (the CLI, and the daemon's lens, hung). The review
+    of 9f6c054 found it; the reads then go on as for any lock nobody holds."""
+    ws = _workspace(tmp_path / "ws")
+    (ws / "memory" / ".kernelscope-journal.json").write_text("{}")
+    os.mkfifo(ws / "memory" / ".kernelscope.lock")
+    done = subprocess.run(
+        [CONSOLE, *command, "-w", str(ws)], input=MARKER, capture_output=True, timeout=GUARD
+    )
+    assert done.returncode == 0, done.stderr.decode()
+    assert b"v0" in done.stdout
+
+
 # -- the daemon ------------------------------------------------------------------------------
 
 
@@ -254,3 +270,17 @@ async def test_the_daemon_serves_while_a_folder_has_a_readme_that_is_no_file(
         )
         titles = [lens.command.title for lens in lenses or [] if lens.command]
         assert any(t.startswith("best ") for t in titles), titles
+
+
+def test_a_workload_list_with_invalid_utf8_is_counted_not_a_traceback(tmp_path: Path) -> None:
+    """SOL-ExecBench's workload.jsonl with a byte that is no UTF-8: `kernelscope workspace`
+    crashed with a UnicodeDecodeError traceback (the count read it strictly; found by the
+    review of 9f6c054). It counts the lines, as for any text."""
+    ws = tmp_path / "ws"
+    shutil.copytree(Path(__file__).parents[1] / "fixtures" / "sol-execbench" / "rmsnorm", ws)
+    (ws / "memory").mkdir(exist_ok=True)
+    with (ws / "workload.jsonl").open("ab") as handle:
+        handle.write(b'{"uuid": "a\xff"}\n')
+    done = subprocess.run([CONSOLE, "workspace", "-w", str(ws)], capture_output=True, timeout=GUARD)
+    assert done.returncode == 0, done.stderr.decode()
+    assert b"Traceback" not in done.stderr

@@ -16,6 +16,7 @@ import errno
 import json
 import os
 import re
+import stat
 import tempfile
 import time
 from collections.abc import Iterator
@@ -467,7 +468,7 @@ def _flock(path: Path, timeout: float) -> int:
     try:
         fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o666)
     except PermissionError:
-        fd = os.open(path, os.O_RDONLY)
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY)  # (a pipe: never waits)
     _flock_fd(fd, path, timeout, shared=False)
     return fd
 
@@ -508,9 +509,12 @@ def _shared_hold(path: Path, timeout: float) -> int | None:
     question asks about a lock without writing): its fd, held; None where there is no file (it
     was never taken), one this process may not read, or no flock; DataError (held exclusively
     that long), SessionEnded or OSError from _flock_fd otherwise."""
-    try:
-        fd = os.open(path, os.O_RDONLY)
+    try:  # (never blocking: a lock file that is a named pipe would wait for a writer)
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY)
     except OSError:
+        return None
+    if not stat.S_ISREG(os.fstat(fd).st_mode):  # a pipe, a device: no lock anyone takes
+        os.close(fd)
         return None
     try:
         _flock_fd(fd, path, timeout, shared=True)

@@ -86,7 +86,7 @@ def undeclared_triton(root: Path, readme: ReadmeInfo | None, text: str) -> tuple
 def undeclared_triton_of(root: Path, readme: ReadmeInfo | None, candidate: Path | None) -> list[str]:
     """The same warning for a bench result, on the candidate file (default kernel.py)."""
     try:
-        text = (candidate or root / "kernel.py").read_text(encoding="utf-8", errors="replace")
+        text = workspace_files.read_text(candidate or root / "kernel.py", errors="replace")
     except OSError:
         return []
     found = undeclared_triton(root, readme, text)
@@ -108,7 +108,7 @@ def _workload_count(root: Path, kind: str) -> tuple[int | None, str | None]:
     Atrex-Bench's `shapes.json` entries), or None, and why when they exist but are not here."""
     if kind == "sol-execbench":
         try:
-            text = workspace_files.read_text(root / "workload.jsonl")
+            text = workspace_files.read_text(root / "workload.jsonl", errors="replace")
         except OSError:
             return None, None
         return sum(1 for line in text.splitlines() if line.strip()), None
