@@ -177,6 +177,18 @@ def editor_session(tmp_path: Path, **extra_env: str) -> tuple[Path, Path, dict[s
     return ws, out, env
 
 
+VECTOR_ADD_STOP = "- memory-bound target: bandwidth >= 4.32TB/s"
+
+
+def unreadable_stop_condition(readme: Path) -> int:
+    """For the editors' README tests: vector-add's stop condition written `4,32TB/s`, a target
+    kernelscope cannot read (a warning on its line); that line's index (0-based)."""
+    text = readme.read_text()
+    assert VECTOR_ADD_STOP in text
+    readme.write_text(text.replace(VECTOR_ADD_STOP, VECTOR_ADD_STOP.replace("4.32", "4,32")))
+    return text.splitlines().index(VECTOR_ADD_STOP)
+
+
 VECTOR_ADD_LAUNCH = "add_kernel[grid](x, y, out, n_elements, BLOCK_SIZE=1024)"
 
 

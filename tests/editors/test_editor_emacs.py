@@ -19,16 +19,17 @@ import pytest
 
 from tests.conftest import (
     REPO_ROOT,
+    VECTOR_ADD_STOP,
     editor_history_session,
     editor_session,
     root_rule_folders,
+    unreadable_stop_condition,
     vector_add_history_kernels,
 )
 
 pytestmark = pytest.mark.slow
 EMACS = shutil.which("emacs")
 EMACS_DIR = REPO_ROOT / "editor-clients" / "emacs"
-GOOD_STOP = "- memory-bound target: bandwidth >= 4.32TB/s"
 
 
 def run_emacs(script: str, tmp_path: Path, session=editor_session, **extra_env: str) -> dict:
@@ -303,14 +304,16 @@ def test_readme_warnings(tmp_path: Path, client: str, mode: str) -> None:
     def broken(session_tmp: Path, **extra_env: str) -> tuple[Path, Path, dict[str, str]]:
         ws, out, env = editor_session(session_tmp, **extra_env)
         readme = ws / "README.md"
-        readme.write_text(readme.read_text().replace(GOOD_STOP, GOOD_STOP.replace("4.32", "4,32")))
+        unreadable_stop_condition(readme)
         (ws / "plans").mkdir()
         (ws / "plans" / "notes.md").write_text("# notes\n")
         (session_tmp / "notes").mkdir()
         (session_tmp / "notes" / "README.md").write_text(readme.read_text())
         return ws, out, {**env, "KS_PLAIN_README": str(session_tmp / "notes" / "README.md")}
 
-    line = (REPO_ROOT / "examples" / "vector_add" / "README.md").read_text().splitlines().index(GOOD_STOP)
+    line = (
+        (REPO_ROOT / "examples" / "vector_add" / "README.md").read_text().splitlines().index(VECTOR_ADD_STOP)
+    )
     results = run_emacs("readme-test.el", tmp_path, broken, KS_CLIENT=client, KS_README_MODE=mode)
     ws = tmp_path / "kernel_opt_vector_add"
     assert results["mode"] == mode and results["served"] is True, results
@@ -326,7 +329,7 @@ def test_readme_warnings(tmp_path: Path, client: str, mode: str) -> None:
     assert results["after_save"] == [] and results["still_served"], results
     # M-x revert-buffer runs the mode again (before: lsp-mode lost a fundamental-mode README)
     assert results["mode_after_revert"] == mode and results["served_after_revert"], results
-    assert GOOD_STOP in (ws / "README.md").read_text()  # the save wrote the fixed line
+    assert VECTOR_ADD_STOP in (ws / "README.md").read_text()  # the save wrote the fixed line
 
 
 def git_workspace_with_notes(session_tmp: Path, **extra_env: str) -> tuple[Path, Path, dict[str, str]]:
