@@ -54,6 +54,18 @@ def bench_cli(ws: Path, *args: str) -> tuple[int, dict[str, Any], str]:
     return done.returncode, json.loads(done.stdout), done.stderr
 
 
+def assert_verdict(ws: Path, kind: str | None, says: str | None = None) -> None:
+    """`bench_cli(ws, "--seeds", "2")` passes (`kind` None), or fails as `kind` with `says` in
+    its message."""
+    code, result, stderr = bench_cli(ws, "--seeds", "2")
+    error = result.get("error") or {}
+    if kind is None:
+        assert code == 0 and result["passed"], (stderr, error)
+        return
+    assert result["passed"] is False and error.get("kind") == kind, (stderr, error)
+    assert says is None or says in error["message"], error["message"]
+
+
 def untouched(ws: Path) -> str:
     """What `git status --porcelain` sees in the workspace beyond the seed commit."""
     return subprocess.run(

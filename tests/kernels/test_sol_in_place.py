@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.kernels.test_sol_execbench import bench_cli
+from tests.kernels.test_sol_execbench import assert_verdict, bench_cli
 
 REFERENCE = """import torch
 
@@ -141,13 +141,7 @@ def make_moe_workspace(path: Path, kernel: str) -> Path:
 )
 def test_in_place_reference_verdicts(tmp_path: Path, kernel: str, kind: str | None, says: str | None) -> None:
     ws = make_moe_workspace(tmp_path / "moe", kernel)
-    code, result, stderr = bench_cli(ws, "--seeds", "2")
-    error = result.get("error") or {}
-    if kind is None:
-        assert code == 0 and result["passed"], (stderr, error)
-        return
-    assert result["passed"] is False and error.get("kind") == kind, (stderr, error)
-    assert says in error["message"], error["message"]
+    assert_verdict(ws, kind, says)
 
 
 # Does the work only on input objects it has not seen: the timed calls (one input set, called
@@ -234,9 +228,7 @@ def test_framework_work_on_a_returned_changed_input_is_no_kernel(tmp_path: Path)
     skipped judges outputs and changed inputs as the gate does, not as views of an input."""
     ws = make_moe_workspace(tmp_path / "moe", "returns_input")
     (ws / "kernel.py").write_text(_TORCH_RETURNS_INPUT)
-    _, result, stderr = bench_cli(ws, "--seeds", "2")
-    error = result.get("error") or {}
-    assert result["passed"] is False and error.get("kind") == "no_kernel", (stderr, error)
+    assert_verdict(ws, "no_kernel")
 
 
 def test_an_in_place_reference_with_an_unseeded_draw_is_judged_on_the_candidates_draw(tmp_path: Path) -> None:
@@ -252,8 +244,7 @@ def test_an_in_place_reference_with_an_unseeded_draw_is_judged_on_the_candidates
     (ws / "reference.py").write_text(unseeded)
     definition = json.loads((ws / "definition.json").read_text())
     (ws / "definition.json").write_text(json.dumps({**definition, "reference": unseeded}))
-    code, result, stderr = bench_cli(ws, "--seeds", "2")
-    assert code == 0 and result["passed"], (stderr, result.get("error"))
+    assert_verdict(ws, None)
 
 
 def test_a_pytorch_solution_defining_unused_triton_kernels_passes_with_a_warning(tmp_path: Path) -> None:
