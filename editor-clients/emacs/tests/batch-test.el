@@ -8,17 +8,10 @@
 ;; Writes JSON to $KS_OUT.
 
 (load (expand-file-name "harness.el" (file-name-directory load-file-name)))
-(require 'lsp-mode)
+(ks-lsp-mode)
 (require 'autorevert)
 
-(setq lsp-auto-guess-root t
-      lsp-enable-snippet nil
-      lsp-restart 'ignore
-      lsp-enable-file-watchers nil
-      lsp-keep-workspace-alive nil
-      lsp-enabled-clients '(kernelscope)
-      lsp-session-file (make-temp-file "lsp-session")
-      auto-revert-use-notify nil
+(setq auto-revert-use-notify nil
       auto-revert-interval 0.5
       auto-revert-verbose nil)
 

@@ -2,8 +2,8 @@
 ;; Loaded first by batch-test.el (lsp-mode) and eglot-test.el: Debian's ELPA packages,
 ;; kernelscope.el from $KS_EL (its client definitions wait for lsp-mode or eglot to load), the
 ;; daemon command and settings from $KS_CMD/$KS_DB, `ks-wait' (PREDICATE true within SECONDS,
-;; serving process output meanwhile), and `ks-finish', which writes `ks-result' as JSON to
-;; $KS_OUT and exits.
+;; serving process output meanwhile), `ks-lsp-mode' (lsp-mode with kernelscope its only client,
+;; for the lsp-mode tests), and `ks-finish', which writes `ks-result' as JSON to $KS_OUT and exits.
 
 (require 'package)
 ;; Debian's elpa-* packages live here; -Q skips the site start-up that would add them.
@@ -25,6 +25,18 @@
     (while (and (< (float-time) deadline) (not (funcall predicate)))
       (accept-process-output nil 0.1))
     (and (funcall predicate) t)))
+
+(defun ks-lsp-mode ()
+  "lsp-mode as the lsp-mode tests run it: kernelscope the only client, no snippets, no file
+watchers, no restart, a session file of the test's own."
+  (require 'lsp-mode)
+  (setq lsp-auto-guess-root t
+        lsp-enable-snippet nil
+        lsp-restart 'ignore
+        lsp-enable-file-watchers nil
+        lsp-keep-workspace-alive nil
+        lsp-enabled-clients '(kernelscope)
+        lsp-session-file (make-temp-file "lsp-session")))
 
 (defun ks-finish (code)
   (with-temp-file (getenv "KS_OUT") (insert (json-encode ks-result)))

@@ -22,15 +22,8 @@
       (advice-add 'eglot-handle-request :before
                   (lambda (_server method &rest _)
                     (when (eq method 'workspace/inlayHint/refresh) (cl-incf ks-inlay-refreshes)))))
-  (require 'lsp-mode)
-  (setq lsp-auto-guess-root t
-        lsp-enable-snippet nil
-        lsp-restart 'ignore
-        lsp-enable-file-watchers nil
-        lsp-keep-workspace-alive nil
-        lsp-response-timeout 120  ; the first answers build the history, on a busy machine
-        lsp-enabled-clients '(kernelscope)
-        lsp-session-file (make-temp-file "lsp-session")))
+  (ks-lsp-mode)
+  (setq lsp-response-timeout 120))  ; the first answers build the history, on a busy machine
 
 (defun ks-served ()
   (if (equal ks-client "eglot")

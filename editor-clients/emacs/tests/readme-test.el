@@ -25,14 +25,7 @@
                     (when (and (eq method 'textDocument/publishDiagnostics)
                                (equal (eglot--uri-to-path (plist-get params :uri)) ks-readme))
                       (cl-incf ks-published)))))
-  (require 'lsp-mode)
-  (setq lsp-auto-guess-root t
-        lsp-enable-snippet nil
-        lsp-restart 'ignore
-        lsp-enable-file-watchers nil
-        lsp-keep-workspace-alive nil
-        lsp-enabled-clients '(kernelscope)
-        lsp-session-file (make-temp-file "lsp-session"))
+  (ks-lsp-mode)
   (advice-add 'lsp--on-diagnostics :before
               (lambda (_workspace params)
                 (when (equal (lsp--uri-to-path (gethash "uri" params)) ks-readme)
