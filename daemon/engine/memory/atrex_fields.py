@@ -173,11 +173,10 @@ def workload_coverage(record: Any, baseline: Any) -> tuple[int, int] | None:
     `latency_us_by_shape`, or names workloads none of which v0 names."""
     if record_rules.gate_result(_get(record, "quality_gate"), _get(record, "correctness")) == "PASS":
         return None
-    performance = _get(record, "performance")
-    if not isinstance(_get(performance, "latency_us_by_shape"), dict):
+    keys = _get(_get(record, "performance"), "latency_us_by_shape")
+    if not isinstance(keys, dict):
         return None
     wanted = {name for name, us in latency_by_shape(baseline).items() if us > 0}
-    keys = _get(performance, "latency_us_by_shape")
     if keys and not wanted & set(keys):
         return None  # (names of another tool: nothing known; none at all is SOL's "none passed")
     mine = {name for name, us in latency_by_shape(record).items() if us > 0}
