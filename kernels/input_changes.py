@@ -76,6 +76,23 @@ def part_of_result(changed: torch.Tensor, references: list[torch.Tensor], declar
     return declared or any(overlaps(reference, changed) for reference in references)
 
 
+def _changed_in_result(
+    inputs: tuple[Any, ...], touched: list[int], references: list[torch.Tensor], declared: bool
+) -> dict[int, torch.Tensor]:
+    """Of the inputs a reference call changed (`touched`, by position), the tensors that are
+    part of its result (`part_of_result`)."""
+    return {
+        index: inputs[index]
+        for index in touched
+        if isinstance(inputs[index], torch.Tensor) and part_of_result(inputs[index], references, declared)
+    }
+
+
+def _touched(inputs: tuple[Any, ...], before: list[str]) -> list[int]:
+    """The positions of the inputs whose digest is no longer `before`'s."""
+    return [index for index, value in enumerate(inputs) if digest(value) != before[index]]
+
+
 def reference_first(
     make_inputs: Callable[[], tuple[Any, ...]],
     reference: Callable[[tuple[Any, ...]], list[torch.Tensor]],
@@ -87,14 +104,10 @@ def reference_first(
     inputs = make_inputs()
     before = [digest(value) for value in inputs]
     references = reference(inputs)
-    touched = [index for index, value in enumerate(inputs) if digest(value) != before[index]]
-    changed = {
-        index: inputs[index]
-        for index in touched
-        if isinstance(inputs[index], torch.Tensor) and part_of_result(inputs[index], references, declared)
-    }
+    touched = _touched(inputs, before)
     if not touched:
-        return ReferenceRun(inputs, references, before, changed)
+        return ReferenceRun(inputs, references, before, {})
+    changed = _changed_in_result(inputs, touched, references, declared)
     drawn = before
     inputs = make_inputs()
     before = [digest(value) for value in inputs]
@@ -104,13 +117,7 @@ def reference_first(
     # runs again on a copy of the candidate's own draw, made before either call.
     given = copy_inputs(inputs)
     references = reference(given)
-    changed = {
-        index: value
-        for index, value in enumerate(given)
-        if isinstance(value, torch.Tensor)
-        and digest(value) != before[index]
-        and part_of_result(value, references, declared)
-    }
+    changed = _changed_in_result(given, _touched(given, before), references, declared)
     return ReferenceRun(inputs, references, before, changed)
 
 
