@@ -106,3 +106,15 @@ def test_a_failed_version_naming_no_workload_v0_names_is_not_called_partial(tmp_
     write_record(tmp_path, 1, **sol_record({"line1": 10.0, "line2": 20.0}, False, 3.0))
     rows = {row.version: row for row in Workspace(tmp_path).memory.summaries()}
     assert rows["v1"].coverage is None
+
+
+def test_compare_says_which_workloads_a_partial_latency_is_over(sol_memory: Path, cli) -> None:  # type: ignore[no-untyped-def]
+    """Before: `| latency (us) | 60 | 5 |`, v3's geomean over 1 workload beside v0's over 3."""
+    (sol_memory / "kernel.py").write_text("def run(x, out):\n    out.copy_(x)\n")
+    result = cli("compare", "v0", "v3", "-w", str(sol_memory))
+    assert result.exit_code == 0, result.stderr
+    row = next(line for line in result.stdout.splitlines() if line.startswith("| latency (us)"))
+    assert row == "| latency (us) | 60 | 5 (1 of 3 workloads) |", row
+    found = cli("compare", "v0", "v3", "-w", str(sol_memory), "--json").json()
+    assert found["b"]["latency_coverage"] == "1 of 3 workloads" and found["a"]["latency_coverage"] is None
+
