@@ -75,6 +75,12 @@ class VersionEffect(ClosedModel):
         default=None, description="how vs_reference combines the shapes: 'mean over shapes' or 'geomean'"
     )
     latency_us: float | None = None
+    latency_coverage: str | None = Field(
+        default=None,
+        description="a latency over part of v0's workloads says which: '1 of 3 workloads' (a failed "
+        "SOL-ExecBench version's geomean over the workloads that passed); \"scored over v0's 3 of "
+        "its 4 workloads\" for one that ran v0's and more",
+    )
     failure: str | None = Field(default=None, description="why the gate failed: 'wrong_result rel_err 0.67'")
     action: str | None = Field(default=None, description="optimization.action_description (first line)")
     category: str | None = None

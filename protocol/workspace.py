@@ -218,7 +218,8 @@ class VersionSummary(ClosedModel):
         default=None,
         description="'1 of 3 workloads' when the record's figures cover only part of v0's "
         "workloads (SOL's gate records a failed version's geomean over the workloads that "
-        "passed): then no score",
+        "passed): then no score; \"scored over v0's 3 of its 4 workloads\" when it ran v0's "
+        "workloads and more: its latency ratio is over v0's",
     )
     experiments: int | None = Field(default=None, description="experience.experiments recorded by the agent")
     open_directions: int | None = None

@@ -6,7 +6,9 @@ running), and whether re-benchmark on save is off. Nothing is written and no wor
 runs; skills call it before spending GPU time.
 
 Exit status 3 when it finds an error (a static rule `bench` would fail the text on), as `bench`
-exits on a failed gate, so `kernelscope check && kernelscope bench` stops there; 0 otherwise.
+exits on a failed gate, so `kernelscope check && kernelscope bench` stops there; 2 (invalid
+data, nothing checked) when the text does not parse, where the daemon's diagnostic is a
+warning beside the editor's own syntax error; 0 otherwise.
 """
 
 from __future__ import annotations
@@ -55,12 +57,18 @@ def check_command(
         text = workspace_files.read_text(source, errors="replace")
     except OSError as exc:
         raise DataError(f"cannot read {source}: {exc.strerror or exc}") from None
-    service = HistoryService(root, db_url=db)
-    notices, identical = text_notices(service, text, whole=True)  # asked for: any size
     readme = Workspace(root).readme() if (root / "README.md").is_file() else None
     declared = declared_framework(root, readme) is not None
     undeclared = undeclared_triton(root, readme, text)
-    notices += static_notices(text, detect_kind(root, readme), True, declared, undeclared)
+    static = static_notices(text, detect_kind(root, readme), True, declared, undeclared)
+    unparsed = next((n for n in static if n.code == "does_not_parse"), None)
+    if unparsed is not None:  # (the daemon's notice, the one parse rule: a warning in the editor)
+        raise DataError(
+            f"{source.name} does not parse (line {unparsed.line}): nothing was checked; {unparsed.message}"
+        )
+    service = HistoryService(root, db_url=db)
+    notices, identical = text_notices(service, text, whole=True)  # asked for: any size
+    notices += static
     user, folder = user_settings(output.warn)
     why = distrust(user, root) if folder.bench_on_save else None  # the config file's trust alone
     if why is not None:

@@ -151,3 +151,21 @@ def test_a_record_it_cannot_read_is_named_not_left_out_silently(ws: Path, cli, u
     assert found["unreadable_records"] == ["v1.json"], found
     shown = cli("check", "-w", str(ws), "--db", db).stdout
     assert "memory/v1.json cannot be read" in shown, shown
+
+
+@pytest.mark.parametrize("json_out", [False, True])
+def test_a_kernel_that_does_not_parse_cannot_be_checked(tmp_path: Path, cli, json_out: bool) -> None:  # type: ignore[no-untyped-def]
+    """`check && bench` stops at a kernel.py that does not parse: nothing was checked, exit 2
+    (invalid data), with the parser's line. Before: a warning and exit 0."""
+    (tmp_path / "kernel.py").write_text("import triton\n\ndef run(x:\n    return x\n")
+    (tmp_path / "memory").mkdir()
+    args = ["check", "-w", str(tmp_path), "--db", str(tmp_path / "exp.sqlite")]
+    result = cli(*args, *(["--json"] if json_out else []))
+    assert result.exit_code == 2, (result.stdout, result.stderr)
+    if json_out:
+        error = result.json()["error"]
+        assert error["exit_code"] == 2 and error["kind"] == "data", error
+        message = error["message"]
+    else:
+        message = result.stderr
+    assert "kernel.py does not parse (line 3" in message and "nothing was checked" in message, message

@@ -106,3 +106,34 @@ def test_a_failed_version_naming_no_workload_v0_names_is_not_called_partial(tmp_
     write_record(tmp_path, 1, **sol_record({"line1": 10.0, "line2": 20.0}, False, 3.0))
     rows = {row.version: row for row in Workspace(tmp_path).memory.summaries()}
     assert rows["v1"].coverage is None
+
+
+def test_compare_says_which_workloads_a_partial_latency_is_over(sol_memory: Path, cli) -> None:  # type: ignore[no-untyped-def]
+    """Before: `| latency (us) | 60 | 5 |`, v3's geomean over 1 workload beside v0's over 3."""
+    (sol_memory / "kernel.py").write_text("def run(x, out):\n    out.copy_(x)\n")
+    result = cli("compare", "v0", "v3", "-w", str(sol_memory))
+    assert result.exit_code == 0, result.stderr
+    row = next(line for line in result.stdout.splitlines() if line.startswith("| latency (us)"))
+    assert row == "| latency (us) | 60 | 5 (1 of 3 workloads) |", row
+    found = cli("compare", "v0", "v3", "-w", str(sol_memory), "--json").json()
+    assert found["b"]["latency_coverage"] == "1 of 3 workloads" and found["a"]["latency_coverage"] is None
+
+
+def test_a_version_with_more_workloads_than_v0_is_scored_over_v0s(tmp_path: Path) -> None:
+    """workload.jsonl grown since v0: v1 ran v0's three workloads 2x faster and a fourth, tiny
+    one. Before: `latency ratio 4.68x` (v0's 3-workload geomean over v1's 4-workload one, the
+    tiny workload counted as a gain); now 2.00x over v0's workloads, and the table says so."""
+    write_record(tmp_path, 0, **sol_record(dict(zip(UUIDS, (30.0, 60.0, 120.0), strict=True)), True, 1.0))
+    grown = {**dict(zip(UUIDS, (15.0, 30.0, 60.0), strict=True)), "uuid4": 1.0}
+    write_record(tmp_path, 1, **sol_record(grown, True, 2.0))
+    write_record(tmp_path, 2, **sol_record({**grown, "uuid1": 10.0}, True, 2.2))
+    ws = Workspace(tmp_path)
+    rows = {row.version: row for row in ws.memory.summaries()}
+    assert rows["v1"].score is not None and rows["v1"].score.value == pytest.approx(2.0), rows["v1"]
+    assert rows["v1"].score.source == "performance.latency_us_by_shape", rows["v1"]
+    assert rows["v1"].coverage == "scored over v0's 3 of its 4 workloads", rows["v1"]
+    entries = ws.memory.scan()
+    v1, v2 = (next(e.record for e in entries if e.version == v) for v in ("v1", "v2"))
+    assert v1 is not None and v2 is not None
+    effect = parent_effect(v2, v1, "v1")  # (both ran the same four: their recorded latencies)
+    assert effect is not None and effect.source == "performance.latency_us", effect

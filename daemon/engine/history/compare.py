@@ -211,7 +211,10 @@ def comparison_markdown(comparison: VersionComparison, actions: dict[str, str | 
             for e in (a, b)
         ]
         lines.append(f"| vs reference | {references[0]} | {references[1]} |")
-    lines.append(f"| latency (us) | {_number(a.latency_us)} | {_number(b.latency_us)} |")
+    latencies = [
+        _number(e.latency_us) + (f" ({e.latency_coverage})" if e.latency_coverage else "") for e in (a, b)
+    ]
+    lines.append(f"| latency (us) | {latencies[0]} | {latencies[1]} |")
     lines.append(f"| commit | {short(a.commit) or '-'} | {short(b.commit) or '-'} |")
     if comparison.score_ratio is not None:
         how = (

@@ -328,6 +328,7 @@ def _effect(
         vs_reference=None if reference is None else reference.value,
         vs_reference_aggregate=None if reference is None else reference.aggregate,
         latency_us=measured_latency(record) if outcome.measured else None,
+        latency_coverage=atrex_fields.workloads_note(record, baseline) if baseline is not None else None,
         failure=None if passed or outcome.label else failure_text(record),
         action=_first_clause(_optimization(record, "action_description")),
         category=_optimization(record, "action_category"),

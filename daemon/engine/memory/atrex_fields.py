@@ -190,6 +190,28 @@ def coverage_text(coverage: tuple[int, int] | None) -> str | None:
     return None if coverage is None else f"{coverage[0]} of {coverage[1]} workloads"
 
 
+def grown_workloads(record: Any, baseline: Any) -> list[str] | None:
+    """v0's workloads, when the record measured every one of them and more (workload.jsonl
+    grown since v0), else None. Its recorded latency (SOL's geomean over all its workloads)
+    then counts workloads v0 never ran: a score vs v0 is taken over v0's workloads only
+    (core.latency_ratio), whatever its gate, as `workloads_note` says."""
+    theirs = [name for name, us in latency_by_shape(baseline).items() if us > 0]
+    mine = {name for name, us in latency_by_shape(record).items() if us > 0}
+    return theirs if theirs and set(theirs) < mine else None
+
+
+def workloads_note(record: Any, baseline: Any) -> str | None:
+    """What a surface says beside a record's latency about its workloads against v0's: `1 of 3
+    workloads` (part of them: no score, `workload_coverage`), `scored over v0's 3 of its 4
+    workloads` (`grown_workloads`), else None."""
+    part = coverage_text(workload_coverage(record, baseline))
+    if part is not None:
+        return part
+    grown = grown_workloads(record, baseline)
+    mine = len([us for us in latency_by_shape(record).values() if us > 0])
+    return None if grown is None else f"scored over v0's {len(grown)} of its {mine} workloads"
+
+
 # performance_objective values and what their score aggregates, in the words surfaces show
 MEAN_OF_SHAPE_SPEEDUPS = "shape_speedup_arithmetic_mean"
 AGGREGATES = {MEAN_OF_SHAPE_SPEEDUPS: "mean over shapes"}

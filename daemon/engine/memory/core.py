@@ -328,7 +328,8 @@ def metric(record: Any, name: str) -> float | None:
 #    TFLOP/s and both records carry it, the ratio of the version's to v0's, named a metric ratio.
 # Carried-forward numbers (an atrex pivot's) are never a score, nor figures over part of v0's
 # workloads (atrex_fields.workload_coverage: SOL's gate writes a failed version's geomean over
-# the workloads that passed).
+# the workloads that passed). A record that ran every workload of v0's and more (workload.jsonl
+# grown since) has its latency ratio taken over v0's workloads only (latency_ratio), and says so.
 
 
 def kernelscope_block(record: Any) -> dict[str, Any]:
@@ -391,17 +392,31 @@ def score_parts(record: Any, baseline: Any, kind: str | None = None) -> ScorePar
         return None
     base_latency, latency = _positive(metric(baseline, "latency_us")), _positive(metric(record, "latency_us"))
     if base_latency and latency:  # (overflowing, it is no score: never the README metric's instead)
-        by_latency = ratio(base_latency, latency)
-        return (
-            None
-            if by_latency is None
-            else (by_latency, "latency_ratio", "v0", None, "performance.latency_us")
-        )
+        by_latency = latency_ratio(record, baseline)
+        return None if by_latency is None else (by_latency[0], "latency_ratio", "v0", None, by_latency[1])
     if kind == README_UNREAD:
         if any(_metric_ratio(record, baseline, name) for name in ("bandwidth", "tflops")):
             raise KindNeeded
         return None
     return _metric_ratio(record, baseline, kind) if kind in ("bandwidth", "tflops") else None
+
+
+def latency_ratio(record: Any, base: Any) -> tuple[float, str] | None:
+    """(the base's latency / the record's, the field it is from): the recorded latencies', or,
+    where the record ran every workload of the base's and more (atrex_fields.grown_workloads),
+    the ratio of their geomeans over the base's workloads only, from `latency_us_by_shape`;
+    None where the ratio overflows. The score vs v0 and the effect vs a parent both take it."""
+    shared = atrex_fields.grown_workloads(record, base)
+    if shared is None:
+        before, now = _positive(metric(base, "latency_us")), _positive(metric(record, "latency_us"))
+        value = ratio(before, now) if before and now else None
+        return None if value is None else (value, "performance.latency_us")
+    theirs, mine = atrex_fields.latency_by_shape(base), atrex_fields.latency_by_shape(record)
+    try:  # (a geomean of the per-workload ratios: logs, so no product overflows)
+        value = math.exp(sum(math.log(theirs[name]) - math.log(mine[name]) for name in shared) / len(shared))
+    except OverflowError:
+        return None
+    return (value, "performance.latency_us_by_shape") if math.isfinite(value) and value > 0 else None
 
 
 def _metric_ratio(record: Any, baseline: Any, kind: str) -> ScoreParts | None:
@@ -437,7 +452,7 @@ def summary_row(
     directions = atrex_fields.open_directions(raw)
     action = section_get(raw.get("optimization"), "action_category")
     reference = atrex_fields.speedup_vs_reference(raw, base) if outcome.measured else None
-    coverage = atrex_fields.coverage_text(atrex_fields.workload_coverage(raw, base)) if base else None
+    coverage = atrex_fields.workloads_note(raw, base) if base else None
     row.update(
         masked=masked(raw.get("masked")),
         gate=gate_result(raw.get("quality_gate"), raw.get("correctness")),

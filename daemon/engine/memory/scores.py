@@ -28,10 +28,10 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from kernelscope.daemon.engine.memory import atrex_fields, core
-from kernelscope.daemon.engine.memory.core import _interval, _positive, kernelscope_block
+from kernelscope.daemon.engine.memory.core import _interval, _positive, kernelscope_block, latency_ratio
 from kernelscope.protocol.history import ScoreValue
 from kernelscope.protocol.memory import MemoryRecord, as_float
-from kernelscope.protocol.record_rules import RECORD_METRIC, format_score, ratio
+from kernelscope.protocol.record_rules import RECORD_METRIC, format_score
 from kernelscope.protocol.workspace import MetricKind, ReadmeInfo
 
 if TYPE_CHECKING:
@@ -145,9 +145,9 @@ def parent_effect(
         and atrex_fields.workload_coverage(record, parent) is None  # (no ratio of unlike geomeans)
     ):
         before, now = _positive(parent.metric("latency_us")), _positive(record.metric("latency_us"))
-        by_latency = ratio(before, now) if before and now else None
+        by_latency = latency_ratio(record, parent) if before and now else None
         if by_latency is not None:
-            return _score(by_latency, "latency_ratio", versus, None, "performance.latency_us")
+            return _score(by_latency[0], "latency_ratio", versus, None, by_latency[1])
     return None
 
 
