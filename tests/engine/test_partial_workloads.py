@@ -137,3 +137,20 @@ def test_a_version_with_more_workloads_than_v0_is_scored_over_v0s(tmp_path: Path
     assert v1 is not None and v2 is not None
     effect = parent_effect(v2, v1, "v1")  # (both ran the same four: their recorded latencies)
     assert effect is not None and effect.source == "performance.latency_us", effect
+
+
+def test_grown_workloads_keep_the_recorded_ratio_where_latency_is_no_geomean(tmp_path: Path) -> None:
+    """kernelscope's own records keep the slowest configuration's latency (iterate's headline),
+    not a geomean: a version with a configuration more is scored as its siblings are, by the
+    recorded latencies, not by a geomean of per-configuration ratios beside their ratios."""
+    slowest = {"n=1024": 10.0, "n=4096": 40.0}
+    record = sol_record(slowest, True, 1.0)
+    record["performance"]["latency_us"] = 40.0
+    write_record(tmp_path, 0, **record)
+    grown = sol_record({"n=1024": 5.0, "n=4096": 40.0, "n=16384": 80.0}, True, 1.0)
+    grown["performance"]["latency_us"] = 80.0
+    write_record(tmp_path, 1, **grown)
+    rows = {row.version: row for row in Workspace(tmp_path).memory.summaries()}
+    assert rows["v1"].score is not None and rows["v1"].score.value == pytest.approx(0.5), rows["v1"]
+    assert rows["v1"].score.source == "performance.latency_us", rows["v1"]
+    assert rows["v1"].coverage is None, rows["v1"]

@@ -23,6 +23,7 @@ Pydantic-free on purpose: the records are read as raw dicts too (the CLI's fast 
 from __future__ import annotations
 
 import json
+import math
 import re
 
 from kernelscope.protocol import record_rules
@@ -194,10 +195,17 @@ def grown_workloads(record: Any, baseline: Any) -> list[str] | None:
     """v0's workloads, when the record measured every one of them and more (workload.jsonl
     grown since v0), else None. Its recorded latency (SOL's geomean over all its workloads)
     then counts workloads v0 never ran: a score vs v0 is taken over v0's workloads only
-    (core.latency_ratio), whatever its gate, as `workloads_note` says."""
-    theirs = [name for name, us in latency_by_shape(baseline).items() if us > 0]
+    (core.latency_ratio), whatever its gate, as `workloads_note` says. Only where the base's
+    recorded latency IS that geomean (SOL's test_kernel.py writes it so): kernelscope's own
+    records keep their slowest configuration's latency, and a geomean of per-workload ratios
+    beside other versions' ratios of slowest configurations would rank unlike figures."""
+    by_shape = {name: us for name, us in latency_by_shape(baseline).items() if us > 0}
     mine = {name for name, us in latency_by_shape(record).items() if us > 0}
-    return theirs if theirs and set(theirs) < mine else None
+    if not by_shape or not set(by_shape) < mine:
+        return None
+    recorded = as_float(_get(_get(baseline, "performance"), "latency_us"))
+    geomean = math.exp(sum(math.log(us) for us in by_shape.values()) / len(by_shape))
+    return list(by_shape) if recorded is not None and math.isclose(recorded, geomean, rel_tol=1e-3) else None
 
 
 def workloads_note(record: Any, baseline: Any) -> str | None:
