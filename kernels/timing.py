@@ -187,22 +187,29 @@ class Timer:
         configuration, and a small one's call count (and warmup) would be a large one's."""
         self._calls_per_phase.clear()
 
-    def _gpu_calls(self, fn: Callable[[], Any], key: int) -> int:
+    def _gpu_calls(self, fn: Callable[[], Any], key: int, prepare: Callable[[], Any]) -> int:
         """How many timed calls fit in rep_ms, from a short warmup (at least 10, at most 1000);
-        estimated once per function timed (`key`) per configuration (`new_configuration`)."""
+        estimated once per function timed (`key`) per configuration (`new_configuration`).
+        Every warm-up call is `prepare`d as a timed call is (inputs the reference changes
+        restored, destination outputs zeroed), so none starts from what an earlier one left."""
         if key not in self._calls_per_phase:
             start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-            fn()
+
+            def warm() -> None:
+                prepare()
+                fn()
+
+            warm()
             torch.cuda.synchronize()
             start.record()
             for _ in range(5):
-                fn()
+                warm()
             end.record()
             torch.cuda.synchronize()
             estimate = max(start.elapsed_time(end) / 5, 1e-3)
             warm_calls = int(self.warmup_ms / estimate)
             for _ in range(min(warm_calls, 1000)):
-                fn()
+                warm()
             self._calls_per_phase[key] = max(10, min(1000, int(self.rep_ms / estimate)))
         return self._calls_per_phase[key]
 
@@ -229,8 +236,8 @@ class Timer:
             zero()
 
         gpu = self.mode == "gpu"
-        calls = self._gpu_calls(call, id(fn)) if gpu else self.reps
-        graph = self._capture(call) if gpu and self.graph else None
+        calls = self._gpu_calls(call, id(fn), prepare) if gpu else self.reps
+        graph = self._capture(call, prepare) if gpu and self.graph else None
         for index in range(calls):
             if checks is not None:
                 checks.before(index)
@@ -292,15 +299,16 @@ class Timer:
             self.guard.launches.on_launch = None
         return totals
 
-    def _capture(self, call: Callable[[], Any]) -> _Graph:
+    def _capture(self, call: Callable[[], Any], prepare: Callable[[], Any]) -> _Graph:
         with self.guard.streams.paused():  # the harness's own capture stream is not the candidate's
-            return self._capture_on_side_stream(call)
+            return self._capture_on_side_stream(call, prepare)
 
-    def _capture_on_side_stream(self, call: Callable[[], Any]) -> _Graph:
+    def _capture_on_side_stream(self, call: Callable[[], Any], prepare: Callable[[], Any]) -> _Graph:
         side = torch.cuda.Stream()
         side.wait_stream(torch.cuda.current_stream())
         with torch.cuda.stream(side):
-            for _ in range(3):
+            for _ in range(3):  # warm-up calls, prepared as the timed ones are
+                prepare()
                 call()
         torch.cuda.current_stream().wait_stream(side)
         graph = torch.cuda.CUDAGraph()
