@@ -49,6 +49,7 @@ from kernelscope.kernels.input_changes import (
     check_call,
     copy_inputs,
     copy_value,
+    map_tensors,
     part_of_result,
     reference_first,
     restore_value,
@@ -108,16 +109,16 @@ def _swap(flat: torch.Tensor, left: list[int], right: list[int]) -> None:
 
 
 def perturb_(inputs: tuple[Any, ...], rng: random.Random, swaps: int = 8, undo: Swaps | None = None) -> bool:
-    """Swap a few elements of every contiguous floating-point tensor input with others of the
-    same tensor, in place (integer and bool tensors are indices, offsets, masks: their order is
-    the problem's structure). Returns whether anything could be perturbed; `undo` receives the
-    swaps, for `restore_`."""
+    """Swap a few elements of every contiguous floating-point tensor input (or tensor in a list
+    or tuple input) with others of the same tensor, in place (integer and bool tensors are
+    indices, offsets, masks: their order is the problem's structure). Returns whether
+    anything could be perturbed; `undo` receives the swaps, for `restore_`."""
     changed = False
-    for value in inputs:
-        if not isinstance(value, torch.Tensor) or value.numel() < 2 or not value.is_contiguous():
-            continue
-        if not value.is_floating_point():
-            continue
+
+    def perturb_one(value: torch.Tensor) -> None:
+        nonlocal changed
+        if value.numel() < 2 or not value.is_contiguous() or not value.is_floating_point():
+            return
         flat = value.view(-1)
         count = min(swaps, flat.numel() // 2)
         picks = _distinct_picks(rng, flat.numel(), 2 * count)
@@ -125,6 +126,9 @@ def perturb_(inputs: tuple[Any, ...], rng: random.Random, swaps: int = 8, undo: 
         if undo is not None:
             undo.append((flat, picks[:count], picks[count:]))
         changed = True
+
+    for value in inputs:  # tensors inside lists and tuples too (a list of cache tensors)
+        map_tensors(value, perturb_one)
     return changed
 
 

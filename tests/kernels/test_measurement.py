@@ -122,6 +122,18 @@ def test_perturbation_leaves_integer_tensors_alone_and_is_undone() -> None:
     assert torch.equal(weight, kept[2]) and swaps == []
 
 
+def test_perturbation_reaches_tensors_inside_list_and_tuple_inputs() -> None:
+    """A candidate caching on a list input's tensor (a list of KV-cache slots) must see it
+    perturbed like a top-level tensor, and restored after."""
+    cache, nested = torch.arange(1000.0), torch.arange(500.0)
+    kept = (cache.clone(), nested.clone())
+    swaps: list = []
+    assert perturb_(([cache, (nested, 3)], torch.arange(4)), random.Random(2), undo=swaps)
+    assert not torch.equal(cache, kept[0]) and not torch.equal(nested, kept[1])
+    restore_(swaps)
+    assert torch.equal(cache, kept[0]) and torch.equal(nested, kept[1])
+
+
 def _sorted_only(xs: tuple) -> list[torch.Tensor]:  # type: ignore[type-arg]
     (x,) = xs
     if not bool((x[1:] >= x[:-1]).all()):
