@@ -23,7 +23,9 @@ outside the timed region:
   re-checked with a fresh call, so a replayed or lazily produced output is told apart from a
   problem whose inputs cannot be perturbed;
 - at a random point a *hidden audit call* runs the candidate on fresh inputs (new buffers,
-  new values) and checks it, untimed;
+  new values) and checks it, untimed; a wrong output is a cheat only with evidence (the
+  timed inputs' answer, right when called again, wrong now on the timed inputs), else the
+  data-dependent bug it looks like (docs/verdicts.md);
 - the candidate must launch at least one Triton kernel in every timed call.
 
 On a GPU the loop is the harness's own (not `do_bench`): L2 is flushed before every timed call
@@ -43,6 +45,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 import torch
 
+from kernelscope.kernels.gate import GateFailure
 from kernelscope.kernels.input_changes import (
     ReferenceRun,
     changed_in_place,
@@ -55,6 +58,7 @@ from kernelscope.kernels.input_changes import (
     restore_value,
 )
 from kernelscope.kernels.integrity import Guard, perf_counter
+from kernelscope.kernels.second_inputs import wrong_on_another_draw
 
 if TYPE_CHECKING:
     from kernelscope.protocol.bench import ErrorKind
@@ -331,6 +335,8 @@ class _Graph:
         return self.output
 
 
+AUDIT_SEED = 10_000  # the hidden audit at timed call i draws with seed AUDIT_SEED + i
+
 UNPERTURBED_NOTE = (
     "the inputs could not be perturbed between timed calls (the problem's inputs have "
     "structure the reference relies on): timed outputs were checked by the hidden audit only"
@@ -398,10 +404,15 @@ class TimedCallChecks:
                     raise
                 self._snapshot = self._expected()
 
+    def _timed_inputs(self) -> tuple[Any, ...]:
+        """The inputs a timed call starts from: those the reference changes at their pristine
+        (perturbed) values, the others as they are."""
+        return tuple(self.pristine.get(i, value) for i, value in enumerate(self.inputs))
+
     def _expected(self) -> ReferenceRun | None:
-        """The reference's run on the inputs as they are (on copies of those it changes); None
-        when it changed another one (perturbed values taking another path)."""
-        given = tuple(copy_value(v) if i in self.pristine else v for i, v in enumerate(self.inputs))
+        """The reference's run on the inputs a timed call starts from (on copies of those it
+        changes); None when it changed another one (perturbed values taking another path)."""
+        given = tuple(copy_value(v) if i in self.pristine else v for i, v in enumerate(self._timed_inputs()))
         before = [self.digest(value) for value in self.inputs]
         references = self.reference(given)
         if [self.digest(value) for value in self.inputs] != before:
@@ -476,12 +487,7 @@ class TimedCallChecks:
         """A timed output was wrong: a fresh call on copies of the inputs the call was given (the
         pristine values of those it may change) tells a replayed or lazy output (fresh call
         right) from inputs the problem cannot take perturbed (wrong too)."""
-        given = tuple(self.pristine.get(i, value) for i, value in enumerate(self.inputs))
-        fresh = copy_inputs(given)
-        again = ReferenceRun(fresh, run.references, [self.digest(value) for value in fresh], run.changed)
-        try:
-            self._check(self.outputs_of(self.candidate(*fresh)), again, "in a fresh call")
-        except Exception:
+        if not self._right_on(self._timed_inputs(), run):
             self._stop_perturbing()
             return
         raise TimedCheckFailure(
@@ -490,11 +496,24 @@ class TimedCallChecks:
             "while a fresh call on the same inputs is right: a replayed, cached or lazily computed output",
         )
 
+    def _right_on(self, inputs: tuple[Any, ...], run: ReferenceRun) -> bool:
+        """Whether a fresh call on copies of `inputs` is right by `run` (the reference's run on
+        the same values), outputs and inputs alike."""
+        fresh = copy_inputs(inputs)
+        again = ReferenceRun(fresh, run.references, [self.digest(value) for value in fresh], run.changed)
+        try:
+            output = self.candidate(*fresh)
+            self.sync()
+            self._check(self.outputs_of(output), again, "in a fresh call")
+        except Exception:
+            return False
+        return True
+
     def _audit(self, index: int) -> None:
         """Fresh inputs, the reference first (kernels/input_changes.py: an input it changes in
         place is compared too, an input it leaves alone must stay as it was)."""
         run = reference_first(
-            lambda: self.fresh_inputs(10_000 + index), self.reference, self.inputs_in_result
+            lambda: self.fresh_inputs(AUDIT_SEED + index), self.reference, self.inputs_in_result
         )
         fresh = run.inputs
         with self.guard.launches.counting() as launches:
@@ -506,12 +525,49 @@ class TimedCallChecks:
             )
         try:
             check_call(run, self.outputs_of(output), "in the hidden audit", self.compare)
-        except Exception as exc:
+        except GateFailure as failure:
+            evidence = "" if failure.kind == "cheat" else self._audit_evidence(index, output, run)
+            del output, fresh
+            if evidence is not None:
+                raise TimedCheckFailure(
+                    "cheat",
+                    f"the hidden audit call (fresh inputs, at timed call {index}) got a wrong output: "
+                    f"{failure.message}{evidence}",
+                ) from None
+            draw = f"a fresh draw of them (the hidden audit at timed call {index}, seed {AUDIT_SEED + index})"
             raise TimedCheckFailure(
-                "cheat",
-                f"the hidden audit call (fresh inputs, at timed call {index}) got a wrong output: {exc}",
+                failure.kind,
+                wrong_on_another_draw(draw, failure.message) + "; nothing shows the timing gamed (not a "
+                "replay of the timed inputs' output, right on those when called afresh): a bug the "
+                "problem's own seeds did not reach",
             ) from None
         self.checked_calls += 1
+
+    def _audit_evidence(self, index: int, output: Any, run: ReferenceRun) -> str | None:
+        """Why a wrong audit output is a cheat, or None (a plain wrong output): it is the answer
+        for the timed inputs (replayed or cached); a call on the audit's inputs made again is
+        right (its output depends on being audited); or its output on the timed inputs, called
+        afresh, is wrong now (lazy after the checks, or stateful)."""
+        try:
+            timed = self._expected()
+        except Exception:  # a reference that rejects the perturbed timed inputs: no such evidence
+            timed = None
+        if timed is not None:
+            with contextlib.suppress(Exception):
+                self.compare(self.outputs_of(output), timed.references, ())
+                return "; it is the output for the timed inputs instead: a replayed or cached output"
+        again = self.fresh_inputs(AUDIT_SEED + index)
+        if [self.digest(value) for value in again] == run.before and self._right_on(again, run):
+            return (
+                "; the same call on the same inputs made again is right: its output depends on "
+                "being called inside the timed loop"
+            )
+        if timed is not None and not self._right_on(self._timed_inputs(), timed):
+            return (
+                "; called afresh on the timed inputs it is wrong too, though its checked calls were "
+                "right: a lazy or stateful output"
+            )
+        return None
 
 
 class PerturbOnly:
