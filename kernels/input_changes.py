@@ -121,14 +121,21 @@ def reference_first(
     return ReferenceRun(inputs, references, before, changed)
 
 
+def map_tensors(value: Any, fn: Callable[[torch.Tensor], Any]) -> Any:
+    """`fn` of a tensor; a list or tuple rebuilt item by item, at any depth (a list of cache
+    tensors); other values as they are. The one walk of an input's tensors: copies here,
+    the timed loop's perturbation (kernels/timing.py)."""
+    if isinstance(value, torch.Tensor):
+        return fn(value)
+    if isinstance(value, (list, tuple)):
+        return type(value)(map_tensors(item, fn) for item in value)
+    return value
+
+
 def copy_value(value: Any) -> Any:
     """A new tensor holding a tensor's value (same strides, dtype, device, requires_grad); a
     list or tuple copied item by item (a list of cache tensors); other values as they are."""
-    if isinstance(value, torch.Tensor):
-        return value.detach().clone().requires_grad_(value.requires_grad)
-    if isinstance(value, (list, tuple)):
-        return type(value)(copy_value(item) for item in value)
-    return value
+    return map_tensors(value, lambda tensor: tensor.detach().clone().requires_grad_(tensor.requires_grad))
 
 
 def copy_inputs(inputs: tuple[Any, ...]) -> tuple[Any, ...]:

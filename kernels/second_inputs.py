@@ -57,6 +57,12 @@ def signed_heavy_tailed(inputs: tuple[Any, ...], seed: int = SEED) -> tuple[tupl
     return tuple(drawn), count
 
 
+def wrong_on_another_draw(draw: str, found: str) -> str:
+    """The one wording of a candidate right on the problem's own inputs (the gate's draws) and
+    wrong on `draw` (this module's signed heavy-tailed one, the hidden audit's fresh seed)."""
+    return f"right on the problem's own inputs, wrong on {draw} ({found})"
+
+
 def declared_off(module: Any) -> str | None:
     """Why a reference module turned the check off (None: it did not)."""
     if getattr(module, OPT_OUT, True) is False:
@@ -122,9 +128,9 @@ def check_second_distribution(
             raise
         raise GateFailure(
             "wrong_off_distribution",
-            "right on the problem's own inputs, wrong on signed heavy-tailed ones of the same shapes "
-            f"({failure.message}); a kernel must be right on every input the problem allows (a problem "
-            f"whose domain excludes them sets {OPT_OUT} = False)",
+            wrong_on_another_draw("signed heavy-tailed ones of the same shapes", failure.message)
+            + "; a kernel must be right on every input the problem allows (a problem whose domain "
+            f"excludes them sets {OPT_OUT} = False)",
         ) from None
     except Exception as exc:
         raise GateFailure(

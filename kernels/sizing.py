@@ -132,6 +132,7 @@ class ProblemSizes:
     largest_output_elements: int  # the comparison upcasts one output at a time to float64
     param_bytes: int  # parameters and buffers of one model
     notes: list[str] = field(default_factory=list)  # what was assumed, and why
+    changed_bytes: int = 0  # inputs the reference changes in place: the timing keeps pristine copies
 
 
 def _tensors(value: Any) -> list[Any]:
@@ -180,10 +181,17 @@ def meta_sizes(
         in_tensors = _tensors(inputs)
         param_bytes = 0
         out_tensors: list[Any] | None = None
+        changed: list[Any] = []
         try:
             model = model_cls(*init_inputs).to(dtype=dtype)
             param_bytes = _nbytes([*model.parameters(), *model.buffers()])
+            versions = [[t._version for t in _tensors(x)] for x in inputs]
             out_tensors = _tensors(model(*inputs))
+            changed = [  # an in-place op bumps a tensor's version, on the meta device too
+                x
+                for x, seen in zip(inputs, versions, strict=True)
+                if [t._version for t in _tensors(x)] != seen
+            ]
         except Exception as exc:  # the estimate stays useful without the output's size
             notes.append(
                 f"the reference model did not run on the meta device ({type(exc).__name__}: "
@@ -199,6 +207,7 @@ def meta_sizes(
         largest_output_elements=max((t.numel() for t in out_tensors), default=0),
         param_bytes=param_bytes,
         notes=notes,
+        changed_bytes=_nbytes(_tensors(changed)),
     )
 
 
@@ -229,7 +238,8 @@ def harness_footprint(
     - the gate (one seed at a time, digests kept instead of earlier seeds' outputs): one
       input set, the reference's and the candidate's outputs, and the comparison's slices;
     - the timing (one input set shared by baseline, candidate and parent, perturbed in place):
-      the hidden audit's fresh input set beside it, with its output and the reference's;
+      the hidden audit's fresh input set beside it, with its output and the reference's, and
+      a pristine copy of each input the reference changes in place (kernels/input_changes.py);
     - every model's parameters (reference, candidate, baseline when it is a kernel);
     - under the CPU interpreter, Triton's own working copies while a kernel runs: about two
       of each launch's tensors (measured: a plain reference + candidate call of a ReLU holds
@@ -249,6 +259,11 @@ def harness_footprint(
         (
             f"2 x {gb(sizes.output_bytes)} of outputs (the candidate's and the reference's)",
             2 * sizes.output_bytes,
+        ),
+        (
+            f"{gb(sizes.changed_bytes)} of pristine copies of the inputs the reference changes in place "
+            "(restored before every timed call)",
+            sizes.changed_bytes,
         ),
         ("the comparison's working slices", slices),
         (f"{models} x {gb(sizes.param_bytes)} of parameters ({models} models)", models * sizes.param_bytes),

@@ -23,7 +23,9 @@ outside the timed region:
   re-checked with a fresh call, so a replayed or lazily produced output is told apart from a
   problem whose inputs cannot be perturbed;
 - at a random point a *hidden audit call* runs the candidate on fresh inputs (new buffers,
-  new values) and checks it, untimed;
+  new values) and checks it, untimed; a wrong output is a cheat only with evidence (the
+  timed inputs' answer, right when called again, wrong now on the timed inputs), else the
+  data-dependent bug it looks like (docs/verdicts.md);
 - the candidate must launch at least one Triton kernel in every timed call.
 
 On a GPU the loop is the harness's own (not `do_bench`): L2 is flushed before every timed call
@@ -43,17 +45,20 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 import torch
 
+from kernelscope.kernels.gate import GateFailure
 from kernelscope.kernels.input_changes import (
     ReferenceRun,
     changed_in_place,
     check_call,
     copy_inputs,
     copy_value,
+    map_tensors,
     part_of_result,
     reference_first,
     restore_value,
 )
 from kernelscope.kernels.integrity import Guard, perf_counter
+from kernelscope.kernels.second_inputs import wrong_on_another_draw
 
 if TYPE_CHECKING:
     from kernelscope.protocol.bench import ErrorKind
@@ -108,16 +113,16 @@ def _swap(flat: torch.Tensor, left: list[int], right: list[int]) -> None:
 
 
 def perturb_(inputs: tuple[Any, ...], rng: random.Random, swaps: int = 8, undo: Swaps | None = None) -> bool:
-    """Swap a few elements of every contiguous floating-point tensor input with others of the
-    same tensor, in place (integer and bool tensors are indices, offsets, masks: their order is
-    the problem's structure). Returns whether anything could be perturbed; `undo` receives the
-    swaps, for `restore_`."""
+    """Swap a few elements of every contiguous floating-point tensor input (or tensor in a list
+    or tuple input) with others of the same tensor, in place (integer and bool tensors are
+    indices, offsets, masks: their order is the problem's structure). Returns whether
+    anything could be perturbed; `undo` receives the swaps, for `restore_`."""
     changed = False
-    for value in inputs:
-        if not isinstance(value, torch.Tensor) or value.numel() < 2 or not value.is_contiguous():
-            continue
-        if not value.is_floating_point():
-            continue
+
+    def perturb_one(value: torch.Tensor) -> None:
+        nonlocal changed
+        if value.numel() < 2 or not value.is_contiguous() or not value.is_floating_point():
+            return
         flat = value.view(-1)
         count = min(swaps, flat.numel() // 2)
         picks = _distinct_picks(rng, flat.numel(), 2 * count)
@@ -125,6 +130,9 @@ def perturb_(inputs: tuple[Any, ...], rng: random.Random, swaps: int = 8, undo: 
         if undo is not None:
             undo.append((flat, picks[:count], picks[count:]))
         changed = True
+
+    for value in inputs:  # tensors inside lists and tuples too (a list of cache tensors)
+        map_tensors(value, perturb_one)
     return changed
 
 
@@ -187,22 +195,29 @@ class Timer:
         configuration, and a small one's call count (and warmup) would be a large one's."""
         self._calls_per_phase.clear()
 
-    def _gpu_calls(self, fn: Callable[[], Any], key: int) -> int:
+    def _gpu_calls(self, fn: Callable[[], Any], key: int, prepare: Callable[[], Any]) -> int:
         """How many timed calls fit in rep_ms, from a short warmup (at least 10, at most 1000);
-        estimated once per function timed (`key`) per configuration (`new_configuration`)."""
+        estimated once per function timed (`key`) per configuration (`new_configuration`).
+        Every warm-up call is `prepare`d as a timed call is (inputs the reference changes
+        restored, destination outputs zeroed), so none starts from what an earlier one left."""
         if key not in self._calls_per_phase:
             start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-            fn()
+
+            def warm() -> None:
+                prepare()
+                fn()
+
+            warm()
             torch.cuda.synchronize()
             start.record()
             for _ in range(5):
-                fn()
+                warm()
             end.record()
             torch.cuda.synchronize()
             estimate = max(start.elapsed_time(end) / 5, 1e-3)
             warm_calls = int(self.warmup_ms / estimate)
             for _ in range(min(warm_calls, 1000)):
-                fn()
+                warm()
             self._calls_per_phase[key] = max(10, min(1000, int(self.rep_ms / estimate)))
         return self._calls_per_phase[key]
 
@@ -229,8 +244,8 @@ class Timer:
             zero()
 
         gpu = self.mode == "gpu"
-        calls = self._gpu_calls(call, id(fn)) if gpu else self.reps
-        graph = self._capture(call) if gpu and self.graph else None
+        calls = self._gpu_calls(call, id(fn), prepare) if gpu else self.reps
+        graph = self._capture(call, prepare) if gpu and self.graph else None
         for index in range(calls):
             if checks is not None:
                 checks.before(index)
@@ -292,15 +307,16 @@ class Timer:
             self.guard.launches.on_launch = None
         return totals
 
-    def _capture(self, call: Callable[[], Any]) -> _Graph:
+    def _capture(self, call: Callable[[], Any], prepare: Callable[[], Any]) -> _Graph:
         with self.guard.streams.paused():  # the harness's own capture stream is not the candidate's
-            return self._capture_on_side_stream(call)
+            return self._capture_on_side_stream(call, prepare)
 
-    def _capture_on_side_stream(self, call: Callable[[], Any]) -> _Graph:
+    def _capture_on_side_stream(self, call: Callable[[], Any], prepare: Callable[[], Any]) -> _Graph:
         side = torch.cuda.Stream()
         side.wait_stream(torch.cuda.current_stream())
         with torch.cuda.stream(side):
-            for _ in range(3):
+            for _ in range(3):  # warm-up calls, prepared as the timed ones are
+                prepare()
                 call()
         torch.cuda.current_stream().wait_stream(side)
         graph = torch.cuda.CUDAGraph()
@@ -318,6 +334,8 @@ class _Graph:
         self.graph.replay()
         return self.output
 
+
+AUDIT_SEED = 10_000  # the hidden audit at timed call i draws with seed AUDIT_SEED + i
 
 UNPERTURBED_NOTE = (
     "the inputs could not be perturbed between timed calls (the problem's inputs have "
@@ -386,10 +404,15 @@ class TimedCallChecks:
                     raise
                 self._snapshot = self._expected()
 
+    def _timed_inputs(self) -> tuple[Any, ...]:
+        """The inputs a timed call starts from: those the reference changes at their pristine
+        (perturbed) values, the others as they are."""
+        return tuple(self.pristine.get(i, value) for i, value in enumerate(self.inputs))
+
     def _expected(self) -> ReferenceRun | None:
-        """The reference's run on the inputs as they are (on copies of those it changes); None
-        when it changed another one (perturbed values taking another path)."""
-        given = tuple(copy_value(v) if i in self.pristine else v for i, v in enumerate(self.inputs))
+        """The reference's run on the inputs a timed call starts from (on copies of those it
+        changes); None when it changed another one (perturbed values taking another path)."""
+        given = tuple(copy_value(v) if i in self.pristine else v for i, v in enumerate(self._timed_inputs()))
         before = [self.digest(value) for value in self.inputs]
         references = self.reference(given)
         if [self.digest(value) for value in self.inputs] != before:
@@ -464,12 +487,7 @@ class TimedCallChecks:
         """A timed output was wrong: a fresh call on copies of the inputs the call was given (the
         pristine values of those it may change) tells a replayed or lazy output (fresh call
         right) from inputs the problem cannot take perturbed (wrong too)."""
-        given = tuple(self.pristine.get(i, value) for i, value in enumerate(self.inputs))
-        fresh = copy_inputs(given)
-        again = ReferenceRun(fresh, run.references, [self.digest(value) for value in fresh], run.changed)
-        try:
-            self._check(self.outputs_of(self.candidate(*fresh)), again, "in a fresh call")
-        except Exception:
+        if not self._right_on(self._timed_inputs(), run):
             self._stop_perturbing()
             return
         raise TimedCheckFailure(
@@ -478,11 +496,24 @@ class TimedCallChecks:
             "while a fresh call on the same inputs is right: a replayed, cached or lazily computed output",
         )
 
+    def _right_on(self, inputs: tuple[Any, ...], run: ReferenceRun) -> bool:
+        """Whether a fresh call on copies of `inputs` is right by `run` (the reference's run on
+        the same values), outputs and inputs alike."""
+        fresh = copy_inputs(inputs)
+        again = ReferenceRun(fresh, run.references, [self.digest(value) for value in fresh], run.changed)
+        try:
+            output = self.candidate(*fresh)
+            self.sync()
+            self._check(self.outputs_of(output), again, "in a fresh call")
+        except Exception:
+            return False
+        return True
+
     def _audit(self, index: int) -> None:
         """Fresh inputs, the reference first (kernels/input_changes.py: an input it changes in
         place is compared too, an input it leaves alone must stay as it was)."""
         run = reference_first(
-            lambda: self.fresh_inputs(10_000 + index), self.reference, self.inputs_in_result
+            lambda: self.fresh_inputs(AUDIT_SEED + index), self.reference, self.inputs_in_result
         )
         fresh = run.inputs
         with self.guard.launches.counting() as launches:
@@ -494,12 +525,49 @@ class TimedCallChecks:
             )
         try:
             check_call(run, self.outputs_of(output), "in the hidden audit", self.compare)
-        except Exception as exc:
+        except GateFailure as failure:
+            evidence = "" if failure.kind == "cheat" else self._audit_evidence(index, output, run)
+            del output, fresh
+            if evidence is not None:
+                raise TimedCheckFailure(
+                    "cheat",
+                    f"the hidden audit call (fresh inputs, at timed call {index}) got a wrong output: "
+                    f"{failure.message}{evidence}",
+                ) from None
+            draw = f"a fresh draw of them (the hidden audit at timed call {index}, seed {AUDIT_SEED + index})"
             raise TimedCheckFailure(
-                "cheat",
-                f"the hidden audit call (fresh inputs, at timed call {index}) got a wrong output: {exc}",
+                failure.kind,
+                wrong_on_another_draw(draw, failure.message) + "; nothing shows the timing gamed (not a "
+                "replay of the timed inputs' output, right on those when called afresh): a bug the "
+                "problem's own seeds did not reach",
             ) from None
         self.checked_calls += 1
+
+    def _audit_evidence(self, index: int, output: Any, run: ReferenceRun) -> str | None:
+        """Why a wrong audit output is a cheat, or None (a plain wrong output): it is the answer
+        for the timed inputs (replayed or cached); a call on the audit's inputs made again is
+        right (its output depends on being audited); or its output on the timed inputs, called
+        afresh, is wrong now (lazy after the checks, or stateful)."""
+        try:
+            timed = self._expected()
+        except Exception:  # a reference that rejects the perturbed timed inputs: no such evidence
+            timed = None
+        if timed is not None:
+            with contextlib.suppress(Exception):
+                self.compare(self.outputs_of(output), timed.references, ())
+                return "; it is the output for the timed inputs instead: a replayed or cached output"
+        again = self.fresh_inputs(AUDIT_SEED + index)
+        if [self.digest(value) for value in again] == run.before and self._right_on(again, run):
+            return (
+                "; the same call on the same inputs made again is right: its output depends on "
+                "being called inside the timed loop"
+            )
+        if timed is not None and not self._right_on(self._timed_inputs(), timed):
+            return (
+                "; called afresh on the timed inputs it is wrong too, though its checked calls were "
+                "right: a lazy or stateful output"
+            )
+        return None
 
 
 class PerturbOnly:

@@ -122,6 +122,18 @@ def test_perturbation_leaves_integer_tensors_alone_and_is_undone() -> None:
     assert torch.equal(weight, kept[2]) and swaps == []
 
 
+def test_perturbation_reaches_tensors_inside_list_and_tuple_inputs() -> None:
+    """A candidate caching on a list input's tensor (a list of KV-cache slots) must see it
+    perturbed like a top-level tensor, and restored after."""
+    cache, nested = torch.arange(1000.0), torch.arange(500.0)
+    kept = (cache.clone(), nested.clone())
+    swaps: list = []
+    assert perturb_(([cache, (nested, 3)], torch.arange(4)), random.Random(2), undo=swaps)
+    assert not torch.equal(cache, kept[0]) and not torch.equal(nested, kept[1])
+    restore_(swaps)
+    assert torch.equal(cache, kept[0]) and torch.equal(nested, kept[1])
+
+
 def _sorted_only(xs: tuple) -> list[torch.Tensor]:  # type: ignore[type-arg]
     (x,) = xs
     if not bool((x[1:] >= x[:-1]).all()):
@@ -199,5 +211,61 @@ def test_calls_per_phase_are_estimated_again_for_each_configuration(monkeypatch:
     for per_call_ms in (0.01, 2.0):  # n=98304, then n=16777216
         cost[0] = per_call_ms
         timer.new_configuration()  # as the runner's time_ab does for every configuration
-        found.append(timer._gpu_calls(kernel_fn, id(kernel_fn)))
+        found.append(timer._gpu_calls(kernel_fn, id(kernel_fn), lambda: None))
     assert found[0] == 1000 and 45 <= found[1] <= 50  # ~rep_ms / 2 ms, not 1000 calls of 2 ms
+
+
+def test_gpu_warm_up_calls_restore_an_input_the_reference_changes(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The GPU loop's warm-up calls (the call-count estimate before the timed calls) start, as
+    the timed calls do, from the pristine value of an input the reference accumulates into:
+    none adds to what an earlier call left. Only CUDA's clock and L2 flush are replaced (no
+    GPU here); the warm-up and timed calls are Timer.run's own."""
+    from contextlib import nullcontext
+    from types import SimpleNamespace
+
+    from kernelscope.kernels.timing import Timer
+
+    class FakeEvent:
+        def __init__(self, enable_timing: bool = True) -> None:
+            pass
+
+        def record(self) -> None:
+            pass
+
+        def elapsed_time(self, other: FakeEvent) -> float:
+            return 5.0  # 5 calls in 5 ms: a few warm-up calls, then 10 timed ones
+
+    monkeypatch.setattr(torch.cuda, "Event", FakeEvent)
+    monkeypatch.setattr(torch.cuda, "synchronize", lambda *a, **k: None)
+    acc, rows = torch.zeros(4), torch.ones(4)
+
+    def reference(xs: tuple) -> list[torch.Tensor]:  # type: ignore[type-arg]
+        xs[0].add_(xs[1])  # accumulates into its first input, as moe_index_add does
+        return [xs[0]]
+
+    started_from: list[float] = []
+
+    def candidate(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+        started_from.append(float(a.sum()))
+        return a.add_(b)
+
+    checks = TimedCallChecks(
+        (acc, rows),
+        reference=reference,
+        fresh_inputs=lambda seed: (torch.zeros(4), torch.ones(4)),
+        candidate=candidate,
+        compare=lambda outs, refs, xs: gate.check_outputs(outs, refs, xs, None, None),
+        outputs_of=lambda value: gate.as_tensor_list(value, "the candidate"),
+        digest=gate.digest,
+        guard=None,  # type: ignore[arg-type]
+        rng=random.Random(0),
+        calls=10,
+        verify=0,
+    )
+    checks.perturb = False  # one value to start from: the pristine zeros
+    guard = SimpleNamespace(launches=SimpleNamespace(counting=lambda: nullcontext(SimpleNamespace(count=1))))
+    timer = Timer("gpu", guard=guard, reps=3, warmup_ms=3.0, rep_ms=10.0, graph=False)  # type: ignore[arg-type]
+    monkeypatch.setattr(timer, "_flush_l2", lambda: None)
+    timed = timer.run(candidate, (acc, rows), PerturbOnly(checks))
+    assert len(timed.samples_ms) == 10 and len(started_from) == 1 + 5 + 3 + 10  # warm-up, then timed
+    assert started_from == [0.0] * len(started_from)  # every call from the pristine zeros
