@@ -46,6 +46,13 @@ class _ProbingJobs(_Jobs):
         self.probes += 1
 
 
+class _UntrustedJobs(_ProbingJobs):
+    """An untrusted workspace's jobs: a save schedules nothing (Jobs.schedule_probe)."""
+
+    def schedule_probe(self, ws: Any) -> None:
+        assert not ws.settings.runs_on_save
+
+
 class _Server:
     """What the save handlers use of KernelscopeServer; `on_parse` runs while the pool parses
     the saved text (between its verdict and its publication)."""
@@ -210,4 +217,37 @@ def test_the_watchers_report_of_a_saved_crlf_file_is_the_same_text(
     assert "near_tried" in verdict and jobs.probes == 1, published
     del published[:], jobs.spawned[:]
     save.on_disk_change(ls, ws.root, {"kernel.py"})  # type: ignore[arg-type]  # the watcher's report of the save
-    assert jobs.spawned == [] and published == [verdict], (jobs.spawned, published)
+    assert jobs.spawned == [] and published == [], (jobs.spawned, published)  # (verdict: up already)
+
+
+def test_the_watchers_report_of_a_checked_text_in_an_untrusted_workspace_is_not_handled_again(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Untrusted: didSave's text checked and published; the watcher then reports the same
+    bytes on disk. No probe runs here, so the text stayed "stale" and the report counted as a
+    new one. Before: it was handled again (a second check step, a parse on the pool) and its
+    verdict published twice more: [verdict, verdict] reached the agent once more."""
+    text = "A = 1\n"
+    (tmp_path / "kernel.py").write_text(text)
+    ws = WorkspaceState(tmp_path, object)  # type: ignore[arg-type]
+    ws.settings = ws.settings.__class__(bench_on_save=True)  # no `trusted`: runs_on_save False
+    assert not ws.settings.runs_on_save
+    _verdicts(monkeypatch)
+    published = _publications(monkeypatch)
+    state = ServerState()
+    state.workspaces[ws.root] = ws
+    monkeypatch.setattr(state, "on_loop", lambda callback: callback())  # (the watcher's thread hands over)
+    monkeypatch.setattr(state, "rescan", lambda: None)  # (the folder is a workspace still)
+    ls = _Server(state)
+    ls.jobs = jobs = _UntrustedJobs()
+
+    async def run() -> None:
+        digest = save._saved_text_arrived(ls, ws, text)  # type: ignore[arg-type]  # didSave's text
+        assert digest is not None
+        await save._saved_text_checked(ls, ws, text, digest)  # type: ignore[arg-type]
+
+    asyncio.run(run())
+    assert published == [["near_tried", "bench_on_save_off"]], published
+    del published[:], jobs.spawned[:]
+    save.on_disk_change(ls, ws.root, {"kernel.py"})  # type: ignore[arg-type]  # the watcher's report of the save
+    assert jobs.spawned == [] and published == [], (jobs.spawned, published)

@@ -10,8 +10,9 @@ workflows/probe.py), and an untrusted workspace says once that it is not.
 
 One save is reported twice (didSave, and the watcher seeing the file change), the second up to
 seconds later on a loaded machine: a text already handled whose check or probe is still under
-way, or whose numbers are on screen, is not handled again (a second probe would cancel the
-first and mark its fresh numbers stale).
+way, or whose numbers are on screen (untrusted: whose check is published), is not handled or
+published again (a second probe would cancel the first and mark its fresh numbers stale; an
+agent receives every publication since its edit).
 """
 
 from __future__ import annotations
@@ -216,11 +217,16 @@ async def kernel_changed(ls: KernelscopeServer, ws: WorkspaceState, text: str | 
 
 def _saved_text_arrived(ls: KernelscopeServer, ws: WorkspaceState, text: str) -> str | None:
     """(loop) A saved text reported: its digest when it is to be handled (checked, then
-    measured or not), None when it was handled already (a second report, module docstring).
+    measured or not), None when it was handled already (a second report, module docstring):
+    its check or probe is under way, its numbers are on screen, or, where no save is measured
+    (untrusted), its check is what is published (it stays "stale": no probe will say more).
     From here on the numbers on screen and the previous text's notices are not this text's."""
     digest = _digest(text)
     if digest == ws.kernel_digest and (
-        ws.checking_kernel == digest or not ws.stale or ls.jobs.probe_in_flight(ws)
+        ws.checking_kernel == digest
+        or not ws.stale
+        or ls.jobs.probe_in_flight(ws)
+        or (not ws.settings.runs_on_save and ws.checked == digest)
     ):
         return None
     ws.kernel_digest = ws.checking_kernel = digest
@@ -366,6 +372,8 @@ def on_disk_change(ls: KernelscopeServer, root: Path, paths: set[str]) -> None:
                 text = None  # (gone: the rescan let the workspace go)
             # arrived before the publication below: the previous text's notices are not in it
             digest = _saved_text_arrived(ls, ws, text) if text is not None else None
+            if text is not None and digest is None and sources == {"kernel"}:
+                return  # a second report of a text handled already: what is published holds
         notify.workspace_changed(ls, ws, *sources)  # a record an agent wrote can make the text a recorded one
         if text is not None and digest is not None:
             ls.jobs.spawn(_saved_text_checked(ls, ws, text, digest))
