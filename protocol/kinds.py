@@ -94,7 +94,8 @@ class KindSpec:
     `framework` says why a folder's solution is declared in a framework rather than Triton
     (None: a Triton kernel is asked of it, the default): the static rules about PyTorch
     instead of Triton and the runtime "no Triton, no score" are then off, as for a file
-    marked `# kernelscope: framework-baseline`."""
+    marked `# kernelscope: framework-baseline`. `problem` names a folder of the kind in words
+    ("a SOL-ExecBench problem"; None: the kind's name), as the not-a-workspace error says it."""
 
     name: str
     matches: Callable[[Folder], bool] = field(compare=False)
@@ -103,6 +104,7 @@ class KindSpec:
     goal: str | None = None
     own_gate: OwnGate | None = None
     framework: Callable[[Folder], str | None] = field(default=lambda _folder: None, compare=False)
+    problem: str | None = None
 
 
 _ADAPTERS = "kernelscope.kernels.adapters"
@@ -114,6 +116,7 @@ SOL_EXECBENCH = KindSpec(
     adapter=f"{_ADAPTERS}.sol_execbench:SolExecBenchProblem",
     goal="minimize the geomean latency over the workloads",
     framework=lambda f: sol_framework(f.root),  # solution.json's spec.languages
+    problem="a SOL-ExecBench problem",
 )
 # A generalized (production) Atrex-Bench workspace shows only agent_problem.json: the exact
 # cases (shapes.json, metadata.json) exist only in atrex's sandbox, and test_kernel.py reads them.
@@ -140,18 +143,21 @@ ATREX_BENCH = KindSpec(
             GENERALIZED_ATREX_BENCH if f.has("agent_problem.json") and not f.has("shapes.json") else None
         ),
     ),
+    problem="an Atrex-Bench problem",
 )
 KERNELBENCH = KindSpec(
     name="kernelbench",
     matches=lambda f: f.defines("Model", "get_inputs"),
     harness="KernelBench contract: Model/get_inputs/get_init_inputs vs ModelNew",
     adapter=f"{_ADAPTERS}.kernelbench:KernelBenchProblem",
+    problem="a KernelBench problem",
 )
 NATIVE = KindSpec(
     name="native",
     matches=lambda f: f.defines("CONFIGS", "make_inputs", "reference") or f.machine_block,
     harness="kernelscope's contract: reference.py with CONFIGS, make_inputs, reference",
     adapter=f"{_ADAPTERS}.native:NativeProblem",
+    problem="a problem in kernelscope's own contract (reference.py with CONFIGS, make_inputs, reference)",
 )
 ATREX_V01 = KindSpec(
     name="atrex-v0.1",
@@ -220,6 +226,17 @@ def detect(folder: Folder) -> KindSpec:
         if spec.matches(folder):
             return spec
     return FALLBACK
+
+
+def problem_of(folder: Folder) -> tuple[str, bool] | None:
+    """What a folder that is no workspace looks like, in words, and whether `kernelscope bench`
+    measures it as it is (a kind whose own evaluator cannot run there: not), or None when no
+    kind's rule matches it (the fallback is no recognition). Reads what `detect` reads."""
+    spec = detect(folder)
+    if not spec.matches(folder):
+        return None
+    runs = spec.own_gate is None or spec.own_gate.unavailable(folder) is None
+    return spec.problem or f"a {spec.name} problem", runs
 
 
 def framework_solution(folder: Folder, kind: str | None = None) -> str | None:

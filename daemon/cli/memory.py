@@ -112,7 +112,7 @@ def read(
     ] = False,
     json_out: JsonOpt = False,
 ) -> None:
-    """Print one version (or all unmasked ones) as JSON. Reading a masked version is an error."""
+    """Print one version (or all unmasked ones) as JSON; a masked one needs --include-masked."""
     if unmasked_only and include_masked:
         raise UsageError("--unmasked-only and --include-masked contradict each other")
     manager = _manager(workspace)

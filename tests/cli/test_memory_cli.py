@@ -58,6 +58,13 @@ def test_seed_compatible_workflow(tmp_path: Path, cli) -> None:  # type: ignore[
     assert cli("memory", "next-version", "--workspace", ws).stdout.strip() == "v3"
 
 
+def test_memory_help_says_a_masked_version_is_read_with_include_masked(cli) -> None:  # type: ignore[no-untyped-def]
+    """`memory --help` said "Reading a masked version is an error." with no way round, while
+    `read --include-masked` reads one (above): the summary names the option."""
+    said = " ".join(cli("memory", "--help").stdout.replace("│", " ").split())
+    assert "a masked one needs --include-masked" in said, said
+
+
 def test_exit_codes(tmp_path: Path, cli) -> None:  # type: ignore[no-untyped-def]
     ws = str(tmp_path)
     write_record(tmp_path, 0)

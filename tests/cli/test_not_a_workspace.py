@@ -5,6 +5,7 @@ one JSON error document under --json), `memory summary` and the `exp` reads filt
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 
 import pytest
@@ -117,3 +118,90 @@ def test_the_error_says_the_way_out_once(tmp_path: Path, cli) -> None:  # type: 
     assert done.exit_code == 2
     assert done.stderr.count("-w ") == 1 and "`kernelscope memory init`" in done.stderr, done.stderr
     assert done.stderr.count("`kernelscope demo`") == 1, done.stderr
+
+
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
+
+
+def _sol_problem(tmp_path: Path) -> Path:
+    """A SOL-ExecBench problem folder as published: no memory/, no README block."""
+    folder = tmp_path / "rmsnorm"
+    shutil.copytree(FIXTURES / "sol-execbench" / "rmsnorm", folder)
+    return folder
+
+
+def _kernelbench_problem(tmp_path: Path) -> Path:
+    """A KernelBench problem whose problem file is the folder's reference.py, and a kernel.py."""
+    folder = tmp_path / "level1_gelu"
+    folder.mkdir()
+    shutil.copy(FIXTURES / "kernelbench" / "26_GELU_.py", folder / "reference.py")
+    (folder / "kernel.py").write_text("class ModelNew:\n    pass\n")
+    return folder
+
+
+@pytest.mark.parametrize(
+    ("make", "kind", "words"),
+    [
+        (_sol_problem, "sol-execbench", "a SOL-ExecBench problem"),
+        (_kernelbench_problem, "kernelbench", "a KernelBench problem"),
+    ],
+)
+def test_a_problem_folder_is_named_with_what_runs_on_it_and_memory_init_makes_it_a_workspace(
+    tmp_path: Path, cli, make, kind: str, words: str
+) -> None:  # type: ignore[no-untyped-def]
+    """A bare problem folder (kernel.py, no memory/, no README block) is no workspace by the one
+    rule: the error told it to "add kernel.py" (it has one) and did not say that `bench` runs
+    there as it is. It names what the folder looks like and the two commands that apply;
+    `memory init` then writes memory/ alone and `workspace` reports the folder's kind."""
+    folder = make(tmp_path)
+    before = sorted(p.relative_to(folder) for p in folder.rglob("*"))
+    for command in (("workspace",), ("check",)):
+        refused = cli(*command, "-w", str(folder))
+        assert refused.exit_code == 2 and NOT_A_WORKSPACE in refused.stderr, refused.stderr
+        said = " ".join(refused.stderr.split())
+        assert (
+            f"it looks like {words}: `kernelscope bench` runs on it as it is; "
+            "`kernelscope memory init` makes it a workspace" in said
+        ), said
+        assert "add kernel.py" not in said and "start one here" not in said, said
+    assert cli("memory", "init", "-w", str(folder)).exit_code == 0
+    after = sorted(p.relative_to(folder) for p in folder.rglob("*"))
+    assert [p for p in after if p not in before] == [Path("memory")]
+    shown = cli("workspace", "-w", str(folder), "--json")
+    assert shown.exit_code == 0 and shown.json()["kind"] == kind, shown.stdout
+
+
+def test_the_way_out_says_only_what_applies_to_the_folder(tmp_path: Path, cli) -> None:  # type: ignore[no-untyped-def]
+    """A folder holding kernel.py was told to add kernel.py; a path that does not exist was told
+    to start a workspace "here". Each now hears only what applies: memory init for the first,
+    -w or the demo for the second; an empty folder still hears all three."""
+    plain = tmp_path / "plain"
+    plain.mkdir()
+    (plain / "kernel.py").write_text("x = 1\n")
+    said = " ".join(cli("workspace", "-w", str(plain)).stderr.split())
+    assert "(no memory/ and no README.md" in said, said
+    assert "add kernel.py" not in said and "`kernelscope memory init` to make this one" in said, said
+    assert "looks like" not in said, said  # no kind is recognised in it
+    missing = tmp_path / "missing"
+    said = " ".join(cli("workspace", "-w", str(missing)).stderr.split())
+    assert "(no such directory)" in said and "-w DIR" in said and "`kernelscope demo`" in said, said
+    assert "start one here" not in said and "memory init" not in said, said
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    said = " ".join(cli("memory", "list", "-w", str(empty)).stderr.split())
+    assert "(no memory/)" in said, said  # the memory commands need memory/ alone
+    assert "add kernel.py and run `kernelscope memory init` to start one here" in said, said
+
+
+def test_the_editor_s_way_out_fits_the_folder_too(tmp_path: Path) -> None:
+    """The editor's words (its own gestures, never a CLI option) follow the same folder facts:
+    a folder with kernel.py is told to add memory/ alone, a missing one only to open a workspace."""
+    from kernelscope.daemon.engine.workspace.discovery import missing_parts, not_a_workspace
+
+    problem = _sol_problem(tmp_path)
+    said = not_a_workspace(problem, missing_parts(problem), "editor")
+    assert "it looks like a SOL-ExecBench problem" in said and "add memory/ to this one" in said, said
+    assert "kernel.py and memory/ to" not in said and "-w" not in said, said
+    gone = tmp_path / "gone"
+    said = not_a_workspace(gone, missing_parts(gone), "editor")
+    assert said.endswith("; open a workspace's folder in the editor"), said

@@ -92,16 +92,40 @@ def _no_file(path: Path, name: str) -> str:
     return f"{name} is {what}, not a regular file" if what is not None else f"no {name}"
 
 
-# What to do about it, said once, in the one error, in the words of the surface that says it:
-# point at a workspace, start one here, or make the example one (a folder inside a workspace
-# names that one instead). The CLI's options and commands; the editor's own gesture.
+# What to do about it, said once, in the one error, in the words of the surface that says it
+# (the CLI's options and commands; the editor's own gestures), and only what applies to the
+# folder as it is (`_situation`): a path that is no folder is pointed at a workspace or the
+# demo; a folder without kernel.py is told to add it and start memory/ there; one with
+# kernel.py only to start memory/ (a folder whose files a kind recognises is named, and told
+# that `bench` measures it as it is); a workspace the editor does not serve, to open it. A
+# folder inside a workspace names that one instead.
 WAY_OUT = {
-    "cli": (
-        "; pass -w DIR for a workspace elsewhere, add kernel.py and run `kernelscope memory init` to "
-        "start one here, or run `kernelscope demo` to make an example"
-    ),
-    "editor": "; open a workspace's folder in the editor, or add kernel.py and memory/ to this one",
+    "cli": {
+        "absent": "; pass -w DIR for a workspace elsewhere, or run `kernelscope demo` to make an example",
+        "bare": (
+            "; pass -w DIR for a workspace elsewhere, add kernel.py and run `kernelscope memory init` to "
+            "start one here, or run `kernelscope demo` to make an example"
+        ),
+        "kernel": (
+            "; pass -w DIR for a workspace elsewhere, run `kernelscope memory init` to make this one, or "
+            "run `kernelscope demo` to make an example"
+        ),
+        "workspace": "; run `kernelscope memory init` to start its memory/",
+        "problem": (
+            "; it looks like {problem}: {bench}`kernelscope memory init` makes it a workspace (or pass "
+            "-w DIR for a workspace elsewhere)"
+        ),
+    },
+    "editor": {
+        "absent": "; open a workspace's folder in the editor",
+        "bare": "; open a workspace's folder in the editor, or add kernel.py and memory/ to this one",
+        "kernel": "; open a workspace's folder in the editor, or add memory/ to this one",
+        "workspace": "; open {path} in the editor",
+        "problem": "; it looks like {problem}: add memory/ to this one to make it a workspace, or open a "
+        "workspace's folder in the editor",
+    },
 }
+BENCH_AS_IT_IS = {"cli": "`kernelscope bench` runs on it as it is; ", "editor": ""}
 INSIDE = {
     "cli": "; it is inside the workspace {above}: pass -w {above}",
     "editor": "; it is inside the workspace {above}: open {above} in the editor",
@@ -111,13 +135,40 @@ INSIDE = {
 def not_a_workspace(resolved: Path, missing: list[str], surface: Surface = "cli") -> str:
     """The one "not an optimization workspace" message, naming what is missing and what a
     workspace holds, ending with the way out of the surface that says it (`surface`: the
-    CLI's commands, the editor's gestures)."""
+    CLI's commands, the editor's gestures) that fits the folder (WAY_OUT)."""
     above = workspace_holding(resolved.parent) if resolved.parent != resolved else None
-    hint = INSIDE[surface].format(above=above) if above is not None else WAY_OUT[surface]
+    if above is not None:
+        hint = INSIDE[surface].format(above=above)
+    else:
+        situation, problem = _situation(resolved)
+        hint = WAY_OUT[surface][situation].format(
+            path=resolved,
+            problem=problem[0] if problem else "",
+            bench=BENCH_AS_IT_IS[surface] if problem and problem[1] else "",
+        )
     return (
         f"{resolved} is not an optimization workspace ({'; '.join(missing)}): a workspace holds "
         f"kernel.py, and memory/ or a README.md with a ```{WORKSPACE_FENCE} block{hint}"
     )
+
+
+def _situation(path: Path) -> tuple[str, tuple[str, bool] | None]:
+    """Which way out fits the folder (a key of WAY_OUT's), and for one holding kernel.py what
+    its files look like (protocol/kinds.py's `problem_of`, asked here alone: the error's path,
+    so that importing discovery stays light)."""
+    try:
+        if not path.is_dir():
+            return "absent", None
+        if not all((path / name).is_file() for name in WORKSPACE_FILES):
+            return "bare", None
+        if is_optimization_workspace(path):
+            return "workspace", None
+    except OSError:
+        return "absent", None
+    from kernelscope.protocol import kinds
+
+    problem = kinds.problem_of(kinds.Folder(path))
+    return ("problem", problem) if problem is not None else ("kernel", None)
 
 
 def require_workspace(path: Path, need: Need = "workspace") -> Path:
