@@ -191,7 +191,9 @@ class VersionSummary(ClosedModel):
     bandwidth_gbps: float | None = None
     latency_ratio: float | None = Field(
         default=None,
-        description="v0 latency / this version's latency: a ratio of two recordings, not a score",
+        description="v0's recorded latency / this version's recorded latency: the records' own "
+        "figures, as written, not a score; rank by `score` (a version that ran more workloads than "
+        "v0 is scored over v0's, and its score differs from this ratio)",
     )
     score: ScoreValue | None = Field(
         default=None, description="the one score vs v0 every surface shows (kind says what it is)"

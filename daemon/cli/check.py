@@ -6,9 +6,9 @@ running), and whether re-benchmark on save is off. Nothing is written and no wor
 runs; skills call it before spending GPU time.
 
 Exit status 3 when it finds an error (a static rule `bench` would fail the text on), as `bench`
-exits on a failed gate, so `kernelscope check && kernelscope bench` stops there; 2 (invalid
-data, nothing checked) when the text does not parse, where the daemon's diagnostic is a
-warning beside the editor's own syntax error; 0 otherwise.
+exits on a failed gate, so `kernelscope check && kernelscope bench` stops there; 3 too when
+the text does not parse (bench fails it as a compile error), with the daemon's does_not_parse
+notice (a warning beside the editor's own syntax error) and nothing else checked; 0 otherwise.
 """
 
 from __future__ import annotations
@@ -61,23 +61,25 @@ def check_command(
     declared = declared_framework(root, readme) is not None
     undeclared = undeclared_triton(root, readme, text)
     static = static_notices(text, detect_kind(root, readme), True, declared, undeclared)
-    unparsed = next((n for n in static if n.code == "does_not_parse"), None)
-    if unparsed is not None:  # (the daemon's notice, the one parse rule: a warning in the editor)
-        raise DataError(
-            f"{source.name} does not parse (line {unparsed.line}): nothing was checked; {unparsed.message}"
-        )
-    service = HistoryService(root, db_url=db)
-    notices, identical = text_notices(service, text, whole=True)  # asked for: any size
-    notices += static
-    user, folder = user_settings(output.warn)
-    why = distrust(user, root) if folder.bench_on_save else None  # the config file's trust alone
-    if why is not None:
-        notices.append(untrusted_notice(str(root), why))
-    tried = [hint for hint in service.tried(text) if hint.values]
-    # what "nothing matches" rests on: an agent must tell new code from a history with no code
-    history = service.history()
-    compared = sum(1 for v in history.versions.values() if v.kernel_blob and not v.masked)
-    errors = any(n.severity == "error" for n in notices)
+    # the daemon's notice, the one parse rule (a warning in the editor): bench fails the text as a
+    # compile error, and nothing else is checked (no history compared: null, not 0)
+    unparsed = any(n.code == "does_not_parse" for n in static)
+    notices, identical, tried, unreadable = list(static), None, [], []
+    compared: int | None = None
+    if not unparsed:
+        service = HistoryService(root, db_url=db)
+        notices, identical = text_notices(service, text, whole=True)  # asked for: any size
+        notices += static
+        user, folder = user_settings(output.warn)
+        why = distrust(user, root) if folder.bench_on_save else None  # the config file's trust alone
+        if why is not None:
+            notices.append(untrusted_notice(str(root), why))
+        tried = [hint for hint in service.tried(text) if hint.values]
+        # what "nothing matches" rests on: an agent must tell new code from a history with no code
+        history = service.history()
+        compared = sum(1 for v in history.versions.values() if v.kernel_blob and not v.masked)
+        unreadable = history.unreadable
+    errors = unparsed or any(n.severity == "error" for n in notices)
     if json_out:
         output.print_json(
             {
@@ -85,7 +87,7 @@ def check_command(
                 "file": str(source),
                 "identical": identical,
                 "versions_compared": compared,
-                "unreadable_records": history.unreadable,  # not compared (a notice says so)
+                "unreadable_records": unreadable,  # not compared (a notice says so)
                 "notices": [
                     {"severity": n.severity, "code": n.code, "message": n.message, "line": n.line}
                     for n in notices
@@ -100,14 +102,20 @@ def check_command(
     for notice in notices:
         where = f"{source.name}:{notice.line}: " if notice.line else ""
         output.info(f"{where}{notice.severity}: {notice.message} [{notice.code}]")
-    if not notices and not compared:
+    if unparsed:
+        output.info(
+            f"nothing else was checked: {source.name} does not parse, and bench would fail it "
+            "as a compile error (exit 3)"
+        )
+    elif not notices and not compared:
         output.info(
             "no recorded version's code to compare with (no unmasked memory/v*.json whose kernel.py "
             "git holds): kernelscope cannot tell whether this was tried"
         )
     elif not notices:
         output.info(
-            f"nothing recorded matches this kernel.py ({counted(compared, 'version')} compared): new code"
+            f"nothing recorded matches this kernel.py ({counted(compared or 0, 'version')} compared): "
+            "new code"
         )
     for hint in tried:
         output.info(f"{source.name}:{hint.line + 1}: {hint.label}={hint.value} {hint.hint}")

@@ -33,7 +33,7 @@ from pathlib import Path
 
 from kernelscope.daemon.cli import output
 from kernelscope.daemon.engine import DataError, KernelscopeError, UsageError
-from kernelscope.daemon.engine.memory import core
+from kernelscope.daemon.engine.memory import atrex_fields, core
 from kernelscope.daemon.engine.memory.record_edits import parse_assignment, set_path
 from kernelscope.protocol import workspace_files
 from kernelscope.protocol.record_rules import certainly_valid, format_score
@@ -186,18 +186,19 @@ class _Run:
     def list(self) -> None:
         files = _files(self.memory_dir)
         base = next((f.raw for f in files if f.number == 0 and f.error is None), None)
+        v0 = atrex_fields.BaseWorkloads(base) if base is not None else None  # (once, not per row)
         # The README is read only when a record needs its metric (no latency on one side): the
         # score asks for it (KindNeeded), and rows scored before did not need it.
         kind: str | None = core.README_UNREAD
         rows: list[dict[str, Any]] = []
         for found in files:
             try:
-                summary = core.summary_row(found.number, found.path, found.raw, found.error, base, kind)
+                summary = core.summary_row(found.number, found.path, found.raw, found.error, base, kind, v0)
             except core.KindNeeded:
                 kind = self.readme_kind()
                 if kind == core.README_UNREAD:
                     raise Fallback from None  # only the README's model can say: the full CLI reads it
-                summary = core.summary_row(found.number, found.path, found.raw, found.error, base, kind)
+                summary = core.summary_row(found.number, found.path, found.raw, found.error, base, kind, v0)
             rows.append(core.listed(summary))
         if self.options.get("json"):
             for row in rows:

@@ -154,18 +154,33 @@ def test_a_record_it_cannot_read_is_named_not_left_out_silently(ws: Path, cli, u
 
 
 @pytest.mark.parametrize("json_out", [False, True])
-def test_a_kernel_that_does_not_parse_cannot_be_checked(tmp_path: Path, cli, json_out: bool) -> None:  # type: ignore[no-untyped-def]
-    """`check && bench` stops at a kernel.py that does not parse: nothing was checked, exit 2
-    (invalid data), with the parser's line. Before: a warning and exit 0."""
-    (tmp_path / "kernel.py").write_text("import triton\n\ndef run(x:\n    return x\n")
+@pytest.mark.parametrize("broken", ["unclosed", "nul"])
+def test_a_kernel_that_does_not_parse_fails_as_bench_would(
+    tmp_path: Path, cli, json_out: bool, broken: str
+) -> None:  # type: ignore[no-untyped-def]
+    """`check && bench` stops at a kernel.py that does not parse, with bench's status for it
+    (exit 3: bench fails it as a compile error) and check's own report: the daemon's
+    does_not_parse notice, nothing compared. Before: exit 2, an error document without
+    notices or versions_compared, `(line None)` for a NUL byte, the line said twice."""
+    text = (
+        "import triton\n\ndef run(x:\n    return x\n"
+        if broken == "unclosed"
+        else "def run(x):\n    return x\0\n"
+    )
+    (tmp_path / "kernel.py").write_text(text)
     (tmp_path / "memory").mkdir()
     args = ["check", "-w", str(tmp_path), "--db", str(tmp_path / "exp.sqlite")]
     result = cli(*args, *(["--json"] if json_out else []))
-    assert result.exit_code == 2, (result.stdout, result.stderr)
+    assert result.exit_code == 3, (result.stdout, result.stderr)
     if json_out:
-        error = result.json()["error"]
-        assert error["exit_code"] == 2 and error["kind"] == "data", error
-        message = error["message"]
+        found = result.json()
+        assert [n["code"] for n in found["notices"]] == ["does_not_parse"], found
+        assert found["versions_compared"] is None and found["identical"] is None, found
+        message = found["notices"][0]["message"]
+        assert found["notices"][0]["line"] == (3 if broken == "unclosed" else None), found
     else:
-        message = result.stderr
-    assert "kernel.py does not parse (line 3" in message and "nothing was checked" in message, message
+        message = result.stdout
+        assert "nothing else was checked" in message, message
+        if broken == "unclosed":
+            assert "kernel.py:3: warning:" in message, message
+    assert "(line" not in message, message

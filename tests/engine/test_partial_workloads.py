@@ -6,6 +6,8 @@ workloads' `latency_us_by_shape`. Such a figure is no score against v0's over ev
 
 from __future__ import annotations
 
+import json
+import math
 from pathlib import Path
 from typing import Any
 
@@ -154,3 +156,80 @@ def test_grown_workloads_keep_the_recorded_ratio_where_latency_is_no_geomean(tmp
     assert rows["v1"].score is not None and rows["v1"].score.value == pytest.approx(0.5), rows["v1"]
     assert rows["v1"].score.source == "performance.latency_us", rows["v1"]
     assert rows["v1"].coverage is None, rows["v1"]
+
+
+def _grown_case(tmp_path: Path, name: str, **performance: Any) -> Path:
+    """v0 over three workloads; v1 over them (2x faster) and a fourth, with `performance` on top."""
+    ws = tmp_path / name
+    write_record(ws, 0, **sol_record(dict(zip(UUIDS, (30.0, 60.0, 120.0), strict=True)), True, 1.0))
+    record = sol_record({**dict(zip(UUIDS, (15.0, 30.0, 60.0), strict=True)), "uuid4": 1.0}, True, 2.0)
+    record["performance"].update(performance)
+    for key in [k for k, v in performance.items() if v is None]:
+        del record["performance"][key]
+    write_record(ws, 1, **record)
+    return ws
+
+
+def test_the_grown_note_is_said_only_of_a_score_taken_over_v0s_workloads(tmp_path: Path, cli) -> None:  # type: ignore[no-untyped-def]
+    """The note is the score's own (its source, performance.latency_us_by_shape), not a second
+    reading of the workload sets. Before: "scored over v0's 3 of its 4 workloads" beside a
+    version with no latency (no score), a carried-forward one, one whose ratio overflows (no
+    score), and ones scored by atrex v0.3's objective or kernelscope's in-run speedup."""
+    cases = {
+        "no_latency": _grown_case(tmp_path, "a", latency_us=None),
+        "carried": _grown_case(tmp_path, "l", carried_from_version="v0"),
+        "objective": _grown_case(tmp_path, "j"),
+        "in_run": _grown_case(tmp_path, "k"),
+        "overflow": tmp_path / "e",
+    }
+    for number, score in ((0, 1.0), (1, 1.5)):  # (both carry atrex v0.3's objective: it decides)
+        path = cases["objective"] / "memory" / f"v{number}.json"
+        data = json.loads(path.read_text())
+        data["performance"].update(
+            performance_objective="shape_speedup_arithmetic_mean", performance_score=score
+        )
+        path.write_text(json.dumps(data))
+    path = cases["in_run"] / "memory" / "v1.json"
+    path.write_text(json.dumps({**json.loads(path.read_text()), "kernelscope": {"score_vs_v0": 1.7}}))
+    huge, tiny = (
+        sol_record(by_shape, True, 1.0) for by_shape in ({"uuid1": 1e300}, {"uuid1": 1e-300, "uuid3": 5.0})
+    )
+    huge["performance"].update(latency_us=1e300, latency_us_geomean=1e300)  # (a ratio past a float)
+    tiny["performance"].update(latency_us=math.sqrt(5e-300), latency_us_geomean=math.sqrt(5e-300))
+    write_record(cases["overflow"], 0, **huge)
+    write_record(cases["overflow"], 1, **tiny)
+    noted = {
+        name: row.coverage
+        for name, ws in cases.items()
+        for row in Workspace(ws).memory.summaries()
+        if row.version == "v1" and row.coverage is not None
+    }
+    assert noted == {}, noted
+    ws = cases["no_latency"]
+    (ws / "kernel.py").write_text("def run(x, out):\n    out.copy_(x)\n")
+    found = cli("compare", "v0", "v1", "-w", str(ws), "--json").json()
+    assert found["b"]["latency_coverage"] is None, found["b"]
+    scored = _grown_case(tmp_path, "scored")  # (the note stays where the score is v0's workloads')
+    assert {row.version: row for row in Workspace(scored).memory.summaries()}["v1"].coverage == (
+        "scored over v0's 3 of its 4 workloads"
+    )
+
+
+@pytest.mark.parametrize("marker", ["rounded", "sol"])
+def test_v0s_latency_rounded_or_marked_by_sol_is_its_geomean(tmp_path: Path, marker: str) -> None:
+    """v0's latency_us rounded as an agent writes it (2.2 for a geomean of 2.2146), or SOL's own
+    marker (latency_us_geomean written equal to latency_us, by_shape rounded further): the grown
+    version is scored over v0's workloads. Before: 6.58x (rounded) and 4.68x (SOL), the tiny
+    fourth workload counted as a gain."""
+    latencies = (1.2345, 2.3456, 3.4567) if marker == "rounded" else (30.0, 60.0, 120.0)
+    record = sol_record(dict(zip(UUIDS, latencies, strict=True)), True, 1.0)
+    if marker == "rounded":
+        record["performance"]["latency_us"] = 2.2  # (geomean 2.2146)
+    else:
+        record["performance"]["latency_us"] = record["performance"]["latency_us_geomean"] = 61.0
+    write_record(tmp_path, 0, **record)
+    halved = {uuid: us / 2 for uuid, us in zip(UUIDS, latencies, strict=True)}
+    write_record(tmp_path, 1, **sol_record({**halved, "uuid4": latencies[0] / 100}, True, 2.0))
+    row = {row.version: row for row in Workspace(tmp_path).memory.summaries()}["v1"]
+    assert row.score is not None and row.score.value == pytest.approx(2.0), row
+    assert row.coverage == "scored over v0's 3 of its 4 workloads", row

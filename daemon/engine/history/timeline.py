@@ -291,7 +291,8 @@ def _effect(
     outcome = atrex_fields.record_outcome(record)
     block = kernelscope_block(record)
     metrics = experiments[-1].metrics if experiments else None
-    score = version_score(record, baseline, kind)
+    v0 = atrex_fields.BaseWorkloads(baseline) if baseline is not None else None
+    score = version_score(record, baseline, kind, v0)
     if score is None and outcome.measured and experiments:
         # A record with no numbers of its own: the store's experiment carries the score.
         latest = experiments[-1]
@@ -311,7 +312,7 @@ def _effect(
     passed = record.gate_passed
     mode = block.get("mode") if isinstance(block.get("mode"), str) else None
     verdict = block.get("verdict") if isinstance(block.get("verdict"), str) else None
-    reference = atrex_fields.speedup_vs_reference(record, baseline) if outcome.measured else None
+    reference = atrex_fields.speedup_vs_reference(record, v0) if outcome.measured else None
     effect = VersionEffect.model_construct(
         version=entry.version,
         commit=None,
@@ -328,7 +329,9 @@ def _effect(
         vs_reference=None if reference is None else reference.value,
         vs_reference_aggregate=None if reference is None else reference.aggregate,
         latency_us=measured_latency(record) if outcome.measured else None,
-        latency_coverage=atrex_fields.workloads_note(record, baseline) if baseline is not None else None,
+        latency_coverage=None
+        if v0 is None
+        else atrex_fields.workloads_note(record, v0, None if score is None else score.source),
         failure=None if passed or outcome.label else failure_text(record),
         action=_first_clause(_optimization(record, "action_description")),
         category=_optimization(record, "action_category"),

@@ -158,9 +158,49 @@ def latency_by_shape(record: MemoryRecord | dict[str, Any]) -> dict[str, float]:
     return {k: v for k, v in found.items() if v is not None}
 
 
-def workload_coverage(record: Any, baseline: Any) -> tuple[int, int] | None:
+# The score's `source` where a version's latency ratio is taken over v0's workloads only
+# (core.latency_ratio): the one sign `workloads_note` reads.
+OVER_V0_WORKLOADS = "performance.latency_us_by_shape"
+
+
+class BaseWorkloads:
+    """v0's side of every comparison of workloads with it, read once per v0 record: `memory
+    list` compares a thousand versions with the same v0, and re-reading its workloads and
+    geomean for each row cost it ~60% on SOL-ExecBench workspaces. `latencies`: its positive
+    per-workload latencies; `geomean`: its recorded latency IS their geomean (`grown_workloads`).
+    Built by the caller from the record it holds, so it cannot outlive a change of it."""
+
+    __slots__ = ("geomean", "latencies")
+
+    def __init__(self, baseline: Any) -> None:
+        self.latencies = {name: us for name, us in latency_by_shape(baseline).items() if us > 0}
+        self.geomean = bool(self.latencies) and _latency_is_geomean(
+            _get(baseline, "performance"), self.latencies
+        )
+
+
+def _latency_is_geomean(performance: Any, latencies: dict[str, float]) -> bool:
+    """SOL's test_kernel.py writes `latency_us_geomean` equal to `latency_us` (its own marker);
+    else the recorded latency is the geomean of `latencies`, to 0.1% or as rounded by hand to
+    the decimals it is written with, two significant digits at least (2.2 for 2.2146)."""
+    recorded = as_float(_get(performance, "latency_us"))
+    if recorded is None or not recorded > 0:
+        return False
+    if as_float(_get(performance, "latency_us_geomean")) == recorded:
+        return True
+    geomean = math.exp(sum(math.log(us) for us in latencies.values()) / len(latencies))
+    if math.isclose(recorded, geomean, rel_tol=1e-3):
+        return True
+    written = repr(recorded)
+    if "e" in written or "." not in written:
+        return False
+    decimals = len(written.split(".")[1].rstrip("0"))
+    return recorded * 10**decimals >= 10 and round(geomean, decimals) == recorded
+
+
+def workload_coverage(record: Any, base: BaseWorkloads) -> tuple[int, int] | None:
     """(measured, of) when a record that did NOT pass its gate has figures over part of v0's
-    workloads, else None (complete, unknown, or a passing record).
+    workloads (`base`, v0's record read once), else None (complete, unknown, or a passing record).
 
     SOL-ExecBench's test_kernel.py (`_summarize`, atrex 16f7ec4 reference/test_kernel.py
     L119-164, unchanged at 098ce3f) takes the geomean latency and the geomean speedup over the
@@ -177,7 +217,7 @@ def workload_coverage(record: Any, baseline: Any) -> tuple[int, int] | None:
     keys = _get(_get(record, "performance"), "latency_us_by_shape")
     if not isinstance(keys, dict):
         return None
-    wanted = {name for name, us in latency_by_shape(baseline).items() if us > 0}
+    wanted = set(base.latencies)
     if keys and not wanted & set(keys):
         return None  # (names of another tool: nothing known; none at all is SOL's "none passed")
     mine = {name for name, us in latency_by_shape(record).items() if us > 0}
@@ -191,33 +231,30 @@ def coverage_text(coverage: tuple[int, int] | None) -> str | None:
     return None if coverage is None else f"{coverage[0]} of {coverage[1]} workloads"
 
 
-def grown_workloads(record: Any, baseline: Any) -> list[str] | None:
-    """v0's workloads, when the record measured every one of them and more (workload.jsonl
-    grown since v0), else None. Its recorded latency (SOL's geomean over all its workloads)
-    then counts workloads v0 never ran: a score vs v0 is taken over v0's workloads only
-    (core.latency_ratio), whatever its gate, as `workloads_note` says. Only where the base's
-    recorded latency IS that geomean (SOL's test_kernel.py writes it so): kernelscope's own
-    records keep their slowest configuration's latency, and a geomean of per-workload ratios
-    beside other versions' ratios of slowest configurations would rank unlike figures."""
-    by_shape = {name: us for name, us in latency_by_shape(baseline).items() if us > 0}
-    mine = {name for name, us in latency_by_shape(record).items() if us > 0}
-    if not by_shape or not set(by_shape) < mine:
+def grown_workloads(mine: dict[str, float], base: BaseWorkloads) -> list[str] | None:
+    """v0's workloads, when the record's positive per-workload latencies (`mine`) cover every
+    one of them and more (workload.jsonl grown since v0), else None. Its recorded latency (SOL's
+    geomean over all its workloads) then counts workloads v0 never ran: a score vs v0 is taken
+    over v0's workloads only (core.latency_ratio), whatever its gate, as `workloads_note` says.
+    Only where the base's recorded latency IS that geomean (`BaseWorkloads.geomean`: SOL's
+    test_kernel.py writes it so): kernelscope's own records keep their slowest configuration's
+    latency, and a geomean of per-workload ratios beside other versions' ratios of slowest
+    configurations would rank unlike figures."""
+    if not base.geomean or not set(base.latencies) < set(mine):
         return None
-    recorded = as_float(_get(_get(baseline, "performance"), "latency_us"))
-    geomean = math.exp(sum(math.log(us) for us in by_shape.values()) / len(by_shape))
-    return list(by_shape) if recorded is not None and math.isclose(recorded, geomean, rel_tol=1e-3) else None
+    return list(base.latencies)
 
 
-def workloads_note(record: Any, baseline: Any) -> str | None:
+def workloads_note(record: Any, base: BaseWorkloads, score_source: str | None) -> str | None:
     """What a surface says beside a record's latency about its workloads against v0's: `1 of 3
     workloads` (part of them: no score, `workload_coverage`), `scored over v0's 3 of its 4
-    workloads` (`grown_workloads`), else None."""
-    part = coverage_text(workload_coverage(record, baseline))
-    if part is not None:
+    workloads` where its score (`score_source`, the score's own `source`) was taken so
+    (`OVER_V0_WORKLOADS`), else None."""
+    part = coverage_text(workload_coverage(record, base))
+    if part is not None or score_source != OVER_V0_WORKLOADS:
         return part
-    grown = grown_workloads(record, baseline)
     mine = len([us for us in latency_by_shape(record).values() if us > 0])
-    return None if grown is None else f"scored over v0's {len(grown)} of its {mine} workloads"
+    return f"scored over v0's {len(base.latencies)} of its {mine} workloads"
 
 
 # performance_objective values and what their score aggregates, in the words surfaces show
@@ -262,12 +299,12 @@ def reference_speedup(performance: Any) -> ReferenceSpeedup | None:
 
 
 def speedup_vs_reference(
-    record: MemoryRecord | dict[str, Any], baseline: Any = None
+    record: MemoryRecord | dict[str, Any], base: BaseWorkloads | None = None
 ) -> ReferenceSpeedup | None:
     """`reference_speedup` of a record; over part of v0's workloads (`workload_coverage`,
-    given v0's record) its aggregate says so: `geomean over 1 of 3 workloads`."""
+    given v0's, `base`) its aggregate says so: `geomean over 1 of 3 workloads`."""
     found = reference_speedup(_get(record, "performance"))
-    part = coverage_text(workload_coverage(record, baseline)) if baseline is not None else None
+    part = coverage_text(workload_coverage(record, base)) if base is not None else None
     if found is not None and part is not None:
         found.aggregate = f"{found.aggregate} over {part}"
     return found

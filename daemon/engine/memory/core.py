@@ -365,11 +365,16 @@ class KindNeeded(Exception):
     a score there, or show none."""
 
 
-def score_parts(record: Any, baseline: Any, kind: str | None = None) -> ScoreParts | None:
-    """The one score of `record` (raw object or model) against v0's `baseline` record."""
+def score_parts(
+    record: Any, baseline: Any, kind: str | None = None, v0: atrex_fields.BaseWorkloads | None = None
+) -> ScoreParts | None:
+    """The one score of `record` (raw object or model) against v0's `baseline` record (`v0`:
+    its workloads read once, by a caller scoring many versions against it)."""
     if not atrex_fields.record_outcome(record).measured:
         return None
-    if baseline is not None and atrex_fields.workload_coverage(record, baseline) is not None:
+    if baseline is not None and v0 is None:
+        v0 = atrex_fields.BaseWorkloads(baseline)
+    if v0 is not None and atrex_fields.workload_coverage(record, v0) is not None:
         return None  # a figure over part of v0's workloads (a failed SOL version's) is no score
     if baseline is not None:
         performance, base_performance = (
@@ -392,7 +397,7 @@ def score_parts(record: Any, baseline: Any, kind: str | None = None) -> ScorePar
         return None
     base_latency, latency = _positive(metric(baseline, "latency_us")), _positive(metric(record, "latency_us"))
     if base_latency and latency:  # (overflowing, it is no score: never the README metric's instead)
-        by_latency = latency_ratio(record, baseline)
+        by_latency = latency_ratio(record, baseline, v0)
         return None if by_latency is None else (by_latency[0], "latency_ratio", "v0", None, by_latency[1])
     if kind == README_UNREAD:
         if any(_metric_ratio(record, baseline, name) for name in ("bandwidth", "tflops")):
@@ -401,22 +406,27 @@ def score_parts(record: Any, baseline: Any, kind: str | None = None) -> ScorePar
     return _metric_ratio(record, baseline, kind) if kind in ("bandwidth", "tflops") else None
 
 
-def latency_ratio(record: Any, base: Any) -> tuple[float, str] | None:
+def latency_ratio(
+    record: Any, base: Any, workloads: atrex_fields.BaseWorkloads | None = None
+) -> tuple[float, str] | None:
     """(the base's latency / the record's, the field it is from): the recorded latencies', or,
     where the record ran every workload of the base's and more (atrex_fields.grown_workloads),
-    the ratio of their geomeans over the base's workloads only, from `latency_us_by_shape`;
-    None where the ratio overflows. The score vs v0 and the effect vs a parent both take it."""
-    shared = atrex_fields.grown_workloads(record, base)
+    the ratio of their geomeans over the base's workloads only, from `latency_us_by_shape`
+    (atrex_fields.OVER_V0_WORKLOADS); None where the ratio overflows. The score vs v0 and the
+    effect vs a parent both take it (`workloads`: the base's, read once by the caller)."""
+    theirs = workloads if workloads is not None else atrex_fields.BaseWorkloads(base)
+    mine = atrex_fields.latency_by_shape(record) if theirs.geomean else {}
+    shared = atrex_fields.grown_workloads({k: v for k, v in mine.items() if v > 0}, theirs)
     if shared is None:
         before, now = _positive(metric(base, "latency_us")), _positive(metric(record, "latency_us"))
         value = ratio(before, now) if before and now else None
         return None if value is None else (value, "performance.latency_us")
-    theirs, mine = atrex_fields.latency_by_shape(base), atrex_fields.latency_by_shape(record)
     try:  # (a geomean of the per-workload ratios: logs, so no product overflows)
-        value = math.exp(sum(math.log(theirs[name]) - math.log(mine[name]) for name in shared) / len(shared))
+        logs = (math.log(theirs.latencies[name]) - math.log(mine[name]) for name in shared)
+        value = math.exp(sum(logs) / len(shared))
     except OverflowError:
         return None
-    return (value, "performance.latency_us_by_shape") if math.isfinite(value) and value > 0 else None
+    return (value, atrex_fields.OVER_V0_WORKLOADS) if math.isfinite(value) and value > 0 else None
 
 
 def _metric_ratio(record: Any, baseline: Any, kind: str) -> ScoreParts | None:
@@ -436,23 +446,29 @@ def summary_row(
     error: str | None,
     base: dict[str, Any] | None,
     kind: str | None = None,
+    v0: atrex_fields.BaseWorkloads | None = None,
 ) -> dict[str, Any]:
     """One `VersionSummary` (protocol/workspace.py), from the raw record: gate, metrics, the
     latency ratio vs v0, the one score (README_UNREAD as `kind`: KindNeeded where the README
-    would decide it), and what today's atrex supervisor records."""
+    would decide it), and what today's atrex supervisor records. `v0`: `base`'s workloads,
+    read once by a caller listing every version (atrex_fields.BaseWorkloads)."""
     row: dict[str, Any] = {"version": format_version(number), "masked": None, "path": str(path)}
     if raw is None or error is not None:
         row["error"] = error  # masked stays None: unknown, the file may well say true
         return row
     base_latency = metric(base, "latency_us") if base is not None else None
-    score = score_parts(raw, base, kind)
+    if base is not None and v0 is None:
+        v0 = atrex_fields.BaseWorkloads(base)
+    score = score_parts(raw, base, kind, v0)
     outcome = atrex_fields.record_outcome(raw)
     latency = measured_latency(raw) if outcome.measured else None
     notes = atrex_fields.experiments(raw)
     directions = atrex_fields.open_directions(raw)
     action = section_get(raw.get("optimization"), "action_category")
-    reference = atrex_fields.speedup_vs_reference(raw, base) if outcome.measured else None
-    coverage = atrex_fields.workloads_note(raw, base) if base else None
+    reference = atrex_fields.speedup_vs_reference(raw, v0) if outcome.measured else None
+    coverage = (
+        atrex_fields.workloads_note(raw, v0, None if score is None else score[4]) if v0 is not None else None
+    )
     row.update(
         masked=masked(raw.get("masked")),
         gate=gate_result(raw.get("quality_gate"), raw.get("correctness")),

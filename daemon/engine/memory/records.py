@@ -41,7 +41,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from kernelscope.daemon.engine import DataError, UsageError, WriteFailed, load_json
-from kernelscope.daemon.engine.memory import core
+from kernelscope.daemon.engine.memory import atrex_fields, core
 from kernelscope.daemon.engine.memory.atomic_io import (
     JOURNAL_NAME,
     JournalPlan,
@@ -347,8 +347,11 @@ class MemoryManager:
         entries = self.scan()
         baseline = next((e for e in entries if e.number == 0 and e.record), None)
         base = baseline.raw if baseline is not None else None
+        v0 = atrex_fields.BaseWorkloads(base) if base is not None else None  # (once, not per row)
         return [
-            VersionSummary(**core.summary_row(entry.number, entry.path, entry.raw, entry.error, base, kind))
+            VersionSummary(
+                **core.summary_row(entry.number, entry.path, entry.raw, entry.error, base, kind, v0)
+            )
             for entry in entries
         ]
 

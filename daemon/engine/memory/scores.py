@@ -49,10 +49,11 @@ def version_score(
     record: MemoryRecord | dict[str, Any],
     baseline: MemoryRecord | None,
     kind: MetricKind | None = None,
+    v0: atrex_fields.BaseWorkloads | None = None,
 ) -> ScoreValue | None:
     """The one score of a version against v0 (memory/core.py's rule), or None when nothing
-    was measured on it."""
-    found = core.score_parts(record, baseline, kind)
+    was measured on it (`v0`: the baseline's workloads, read once by a caller scoring many)."""
+    found = core.score_parts(record, baseline, kind, v0)
     return None if found is None else _score(*found)
 
 
@@ -139,13 +140,15 @@ def parent_effect(
         return _score(
             -improvement, "latency_change_pct", versus, None, "performance.authoritative_improvement_pct"
         )
+    theirs = atrex_fields.BaseWorkloads(parent) if parent is not None else None
     if (
         parent is not None
+        and theirs is not None
         and atrex_fields.record_outcome(parent).measured
-        and atrex_fields.workload_coverage(record, parent) is None  # (no ratio of unlike geomeans)
+        and atrex_fields.workload_coverage(record, theirs) is None  # (no ratio of unlike geomeans)
     ):
         before, now = _positive(parent.metric("latency_us")), _positive(record.metric("latency_us"))
-        by_latency = latency_ratio(record, parent) if before and now else None
+        by_latency = latency_ratio(record, parent, theirs) if before and now else None
         if by_latency is not None:
             return _score(by_latency[0], "latency_ratio", versus, None, by_latency[1])
     return None

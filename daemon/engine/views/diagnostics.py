@@ -66,7 +66,8 @@ def static_notices(
         return [Notice("warning", "too_large", reason, 1, 0)]
     error = parse_error(text, whole)
     if error is not None:
-        message = f"kernelscope's checks and benchmarks are paused until kernel.py parses: {error.message}"
+        detail = error.message.removesuffix(f" (line {error.line})")  # (the notice is on that line)
+        message = f"kernelscope's checks and benchmarks are paused until kernel.py parses: {detail}"
         return [Notice("warning", "does_not_parse", message, error.line, error.column or 0)]
     declared = [Notice("warning", "undeclared-triton", undeclared[1], undeclared[0])] if undeclared else []
     return declared + [
