@@ -22,7 +22,8 @@ import typer
 from kernelscope.daemon.cli import output
 from kernelscope.daemon.cli.options import OptInt
 from kernelscope.daemon.engine import KernelscopeError, counted
-from kernelscope.daemon.engine.run.bench import PRECISIONS, BenchRequest, run_benchmark
+from kernelscope.daemon.engine.run.bench import BenchRequest, run_benchmark
+from kernelscope.daemon.engine.run.bench_setup import PRECISIONS
 from kernelscope.protocol.bench import BENCH_SCHEMA_VERSION, BenchError, BenchResult
 from kernelscope.protocol.sizes import SizeError, parse_problem_sizes
 
@@ -316,7 +317,15 @@ def baseline_name(result: BenchResult) -> str:
 def print_result(result: BenchResult) -> None:
     from kernelscope.protocol.record_rules import format_score
 
-    verdict = "PASS" if result.passed else ("FAIL" if result.status != "unsupported" else "UNSUPPORTED")
+    verdict = (
+        "PASS"
+        if result.passed
+        else "UNSUPPORTED"
+        if result.status == "unsupported"
+        else "NOT RUN (setup error: no verdict on the kernel)"
+        if result.error is not None and result.error.kind == "setup"
+        else "FAIL"
+    )
     versus = baseline_name(result)
     output.info(f"{verdict}  mode={result.mode}  candidate={result.candidate}")
     output.info(f"baseline: {versus}")
