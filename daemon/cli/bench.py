@@ -161,8 +161,30 @@ def bench_command(
     ] = None,
     rep_ms: Annotated[
         Optional[float],  # noqa: UP045
-        typer.Option("--rep-ms", min=1, help="Timed milliseconds per round and configuration (default 100)."),
+        typer.Option(
+            "--rep-ms",
+            min=1,
+            help="GPU: timed milliseconds per phase (each function is timed twice per ABBA round) and "
+            "configuration (default 100); as many calls as fit, at least 10 and at most 1,000.",
+        ),
     ] = None,
+    warmup_ms: Annotated[
+        Optional[float],  # noqa: UP045
+        typer.Option(
+            "--warmup-ms",
+            min=0,
+            help="GPU: warm-up milliseconds before each function's first timed phase per configuration "
+            "(default 25; at most 1,000 calls).",
+        ),
+    ] = None,
+    cuda_graph: Annotated[
+        bool,
+        typer.Option(
+            "--cuda-graph",
+            help="GPU: time the replays of a CUDA graph of each call (L2 flushed before every replay) "
+            "instead of the calls; under the CPU interpreter the result says it was not used.",
+        ),
+    ] = False,
     rounds: Annotated[
         Optional[int],  # noqa: UP045
         typer.Option(
@@ -217,6 +239,8 @@ def bench_command(
         precision=precision,
         extra_args=[
             *(["--rep-ms", str(rep_ms)] if rep_ms else []),
+            *(["--warmup-ms", str(warmup_ms)] if warmup_ms is not None else []),
+            *(["--cuda-graph"] if cuda_graph else []),
             *(["--rounds", str(rounds)] if rounds else []),
             *([] if static_rules else ["--no-static-rules"]),
         ],

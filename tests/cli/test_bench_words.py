@@ -1,8 +1,10 @@
-"""What `kernelscope bench` says is true: a missing reference points to where the contract is
-documented, and a setup error is no FAIL verdict."""
+"""What `kernelscope bench` says is true: its GPU-timing flags exist and are passed to the
+runner (`--cuda-graph` under the interpreter is said not to have been used), a missing
+reference points to where the contract is documented, and a setup error is no FAIL verdict."""
 
 from __future__ import annotations
 
+import json
 import shutil
 import subprocess
 import sys
@@ -16,6 +18,24 @@ def bench(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[st
     exe = shutil.which("kernelscope", path=str(Path(sys.executable).parent))
     assert exe is not None
     return subprocess.run([exe, "bench", *args], capture_output=True, text=True, timeout=300, cwd=cwd)
+
+
+def test_gpu_timing_flags_reach_the_runner_and_cuda_graph_is_not_silently_ignored(tmp_path: Path) -> None:
+    """docs/harness.md named `--warmup-ms` and `--cuda-graph`; `bench` had neither ("No such
+    option", exit 2): only the runner took them."""
+    ws = make_workspace(tmp_path / "ws")
+    done = bench(
+        "-w", str(ws), "--mode", "interpreter", "--seeds", "1", "--warmup-ms", "5", "--cuda-graph", "--json"
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    result = json.loads(done.stdout)
+    assert result["passed"] and result["mode"] == "interpreter"
+    assert any(
+        m.startswith("--cuda-graph was not used: the CPU interpreter has no CUDA graphs")
+        for m in result["messages"]
+    )
+    plain = bench("-w", str(ws), "--mode", "interpreter", "--seeds", "1", "--json")
+    assert not any("--cuda-graph" in m for m in json.loads(plain.stdout)["messages"])
 
 
 def test_a_missing_reference_names_where_the_contract_is_documented(tmp_path: Path) -> None:
