@@ -689,6 +689,7 @@ def _summarise(
     from kernelscope.protocol.stats import (
         NOISY_THRESHOLD,
         bootstrap_geomean_ci,
+        interpreter_messages,
         noisy_message,
         score_summary,
         verdict_of,
@@ -696,13 +697,8 @@ def _summarise(
 
     results = [result for result, _ in outcomes]
     passed = all(r.passed for r in results)
-    messages = []
     comparable = mode != "interpreter"
-    if not comparable:
-        messages.append(
-            "interpreter mode (TRITON_INTERPRET=1, CPU): a correctness run; its timings are not GPU "
-            "figures and must not be compared with them (the score is marked comparable: false)"
-        )
+    messages = [] if comparable else interpreter_messages(cuda_graph=args.cuda_graph)
     score = score_ci = noise_band = None
     verdict: Verdict | None = None
     noisy = False

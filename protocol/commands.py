@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from pydantic import Field, model_validator
+from pydantic import Field, ValidationError, model_validator
 
 from kernelscope.protocol._open_model import ClosedModel
 from kernelscope.protocol.workspace import CANONICAL_UNIT, MetricKind
@@ -33,28 +33,67 @@ class MaskHalfResult(ClosedModel):
     skipped_corrupt: list[str] = Field(default_factory=list)
 
 
+NOT_EVALUATED = "not evaluated"
+
+
 class StopConditionStatus(ClosedModel):
     """One README stop condition against this iteration's measurement: `text` as the README
     writes it (`bandwidth >= 4.32TB/s`), `target` and `measured` in the canonical unit of its
-    kind, which `unit` names (4320, GB/s)."""
+    kind, which `unit` names (4320, GB/s). `met` is true or false where the condition was
+    evaluated, and null where it was not (an interpreter run, a failed gate, no bytes_moved or
+    flops to compute the metric), with the reason in `note`: unknown is neither met nor not."""
 
     text: str
     kind: MetricKind
     target: float = Field(description="in the canonical unit (GB/s, TFLOPS, us)")
     unit: str = Field(description="the unit of target and measured: CANONICAL_UNIT[kind]")
     measured: float | None = None
-    met: bool = False
-    note: str | None = None
+    met: bool | None = Field(
+        default=None, description="null: not evaluated (the reason in note), neither met nor not met"
+    )
+    note: str | None = Field(default=None, description="why the condition was not evaluated")
 
     @model_validator(mode="before")
     @classmethod
     def _canonical_unit(cls, data: Any) -> Any:
         """The unit is that of the value, the kind's canonical one. Records written before it
         was (kernelscope iterate until this fix) hold the README's unit beside the canonical
-        value (`"target": 4320.0, "unit": "TB/s"`): read as the value's unit, GB/s."""
+        value (`"target": 4320.0, "unit": "TB/s"`): read as the value's unit, GB/s. Records
+        written before "not evaluated" was a state of its own say `"met": false` with nothing
+        measured (`"note": "not evaluated: ..."`, or a failed gate): read as not evaluated."""
         if isinstance(data, dict) and data.get("kind") in CANONICAL_UNIT:
             data = {**data, "unit": CANONICAL_UNIT[data["kind"]]}
+        if isinstance(data, dict) and data.get("met") is False and data.get("measured") is None:
+            note = str(data.get("note") or "").removeprefix(f"{NOT_EVALUATED}: ") or None
+            data = {**data, "met": None, "note": note}
         return data
+
+    def state(self) -> str:
+        """`met`, `not met`, or `not evaluated (why)`: how every surface says it."""
+        if self.met is None:
+            return NOT_EVALUATED + (f" ({self.note})" if self.note else "")
+        return "met" if self.met else "not met"
+
+
+def recorded_stop_conditions(value: Any) -> list[StopConditionStatus]:
+    """A record's `kernelscope.stop_conditions` read as statuses (records of any age: see the
+    validator); an entry that is not one is left out."""
+    statuses = []
+    for item in value if isinstance(value, list) else []:
+        try:
+            statuses.append(StopConditionStatus.model_validate(item))
+        except ValidationError:
+            continue
+    return statuses
+
+
+def stop_conditions_met(statuses: list[StopConditionStatus]) -> bool | None:
+    """All of them met (true), one not met (false; or none stated), or none not met and one
+    not evaluated (null): unknown is no reason to stop, and no evidence that the target is
+    missed either."""
+    if any(s.met is False for s in statuses) or not statuses:
+        return False
+    return True if all(s.met for s in statuses) else None
 
 
 class IterationResult(ClosedModel):
@@ -81,7 +120,11 @@ class IterationResult(ClosedModel):
     failed_ref: str | None = Field(default=None, description="side ref keeping a failed kernel")
     reverted: bool = False
     stop_conditions: list[StopConditionStatus] = Field(default_factory=list)
-    stop_conditions_met: bool = False
+    stop_conditions_met: bool | None = Field(
+        default=False,
+        description="true: every stop condition met; false: one not met, or none stated; null: "
+        "none not met and one not evaluated (an interpreter run, a failed gate)",
+    )
     failure: str | None = None
     messages: list[str] = Field(default_factory=list)
     warnings: list[str] = Field(

@@ -85,3 +85,18 @@ def noisy_message(score_ci: tuple[float, float]) -> str:
         "re-run, or measure longer (`kernelscope bench --rounds 4 --rep-ms 200`), before trusting small "
         "differences"
     )
+
+
+def interpreter_messages(cuda_graph: bool = False) -> list[str]:
+    """What a run under the CPU interpreter says of its timings; and, where a CUDA graph was
+    asked for (`--cuda-graph`), that none was used: the interpreter has no CUDA graph."""
+    messages = [
+        "interpreter mode (TRITON_INTERPRET=1, CPU): a correctness run; its timings are not GPU "
+        "figures and must not be compared with them (the score is marked comparable: false)"
+    ]
+    if cuda_graph:
+        messages.append(
+            "--cuda-graph was not used: the CPU interpreter has no CUDA graphs, so its calls were "
+            "timed one by one (CUDA-graph timing needs a GPU)"
+        )
+    return messages

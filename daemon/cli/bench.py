@@ -22,7 +22,8 @@ import typer
 from kernelscope.daemon.cli import output
 from kernelscope.daemon.cli.options import OptInt
 from kernelscope.daemon.engine import KernelscopeError, counted
-from kernelscope.daemon.engine.run.bench import PRECISIONS, BenchRequest, run_benchmark
+from kernelscope.daemon.engine.run.bench import BenchRequest, run_benchmark
+from kernelscope.daemon.engine.run.bench_setup import PRECISIONS
 from kernelscope.protocol.bench import BENCH_SCHEMA_VERSION, BenchError, BenchResult
 from kernelscope.protocol.sizes import SizeError, parse_problem_sizes
 
@@ -160,8 +161,30 @@ def bench_command(
     ] = None,
     rep_ms: Annotated[
         Optional[float],  # noqa: UP045
-        typer.Option("--rep-ms", min=1, help="Timed milliseconds per round and configuration (default 100)."),
+        typer.Option(
+            "--rep-ms",
+            min=1,
+            help="GPU: timed milliseconds per phase (each function is timed twice per ABBA round) and "
+            "configuration (default 100); as many calls as fit, at least 10 and at most 1,000.",
+        ),
     ] = None,
+    warmup_ms: Annotated[
+        Optional[float],  # noqa: UP045
+        typer.Option(
+            "--warmup-ms",
+            min=0,
+            help="GPU: warm-up milliseconds before each function's first timed phase per configuration "
+            "(default 25; at most 1,000 calls).",
+        ),
+    ] = None,
+    cuda_graph: Annotated[
+        bool,
+        typer.Option(
+            "--cuda-graph",
+            help="GPU: time the replays of a CUDA graph of each call (L2 flushed before every replay) "
+            "instead of the calls; under the CPU interpreter the result says it was not used.",
+        ),
+    ] = False,
     rounds: Annotated[
         Optional[int],  # noqa: UP045
         typer.Option(
@@ -216,6 +239,8 @@ def bench_command(
         precision=precision,
         extra_args=[
             *(["--rep-ms", str(rep_ms)] if rep_ms else []),
+            *(["--warmup-ms", str(warmup_ms)] if warmup_ms is not None else []),
+            *(["--cuda-graph"] if cuda_graph else []),
             *(["--rounds", str(rounds)] if rounds else []),
             *([] if static_rules else ["--no-static-rules"]),
         ],
@@ -316,7 +341,15 @@ def baseline_name(result: BenchResult) -> str:
 def print_result(result: BenchResult) -> None:
     from kernelscope.protocol.record_rules import format_score
 
-    verdict = "PASS" if result.passed else ("FAIL" if result.status != "unsupported" else "UNSUPPORTED")
+    verdict = (
+        "PASS"
+        if result.passed
+        else "UNSUPPORTED"
+        if result.status == "unsupported"
+        else "NOT RUN (setup error: no verdict on the kernel)"
+        if result.error is not None and result.error.kind == "setup"
+        else "FAIL"
+    )
     versus = baseline_name(result)
     output.info(f"{verdict}  mode={result.mode}  candidate={result.candidate}")
     output.info(f"baseline: {versus}")

@@ -1,4 +1,5 @@
-"""A README stop condition checked by `kernelscope iterate`: its target and its unit agree.
+"""A README stop condition checked by `kernelscope iterate`: its target and its unit agree, and
+one that cannot be evaluated is neither met nor not met.
 
 The README's `bandwidth >= 4.32TB/s` was recorded as `"target": 4320.0, "unit": "TB/s"` (the
 value converted to GB/s, the unit left as written) and printed `measured - vs 4320` with no
@@ -8,21 +9,26 @@ it; a record written before says the written unit beside the canonical value, an
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
+
 from kernelscope.daemon.engine.views.command_answers import stop_condition_line
+from kernelscope.daemon.engine.views.lens_text import file_lens
 from kernelscope.daemon.engine.workflows.iterate import evaluate_stop_conditions
 from kernelscope.daemon.engine.workspace.readme import parse_readme
+from kernelscope.daemon.engine.workspace.workspace import Workspace
 from kernelscope.protocol.bench import BenchResult, ConfigResult
-from kernelscope.protocol.commands import StopConditionStatus
+from kernelscope.protocol.commands import StopConditionStatus, recorded_stop_conditions, stop_conditions_met
 
 README = "# t\n\n## Stop Conditions\n- memory-bound target: bandwidth >= 4.32TB/s\n- latency <= 0.5 ms\n"
 
 
-def bench(gbps: float) -> BenchResult:
-    config = ConfigResult(name="n=4096", passed=True, gbps=gbps, candidate_ms=0.4)
+def bench(gbps: float, mode: str = "gpu", passed: bool = True) -> BenchResult:
+    config = ConfigResult(name="n=4096", passed=passed, gbps=gbps, candidate_ms=0.4)
     return BenchResult(
-        status="ok",
-        passed=True,
-        mode="gpu",
+        status="ok" if passed else "gate_failed",
+        passed=passed,
+        mode=mode,
         workspace="/w",
         candidate="/w/kernel.py",
         baseline="reference",
@@ -52,4 +58,70 @@ def test_a_record_written_before_reads_its_target_in_the_canonical_unit() -> Non
     }
     status = StopConditionStatus.model_validate(old)
     assert (status.target, status.unit) == (4320.0, "GB/s")
-    assert stop_condition_line(status).endswith("measured - vs 4320 GB/s")
+    # (nothing measured and "met": false: an unevaluated condition as records said it then)
+    assert stop_condition_line(status).endswith(": not evaluated, target 4320 GB/s")
+
+
+def test_a_condition_the_interpreter_cannot_evaluate_is_not_evaluated_not_unmet() -> None:
+    """Under the interpreter the line read `not met, measured - vs 4320 GB/s (not evaluated:
+    ...)` and `iterate --json` said `met: false`, `stop_conditions_met: false`: unknown."""
+    (bandwidth, latency), met = evaluate_stop_conditions(parse_readme(README), bench(3870.0, "interpreter"))
+    assert bandwidth.met is None and latency.met is None and met is None
+    assert bandwidth.note == "interpreter timings are not GPU figures"
+    line = stop_condition_line(bandwidth)
+    assert "not met" not in line, line
+    assert line.endswith(": not evaluated (interpreter timings are not GPU figures), target 4320 GB/s"), line
+    assert json.loads(bandwidth.model_dump_json())["met"] is None
+
+
+def test_a_failed_gate_evaluates_no_condition() -> None:
+    (bandwidth, _), met = evaluate_stop_conditions(parse_readme(README), bench(9999.0, passed=False))
+    assert bandwidth.met is None and bandwidth.measured is None and met is None
+    assert "': not evaluated (the gate failed" in stop_condition_line(bandwidth)
+
+
+def test_all_met_is_true_only_when_every_condition_is_met() -> None:
+    def status(met: bool | None) -> StopConditionStatus:
+        return StopConditionStatus(text="t", kind="latency", target=1.0, unit="us", measured=1.0, met=met)
+
+    assert stop_conditions_met([status(True), status(True)]) is True
+    assert stop_conditions_met([status(True), status(None)]) is None  # unknown is no reason to stop
+    assert stop_conditions_met([status(False), status(None)]) is False  # one missed is missed
+    assert stop_conditions_met([]) is False
+
+
+def test_records_written_before_read_an_unevaluated_condition_as_not_evaluated() -> None:
+    """What iterate recorded before (and restart's report read as `stop_conditions_met:
+    false`): met false, nothing measured, the reason in the note, or none on a failed gate."""
+    old = {"text": "bw", "kind": "bandwidth", "target": 4320.0, "unit": "GB/s", "measured": None}
+    interpreter = {**old, "met": False, "note": "not evaluated: interpreter timings are not GPU figures"}
+    failed_gate = {**old, "met": False, "note": None}
+    unmet = {**old, "measured": 3870.0, "met": False, "note": None}
+    read = recorded_stop_conditions([interpreter, failed_gate, unmet, {"text": "no kind"}])
+    assert [s.met for s in read] == [None, None, False]
+    assert read[0].state() == "not evaluated (interpreter timings are not GPU figures)"
+    assert read[1].state() == "not evaluated" and read[2].state() == "not met"
+    assert stop_conditions_met(read[:2]) is None
+
+
+def record(version: str, latency_us: float) -> dict[str, object]:
+    return {
+        "version": version,
+        "performance": {"latency_us": latency_us},
+        "quality_gate": {"result": "PASS", "failure_reason": None},
+        "correctness": {"status": "PASS"},
+        "kernelscope": {"mode": "interpreter"},
+    }
+
+
+def test_the_file_lens_does_not_call_an_interpreter_latency_a_met_gpu_target(tmp_path: Path) -> None:
+    """The lens said `best 1554 us v1, 64342% of target (met)` of a README's `latency <= 1000 ms`
+    measured only by the CPU interpreter."""
+    (tmp_path / "README.md").write_text("# t\n\n## Stop Conditions\n- latency <= 1000 ms\n")
+    (tmp_path / "kernel.py").write_text("def kernel_fn(x):\n    return x\n")
+    (tmp_path / "memory").mkdir()
+    for version, latency in (("v0", 3000.0), ("v1", 1554.0)):
+        (tmp_path / "memory" / f"{version}.json").write_text(json.dumps(record(version, latency)))
+    lens = file_lens(Workspace(tmp_path))
+    assert "(met)" not in lens and "% of target" not in lens, lens
+    assert "best v1: not evaluated (interpreter timings are not GPU figures)" in lens, lens

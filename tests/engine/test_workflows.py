@@ -361,7 +361,7 @@ def test_honest_agent_completes(workspace: tuple[Path, str], tmp_path: Path) -> 
     assert "agent: trying BLOCK_SIZE=4096" in lines  # streamed
     assert report.latest_memory_path and report.latest_memory_path.endswith("v4.json")
     assert report.gate_result == "PASS" and report.action_taken == "block_size" and report.commit_hash
-    assert report.stop_conditions_met is False
+    assert report.stop_conditions_met is None  # an interpreter run: not evaluated, so not "not met"
     brief = Path(report.brief_path).read_text()
     offered = brief.split("## Unmasked memory")[1].split("##")[0]
     assert f"{report.mask.masked[0]}.json" not in offered and "v3.json" in offered  # masked one not offered

@@ -16,6 +16,7 @@ from kernelscope.daemon.engine import DataError
 from kernelscope.daemon.engine.history.timeline import History, VersionFacts, short
 from kernelscope.daemon.engine.memory import atrex_fields
 from kernelscope.daemon.engine.memory.core import kernelscope_block, normalize_version
+from kernelscope.protocol.commands import recorded_stop_conditions
 from kernelscope.protocol.history import ConfigDelta, ScoreValue, VersionComparison
 from kernelscope.protocol.memory import as_float
 from kernelscope.protocol.record_rules import format_score, section_get
@@ -97,11 +98,8 @@ def _gate_details(facts: VersionFacts) -> list[str]:
                 else ""
             )
             lines.append(f"verdict {block['verdict']}{noise}")
-        for condition in block.get("stop_conditions") or []:
-            if isinstance(condition, dict) and condition.get("text"):
-                met = condition.get("met")
-                state = "met" if met else (condition.get("note") or "not met")
-                lines.append(f"stop condition {condition['text']}: {state}")
+        for condition in recorded_stop_conditions(block.get("stop_conditions")):
+            lines.append(f"stop condition {condition.text}: {condition.state()}")
     if facts.kernel_origin:
         lines.append(f"kernel.py from {facts.kernel_origin}")
     return lines

@@ -34,6 +34,12 @@ from pydantic import ValidationError
 from kernelscope.daemon.engine import UsageError, counted
 from kernelscope.daemon.engine.memory import atrex_fields
 from kernelscope.daemon.engine.run import child_limits
+from kernelscope.daemon.engine.run.bench_setup import (
+    no_reference_message,
+    own_gate_command,
+    problem_settings,
+    reference_path,
+)
 from kernelscope.daemon.engine.run.child_limits import ResourceLimits
 from kernelscope.daemon.engine.run.gate_output import (
     GateLines,
@@ -83,46 +89,6 @@ class BenchRequest:
     precision: str | None = None  # KernelBench's fp32 | fp16 | bf16; default the README's, else fp32
 
 
-PRECISIONS = ("fp32", "fp16", "bf16")
-
-
-def _reference_path(given: Path | None, settings: dict[str, Any], workspace: Path) -> Path:
-    """`--reference FILE` (any name: a KernelBench problem keeps its own) relative to the
-    current directory when it is there, else to the workspace; else the README block's
-    `"reference"` (relative to the workspace); else `reference.py`."""
-    if given is not None:
-        path = Path(given).expanduser()
-        if not path.is_absolute() and not path.exists():
-            path = workspace / path
-        if not path.is_file():
-            raise UsageError(
-                f"reference {given} does not exist (looked in the current directory and in {workspace})"
-            )
-        return path.resolve()
-    named = settings.get("reference", "reference.py")
-    if not isinstance(named, str) or not named:
-        raise UsageError('the README block\'s "bench": {"reference": ...} must be a file name')
-    return (workspace / Path(named).expanduser()).resolve()
-
-
-def _problem_settings(request: BenchRequest, settings: dict[str, Any]) -> tuple[dict[str, int], str | None]:
-    """`--problem-size` over the README block's `"problem_sizes"`, and the precision; checked
-    here so a bad value is a usage error before any process starts."""
-    sizes = settings.get("problem_sizes", {})
-    if not isinstance(sizes, dict) or not all(
-        isinstance(k, str) and k.isidentifier() and isinstance(v, int) and not isinstance(v, bool)
-        for k, v in sizes.items()
-    ):
-        raise UsageError('the README block\'s "bench": {"problem_sizes": ...} must map names to integers')
-    for name, value in request.problem_sizes.items():
-        if not name.isidentifier() or isinstance(value, bool) or not isinstance(value, int):
-            raise UsageError(f"problem size {name}={value!r}: expected an identifier and an integer")
-    precision = request.precision or settings.get("precision")
-    if precision is not None and precision not in PRECISIONS:
-        raise UsageError(f"precision {precision!r} is not one of {', '.join(PRECISIONS)}")
-    return {**sizes, **request.problem_sizes}, precision
-
-
 def _peaks(readme: ReadmeInfo) -> tuple[float | None, float | None]:
     """Peak bandwidth (GB/s) and TFLOPS from the README's hardware specs, if cited."""
     bandwidth = tflops = None
@@ -140,24 +106,6 @@ def _peaks(readme: ReadmeInfo) -> tuple[float | None, float | None]:
     return bandwidth, tflops
 
 
-def _own_gate_command(spec: kinds.KindSpec, folder: kinds.Folder) -> str:
-    """The gate a kind with its own evaluator runs when none is named; a setup error, before
-    anything runs, where that evaluator cannot run (a generalized Atrex-Bench workspace) or
-    is missing."""
-    own = spec.own_gate
-    assert own is not None
-    why = own.unavailable(folder)
-    if why:
-        raise UsageError(why)
-    if not folder.has(own.script):
-        raise UsageError(
-            f"this {spec.name} workspace is measured by its own evaluator, {own.script}, which it "
-            "lacks (kernelscope's harness does not read this kind); nothing was run. Name the "
-            "evaluator with --gate-command"
-        )
-    return own.command
-
-
 def _resolve(request: BenchRequest) -> tuple[BenchRequest, ReadmeInfo | None, kinds.KindSpec]:
     workspace = request.workspace.expanduser().resolve()
     if not workspace.is_dir():
@@ -167,14 +115,14 @@ def _resolve(request: BenchRequest) -> tuple[BenchRequest, ReadmeInfo | None, ki
     candidate = (request.candidate or workspace / "kernel.py").expanduser().resolve()
     if not candidate.is_file():
         raise UsageError(f"candidate {candidate} does not exist")
-    reference = _reference_path(request.reference, settings, workspace)
+    reference = reference_path(request.reference, settings, workspace)
     folder = folder_of(workspace, readme)
     folder.reference = reference
     spec = kinds.detect(folder)
     own = spec.own_gate
     gate_command = request.gate_command or settings.get("gate_command")
     if own is not None and not gate_command:
-        gate_command = _own_gate_command(spec, folder)
+        gate_command = own_gate_command(spec, folder)
     # a kind measured by its own evaluator: its speedups are against what that evaluator says
     baseline = own.baseline if own is not None else request.baseline or settings.get("baseline")
     if baseline is None:
@@ -186,7 +134,7 @@ def _resolve(request: BenchRequest) -> tuple[BenchRequest, ReadmeInfo | None, ki
         if not path.is_file():
             raise UsageError(f"baseline {path} does not exist")
         baseline = str(path.resolve())
-    problem_sizes, precision = _problem_settings(request, settings)
+    problem_sizes, precision = problem_settings(request.problem_sizes, request.precision, settings)
     resolved = BenchRequest(
         workspace=workspace,
         candidate=candidate,
@@ -674,7 +622,7 @@ def run_benchmark(
         return gate
     has_reference = bool(resolved.reference and resolved.reference.is_file())
     if not has_reference and not resolved.gate_command:
-        raise UsageError(f"no reference module {resolved.reference} (see the README's benchmark contract)")
+        raise UsageError(no_reference_message(resolved.reference, spec))
     with contextlib.ExitStack() as stack:
         scratch = stack.enter_context(scratch_copy(resolved.workspace)) if has_reference else None
         gate = run_gate_command(resolved, cancel)

@@ -127,7 +127,14 @@ def file_lens(
             else None
         )
         target = f"target {condition.kind} {condition.comparator} {condition.value:g}{condition.unit}"
-        if best is not None and value is not None:
+        # a CPU interpreter's latency says nothing of a GPU target: neither met nor not met
+        interpreted = best is not None and value is not None and _mode(best) == "interpreter"
+        if interpreted:
+            assert best is not None
+            parts.append(
+                f"{target} | best {best.version}: not evaluated (interpreter timings are not GPU figures)"
+            )
+        elif best is not None and value is not None:
             fraction = (
                 (condition.normalized_value / value)
                 if condition.kind == "latency"

@@ -38,7 +38,7 @@ from kernelscope.daemon.engine.workspace.kernel_scan import scan_kernel_source
 from kernelscope.daemon.engine.workspace.workspace import Workspace
 from kernelscope.protocol import workspace_files
 from kernelscope.protocol.bench import BenchResult, ConfigResult
-from kernelscope.protocol.commands import IterationResult, StopConditionStatus
+from kernelscope.protocol.commands import IterationResult, StopConditionStatus, stop_conditions_met
 from kernelscope.protocol.experiment import KernelExperiment
 from kernelscope.protocol.memory import format_version, memory_schema_template, parse_version
 from kernelscope.protocol.record_rules import REFERENCE_NAMES, format_score, gate_result, section_get
@@ -73,8 +73,10 @@ def _headline(configs: list[ConfigResult]) -> ConfigResult | None:
 
 def evaluate_stop_conditions(
     readme: ReadmeInfo | None, bench: BenchResult
-) -> tuple[list[StopConditionStatus], bool]:
-    """Each README stop condition against the best configuration's measurement."""
+) -> tuple[list[StopConditionStatus], bool | None]:
+    """Each README stop condition against the best configuration's measurement; one that
+    cannot be evaluated (interpreter timings, a failed gate, no metric) is `met: None`, and
+    all of them together `stop_conditions_met`."""
     if readme is None or not readme.stop_conditions:
         return [], False
     statuses = []
@@ -86,8 +88,10 @@ def evaluate_stop_conditions(
             unit=CANONICAL_UNIT[condition.kind],
         )
         if bench.mode != "gpu":
-            status.note = "not evaluated: interpreter timings are not GPU figures"
-        elif bench.passed:
+            status.note = "interpreter timings are not GPU figures"
+        elif not bench.passed:
+            status.note = "the gate failed: a wrong kernel's timings are no measurement"
+        else:
             values = {
                 "bandwidth": [c.gbps for c in bench.configs if c.gbps],
                 "tflops": [c.tflops for c in bench.configs if c.tflops],
@@ -99,7 +103,7 @@ def evaluate_stop_conditions(
             else:
                 status.note = "the reference module gives no bytes_moved/flops to compute this metric"
         statuses.append(status)
-    return statuses, bool(statuses) and all(s.met for s in statuses)
+    return statuses, stop_conditions_met(statuses)
 
 
 def refuse_recorded_code(root: Path, db_url: str | None = None, measured: bytes | None = None) -> None:

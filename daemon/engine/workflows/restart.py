@@ -41,7 +41,12 @@ from kernelscope.daemon.engine.workspace.atrex import refuse_if_supervised
 from kernelscope.daemon.engine.workspace.user_config import config_path, state_dir, user_settings
 from kernelscope.daemon.engine.workspace.workspace import README_NAME, Workspace
 from kernelscope.protocol import workspace_files
-from kernelscope.protocol.commands import MaskHalfResult, RestartReport
+from kernelscope.protocol.commands import (
+    MaskHalfResult,
+    RestartReport,
+    recorded_stop_conditions,
+    stop_conditions_met,
+)
 from kernelscope.protocol.record_rules import section_get
 from kernelscope.protocol.vocabulary import WORKSPACE_DIRS, WORKSPACE_FILES
 from kernelscope.protocol.workspace import ReadmeInfo
@@ -514,7 +519,7 @@ class PartialRestart:
                 if gate is None and record.metric("latency_us") is None:
                     violations.append(f"{next_version} holds no result (no quality gate, no performance)")
                 action = section_get(record.optimization, "action_category")
-                stops = kernelscope_block(record).get("stop_conditions")
+                stops = recorded_stop_conditions(kernelscope_block(record).get("stop_conditions"))
                 returned = {
                     "latest_memory_path": str(target),
                     "performance_summary": (
@@ -526,9 +531,7 @@ class PartialRestart:
                     "commit_hash": record.git_commit_hash
                     if isinstance(record.git_commit_hash, str)
                     else None,
-                    "stop_conditions_met": bool(stops) and all(s.get("met") for s in stops)
-                    if stops
-                    else None,
+                    "stop_conditions_met": stop_conditions_met(stops) if stops else None,
                 }
         return violations, returned
 

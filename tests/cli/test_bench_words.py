@@ -1,0 +1,85 @@
+"""What `kernelscope bench` says is true: its GPU-timing flags exist and are passed to the
+runner (`--cuda-graph` under the interpreter is said not to have been used), a missing
+reference points to where the contract is documented, and a setup error is no FAIL verdict."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+from tests.conftest import TESTS
+from tests.support.bench_fixtures import make_workspace
+
+
+def bench(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
+    exe = shutil.which("kernelscope", path=str(Path(sys.executable).parent))
+    assert exe is not None
+    return subprocess.run([exe, "bench", *args], capture_output=True, text=True, timeout=300, cwd=cwd)
+
+
+def test_gpu_timing_flags_reach_the_runner_and_cuda_graph_is_not_silently_ignored(tmp_path: Path) -> None:
+    """docs/harness.md named `--warmup-ms` and `--cuda-graph`; `bench` had neither ("No such
+    option", exit 2): only the runner took them."""
+    ws = make_workspace(tmp_path / "ws")
+    done = bench(
+        "-w", str(ws), "--mode", "interpreter", "--seeds", "1", "--warmup-ms", "5", "--cuda-graph", "--json"
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    result = json.loads(done.stdout)
+    assert result["passed"] and result["mode"] == "interpreter"
+    assert any(
+        m.startswith("--cuda-graph was not used: the CPU interpreter has no CUDA graphs")
+        for m in result["messages"]
+    )
+    plain = bench("-w", str(ws), "--mode", "interpreter", "--seeds", "1", "--json")
+    assert not any("--cuda-graph" in m for m in json.loads(plain.stdout)["messages"])
+
+
+def test_a_missing_reference_names_where_the_contract_is_documented(tmp_path: Path) -> None:
+    """It said "(see the README's benchmark contract)": the project's README has no such
+    section, and the workspace may have no README at all."""
+    ws = make_workspace(tmp_path / "native")
+    (ws / "reference.py").unlink()
+    (ws / "README.md").unlink()
+    done = bench("-w", str(ws))
+    assert done.returncode == 2 and done.stdout == ""
+    assert "README's benchmark contract" not in done.stderr
+    assert 'the harness\'s contract: docs/harness.md, "Contract"' in done.stderr, done.stderr
+    assert "--gate-command" not in done.stderr  # a kind kernelscope's harness reads
+
+    v01 = make_workspace(tmp_path / "atrex")  # README with stop conditions and memory/: atrex-v0.1
+    (v01 / "reference.py").unlink()
+    (v01 / "memory").mkdir()
+    done = bench("-w", str(v01))
+    assert done.returncode == 2
+    assert (
+        "docs/harness.md" in done.stderr
+        and "atrex-v0.1 workspace is measured by its own gate command" in done.stderr
+    )
+    assert "--gate-command 'python test_kernel.py'" in done.stderr, done.stderr
+
+
+def test_a_setup_error_prints_no_fail_verdict(tmp_path: Path) -> None:
+    """A KernelBench problem with a size it does not define: `[setup]`, exit 2, and stdout
+    began `FAIL  mode=interpreter ...`: a verdict on a kernel that never ran."""
+    shutil.copy(TESTS / "fixtures" / "kernelbench" / "19_ReLU.py", tmp_path / "19_ReLU.py")
+    (tmp_path / "kernel.py").write_text(
+        "import torch.nn as nn\n\n\nclass ModelNew(nn.Module):\n    def forward(self, x):\n        return x.relu()\n"
+    )
+    done = bench(
+        "--reference",
+        "19_ReLU.py",
+        "--problem-size",
+        "batchsize=16",
+        "--mode",
+        "interpreter",
+        "--no-static-rules",
+        cwd=tmp_path,
+    )
+    assert done.returncode == 2, done.stdout + done.stderr
+    assert "[setup]" in done.stderr and "batchsize" in done.stderr
+    assert "FAIL" not in done.stdout, done.stdout
+    assert done.stdout.startswith("NOT RUN (setup error: no verdict on the kernel)"), done.stdout
