@@ -42,10 +42,10 @@ def test_fast_list_scores_each_version_once(
     calls: list[str] = []
     original = core.score_parts
 
-    def counted(record, baseline, kind=None):  # type: ignore[no-untyped-def]
+    def counted(record, baseline, kind=None, v0=None):  # type: ignore[no-untyped-def]
         if not os.environ.get("KERNELSCOPE_NO_FAST_PATH"):  # the fast run's calls
             calls.append(record.get("version"))
-        return original(record, baseline, kind)
+        return original(record, baseline, kind, v0)
 
     monkeypatch.setattr(core, "score_parts", counted)
     for args in (("--json",), ()):
