@@ -8,8 +8,9 @@ outside the timed region:
   values), so a candidate that caches its answer by input pointer or by input value returns a
   stale output, and one that skips work on repeated inputs has none. Integer and bool tensors
   are left alone: they are indices, offsets and masks, whose order is the problem's structure.
-  A reference or baseline that raises on perturbed inputs gets them back as they were, and
-  perturbation stops for the configuration (a note says so);
+  A reference or baseline that raises on perturbed inputs (or a reference whose answer on
+  them is not finite) gets them back as they were, and perturbation stops for the
+  configuration (a note says so): the reference alone decides, never the candidate's answer;
 - an input the reference changes in place (kernels/input_changes.py) is *restored* before
   every timed call, of the candidate and of the baseline, from a pristine copy (which the
   perturbation swaps instead), outside the timed region: SOL-ExecBench copies the original
@@ -20,12 +21,14 @@ outside the timed region:
   the call gets is computed before it (untimed, on copies of the inputs it changes), the
   output is compared with it afterwards, and the inputs must be unchanged by the call but
   those the reference changes, compared with the values it left in them; a wrong output is
-  re-checked with a fresh call, so a replayed or lazily produced output is told apart from a
-  problem whose inputs cannot be perturbed;
+  re-checked with a fresh call (right: a replayed or lazy output), else it is a wrong result
+  (a kernel must handle every input the reference handles) unless there is evidence of a
+  cheat (`_recheck`);
 - at a random point a *hidden audit call* runs the candidate on fresh inputs (new buffers,
-  new values) and checks it, untimed; a wrong output is a cheat only with evidence (the
-  timed inputs' answer, right when called again, wrong now on the timed inputs), else the
-  data-dependent bug it looks like (docs/verdicts.md);
+  new values) and checks it, untimed; a wrong output is a cheat only with evidence (an
+  earlier call's output bit for bit, by a fingerprint kept of every call's output; right when
+  called again; wrong now on timed inputs it was found right on, by the gate or a verified
+  call), else the data-dependent bug it looks like (docs/verdicts.md);
 - the candidate must launch at least one Triton kernel in every timed call.
 
 On a GPU the loop is the harness's own (not `do_bench`): L2 is flushed before every timed call
@@ -38,9 +41,10 @@ and a separate pass records events around each Triton launch (kernel-only time, 
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import random
-from collections.abc import Callable
-from dataclasses import InitVar, dataclass, field
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import InitVar, dataclass, field, replace
 from typing import TYPE_CHECKING, Any, Protocol
 
 import torch
@@ -134,6 +138,25 @@ def perturb_(inputs: tuple[Any, ...], rng: random.Random, swaps: int = 8, undo: 
     for value in inputs:  # tensors inside lists and tuples too (a list of cache tensors)
         map_tensors(value, perturb_one)
     return changed
+
+
+def output_fingerprint(outputs: list[torch.Tensor]) -> str:
+    """A cheap, bitwise fingerprint of a call's outputs, computed where they are: each tensor's
+    dtype, shape, the sum of its elements' bit patterns as integers, and 256 of them evenly
+    spaced. Equal for the same bits; an output that differs anywhere differs almost surely
+    (no tolerance: a nearly constant honest output is not another call's)."""
+    hasher = hashlib.blake2b(digest_size=16)
+    for value in outputs:
+        flat = value.detach().contiguous().reshape(-1)
+        bits = flat.view(_BITS.get(flat.element_size(), torch.uint8)) if flat.numel() else flat
+        spaced = bits[:: max(1, bits.numel() // 256)][:256]
+        total = int(bits.sum(dtype=torch.int64)) if bits.numel() else 0
+        hasher.update(f"{value.dtype}{tuple(value.shape)}{total}".encode())
+        hasher.update(spaced.cpu().numpy().tobytes())
+    return hasher.hexdigest()
+
+
+_BITS = {1: torch.uint8, 2: torch.int16, 4: torch.int32, 8: torch.int64}
 
 
 def restore_(undo: Swaps) -> None:
@@ -338,8 +361,9 @@ class _Graph:
 AUDIT_SEED = 10_000  # the hidden audit at timed call i draws with seed AUDIT_SEED + i
 
 UNPERTURBED_NOTE = (
-    "the inputs could not be perturbed between timed calls (the problem's inputs have "
-    "structure the reference relies on): timed outputs were checked by the hidden audit only"
+    "the inputs could not be perturbed between timed calls (the problem's inputs have a "
+    "structure, symmetry or order, that the reference or the kernel relies on): timed outputs "
+    "were checked on the problem's own values and by the hidden audit's fresh draw"
 )
 
 
@@ -360,6 +384,7 @@ class TimedCallChecks:
     rng: random.Random
     calls: InitVar[int]
     verify: InitVar[int] = 2
+    checked: InitVar[Sequence[list[str]]] = ()  # digests of the input sets the gate found it right on
     sync: Callable[[], None] = lambda: None
     require_launches: bool = True
     inputs_in_result: bool = False  # the kind's adapter: changed inputs are part of the result
@@ -372,9 +397,15 @@ class TimedCallChecks:
     _snapshot: ReferenceRun | None = field(default=None, init=False)
     checked_calls: int = field(default=0, init=False)
     audited: bool = field(default=False, init=False)
+    # len(swaps) when the candidate was last found right on the timed inputs (0: as the problem
+    # made them, where the gate checked that draw); None: never (KernelBench's timed seed 0 is
+    # none of its trial seeds)
+    right_at: int | None = field(default=None, init=False)
+    outputs_seen: set[str] = field(default_factory=set, init=False)  # every call's output_fingerprint
 
-    def __post_init__(self, calls: int, verify: int) -> None:
+    def __post_init__(self, calls: int, verify: int, checked: Sequence[list[str]]) -> None:
         upper = max(calls, 1)
+        self.right_at = 0 if [self.digest(value) for value in self.inputs] in list(checked) else None
         self.verified = set(self.rng.sample(range(1, upper), min(verify, upper - 1))) if upper > 1 else {0}
         self.audit_at = self.rng.randrange(upper)
         self.pristine = changed_in_place(self.inputs, self.reference)
@@ -432,6 +463,7 @@ class TimedCallChecks:
             return False
         restore_(self.swaps)
         self.restore()
+        self.right_at = 0 if self.right_at == 0 else None  # a perturbed draw it was right on is gone
         self._stop_perturbing()
         return True
 
@@ -457,6 +489,7 @@ class TimedCallChecks:
         found = self.guard.check(f"after timed call {index}")
         if found:
             raise TimedCheckFailure("cheat", found)
+        replayed = self._seen(output) and bool(self.swaps)  # the inputs have changed since
         if index in self.verified and self._snapshot is not None:
             run, self._snapshot = self._snapshot, None
             outputs = self.outputs_of(output)
@@ -465,13 +498,25 @@ class TimedCallChecks:
                     raise TimedCheckFailure("cheat", f"timed call {index} modified its inputs in place")
             try:
                 self._check(outputs, run, f"in timed call {index}")
+                self.right_at = len(self.swaps)
             except TimedCheckFailure:
                 raise
             except Exception as timed_error:
                 del outputs
-                self._recheck(index, run, timed_error)
+                self._recheck(index, run, timed_error, replayed)
             del run
             self.checked_calls += 1
+
+    def _seen(self, output: Any) -> bool:
+        """Whether a call's output is, bit for bit, one the candidate returned before (in this
+        configuration's timed calls and checks); remembered either way."""
+        try:
+            fingerprint = output_fingerprint(self.outputs_of(output))
+        except Exception:  # an output the checks reject where they look at it
+            return False
+        seen = fingerprint in self.outputs_seen
+        self.outputs_seen.add(fingerprint)
+        return seen
 
     def audit_point(self, index: int) -> None:
         """After a timed call (its output released): the hidden audit, once per configuration."""
@@ -483,27 +528,104 @@ class TimedCallChecks:
         """The outputs and the inputs after a call, against the reference's run (raises)."""
         check_call(run, outputs, when, self.compare)
 
-    def _recheck(self, index: int, run: ReferenceRun, timed_error: Exception) -> None:
-        """A timed output was wrong: a fresh call on copies of the inputs the call was given (the
-        pristine values of those it may change) tells a replayed or lazy output (fresh call
-        right) from inputs the problem cannot take perturbed (wrong too)."""
-        if not self._right_on(self._timed_inputs(), run):
-            self._stop_perturbing()
+    def _recheck(self, index: int, run: ReferenceRun, timed_error: Exception, replayed: bool) -> None:
+        """A timed output was wrong. A fresh call on copies of the inputs the call was given (the
+        pristine values of those it may change) right: a replayed or lazy output. Wrong too: the
+        reference alone says whether the problem can take perturbed inputs (its answer on them
+        is not finite: perturbation stops, the inputs put back). Else a cheat where it repeats
+        an earlier output bit for bit though the answer moved, or is wrong now on timed inputs
+        it was found right on (lazy, stateful); right on the problem's own values, it relies on
+        their structure (perturbation stops, as above); wrong there too, a wrong result."""
+        if self._right_on(self._timed_inputs(), run):
+            raise TimedCheckFailure(
+                "cheat",
+                f"timed call {index} returned a wrong output for the inputs it was given ({timed_error}), "
+                "while a fresh call on the same inputs is right: a replayed, cached or lazy output",
+            )
+        finite = all(torch.isfinite(value).all() for value in run.references if value.is_floating_point())
+        if self.swaps and not finite:  # the reference's own answer says the swaps broke the problem
+            self.unperturb()  # later calls run on the problem's own values
+            return
+        if replayed and self._answer_moved(run):
+            raise TimedCheckFailure(
+                "cheat",
+                f"timed call {index} returned a wrong output ({timed_error}) that is, bit for bit, an "
+                "earlier call's on other inputs, whose answer differs: a replayed or cached output",
+            )
+        lazy = self._lazy_evidence()
+        if lazy is not None:
+            raise TimedCheckFailure(
+                "cheat", f"timed call {index} returned a wrong output ({timed_error}){lazy}"
+            )
+        if self.swaps and self._right_at(0):
+            # Right on the problem's own values, wrong with a few elements swapped: a kernel may
+            # rely on what every draw of the problem has (KernelBench's symmetric or triangular
+            # matrices) where the reference computes the general case. Perturbation stops, the
+            # inputs put back; a value cache is then the audit's to catch (a fresh draw, new values).
+            self.unperturb()
             return
         raise TimedCheckFailure(
-            "cheat",
-            f"timed call {index} returned a wrong output for the inputs it was given ({timed_error}), "
-            "while a fresh call on the same inputs is right: a replayed, cached or lazily computed output",
+            getattr(timed_error, "kind", "wrong_result"),
+            f"timed call {index} returned a wrong output ({timed_error}); called afresh on the "
+            "problem's own timing inputs it is wrong too: a bug those inputs reach (the inputs the "
+            "gate checked did not)",
         )
 
-    def _right_on(self, inputs: tuple[Any, ...], run: ReferenceRun) -> bool:
-        """Whether a fresh call on copies of `inputs` is right by `run` (the reference's run on
-        the same values), outputs and inputs alike."""
-        fresh = copy_inputs(inputs)
+    def _answer_moved(self, run: ReferenceRun) -> bool:
+        """Whether the reference's answer on the problem's own values differs, bit for bit, from
+        its answer `run` on the perturbed ones (a problem whose answer the swaps keep, a maximum,
+        gives an honest kernel the same output every call)."""
+        with self._rewound(0):
+            original = self._expected()
+        return original is not None and output_fingerprint(original.references) != output_fingerprint(
+            run.references
+        )
+
+    def _lazy_evidence(self) -> str | None:
+        """Why the candidate is lazy or stateful: it was found right on a draw of the timed
+        inputs (the gate's, a verified timed call's) and, called afresh on it, is wrong now."""
+        if self.right_at is None or self._right_at(self.right_at) is not False:
+            return None
+        return (
+            "; called afresh on timed inputs it was found right on, it is wrong now: a lazy or "
+            "stateful output"
+        )
+
+    @contextlib.contextmanager
+    def _rewound(self, mark: int) -> Iterator[None]:
+        """The inputs as they were when `len(self.swaps)` was `mark` (the later swaps undone,
+        last first), and as they are again afterwards (a swap is its own inverse)."""
+        later = self.swaps[mark:]
+        for swap in reversed(later):
+            _swap(*swap)
+        self.restore()
+        try:
+            yield
+        finally:
+            for swap in later:
+                _swap(*swap)
+            self.restore()
+
+    def _right_at(self, mark: int) -> bool | None:
+        """Whether a fresh call on the timed inputs as they were at `mark` is right (None: the
+        reference says nothing there)."""
+        with self._rewound(mark):
+            try:
+                run = self._expected()
+            except Exception:
+                return None
+            return None if run is None else self._right_on(self._timed_inputs(), run)
+
+    def _right_on(self, inputs: tuple[Any, ...], run: ReferenceRun, owned: bool = False) -> bool:
+        """Whether a fresh call on copies of `inputs` (on `inputs` themselves where `owned`: a
+        draw made for it) is right by `run` (the reference's run on the same values), outputs
+        and inputs alike."""
+        fresh = inputs if owned else copy_inputs(inputs)
         again = ReferenceRun(fresh, run.references, [self.digest(value) for value in fresh], run.changed)
         try:
             output = self.candidate(*fresh)
             self.sync()
+            self._seen(output)
             self._check(self.outputs_of(output), again, "in a fresh call")
         except Exception:
             return False
@@ -515,59 +637,57 @@ class TimedCallChecks:
         run = reference_first(
             lambda: self.fresh_inputs(AUDIT_SEED + index), self.reference, self.inputs_in_result
         )
-        fresh = run.inputs
         with self.guard.launches.counting() as launches:
-            output = self.candidate(*fresh)
+            output = self.candidate(*run.inputs)
             self.sync()
+        replayed = self._seen(output)
         if launches.count == 0 and self.require_launches:
             raise TimedCheckFailure(
                 "no_kernel", "the hidden audit call inside the timed loop launched no Triton kernel"
             )
         try:
             check_call(run, self.outputs_of(output), "in the hidden audit", self.compare)
-        except GateFailure as failure:
-            evidence = "" if failure.kind == "cheat" else self._audit_evidence(index, output, run)
-            del output, fresh
-            if evidence is not None:
-                raise TimedCheckFailure(
-                    "cheat",
-                    f"the hidden audit call (fresh inputs, at timed call {index}) got a wrong output: "
-                    f"{failure.message}{evidence}",
-                ) from None
-            draw = f"a fresh draw of them (the hidden audit at timed call {index}, seed {AUDIT_SEED + index})"
+        except GateFailure as failure:  # its kind and message, not its traceback (holding the tensors)
+            found: tuple[ErrorKind, str] | None = (failure.kind, failure.message)
+        else:
+            found = None
+        if found is None:
+            self.checked_calls += 1
+            return
+        kind, message = found
+        output, run = None, replace(run, inputs=())  # the audit's output and inputs released first
+        evidence = "" if kind == "cheat" else self._audit_evidence(index, replayed, run)
+        if evidence is not None:
             raise TimedCheckFailure(
-                failure.kind,
-                wrong_on_another_draw(draw, failure.message) + "; nothing shows the timing gamed (not a "
-                "replay of the timed inputs' output, right on those when called afresh): a bug the "
-                "problem's own seeds did not reach",
-            ) from None
-        self.checked_calls += 1
+                "cheat",
+                f"the hidden audit call (fresh inputs, at timed call {index}) got a wrong output: "
+                f"{message}{evidence}",
+            )
+        draw = f"a fresh draw of them (the hidden audit at timed call {index}, seed {AUDIT_SEED + index})"
+        raise TimedCheckFailure(
+            kind,
+            wrong_on_another_draw(draw, message) + "; nothing shows the timing gamed (not an earlier "
+            "call's output bit for bit, wrong when called again, not wrong now on timed inputs it was "
+            "found right on): a bug the problem's own seeds did not reach",
+        )
 
-    def _audit_evidence(self, index: int, output: Any, run: ReferenceRun) -> str | None:
-        """Why a wrong audit output is a cheat, or None (a plain wrong output): it is the answer
-        for the timed inputs (replayed or cached); a call on the audit's inputs made again is
-        right (its output depends on being audited); or its output on the timed inputs, called
-        afresh, is wrong now (lazy after the checks, or stateful)."""
-        try:
-            timed = self._expected()
-        except Exception:  # a reference that rejects the perturbed timed inputs: no such evidence
-            timed = None
-        if timed is not None:
-            with contextlib.suppress(Exception):
-                self.compare(self.outputs_of(output), timed.references, ())
-                return "; it is the output for the timed inputs instead: a replayed or cached output"
+    def _audit_evidence(self, index: int, replayed: bool, run: ReferenceRun) -> str | None:
+        """Why a wrong audit output is a cheat, or None (a plain wrong output): it is, bit for
+        bit, an earlier call's output (replayed or cached); a call on the audit's inputs made again
+        is right (its output depends on being audited); or, called afresh on timed inputs it was
+        found right on, it is wrong now (lazy after the checks, or stateful)."""
+        if replayed:
+            return (
+                "; it is, bit for bit, an earlier call's output on other inputs: a replayed or cached output"
+            )
         again = self.fresh_inputs(AUDIT_SEED + index)
-        if [self.digest(value) for value in again] == run.before and self._right_on(again, run):
+        if [self.digest(value) for value in again] == run.before and self._right_on(again, run, owned=True):
             return (
                 "; the same call on the same inputs made again is right: its output depends on "
                 "being called inside the timed loop"
             )
-        if timed is not None and not self._right_on(self._timed_inputs(), timed):
-            return (
-                "; called afresh on the timed inputs it is wrong too, though its checked calls were "
-                "right: a lazy or stateful output"
-            )
-        return None
+        del again
+        return self._lazy_evidence()
 
 
 class PerturbOnly:

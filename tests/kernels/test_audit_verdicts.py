@@ -1,11 +1,14 @@
 """The hidden audit's verdict (kernels/timing.py): a wrong output on its fresh draw is a `cheat`
-only with evidence that the candidate games the timing (the timed inputs' answer replayed, a
-right answer when called again, a wrong one now on inputs it was right on); a plain
-data-dependent bug is a wrong result, worded as the second distribution words it."""
+only with evidence that the candidate games the timing (an earlier call's output bit for bit, a
+right answer when called again, a wrong one now on inputs it was found right on); a plain
+data-dependent bug is a wrong result, worded as the second distribution words it. A wrong
+verified timed call: perturbation stops only where the reference says so; otherwise a wrong
+result (or a cheat, with the same evidence)."""
 
 from __future__ import annotations
 
 import random
+import weakref
 from contextlib import nullcontext
 from types import SimpleNamespace
 from typing import Any
@@ -14,7 +17,7 @@ import pytest
 import torch
 
 from kernelscope.kernels import gate
-from kernelscope.kernels.timing import AUDIT_SEED, TimedCallChecks, TimedCheckFailure
+from kernelscope.kernels.timing import AUDIT_SEED, UNPERTURBED_NOTE, TimedCallChecks, TimedCheckFailure
 
 GUARD = SimpleNamespace(
     check=lambda when: None, launches=SimpleNamespace(counting=lambda: nullcontext(SimpleNamespace(count=1)))
@@ -30,25 +33,12 @@ def draw(seed: int) -> tuple[torch.Tensor]:
 
 
 def timed_loop(candidate: Any, calls: int = 4) -> None:
-    """Timer.run's order of checks around each call, without the clock."""
-    inputs = draw(0)
-    checks = TimedCallChecks(
-        inputs,
-        reference=lambda xs: [xs[0] * 2],
-        fresh_inputs=draw,
-        candidate=candidate,
-        compare=lambda outs, refs, xs: gate.check_outputs(outs, refs, xs, None, None),
-        outputs_of=lambda value: gate.as_tensor_list(value, "the candidate"),
-        digest=gate.digest,
-        guard=GUARD,  # type: ignore[arg-type]
-        rng=random.Random(0),
-        calls=calls,
-        verify=0,  # the audit alone decides here
+    """Timer.run's order of checks around each call, without the clock; the audit alone decides
+    (no verified calls); the gate checked the timed draw (seed 0), as native problems' gates do."""
+    checks = checks_for(
+        candidate, draw(0), draw, lambda xs: [xs[0] * 2], calls=calls, verify=0, rng=0, gate_checked=True
     )
-    for index in range(calls):
-        checks.before(index)
-        checks.after(index, candidate(*inputs))
-        checks.audit_point(index)
+    run_loop(checks, candidate, calls)
 
 
 def test_a_data_dependent_bug_on_the_audit_s_draw_is_a_wrong_result() -> None:
@@ -71,16 +61,234 @@ def test_a_replay_of_the_timed_inputs_answer_is_still_a_cheat() -> None:
     with pytest.raises(TimedCheckFailure) as caught:
         timed_loop(replays)
     assert caught.value.kind == "cheat"
-    assert "the output for the timed inputs instead: a replayed or cached output" in caught.value.message
+    assert (
+        "bit for bit, an earlier call's output on other inputs: a replayed or cached output"
+        in caught.value.message
+    )
 
 
 def test_a_lazy_candidate_is_still_a_cheat() -> None:
     calls = [0]
 
-    def lazy(x: torch.Tensor) -> torch.Tensor:  # right for its first calls only
+    def lazy(x: torch.Tensor) -> torch.Tensor:  # right for its first calls only, then a step skipped
         calls[0] += 1
-        return x * 2 if calls[0] <= 2 else torch.zeros_like(x)
+        return x * 2 if calls[0] <= 2 else x * 3
 
     with pytest.raises(TimedCheckFailure) as caught:
         timed_loop(lazy, calls=6)
     assert caught.value.kind == "cheat" and "a lazy or stateful output" in caught.value.message
+
+
+def checks_for(
+    candidate: Any,
+    inputs: tuple[Any, ...],
+    draw_inputs: Any,
+    reference: Any,
+    *,
+    calls: int,
+    verify: int,
+    rng: int,
+    gate_checked: bool,
+) -> TimedCallChecks:
+    return TimedCallChecks(
+        inputs,
+        reference=reference,
+        fresh_inputs=draw_inputs,
+        candidate=candidate,
+        compare=lambda outs, refs, xs: gate.check_outputs(outs, refs, xs, None, None),
+        outputs_of=lambda value: gate.as_tensor_list(value, "the candidate"),
+        digest=gate.digest,
+        guard=GUARD,  # type: ignore[arg-type]
+        rng=random.Random(rng),
+        calls=calls,
+        verify=verify,
+        checked=[[gate.digest(value) for value in inputs]] if gate_checked else [],
+    )
+
+
+def run_loop(checks: TimedCallChecks, candidate: Any, calls: int) -> None:
+    for index in range(calls):
+        checks.before(index)
+        checks.after(index, candidate(*checks.inputs))
+        checks.audit_point(index)
+
+
+def kernelbench_like_draw(seed: int) -> tuple[torch.Tensor]:
+    """The timing's set is seed 0, which the gate's seeds (KernelBench's trial seeds) do not
+    include; seed 0 and the audit's seed reach values >= 50, the gate's seeds do not."""
+    generator = torch.Generator().manual_seed(seed)
+    return (torch.rand(256, generator=generator) * (100.0 if seed == 0 or seed >= AUDIT_SEED else 1.0),)
+
+
+def clamps_large_values(x: torch.Tensor) -> torch.Tensor:  # a bug only values >= 50 show
+    return torch.where(x < 50, x * 2, x)
+
+
+@pytest.mark.parametrize("rng", range(4))
+def test_a_bug_on_unchecked_timed_inputs_is_a_wrong_result_not_a_cheat(rng: int) -> None:
+    # The gate never checked the timed set: "wrong now on the timed inputs" is no evidence of laziness.
+    checks = checks_for(
+        clamps_large_values,
+        kernelbench_like_draw(0),
+        kernelbench_like_draw,
+        lambda xs: [xs[0] * 2],
+        calls=10,
+        verify=2,
+        rng=rng,
+        gate_checked=False,
+    )
+    with pytest.raises(TimedCheckFailure) as caught:
+        run_loop(checks, clamps_large_values, 10)
+    assert caught.value.kind == "wrong_result", caught.value.message
+
+
+def symmetric_draw(seed: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """A symmetric matrix (the perturbation breaks the symmetry) and a vector; the audit's seed
+    reaches values >= 50."""
+    generator = torch.Generator().manual_seed(seed)
+    m = torch.rand(16, 16, generator=generator) * (100.0 if seed >= AUDIT_SEED else 1.0)
+    return ((m + m.T) / 2, torch.rand(16, generator=generator))
+
+
+def uses_symmetry(a: torch.Tensor, x: torch.Tensor) -> torch.Tensor:  # A^T x: A is symmetric
+    return a.T @ x
+
+
+@pytest.mark.parametrize("rng", range(4))
+def test_a_structure_relying_kernel_with_a_data_dependent_bug_is_a_wrong_result(rng: int) -> None:
+    def buggy(a: torch.Tensor, x: torch.Tensor) -> torch.Tensor:
+        out = uses_symmetry(a, x)
+        return torch.where(out < 50, out, out * 0.5)
+
+    checks = checks_for(
+        buggy,
+        symmetric_draw(0),
+        symmetric_draw,
+        lambda xs: [xs[0] @ xs[1]],
+        calls=10,
+        verify=2,
+        rng=rng,
+        gate_checked=True,
+    )
+    with pytest.raises(TimedCheckFailure) as caught:
+        run_loop(checks, buggy, 10)
+    assert caught.value.kind == "wrong_result", caught.value.message
+
+
+@pytest.mark.parametrize("rng", range(3))
+def test_a_kernel_relying_on_the_problems_structure_passes_unperturbed(rng: int) -> None:
+    # KernelBench's symmetric (13) and upper-triangular (14) matmuls: every draw has the
+    # structure, the reference computes the general case, an honest kernel exploits it. Wrong
+    # on swapped elements, right on the problem's own values: perturbation stops, the inputs put
+    # back, the calls after it checked on those values and by the audit's fresh draw.
+    inputs = symmetric_draw(0)
+    checks = checks_for(
+        uses_symmetry, inputs, symmetric_draw, lambda xs: [xs[0] @ xs[1]],
+        calls=10, verify=2, rng=rng, gate_checked=True,
+    )  # fmt: skip
+    run_loop(checks, uses_symmetry, 10)
+    assert checks.notes == [UNPERTURBED_NOTE] and not checks.perturb
+    assert all(torch.equal(a, b) for a, b in zip(inputs, symmetric_draw(0), strict=True))
+
+
+def sorted_draw(seed: int) -> tuple[torch.Tensor]:
+    generator = torch.Generator().manual_seed(seed)
+    return (torch.sort(torch.rand(64, generator=generator)).values,)
+
+
+def gaps(xs: tuple[torch.Tensor, ...]) -> list[torch.Tensor]:  # not finite where the order is broken
+    return [torch.sqrt(xs[0][1:] - xs[0][:-1])]
+
+
+@pytest.mark.parametrize("rng", range(3))
+def test_a_reference_not_finite_on_perturbed_inputs_stops_perturbation_and_puts_them_back(rng: int) -> None:
+    def clamped_gaps(x: torch.Tensor) -> torch.Tensor:  # right for sorted inputs, the problem's own
+        return torch.sqrt((x[1:] - x[:-1]).clamp_min(0))
+
+    inputs = sorted_draw(0)
+    checks = checks_for(
+        clamped_gaps, inputs, sorted_draw, gaps, calls=10, verify=2, rng=rng, gate_checked=True
+    )
+    run_loop(checks, clamped_gaps, 10)
+    assert checks.notes and not checks.perturb
+    assert torch.equal(inputs[0], sorted_draw(0)[0])  # later calls ran on the problem's own values
+
+
+@pytest.mark.parametrize("rng", range(3))
+def test_a_kernel_wrong_on_the_timed_inputs_does_not_pass(rng: int) -> None:
+    def only_seed_zero_large(seed: int) -> tuple[torch.Tensor]:  # the audit's draw misses the bug
+        generator = torch.Generator().manual_seed(seed)
+        return (torch.rand(256, generator=generator) * (100.0 if seed == 0 else 1.0),)
+
+    checks = checks_for(
+        clamps_large_values,
+        only_seed_zero_large(0),
+        only_seed_zero_large,
+        lambda xs: [xs[0] * 2],
+        calls=10,
+        verify=2,
+        rng=rng,
+        gate_checked=False,
+    )
+    with pytest.raises(TimedCheckFailure) as caught:
+        run_loop(checks, clamps_large_values, 10)
+    assert caught.value.kind == "wrong_result", caught.value.message
+    assert "wrong too" in caught.value.message
+
+
+def test_a_lazy_kernel_is_a_cheat_where_the_gate_checked_the_timed_inputs() -> None:
+    calls = [0]
+
+    def lazy(x: torch.Tensor) -> torch.Tensor:  # right for the gate's calls, then a step skipped
+        calls[0] += 1
+        return x * 2 if calls[0] <= 2 else x * 3
+
+    inputs = draw(0)
+    checks = checks_for(
+        lazy, inputs, draw, lambda xs: [xs[0] * 2], calls=6, verify=2, rng=0, gate_checked=True
+    )
+    with pytest.raises(TimedCheckFailure) as caught:
+        run_loop(checks, lazy, 6)
+    assert caught.value.kind == "cheat" and "a lazy or stateful output" in caught.value.message
+
+
+def test_a_stale_output_at_the_audit_is_a_cheat_bit_for_bit() -> None:
+    # Computes on its first call, then returns its last result while its plan says so: the
+    # reviewer's escape (stale at the audit and when called again, computing on the third call).
+    last: list[torch.Tensor] = []
+    plan = iter([False, False, False])  # the timed call 1, the audit, the same call again
+
+    def stale(x: torch.Tensor) -> torch.Tensor:
+        if not last or next(plan, True):
+            last[:] = [x * 2]
+        return last[0].clone()
+
+    inputs = draw(0)
+    checks = checks_for(
+        stale, inputs, draw, lambda xs: [xs[0] * 2], calls=6, verify=0, rng=3, gate_checked=False
+    )
+    assert checks.audit_at >= 1  # the audit's output is an earlier perturbation's
+    with pytest.raises(TimedCheckFailure) as caught:
+        run_loop(checks, stale, 6)
+    assert caught.value.kind == "cheat", caught.value.message
+    assert "bit for bit" in caught.value.message
+
+
+def test_the_audit_s_output_and_inputs_are_released_before_its_evidence_calls() -> None:
+    # The second call on the audit's draw (made again) must not find the first one's output and
+    # inputs still held: at a large size they would double the audit's memory.
+    held: list[weakref.ref[torch.Tensor]] = []
+    alive_at_second_call: list[bool] = []
+
+    def clamps_and_watches(x: torch.Tensor) -> torch.Tensor:
+        out = clamps_large_values(x)
+        if float(x.max()) >= 50:  # the audit's draw (the timed inputs stay below 1)
+            if held:
+                alive_at_second_call.append(any(ref() is not None for ref in held))
+            held.extend([weakref.ref(x), weakref.ref(out)])
+        return out
+
+    with pytest.raises(TimedCheckFailure) as caught:
+        timed_loop(clamps_and_watches)
+    assert caught.value.kind == "wrong_result", caught.value.message
+    assert alive_at_second_call == [False]
