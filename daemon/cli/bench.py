@@ -44,6 +44,32 @@ def exit_status(result: BenchResult) -> int:
     return EXIT_GATE_FAILED
 
 
+def worst_exit_status(results: list[BenchResult]) -> int:
+    """`--candidates`' status: a setup error (2) first, the run itself is broken; then a
+    resource cap (4), no verdict on the answer; then a failed gate (3)."""
+    statuses = {exit_status(r) for r in results}
+    for status in (EXIT_SETUP, EXIT_RESOURCE, EXIT_GATE_FAILED):
+        if status in statuses:
+            return status
+    return EXIT_PASS
+
+
+def verdict_word(result: BenchResult) -> str:
+    """A result's headline word, the same in `bench`'s first line and `--candidates`' table:
+    only a judged kernel is PASS or FAIL; a setup error is NOT RUN, a resource cap STOPPED."""
+    if result.passed:
+        return "PASS"
+    if result.status == "unsupported":
+        return "UNSUPPORTED"
+    return {EXIT_SETUP: "NOT RUN", EXIT_RESOURCE: "STOPPED"}.get(exit_status(result), "FAIL")
+
+
+_WHY = {
+    "NOT RUN": " (setup error: no verdict on the kernel)",
+    "STOPPED": " (resource cap: no verdict on the answer)",
+}
+
+
 def usage_error_document(message: str, kind: str = "setup") -> dict[str, Any]:
     """The one JSON document `--json` prints where there is no result: a usage error found
     before any run, or a run a Ctrl-C stopped (`kind` "interrupted"); the fields of a
@@ -212,7 +238,8 @@ def bench_command(
 
     Exit statuses: 0 passed; 3 failed (wrong result, cheat, crash, hang, compile error);
     2 usage or setup error (including a problem too large for the memory cap, refused before
-    it runs); 4 a resource cap stopped the run (out of memory, processes, output).
+    it runs); 4 a resource cap stopped the run (out of memory, processes, output). With
+    --candidates, the worst of the candidates' statuses: 2, then 4, then 3.
     """
     if mode not in ("auto", "gpu", "interpreter"):
         raise typer.BadParameter("must be auto, gpu or interpreter", param_hint="--mode")
@@ -314,7 +341,7 @@ def _bench_many(
                 [
                     str(r.rank),
                     r.candidate,
-                    "PASS" if r.passed else "FAIL",
+                    verdict_word(r.result),
                     output.fmt(r.score, ".3f", "x"),
                     r.result.mode,
                     (r.result.error.kind + ": " + r.result.error.message[:80]) if r.result.error else "",
@@ -324,7 +351,7 @@ def _bench_many(
         )
         for message in report.messages:
             output.warn(message)
-    raise typer.Exit(EXIT_PASS if all(r.passed for r in report.ranking) else EXIT_GATE_FAILED)
+    raise typer.Exit(worst_exit_status([r.result for r in report.ranking]))
 
 
 def baseline_name(result: BenchResult) -> str:
@@ -341,15 +368,8 @@ def baseline_name(result: BenchResult) -> str:
 def print_result(result: BenchResult) -> None:
     from kernelscope.protocol.record_rules import format_score
 
-    verdict = (
-        "PASS"
-        if result.passed
-        else "UNSUPPORTED"
-        if result.status == "unsupported"
-        else "NOT RUN (setup error: no verdict on the kernel)"
-        if result.error is not None and result.error.kind == "setup"
-        else "FAIL"
-    )
+    word = verdict_word(result)
+    verdict = word + _WHY.get(word, "")
     versus = baseline_name(result)
     output.info(f"{verdict}  mode={result.mode}  candidate={result.candidate}")
     output.info(f"baseline: {versus}")

@@ -10,6 +10,16 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
+from kernelscope.daemon.cli.bench import (
+    EXIT_RESOURCE,
+    exit_status,
+    print_result,
+    verdict_word,
+    worst_exit_status,
+)
+from kernelscope.protocol.bench import BenchError, BenchResult
 from tests.conftest import TESTS
 from tests.support.bench_fixtures import make_workspace
 
@@ -83,3 +93,52 @@ def test_a_setup_error_prints_no_fail_verdict(tmp_path: Path) -> None:
     assert "[setup]" in done.stderr and "batchsize" in done.stderr
     assert "FAIL" not in done.stdout, done.stdout
     assert done.stdout.startswith("NOT RUN (setup error: no verdict on the kernel)"), done.stdout
+
+
+def _result(kind: str | None, status: str = "error") -> BenchResult:
+    return BenchResult(
+        status=status,  # type: ignore[arg-type]
+        passed=False,
+        mode="interpreter",
+        workspace="ws",
+        candidate="kernel.py",
+        baseline="reference",
+        entry_point="",
+        error=None if kind is None else BenchError(kind=kind, message="m"),  # type: ignore[arg-type]
+    )
+
+
+def test_a_resource_cap_prints_no_fail_verdict(capsys: pytest.CaptureFixture[str]) -> None:
+    """A single bench stopped by its memory cap exited 4 ("not a verdict on the answer") under a
+    first line `FAIL  mode=interpreter ...`."""
+    result = _result("out_of_memory")
+    assert exit_status(result) == EXIT_RESOURCE
+    print_result(result)
+    first = capsys.readouterr().out.splitlines()[0]
+    assert not first.startswith("FAIL") and first.startswith("STOPPED (resource cap"), first
+    assert verdict_word(_result("wrong_result", "gate_failed")) == "FAIL"
+    assert verdict_word(_result("setup")) == "NOT RUN"
+    assert verdict_word(_result("unsupported", "unsupported")) == "UNSUPPORTED"
+
+
+def test_candidates_with_a_setup_error_say_not_run_and_exit_2(tmp_path: Path) -> None:
+    """`--candidates` printed FAIL for each candidate and exited 3 where the problem itself could
+    not be set up; a single bench says NOT RUN and exits 2."""
+    shutil.copy(TESTS / "fixtures" / "kernelbench" / "19_ReLU.py", tmp_path / "19_ReLU.py")
+    body = "import torch.nn as nn\n\n\nclass ModelNew(nn.Module):\n    def forward(self, x):\n        return x.relu()\n"
+    (tmp_path / "kernel.py").write_text(body)
+    (tmp_path / "k2.py").write_text(body)
+    args = ["--reference", "19_ReLU.py", "--problem-size", "batchsize=16", "--mode", "interpreter"]
+    done = bench(*args, "--no-static-rules", "--candidates", "kernel.py", "k2.py", cwd=tmp_path)
+    assert done.returncode == 2, done.stdout + done.stderr
+    assert "FAIL" not in done.stdout and done.stdout.count("NOT RUN") == 2, done.stdout
+
+
+def test_candidates_exit_with_the_worst_status() -> None:
+    """Setup (2) before a resource cap (4) before a failed gate (3)."""
+    ok = _result(None, "ok").model_copy(update={"passed": True})
+    fail, oom, setup = _result("wrong_result", "gate_failed"), _result("out_of_memory"), _result("setup")
+    assert worst_exit_status([ok, ok]) == 0
+    assert worst_exit_status([ok, fail]) == 3
+    assert worst_exit_status([fail, oom, ok]) == 4
+    assert worst_exit_status([oom, setup, fail]) == 2
