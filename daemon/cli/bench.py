@@ -24,7 +24,7 @@ from kernelscope.daemon.cli.options import OptInt
 from kernelscope.daemon.engine import KernelscopeError, counted
 from kernelscope.daemon.engine.run.bench import BenchRequest, run_benchmark
 from kernelscope.daemon.engine.run.bench_setup import PRECISIONS
-from kernelscope.protocol.bench import BENCH_SCHEMA_VERSION, BenchError, BenchResult
+from kernelscope.protocol.bench import BENCH_SCHEMA_VERSION, MAX_TIMING_MS, BenchError, BenchResult
 from kernelscope.protocol.sizes import SizeError, parse_problem_sizes
 
 EXIT_PASS, EXIT_SETUP, EXIT_GATE_FAILED, EXIT_RESOURCE = 0, 2, 3, 4
@@ -190,6 +190,7 @@ def bench_command(
         typer.Option(
             "--rep-ms",
             min=1,
+            max=MAX_TIMING_MS,
             help="GPU: timed milliseconds per phase (each function is timed twice per ABBA round) and "
             "configuration (default 100); as many calls as fit, at least 10 and at most 1,000.",
         ),
@@ -199,6 +200,7 @@ def bench_command(
         typer.Option(
             "--warmup-ms",
             min=0,
+            max=MAX_TIMING_MS,
             help="GPU: warm-up milliseconds before each function's first timed phase per configuration "
             "(default 25; at most 1,000 calls).",
         ),

@@ -142,3 +142,16 @@ def test_candidates_exit_with_the_worst_status() -> None:
     assert worst_exit_status([ok, fail]) == 3
     assert worst_exit_status([fail, oom, ok]) == 4
     assert worst_exit_status([oom, setup, fail]) == 2
+
+
+@pytest.mark.parametrize("flag", ["--warmup-ms", "--rep-ms"])
+@pytest.mark.parametrize("value", ["inf", "1e308", "nan"])
+def test_a_timing_budget_past_any_measurement_is_a_usage_error(
+    cli, flag: str, value: str, tmp_path: Path
+) -> None:  # type: ignore[no-untyped-def]
+    """`--warmup-ms inf` (or 1e308) passed the option's min=0 and crashed the GPU timer
+    (`int(inf)`: OverflowError, classified `exception`, a FAIL blamed on the kernel)."""
+    ws = make_workspace(tmp_path / "ws")
+    done = cli("bench", "-w", str(ws), "--mode", "interpreter", "--seeds", "1", flag, value)
+    assert done.exit_code == 2 and flag in done.stderr, done.stdout + done.stderr
+    assert "PASS" not in done.stdout
