@@ -691,16 +691,16 @@ def _summarise(
     from kernelscope.protocol.stats import (
         NOISY_THRESHOLD,
         bootstrap_geomean_ci,
-        interpreter_messages,
         noisy_message,
         score_summary,
+        timing_messages,
         verdict_of,
     )
 
     results = [result for result, _ in outcomes]
     passed = all(r.passed for r in results)
     comparable = mode != "interpreter"
-    messages = [] if comparable else interpreter_messages(cuda_graph=args.cuda_graph)
+    messages = timing_messages(mode, cuda_graph=args.cuda_graph)
     score = score_ci = noise_band = None
     verdict: Verdict | None = None
     noisy = False
