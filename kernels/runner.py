@@ -29,6 +29,8 @@ if TYPE_CHECKING:
 
 
 def _parse_args(argv: list[str] | None) -> argparse.Namespace:
+    from kernelscope.protocol.bench import timing_ms
+
     parser = argparse.ArgumentParser(prog="python -m kernelscope.kernels.runner")
     parser.add_argument("--workspace", type=Path, required=True)
     parser.add_argument("--candidate", type=Path, required=True, help="kernel file to measure")
@@ -41,8 +43,8 @@ def _parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--rel-err", type=float, default=None, help="README correctness threshold")
     parser.add_argument("--peak-gbps", type=float, default=None)
     parser.add_argument("--peak-tflops", type=float, default=None)
-    parser.add_argument("--warmup-ms", type=float, default=25.0)
-    parser.add_argument("--rep-ms", type=float, default=100.0)
+    parser.add_argument("--warmup-ms", type=timing_ms, default=25.0)
+    parser.add_argument("--rep-ms", type=timing_ms, default=100.0)
     parser.add_argument("--rounds", type=int, default=2, help="ABBA rounds per configuration")
     parser.add_argument("--no-static-rules", action="store_true", help="run even if a static rule fires")
     parser.add_argument("--interpreter-reps", type=int, default=3)
@@ -689,16 +691,16 @@ def _summarise(
     from kernelscope.protocol.stats import (
         NOISY_THRESHOLD,
         bootstrap_geomean_ci,
-        interpreter_messages,
         noisy_message,
         score_summary,
+        timing_messages,
         verdict_of,
     )
 
     results = [result for result, _ in outcomes]
     passed = all(r.passed for r in results)
     comparable = mode != "interpreter"
-    messages = [] if comparable else interpreter_messages(cuda_graph=args.cuda_graph)
+    messages = timing_messages(mode, cuda_graph=args.cuda_graph)
     score = score_ci = noise_band = None
     verdict: Verdict | None = None
     noisy = False

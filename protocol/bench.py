@@ -7,6 +7,8 @@ with a message a person can act on and, for crashes, the tail of the child's std
 
 from __future__ import annotations
 
+import argparse
+import math
 from typing import Any, Literal
 
 from pydantic import Field
@@ -17,6 +19,19 @@ BENCH_SCHEMA_VERSION = 1
 # How the runner names a group of configurations in its messages (the daemon merges the
 # results of groups run apart, and recognises these messages to drop them).
 GROUP_PREFIX = "configuration group "
+# The most a run's --warmup-ms and --rep-ms may ask for (a minute a phase, far past what any
+# measurement needs): the GPU timer turns them into call counts, and inf overflowed it.
+MAX_TIMING_MS = 60_000.0
+
+
+def timing_ms(text: str) -> float:
+    """The runner's --warmup-ms and --rep-ms (argparse type): finite, 0 to MAX_TIMING_MS;
+    `kernelscope bench`'s options take the same range."""
+    value = float(text)
+    if not (math.isfinite(value) and 0 <= value <= MAX_TIMING_MS):
+        raise argparse.ArgumentTypeError(f"must be 0 to {MAX_TIMING_MS:g} milliseconds, not {text}")
+    return value
+
 
 BenchMode = Literal["gpu", "interpreter"]
 BenchStatus = Literal["ok", "gate_failed", "error", "unsupported"]

@@ -77,23 +77,38 @@ class StopConditionStatus(ClosedModel):
 
 def recorded_stop_conditions(value: Any) -> list[StopConditionStatus]:
     """A record's `kernelscope.stop_conditions` read as statuses (records of any age: see the
-    validator); an entry that is not one is left out."""
+    validator; keys a newer writer added are ignored); an entry that is not one is left out."""
     statuses = []
     for item in value if isinstance(value, list) else []:
+        known = (
+            {k: v for k, v in item.items() if k in StopConditionStatus.model_fields}
+            if isinstance(item, dict)
+            else item
+        )
         try:
-            statuses.append(StopConditionStatus.model_validate(item))
+            statuses.append(StopConditionStatus.model_validate(known))
         except ValidationError:
             continue
     return statuses
 
 
-def stop_conditions_met(statuses: list[StopConditionStatus]) -> bool | None:
+def stop_conditions_met(statuses: list[StopConditionStatus], unreadable: bool = False) -> bool | None:
     """All of them met (true), one not met (false; or none stated), or none not met and one
-    not evaluated (null): unknown is no reason to stop, and no evidence that the target is
-    missed either."""
-    if any(s.met is False for s in statuses) or not statuses:
+    not evaluated, or not readable (null): unknown is no reason to stop, and no evidence that
+    the target is missed either."""
+    if any(s.met is False for s in statuses) or not (statuses or unreadable):
         return False
-    return True if all(s.met for s in statuses) else None
+    return True if not unreadable and all(s.met for s in statuses) else None
+
+
+def recorded_stop_conditions_met(value: Any) -> bool | None:
+    """A record's `kernelscope.stop_conditions` as `stop_conditions_met`, the answer iterate
+    gave when it wrote them (`[]`: the README states none, false); an entry this version cannot
+    read makes it at most null; a record without the list (another tool's) says nothing: null."""
+    if not isinstance(value, list):
+        return None
+    stops = recorded_stop_conditions(value)
+    return stop_conditions_met(stops, unreadable=len(stops) < len(value))
 
 
 class IterationResult(ClosedModel):

@@ -41,6 +41,7 @@ class Folder:
     reference: Path | None = None
     machine_block: bool = False
     stop_conditions: bool = False
+    parse_limit: int | None = None  # bytes: a larger reference module is not parsed (no names)
 
     def has(self, *names: str) -> bool:
         return all((self.root / name).is_file() for name in names)
@@ -53,6 +54,8 @@ class Folder:
         """Names the reference module defines at top level (empty when unreadable)."""
         path = self.reference if self.reference is not None else self.root / "reference.py"
         try:
+            if self.parse_limit is not None and path.stat().st_size > self.parse_limit:
+                return frozenset()
             tree = ast.parse(python_text(workspace_files.read_text(path, errors="replace")))
         except (OSError, SyntaxError, ValueError):
             return frozenset()

@@ -87,9 +87,12 @@ def noisy_message(score_ci: tuple[float, float]) -> str:
     )
 
 
-def interpreter_messages(cuda_graph: bool = False) -> list[str]:
-    """What a run under the CPU interpreter says of its timings; and, where a CUDA graph was
-    asked for (`--cuda-graph`), that none was used: the interpreter has no CUDA graph."""
+def timing_messages(mode: str, cuda_graph: bool = False) -> list[str]:
+    """What a run says of how it timed: under the CPU interpreter, that its timings are no GPU
+    figures (and, where a CUDA graph was asked for, that none was used: the interpreter has
+    none); on a GPU with `--cuda-graph`, that the times are a graph's replays."""
+    if mode == "gpu":
+        return [CUDA_GRAPH_USED] if cuda_graph else []
     messages = [
         "interpreter mode (TRITON_INTERPRET=1, CPU): a correctness run; its timings are not GPU "
         "figures and must not be compared with them (the score is marked comparable: false)"
@@ -100,3 +103,10 @@ def interpreter_messages(cuda_graph: bool = False) -> list[str]:
             "timed one by one (CUDA-graph timing needs a GPU)"
         )
     return messages
+
+
+CUDA_GRAPH_USED = (
+    "--cuda-graph: each timed call was a CUDA graph's replay (captured once per function and "
+    "configuration, L2 flushed before every replay): the times leave out the CPU launch overhead, "
+    "and there are no kernel-only times (those are measured on plain calls)"
+)

@@ -24,7 +24,7 @@ from kernelscope.daemon.cli.options import OptInt
 from kernelscope.daemon.engine import KernelscopeError, counted
 from kernelscope.daemon.engine.run.bench import BenchRequest, run_benchmark
 from kernelscope.daemon.engine.run.bench_setup import PRECISIONS
-from kernelscope.protocol.bench import BENCH_SCHEMA_VERSION, BenchError, BenchResult
+from kernelscope.protocol.bench import BENCH_SCHEMA_VERSION, MAX_TIMING_MS, BenchError, BenchResult
 from kernelscope.protocol.sizes import SizeError, parse_problem_sizes
 
 EXIT_PASS, EXIT_SETUP, EXIT_GATE_FAILED, EXIT_RESOURCE = 0, 2, 3, 4
@@ -42,6 +42,32 @@ def exit_status(result: BenchResult) -> int:
     if result.error is not None and result.error.kind in _RESOURCE_KINDS:
         return EXIT_RESOURCE
     return EXIT_GATE_FAILED
+
+
+def worst_exit_status(results: list[BenchResult]) -> int:
+    """`--candidates`' status: a setup error (2) first, the run itself is broken; then a
+    resource cap (4), no verdict on the answer; then a failed gate (3)."""
+    statuses = {exit_status(r) for r in results}
+    for status in (EXIT_SETUP, EXIT_RESOURCE, EXIT_GATE_FAILED):
+        if status in statuses:
+            return status
+    return EXIT_PASS
+
+
+def verdict_word(result: BenchResult) -> str:
+    """A result's headline word, the same in `bench`'s first line and `--candidates`' table:
+    only a judged kernel is PASS or FAIL; a setup error is NOT RUN, a resource cap STOPPED."""
+    if result.passed:
+        return "PASS"
+    if result.status == "unsupported":
+        return "UNSUPPORTED"
+    return {EXIT_SETUP: "NOT RUN", EXIT_RESOURCE: "STOPPED"}.get(exit_status(result), "FAIL")
+
+
+_WHY = {
+    "NOT RUN": " (setup error: no verdict on the kernel)",
+    "STOPPED": " (resource cap: no verdict on the answer)",
+}
 
 
 def usage_error_document(message: str, kind: str = "setup") -> dict[str, Any]:
@@ -164,6 +190,7 @@ def bench_command(
         typer.Option(
             "--rep-ms",
             min=1,
+            max=MAX_TIMING_MS,
             help="GPU: timed milliseconds per phase (each function is timed twice per ABBA round) and "
             "configuration (default 100); as many calls as fit, at least 10 and at most 1,000.",
         ),
@@ -173,6 +200,7 @@ def bench_command(
         typer.Option(
             "--warmup-ms",
             min=0,
+            max=MAX_TIMING_MS,
             help="GPU: warm-up milliseconds before each function's first timed phase per configuration "
             "(default 25; at most 1,000 calls).",
         ),
@@ -212,7 +240,8 @@ def bench_command(
 
     Exit statuses: 0 passed; 3 failed (wrong result, cheat, crash, hang, compile error);
     2 usage or setup error (including a problem too large for the memory cap, refused before
-    it runs); 4 a resource cap stopped the run (out of memory, processes, output).
+    it runs); 4 a resource cap stopped the run (out of memory, processes, output). With
+    --candidates, the worst of the candidates' statuses: 2, then 4, then 3.
     """
     if mode not in ("auto", "gpu", "interpreter"):
         raise typer.BadParameter("must be auto, gpu or interpreter", param_hint="--mode")
@@ -314,7 +343,7 @@ def _bench_many(
                 [
                     str(r.rank),
                     r.candidate,
-                    "PASS" if r.passed else "FAIL",
+                    verdict_word(r.result),
                     output.fmt(r.score, ".3f", "x"),
                     r.result.mode,
                     (r.result.error.kind + ": " + r.result.error.message[:80]) if r.result.error else "",
@@ -324,7 +353,7 @@ def _bench_many(
         )
         for message in report.messages:
             output.warn(message)
-    raise typer.Exit(EXIT_PASS if all(r.passed for r in report.ranking) else EXIT_GATE_FAILED)
+    raise typer.Exit(worst_exit_status([r.result for r in report.ranking]))
 
 
 def baseline_name(result: BenchResult) -> str:
@@ -341,15 +370,8 @@ def baseline_name(result: BenchResult) -> str:
 def print_result(result: BenchResult) -> None:
     from kernelscope.protocol.record_rules import format_score
 
-    verdict = (
-        "PASS"
-        if result.passed
-        else "UNSUPPORTED"
-        if result.status == "unsupported"
-        else "NOT RUN (setup error: no verdict on the kernel)"
-        if result.error is not None and result.error.kind == "setup"
-        else "FAIL"
-    )
+    word = verdict_word(result)
+    verdict = word + _WHY.get(word, "")
     versus = baseline_name(result)
     output.info(f"{verdict}  mode={result.mode}  candidate={result.candidate}")
     output.info(f"baseline: {versus}")

@@ -10,6 +10,16 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
+from kernelscope.daemon.cli.bench import (
+    EXIT_RESOURCE,
+    exit_status,
+    print_result,
+    verdict_word,
+    worst_exit_status,
+)
+from kernelscope.protocol.bench import BenchError, BenchResult
 from tests.conftest import TESTS
 from tests.support.bench_fixtures import make_workspace
 
@@ -47,7 +57,15 @@ def test_a_missing_reference_names_where_the_contract_is_documented(tmp_path: Pa
     done = bench("-w", str(ws))
     assert done.returncode == 2 and done.stdout == ""
     assert "README's benchmark contract" not in done.stderr
-    assert 'the harness\'s contract: docs/harness.md, "Contract"' in done.stderr, done.stderr
+    said = " ".join(done.stderr.split())
+    # It named `docs/harness.md, "Contract"`: a bold run-in there, no heading, and no docs/ in a
+    # pip install. It names the documentation's page by its title and the section's heading.
+    place = (
+        '"Contract" section of the "Benchmark and correctness harness" page of kernelscope\'s documentation'
+    )
+    assert place in said, said
+    page = (TESTS.parent / "docs" / "harness.md").read_text().splitlines()
+    assert page[0].startswith("# Benchmark and correctness harness") and "## Contract" in page
     assert "--gate-command" not in done.stderr  # a kind kernelscope's harness reads
 
     v01 = make_workspace(tmp_path / "atrex")  # README with stop conditions and memory/: atrex-v0.1
@@ -83,3 +101,65 @@ def test_a_setup_error_prints_no_fail_verdict(tmp_path: Path) -> None:
     assert "[setup]" in done.stderr and "batchsize" in done.stderr
     assert "FAIL" not in done.stdout, done.stdout
     assert done.stdout.startswith("NOT RUN (setup error: no verdict on the kernel)"), done.stdout
+
+
+def _result(kind: str | None, status: str = "error") -> BenchResult:
+    return BenchResult(
+        status=status,  # type: ignore[arg-type]
+        passed=False,
+        mode="interpreter",
+        workspace="ws",
+        candidate="kernel.py",
+        baseline="reference",
+        entry_point="",
+        error=None if kind is None else BenchError(kind=kind, message="m"),  # type: ignore[arg-type]
+    )
+
+
+def test_a_resource_cap_prints_no_fail_verdict(capsys: pytest.CaptureFixture[str]) -> None:
+    """A single bench stopped by its memory cap exited 4 ("not a verdict on the answer") under a
+    first line `FAIL  mode=interpreter ...`."""
+    result = _result("out_of_memory")
+    assert exit_status(result) == EXIT_RESOURCE
+    print_result(result)
+    first = capsys.readouterr().out.splitlines()[0]
+    assert not first.startswith("FAIL") and first.startswith("STOPPED (resource cap"), first
+    assert verdict_word(_result("wrong_result", "gate_failed")) == "FAIL"
+    assert verdict_word(_result("setup")) == "NOT RUN"
+    assert verdict_word(_result("unsupported", "unsupported")) == "UNSUPPORTED"
+
+
+def test_candidates_with_a_setup_error_say_not_run_and_exit_2(tmp_path: Path) -> None:
+    """`--candidates` printed FAIL for each candidate and exited 3 where the problem itself could
+    not be set up; a single bench says NOT RUN and exits 2."""
+    shutil.copy(TESTS / "fixtures" / "kernelbench" / "19_ReLU.py", tmp_path / "19_ReLU.py")
+    body = "import torch.nn as nn\n\n\nclass ModelNew(nn.Module):\n    def forward(self, x):\n        return x.relu()\n"
+    (tmp_path / "kernel.py").write_text(body)
+    (tmp_path / "k2.py").write_text(body)
+    args = ["--reference", "19_ReLU.py", "--problem-size", "batchsize=16", "--mode", "interpreter"]
+    done = bench(*args, "--no-static-rules", "--candidates", "kernel.py", "k2.py", cwd=tmp_path)
+    assert done.returncode == 2, done.stdout + done.stderr
+    assert "FAIL" not in done.stdout and done.stdout.count("NOT RUN") == 2, done.stdout
+
+
+def test_candidates_exit_with_the_worst_status() -> None:
+    """Setup (2) before a resource cap (4) before a failed gate (3)."""
+    ok = _result(None, "ok").model_copy(update={"passed": True})
+    fail, oom, setup = _result("wrong_result", "gate_failed"), _result("out_of_memory"), _result("setup")
+    assert worst_exit_status([ok, ok]) == 0
+    assert worst_exit_status([ok, fail]) == 3
+    assert worst_exit_status([fail, oom, ok]) == 4
+    assert worst_exit_status([oom, setup, fail]) == 2
+
+
+@pytest.mark.parametrize("flag", ["--warmup-ms", "--rep-ms"])
+@pytest.mark.parametrize("value", ["inf", "1e308", "nan"])
+def test_a_timing_budget_past_any_measurement_is_a_usage_error(
+    cli, flag: str, value: str, tmp_path: Path
+) -> None:  # type: ignore[no-untyped-def]
+    """`--warmup-ms inf` (or 1e308) passed the option's min=0 and crashed the GPU timer
+    (`int(inf)`: OverflowError, classified `exception`, a FAIL blamed on the kernel)."""
+    ws = make_workspace(tmp_path / "ws")
+    done = cli("bench", "-w", str(ws), "--mode", "interpreter", "--seeds", "1", flag, value)
+    assert done.exit_code == 2 and flag in done.stderr, done.stdout + done.stderr
+    assert "PASS" not in done.stdout

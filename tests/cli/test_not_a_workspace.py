@@ -205,3 +205,29 @@ def test_the_editor_s_way_out_fits_the_folder_too(tmp_path: Path) -> None:
     gone = tmp_path / "gone"
     said = not_a_workspace(gone, missing_parts(gone), "editor")
     assert said.endswith("; open a workspace's folder in the editor"), said
+
+
+def test_a_large_reference_is_not_parsed_for_the_hint(tmp_path: Path, cli, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    """The hint is a courtesy on an error path, yet it parsed reference.py in full: a 6.5 MB one
+    made `memory list -w` take 8.7 s and 1.1 GB, a 55 MB one over 88 s and 8.2 GB. A reference
+    over the hint's size limit is not parsed: no kind is named, the error is the same."""
+    import ast
+
+    from kernelscope.daemon.engine.workspace import discovery
+
+    folder = tmp_path / "big"
+    folder.mkdir()
+    (folder / "kernel.py").write_text("x = 1\n")
+    head = "class Model:\n    pass\n\n\ndef get_inputs():\n    return []\n"
+    (folder / "reference.py").write_text(head + "# pad\n" * (discovery.HINT_PARSE_LIMIT // 6 + 1))
+    parsed: list[int] = []
+    real_parse = ast.parse
+    monkeypatch.setattr(
+        ast, "parse", lambda source, *a, **k: parsed.append(len(source)) or real_parse(source, *a, **k)
+    )
+    said = " ".join(cli("memory", "list", "-w", str(folder)).stderr.split())
+    assert NOT_A_WORKSPACE in said and "looks like" not in said, said
+    assert not [n for n in parsed if n > discovery.HINT_PARSE_LIMIT], parsed
+    (folder / "reference.py").write_text(head)  # the same module, small: recognised
+    said = " ".join(cli("memory", "list", "-w", str(folder)).stderr.split())
+    assert "it looks like a KernelBench problem" in said, said

@@ -18,7 +18,12 @@ from kernelscope.daemon.engine.workflows.iterate import evaluate_stop_conditions
 from kernelscope.daemon.engine.workspace.readme import parse_readme
 from kernelscope.daemon.engine.workspace.workspace import Workspace
 from kernelscope.protocol.bench import BenchResult, ConfigResult
-from kernelscope.protocol.commands import StopConditionStatus, recorded_stop_conditions, stop_conditions_met
+from kernelscope.protocol.commands import (
+    StopConditionStatus,
+    recorded_stop_conditions,
+    recorded_stop_conditions_met,
+    stop_conditions_met,
+)
 
 README = "# t\n\n## Stop Conditions\n- memory-bound target: bandwidth >= 4.32TB/s\n- latency <= 0.5 ms\n"
 
@@ -125,3 +130,35 @@ def test_the_file_lens_does_not_call_an_interpreter_latency_a_met_gpu_target(tmp
     lens = file_lens(Workspace(tmp_path))
     assert "(met)" not in lens and "% of target" not in lens, lens
     assert "best v1: not evaluated (interpreter timings are not GPU figures)" in lens, lens
+
+
+MET_BW = {"text": "bw", "kind": "bandwidth", "target": 4320, "unit": "GB/s", "measured": 5000, "met": True}
+
+
+def test_an_entry_from_a_newer_writer_is_read_and_one_unreadable_never_makes_it_met() -> None:
+    """Entries were validated with extra keys forbidden: one key added by a newer writer dropped
+    the entry, and a met entry beside a missed one this version cannot read (a kind added later)
+    made the aggregate true where the record said one is missed."""
+    (newer,) = recorded_stop_conditions([{**MET_BW, "source": "README.md"}])
+    assert newer.met is True and newer.measured == 5000
+    p99 = {
+        "text": "p99 <= 5 us",
+        "kind": "latency_p99",
+        "target": 5,
+        "unit": "us",
+        "measured": 9,
+        "met": False,
+    }
+    assert recorded_stop_conditions_met([MET_BW, p99]) is None  # unknown, never met
+    assert recorded_stop_conditions_met([MET_BW, {k: v for k, v in MET_BW.items() if k != "target"}]) is None
+    assert recorded_stop_conditions_met([{**MET_BW, "met": False}, p99]) is False  # one missed is missed
+    assert recorded_stop_conditions_met([MET_BW]) is True
+
+
+def test_a_record_with_no_stop_conditions_reads_as_iterate_said_it() -> None:
+    """iterate says `stop_conditions_met: false` where the README states none (and records `[]`);
+    restart's report read the same record as null. A record without the list (another tool's)
+    says nothing: null."""
+    _, met = evaluate_stop_conditions(parse_readme("# t\n"), bench(5000.0))
+    assert recorded_stop_conditions_met([]) is met is False
+    assert recorded_stop_conditions_met(None) is None

@@ -12,7 +12,12 @@ from kernelscope.daemon.engine import UsageError
 from kernelscope.protocol import kinds
 
 PRECISIONS = ("fp32", "fp16", "bf16")
-CONTRACT_PLACE = 'the harness\'s contract: docs/harness.md, "Contract"'
+# Where the contract is documented, for a user who installed kernelscope with pip (no docs/):
+# the documentation site's page by its title and the section by its heading.
+CONTRACT_PLACE = (
+    'the "Contract" section of the "Benchmark and correctness harness" page of kernelscope\'s '
+    "documentation, docs/harness.md in its source"
+)
 
 
 def reference_path(given: Path | None, settings: dict[str, Any], workspace: Path) -> Path:

@@ -44,8 +44,7 @@ from kernelscope.protocol import workspace_files
 from kernelscope.protocol.commands import (
     MaskHalfResult,
     RestartReport,
-    recorded_stop_conditions,
-    stop_conditions_met,
+    recorded_stop_conditions_met,
 )
 from kernelscope.protocol.record_rules import section_get
 from kernelscope.protocol.vocabulary import WORKSPACE_DIRS, WORKSPACE_FILES
@@ -519,7 +518,6 @@ class PartialRestart:
                 if gate is None and record.metric("latency_us") is None:
                     violations.append(f"{next_version} holds no result (no quality gate, no performance)")
                 action = section_get(record.optimization, "action_category")
-                stops = recorded_stop_conditions(kernelscope_block(record).get("stop_conditions"))
                 returned = {
                     "latest_memory_path": str(target),
                     "performance_summary": (
@@ -531,7 +529,9 @@ class PartialRestart:
                     "commit_hash": record.git_commit_hash
                     if isinstance(record.git_commit_hash, str)
                     else None,
-                    "stop_conditions_met": stop_conditions_met(stops) if stops else None,
+                    "stop_conditions_met": recorded_stop_conditions_met(
+                        kernelscope_block(record).get("stop_conditions")
+                    ),
                 }
         return violations, returned
 

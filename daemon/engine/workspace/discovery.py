@@ -152,10 +152,15 @@ def not_a_workspace(resolved: Path, missing: list[str], surface: Surface = "cli"
     )
 
 
+# The hint is a courtesy on an error path: a reference module larger than this is not parsed
+# for it (a 55 MB one took over 88 s and 8 GB), and the folder is named by its files alone.
+HINT_PARSE_LIMIT = 256 * 1024
+
+
 def _situation(path: Path) -> tuple[str, tuple[str, bool] | None]:
     """Which way out fits the folder (a key of WAY_OUT's), and for one holding kernel.py what
     its files look like (protocol/kinds.py's `problem_of`, asked here alone: the error's path,
-    so that importing discovery stays light)."""
+    so that importing discovery stays light; a reference over HINT_PARSE_LIMIT is not parsed)."""
     try:
         if not path.is_dir():
             return "absent", None
@@ -167,7 +172,7 @@ def _situation(path: Path) -> tuple[str, tuple[str, bool] | None]:
         return "absent", None
     from kernelscope.protocol import kinds
 
-    problem = kinds.problem_of(kinds.Folder(path))
+    problem = kinds.problem_of(kinds.Folder(path, parse_limit=HINT_PARSE_LIMIT))
     return ("problem", problem) if problem is not None else ("kernel", None)
 
 
