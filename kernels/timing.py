@@ -361,10 +361,20 @@ class _Graph:
 AUDIT_SEED = 10_000  # the hidden audit at timed call i draws with seed AUDIT_SEED + i
 
 UNPERTURBED_NOTE = (
-    "the inputs could not be perturbed between timed calls (the problem's inputs have a "
-    "structure, symmetry or order, that the reference or the kernel relies on): timed outputs "
-    "were checked on the problem's own values and by the hidden audit's fresh draw"
+    "the inputs could not be perturbed between timed calls (the reference raised on perturbed "
+    "inputs or gave no finite answer: the problem's inputs have a structure, symmetry or order, "
+    "that it relies on): timed outputs were checked on the problem's own values and by the "
+    "hidden audit's fresh draw"
 )
+
+
+def declared_note(declared: str) -> str:
+    """The note of a configuration whose timed inputs the problem declared off perturbation."""
+    return (
+        f"the inputs were not perturbed between timed calls ({declared}: its domain excludes inputs "
+        "other than its own draws): timed outputs were checked on the problem's own values and by "
+        "the hidden audit's fresh draw"
+    )
 
 
 @dataclass(eq=False)
@@ -388,6 +398,7 @@ class TimedCallChecks:
     sync: Callable[[], None] = lambda: None
     require_launches: bool = True
     inputs_in_result: bool = False  # the kind's adapter: changed inputs are part of the result
+    domain_declared: str | None = None  # Problem.domain_declared(): no perturbation, and why
     perturb: bool = field(default=True, init=False)
     swaps: Swaps = field(default_factory=list, init=False)  # every swap since the inputs were made
     notes: list[str] = field(default_factory=list, init=False)
@@ -409,6 +420,9 @@ class TimedCallChecks:
         self.verified = set(self.rng.sample(range(1, upper), min(verify, upper - 1))) if upper > 1 else {0}
         self.audit_at = self.rng.randrange(upper)
         self.pristine = changed_in_place(self.inputs, self.reference)
+        if self.domain_declared:  # perturbed inputs are outside the domain the problem declares
+            self.perturb = False
+            self.notes.append(declared_note(self.domain_declared))
 
     def advance(self, index: int) -> None:
         """Before timed call `index`: perturb (the pristine copy of an input the reference
@@ -532,10 +546,10 @@ class TimedCallChecks:
         """A timed output was wrong. A fresh call on copies of the inputs the call was given (the
         pristine values of those it may change) right: a replayed or lazy output. Wrong too: the
         reference alone says whether the problem can take perturbed inputs (its answer on them
-        is not finite: perturbation stops, the inputs put back). Else a cheat where it repeats
-        an earlier output bit for bit though the answer moved, or is wrong now on timed inputs
-        it was found right on (lazy, stateful); right on the problem's own values, it relies on
-        their structure (perturbation stops, as above); wrong there too, a wrong result."""
+        is not finite: perturbation stops, the inputs put back); a kernel must handle every
+        input the reference handles, so otherwise it is a wrong result, or a cheat where it
+        repeats an earlier output bit for bit though the answer moved, or is wrong now on timed
+        inputs it was found right on (lazy, stateful)."""
         if self._right_on(self._timed_inputs(), run):
             raise TimedCheckFailure(
                 "cheat",
@@ -558,17 +572,20 @@ class TimedCallChecks:
                 "cheat", f"timed call {index} returned a wrong output ({timed_error}){lazy}"
             )
         if self.swaps and self._right_at(0):
-            # Right on the problem's own values, wrong with a few elements swapped: a kernel may
-            # rely on what every draw of the problem has (KernelBench's symmetric or triangular
-            # matrices) where the reference computes the general case. Perturbation stops, the
-            # inputs put back; a value cache is then the audit's to catch (a fresh draw, new values).
-            self.unperturb()
-            return
+            why = (
+                "; right on the problem's own values, wrong on them with a few elements swapped, "
+                "which the reference handles: a kernel must handle every input the reference does (a "
+                "problem whose inputs have a structure, symmetry or order, says so by a reference that "
+                "rejects inputs without it, or by the second distribution's opt-out)"
+            )
+        else:
+            why = (
+                "; called afresh on the problem's own timing inputs it is wrong too: a bug those inputs "
+                "reach (the inputs the gate checked did not)"
+            )
         raise TimedCheckFailure(
             getattr(timed_error, "kind", "wrong_result"),
-            f"timed call {index} returned a wrong output ({timed_error}); called afresh on the "
-            "problem's own timing inputs it is wrong too: a bug those inputs reach (the inputs the "
-            "gate checked did not)",
+            f"timed call {index} returned a wrong output ({timed_error}){why}",
         )
 
     def _answer_moved(self, run: ReferenceRun) -> bool:

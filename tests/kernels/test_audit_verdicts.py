@@ -17,7 +17,7 @@ import pytest
 import torch
 
 from kernelscope.kernels import gate
-from kernelscope.kernels.timing import AUDIT_SEED, UNPERTURBED_NOTE, TimedCallChecks, TimedCheckFailure
+from kernelscope.kernels.timing import AUDIT_SEED, TimedCallChecks, TimedCheckFailure, declared_note
 
 GUARD = SimpleNamespace(
     check=lambda when: None, launches=SimpleNamespace(counting=lambda: nullcontext(SimpleNamespace(count=1)))
@@ -89,6 +89,7 @@ def checks_for(
     verify: int,
     rng: int,
     gate_checked: bool,
+    declared: str | None = None,
 ) -> TimedCallChecks:
     return TimedCallChecks(
         inputs,
@@ -103,6 +104,7 @@ def checks_for(
         calls=calls,
         verify=verify,
         checked=[[gate.digest(value) for value in inputs]] if gate_checked else [],
+        domain_declared=declared,
     )
 
 
@@ -176,19 +178,76 @@ def test_a_structure_relying_kernel_with_a_data_dependent_bug_is_a_wrong_result(
 
 
 @pytest.mark.parametrize("rng", range(3))
-def test_a_kernel_relying_on_the_problems_structure_passes_unperturbed(rng: int) -> None:
-    # KernelBench's symmetric (13) and upper-triangular (14) matmuls: every draw has the
-    # structure, the reference computes the general case, an honest kernel exploits it. Wrong
-    # on swapped elements, right on the problem's own values: perturbation stops, the inputs put
-    # back, the calls after it checked on those values and by the audit's fresh draw.
+def test_a_kernel_relying_on_a_structure_the_problem_does_not_declare_is_a_wrong_result(rng: int) -> None:
+    # Right on the problem's own (symmetric) values, wrong with a few elements swapped, which the
+    # reference handles: a wrong result, never a reason to stop perturbing (a cache wrong on
+    # purpose would turn it off). KernelBench's real 13/14 kernels that exploit the structure
+    # already fail the gate's second distribution.
+    checks = checks_for(
+        uses_symmetry, symmetric_draw(0), symmetric_draw, lambda xs: [xs[0] @ xs[1]],
+        calls=10, verify=2, rng=rng, gate_checked=True,
+    )  # fmt: skip
+    with pytest.raises(TimedCheckFailure) as caught:
+        run_loop(checks, uses_symmetry, 10)
+    assert caught.value.kind == "wrong_result", caught.value.message
+    assert (
+        "right on the problem's own values, wrong on them with a few elements swapped" in caught.value.message
+    )
+
+
+@pytest.mark.parametrize("rng", range(3))
+def test_a_problem_declaring_its_domain_is_not_perturbed(rng: int) -> None:
+    # KERNELSCOPE_SECOND_DISTRIBUTION = False: the problem's domain excludes other inputs, the
+    # perturbed ones too; a kernel relying on its structure passes, checked on its own values.
     inputs = symmetric_draw(0)
     checks = checks_for(
         uses_symmetry, inputs, symmetric_draw, lambda xs: [xs[0] @ xs[1]],
-        calls=10, verify=2, rng=rng, gate_checked=True,
+        calls=10, verify=2, rng=rng, gate_checked=True, declared="the problem sets X = False",
     )  # fmt: skip
     run_loop(checks, uses_symmetry, 10)
-    assert checks.notes == [UNPERTURBED_NOTE] and not checks.perturb
+    assert not checks.perturb and not checks.swaps and checks.checked_calls == 3
+    assert checks.notes == [declared_note("the problem sets X = False")]
     assert all(torch.equal(a, b) for a, b in zip(inputs, symmetric_draw(0), strict=True))
+
+
+class ValueCache:
+    """The reviewer's cheat: a content-keyed cache that answers the cached inputs from memory and
+    is wrong on purpose (new bits every time) on a permutation of them, the harness's swaps."""
+
+    def __init__(self) -> None:
+        self.key: tuple[torch.Tensor, ...] = ()
+        self.out = torch.empty(0)
+
+    def __call__(self, a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+        if self.key and torch.equal(a, self.key[0]) and torch.equal(b, self.key[1]):
+            return self.out.clone()
+        if self.key and all(
+            torch.equal(x.flatten().sort().values, y) for x, y in zip((a, b), self.key[2:], strict=True)
+        ):
+            return self.out * (1 + 1e-2 * torch.rand(()))
+        out = a @ b
+        if not self.key:
+            self.key = (a.clone(), b.clone(), a.flatten().sort().values, b.flatten().sort().values)
+            self.out = out.clone()
+        return out
+
+
+def matmul_draw(seed: int) -> tuple[torch.Tensor, torch.Tensor]:
+    generator = torch.Generator().manual_seed(seed)
+    return (torch.rand(32, 32, generator=generator), torch.rand(32, 32, generator=generator))
+
+
+@pytest.mark.parametrize("gate_checked", [True, False])
+@pytest.mark.parametrize("rng", range(4))
+def test_a_cache_wrong_on_purpose_on_perturbed_inputs_does_not_pass(rng: int, gate_checked: bool) -> None:
+    cache = ValueCache()
+    checks = checks_for(
+        cache, matmul_draw(0), matmul_draw, lambda xs: [xs[0] @ xs[1]],
+        calls=40, verify=3, rng=rng, gate_checked=gate_checked,
+    )  # fmt: skip
+    with pytest.raises(TimedCheckFailure) as caught:
+        run_loop(checks, cache, 40)
+    assert caught.value.kind in ("wrong_result", "cheat"), caught.value.message
 
 
 def sorted_draw(seed: int) -> tuple[torch.Tensor]:
