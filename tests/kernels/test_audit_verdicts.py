@@ -17,7 +17,13 @@ import pytest
 import torch
 
 from kernelscope.kernels import gate
-from kernelscope.kernels.timing import AUDIT_SEED, TimedCallChecks, TimedCheckFailure, declared_note
+from kernelscope.kernels.timing import (
+    AUDIT_SEED,
+    TimedCallChecks,
+    TimedCheckFailure,
+    declared_note,
+    output_fingerprint,
+)
 
 GUARD = SimpleNamespace(
     check=lambda when: None, launches=SimpleNamespace(counting=lambda: nullcontext(SimpleNamespace(count=1)))
@@ -62,8 +68,8 @@ def test_a_replay_of_the_timed_inputs_answer_is_still_a_cheat() -> None:
         timed_loop(replays)
     assert caught.value.kind == "cheat"
     assert (
-        "bit for bit, an earlier call's output on other inputs: a replayed or cached output"
-        in caught.value.message
+        "bit for bit, an earlier call's output on other inputs and the reference's answer there: "
+        "a replayed or cached output" in caught.value.message
     )
 
 
@@ -351,3 +357,96 @@ def test_the_audit_s_output_and_inputs_are_released_before_its_evidence_calls() 
         timed_loop(clamps_and_watches)
     assert caught.value.kind == "wrong_result", caught.value.message
     assert alive_at_second_call == [False]
+
+
+def all_negative_draw(seed: int) -> tuple[torch.Tensor]:
+    """Every value negative; the audit's fresh draw puts its only positive one last."""
+    x = torch.rand(64, generator=torch.Generator().manual_seed(seed)) - 1.5
+    if seed >= AUDIT_SEED:
+        x[-1] = 5.0
+    return (x,)
+
+
+def last_column_large_draw(seed: int) -> tuple[torch.Tensor]:
+    x = torch.rand(1, 4, generator=torch.Generator().manual_seed(seed))
+    if seed >= AUDIT_SEED:
+        x[:, -1] = 2.0
+    return (x,)
+
+
+@pytest.mark.parametrize("rng", range(4))
+@pytest.mark.parametrize(
+    ("draw_inputs", "reference", "candidate"),
+    [
+        # an honest "any positive?" (bool) and argmax (int64), each skipping the last element: the
+        # same few possible outputs on every draw, so matching an earlier one bit for bit is no replay
+        (
+            all_negative_draw,
+            lambda xs: [(xs[0] > 0).any().reshape(1)],
+            lambda x: (x[:-1] > 0).any().reshape(1),
+        ),
+        (last_column_large_draw, lambda xs: [xs[0].argmax(dim=1)], lambda x: x[:, :-1].argmax(dim=1)),
+    ],
+    ids=["bool", "argmax"],
+)
+def test_a_low_entropy_output_repeating_an_earlier_one_is_a_wrong_result(
+    draw_inputs: Any, reference: Any, candidate: Any, rng: int
+) -> None:
+    checks = checks_for(
+        candidate, draw_inputs(0), draw_inputs, reference, calls=10, verify=2, rng=rng, gate_checked=True
+    )
+    with pytest.raises(TimedCheckFailure) as caught:
+        run_loop(checks, candidate, 10)
+    assert caught.value.kind == "wrong_result", caught.value.message
+
+
+def test_an_earlier_output_that_was_not_the_answer_there_is_no_replay() -> None:
+    # Honest, with a bug every draw reaches the same way (a few outputs never written, the rest
+    # right): bit for bit the same wrong output on the problem's own values and on the audit's
+    # draw only where the answer is the same; here it is not, and the first timed output was
+    # already wrong there: no replay of an earlier input set's answer.
+    def half_zero(x: torch.Tensor) -> torch.Tensor:
+        return torch.cat([torch.zeros(128), (x * 2)[128:] * 0 + torch.arange(128.0)])
+
+    checks = checks_for(
+        half_zero, draw(0), draw, lambda xs: [xs[0] * 2], calls=4, verify=0, rng=0, gate_checked=False
+    )
+    with pytest.raises(TimedCheckFailure) as caught:
+        run_loop(checks, half_zero, 4)
+    assert caught.value.kind == "wrong_result", caught.value.message
+
+
+def every_dtype() -> dict[str, torch.Tensor]:
+    cases = {
+        "bool": torch.tensor([True, False, True]),
+        "complex64": torch.randn(5, dtype=torch.complex64),
+        "bf16": torch.randn(5, dtype=torch.bfloat16),
+        "0-dim": torch.tensor(1.5),
+        "non-contiguous": torch.randn(6, 6)[:, ::2],
+        "transposed": torch.randn(4, 8).T,
+        "int64": torch.arange(7),
+    }
+    for name in ("float8_e4m3fn", "float8_e5m2"):
+        if hasattr(torch, name):
+            cases[name] = torch.randn(5).to(getattr(torch, name))
+    for dtype in (torch.float32, torch.bfloat16, torch.bool, torch.complex64, *[
+        getattr(torch, n) for n in ("float8_e4m3fn",) if hasattr(torch, n)
+    ]):  # fmt: skip
+        cases[f"empty {dtype}"] = torch.empty(0, 3, dtype=dtype)
+    return cases
+
+
+@pytest.mark.parametrize("name", list(every_dtype()))
+def test_the_output_fingerprint_takes_every_dtype_and_layout(name: str) -> None:
+    value = every_dtype()[name]
+    same = (
+        value.clone()
+        if value.dim() < 2
+        else torch.empty_strided(value.shape, value.stride(), dtype=value.dtype)
+    )
+    if value.dim() >= 2:
+        same.copy_(value)
+    assert output_fingerprint([value]) == output_fingerprint([same])  # the same bits, shape and layout
+    if value.numel():
+        other = torch.zeros_like(value) if value.dtype != torch.bool else ~value
+        assert output_fingerprint([value]) != output_fingerprint([other])
