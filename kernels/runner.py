@@ -238,6 +238,7 @@ class _Runner:
             sync=lambda: _sync(self.mode),
             require_launches=not self.framework_ok,
             inputs_in_result=problem.inputs_in_result,
+            domain_declared=problem.domain_declared(),
             checked=self.gate_inputs,  # the timed draw (seed 0) among them: evidence of laziness
         )
         others = PerturbOnly(checks)

@@ -14,7 +14,8 @@ scale keeps within its dtype, so an honest kernel's rounding stays within tolera
 Integer, boolean and non-tensor inputs are kept as they are. A problem whose domain excludes
 such values (a logarithm, a square root) is recognised by its reference: when the reference's
 output is not finite on the draw, the check is skipped and says why; a problem can also opt
-out with `KERNELSCOPE_SECOND_DISTRIBUTION = False` in its reference module.
+out with `KERNELSCOPE_SECOND_DISTRIBUTION = False` in its reference module, which declares its
+domain excludes inputs other than its own draws: its timed inputs are not perturbed either.
 """
 
 from __future__ import annotations
@@ -63,11 +64,17 @@ def wrong_on_another_draw(draw: str, found: str) -> str:
     return f"right on the problem's own inputs, wrong on {draw} ({found})"
 
 
+def domain_declared(module: Any) -> str | None:
+    """Whether a reference module declares that its domain excludes inputs other than its own
+    draws (`OPT_OUT = False`): then neither this check nor the timed calls' perturbation
+    (kernels/timing.py) runs. Says so, or None."""
+    return f"the problem sets {OPT_OUT} = False" if getattr(module, OPT_OUT, True) is False else None
+
+
 def declared_off(module: Any) -> str | None:
     """Why a reference module turned the check off (None: it did not)."""
-    if getattr(module, OPT_OUT, True) is False:
-        return f"off: the problem sets {OPT_OUT} = False"
-    return None
+    declared = domain_declared(module)
+    return f"off: {declared}" if declared else None
 
 
 def check_second_distribution(

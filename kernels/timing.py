@@ -26,9 +26,10 @@ outside the timed region:
   cheat (`_recheck`);
 - at a random point a *hidden audit call* runs the candidate on fresh inputs (new buffers,
   new values) and checks it, untimed; a wrong output is a cheat only with evidence (an
-  earlier call's output bit for bit, by a fingerprint kept of every call's output; right when
-  called again; wrong now on timed inputs it was found right on, by the gate or a verified
-  call), else the data-dependent bug it looks like (docs/verdicts.md);
+  earlier call's output bit for bit, by a sampled fingerprint kept of every output on the
+  timed inputs, that is the reference's answer for that call's inputs and says enough,
+  `informative`; right when called again; wrong now on timed inputs it was found right on, by
+  the gate or a verified call), else the data-dependent bug it looks like (docs/verdicts.md);
 - the candidate must launch at least one Triton kernel in every timed call.
 
 On a GPU the loop is the harness's own (not `do_bench`): L2 is flushed before every timed call
@@ -140,23 +141,54 @@ def perturb_(inputs: tuple[Any, ...], rng: random.Random, swaps: int = 8, undo: 
     return changed
 
 
+SAMPLED = 1024  # elements a fingerprint reads of each output
+DISTINCT = 16  # distinct sampled values that make a non-floating output informative
+
+
+def _sampled_bits(value: torch.Tensor) -> tuple[bytes, int]:
+    """The bit patterns of up to SAMPLED evenly spaced elements of `value` (in its logical
+    order, gathered where it is: no copy of the tensor, whatever its layout), on the host, and
+    how many: a few KB. Any dtype (bool, complex, bf16, fp8), empty and 0-dim ones too."""
+    value = value.detach()
+    count = min(value.numel(), SAMPLED)
+    if count == 0:
+        return b"", 0
+    positions = torch.arange(count, device=value.device) * (value.numel() // count)
+    if value.dim() == 0:
+        picked = value.reshape(1)
+    elif value.is_contiguous():
+        picked = value.view(-1)[positions]
+    else:
+        picked = value[torch.unravel_index(positions, value.shape)]
+    return picked.cpu().contiguous().view(torch.uint8).numpy().tobytes(), count
+
+
 def output_fingerprint(outputs: list[torch.Tensor]) -> str:
-    """A cheap, bitwise fingerprint of a call's outputs, computed where they are: each tensor's
-    dtype, shape, the sum of its elements' bit patterns as integers, and 256 of them evenly
-    spaced. Equal for the same bits; an output that differs anywhere differs almost surely
-    (no tolerance: a nearly constant honest output is not another call's)."""
+    """A cheap, bitwise fingerprint of a call's outputs: each tensor's dtype, shape, strides
+    and the bit patterns of SAMPLED elements evenly spaced (no tolerance: a nearly constant
+    honest output is not another call's). Equal for the same bits; outputs differing only at
+    elements it does not read may share one, so a match is evidence only with the reference's
+    say (`TimedCallChecks._replays`)."""
     hasher = hashlib.blake2b(digest_size=16)
     for value in outputs:
-        flat = value.detach().contiguous().reshape(-1)
-        bits = flat.view(_BITS.get(flat.element_size(), torch.uint8)) if flat.numel() else flat
-        spaced = bits[:: max(1, bits.numel() // 256)][:256]
-        total = int(bits.sum(dtype=torch.int64)) if bits.numel() else 0
-        hasher.update(f"{value.dtype}{tuple(value.shape)}{total}".encode())
-        hasher.update(spaced.cpu().numpy().tobytes())
+        hasher.update(f"{value.dtype}{tuple(value.shape)}{value.stride()}".encode())
+        hasher.update(_sampled_bits(value)[0])
     return hasher.hexdigest()
 
 
-_BITS = {1: torch.uint8, 2: torch.int16, 4: torch.int32, 8: torch.int64}
+def informative(outputs: list[torch.Tensor]) -> bool:
+    """Whether an output says enough that repeating an earlier one bit for bit is no chance: a
+    floating-point (or complex) tensor whose sampled values are not all equal, or one with at
+    least DISTINCT distinct sampled values. A bool, a small integer, an argmax, a constant: an
+    honest kernel with a bug returns the same few outputs on every draw."""
+    for value in outputs:
+        bits, count = _sampled_bits(value)
+        size = len(bits) // count if count else 1
+        distinct = len({bits[i : i + size] for i in range(0, len(bits), size)})
+        floating = value.is_floating_point() or value.is_complex()
+        if distinct >= DISTINCT or (floating and (distinct > 1 or count == 1)):
+            return True
+    return False
 
 
 def restore_(undo: Swaps) -> None:
@@ -361,10 +393,20 @@ class _Graph:
 AUDIT_SEED = 10_000  # the hidden audit at timed call i draws with seed AUDIT_SEED + i
 
 UNPERTURBED_NOTE = (
-    "the inputs could not be perturbed between timed calls (the problem's inputs have a "
-    "structure, symmetry or order, that the reference or the kernel relies on): timed outputs "
-    "were checked on the problem's own values and by the hidden audit's fresh draw"
+    "the inputs could not be perturbed between timed calls (the reference raised on perturbed "
+    "inputs or gave no finite answer: the problem's inputs have a structure, symmetry or order, "
+    "that it relies on): timed outputs were checked on the problem's own values and by the "
+    "hidden audit's fresh draw"
 )
+
+
+def declared_note(declared: str) -> str:
+    """The note of a configuration whose timed inputs the problem declared off perturbation."""
+    return (
+        f"the inputs were not perturbed between timed calls ({declared}: its domain excludes inputs "
+        "other than its own draws): timed outputs were checked on the problem's own values and by "
+        "the hidden audit's fresh draw"
+    )
 
 
 @dataclass(eq=False)
@@ -388,6 +430,7 @@ class TimedCallChecks:
     sync: Callable[[], None] = lambda: None
     require_launches: bool = True
     inputs_in_result: bool = False  # the kind's adapter: changed inputs are part of the result
+    domain_declared: str | None = None  # Problem.domain_declared(): no perturbation, and why
     perturb: bool = field(default=True, init=False)
     swaps: Swaps = field(default_factory=list, init=False)  # every swap since the inputs were made
     notes: list[str] = field(default_factory=list, init=False)
@@ -401,7 +444,9 @@ class TimedCallChecks:
     # made them, where the gate checked that draw); None: never (KernelBench's timed seed 0 is
     # none of its trial seeds)
     right_at: int | None = field(default=None, init=False)
-    outputs_seen: set[str] = field(default_factory=set, init=False)  # every call's output_fingerprint
+    # output_fingerprint of every output on timed inputs -> len(swaps) then (the first, where it repeats)
+    outputs_seen: dict[str, int] = field(default_factory=dict, init=False)
+    _at: int | None = field(default=None, init=False)  # the mark the inputs are `_rewound` to
 
     def __post_init__(self, calls: int, verify: int, checked: Sequence[list[str]]) -> None:
         upper = max(calls, 1)
@@ -409,6 +454,9 @@ class TimedCallChecks:
         self.verified = set(self.rng.sample(range(1, upper), min(verify, upper - 1))) if upper > 1 else {0}
         self.audit_at = self.rng.randrange(upper)
         self.pristine = changed_in_place(self.inputs, self.reference)
+        if self.domain_declared:  # perturbed inputs are outside the domain the problem declares
+            self.perturb = False
+            self.notes.append(declared_note(self.domain_declared))
 
     def advance(self, index: int) -> None:
         """Before timed call `index`: perturb (the pristine copy of an input the reference
@@ -464,6 +512,7 @@ class TimedCallChecks:
         restore_(self.swaps)
         self.restore()
         self.right_at = 0 if self.right_at == 0 else None  # a perturbed draw it was right on is gone
+        self.outputs_seen = {fp: mark for fp, mark in self.outputs_seen.items() if mark == 0}
         self._stop_perturbing()
         return True
 
@@ -489,7 +538,7 @@ class TimedCallChecks:
         found = self.guard.check(f"after timed call {index}")
         if found:
             raise TimedCheckFailure("cheat", found)
-        replayed = self._seen(output) and bool(self.swaps)  # the inputs have changed since
+        earlier = self._seen(output)
         if index in self.verified and self._snapshot is not None:
             run, self._snapshot = self._snapshot, None
             outputs = self.outputs_of(output)
@@ -502,21 +551,41 @@ class TimedCallChecks:
             except TimedCheckFailure:
                 raise
             except Exception as timed_error:
+                replayed = earlier != len(self.swaps) and self._replays(outputs, earlier)
                 del outputs
                 self._recheck(index, run, timed_error, replayed)
             del run
             self.checked_calls += 1
 
-    def _seen(self, output: Any) -> bool:
-        """Whether a call's output is, bit for bit, one the candidate returned before (in this
-        configuration's timed calls and checks); remembered either way."""
+    def _seen(self, output: Any, timed: bool = True) -> int | None:
+        """Where a call's output is, bit for bit, one the candidate returned before on timed
+        inputs (in this configuration's timed calls and fresh calls), the mark (`len(swaps)`)
+        of those inputs then; None: new. An output on the timed inputs (`timed`) is remembered."""
         try:
             fingerprint = output_fingerprint(self.outputs_of(output))
         except Exception:  # an output the checks reject where they look at it
+            return None
+        earlier = self.outputs_seen.get(fingerprint)
+        if timed and earlier is None:
+            self.outputs_seen[fingerprint] = len(self.swaps) if self._at is None else self._at
+        return earlier
+
+    def _replays(self, outputs: list[torch.Tensor], earlier: int | None) -> bool:
+        """Whether a wrong output, bit for bit an earlier call's on the timed inputs as they were
+        at mark `earlier`, is the reference's answer for those inputs: a replayed or cached
+        output. Only for an output informative enough that an honest kernel's bug does not repeat
+        it by chance (`informative`: a bool, a small integer, an argmax do)."""
+        if earlier is None or not informative(outputs):
             return False
-        seen = fingerprint in self.outputs_seen
-        self.outputs_seen.add(fingerprint)
-        return seen
+        with self._rewound(earlier):
+            try:
+                run = self._expected()
+                if run is None:
+                    return False
+                self.compare(outputs, run.references, ())
+            except Exception:
+                return False
+        return True
 
     def audit_point(self, index: int) -> None:
         """After a timed call (its output released): the hidden audit, once per configuration."""
@@ -532,10 +601,10 @@ class TimedCallChecks:
         """A timed output was wrong. A fresh call on copies of the inputs the call was given (the
         pristine values of those it may change) right: a replayed or lazy output. Wrong too: the
         reference alone says whether the problem can take perturbed inputs (its answer on them
-        is not finite: perturbation stops, the inputs put back). Else a cheat where it repeats
-        an earlier output bit for bit though the answer moved, or is wrong now on timed inputs
-        it was found right on (lazy, stateful); right on the problem's own values, it relies on
-        their structure (perturbation stops, as above); wrong there too, a wrong result."""
+        is not finite: perturbation stops, the inputs put back); a kernel must handle every
+        input the reference handles, so otherwise it is a wrong result, or a cheat where it
+        repeats an earlier output bit for bit that was the answer there, or is wrong now on timed
+        inputs it was found right on (lazy, stateful)."""
         if self._right_on(self._timed_inputs(), run):
             raise TimedCheckFailure(
                 "cheat",
@@ -546,11 +615,12 @@ class TimedCallChecks:
         if self.swaps and not finite:  # the reference's own answer says the swaps broke the problem
             self.unperturb()  # later calls run on the problem's own values
             return
-        if replayed and self._answer_moved(run):
+        if replayed:
             raise TimedCheckFailure(
                 "cheat",
                 f"timed call {index} returned a wrong output ({timed_error}) that is, bit for bit, an "
-                "earlier call's on other inputs, whose answer differs: a replayed or cached output",
+                "earlier call's on other inputs, and the reference's answer there: a replayed or "
+                "cached output",
             )
         lazy = self._lazy_evidence()
         if lazy is not None:
@@ -558,27 +628,20 @@ class TimedCallChecks:
                 "cheat", f"timed call {index} returned a wrong output ({timed_error}){lazy}"
             )
         if self.swaps and self._right_at(0):
-            # Right on the problem's own values, wrong with a few elements swapped: a kernel may
-            # rely on what every draw of the problem has (KernelBench's symmetric or triangular
-            # matrices) where the reference computes the general case. Perturbation stops, the
-            # inputs put back; a value cache is then the audit's to catch (a fresh draw, new values).
-            self.unperturb()
-            return
+            why = (
+                "; right on the problem's own values, wrong on them with a few elements swapped, "
+                "which the reference handles: a kernel must handle every input the reference does (a "
+                "problem whose inputs have a structure, symmetry or order, says so by a reference that "
+                "rejects inputs without it, or by the second distribution's opt-out)"
+            )
+        else:
+            why = (
+                "; called afresh on the problem's own timing inputs it is wrong too: a bug those inputs "
+                "reach (the inputs the gate checked did not)"
+            )
         raise TimedCheckFailure(
             getattr(timed_error, "kind", "wrong_result"),
-            f"timed call {index} returned a wrong output ({timed_error}); called afresh on the "
-            "problem's own timing inputs it is wrong too: a bug those inputs reach (the inputs the "
-            "gate checked did not)",
-        )
-
-    def _answer_moved(self, run: ReferenceRun) -> bool:
-        """Whether the reference's answer on the problem's own values differs, bit for bit, from
-        its answer `run` on the perturbed ones (a problem whose answer the swaps keep, a maximum,
-        gives an honest kernel the same output every call)."""
-        with self._rewound(0):
-            original = self._expected()
-        return original is not None and output_fingerprint(original.references) != output_fingerprint(
-            run.references
+            f"timed call {index} returned a wrong output ({timed_error}){why}",
         )
 
     def _lazy_evidence(self) -> str | None:
@@ -599,9 +662,11 @@ class TimedCallChecks:
         for swap in reversed(later):
             _swap(*swap)
         self.restore()
+        self._at = mark
         try:
             yield
         finally:
+            self._at = None
             for swap in later:
                 _swap(*swap)
             self.restore()
@@ -625,7 +690,7 @@ class TimedCallChecks:
         try:
             output = self.candidate(*fresh)
             self.sync()
-            self._seen(output)
+            self._seen(output, timed=not owned)
             self._check(self.outputs_of(output), again, "in a fresh call")
         except Exception:
             return False
@@ -640,7 +705,7 @@ class TimedCallChecks:
         with self.guard.launches.counting() as launches:
             output = self.candidate(*run.inputs)
             self.sync()
-        replayed = self._seen(output)
+        earlier = self._seen(output, timed=False)
         if launches.count == 0 and self.require_launches:
             raise TimedCheckFailure(
                 "no_kernel", "the hidden audit call inside the timed loop launched no Triton kernel"
@@ -655,6 +720,7 @@ class TimedCallChecks:
             self.checked_calls += 1
             return
         kind, message = found
+        replayed = kind != "cheat" and self._replays(self.outputs_of(output), earlier)
         output, run = None, replace(run, inputs=())  # the audit's output and inputs released first
         evidence = "" if kind == "cheat" else self._audit_evidence(index, replayed, run)
         if evidence is not None:
@@ -678,7 +744,8 @@ class TimedCallChecks:
         found right on, it is wrong now (lazy after the checks, or stateful)."""
         if replayed:
             return (
-                "; it is, bit for bit, an earlier call's output on other inputs: a replayed or cached output"
+                "; it is, bit for bit, an earlier call's output on other inputs and the reference's "
+                "answer there: a replayed or cached output"
             )
         again = self.fresh_inputs(AUDIT_SEED + index)
         if [self.digest(value) for value in again] == run.before and self._right_on(again, run, owned=True):

@@ -111,6 +111,12 @@ class Problem(abc.ABC):
         inputs (SOL-ExecBench) decides by them."""
         return "off: this workspace kind's evaluator draws its own inputs"
 
+    def domain_declared(self) -> str | None:
+        """Where the problem declares that its domain excludes inputs other than its own draws
+        (kernels/second_inputs.py's opt-out), says so: its timed inputs are not perturbed
+        (kernels/timing.py). None: not declared."""
+        return None
+
     def default_tolerance(self, config: dict[str, Any]) -> dict[str, float] | None:
         """The contract's own default, used when neither the reference module nor the README
         sets one (None: the gate's per-dtype defaults)."""

@@ -190,6 +190,11 @@ class KernelBenchProblem(Problem):
 
         return declared_off(self.ref)
 
+    def domain_declared(self) -> str | None:
+        from kernelscope.kernels.second_inputs import domain_declared
+
+        return domain_declared(self.ref)
+
     def tolerance(self, config: dict[str, Any]) -> dict[str, float] | None:
         return self.declared_tolerance
 

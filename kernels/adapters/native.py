@@ -82,6 +82,11 @@ class NativeProblem(Problem):
 
         return declared_off(self.ref)
 
+    def domain_declared(self) -> str | None:
+        from kernelscope.kernels.second_inputs import domain_declared
+
+        return domain_declared(self.ref)
+
     def tolerance(self, config: dict[str, Any]) -> dict[str, float] | None:
         value = self._optional("tolerance", config)
         return value if value is not None else getattr(self.ref, "TOLERANCE", None)

@@ -17,7 +17,13 @@ import pytest
 import torch
 
 from kernelscope.kernels import gate
-from kernelscope.kernels.timing import AUDIT_SEED, UNPERTURBED_NOTE, TimedCallChecks, TimedCheckFailure
+from kernelscope.kernels.timing import (
+    AUDIT_SEED,
+    TimedCallChecks,
+    TimedCheckFailure,
+    declared_note,
+    output_fingerprint,
+)
 
 GUARD = SimpleNamespace(
     check=lambda when: None, launches=SimpleNamespace(counting=lambda: nullcontext(SimpleNamespace(count=1)))
@@ -62,8 +68,8 @@ def test_a_replay_of_the_timed_inputs_answer_is_still_a_cheat() -> None:
         timed_loop(replays)
     assert caught.value.kind == "cheat"
     assert (
-        "bit for bit, an earlier call's output on other inputs: a replayed or cached output"
-        in caught.value.message
+        "bit for bit, an earlier call's output on other inputs and the reference's answer there: "
+        "a replayed or cached output" in caught.value.message
     )
 
 
@@ -89,6 +95,7 @@ def checks_for(
     verify: int,
     rng: int,
     gate_checked: bool,
+    declared: str | None = None,
 ) -> TimedCallChecks:
     return TimedCallChecks(
         inputs,
@@ -103,6 +110,7 @@ def checks_for(
         calls=calls,
         verify=verify,
         checked=[[gate.digest(value) for value in inputs]] if gate_checked else [],
+        domain_declared=declared,
     )
 
 
@@ -176,19 +184,76 @@ def test_a_structure_relying_kernel_with_a_data_dependent_bug_is_a_wrong_result(
 
 
 @pytest.mark.parametrize("rng", range(3))
-def test_a_kernel_relying_on_the_problems_structure_passes_unperturbed(rng: int) -> None:
-    # KernelBench's symmetric (13) and upper-triangular (14) matmuls: every draw has the
-    # structure, the reference computes the general case, an honest kernel exploits it. Wrong
-    # on swapped elements, right on the problem's own values: perturbation stops, the inputs put
-    # back, the calls after it checked on those values and by the audit's fresh draw.
+def test_a_kernel_relying_on_a_structure_the_problem_does_not_declare_is_a_wrong_result(rng: int) -> None:
+    # Right on the problem's own (symmetric) values, wrong with a few elements swapped, which the
+    # reference handles: a wrong result, never a reason to stop perturbing (a cache wrong on
+    # purpose would turn it off). KernelBench's real 13/14 kernels that exploit the structure
+    # already fail the gate's second distribution.
+    checks = checks_for(
+        uses_symmetry, symmetric_draw(0), symmetric_draw, lambda xs: [xs[0] @ xs[1]],
+        calls=10, verify=2, rng=rng, gate_checked=True,
+    )  # fmt: skip
+    with pytest.raises(TimedCheckFailure) as caught:
+        run_loop(checks, uses_symmetry, 10)
+    assert caught.value.kind == "wrong_result", caught.value.message
+    assert (
+        "right on the problem's own values, wrong on them with a few elements swapped" in caught.value.message
+    )
+
+
+@pytest.mark.parametrize("rng", range(3))
+def test_a_problem_declaring_its_domain_is_not_perturbed(rng: int) -> None:
+    # KERNELSCOPE_SECOND_DISTRIBUTION = False: the problem's domain excludes other inputs, the
+    # perturbed ones too; a kernel relying on its structure passes, checked on its own values.
     inputs = symmetric_draw(0)
     checks = checks_for(
         uses_symmetry, inputs, symmetric_draw, lambda xs: [xs[0] @ xs[1]],
-        calls=10, verify=2, rng=rng, gate_checked=True,
+        calls=10, verify=2, rng=rng, gate_checked=True, declared="the problem sets X = False",
     )  # fmt: skip
     run_loop(checks, uses_symmetry, 10)
-    assert checks.notes == [UNPERTURBED_NOTE] and not checks.perturb
+    assert not checks.perturb and not checks.swaps and checks.checked_calls == 3
+    assert checks.notes == [declared_note("the problem sets X = False")]
     assert all(torch.equal(a, b) for a, b in zip(inputs, symmetric_draw(0), strict=True))
+
+
+class ValueCache:
+    """The reviewer's cheat: a content-keyed cache that answers the cached inputs from memory and
+    is wrong on purpose (new bits every time) on a permutation of them, the harness's swaps."""
+
+    def __init__(self) -> None:
+        self.key: tuple[torch.Tensor, ...] = ()
+        self.out = torch.empty(0)
+
+    def __call__(self, a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+        if self.key and torch.equal(a, self.key[0]) and torch.equal(b, self.key[1]):
+            return self.out.clone()
+        if self.key and all(
+            torch.equal(x.flatten().sort().values, y) for x, y in zip((a, b), self.key[2:], strict=True)
+        ):
+            return self.out * (1 + 1e-2 * torch.rand(()))
+        out = a @ b
+        if not self.key:
+            self.key = (a.clone(), b.clone(), a.flatten().sort().values, b.flatten().sort().values)
+            self.out = out.clone()
+        return out
+
+
+def matmul_draw(seed: int) -> tuple[torch.Tensor, torch.Tensor]:
+    generator = torch.Generator().manual_seed(seed)
+    return (torch.rand(32, 32, generator=generator), torch.rand(32, 32, generator=generator))
+
+
+@pytest.mark.parametrize("gate_checked", [True, False])
+@pytest.mark.parametrize("rng", range(4))
+def test_a_cache_wrong_on_purpose_on_perturbed_inputs_does_not_pass(rng: int, gate_checked: bool) -> None:
+    cache = ValueCache()
+    checks = checks_for(
+        cache, matmul_draw(0), matmul_draw, lambda xs: [xs[0] @ xs[1]],
+        calls=40, verify=3, rng=rng, gate_checked=gate_checked,
+    )  # fmt: skip
+    with pytest.raises(TimedCheckFailure) as caught:
+        run_loop(checks, cache, 40)
+    assert caught.value.kind in ("wrong_result", "cheat"), caught.value.message
 
 
 def sorted_draw(seed: int) -> tuple[torch.Tensor]:
@@ -292,3 +357,96 @@ def test_the_audit_s_output_and_inputs_are_released_before_its_evidence_calls() 
         timed_loop(clamps_and_watches)
     assert caught.value.kind == "wrong_result", caught.value.message
     assert alive_at_second_call == [False]
+
+
+def all_negative_draw(seed: int) -> tuple[torch.Tensor]:
+    """Every value negative; the audit's fresh draw puts its only positive one last."""
+    x = torch.rand(64, generator=torch.Generator().manual_seed(seed)) - 1.5
+    if seed >= AUDIT_SEED:
+        x[-1] = 5.0
+    return (x,)
+
+
+def last_column_large_draw(seed: int) -> tuple[torch.Tensor]:
+    x = torch.rand(1, 4, generator=torch.Generator().manual_seed(seed))
+    if seed >= AUDIT_SEED:
+        x[:, -1] = 2.0
+    return (x,)
+
+
+@pytest.mark.parametrize("rng", range(4))
+@pytest.mark.parametrize(
+    ("draw_inputs", "reference", "candidate"),
+    [
+        # an honest "any positive?" (bool) and argmax (int64), each skipping the last element: the
+        # same few possible outputs on every draw, so matching an earlier one bit for bit is no replay
+        (
+            all_negative_draw,
+            lambda xs: [(xs[0] > 0).any().reshape(1)],
+            lambda x: (x[:-1] > 0).any().reshape(1),
+        ),
+        (last_column_large_draw, lambda xs: [xs[0].argmax(dim=1)], lambda x: x[:, :-1].argmax(dim=1)),
+    ],
+    ids=["bool", "argmax"],
+)
+def test_a_low_entropy_output_repeating_an_earlier_one_is_a_wrong_result(
+    draw_inputs: Any, reference: Any, candidate: Any, rng: int
+) -> None:
+    checks = checks_for(
+        candidate, draw_inputs(0), draw_inputs, reference, calls=10, verify=2, rng=rng, gate_checked=True
+    )
+    with pytest.raises(TimedCheckFailure) as caught:
+        run_loop(checks, candidate, 10)
+    assert caught.value.kind == "wrong_result", caught.value.message
+
+
+def test_an_earlier_output_that_was_not_the_answer_there_is_no_replay() -> None:
+    # Honest, with a bug every draw reaches the same way (a few outputs never written, the rest
+    # right): bit for bit the same wrong output on the problem's own values and on the audit's
+    # draw only where the answer is the same; here it is not, and the first timed output was
+    # already wrong there: no replay of an earlier input set's answer.
+    def half_zero(x: torch.Tensor) -> torch.Tensor:
+        return torch.cat([torch.zeros(128), (x * 2)[128:] * 0 + torch.arange(128.0)])
+
+    checks = checks_for(
+        half_zero, draw(0), draw, lambda xs: [xs[0] * 2], calls=4, verify=0, rng=0, gate_checked=False
+    )
+    with pytest.raises(TimedCheckFailure) as caught:
+        run_loop(checks, half_zero, 4)
+    assert caught.value.kind == "wrong_result", caught.value.message
+
+
+def every_dtype() -> dict[str, torch.Tensor]:
+    cases = {
+        "bool": torch.tensor([True, False, True]),
+        "complex64": torch.randn(5, dtype=torch.complex64),
+        "bf16": torch.randn(5, dtype=torch.bfloat16),
+        "0-dim": torch.tensor(1.5),
+        "non-contiguous": torch.randn(6, 6)[:, ::2],
+        "transposed": torch.randn(4, 8).T,
+        "int64": torch.arange(7),
+    }
+    for name in ("float8_e4m3fn", "float8_e5m2"):
+        if hasattr(torch, name):
+            cases[name] = torch.randn(5).to(getattr(torch, name))
+    for dtype in (torch.float32, torch.bfloat16, torch.bool, torch.complex64, *[
+        getattr(torch, n) for n in ("float8_e4m3fn",) if hasattr(torch, n)
+    ]):  # fmt: skip
+        cases[f"empty {dtype}"] = torch.empty(0, 3, dtype=dtype)
+    return cases
+
+
+@pytest.mark.parametrize("name", list(every_dtype()))
+def test_the_output_fingerprint_takes_every_dtype_and_layout(name: str) -> None:
+    value = every_dtype()[name]
+    same = (
+        value.clone()
+        if value.dim() < 2
+        else torch.empty_strided(value.shape, value.stride(), dtype=value.dtype)
+    )
+    if value.dim() >= 2:
+        same.copy_(value)
+    assert output_fingerprint([value]) == output_fingerprint([same])  # the same bits, shape and layout
+    if value.numel():
+        other = torch.zeros_like(value) if value.dtype != torch.bool else ~value
+        assert output_fingerprint([value]) != output_fingerprint([other])

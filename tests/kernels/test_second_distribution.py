@@ -14,6 +14,7 @@ import pytest
 import torch
 
 from kernelscope.kernels.second_inputs import OPT_OUT, check_second_distribution, signed_heavy_tailed
+from kernelscope.kernels.timing import declared_note
 from tests.conftest import EXAMPLES
 from tests.kernels.test_kernelbench import (
     _ELEMENTWISE,
@@ -76,6 +77,8 @@ def test_a_problem_opts_out(tmp_path: Path) -> None:
     result = run_kernelbench(ws, RELU)
     assert result["passed"] is True, result.get("error")
     assert result["configs"][0]["second_distribution"] == f"off: the problem sets {OPT_OUT} = False"
+    # its declared domain excludes the timed calls' perturbed inputs too
+    assert result["configs"][0]["notes"] == [declared_note(f"the problem sets {OPT_OUT} = False")]
 
 
 LOG_REFERENCE = """import torch
