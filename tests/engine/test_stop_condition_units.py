@@ -231,3 +231,16 @@ def test_the_file_lens_names_a_gpu_version_that_met_the_target_beside_a_best_tha
         (tmp_path / "memory" / f"{item['version']}.json").write_text(json.dumps(item))
     lens = file_lens(Workspace(tmp_path))
     assert "target latency <= 10us | best 9 us v1, 111% of target (met) |" in lens, lens
+
+
+def test_a_condition_the_reference_gives_no_measure_for_names_the_function_to_add() -> None:
+    """A GB/s or TFLOP/s target whose reference defines no bytes_moved/flops is never evaluated,
+    so stop_conditions_met stays null on every iteration; the note said only `the reference
+    module gives no bytes_moved/flops to compute this metric`, neither which one nor what to do."""
+    readme = parse_readme("# t\n\n## Stop Conditions\n- bandwidth >= 4.32TB/s\n- bf16 TFLOPS >= 185.4T\n")
+    (bandwidth, tflops), met = evaluate_stop_conditions(readme, bench(0.0))
+    assert bandwidth.met is None and tflops.met is None and met is None  # unknown is never met
+    assert bandwidth.note is not None and "bytes_moved(config)" in bandwidth.note, bandwidth.note
+    assert "flops(config)" in (tflops.note or "") and "bytes_moved" not in (tflops.note or ""), tflops.note
+    for note in (bandwidth.note, tflops.note or ""):
+        assert "define it in the reference module" in note and "no iteration evaluates" in note, note
