@@ -165,6 +165,7 @@ def test_a_record_with_no_stop_conditions_reads_as_iterate_said_it() -> None:
 
 
 def _workspace(root: Path, readme: str, records: list[dict[str, object]]) -> Workspace:
+    root.mkdir(exist_ok=True)
     (root / "README.md").write_text(readme)
     (root / "kernel.py").write_text("def kernel_fn(x):\n    return x\n")
     (root / "memory").mkdir()
@@ -244,3 +245,27 @@ def test_a_condition_the_reference_gives_no_measure_for_names_the_function_to_ad
     assert "flops(config)" in (tflops.note or "") and "bytes_moved" not in (tflops.note or ""), tflops.note
     for note in (bandwidth.note, tflops.note or ""):
         assert "define it in the reference module" in note and "no iteration evaluates" in note, note
+
+
+def test_compare_says_how_many_stop_condition_entries_it_could_not_read(tmp_path: Path) -> None:
+    """compare listed the entries it could read and left out the rest without a word: a missed
+    condition of a kind added later vanished and the met one read as the whole story."""
+    from kernelscope.daemon.engine.history.service import HistoryService
+
+    p99 = {
+        "text": "p99 <= 5 us",
+        "kind": "latency_p99",
+        "target": 5,
+        "unit": "us",
+        "measured": 9,
+        "met": False,
+    }
+    v1 = measured("v1", 8.0, "gpu", score=3.75)
+    v1["kernelscope"] = {**v1["kernelscope"], "stop_conditions": [MET_BW, p99, "not an entry"]}  # type: ignore[dict-item]
+    _workspace(tmp_path / "ws", LATENCY_10US, [measured("v0", 30.0, "gpu"), v1])
+    comparison = HistoryService(tmp_path / "ws", db_url=str(tmp_path / "exp.sqlite")).compare("v0", "v1")
+    details = comparison.gate_details["v1"]
+    assert "stop condition bw: met" in details, details
+    assert "2 stop conditions left out (entries this kernelscope cannot read)" in details, details
+    assert not any("left out" in line for line in comparison.gate_details["v0"])
+    assert "2 stop conditions left out" in comparison.markdown
