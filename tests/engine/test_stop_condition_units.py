@@ -162,3 +162,110 @@ def test_a_record_with_no_stop_conditions_reads_as_iterate_said_it() -> None:
     _, met = evaluate_stop_conditions(parse_readme("# t\n"), bench(5000.0))
     assert recorded_stop_conditions_met([]) is met is False
     assert recorded_stop_conditions_met(None) is None
+
+
+def _workspace(root: Path, readme: str, records: list[dict[str, object]]) -> Workspace:
+    root.mkdir(exist_ok=True)
+    (root / "README.md").write_text(readme)
+    (root / "kernel.py").write_text("def kernel_fn(x):\n    return x\n")
+    (root / "memory").mkdir()
+    for item in records:
+        (root / "memory" / f"{item['version']}.json").write_text(json.dumps(item))
+    return Workspace(root)
+
+
+def measured(version: str, latency_us: float, mode: str, score: float | None = None) -> dict[str, object]:
+    item = record(version, latency_us)
+    block: dict[str, object] = {"mode": mode, "comparable": mode == "gpu"}
+    if score is not None:
+        block["score_vs_v0"] = score
+    item["kernelscope"] = block
+    return item
+
+
+LATENCY_10US = "# t\n\n## Stop Conditions\n- latency <= 10 us\n"
+
+
+def test_the_file_lens_tells_a_target_a_gpu_version_met_behind_an_interpreter_best(tmp_path: Path) -> None:
+    """The best version (by the in-run score) was measured by the interpreter: the lens said
+    `best v2: not evaluated (interpreter timings are not GPU figures)` and nothing of v1, a GPU
+    version that met the target (8 us against 10 us)."""
+    records = [
+        measured("v0", 30.0, "gpu"),
+        measured("v1", 8.0, "gpu", score=3.75),
+        measured("v2", 2400.0, "interpreter", score=5.0),
+    ]
+    lens = file_lens(_workspace(tmp_path, LATENCY_10US, records))
+    assert "target latency <= 10us | met by v1: 8 us, 125% of target |" in lens, lens
+    # the one best-version rule still names v2, and says its figure is not a GPU one
+    assert "best v2: not evaluated (interpreter timings are not GPU figures)" in lens, lens
+
+
+def test_the_file_lens_gives_the_best_gpu_figure_where_no_version_met_the_target(tmp_path: Path) -> None:
+    records = [
+        measured("v0", 30.0, "gpu"),
+        measured("v1", 20.0, "gpu", score=1.5),
+        measured("v2", 2400.0, "interpreter", score=5.0),
+    ]
+    lens = file_lens(_workspace(tmp_path, LATENCY_10US, records))
+    assert "target latency <= 10us | best GPU figure 20 us v1, 50% of target |" in lens, lens
+    assert "(met)" not in lens and "met by" not in lens, lens
+    assert "best v2: not evaluated (interpreter timings are not GPU figures)" in lens, lens
+
+
+def test_the_file_lens_names_a_gpu_version_that_met_the_target_beside_a_best_that_did_not(
+    tmp_path: Path,
+) -> None:
+    """The best by score (v1, measured against v0 in its own run) missed the target; v2, scored
+    lower in its run, met it: the lens said only v1's figure."""
+    records = [
+        measured("v0", 30.0, "gpu"),
+        measured("v1", 12.0, "gpu", score=3.0),
+        measured("v2", 9.0, "gpu", score=2.5),
+    ]
+    lens = file_lens(_workspace(tmp_path, LATENCY_10US, records))
+    assert "target latency <= 10us | met by v2: 9 us, 111% of target | best 12 us v1, 83% of target |" in lens
+    # where the best met it, the lens reads as before
+    records[2] = measured("v2", 11.0, "gpu", score=2.5)
+    records[1] = measured("v1", 9.0, "gpu", score=3.0)
+    for item in records:
+        (tmp_path / "memory" / f"{item['version']}.json").write_text(json.dumps(item))
+    lens = file_lens(Workspace(tmp_path))
+    assert "target latency <= 10us | best 9 us v1, 111% of target (met) |" in lens, lens
+
+
+def test_a_condition_the_reference_gives_no_measure_for_names_the_function_to_add() -> None:
+    """A GB/s or TFLOP/s target whose reference defines no bytes_moved/flops is never evaluated,
+    so stop_conditions_met stays null on every iteration; the note said only `the reference
+    module gives no bytes_moved/flops to compute this metric`, neither which one nor what to do."""
+    readme = parse_readme("# t\n\n## Stop Conditions\n- bandwidth >= 4.32TB/s\n- bf16 TFLOPS >= 185.4T\n")
+    (bandwidth, tflops), met = evaluate_stop_conditions(readme, bench(0.0))
+    assert bandwidth.met is None and tflops.met is None and met is None  # unknown is never met
+    assert bandwidth.note is not None and "bytes_moved(config)" in bandwidth.note, bandwidth.note
+    assert "flops(config)" in (tflops.note or "") and "bytes_moved" not in (tflops.note or ""), tflops.note
+    for note in (bandwidth.note, tflops.note or ""):
+        assert "define it in the reference module" in note and "no iteration evaluates" in note, note
+
+
+def test_compare_says_how_many_stop_condition_entries_it_could_not_read(tmp_path: Path) -> None:
+    """compare listed the entries it could read and left out the rest without a word: a missed
+    condition of a kind added later vanished and the met one read as the whole story."""
+    from kernelscope.daemon.engine.history.service import HistoryService
+
+    p99 = {
+        "text": "p99 <= 5 us",
+        "kind": "latency_p99",
+        "target": 5,
+        "unit": "us",
+        "measured": 9,
+        "met": False,
+    }
+    v1 = measured("v1", 8.0, "gpu", score=3.75)
+    v1["kernelscope"] = {**v1["kernelscope"], "stop_conditions": [MET_BW, p99, "not an entry"]}  # type: ignore[dict-item]
+    _workspace(tmp_path / "ws", LATENCY_10US, [measured("v0", 30.0, "gpu"), v1])
+    comparison = HistoryService(tmp_path / "ws", db_url=str(tmp_path / "exp.sqlite")).compare("v0", "v1")
+    details = comparison.gate_details["v1"]
+    assert "stop condition bw: met" in details, details
+    assert "2 stop conditions left out (entries this kernelscope cannot read)" in details, details
+    assert not any("left out" in line for line in comparison.gate_details["v0"])
+    assert "2 stop conditions left out" in comparison.markdown

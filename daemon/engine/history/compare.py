@@ -12,7 +12,7 @@ from __future__ import annotations
 import difflib
 from typing import Any
 
-from kernelscope.daemon.engine import DataError
+from kernelscope.daemon.engine import DataError, counted
 from kernelscope.daemon.engine.history.timeline import History, VersionFacts, short
 from kernelscope.daemon.engine.memory import atrex_fields
 from kernelscope.daemon.engine.memory.core import kernelscope_block, normalize_version
@@ -98,8 +98,16 @@ def _gate_details(facts: VersionFacts) -> list[str]:
                 else ""
             )
             lines.append(f"verdict {block['verdict']}{noise}")
-        for condition in recorded_stop_conditions(block.get("stop_conditions")):
+        recorded = block.get("stop_conditions")
+        conditions = recorded_stop_conditions(recorded)
+        for condition in conditions:
             lines.append(f"stop condition {condition.text}: {condition.state()}")
+        # an entry left out unsaid makes the ones read look like all of them (one missed may be gone)
+        unread = len(recorded) - len(conditions) if isinstance(recorded, list) else 0
+        if unread:
+            lines.append(
+                f"{counted(unread, 'stop condition')} left out (entries this kernelscope cannot read)"
+            )
     if facts.kernel_origin:
         lines.append(f"kernel.py from {facts.kernel_origin}")
     return lines

@@ -30,7 +30,7 @@ from kernelscope.protocol.bench import BenchResult
 from kernelscope.protocol.experiment import KernelSummary
 from kernelscope.protocol.memory import format_version
 from kernelscope.protocol.record_rules import RECORD_METRIC, format_score
-from kernelscope.protocol.workspace import CANONICAL_UNIT, ReadmeInfo
+from kernelscope.protocol.workspace import CANONICAL_UNIT, ReadmeInfo, StopCondition
 
 
 def runs_text(runs: int, masked: int, noun: str = "run") -> str:
@@ -99,6 +99,80 @@ def _mode(entry: MemoryEntry) -> str | None:
     return mode
 
 
+def _figure(entry: MemoryEntry | None, metric: str) -> float | None:
+    """The record's figure for the target's metric, where it measured this version."""
+    if entry is None or entry.record is None or not atrex_fields.record_outcome(entry.record).measured:
+        return None
+    return entry.record.metric(metric)
+
+
+def _evaluated(entry: MemoryEntry, metric: str) -> float | None:
+    """The figure a stop condition can be judged on: an active version whose gate passed, that
+    measured it other than under the CPU interpreter (a record without a mode is another tool's
+    GPU measurement); None for any other."""
+    if entry.masked or entry.record is None or not entry.record.gate_passed or _mode(entry) == "interpreter":
+        return None
+    value = _figure(entry, metric)
+    return value if value is not None and value > 0 else None
+
+
+def _target_parts(
+    condition: StopCondition, entries: list[MemoryEntry], scores: list[VersionScore]
+) -> list[str]:
+    """What is known of the README's first stop condition: the best version's figure against it
+    (the one best-version rule, scores.best_version), and, where that does not tell it, the
+    best figure an evaluated version (GPU, gate passed, not masked) recorded: `met by vN` when
+    it met the target, else `best GPU figure`. A best version measured by the interpreter is
+    `not evaluated`, never met or missed, and never hides a GPU version that met the target."""
+    metric = RECORD_METRIC[condition.kind]
+    unit = CANONICAL_UNIT[condition.kind]
+    target = f"target {condition.kind} {condition.comparator} {condition.value:g}{condition.unit}"
+
+    def against(value: float) -> str:
+        fraction = (
+            (condition.normalized_value / value)
+            if condition.kind == "latency"
+            else (value / condition.normalized_value)
+        )
+        return f"{100 * fraction:.0f}% of target"
+
+    chosen, _ = best_version(entries, condition.kind, scores)
+    best = next((e for e in entries if e.version == chosen and e.record), None)
+    value = _figure(best, metric)
+    interpreted = best is not None and value is not None and _mode(best) == "interpreter"
+    evaluated = [(e, v) for e in entries if (v := _evaluated(e, metric)) is not None]
+    pick = max if condition.kind in ("bandwidth", "tflops") else min
+    # ties go to the later version, as scores.best_version's metric rule does
+    top = pick(reversed(evaluated), key=lambda item: item[1]) if evaluated else None
+    known: list[str] = []
+    if top is not None and condition.is_met(top[1]) and not (best is top[0] and not interpreted):
+        known.append(f"met by {top[0].version}: {top[1]:.4g} {unit}, {against(top[1])}")
+    if best is not None and value is not None and not interpreted:
+        met = " (met)" if condition.is_met(value) else ""
+        parts = [target, *known, f"best {value:.4g} {unit} {best.version}, {against(value)}{met}"]
+        pct_key = {
+            "bandwidth": "bandwidth_peak_utilization_pct",
+            "tflops": "tflops_peak_utilization_pct",
+        }.get(condition.kind)
+        pct = best.record.metric(pct_key) if pct_key and best.record else None
+        if pct is not None:
+            parts.append(f"roofline {pct:.0f}%")
+        return parts
+    if top is not None and not known:
+        known.append(f"best GPU figure {top[1]:.4g} {unit} {top[0].version}, {against(top[1])}")
+    if best is None:
+        return [target, "no passing measurement yet"]
+    if interpreted:
+        return [
+            target,
+            *known,
+            f"best {best.version}: not evaluated (interpreter timings are not GPU figures)",
+        ]
+    if not known and any(_mode(e) == "interpreter" for e in entries):
+        return [target, "interpreter runs only (CPU timings are not GPU figures)"]
+    return [target, *known, f"best {best.version}, no performance.{metric} recorded"]
+
+
 def file_lens(
     ws: Workspace,
     entries: list[MemoryEntry] | None = None,
@@ -106,7 +180,8 @@ def file_lens(
     scores: list[VersionScore] | None = None,
 ) -> str:
     """Target vs best with the roofline fraction, next version and masked count. The best is
-    the one every surface names (scores.best_version), shown by the target's metric.
+    the one every surface names (scores.best_version), shown by the target's metric; what the
+    target's state is, where that best does not tell it, is `_target_parts`'s.
 
     Callers that already scanned memory/, parsed the README and scored the versions
     (`memory_scores(entries, readme)`) pass them in: a workspace can hold a thousand memory
@@ -118,46 +193,7 @@ def file_lens(
     parts = []
     condition = readme.stop_conditions[0] if readme and readme.stop_conditions else None
     if condition is not None:
-        metric = RECORD_METRIC[condition.kind]
-        chosen, _ = best_version(entries, condition.kind, scores)
-        best = next((e for e in entries if e.version == chosen and e.record), None)
-        value = (
-            best.record.metric(metric)
-            if best is not None and best.record and atrex_fields.record_outcome(best.record).measured
-            else None
-        )
-        target = f"target {condition.kind} {condition.comparator} {condition.value:g}{condition.unit}"
-        # a CPU interpreter's latency says nothing of a GPU target: neither met nor not met
-        interpreted = best is not None and value is not None and _mode(best) == "interpreter"
-        if interpreted:
-            assert best is not None
-            parts.append(
-                f"{target} | best {best.version}: not evaluated (interpreter timings are not GPU figures)"
-            )
-        elif best is not None and value is not None:
-            fraction = (
-                (condition.normalized_value / value)
-                if condition.kind == "latency"
-                else (value / condition.normalized_value)
-            )
-            unit = CANONICAL_UNIT[condition.kind]
-            met = " (met)" if condition.is_met(value) else ""
-            parts.append(
-                f"{target} | best {value:.4g} {unit} {best.version}, {100 * fraction:.0f}% of target{met}"
-            )
-            pct_key = {
-                "bandwidth": "bandwidth_peak_utilization_pct",
-                "tflops": "tflops_peak_utilization_pct",
-            }.get(condition.kind)
-            pct = best.record.metric(pct_key) if pct_key and best.record else None
-            if pct is not None:
-                parts.append(f"roofline {pct:.0f}%")
-        elif any(_mode(e) == "interpreter" for e in entries):
-            parts.append(f"{target} | interpreter runs only (CPU timings are not GPU figures)")
-        elif best is not None:
-            parts.append(f"{target} | best {best.version}, no performance.{metric} recorded")
-        else:
-            parts.append(f"{target} | no passing measurement yet")
+        parts += _target_parts(condition, entries, scores)
     elif readme is not None and readme.goal:
         parts.append(_goal_progress(readme.goal, entries, scores))
     else:

@@ -71,6 +71,21 @@ def _headline(configs: list[ConfigResult]) -> ConfigResult | None:
     return max(timed, key=lambda c: c.candidate_ms or 0.0) if timed else None
 
 
+def _no_measure_note(kind: str) -> str:
+    """Why a passing GPU run evaluated no condition of `kind`, and what to do: a GB/s or TFLOP/s
+    target needs the reference's bytes_moved(config) or flops(config) (the harness's Contract);
+    without it the condition stays not evaluated on every iteration, and stop_conditions_met
+    at most null (unknown is never met)."""
+    measure = {"bandwidth": ("bytes_moved", "GB/s"), "tflops": ("flops", "TFLOP/s")}.get(kind)
+    if measure is None:
+        return "no configuration was timed"
+    function, unit = measure
+    return (
+        f"no {unit}: the reference module defines no {function}(config), or it gave 0; define it in "
+        "the reference module, or no iteration evaluates this condition"
+    )
+
+
 def evaluate_stop_conditions(
     readme: ReadmeInfo | None, bench: BenchResult
 ) -> tuple[list[StopConditionStatus], bool | None]:
@@ -101,7 +116,7 @@ def evaluate_stop_conditions(
                 status.measured = min(values) if condition.kind == "latency" else max(values)
                 status.met = condition.is_met(status.measured)
             else:
-                status.note = "the reference module gives no bytes_moved/flops to compute this metric"
+                status.note = _no_measure_note(condition.kind)
         statuses.append(status)
     return statuses, stop_conditions_met(statuses)
 
