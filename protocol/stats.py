@@ -87,6 +87,11 @@ def noisy_message(score_ci: tuple[float, float]) -> str:
     )
 
 
+# Why a figure the CPU interpreter measured judges no GPU target (a stop condition, the lens's
+# best figure): said in these words wherever one is left unjudged.
+NOT_GPU_FIGURES = "interpreter timings are not GPU figures"
+
+
 def timing_messages(mode: str, cuda_graph: bool = False) -> list[str]:
     """What a run says of how it timed: under the CPU interpreter, that its timings are no GPU
     figures (and, where a CUDA graph was asked for, that none was used: the interpreter has

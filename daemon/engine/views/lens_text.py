@@ -30,6 +30,7 @@ from kernelscope.protocol.bench import BenchResult
 from kernelscope.protocol.experiment import KernelSummary
 from kernelscope.protocol.memory import format_version
 from kernelscope.protocol.record_rules import RECORD_METRIC, format_score
+from kernelscope.protocol.stats import NOT_GPU_FIGURES
 from kernelscope.protocol.workspace import CANONICAL_UNIT, ReadmeInfo, StopCondition
 
 
@@ -166,7 +167,7 @@ def _target_parts(
         return [
             target,
             *known,
-            f"best {best.version}: not evaluated (interpreter timings are not GPU figures)",
+            f"best {best.version}: not evaluated ({NOT_GPU_FIGURES})",
         ]
     if not known and any(_mode(e) == "interpreter" for e in entries):
         return [target, "interpreter runs only (CPU timings are not GPU figures)"]

@@ -42,6 +42,7 @@ from kernelscope.protocol.commands import IterationResult, StopConditionStatus, 
 from kernelscope.protocol.experiment import KernelExperiment
 from kernelscope.protocol.memory import format_version, memory_schema_template, parse_version
 from kernelscope.protocol.record_rules import REFERENCE_NAMES, format_score, gate_result, section_get
+from kernelscope.protocol.stats import NOT_GPU_FIGURES
 from kernelscope.protocol.workspace import CANONICAL_UNIT, ReadmeInfo
 
 
@@ -103,7 +104,7 @@ def evaluate_stop_conditions(
             unit=CANONICAL_UNIT[condition.kind],
         )
         if bench.mode != "gpu":
-            status.note = "interpreter timings are not GPU figures"
+            status.note = NOT_GPU_FIGURES
         elif not bench.passed:
             status.note = "the gate failed: a wrong kernel's timings are no measurement"
         else:
