@@ -98,6 +98,10 @@ class WorkspaceState:
     # save and the watcher report the same change twice (features/save.py).
     kernel_digest: str | None = None
     checking_kernel: str | None = None
+    # The saved text (`kernel_digest`) whose handling ended with no probe to come for it (not
+    # measured: untrusted, a recorded version's, does not parse): its second report is not
+    # handled again. Not the last text checked (`checked`): a buffer's check moves that on.
+    saved_handled: str | None = None
     # The check of the latest text (features/save.py): its digest, notices and verdict, and
     # what is shown as diagnostics (with the one-time "not trusted" notice).
     checked: str | None = None

@@ -10,9 +10,9 @@ workflows/probe.py), and an untrusted workspace says once that it is not.
 
 One save is reported twice (didSave, and the watcher seeing the file change), the second up to
 seconds later on a loaded machine: a text already handled whose check or probe is still under
-way, or whose numbers are on screen (untrusted: whose check is published), is not handled or
-published again (a second probe would cancel the first and mark its fresh numbers stale; an
-agent receives every publication since its edit).
+way, whose numbers are on screen, or whose handling ended with no probe to come (untrusted, does
+not parse), is not handled or published again (a second probe would cancel the first and mark
+its fresh numbers stale; an agent receives every publication since its edit).
 """
 
 from __future__ import annotations
@@ -218,18 +218,20 @@ async def kernel_changed(ls: KernelscopeServer, ws: WorkspaceState, text: str | 
 def _saved_text_arrived(ls: KernelscopeServer, ws: WorkspaceState, text: str) -> str | None:
     """(loop) A saved text reported: its digest when it is to be handled (checked, then
     measured or not), None when it was handled already (a second report, module docstring):
-    its check or probe is under way, its numbers are on screen, or, where no save is measured
-    (untrusted), its check is what is published (it stays "stale": no probe will say more).
+    its check or probe is under way, its numbers are on screen, or its handling ended with no
+    probe to come (untrusted, does not parse: it stays "stale", and nothing will say more),
+    whatever was checked since (a buffer typed on after the save shows its own verdict).
     From here on the numbers on screen and the previous text's notices are not this text's."""
     digest = _digest(text)
     if digest == ws.kernel_digest and (
         ws.checking_kernel == digest
         or not ws.stale
         or ls.jobs.probe_in_flight(ws)
-        or (not ws.settings.runs_on_save and ws.checked == digest)
+        or ws.saved_handled == digest
     ):
         return None
     ws.kernel_digest = ws.checking_kernel = digest
+    ws.saved_handled = None
     ws.kernel_edited()
     ws.text_arrived(text)
     return digest
@@ -237,27 +239,30 @@ def _saved_text_arrived(ls: KernelscopeServer, ws: WorkspaceState, text: str) ->
 
 async def _saved_text_checked(ls: KernelscopeServer, ws: WorkspaceState, text: str, digest: str) -> None:
     """The saved text that arrived (`digest`) checked, then measured unless it is a recorded
-    version's code or does not parse; published with the probe's state."""
+    version's code or does not parse; published with the probe's state. A second report of it
+    is not handled again while this runs (`checking_kernel`, until the probe is scheduled) nor
+    after (the probe in flight, or `saved_handled`: none will come)."""
     try:
         identical = await check(ls, ws, text, publish=False)  # published below, with the probe's state
         if ws.kernel_digest != digest:  # a newer saved text arrived meanwhile: its check decides
             return
         if identical is None:
             # The buffer, edited after this save, took the diagnostics over (its check
-            # publishes); whether the saved text is measured is still this save's to decide
-            # (and a second report of it meanwhile is not handled again: checking_kernel).
+            # publishes); whether the saved text is measured is still this save's to decide.
             _, identical = await ls.off_loop(history_check, ws.cache, text)
             if ws.kernel_digest != digest:
                 return
+        if identical:  # already measured (or already failed): the numbers on screen are this code's
+            _recorded(ls, ws)
+        elif not await ls.off_loop(_parses, text):
+            log.info("%s: kernel.py does not parse: not benchmarked", ws.root.name)  # does_not_parse says so
+        else:
+            ls.jobs.schedule_probe(ws)  # (none where saves are not measured: Jobs.schedule_probe)
+        if ws.kernel_digest == digest and not ls.jobs.probe_in_flight(ws):
+            ws.saved_handled = digest
     finally:
         if ws.checking_kernel == digest:
             ws.checking_kernel = None
-    if identical:  # already measured (or already failed): the numbers on screen are this code's
-        _recorded(ls, ws)
-    elif not await ls.off_loop(_parses, text):
-        log.info("%s: kernel.py does not parse: not benchmarked", ws.root.name)  # does_not_parse says so
-    else:
-        ls.jobs.schedule_probe(ws)
     notify.workspace_changed(ls, ws)
 
 
