@@ -386,3 +386,25 @@ def test_the_not_trusted_notice_once_said_is_not_published_again_with_the_same_t
     asyncio.run(save._check_static(ls, ws, text))  # type: ignore[arg-type]  # (spawned by the check)
     notify.workspace_changed(ls, ws, "readme")  # type: ignore[arg-type]
     assert published == [["near_tried", "static_finding"]] * 2, published
+
+
+@pytest.mark.parametrize("buffer_bom", [False, True])
+def test_the_watchers_report_of_a_saved_file_with_a_byte_order_mark_is_the_same_text(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, buffer_bom: bool
+) -> None:
+    """A UTF-8 kernel.py starting with a byte order mark (written on Windows): editors drop
+    it from the buffer (VS Code keeps it as the file's encoding, "UTF-8 with BOM"), so
+    didSave's text has none, and the watcher then reads the file's bytes, which do. Before:
+    two texts for one save: the watcher's report was checked again and, trusted, measured
+    a second time (its probe cancelling the first). A buffer that keeps the mark is the same
+    text too: Python reads neither with it (protocol/text_positions.py)."""
+    buffer = "A = 1\nB = 2\n"
+    ws, ls = _watched(tmp_path, monkeypatch, "\ufeff" + buffer, trusted=True)
+    assert (tmp_path / "kernel.py").read_bytes().startswith(b"\xef\xbb\xbf")
+    _verdicts(monkeypatch)
+    published = _publications(monkeypatch)
+    _saved(ls, ws, "\ufeff" + buffer if buffer_bom else buffer)  # didSave's text
+    assert published[-1] == ["near_tried"] and ls.jobs.probes == 1, published
+    del published[:], ls.jobs.spawned[:]
+    save.on_disk_change(ls, ws.root, {"kernel.py"})  # type: ignore[arg-type]  # the watcher's report of the save
+    assert ls.jobs.spawned == [] and published == [] and ls.jobs.probes == 1, (ls.jobs.spawned, published)

@@ -28,6 +28,7 @@ from lsprotocol import types
 from kernelscope.daemon.lsp import notify
 from kernelscope.daemon.lsp.state import WorkspaceState
 from kernelscope.protocol import workspace_files
+from kernelscope.protocol.text_positions import python_text
 
 if TYPE_CHECKING:
     from kernelscope.daemon.engine.views.diagnostics import Notice
@@ -71,9 +72,13 @@ def saved_text(ws: WorkspaceState) -> str:
     """kernel.py's text as it is on disk, line endings kept: an editor's didSave sends the
     buffer's text, CRLF for a CRLF file, and a copy read with universal newlines would be
     another text (a second check, an empty publication and, trusted, a second probe at every
-    save). The one read of the file the save flow compares with the buffer's; OSError when it
-    cannot be read (a named pipe or a device too: protocol/workspace_files.py)."""
-    return workspace_files.read_bytes(ws.kernel_path).decode("utf-8", errors="replace")
+    save). Without a leading byte order mark, as Python reads it (python_text): editors drop
+    the mark of a UTF-8 file from the buffer (VS Code keeps it as the file's encoding) while
+    the file's bytes hold it, and one save would be two texts (a second check and, trusted, a
+    second probe). The one read of the file the save flow compares with the buffer's (which
+    `check` and `kernel_changed` take as Python reads it too); OSError when it cannot be read
+    (a named pipe or a device too: protocol/workspace_files.py)."""
+    return python_text(workspace_files.read_bytes(ws.kernel_path).decode("utf-8", errors="replace"))
 
 
 def _digest(text: str) -> str:
@@ -89,6 +94,7 @@ async def check(ls: KernelscopeServer, ws: WorkspaceState, text: str, publish: b
     is: a recorded version, near one, new code; it decides whether a probe runs), then the
     static rules' findings, which take as long again on a large file and decide nothing here.
     """
+    text = python_text(text)  # (a buffer's: saved_text)
     digest = _digest(text)
     ws.text_arrived(text)  # (another text's notices are not published with this one's)
     if ws.checked != digest:
@@ -201,6 +207,7 @@ async def kernel_changed(ls: KernelscopeServer, ws: WorkspaceState, text: str | 
             text = saved_text(ws)
         except OSError:
             return  # (gone, or no regular file: the watcher's rescan lets the workspace go)
+    text = python_text(text)  # (the buffer's: saved_text)
     digest = _saved_text_arrived(ls, ws, text)
     if digest is None:
         if ws.notices_text != text and ws.checking_kernel != _digest(text):
