@@ -98,6 +98,10 @@ class WorkspaceState:
     # save and the watcher report the same change twice (features/save.py).
     kernel_digest: str | None = None
     checking_kernel: str | None = None
+    # The saved text (`kernel_digest`) whose handling ended with no probe to come for it (not
+    # measured: untrusted, a recorded version's, does not parse): its second report is not
+    # handled again. Not the last text checked (`checked`): a buffer's check moves that on.
+    saved_handled: str | None = None
     # The check of the latest text (features/save.py): its digest, notices and verdict, and
     # what is shown as diagnostics (with the one-time "not trusted" notice).
     checked: str | None = None
@@ -105,7 +109,7 @@ class WorkspaceState:
     checked_notices: tuple[Notice, ...] | None = None
     checked_identical: bool = False
     checked_static: tuple[Notice, ...] = ()  # the static rules' findings, published second
-    checked_extra: tuple[Notice, ...] = ()  # the one-time "not trusted" notice, while none was published
+    checked_extra: tuple[Notice, ...] = ()  # the one-time "not trusted" notice, until published
     notices: tuple[Notice, ...] = ()
     notices_text: str | None = None  # the text `notices` are about (text_arrived)
     arrived: str | None = None  # the latest text that arrived: only its check settles `notices`
@@ -205,10 +209,14 @@ class WorkspaceState:
 
     def notices_published(self) -> None:
         """A publication carried `notices`: the one-time "not trusted" notice among them is
-        said. Not before: a text that arrived first dropped it with that text's notices
-        (text_arrived), and the next check says it (features/save.py)."""
-        if self.checked_extra and self.checked_extra[0] in self.notices:
+        said, and dropped (no later publication repeats it, also not of the same text). Not
+        before: a text that arrived first dropped it with that text's notices (text_arrived),
+        and the next check says it (features/save.py)."""
+        extra = self.checked_extra
+        if extra and extra[0] in self.notices:
             self.untrusted_said = True
+            self.notices = tuple(n for n in self.notices if n not in extra)
+            self.checked_extra = ()
 
     def probe_finished(self, result: BenchResult, measured: str | None) -> None:
         """A probe ended; `measured` is `kernel_digest` when it started. A text saved since

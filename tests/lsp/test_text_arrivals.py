@@ -251,3 +251,160 @@ def test_the_watchers_report_of_a_checked_text_in_an_untrusted_workspace_is_not_
     del published[:], jobs.spawned[:]
     save.on_disk_change(ls, ws.root, {"kernel.py"})  # type: ignore[arg-type]  # the watcher's report of the save
     assert jobs.spawned == [] and published == [], (jobs.spawned, published)
+
+
+class _TrustedJobs(_ProbingJobs):
+    """Jobs.schedule_probe's rule: a save's probe only where saves are measured (trusted)."""
+
+    def schedule_probe(self, ws: Any) -> None:
+        if ws.settings.runs_on_save:
+            self.probes += 1
+
+
+def _watched(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, text: str, trusted: bool
+) -> tuple[WorkspaceState, _Server]:
+    """A workspace whose kernel.py holds `text` on disk, served with the watcher's hand-over
+    made at once; saves measured when `trusted`."""
+    (tmp_path / "kernel.py").write_bytes(text.encode())
+    ws = WorkspaceState(tmp_path, object)  # type: ignore[arg-type]
+    ws.settings = ws.settings.__class__(bench_on_save=True, trusted=trusted)
+    assert ws.settings.runs_on_save == trusted
+    state = ServerState()
+    state.workspaces[ws.root] = ws
+    monkeypatch.setattr(state, "on_loop", lambda callback: callback())  # (the watcher's thread hands over)
+    monkeypatch.setattr(state, "rescan", lambda: None)  # (the folder is a workspace still)
+    ls = _Server(state)
+    ls.jobs = _TrustedJobs()
+    return ws, ls
+
+
+def _saved(ls: _Server, ws: WorkspaceState, text: str) -> None:
+    """didSave's report of `text` (the buffer's), handled to its end."""
+    asyncio.run(save.kernel_changed(ls, ws, text))  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("trusted", [False, True])
+def test_a_late_watcher_report_of_a_save_leaves_the_buffers_verdict_up(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, trusted: bool
+) -> None:
+    """A is saved, checked and published; the user types on and the buffer's check publishes
+    B's verdict; then the watcher's report of A's save arrives (seconds later on a loaded
+    machine). Before, untrusted: the last text checked was B, so A counted as a new save:
+    [] published, then A's verdict, for a buffer showing B (and a second check of A)."""
+    a, b = "A = 1\n", "B = 2\n"
+    ws, ls = _watched(tmp_path, monkeypatch, a, trusted)
+    _verdicts(monkeypatch)
+    published = _publications(monkeypatch)
+    _saved(ls, ws, a)
+    asyncio.run(save.check(ls, ws, b))  # type: ignore[arg-type]  # did_change's check of the buffer
+    assert published[-1] == ["near_tried"] and ws.notices_text == b, published
+    del published[:], ls.jobs.spawned[:]
+    save.on_disk_change(ls, ws.root, {"kernel.py"})  # type: ignore[arg-type]  # the late report of A
+    assert ls.jobs.spawned == [] and published == [] and ws.notices_text == b, (ls.jobs.spawned, published)
+
+
+def test_a_trusted_saved_text_that_does_not_parse_is_handled_once(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Trusted: a saved text that does not parse is not measured, so no probe is scheduled
+    and the numbers stay "stale". Before: the watcher's report of it counted as a new save,
+    checked, parsed and published again (the rule was "untrusted", not "no probe will come")."""
+    text = "def broken(:\n"
+    ws, ls = _watched(tmp_path, monkeypatch, text, trusted=True)
+    checked = _verdicts(monkeypatch)
+    published = _publications(monkeypatch)
+    _saved(ls, ws, text)
+    assert ls.jobs.probes == 0 and checked == [text] and published, published
+    del published[:], ls.jobs.spawned[:]
+    save.on_disk_change(ls, ws.root, {"kernel.py"})  # type: ignore[arg-type]  # the watcher's report of the save
+    assert ls.jobs.spawned == [] and published == [], (ls.jobs.spawned, published)
+
+
+def test_a_report_arriving_while_the_saved_text_is_parsed_is_not_handled_again(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Trusted: the watcher's report of the save arrives while the saved text is parsed on the
+    pool, after its check and before its probe is scheduled. Before: the save's "check under
+    way" mark was cleared before that parse, no probe was in flight yet and the numbers were
+    stale, so the report was handled again (a second check, a second probe that cancels the
+    first)."""
+    text = "A = 1\n"
+    ws, ls = _watched(tmp_path, monkeypatch, text, trusted=True)
+    _verdicts(monkeypatch)
+    _publications(monkeypatch)
+    ls.on_parse = lambda: save.on_disk_change(ls, ws.root, {"kernel.py"})  # type: ignore[arg-type]
+    _saved(ls, ws, text)
+    assert ls.on_parse is None  # (the report arrived during the parse)
+    assert ls.jobs.spawned == ["_check_static"] and ls.jobs.probes == 1, (ls.jobs.spawned, ls.jobs.probes)
+
+
+@pytest.mark.parametrize("second", ["watcher", "didSave"])
+def test_trust_granted_between_the_two_reports_of_a_save_measures_nothing(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, second: str
+) -> None:
+    """Untrusted, a save handled (checked, published, not measured); the user trusts the
+    workspace; the save's second report arrives (the watcher's, or didSave's after the
+    watcher's). It was handled already: no check, no probe, nothing published; the text is
+    measured at the next save or by Benchmark now. Before: the watcher's report measured it,
+    or not, by when the grant came."""
+    text = "A = 1\n"
+    ws, ls = _watched(tmp_path, monkeypatch, text, trusted=False)
+    checked = _verdicts(monkeypatch)
+    published = _publications(monkeypatch)
+    _saved(ls, ws, text)
+    del published[:], checked[:], ls.jobs.spawned[:]
+    ws.settings = ws.settings.__class__(bench_on_save=True, trusted=True)
+    if second == "watcher":
+        save.on_disk_change(ls, ws.root, {"kernel.py"})  # type: ignore[arg-type]
+    else:
+        _saved(ls, ws, text)
+    assert ls.jobs.spawned == [] and ls.jobs.probes == 0 and checked == [] and published == [], (
+        ls.jobs.spawned,
+        checked,
+        published,
+    )
+
+
+def test_the_not_trusted_notice_once_said_is_not_published_again_with_the_same_text(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Untrusted: the save's verdict carries "re-benchmark on save is off"; the same text's
+    later publications (its static findings, a README change's refresh) do not say it again.
+    Before: the notice stayed among the text's notices once said and every later publication
+    of that text repeated it to an agent, which receives each one."""
+    text = "A = 1\n"
+    ws, ls = _watched(tmp_path, monkeypatch, text, trusted=False)
+    _verdicts(monkeypatch)
+    published = _publications(monkeypatch)
+    monkeypatch.setattr(save, "STATIC_REST_S", 0.0)
+    lint = Notice("warning", "static_finding", "a static finding")
+    monkeypatch.setattr(save, "static_check", lambda cache, t: (lint,))
+    _saved(ls, ws, text)
+    assert published == [[], ["near_tried", "bench_on_save_off"]], published  # (arrival, verdict)
+    del published[:]
+    asyncio.run(save._check_static(ls, ws, text))  # type: ignore[arg-type]  # (spawned by the check)
+    notify.workspace_changed(ls, ws, "readme")  # type: ignore[arg-type]
+    assert published == [["near_tried", "static_finding"]] * 2, published
+
+
+@pytest.mark.parametrize("buffer_bom", [False, True])
+def test_the_watchers_report_of_a_saved_file_with_a_byte_order_mark_is_the_same_text(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, buffer_bom: bool
+) -> None:
+    """A UTF-8 kernel.py starting with a byte order mark (written on Windows): editors drop
+    it from the buffer (VS Code keeps it as the file's encoding, "UTF-8 with BOM"), so
+    didSave's text has none, and the watcher then reads the file's bytes, which do. Before:
+    two texts for one save: the watcher's report was checked again and, trusted, measured
+    a second time (its probe cancelling the first). A buffer that keeps the mark is the same
+    text too: Python reads neither with it (protocol/text_positions.py)."""
+    buffer = "A = 1\nB = 2\n"
+    ws, ls = _watched(tmp_path, monkeypatch, "\ufeff" + buffer, trusted=True)
+    assert (tmp_path / "kernel.py").read_bytes().startswith(b"\xef\xbb\xbf")
+    _verdicts(monkeypatch)
+    published = _publications(monkeypatch)
+    _saved(ls, ws, "\ufeff" + buffer if buffer_bom else buffer)  # didSave's text
+    assert published[-1] == ["near_tried"] and ls.jobs.probes == 1, published
+    del published[:], ls.jobs.spawned[:]
+    save.on_disk_change(ls, ws.root, {"kernel.py"})  # type: ignore[arg-type]  # the watcher's report of the save
+    assert ls.jobs.spawned == [] and published == [] and ls.jobs.probes == 1, (ls.jobs.spawned, published)

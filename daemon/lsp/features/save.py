@@ -10,9 +10,9 @@ workflows/probe.py), and an untrusted workspace says once that it is not.
 
 One save is reported twice (didSave, and the watcher seeing the file change), the second up to
 seconds later on a loaded machine: a text already handled whose check or probe is still under
-way, or whose numbers are on screen (untrusted: whose check is published), is not handled or
-published again (a second probe would cancel the first and mark its fresh numbers stale; an
-agent receives every publication since its edit).
+way, whose numbers are on screen, or whose handling ended with no probe to come (untrusted, does
+not parse), is not handled or published again (a second probe would cancel the first and mark
+its fresh numbers stale; an agent receives every publication since its edit).
 """
 
 from __future__ import annotations
@@ -28,6 +28,7 @@ from lsprotocol import types
 from kernelscope.daemon.lsp import notify
 from kernelscope.daemon.lsp.state import WorkspaceState
 from kernelscope.protocol import workspace_files
+from kernelscope.protocol.text_positions import python_text
 
 if TYPE_CHECKING:
     from kernelscope.daemon.engine.views.diagnostics import Notice
@@ -71,9 +72,13 @@ def saved_text(ws: WorkspaceState) -> str:
     """kernel.py's text as it is on disk, line endings kept: an editor's didSave sends the
     buffer's text, CRLF for a CRLF file, and a copy read with universal newlines would be
     another text (a second check, an empty publication and, trusted, a second probe at every
-    save). The one read of the file the save flow compares with the buffer's; OSError when it
-    cannot be read (a named pipe or a device too: protocol/workspace_files.py)."""
-    return workspace_files.read_bytes(ws.kernel_path).decode("utf-8", errors="replace")
+    save). Without a leading byte order mark, as Python reads it (python_text): editors drop
+    the mark of a UTF-8 file from the buffer (VS Code keeps it as the file's encoding) while
+    the file's bytes hold it, and one save would be two texts (a second check and, trusted, a
+    second probe). The one read of the file the save flow compares with the buffer's (which
+    `check` and `kernel_changed` take as Python reads it too); OSError when it cannot be read
+    (a named pipe or a device too: protocol/workspace_files.py)."""
+    return python_text(workspace_files.read_bytes(ws.kernel_path).decode("utf-8", errors="replace"))
 
 
 def _digest(text: str) -> str:
@@ -89,6 +94,7 @@ async def check(ls: KernelscopeServer, ws: WorkspaceState, text: str, publish: b
     is: a recorded version, near one, new code; it decides whether a probe runs), then the
     static rules' findings, which take as long again on a large file and decide nothing here.
     """
+    text = python_text(text)  # (a buffer's: saved_text)
     digest = _digest(text)
     ws.text_arrived(text)  # (another text's notices are not published with this one's)
     if ws.checked != digest:
@@ -116,8 +122,6 @@ async def check(ls: KernelscopeServer, ws: WorkspaceState, text: str, publish: b
             ws.checked_extra = (untrusted_notice(str(ws.root), why),) if why else ()
         if not again:
             ls.jobs.spawn(_check_static(ls, ws, text))
-    elif ws.untrusted_said:
-        ws.checked_extra = ()  # a second report of the text: the one-time notice is not repeated
     while ws.checked_notices is None:  # the same text's check is under way (a second report)
         await asyncio.sleep(0.01)
         if ws.checked_text != text:  # (checked None: that check runs again, above)
@@ -203,6 +207,7 @@ async def kernel_changed(ls: KernelscopeServer, ws: WorkspaceState, text: str | 
             text = saved_text(ws)
         except OSError:
             return  # (gone, or no regular file: the watcher's rescan lets the workspace go)
+    text = python_text(text)  # (the buffer's: saved_text)
     digest = _saved_text_arrived(ls, ws, text)
     if digest is None:
         if ws.notices_text != text and ws.checking_kernel != _digest(text):
@@ -218,18 +223,20 @@ async def kernel_changed(ls: KernelscopeServer, ws: WorkspaceState, text: str | 
 def _saved_text_arrived(ls: KernelscopeServer, ws: WorkspaceState, text: str) -> str | None:
     """(loop) A saved text reported: its digest when it is to be handled (checked, then
     measured or not), None when it was handled already (a second report, module docstring):
-    its check or probe is under way, its numbers are on screen, or, where no save is measured
-    (untrusted), its check is what is published (it stays "stale": no probe will say more).
+    its check or probe is under way, its numbers are on screen, or its handling ended with no
+    probe to come (untrusted, does not parse: it stays "stale", and nothing will say more),
+    whatever was checked since (a buffer typed on after the save shows its own verdict).
     From here on the numbers on screen and the previous text's notices are not this text's."""
     digest = _digest(text)
     if digest == ws.kernel_digest and (
         ws.checking_kernel == digest
         or not ws.stale
         or ls.jobs.probe_in_flight(ws)
-        or (not ws.settings.runs_on_save and ws.checked == digest)
+        or ws.saved_handled == digest
     ):
         return None
     ws.kernel_digest = ws.checking_kernel = digest
+    ws.saved_handled = None
     ws.kernel_edited()
     ws.text_arrived(text)
     return digest
@@ -237,27 +244,30 @@ def _saved_text_arrived(ls: KernelscopeServer, ws: WorkspaceState, text: str) ->
 
 async def _saved_text_checked(ls: KernelscopeServer, ws: WorkspaceState, text: str, digest: str) -> None:
     """The saved text that arrived (`digest`) checked, then measured unless it is a recorded
-    version's code or does not parse; published with the probe's state."""
+    version's code or does not parse; published with the probe's state. A second report of it
+    is not handled again while this runs (`checking_kernel`, until the probe is scheduled) nor
+    after (the probe in flight, or `saved_handled`: none will come)."""
     try:
         identical = await check(ls, ws, text, publish=False)  # published below, with the probe's state
         if ws.kernel_digest != digest:  # a newer saved text arrived meanwhile: its check decides
             return
         if identical is None:
             # The buffer, edited after this save, took the diagnostics over (its check
-            # publishes); whether the saved text is measured is still this save's to decide
-            # (and a second report of it meanwhile is not handled again: checking_kernel).
+            # publishes); whether the saved text is measured is still this save's to decide.
             _, identical = await ls.off_loop(history_check, ws.cache, text)
             if ws.kernel_digest != digest:
                 return
+        if identical:  # already measured (or already failed): the numbers on screen are this code's
+            _recorded(ls, ws)
+        elif not await ls.off_loop(_parses, text):
+            log.info("%s: kernel.py does not parse: not benchmarked", ws.root.name)  # does_not_parse says so
+        else:
+            ls.jobs.schedule_probe(ws)  # (none where saves are not measured: Jobs.schedule_probe)
+        if ws.kernel_digest == digest and not ls.jobs.probe_in_flight(ws):
+            ws.saved_handled = digest
     finally:
         if ws.checking_kernel == digest:
             ws.checking_kernel = None
-    if identical:  # already measured (or already failed): the numbers on screen are this code's
-        _recorded(ls, ws)
-    elif not await ls.off_loop(_parses, text):
-        log.info("%s: kernel.py does not parse: not benchmarked", ws.root.name)  # does_not_parse says so
-    else:
-        ls.jobs.schedule_probe(ws)
     notify.workspace_changed(ls, ws)
 
 
