@@ -64,7 +64,7 @@ HARNESS_MODULES = (
     "kernelscope.kernels.second_inputs",
     "kernelscope.protocol.record_rules",
     "kernelscope.kernels.gate",
-    "kernelscope.kernels.timing",
+    "kernelscope.kernels.timed_checks",
     "kernelscope.protocol.stats",
     "kernelscope.kernels.integrity",
     "kernelscope.kernels.adapters",
