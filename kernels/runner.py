@@ -192,7 +192,7 @@ class _Runner:
         parent_fn: Any | None = None,
         framework_ok: bool = False,
     ) -> None:
-        from kernelscope.kernels.timed_checks import Timer
+        from kernelscope.kernels.timing import Timer
 
         self.args = args
         self.mode = mode
@@ -454,7 +454,7 @@ class _Runner:
         """The config's result and, when it passed the gate and its timed calls, its timing
         samples ((baseline, candidate), (first A, last A))."""
         from kernelscope.kernels.gate import GateFailure
-        from kernelscope.kernels.timed_checks import TimedCheckFailure
+        from kernelscope.kernels.timing import TimedCheckFailure
         from kernelscope.protocol.bench import BenchError, ConfigResult
         from kernelscope.protocol.stats import bootstrap_ratio_ci
 
@@ -563,12 +563,12 @@ def run(args: argparse.Namespace) -> Any:
     refused, static_warnings = static_gate(candidate_path, workspace, reference_path, args.adapter)
     if refused and not args.no_static_rules:
         return failure("static_check", refused, status="gate_failed")
-    # Watches set up before kernel.py is imported: patches, threads and streams it makes at
-    # import time are seen too (kernels/integrity.py).
-    from kernelscope.kernels import gate, integrity, result_seal, timed_checks
+    from kernelscope.kernels import gate, integrity, result_seal, timed_checks, timing
     from kernelscope.protocol import stats
 
-    guard = integrity.Guard([gate, stats, timed_checks, integrity, result_seal, sys.modules[__name__]])
+    # Watches set up before kernel.py is imported: its import-time patches, threads, streams too
+    harness = [gate, stats, timing, timed_checks, integrity, result_seal, sys.modules[__name__]]
+    guard = integrity.Guard(harness)
     try:
         problem = load_problem(
             reference_path,

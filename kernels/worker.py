@@ -65,6 +65,7 @@ HARNESS_MODULES = (
     "kernelscope.protocol.record_rules",
     "kernelscope.kernels.gate",
     "kernelscope.kernels.timed_checks",
+    "kernelscope.kernels.timing",
     "kernelscope.protocol.stats",
     "kernelscope.kernels.integrity",
     "kernelscope.kernels.adapters",

@@ -476,7 +476,7 @@ class _DestinationPassing:
         return self._outputs
 
     def prepare_timed_call(self) -> None:
-        """Zero the outputs the next timed call writes into (kernels.timed_checks calls it untimed)."""
+        """Zero the outputs the next timed call writes into (kernels.timing calls it untimed)."""
         for output in self._outputs:
             output.zero_()
 

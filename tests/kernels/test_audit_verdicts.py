@@ -20,10 +20,10 @@ from kernelscope.kernels import gate
 from kernelscope.kernels.timed_checks import (
     AUDIT_SEED,
     TimedCallChecks,
-    TimedCheckFailure,
     declared_note,
     output_fingerprint,
 )
+from kernelscope.kernels.timing import TimedCheckFailure
 
 GUARD = SimpleNamespace(
     check=lambda when: None, launches=SimpleNamespace(counting=lambda: nullcontext(SimpleNamespace(count=1)))

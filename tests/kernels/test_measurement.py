@@ -19,11 +19,11 @@ from kernelscope.kernels import gate
 from kernelscope.kernels.timed_checks import (
     UNPERTURBED_NOTE,
     PerturbOnly,
-    Timed,
     TimedCallChecks,
     perturb_,
     restore_,
 )
+from kernelscope.kernels.timing import Timed
 from kernelscope.protocol.stats import verdict_of
 from tests.conftest import EXAMPLES
 
@@ -185,7 +185,7 @@ def test_a_baseline_that_raises_on_perturbed_inputs_runs_again_unperturbed() -> 
 def test_calls_per_phase_are_estimated_again_for_each_configuration(monkeypatch: pytest.MonkeyPatch) -> None:
     """A problem hands every configuration the same function object; on a (simulated) CUDA clock
     the small configuration's call count must not be reused for the large one."""
-    from kernelscope.kernels.timed_checks import Timer
+    from kernelscope.kernels.timing import Timer
 
     clock = [0.0]
 
@@ -223,7 +223,7 @@ def test_gpu_warm_up_calls_restore_an_input_the_reference_changes(monkeypatch: p
     from contextlib import nullcontext
     from types import SimpleNamespace
 
-    from kernelscope.kernels.timed_checks import Timer
+    from kernelscope.kernels.timing import Timer
 
     class FakeEvent:
         def __init__(self, enable_timing: bool = True) -> None:

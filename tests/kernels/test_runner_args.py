@@ -13,7 +13,7 @@ from kernelscope.kernels.runner import _parse_args, _summarise
 def test_a_timing_budget_the_timer_cannot_use_is_refused(
     flag: str, value: str, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """`--warmup-ms inf` reached `int(self.warmup_ms / estimate)` in kernels/timed_checks.py:
+    """`--warmup-ms inf` reached `int(self.warmup_ms / estimate)` in kernels/timing.py:
     OverflowError on the GPU, classified `exception` (a FAIL blamed on the kernel)."""
     with pytest.raises(SystemExit) as exited:
         _parse_args(["--workspace", ".", "--candidate", "kernel.py", flag, value])
