@@ -124,7 +124,7 @@ def reference_first(
 def map_tensors(value: Any, fn: Callable[[torch.Tensor], Any]) -> Any:
     """`fn` of a tensor; a list or tuple rebuilt item by item, at any depth (a list of cache
     tensors); other values as they are. The one walk of an input's tensors: copies here,
-    the timed loop's perturbation (kernels/timing.py)."""
+    the timed loop's perturbation (kernels/timed_checks.py)."""
     if isinstance(value, torch.Tensor):
         return fn(value)
     if isinstance(value, (list, tuple)):

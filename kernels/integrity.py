@@ -188,7 +188,7 @@ class Tamper:
             )
         except ImportError:
             pass
-        for module in extra_modules:  # the harness's own modules: gate, stats, timing, integrity
+        for module in extra_modules:  # the harness's own: gate, stats, timing, timed_checks, ...
             self._add(module.__name__, module, _callables(module))
             # ...and the methods of the classes they define (a wrapped `_Runner.time_ab` could
             # shrink the candidate's timings without touching a module-level name).

@@ -210,13 +210,13 @@ class _Runner:
     ) -> tuple[list[float], list[float], list[float], tuple[list[float], list[float]]]:
         """Baseline (A), candidate (B) and optionally the parent (P), interleaved A B P P B A
         per round (ABBA without a parent) so machine drift cancels, on one input set that is
-        perturbed before every call; the candidate's calls are checked (kernels.timing). Also
+        perturbed before every call; the candidate's calls are checked (kernels.timed_checks). Also
         returns the A/A pair: the first and the last A phase of every round, whose ratio is
         the run's own noise band."""
         import random
 
         from kernelscope.kernels.gate import as_tensor_list, check_outputs, digest
-        from kernelscope.kernels.timing import PerturbOnly, TimedCallChecks
+        from kernelscope.kernels.timed_checks import PerturbOnly, TimedCallChecks
 
         inputs = problem.make_inputs(config, 0, self.device)
         baseline, candidate = problem.baseline(config), problem.candidate(config)
@@ -563,12 +563,12 @@ def run(args: argparse.Namespace) -> Any:
     refused, static_warnings = static_gate(candidate_path, workspace, reference_path, args.adapter)
     if refused and not args.no_static_rules:
         return failure("static_check", refused, status="gate_failed")
-    # Watches set up before kernel.py is imported: patches, threads and streams it makes at
-    # import time are seen too (kernels/integrity.py).
-    from kernelscope.kernels import gate, integrity, result_seal, timing
+    from kernelscope.kernels import gate, integrity, result_seal, timed_checks, timing
     from kernelscope.protocol import stats
 
-    guard = integrity.Guard([gate, stats, timing, integrity, result_seal, sys.modules[__name__]])
+    # Watches set up before kernel.py is imported: its import-time patches, threads, streams too
+    harness = [gate, stats, timing, timed_checks, integrity, result_seal, sys.modules[__name__]]
+    guard = integrity.Guard(harness)
     try:
         problem = load_problem(
             reference_path,

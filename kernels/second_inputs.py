@@ -67,7 +67,7 @@ def wrong_on_another_draw(draw: str, found: str) -> str:
 def domain_declared(module: Any) -> str | None:
     """Whether a reference module declares that its domain excludes inputs other than its own
     draws (`OPT_OUT = False`): then neither this check nor the timed calls' perturbation
-    (kernels/timing.py) runs. Says so, or None."""
+    (kernels/timed_checks.py) runs. Says so, or None."""
     return f"the problem sets {OPT_OUT} = False" if getattr(module, OPT_OUT, True) is False else None
 
 

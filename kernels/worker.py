@@ -64,6 +64,7 @@ HARNESS_MODULES = (
     "kernelscope.kernels.second_inputs",
     "kernelscope.protocol.record_rules",
     "kernelscope.kernels.gate",
+    "kernelscope.kernels.timed_checks",
     "kernelscope.kernels.timing",
     "kernelscope.protocol.stats",
     "kernelscope.kernels.integrity",

@@ -3,6 +3,8 @@
 Versioned (`schema_version`): clients check it before reading. A run either measured
 something (`status` ok or gate_failed) or failed in a classified way (`error.kind`), always
 with a message a person can act on and, for crashes, the tail of the child's stderr.
+What a result says in one word (`verdict_word`) and as `kernelscope bench`'s exit status is
+decided here, once, for the CLI and the editor's probe lens alike.
 """
 
 from __future__ import annotations
@@ -251,6 +253,44 @@ class BenchResult(ClosedModel):
     @property
     def failed_configs(self) -> list[ConfigResult]:
         return [c for c in self.configs if not c.passed]
+
+
+EXIT_PASS, EXIT_SETUP, EXIT_GATE_FAILED, EXIT_RESOURCE = 0, 2, 3, 4
+SETUP_KINDS = frozenset({"setup", "unsupported", "interpreter_limit"})  # no verdict on the kernel
+RESOURCE_KINDS = frozenset({"out_of_memory", "resource_limit"})  # no verdict on the answer
+
+
+def exit_status(result: BenchResult) -> int:
+    """A resource cap is not a wrong answer: a script must tell "shrink the problem or raise
+    the cap" (4) from "the kernel is wrong" (3)."""
+    if result.passed:
+        return EXIT_PASS
+    if result.error is not None and result.error.kind in SETUP_KINDS:
+        return EXIT_SETUP
+    if result.error is not None and result.error.kind in RESOURCE_KINDS:
+        return EXIT_RESOURCE
+    return EXIT_GATE_FAILED
+
+
+def worst_exit_status(results: list[BenchResult]) -> int:
+    """`--candidates`' status: a setup error (2) first, the run itself is broken; then a
+    resource cap (4), no verdict on the answer; then a failed gate (3)."""
+    statuses = {exit_status(r) for r in results}
+    for status in (EXIT_SETUP, EXIT_RESOURCE, EXIT_GATE_FAILED):
+        if status in statuses:
+            return status
+    return EXIT_PASS
+
+
+def verdict_word(result: BenchResult) -> str:
+    """A result's headline word, the same in `bench`'s first line, `--candidates`' table and the
+    probe lens: only a judged kernel is PASS or FAIL; a setup error is NOT RUN, a resource cap
+    STOPPED."""
+    if result.passed:
+        return "PASS"
+    if result.status == "unsupported":
+        return "UNSUPPORTED"
+    return {EXIT_SETUP: "NOT RUN", EXIT_RESOURCE: "STOPPED"}.get(exit_status(result), "FAIL")
 
 
 class RankedCandidate(ClosedModel):

@@ -24,47 +24,19 @@ from kernelscope.daemon.cli.options import OptInt
 from kernelscope.daemon.engine import KernelscopeError, counted
 from kernelscope.daemon.engine.run.bench import BenchRequest, run_benchmark
 from kernelscope.daemon.engine.run.bench_setup import PRECISIONS
-from kernelscope.protocol.bench import BENCH_SCHEMA_VERSION, MAX_TIMING_MS, BenchError, BenchResult
+from kernelscope.protocol.bench import (
+    BENCH_SCHEMA_VERSION,
+    EXIT_SETUP,
+    MAX_TIMING_MS,
+    BenchError,
+    BenchResult,
+    exit_status,
+    verdict_word,
+    worst_exit_status,
+)
 from kernelscope.protocol.sizes import SizeError, parse_problem_sizes
 
-EXIT_PASS, EXIT_SETUP, EXIT_GATE_FAILED, EXIT_RESOURCE = 0, 2, 3, 4
-_SETUP_KINDS = {"setup", "unsupported", "interpreter_limit"}  # no verdict on the kernel
-_RESOURCE_KINDS = {"out_of_memory", "resource_limit"}
-
-
-def exit_status(result: BenchResult) -> int:
-    """A resource cap is not a wrong answer: a script must tell "shrink the problem or raise
-    the cap" (4) from "the kernel is wrong" (3)."""
-    if result.passed:
-        return EXIT_PASS
-    if result.error is not None and result.error.kind in _SETUP_KINDS:
-        return EXIT_SETUP
-    if result.error is not None and result.error.kind in _RESOURCE_KINDS:
-        return EXIT_RESOURCE
-    return EXIT_GATE_FAILED
-
-
-def worst_exit_status(results: list[BenchResult]) -> int:
-    """`--candidates`' status: a setup error (2) first, the run itself is broken; then a
-    resource cap (4), no verdict on the answer; then a failed gate (3)."""
-    statuses = {exit_status(r) for r in results}
-    for status in (EXIT_SETUP, EXIT_RESOURCE, EXIT_GATE_FAILED):
-        if status in statuses:
-            return status
-    return EXIT_PASS
-
-
-def verdict_word(result: BenchResult) -> str:
-    """A result's headline word, the same in `bench`'s first line and `--candidates`' table:
-    only a judged kernel is PASS or FAIL; a setup error is NOT RUN, a resource cap STOPPED."""
-    if result.passed:
-        return "PASS"
-    if result.status == "unsupported":
-        return "UNSUPPORTED"
-    return {EXIT_SETUP: "NOT RUN", EXIT_RESOURCE: "STOPPED"}.get(exit_status(result), "FAIL")
-
-
-_WHY = {
+_WHY = {  # after the word (protocol/bench.py `verdict_word`) on bench's first line
     "NOT RUN": " (setup error: no verdict on the kernel)",
     "STOPPED": " (resource cap: no verdict on the answer)",
 }

@@ -125,7 +125,7 @@ def check_command(
 def _exit(errors: bool) -> None:
     """Exit 3 after the report when it holds an error: `bench` would fail the text (its exit
     status for a failed gate)."""
-    from kernelscope.daemon.cli.bench import EXIT_GATE_FAILED
+    from kernelscope.protocol.bench import EXIT_GATE_FAILED
 
     if errors:
         raise typer.Exit(EXIT_GATE_FAILED)

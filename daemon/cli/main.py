@@ -347,7 +347,8 @@ def _bench_json(args: list[str]) -> int:
     import typer
 
     from kernelscope.daemon.cli import output
-    from kernelscope.daemon.cli.bench import EXIT_SETUP, usage_error_document
+    from kernelscope.daemon.cli.bench import usage_error_document
+    from kernelscope.protocol.bench import EXIT_SETUP
 
     # click's ClickException, whether typer vendors click (0.2x) or uses it (older releases)
     usage_errors: tuple[type[BaseException], ...] = tuple(

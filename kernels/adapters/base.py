@@ -114,7 +114,7 @@ class Problem(abc.ABC):
     def domain_declared(self) -> str | None:
         """Where the problem declares that its domain excludes inputs other than its own draws
         (kernels/second_inputs.py's opt-out), says so: its timed inputs are not perturbed
-        (kernels/timing.py). None: not declared."""
+        (kernels/timed_checks.py). None: not declared."""
         return None
 
     def default_tolerance(self, config: dict[str, Any]) -> dict[str, float] | None:

@@ -12,14 +12,15 @@ from pathlib import Path
 
 import pytest
 
-from kernelscope.daemon.cli.bench import (
+from kernelscope.daemon.cli.bench import print_result
+from kernelscope.protocol.bench import (
     EXIT_RESOURCE,
+    BenchError,
+    BenchResult,
     exit_status,
-    print_result,
     verdict_word,
     worst_exit_status,
 )
-from kernelscope.protocol.bench import BenchError, BenchResult
 from tests.conftest import TESTS
 from tests.support.bench_fixtures import make_workspace
 

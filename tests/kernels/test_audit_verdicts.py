@@ -1,4 +1,4 @@
-"""The hidden audit's verdict (kernels/timing.py): a wrong output on its fresh draw is a `cheat`
+"""The hidden audit's verdict (kernels/timed_checks.py): a wrong output on its fresh draw is a `cheat`
 only with evidence that the candidate games the timing (an earlier call's output bit for bit, a
 right answer when called again, a wrong one now on inputs it was found right on); a plain
 data-dependent bug is a wrong result, worded as the second distribution words it. A wrong
@@ -17,13 +17,13 @@ import pytest
 import torch
 
 from kernelscope.kernels import gate
-from kernelscope.kernels.timing import (
+from kernelscope.kernels.timed_checks import (
     AUDIT_SEED,
     TimedCallChecks,
-    TimedCheckFailure,
     declared_note,
     output_fingerprint,
 )
+from kernelscope.kernels.timing import TimedCheckFailure
 
 GUARD = SimpleNamespace(
     check=lambda when: None, launches=SimpleNamespace(counting=lambda: nullcontext(SimpleNamespace(count=1)))

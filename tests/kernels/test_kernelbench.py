@@ -21,7 +21,7 @@ from pathlib import Path
 
 import pytest
 
-from kernelscope.daemon.cli.bench import EXIT_GATE_FAILED, EXIT_PASS, EXIT_RESOURCE, EXIT_SETUP
+from kernelscope.protocol.bench import EXIT_GATE_FAILED, EXIT_PASS, EXIT_RESOURCE, EXIT_SETUP
 from tests.conftest import FIXTURES
 
 KERNELBENCH = FIXTURES / "kernelbench"

@@ -16,14 +16,14 @@ from kernelscope.daemon.engine.memory.scores import memory_scores
 from kernelscope.daemon.engine.views.lens_text import kernel_lens
 from kernelscope.daemon.engine.workspace.workspace import Workspace
 from kernelscope.kernels import gate
-from kernelscope.kernels.timing import (
+from kernelscope.kernels.timed_checks import (
     UNPERTURBED_NOTE,
     PerturbOnly,
-    Timed,
     TimedCallChecks,
     perturb_,
     restore_,
 )
+from kernelscope.kernels.timing import Timed
 from kernelscope.protocol.stats import verdict_of
 from tests.conftest import EXAMPLES
 

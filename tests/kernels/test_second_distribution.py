@@ -14,7 +14,7 @@ import pytest
 import torch
 
 from kernelscope.kernels.second_inputs import OPT_OUT, check_second_distribution, signed_heavy_tailed
-from kernelscope.kernels.timing import declared_note
+from kernelscope.kernels.timed_checks import declared_note
 from tests.conftest import EXAMPLES
 from tests.kernels.test_kernelbench import (
     _ELEMENTWISE,
