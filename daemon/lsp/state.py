@@ -109,7 +109,7 @@ class WorkspaceState:
     checked_notices: tuple[Notice, ...] | None = None
     checked_identical: bool = False
     checked_static: tuple[Notice, ...] = ()  # the static rules' findings, published second
-    checked_extra: tuple[Notice, ...] = ()  # the one-time "not trusted" notice, until published
+    checked_extra: tuple[Notice, ...] = ()  # the one-time "not trusted" notice, while none was published
     notices: tuple[Notice, ...] = ()
     notices_text: str | None = None  # the text `notices` are about (text_arrived)
     arrived: str | None = None  # the latest text that arrived: only its check settles `notices`
@@ -209,14 +209,10 @@ class WorkspaceState:
 
     def notices_published(self) -> None:
         """A publication carried `notices`: the one-time "not trusted" notice among them is
-        said, and dropped (no later publication repeats it, also not of the same text). Not
-        before: a text that arrived first dropped it with that text's notices (text_arrived),
-        and the next check says it (features/save.py)."""
-        extra = self.checked_extra
-        if extra and extra[0] in self.notices:
+        said. Not before: a text that arrived first dropped it with that text's notices
+        (text_arrived), and the next check says it (features/save.py)."""
+        if self.checked_extra and self.checked_extra[0] in self.notices:
             self.untrusted_said = True
-            self.notices = tuple(n for n in self.notices if n not in extra)
-            self.checked_extra = ()
 
     def probe_finished(self, result: BenchResult, measured: str | None) -> None:
         """A probe ended; `measured` is `kernel_digest` when it started. A text saved since

@@ -366,28 +366,6 @@ def test_trust_granted_between_the_two_reports_of_a_save_measures_nothing(
     )
 
 
-def test_the_not_trusted_notice_once_said_is_not_published_again_with_the_same_text(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """Untrusted: the save's verdict carries "re-benchmark on save is off"; the same text's
-    later publications (its static findings, a README change's refresh) do not say it again.
-    Before: the notice stayed among the text's notices once said and every later publication
-    of that text repeated it to an agent, which receives each one."""
-    text = "A = 1\n"
-    ws, ls = _watched(tmp_path, monkeypatch, text, trusted=False)
-    _verdicts(monkeypatch)
-    published = _publications(monkeypatch)
-    monkeypatch.setattr(save, "STATIC_REST_S", 0.0)
-    lint = Notice("warning", "static_finding", "a static finding")
-    monkeypatch.setattr(save, "static_check", lambda cache, t: (lint,))
-    _saved(ls, ws, text)
-    assert published == [[], ["near_tried", "bench_on_save_off"]], published  # (arrival, verdict)
-    del published[:]
-    asyncio.run(save._check_static(ls, ws, text))  # type: ignore[arg-type]  # (spawned by the check)
-    notify.workspace_changed(ls, ws, "readme")  # type: ignore[arg-type]
-    assert published == [["near_tried", "static_finding"]] * 2, published
-
-
 @pytest.mark.parametrize("buffer_bom", [False, True])
 def test_the_watchers_report_of_a_saved_file_with_a_byte_order_mark_is_the_same_text(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, buffer_bom: bool

@@ -122,6 +122,8 @@ async def check(ls: KernelscopeServer, ws: WorkspaceState, text: str, publish: b
             ws.checked_extra = (untrusted_notice(str(ws.root), why),) if why else ()
         if not again:
             ls.jobs.spawn(_check_static(ls, ws, text))
+    elif ws.untrusted_said:
+        ws.checked_extra = ()  # a second report of the text: the one-time notice is not repeated
     while ws.checked_notices is None:  # the same text's check is under way (a second report)
         await asyncio.sleep(0.01)
         if ws.checked_text != text:  # (checked None: that check runs again, above)
