@@ -43,7 +43,9 @@ def run_emacs(script: str, tmp_path: Path, session=editor_session, **extra_env: 
         timeout=420,
     )
     results = json.loads(out.read_text())
-    assert proc.returncode == 0 and "error" not in results, (proc.stderr[-2000:], results)
+    # (the error's own line first: a batch backtrace's tail is the call stack, not the message)
+    said = [line[:300] for line in proc.stderr.splitlines() if "error" in line.lower()][:5]
+    assert proc.returncode == 0 and "error" not in results, (said, proc.stderr[-2000:], results)
     assert "Unknown notification" not in proc.stderr, proc.stderr[-2000:]
     return results
 
