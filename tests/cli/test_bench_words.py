@@ -15,14 +15,12 @@ import pytest
 from kernelscope.daemon.cli.bench import print_result
 from kernelscope.protocol.bench import (
     EXIT_RESOURCE,
-    BenchError,
-    BenchResult,
     exit_status,
     verdict_word,
     worst_exit_status,
 )
 from tests.conftest import TESTS
-from tests.support.bench_fixtures import make_workspace
+from tests.support.bench_fixtures import bench_result, make_workspace
 
 
 def bench(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
@@ -104,30 +102,17 @@ def test_a_setup_error_prints_no_fail_verdict(tmp_path: Path) -> None:
     assert done.stdout.startswith("NOT RUN (setup error: no verdict on the kernel)"), done.stdout
 
 
-def _result(kind: str | None, status: str = "error") -> BenchResult:
-    return BenchResult(
-        status=status,  # type: ignore[arg-type]
-        passed=False,
-        mode="interpreter",
-        workspace="ws",
-        candidate="kernel.py",
-        baseline="reference",
-        entry_point="",
-        error=None if kind is None else BenchError(kind=kind, message="m"),  # type: ignore[arg-type]
-    )
-
-
 def test_a_resource_cap_prints_no_fail_verdict(capsys: pytest.CaptureFixture[str]) -> None:
     """A single bench stopped by its memory cap exited 4 ("not a verdict on the answer") under a
     first line `FAIL  mode=interpreter ...`."""
-    result = _result("out_of_memory")
+    result = bench_result("out_of_memory")
     assert exit_status(result) == EXIT_RESOURCE
     print_result(result)
     first = capsys.readouterr().out.splitlines()[0]
     assert not first.startswith("FAIL") and first.startswith("STOPPED (resource cap"), first
-    assert verdict_word(_result("wrong_result", "gate_failed")) == "FAIL"
-    assert verdict_word(_result("setup")) == "NOT RUN"
-    assert verdict_word(_result("unsupported", "unsupported")) == "UNSUPPORTED"
+    assert verdict_word(bench_result("wrong_result", "gate_failed")) == "FAIL"
+    assert verdict_word(bench_result("setup")) == "NOT RUN"
+    assert verdict_word(bench_result("unsupported", "unsupported")) == "UNSUPPORTED"
 
 
 def test_candidates_with_a_setup_error_say_not_run_and_exit_2(tmp_path: Path) -> None:
@@ -145,8 +130,12 @@ def test_candidates_with_a_setup_error_say_not_run_and_exit_2(tmp_path: Path) ->
 
 def test_candidates_exit_with_the_worst_status() -> None:
     """Setup (2) before a resource cap (4) before a failed gate (3)."""
-    ok = _result(None, "ok").model_copy(update={"passed": True})
-    fail, oom, setup = _result("wrong_result", "gate_failed"), _result("out_of_memory"), _result("setup")
+    ok = bench_result(None, "ok").model_copy(update={"passed": True})
+    fail, oom, setup = (
+        bench_result("wrong_result", "gate_failed"),
+        bench_result("out_of_memory"),
+        bench_result("setup"),
+    )
     assert worst_exit_status([ok, ok]) == 0
     assert worst_exit_status([ok, fail]) == 3
     assert worst_exit_status([fail, oom, ok]) == 4

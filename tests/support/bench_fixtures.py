@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from kernelscope.protocol.bench import BenchError, BenchResult
+
 REFERENCE = """
 import torch
 
@@ -137,3 +139,18 @@ EVADING: dict[str, str] = {
     "hoards_memory": _TRITON_BESIDE + KERNELS["hoards_memory"],
     "hang": _TRITON_BESIDE + KERNELS["hang"],
 }
+
+
+def bench_result(kind: str | None, status: str = "error", passed: bool = False) -> BenchResult:
+    """A bench result of `status` whose error (if any) is of `kind`: what the CLI's verdict word
+    and the probe lens read, without running a benchmark."""
+    return BenchResult(
+        status=status,  # type: ignore[arg-type]
+        passed=passed,
+        mode="interpreter",
+        workspace="ws",
+        candidate="kernel.py",
+        baseline="reference",
+        entry_point="",
+        error=None if kind is None else BenchError(kind=kind, message="m"),  # type: ignore[arg-type]
+    )
