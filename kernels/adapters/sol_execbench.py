@@ -55,9 +55,9 @@ import torch
 
 from kernelscope.kernels.adapters.base import Problem, ProblemError, ProblemSource, entry_point, load_module
 from kernelscope.protocol.sol_solution import SolutionError, read_spec
+from kernelscope.protocol.sol_workloads import WORKLOADS, WorkloadsError, parse_workloads
 
 DEFINITION = "definition.json"
-WORKLOADS = "workload.jsonl"
 BENCH_CONFIG = "config.json"
 
 # Upstream defaults: core/bench/config/benchmark_config.py (seed) and
@@ -118,23 +118,14 @@ def _read_json(path: Path, what: str) -> Any:
 
 
 def _read_workloads(path: Path) -> list[dict[str, Any]]:
-    workloads = []
     try:
-        lines = path.read_text(encoding="utf-8").splitlines()
+        workloads = parse_workloads(path.read_text(encoding="utf-8"))
     except OSError as exc:
         raise ProblemError(f"cannot read {path}: {exc}") from exc
-    for number, line in enumerate(lines, 1):
-        if not line.strip():
-            continue
-        try:
-            workload = json.loads(line)
-        except json.JSONDecodeError as exc:
-            raise ProblemError(f"{path.name} line {number} is not valid JSON: {exc}") from exc
-        if not isinstance(workload, dict) or not isinstance(workload.get("axes", {}), dict):
-            raise ProblemError(f"{path.name} line {number} is not a workload object with axes")
-        workload.setdefault("uuid", f"line{number}")
-        workload.setdefault("axes", {})
-        workloads.append(workload)
+    except UnicodeDecodeError as exc:
+        raise ProblemError(f"{path.name} is not UTF-8 text: {exc}") from None
+    except WorkloadsError as exc:
+        raise ProblemError(str(exc)) from None
     if not workloads:
         raise ProblemError(f"{path.name} holds no workload")
     return workloads

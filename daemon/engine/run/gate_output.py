@@ -40,8 +40,7 @@ from pydantic import ValidationError
 
 from kernelscope.daemon.engine import load_json
 from kernelscope.daemon.engine.memory import atrex_fields
-from kernelscope.daemon.engine.workspace.kinds import atrex_bench_shapes
-from kernelscope.protocol import workspace_files
+from kernelscope.daemon.engine.workspace.kinds import atrex_bench_shapes, sol_workloads
 from kernelscope.protocol.bench import BenchError, ConfigResult, ErrorKind, GateReport
 
 RESULT_JSON = re.compile(r"^(?P<prefix>.*?)\s*RESULT_JSON=(?P<body>\{.*\})\s*$")
@@ -160,16 +159,8 @@ class Workloads:
     @classmethod
     def read(cls, workspace: Path) -> Workloads:
         axes: dict[str, dict[str, Any]] = atrex_bench_shapes(workspace) or {}
-        path = workspace / "workload.jsonl"
-        with contextlib.suppress(OSError, UnicodeDecodeError):
-            if path.is_file():  # (one past workspace_files.MAX_FILE_BYTES is not read)
-                for line in workspace_files.read_text(path).splitlines():
-                    with contextlib.suppress(json.JSONDecodeError, AttributeError, TypeError):
-                        item = load_json(line)
-                        uuid = item.get("uuid")
-                        if isinstance(uuid, str):
-                            found = item.get("axes")
-                            axes[uuid] = found if isinstance(found, dict) else {}
+        workloads, _ = sol_workloads(workspace)
+        axes.update({str(w["uuid"]): w["axes"] for w in workloads or []})
         return cls(axes)
 
     def full_id(self, prefix: str) -> str:

@@ -89,9 +89,11 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from kernelscope.daemon.engine import DataError, counted, load_json
 from kernelscope.daemon.engine.memory.git_place import READ_ONLY_ENV, READ_ONLY_OPTIONS, git_environment
+from kernelscope.daemon.engine.workspace.kinds import sol_workloads
 from kernelscope.protocol import workspace_files
 from kernelscope.protocol.bench import BenchError, BenchResult, ConfigResult
 from kernelscope.protocol.experiment import SUMMARY_MAX_CHARS, KernelExperiment, utc_now_z
+from kernelscope.protocol.sol_workloads import WORKLOADS
 
 if TYPE_CHECKING:
     from kernelscope.daemon.engine.store.store import ExperimentStore
@@ -295,25 +297,18 @@ def _message_number(message: str, label: str) -> float | None:
 
 
 def _read_sol(root: Path) -> tuple[str, list[dict[str, Any]]] | None:
-    """(definition name, workload.jsonl lines) of a SOL-ExecBench workspace, else None."""
-    definition, workloads = root / "definition.json", root / "workload.jsonl"
-    if not (definition.is_file() and workloads.is_file()):
+    """(definition name, workload.jsonl's workloads as the harness reads them) of a
+    SOL-ExecBench workspace, else None; no workloads when the file is unreadable."""
+    definition = root / "definition.json"
+    if not (definition.is_file() and (root / WORKLOADS).is_file()):
         return None
     try:
         data = load_json(workspace_files.read_text(definition))
-        lines = workspace_files.read_text(workloads).splitlines()
     except (OSError, ValueError):
         return None
     name = data.get("name") if isinstance(data, dict) else None
-    found: list[dict[str, Any]] = []
-    for line in lines:
-        try:
-            value = load_json(line) if line.strip() else None
-        except ValueError:
-            value = None
-        if isinstance(value, dict):
-            found.append(value)
-    return (name if isinstance(name, str) and name else root.name or "workspace"), found
+    workloads, _ = sol_workloads(root)
+    return (name if isinstance(name, str) and name else root.name or "workspace"), workloads or []
 
 
 def _git_state(path: Path) -> tuple[str | None, bool]:
@@ -370,15 +365,15 @@ def environment_of(result: BenchResult) -> TraceEnvironment:
 
 
 def _sol_line(config: ConfigResult | None, lines: list[dict[str, Any]], index: int) -> dict[str, Any] | None:
-    """The workload.jsonl line a configuration ran: by the adapter's `workload_index`, checked
-    against its `uuid` (the adapter names a line without one `line<N>`)."""
+    """The workload a configuration ran: by the adapter's `workload_index`, checked against its
+    `uuid` (both read workload.jsonl by one rule, protocol.sol_workloads)."""
     if config is None:
         return lines[index] if index < len(lines) else None
     position, uuid = config.params.get("workload_index"), config.params.get("uuid")
     line = lines[position] if isinstance(position, int) and 0 <= position < len(lines) else None
-    if line is not None and (uuid is None or "uuid" not in line or str(line["uuid"]) == str(uuid)):
-        return {"uuid": uuid, **line} if uuid is not None else line
-    return next((w for w in lines if "uuid" in w and str(w["uuid"]) == str(uuid)), None)
+    if line is not None and (uuid is None or str(line["uuid"]) == str(uuid)):
+        return line
+    return next((w for w in lines if str(w["uuid"]) == str(uuid)), None)
 
 
 def _workload(
@@ -390,7 +385,7 @@ def _workload(
         axes = dict(line.get("axes") or {})
         shrunk = (config.shrunk_for_interpreter if config is not None else None) or {}
         axes.update({axis: sizes[1] for axis, sizes in shrunk.items()})  # the sizes that ran
-        data: dict[str, Any] = {"uuid": str(line.get("uuid") or f"line{index + 1}"), "axes": axes}
+        data: dict[str, Any] = {"uuid": str(line["uuid"]), "axes": axes}
         data.update(inputs=line.get("inputs") or {}, tolerance=line.get("tolerance"))
         try:
             return TraceWorkload.model_validate(data)

@@ -16,6 +16,7 @@ from typing import Any
 from kernelscope.daemon.engine import load_json
 from kernelscope.daemon.engine.workspace import atrex
 from kernelscope.protocol import kinds, workspace_files
+from kernelscope.protocol.sol_workloads import WORKLOADS, WorkloadsError, parse_workloads
 from kernelscope.protocol.workspace import ReadmeInfo, TargetSource, WorkspaceProfile
 
 SHAPES_FILE = "shapes.json"  # Atrex-Bench's workloads: shape id -> {input_kwargs, ...}
@@ -52,6 +53,25 @@ def atrex_bench_shapes(root: Path) -> dict[str, dict[str, Any]] | None:
             if isinstance(found, dict):
                 return {str(sid): _input_kwargs(shape) for sid, shape in found.items()}
     return None
+
+
+def sol_workloads(root: Path) -> tuple[list[dict[str, Any]] | None, str | None]:
+    """SOL-ExecBench's `workload.jsonl` as the harness reads it (protocol.sol_workloads: the
+    same lines, order and `line<N>` names), or None and why: (None, None) when the file is
+    absent, (None, the reason) when it is unreadable or a line is not a workload. The daemon's
+    one reader of it: the profile counts the workloads, the trace export and the gate's report
+    name configurations by them."""
+    path = root / WORKLOADS
+    try:
+        text = workspace_files.read_text(path)
+    except FileNotFoundError:
+        return None, None
+    except (OSError, UnicodeDecodeError) as exc:
+        return None, f"{WORKLOADS} cannot be read: {exc}"
+    try:
+        return parse_workloads(text), None
+    except WorkloadsError as exc:
+        return None, str(exc)
 
 
 def _input_kwargs(shape: Any) -> dict[str, Any]:
@@ -103,22 +123,26 @@ def folder_of(root: Path, readme: ReadmeInfo | None) -> kinds.Folder:
     )
 
 
-def _workload_count(root: Path, kind: str) -> tuple[int | None, str | None]:
+def _workload_count(root: Path, kind: str, readme: ReadmeInfo | None) -> tuple[int | None, str | None]:
     """The workloads the kind's own files list (SOL-ExecBench's `workload.jsonl` lines,
-    Atrex-Bench's `shapes.json` entries), or None, and why when they exist but are not here."""
+    Atrex-Bench's `shapes.json` entries), else the count the README states, else None, and why
+    when they exist but cannot be counted: private, or a workload.jsonl the harness refuses
+    (then no README count either: the problem cannot run as it stands)."""
+    stated = readme.workload_count if readme is not None else None
     if kind == "sol-execbench":
-        try:
-            text = workspace_files.read_text(root / "workload.jsonl", errors="replace")
-        except OSError:
-            return None, None
-        return sum(1 for line in text.splitlines() if line.strip()), None
+        workloads, why = sol_workloads(root)
+        if workloads is not None:
+            return len(workloads), None
+        return (None, why) if why is not None else (stated, None)
     if kind == "atrex-bench":
         shapes = atrex_bench_shapes(root)
         if shapes is not None:
             return len(shapes), None
+        if stated is not None:
+            return stated, None
         private = not (root / SHAPES_FILE).exists() and (root / "agent_problem.json").is_file()
         return None, PRIVATE_WORKLOADS if private else None
-    return None, None
+    return stated, None
 
 
 def _json_object(path: Path) -> dict[str, Any]:
@@ -207,9 +231,7 @@ def profile(root: Path, readme: ReadmeInfo | None) -> WorkspaceProfile:
     goal = readme.goal if readme else None
     if goal is None:
         goal = spec.goal
-    workloads, private = _workload_count(root, kind)
-    if workloads is None and readme is not None:
-        workloads, private = readme.workload_count, None if readme.workload_count is not None else private
+    workloads, private = _workload_count(root, kind, readme)
     return WorkspaceProfile(
         kind=kind,
         harness=spec.harness,
