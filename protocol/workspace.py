@@ -264,9 +264,7 @@ class WorkspaceProfile(ClosedModel):
     goal: str | None = None
     workload_count: int | None = None
     workload_count_note: str | None = Field(
-        default=None,
-        description="why workload_count is null where workloads exist (kept private, or a "
-        "workload file the harness cannot read either)",
+        default=None, description="why workload_count is null where workloads exist (private, unreadable)"
     )
     stop_conditions: list[TargetSource] = Field(default_factory=list)
     targets_digest: str = Field(description="sha256 over every stated target (never of nothing)")
