@@ -1,0 +1,96 @@
+"""One rule for when a README stop condition is met, the same in `kernelscope iterate` (which
+records its answer) and in the file lens (which states it for every version, atrex's too).
+
+A condition is judged on the figure the version's record states for the target's metric: the
+version's one number over its workloads, which atrex's supervisor checks its target against
+(the record's `performance`), never the best of the workloads. iterate judged each condition
+on its best configuration (the lowest latency, the highest GB/s) while the record and the lens
+read its slowest: the same version was `met` in iterate's answer and `50% of target` above
+kernel.py.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+from kernelscope.daemon.engine.views.lens_text import file_lens
+from kernelscope.daemon.engine.workflows import iterate as iterate_module
+from kernelscope.daemon.engine.workflows.git import Git
+from kernelscope.daemon.engine.workflows.iterate import (
+    IterateOptions,
+    evaluate_stop_conditions,
+    run_iteration,
+)
+from kernelscope.daemon.engine.workspace.readme import parse_readme
+from kernelscope.daemon.engine.workspace.workspace import Workspace
+from kernelscope.protocol.bench import BenchResult, ConfigResult
+from tests.conftest import EXAMPLES
+
+TWO_TARGETS = "# t\n\n## Stop Conditions\n- latency <= 10 us\n- memory-bound target: bandwidth >= 4.32TB/s\n"
+
+
+def two_workloads(mode: str = "gpu") -> BenchResult:
+    """A small workload that meets `latency <= 10 us` (5 us) and the large one, the kernel's
+    figure, that does not (20 us)."""
+    small = ConfigResult(
+        name="n=1024", passed=True, candidate_ms=0.005, baseline_ms=0.01, gbps=1.6, speedup=2.0
+    )
+    large = ConfigResult(
+        name="n=1048576", passed=True, candidate_ms=0.020, baseline_ms=0.04, gbps=4400.0, speedup=2.0
+    )
+    return BenchResult(
+        status="ok",
+        passed=True,
+        mode=mode,  # type: ignore[arg-type]
+        workspace="/w",
+        candidate="/w/kernel.py",
+        baseline="reference",
+        entry_point="kernel_fn",
+        configs=[small, large],
+        score=2.0,
+    )
+
+
+def test_iterate_judges_a_condition_on_the_figure_it_records_not_the_best_workload() -> None:
+    """Before: `latency <= 10 us` met, measured 5 us (the small workload), where the record
+    says 20 us."""
+    (latency, bandwidth), met = evaluate_stop_conditions(parse_readme(TWO_TARGETS), two_workloads())
+    assert (latency.measured, latency.met) == (20.0, False), latency
+    assert (bandwidth.measured, bandwidth.met) == (4400.0, True), bandwidth
+    assert met is False
+
+
+@pytest.fixture
+def recorded(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A workspace whose v0 iterate recorded from `two_workloads` (a GPU run, faked)."""
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    shutil.copy(EXAMPLES / "vector_add" / "kernel.py", ws / "kernel.py")
+    shutil.copy(EXAMPLES / "vector_add" / "reference.py", ws / "reference.py")
+    (ws / "README.md").write_text(TWO_TARGETS)
+    git = Git(ws)
+    git.init()
+    git.commit_paths([ws / "README.md", ws / "reference.py"], "init")
+    monkeypatch.setattr(iterate_module, "run_benchmark", lambda request, cancel=None: two_workloads())
+    result = run_iteration(
+        ws,
+        IterateOptions(
+            action_category="baseline", action_description="v0", db_url=str(tmp_path / "e.sqlite")
+        ),
+    )
+    assert result.passed and result.version == "v0"
+    return ws
+
+
+def test_iterate_and_the_lens_say_the_same_of_the_same_version(recorded: Path) -> None:
+    record = json.loads((recorded / "memory" / "v0.json").read_text())
+    statuses = record["kernelscope"]["stop_conditions"]
+    assert [(s["measured"], s["met"]) for s in statuses] == [(20.0, False), (4400.0, True)], statuses
+    assert record["performance"]["latency_us"] == 20.0
+    lens = file_lens(Workspace(recorded))
+    assert lens.startswith("target latency <= 10us | best 20 us v0, 50% of target |"), lens
+    assert "(met)" not in lens.split(" | ")[1], lens
