@@ -94,3 +94,56 @@ def test_iterate_and_the_lens_say_the_same_of_the_same_version(recorded: Path) -
     lens = file_lens(Workspace(recorded))
     assert lens.startswith("target latency <= 10us | best 20 us v0, 50% of target |"), lens
     assert "(met)" not in lens.split(" | ")[1], lens
+
+
+def gpu_record(
+    version: str, latency_us: float, gbps: float | None, score: float | None = None
+) -> dict[str, object]:
+    block: dict[str, object] = {"mode": "gpu"}
+    if score is not None:
+        block["score_vs_v0"] = score
+    return {
+        "version": version,
+        "performance": {"latency_us": latency_us, "bandwidth_gbps": gbps},
+        "quality_gate": {"result": "PASS"},
+        "kernelscope": block,
+    }
+
+
+def lens_of(root: Path, readme: str, records: list[dict[str, object]]) -> str:
+    root.mkdir()
+    (root / "README.md").write_text(readme)
+    (root / "kernel.py").write_text("def kernel_fn(x):\n    return x\n")
+    (root / "memory").mkdir()
+    for item in records:
+        (root / "memory" / f"{item['version']}.json").write_text(json.dumps(item))
+    return file_lens(Workspace(root))
+
+
+def test_the_lens_states_every_stop_condition_not_only_the_first(tmp_path: Path) -> None:
+    """The lens read the README's first stop condition only: a README asking for 10 us and
+    4.32 TB/s showed the latency alone, and nothing said the bandwidth target was met."""
+    lens = lens_of(tmp_path / "ws", TWO_TARGETS, [gpu_record("v0", 20.0, 4400.0)])
+    assert lens.startswith(
+        "target latency <= 10us | best 20 us v0, 50% of target | bandwidth >= 4.32TB/s: 102% v0 (met) | next v1"
+    ), lens
+
+
+def test_a_further_condition_a_gpu_version_met_is_not_hidden_by_an_interpreter_best(tmp_path: Path) -> None:
+    """The best version (by score) ran under the interpreter: each condition still says which
+    GPU version met it, and what the best GPU figure is where none did."""
+    three = TWO_TARGETS + "- bf16 TFLOPS >= 100T\n"
+    v1 = gpu_record("v1", 8.0, 4500.0, score=2.0)
+    v1["performance"]["tflops"] = 50.0  # type: ignore[index]
+    interpreted = {
+        **gpu_record("v2", 900.0, None, score=3.0),
+        "kernelscope": {"mode": "interpreter", "score_vs_v0": 3.0},
+    }
+    lens = lens_of(tmp_path / "ws", three, [gpu_record("v0", 16.0, 2000.0), v1, interpreted])
+    parts = lens.split(" | ")
+    assert parts[:3] == [
+        "target latency <= 10us",
+        "met by v1: 8 us, 125% of target",
+        "best v2: not evaluated (interpreter timings are not GPU figures)",
+    ], lens
+    assert parts[3:5] == ["bandwidth >= 4.32TB/s: met by v1", "tflops >= 100T: best GPU figure 50% v1"], lens
