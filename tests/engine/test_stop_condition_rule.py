@@ -147,3 +147,18 @@ def test_a_further_condition_a_gpu_version_met_is_not_hidden_by_an_interpreter_b
         "best v2: not evaluated (interpreter timings are not GPU figures)",
     ], lens
     assert parts[3:5] == ["bandwidth >= 4.32TB/s: met by v1", "tflops >= 100T: best GPU figure 50% v1"], lens
+
+
+@pytest.mark.parametrize("value", [{"text": "bw", "kind": "bandwidth", "met": True}, "met", 3])
+def test_compare_says_so_of_stop_conditions_recorded_as_no_list(tmp_path: Path, value: object) -> None:
+    """compare said how many entries of the list it could not read, but a `stop_conditions`
+    that is no list at all (a single entry, a word) was left out without a word."""
+    from kernelscope.daemon.engine.history.service import HistoryService
+
+    v1 = gpu_record("v1", 8.0, 4500.0, score=2.0)
+    v1["kernelscope"]["stop_conditions"] = value  # type: ignore[index]
+    lens_of(tmp_path / "ws", TWO_TARGETS, [gpu_record("v0", 16.0, 2000.0), v1])
+    comparison = HistoryService(tmp_path / "ws", db_url=str(tmp_path / "e.sqlite")).compare("v0", "v1")
+    details = comparison.gate_details["v1"]
+    assert "stop conditions left out (recorded as no list of entries this kernelscope can read)" in details
+    assert not any("stop condition" in line for line in comparison.gate_details["v0"])
