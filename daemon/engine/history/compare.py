@@ -108,6 +108,10 @@ def _gate_details(facts: VersionFacts) -> list[str]:
             lines.append(
                 f"{counted(unread, 'stop condition')} left out (entries this kernelscope cannot read)"
             )
+        elif recorded is not None and not isinstance(recorded, list):  # (a lone entry, a word)
+            lines.append(
+                "stop conditions left out (recorded as no list of entries this kernelscope can read)"
+            )
     if facts.kernel_origin:
         lines.append(f"kernel.py from {facts.kernel_origin}")
     return lines

@@ -13,7 +13,6 @@ from pathlib import Path
 
 from kernelscope.daemon.engine import counted
 from kernelscope.daemon.engine.memory import atrex_fields
-from kernelscope.daemon.engine.memory.core import kernelscope_block
 from kernelscope.daemon.engine.memory.records import MemoryEntry, cut_short_note, unreadable_note
 from kernelscope.daemon.engine.memory.scores import (
     BY_SCORE,
@@ -22,11 +21,13 @@ from kernelscope.daemon.engine.memory.scores import (
     best_version,
     memory_scores,
 )
+from kernelscope.daemon.engine.memory.stop_rule import condition_status, no_figure_note, target_fraction
 from kernelscope.daemon.engine.workspace import atrex
 from kernelscope.daemon.engine.workspace.cache import WorkspaceCache
 from kernelscope.daemon.engine.workspace.masked import has_runs, run_counts
 from kernelscope.daemon.engine.workspace.workspace import Workspace
 from kernelscope.protocol.bench import BenchResult, verdict_word
+from kernelscope.protocol.commands import StopConditionStatus
 from kernelscope.protocol.experiment import KernelSummary
 from kernelscope.protocol.memory import format_version
 from kernelscope.protocol.record_rules import RECORD_METRIC, format_score
@@ -95,62 +96,61 @@ def kernel_lens(summary: KernelSummary | None, scores: list[VersionScore]) -> st
     return f"{best_text} | {latest_text} | {runs}, {failed} failed{extra}"
 
 
-def _mode(entry: MemoryEntry) -> str | None:
-    mode: str | None = kernelscope_block(entry.record).get("mode")
-    return mode
+def _label(condition: StopCondition) -> str:
+    """`latency <= 10us`, `bandwidth >= 4.32TB/s`: a condition as the lens names it."""
+    return f"{condition.kind} {condition.comparator} {condition.value:g}{condition.unit}"
 
 
-def _figure(entry: MemoryEntry | None, metric: str) -> float | None:
-    """The record's figure for the target's metric, where it measured this version."""
-    if entry is None or entry.record is None or not atrex_fields.record_outcome(entry.record).measured:
-        return None
-    return entry.record.metric(metric)
+def _percent(condition: StopCondition, measured: float | None) -> str:
+    return f"{100 * target_fraction(condition, measured or 0.0):.0f}%" if measured else "-"
 
 
-def _evaluated(entry: MemoryEntry, metric: str) -> float | None:
-    """The figure a stop condition can be judged on: an active version whose gate passed, that
-    measured it other than under the CPU interpreter (a record without a mode is another tool's
-    GPU measurement); None for any other."""
-    if entry.masked or entry.record is None or not entry.record.gate_passed or _mode(entry) == "interpreter":
-        return None
-    value = _figure(entry, metric)
-    return value if value is not None and value > 0 else None
+Judged = tuple[MemoryEntry, StopConditionStatus]
+
+
+def _judged(
+    condition: StopCondition, entries: list[MemoryEntry], best: MemoryEntry | None
+) -> tuple[StopConditionStatus | None, Judged | None]:
+    """The one rule's answer (memory/stop_rule.py) for the best version, and the best figure it
+    evaluated among the versions shown (not masked): the highest GB/s or TFLOP/s, the lowest
+    latency, ties to the later version (as scores.best_version's metric rule)."""
+    judged = [
+        (e, condition_status(condition, e.record)) for e in entries if e.record is not None and not e.masked
+    ]
+    evaluated = [(e, s) for e, s in judged if s.met is not None and s.measured is not None]
+    pick = max if condition.kind in ("bandwidth", "tflops") else min
+    top = pick(reversed(evaluated), key=lambda item: item[1].measured or 0.0) if evaluated else None
+    of_best = next((s for e, s in judged if e is best), None)
+    return of_best, top
 
 
 def _target_parts(
-    condition: StopCondition, entries: list[MemoryEntry], scores: list[VersionScore]
+    condition: StopCondition, entries: list[MemoryEntry], best: MemoryEntry | None
 ) -> list[str]:
     """What is known of the README's first stop condition: the best version's figure against it
     (the one best-version rule, scores.best_version), and, where that does not tell it, the
-    best figure an evaluated version (GPU, gate passed, not masked) recorded: `met by vN` when
-    it met the target, else `best GPU figure`. A best version measured by the interpreter is
-    `not evaluated`, never met or missed, and never hides a GPU version that met the target."""
-    metric = RECORD_METRIC[condition.kind]
+    best figure an evaluated version (memory/stop_rule.py: GPU, gate passed, its own numbers;
+    not masked) recorded: `met by vN` when it met the target, else `best GPU figure`. A best
+    version measured by the interpreter is `not evaluated`, never met or missed, and never
+    hides a GPU version that met the target."""
     unit = CANONICAL_UNIT[condition.kind]
-    target = f"target {condition.kind} {condition.comparator} {condition.value:g}{condition.unit}"
+    target = f"target {_label(condition)}"
+    status, top = _judged(condition, entries, best)
 
-    def against(value: float) -> str:
-        fraction = (
-            (condition.normalized_value / value)
-            if condition.kind == "latency"
-            else (value / condition.normalized_value)
-        )
-        return f"{100 * fraction:.0f}% of target"
+    def against(measured: float | None) -> str:
+        return f"{_percent(condition, measured)} of target"
 
-    chosen, _ = best_version(entries, condition.kind, scores)
-    best = next((e for e in entries if e.version == chosen and e.record), None)
-    value = _figure(best, metric)
-    interpreted = best is not None and value is not None and _mode(best) == "interpreter"
-    evaluated = [(e, v) for e in entries if (v := _evaluated(e, metric)) is not None]
-    pick = max if condition.kind in ("bandwidth", "tflops") else min
-    # ties go to the later version, as scores.best_version's metric rule does
-    top = pick(reversed(evaluated), key=lambda item: item[1]) if evaluated else None
+    evaluated = status is not None and status.met is not None
     known: list[str] = []
-    if top is not None and condition.is_met(top[1]) and not (best is top[0] and not interpreted):
-        known.append(f"met by {top[0].version}: {top[1]:.4g} {unit}, {against(top[1])}")
-    if best is not None and value is not None and not interpreted:
-        met = " (met)" if condition.is_met(value) else ""
-        parts = [target, *known, f"best {value:.4g} {unit} {best.version}, {against(value)}{met}"]
+    if top is not None and top[1].met and not (evaluated and best is top[0]):
+        known.append(f"met by {top[0].version}: {top[1].measured:.4g} {unit}, {against(top[1].measured)}")
+    if best is not None and status is not None and evaluated:
+        met = " (met)" if status.met else ""
+        parts = [
+            target,
+            *known,
+            f"best {status.measured:.4g} {unit} {best.version}, {against(status.measured)}{met}",
+        ]
         pct_key = {
             "bandwidth": "bandwidth_peak_utilization_pct",
             "tflops": "tflops_peak_utilization_pct",
@@ -160,18 +160,40 @@ def _target_parts(
             parts.append(f"roofline {pct:.0f}%")
         return parts
     if top is not None and not known:
-        known.append(f"best GPU figure {top[1]:.4g} {unit} {top[0].version}, {against(top[1])}")
-    if best is None:
+        known.append(
+            f"best GPU figure {top[1].measured:.4g} {unit} {top[0].version}, {against(top[1].measured)}"
+        )
+    if best is None or status is None:
         return [target, "no passing measurement yet"]
-    if interpreted:
-        return [
-            target,
-            *known,
-            f"best {best.version}: not evaluated ({NOT_GPU_FIGURES})",
-        ]
-    if not known and any(_mode(e) == "interpreter" for e in entries):
+    if status.note == NOT_GPU_FIGURES:
+        if known or (best.record and best.record.metric(RECORD_METRIC[condition.kind]) is not None):
+            return [target, *known, f"best {best.version}: not evaluated ({NOT_GPU_FIGURES})"]
         return [target, "interpreter runs only (CPU timings are not GPU figures)"]
-    return [target, *known, f"best {best.version}, no performance.{metric} recorded"]
+    if status.note == no_figure_note(condition):
+        return [target, *known, f"best {best.version}, {status.note}"]
+    return [target, *known, f"best {best.version}: {status.state()}"]
+
+
+def _further_part(condition: StopCondition, entries: list[MemoryEntry], best: MemoryEntry | None) -> str:
+    """A stop condition after the README's first, in short, by the same rule as the first:
+    `bandwidth >= 4.32TB/s: 94% v4` (the best version's percentage of the target, `(met)` where
+    it met it), `, met by v2` where another evaluated version met what the best missed;
+    `met by v2` or `best GPU figure 83% v2` where the best has no evaluated figure, and
+    `not evaluated` where no version has one."""
+    label = _label(condition)
+    status, top = _judged(condition, entries, best)
+    if best is not None and status is not None and status.met is not None:
+        text = f"{label}: {_percent(condition, status.measured)} {best.version}" + (
+            " (met)" if status.met else ""
+        )
+        if not status.met and top is not None and top[1].met:
+            text += f", met by {top[0].version}"
+        return text
+    if top is not None:
+        if top[1].met:
+            return f"{label}: met by {top[0].version}"
+        return f"{label}: best GPU figure {_percent(condition, top[1].measured)} {top[0].version}"
+    return f"{label}: not evaluated"
 
 
 def file_lens(
@@ -180,9 +202,11 @@ def file_lens(
     readme: ReadmeInfo | None = None,
     scores: list[VersionScore] | None = None,
 ) -> str:
-    """Target vs best with the roofline fraction, next version and masked count. The best is
-    the one every surface names (scores.best_version), shown by the target's metric; what the
-    target's state is, where that best does not tell it, is `_target_parts`'s.
+    """Target vs best with the roofline fraction, every further stop condition in short, next
+    version and masked count. The best is the one every surface names (scores.best_version),
+    shown by the first target's metric; each condition is judged by the one rule
+    (memory/stop_rule.py), and what its state is, where that best does not tell it, is
+    `_target_parts`'s (the first) and `_further_part`'s (the others).
 
     Callers that already scanned memory/, parsed the README and scored the versions
     (`memory_scores(entries, readme)`) pass them in: a workspace can hold a thousand memory
@@ -192,9 +216,12 @@ def file_lens(
     entries = ws.memory.scan() if entries is None else entries
     scores = memory_scores(entries, readme) if scores is None else scores
     parts = []
-    condition = readme.stop_conditions[0] if readme and readme.stop_conditions else None
-    if condition is not None:
-        parts += _target_parts(condition, entries, scores)
+    conditions = readme.stop_conditions if readme else []
+    if conditions:
+        chosen, _ = best_version(entries, conditions[0].kind, scores)
+        best = next((e for e in entries if e.version == chosen and e.record), None)
+        parts += _target_parts(conditions[0], entries, best)
+        parts += [_further_part(condition, entries, best) for condition in conditions[1:]]
     elif readme is not None and readme.goal:
         parts.append(_goal_progress(readme.goal, entries, scores))
     else:

@@ -26,6 +26,7 @@ from kernelscope.daemon.engine.memory.atomic_io import iteration_lock, restart_i
 from kernelscope.daemon.engine.memory.core import kernelscope_block
 from kernelscope.daemon.engine.memory.git_place import FAILED_REF_PREFIX
 from kernelscope.daemon.engine.memory.records import RESTART_ID_ENV, MemoryEntry, MemoryManager, utc_now_iso
+from kernelscope.daemon.engine.memory.stop_rule import condition_status
 from kernelscope.daemon.engine.run.bench import BenchRequest, run_benchmark
 from kernelscope.daemon.engine.store import ExperimentStore
 from kernelscope.daemon.engine.store.config import has_password, public_url, read_without_db
@@ -42,8 +43,7 @@ from kernelscope.protocol.commands import IterationResult, StopConditionStatus, 
 from kernelscope.protocol.experiment import KernelExperiment
 from kernelscope.protocol.memory import format_version, memory_schema_template, parse_version
 from kernelscope.protocol.record_rules import REFERENCE_NAMES, format_score, gate_result, section_get
-from kernelscope.protocol.stats import NOT_GPU_FIGURES
-from kernelscope.protocol.workspace import CANONICAL_UNIT, ReadmeInfo
+from kernelscope.protocol.workspace import ReadmeInfo
 
 
 @dataclass
@@ -87,38 +87,47 @@ def _no_measure_note(kind: str) -> str:
     )
 
 
+def headline_performance(bench: BenchResult) -> dict[str, Any]:
+    """The figures a record states for the version (`performance`'s latency_us, tflops,
+    bandwidth_gbps and their peak fractions, per-workload latency): its headline
+    configuration's, on a passing run; interpreter throughput is no GPU figure and is left out.
+    Each stop condition is judged on these (memory/stop_rule.py)."""
+    headline = _headline(bench.configs) if bench.passed else None
+    if headline is None or headline.candidate_ms is None:
+        return {}
+    perf: dict[str, Any] = {"latency_us": round(headline.candidate_ms * 1000.0, 4)}
+    if bench.mode == "gpu":
+        perf["tflops"] = headline.tflops
+        perf["bandwidth_gbps"] = headline.gbps
+        if headline.tflops_fraction is not None:
+            perf["tflops_peak_utilization_pct"] = round(100 * headline.tflops_fraction, 2)
+        if headline.bandwidth_fraction is not None:
+            perf["bandwidth_peak_utilization_pct"] = round(100 * headline.bandwidth_fraction, 2)
+    perf["latency_us_by_shape"] = {
+        c.name: round(c.candidate_ms * 1000.0, 4) for c in bench.configs if c.candidate_ms is not None
+    }
+    return perf
+
+
 def evaluate_stop_conditions(
     readme: ReadmeInfo | None, bench: BenchResult
 ) -> tuple[list[StopConditionStatus], bool | None]:
-    """Each README stop condition against the best configuration's measurement; one that
-    cannot be evaluated (interpreter timings, a failed gate, no metric) is `met: None`, and
-    all of them together `stop_conditions_met`."""
+    """Each README stop condition judged by the one rule (memory/stop_rule.py) on the figures
+    this run's record states (`headline_performance`), not on its best configuration: the
+    answer recorded is the one the file lens gives of the same record. One that cannot be
+    evaluated (interpreter timings, a failed gate, no metric) is `met: None`, and all of them
+    together `stop_conditions_met`."""
     if readme is None or not readme.stop_conditions:
         return [], False
-    statuses = []
-    for condition in readme.stop_conditions:
-        status = StopConditionStatus(
-            text=condition.text,
-            kind=condition.kind,
-            target=condition.normalized_value,
-            unit=CANONICAL_UNIT[condition.kind],
-        )
-        if bench.mode != "gpu":
-            status.note = NOT_GPU_FIGURES
-        elif not bench.passed:
-            status.note = "the gate failed: a wrong kernel's timings are no measurement"
-        else:
-            values = {
-                "bandwidth": [c.gbps for c in bench.configs if c.gbps],
-                "tflops": [c.tflops for c in bench.configs if c.tflops],
-                "latency": [c.candidate_ms * 1000.0 for c in bench.configs if c.candidate_ms],
-            }[condition.kind]
-            if values:
-                status.measured = min(values) if condition.kind == "latency" else max(values)
-                status.met = condition.is_met(status.measured)
-            else:
-                status.note = _no_measure_note(condition.kind)
-        statuses.append(status)
+    measured = {
+        "performance": headline_performance(bench),
+        "quality_gate": {"result": "PASS" if bench.passed else "FAIL"},
+        "kernelscope": {"mode": bench.mode},
+    }
+    statuses = [
+        condition_status(condition, measured, missing=_no_measure_note(condition.kind))
+        for condition in readme.stop_conditions
+    ]
     return statuses, stop_conditions_met(statuses)
 
 
@@ -512,20 +521,10 @@ class Iteration:
     ) -> dict[str, Any]:
         record = memory_schema_template(version, utc_now_iso())
         category, description = self._action(version)
-        headline = _headline(bench.configs) if bench.passed else None
         perf = record["performance"]
-        if headline is not None and headline.candidate_ms is not None:
-            perf["latency_us"] = round(headline.candidate_ms * 1000.0, 4)
-            if bench.mode == "gpu":  # interpreter throughput is not a GPU figure: leave it out
-                perf["tflops"] = headline.tflops
-                perf["bandwidth_gbps"] = headline.gbps
-            if headline.tflops_fraction is not None and bench.mode == "gpu":
-                perf["tflops_peak_utilization_pct"] = round(100 * headline.tflops_fraction, 2)
-            if headline.bandwidth_fraction is not None and bench.mode == "gpu":
-                perf["bandwidth_peak_utilization_pct"] = round(100 * headline.bandwidth_fraction, 2)
-            perf["latency_us_by_shape"] = {
-                c.name: round(c.candidate_ms * 1000.0, 4) for c in bench.configs if c.candidate_ms is not None
-            }
+        headline = headline_performance(bench)
+        if headline:
+            perf.update(headline)
             previous = parent.record if parent else None
             if previous is not None:
                 deltas = perf["comparison_with_previous"]

@@ -1,0 +1,74 @@
+"""When a version meets a README stop condition: the one rule `kernelscope iterate` records its
+answer by (the record's `kernelscope.stop_conditions`) and the file lens states it by, for
+kernelscope's records and other tools' alike (atrex's records carry no statuses).
+
+A condition is judged on the figure the version's record states for the target's metric
+(`performance.latency_us`, `bandwidth_gbps` or `tflops`: RECORD_METRIC), the version's one
+number over its workloads. That is the figure atrex's supervisor checks its target against
+(the record's `performance`, orchestrator/workspace_state.py `peak_util`, on a promoted,
+correctness-passing version), and the one `kernelscope iterate` writes there (its slowest
+configuration, the largest workload: iterate.headline_performance). Never the best of the
+workloads: a small workload's 5 us is no sign that a kernel whose largest takes 20 us meets
+`latency <= 10 us`, and iterate said `met` of it where the lens, reading the record, said 50%.
+
+Only a measurement judges: a version whose gate passed, measured on the GPU (a record without
+kernelscope's mode is another tool's GPU figure), by numbers of its own (not carried from an
+earlier version). Of any other the condition is not evaluated (`met: None`, the reason in
+`note`): neither met nor missed. Whether a version is shown at all (masked) is its surface's
+matter, not this rule's.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from kernelscope.daemon.engine.memory import atrex_fields
+from kernelscope.daemon.engine.memory.core import kernelscope_block
+from kernelscope.protocol.commands import StopConditionStatus
+from kernelscope.protocol.record_rules import RECORD_METRIC, as_float, gate_result, section_get
+from kernelscope.protocol.stats import NOT_GPU_FIGURES
+from kernelscope.protocol.workspace import CANONICAL_UNIT, StopCondition
+
+GATE_FAILED = "the gate failed: a wrong kernel's timings are no measurement"
+
+
+def no_figure_note(condition: StopCondition) -> str:
+    """Why a passing GPU version's record judges no condition of this kind: it states no figure."""
+    return f"no performance.{RECORD_METRIC[condition.kind]} recorded"
+
+
+def condition_status(
+    condition: StopCondition, record: Any, missing: str | None = None
+) -> StopConditionStatus:
+    """`condition` against the figure `record` (a memory record, raw dict or model) states for
+    its metric. `missing`: the reason given where a measurement states no such figure (iterate
+    names the reference function that would give it), else `no_figure_note`."""
+    status = StopConditionStatus(
+        text=condition.text,
+        kind=condition.kind,
+        target=condition.normalized_value,
+        unit=CANONICAL_UNIT[condition.kind],
+    )
+    outcome = atrex_fields.record_outcome(record)
+    figure = as_float(section_get(section_get(record, "performance"), RECORD_METRIC[condition.kind]))
+    if kernelscope_block(record).get("mode") == "interpreter":
+        status.note = NOT_GPU_FIGURES
+    elif gate_result(section_get(record, "quality_gate"), section_get(record, "correctness")) != "PASS":
+        status.note = GATE_FAILED
+    elif outcome.carried_from:
+        status.note = f"numbers carried from {outcome.carried_from}, not measured"
+    elif not outcome.measured:
+        status.note = "no measurement of its own"
+    elif figure is None or figure <= 0:
+        status.note = missing or no_figure_note(condition)
+    else:
+        status.measured = figure
+        status.met = condition.is_met(figure)
+    return status
+
+
+def target_fraction(condition: StopCondition, measured: float) -> float:
+    """How far a figure is towards the target, 1.0 at it (above: beyond it), for either direction."""
+    if condition.kind == "latency":
+        return condition.normalized_value / measured
+    return measured / condition.normalized_value

@@ -1,0 +1,164 @@
+"""One rule for when a README stop condition is met, the same in `kernelscope iterate` (which
+records its answer) and in the file lens (which states it for every version, atrex's too).
+
+A condition is judged on the figure the version's record states for the target's metric: the
+version's one number over its workloads, which atrex's supervisor checks its target against
+(the record's `performance`), never the best of the workloads. iterate judged each condition
+on its best configuration (the lowest latency, the highest GB/s) while the record and the lens
+read its slowest: the same version was `met` in iterate's answer and `50% of target` above
+kernel.py.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+from kernelscope.daemon.engine.views.lens_text import file_lens
+from kernelscope.daemon.engine.workflows import iterate as iterate_module
+from kernelscope.daemon.engine.workflows.git import Git
+from kernelscope.daemon.engine.workflows.iterate import (
+    IterateOptions,
+    evaluate_stop_conditions,
+    run_iteration,
+)
+from kernelscope.daemon.engine.workspace.readme import parse_readme
+from kernelscope.daemon.engine.workspace.workspace import Workspace
+from kernelscope.protocol.bench import BenchResult, ConfigResult
+from tests.conftest import EXAMPLES
+
+TWO_TARGETS = "# t\n\n## Stop Conditions\n- latency <= 10 us\n- memory-bound target: bandwidth >= 4.32TB/s\n"
+
+
+def two_workloads(mode: str = "gpu") -> BenchResult:
+    """A small workload that meets `latency <= 10 us` (5 us) and the large one, the kernel's
+    figure, that does not (20 us)."""
+    small = ConfigResult(
+        name="n=1024", passed=True, candidate_ms=0.005, baseline_ms=0.01, gbps=1.6, speedup=2.0
+    )
+    large = ConfigResult(
+        name="n=1048576", passed=True, candidate_ms=0.020, baseline_ms=0.04, gbps=4400.0, speedup=2.0
+    )
+    return BenchResult(
+        status="ok",
+        passed=True,
+        mode=mode,  # type: ignore[arg-type]
+        workspace="/w",
+        candidate="/w/kernel.py",
+        baseline="reference",
+        entry_point="kernel_fn",
+        configs=[small, large],
+        score=2.0,
+    )
+
+
+def test_iterate_judges_a_condition_on_the_figure_it_records_not_the_best_workload() -> None:
+    """Before: `latency <= 10 us` met, measured 5 us (the small workload), where the record
+    says 20 us."""
+    (latency, bandwidth), met = evaluate_stop_conditions(parse_readme(TWO_TARGETS), two_workloads())
+    assert (latency.measured, latency.met) == (20.0, False), latency
+    assert (bandwidth.measured, bandwidth.met) == (4400.0, True), bandwidth
+    assert met is False
+
+
+@pytest.fixture
+def recorded(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A workspace whose v0 iterate recorded from `two_workloads` (a GPU run, faked)."""
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    shutil.copy(EXAMPLES / "vector_add" / "kernel.py", ws / "kernel.py")
+    shutil.copy(EXAMPLES / "vector_add" / "reference.py", ws / "reference.py")
+    (ws / "README.md").write_text(TWO_TARGETS)
+    git = Git(ws)
+    git.init()
+    git.commit_paths([ws / "README.md", ws / "reference.py"], "init")
+    monkeypatch.setattr(iterate_module, "run_benchmark", lambda request, cancel=None: two_workloads())
+    result = run_iteration(
+        ws,
+        IterateOptions(
+            action_category="baseline", action_description="v0", db_url=str(tmp_path / "e.sqlite")
+        ),
+    )
+    assert result.passed and result.version == "v0"
+    return ws
+
+
+def test_iterate_and_the_lens_say_the_same_of_the_same_version(recorded: Path) -> None:
+    record = json.loads((recorded / "memory" / "v0.json").read_text())
+    statuses = record["kernelscope"]["stop_conditions"]
+    assert [(s["measured"], s["met"]) for s in statuses] == [(20.0, False), (4400.0, True)], statuses
+    assert record["performance"]["latency_us"] == 20.0
+    lens = file_lens(Workspace(recorded))
+    assert lens.startswith("target latency <= 10us | best 20 us v0, 50% of target |"), lens
+    assert "(met)" not in lens.split(" | ")[1], lens
+
+
+def gpu_record(
+    version: str, latency_us: float, gbps: float | None, score: float | None = None
+) -> dict[str, object]:
+    block: dict[str, object] = {"mode": "gpu"}
+    if score is not None:
+        block["score_vs_v0"] = score
+    return {
+        "version": version,
+        "performance": {"latency_us": latency_us, "bandwidth_gbps": gbps},
+        "quality_gate": {"result": "PASS"},
+        "kernelscope": block,
+    }
+
+
+def lens_of(root: Path, readme: str, records: list[dict[str, object]]) -> str:
+    root.mkdir()
+    (root / "README.md").write_text(readme)
+    (root / "kernel.py").write_text("def kernel_fn(x):\n    return x\n")
+    (root / "memory").mkdir()
+    for item in records:
+        (root / "memory" / f"{item['version']}.json").write_text(json.dumps(item))
+    return file_lens(Workspace(root))
+
+
+def test_the_lens_states_every_stop_condition_not_only_the_first(tmp_path: Path) -> None:
+    """The lens read the README's first stop condition only: a README asking for 10 us and
+    4.32 TB/s showed the latency alone, and nothing said the bandwidth target was met."""
+    lens = lens_of(tmp_path / "ws", TWO_TARGETS, [gpu_record("v0", 20.0, 4400.0)])
+    assert lens.startswith(
+        "target latency <= 10us | best 20 us v0, 50% of target | bandwidth >= 4.32TB/s: 102% v0 (met) | next v1"
+    ), lens
+
+
+def test_a_further_condition_a_gpu_version_met_is_not_hidden_by_an_interpreter_best(tmp_path: Path) -> None:
+    """The best version (by score) ran under the interpreter: each condition still says which
+    GPU version met it, and what the best GPU figure is where none did."""
+    three = TWO_TARGETS + "- bf16 TFLOPS >= 100T\n"
+    v1 = gpu_record("v1", 8.0, 4500.0, score=2.0)
+    v1["performance"]["tflops"] = 50.0  # type: ignore[index]
+    interpreted = {
+        **gpu_record("v2", 900.0, None, score=3.0),
+        "kernelscope": {"mode": "interpreter", "score_vs_v0": 3.0},
+    }
+    lens = lens_of(tmp_path / "ws", three, [gpu_record("v0", 16.0, 2000.0), v1, interpreted])
+    parts = lens.split(" | ")
+    assert parts[:3] == [
+        "target latency <= 10us",
+        "met by v1: 8 us, 125% of target",
+        "best v2: not evaluated (interpreter timings are not GPU figures)",
+    ], lens
+    assert parts[3:5] == ["bandwidth >= 4.32TB/s: met by v1", "tflops >= 100T: best GPU figure 50% v1"], lens
+
+
+@pytest.mark.parametrize("value", [{"text": "bw", "kind": "bandwidth", "met": True}, "met", 3])
+def test_compare_says_so_of_stop_conditions_recorded_as_no_list(tmp_path: Path, value: object) -> None:
+    """compare said how many entries of the list it could not read, but a `stop_conditions`
+    that is no list at all (a single entry, a word) was left out without a word."""
+    from kernelscope.daemon.engine.history.service import HistoryService
+
+    v1 = gpu_record("v1", 8.0, 4500.0, score=2.0)
+    v1["kernelscope"]["stop_conditions"] = value  # type: ignore[index]
+    lens_of(tmp_path / "ws", TWO_TARGETS, [gpu_record("v0", 16.0, 2000.0), v1])
+    comparison = HistoryService(tmp_path / "ws", db_url=str(tmp_path / "e.sqlite")).compare("v0", "v1")
+    details = comparison.gate_details["v1"]
+    assert "stop conditions left out (recorded as no list of entries this kernelscope can read)" in details
+    assert not any("stop condition" in line for line in comparison.gate_details["v0"])
