@@ -22,15 +22,18 @@ Every timed call goes through `Timer.run`, which lets a `TimedCallChecks` (the c
   the call gets is computed before it (untimed, on copies of the inputs it changes), the
   output is compared with it afterwards, and the inputs must be unchanged by the call but
   those the reference changes, compared with the values it left in them; a wrong output is
-  re-checked with a fresh call (right: a replayed or lazy output), else it is a wrong result
-  (a kernel must handle every input the reference handles) unless there is evidence of a
-  cheat (`_recheck`);
+  a wrong result (a kernel must handle every input the reference handles; right on a fresh
+  call on the same inputs, one whose output varies from call to call: a race) unless there
+  is evidence of a cheat (`_recheck`);
 - at a random point a *hidden audit call* runs the candidate on fresh inputs (new buffers,
   new values) and checks it, untimed; a wrong output is a cheat only with evidence (an
   earlier call's output bit for bit, by a sampled fingerprint kept of every output on the
   timed inputs, that is the reference's answer for that call's inputs and says enough,
-  `informative`; right when called again; wrong now on timed inputs it was found right on, by
-  the gate or a verified call), else the data-dependent bug it looks like (docs/verdicts.md);
+  `informative`; wrong now on timed inputs it was found right on, by the gate or a verified
+  call, and wrong the same way, bit for bit, on every call there), else the data-dependent
+  bug or the race it looks like (docs/verdicts.md). Right or wrong by turns on the same
+  inputs is no evidence: an honest kernel with a race (a missing barrier, an unordered
+  reduction) is, with new wrong values each time;
 - the candidate must launch at least one Triton kernel in every timed call.
 """
 
@@ -167,6 +170,14 @@ def restore_(undo: Swaps) -> None:
 
 
 AUDIT_SEED = 10_000  # the hidden audit at timed call i draws with seed AUDIT_SEED + i
+REPEATS = 4  # further fresh calls that must repeat a wrong output bit for bit: state, not a race
+
+VARIES = (
+    "its output varies from call to call on the same inputs (a race: a missing barrier, an "
+    "unordered reduction, a read of memory not yet written), and nothing shows the timing gamed "
+    "(not an earlier call's output bit for bit, not wrong the same way on every call on inputs it "
+    "was found right on)"
+)
 
 UNPERTURBED_NOTE = (
     "the inputs could not be perturbed between timed calls (the reference raised on perturbed "
@@ -375,20 +386,17 @@ class TimedCallChecks:
 
     def _recheck(self, index: int, run: ReferenceRun, timed_error: Exception, replayed: bool) -> None:
         """A timed output was wrong. A fresh call on copies of the inputs the call was given (the
-        pristine values of those it may change) right: a replayed or lazy output. Wrong too: the
-        reference alone says whether the problem can take perturbed inputs (its answer on them
-        is not finite: perturbation stops, the inputs put back); a kernel must handle every
-        input the reference handles, so otherwise it is a wrong result, or a cheat where it
-        repeats an earlier output bit for bit that was the answer there, or is wrong now on timed
-        inputs it was found right on (lazy, stateful)."""
-        if self._right_on(self._timed_inputs(), run):
-            raise TimedCheckFailure(
-                "cheat",
-                f"timed call {index} returned a wrong output for the inputs it was given ({timed_error}), "
-                "while a fresh call on the same inputs is right: a replayed, cached or lazy output",
-            )
+        pristine values of those it may change) wrong too: the reference alone says whether the
+        problem can take perturbed inputs (its answer on them is not finite: perturbation stops,
+        the inputs put back). A kernel must handle every input the reference handles, so
+        otherwise it is a wrong result (its output varying from call to call where the fresh
+        call is right: a race), or a cheat where it repeats an earlier output bit for bit that
+        was the answer there, or is wrong now, the same way every time, on timed inputs it was
+        found right on (lazy, stateful). Right on the fresh call alone is no evidence: a race
+        is right on some calls and wrong on others."""
+        varies = self._right_on(self._timed_inputs(), run)
         finite = all(torch.isfinite(value).all() for value in run.references if value.is_floating_point())
-        if self.swaps and not finite:  # the reference's own answer says the swaps broke the problem
+        if self.swaps and not finite and not varies:  # the reference's answer: the swaps broke the problem
             self.unperturb()  # later calls run on the problem's own values
             return
         if replayed:
@@ -403,7 +411,9 @@ class TimedCallChecks:
             raise TimedCheckFailure(
                 "cheat", f"timed call {index} returned a wrong output ({timed_error}){lazy}"
             )
-        if self.swaps and self._right_at(0):
+        if varies:
+            why = f"; a fresh call on the same inputs is right: {VARIES}"
+        elif self.swaps and self._right_at(0):
             why = (
                 "; right on the problem's own values, wrong on them with a few elements swapped, "
                 "which the reference handles: a kernel must handle every input the reference does (a "
@@ -422,12 +432,14 @@ class TimedCallChecks:
 
     def _lazy_evidence(self) -> str | None:
         """Why the candidate is lazy or stateful: it was found right on a draw of the timed
-        inputs (the gate's, a verified timed call's) and, called afresh on it, is wrong now."""
-        if self.right_at is None or self._right_at(self.right_at) is not False:
+        inputs (the gate's, a verified timed call's) and, called afresh on it, is wrong now, bit
+        for bit the same way on every call (`_wrong_the_same_way`: a race is wrong on some calls,
+        with new values)."""
+        if self.right_at is None or not self._wrong_the_same_way(self.right_at):
             return None
         return (
-            "; called afresh on timed inputs it was found right on, it is wrong now: a lazy or "
-            "stateful output"
+            f"; called afresh on timed inputs it was found right on, it is wrong now, bit for bit "
+            f"the same output on {1 + REPEATS} calls: a lazy or stateful output"
         )
 
     @contextlib.contextmanager
@@ -457,20 +469,50 @@ class TimedCallChecks:
                 return None
             return None if run is None else self._right_on(self._timed_inputs(), run)
 
+    def _wrong_the_same_way(self, mark: int) -> bool:
+        """Whether fresh calls on the timed inputs as they were at `mark` are wrong, bit for bit
+        the same outputs (and inputs after the call) every time, 1 + REPEATS calls: a kernel
+        whose answer there is a function of its inputs and its state, not a race (right on some
+        calls, wrong on others with new values each time). False where the reference says
+        nothing there."""
+        with self._rewound(mark):
+            try:
+                run = self._expected()
+            except Exception:
+                return False
+            if run is None:
+                return False
+            first = self._fresh_call(self._timed_inputs(), run)
+            return bool(first) and all(
+                self._fresh_call(self._timed_inputs(), run) == first for _ in range(REPEATS)
+            )
+
     def _right_on(self, inputs: tuple[Any, ...], run: ReferenceRun, owned: bool = False) -> bool:
         """Whether a fresh call on copies of `inputs` (on `inputs` themselves where `owned`: a
         draw made for it) is right by `run` (the reference's run on the same values), outputs
         and inputs alike."""
+        return self._fresh_call(inputs, run, owned) is None
+
+    def _fresh_call(self, inputs: tuple[Any, ...], run: ReferenceRun, owned: bool = False) -> str | None:
+        """A fresh call as `_right_on` makes it: None where it is right, else the digest of its
+        outputs and of its inputs after the call ("" where it raised or returned no tensors)."""
         fresh = inputs if owned else copy_inputs(inputs)
         again = ReferenceRun(fresh, run.references, [self.digest(value) for value in fresh], run.changed)
         try:
             output = self.candidate(*fresh)
             self.sync()
-            self._seen(output, timed=not owned)
-            self._check(self.outputs_of(output), again, "in a fresh call")
         except Exception:
-            return False
-        return True
+            return ""
+        self._seen(output, timed=not owned)
+        try:
+            outputs = self.outputs_of(output)
+        except Exception:
+            return ""
+        try:
+            self._check(outputs, again, "in a fresh call")
+        except Exception:
+            return self.digest((outputs, fresh))
+        return None
 
     def _audit(self, index: int) -> None:
         """Fresh inputs, the reference first (kernels/input_changes.py: an input it changes in
@@ -498,39 +540,47 @@ class TimedCallChecks:
         kind, message = found
         replayed = kind != "cheat" and self._replays(self.outputs_of(output), earlier)
         output, run = None, replace(run, inputs=())  # the audit's output and inputs released first
-        evidence = "" if kind == "cheat" else self._audit_evidence(index, replayed, run)
+        evidence = "" if kind == "cheat" else self._audit_evidence(replayed)
         if evidence is not None:
             raise TimedCheckFailure(
                 "cheat",
                 f"the hidden audit call (fresh inputs, at timed call {index}) got a wrong output: "
                 f"{message}{evidence}",
             )
+        if self._right_again(index, run):
+            raise TimedCheckFailure(
+                kind,
+                f"the hidden audit call (fresh inputs, at timed call {index}) got a wrong output "
+                f"({message}); the same call on the same inputs made again is right: {VARIES}",
+            )
         draw = f"a fresh draw of them (the hidden audit at timed call {index}, seed {AUDIT_SEED + index})"
         raise TimedCheckFailure(
             kind,
             wrong_on_another_draw(draw, message) + "; nothing shows the timing gamed (not an earlier "
-            "call's output bit for bit, wrong when called again, not wrong now on timed inputs it was "
-            "found right on): a bug the problem's own seeds did not reach",
+            "call's output bit for bit, not wrong the same way on every call on timed inputs it was "
+            "found right on), nor a race (right when the same call is made again): a bug the "
+            "problem's own seeds did not reach",
         )
 
-    def _audit_evidence(self, index: int, replayed: bool, run: ReferenceRun) -> str | None:
-        """Why a wrong audit output is a cheat, or None (a plain wrong output): it is, bit for
-        bit, an earlier call's output (replayed or cached); a call on the audit's inputs made again
-        is right (its output depends on being audited); or, called afresh on timed inputs it was
-        found right on, it is wrong now (lazy after the checks, or stateful)."""
+    def _audit_evidence(self, replayed: bool) -> str | None:
+        """Why a wrong audit output is a cheat, or None (a plain wrong output, or a race): it is,
+        bit for bit, an earlier call's output (replayed or cached); or, called afresh on timed
+        inputs it was found right on, it is wrong now, the same way every time (lazy after the
+        checks, or stateful)."""
         if replayed:
             return (
                 "; it is, bit for bit, an earlier call's output on other inputs and the reference's "
                 "answer there: a replayed or cached output"
             )
-        again = self.fresh_inputs(AUDIT_SEED + index)
-        if [self.digest(value) for value in again] == run.before and self._right_on(again, run, owned=True):
-            return (
-                "; the same call on the same inputs made again is right: its output depends on "
-                "being called inside the timed loop"
-            )
-        del again
         return self._lazy_evidence()
+
+    def _right_again(self, index: int, run: ReferenceRun) -> bool:
+        """Whether a call on the audit's draw made again (the same values, new buffers) is right:
+        no evidence of a cheat (a race is right on some calls), but a wording: not a bug the
+        draw reaches."""
+        again = self.fresh_inputs(AUDIT_SEED + index)
+        same = [self.digest(value) for value in again] == run.before
+        return same and self._right_on(again, run, owned=True)
 
 
 class PerturbOnly:

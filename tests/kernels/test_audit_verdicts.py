@@ -450,3 +450,43 @@ def test_the_output_fingerprint_takes_every_dtype_and_layout(name: str) -> None:
     if value.numel():
         other = torch.zeros_like(value) if value.dtype != torch.bool else ~value
         assert output_fingerprint([value]) != output_fingerprint([other])
+
+
+def racy(seed: int, wrong: float = 0.2) -> Any:
+    """An honest kernel with a race (a missing barrier): wrong on about `wrong` of its calls, a
+    few elements read before they were written, new garbage every time; seeded, so that each
+    seed's run is the same run every time."""
+    rng = random.Random(seed)
+    generator = torch.Generator().manual_seed(seed)
+
+    def candidate(x: torch.Tensor) -> torch.Tensor:
+        out = x * 2
+        if rng.random() < wrong:
+            lost = torch.randint(0, out.numel(), (4,), generator=generator)
+            out[lost] = torch.rand(4, generator=generator) * 7
+        return out
+
+    return candidate
+
+
+@pytest.mark.parametrize("verify", [0, 3])  # the hidden audit alone, and verified timed calls too
+@pytest.mark.parametrize("seed", [*range(12), 44])  # 44: the one of 0-59 the old rule called lazy
+def test_a_racy_honest_kernel_is_never_called_a_cheat(seed: int, verify: int) -> None:
+    # Right on some calls and wrong on others, the same inputs or not: "right when called again"
+    # and "wrong now on inputs it was found right on" are what a race does, no evidence of gamed
+    # timing. The old rules called 9 of these 26 runs `cheat` (4 fresh calls right, 4 audits
+    # right when made again, 1 lazy).
+    candidate = racy(seed)
+    checks = checks_for(
+        candidate, draw(0), lambda s: draw(s % AUDIT_SEED), lambda xs: [xs[0] * 2],
+        calls=20, verify=verify, rng=seed, gate_checked=True,
+    )  # fmt: skip
+    try:
+        run_loop(checks, candidate, 20)
+    except TimedCheckFailure as failure:
+        assert failure.kind == "wrong_result", failure.message
+        if (
+            "made again is right" in failure.message
+            or "a fresh call on the same inputs is right" in failure.message
+        ):
+            assert "its output varies from call to call on the same inputs" in failure.message

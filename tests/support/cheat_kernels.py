@@ -106,7 +106,11 @@ def kernel_fn(x, y):
     touch()
     return torch.empty_like(x)
 """,
-        "cheat",
+        # uninitialized memory: new values on every call under the CPU interpreter, as an honest
+        # kernel with a race or an unwritten tail returns, so no run-time evidence tells it from
+        # one and it fails as a wrong result (a replay where the memory holds an earlier output,
+        # bit for bit the answer there); the static rule state-across-calls names it by default
+        ("cheat", "wrong_result"),
         "",
     ),
     "patched_clock": (
