@@ -320,6 +320,22 @@ def verdict_why(result: BenchResult) -> str | None:
     return None if found is None or result.status == "unsupported" else found[2]
 
 
+def verdict_headline(result: BenchResult) -> str:
+    """`NOT RUN (setup error: no verdict on the kernel)`: the word and, where it is no verdict,
+    why; `bench`'s first line and the probe's diagnostic begin with it."""
+    why = verdict_why(result)
+    return verdict_word(result) + (f" ({why})" if why else "")
+
+
+def verdict_label(result: BenchResult) -> str:
+    """`FAIL (wrong_result)`, `NOT RUN (setup)`, `PASS`: the word and the error's kind, where
+    one line holds many facts (the probe lens, iterate's summary line and commit message)."""
+    word = verdict_word(result)
+    if word in ("PASS", "UNSUPPORTED"):  # UNSUPPORTED is its kind
+        return word
+    return f"{word} ({result.error.kind if result.error else 'gate'})"
+
+
 class RankedCandidate(ClosedModel):
     """One candidate of `kernelscope bench --candidates`, in rank order."""
 

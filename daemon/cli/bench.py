@@ -31,7 +31,7 @@ from kernelscope.protocol.bench import (
     BenchError,
     BenchResult,
     exit_status,
-    verdict_why,
+    verdict_headline,
     verdict_word,
     worst_exit_status,
 )
@@ -339,8 +339,7 @@ def baseline_name(result: BenchResult) -> str:
 def print_result(result: BenchResult) -> None:
     from kernelscope.protocol.record_rules import format_score
 
-    why = verdict_why(result)
-    verdict = verdict_word(result) + (f" ({why})" if why else "")
+    verdict = verdict_headline(result)
     versus = baseline_name(result)
     output.info(f"{verdict}  mode={result.mode}  candidate={result.candidate}")
     output.info(f"baseline: {versus}")

@@ -13,7 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal
 
-from kernelscope.protocol.bench import BenchResult
+from kernelscope.protocol.bench import BenchResult, verdict_headline, verdict_word
 from kernelscope.protocol.history import FingerprintCheck, TriedHint
 from kernelscope.protocol.record_rules import format_score
 
@@ -150,7 +150,8 @@ def text_notices(history: HistoryService, text: str, whole: bool = False) -> tup
 
 
 def probe_notices(probe: BenchResult | None, supervised: bool = False, stale: bool = False) -> list[Notice]:
-    """What the latest background probe measured: a failed gate (error), a statistically
+    """What the latest background probe measured: a failed gate (error; a run that judged
+    nothing says `bench`'s NOT RUN, STOPPED or UNSUPPORTED and why, a warning), a statistically
     significant regression (warning, GPU timings only), else its result (information), with
     how to record it (`supervised`: an orchestrator records, so no command is advised).
     Nothing once kernel.py holds another text than the one measured (`stale`): the verdict
@@ -163,7 +164,9 @@ def probe_notices(probe: BenchResult | None, supervised: bool = False, stale: bo
     if not probe.passed:
         kind = probe.error.kind if probe.error else "gate"
         detail = probe.error.message if probe.error else "the quality gate failed"
-        return [Notice("error", kind, f"benchmark gate failed: {detail}")]
+        if verdict_word(probe) == "FAIL":
+            return [Notice("error", kind, f"benchmark gate failed: {detail}")]
+        return [Notice("warning", kind, f"benchmark {verdict_headline(probe)}: {detail}")]  # not judged
     if probe.mode != "gpu":
         shrunk = probe.shrunk()
         sizes = f" (partial: ran smaller, {'; '.join(shrunk)})" if shrunk else ""
