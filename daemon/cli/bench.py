@@ -160,7 +160,8 @@ def bench_command(
             min=1,
             max=MAX_TIMING_MS,
             help="GPU: timed milliseconds per phase (each function is timed twice per ABBA round) and "
-            "configuration (default 100); as many calls as fit, at least 10 and at most 1,000.",
+            "configuration (default 100); as many calls as fit, at least 10 and at most 1,000. Not used "
+            "under the CPU interpreter (the result says so).",
         ),
     ] = None,
     warmup_ms: Annotated[
