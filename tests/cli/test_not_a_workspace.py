@@ -231,3 +231,19 @@ def test_a_large_reference_is_not_parsed_for_the_hint(tmp_path: Path, cli, monke
     (folder / "reference.py").write_text(head)  # the same module, small: recognised
     said = " ".join(cli("memory", "list", "-w", str(folder)).stderr.split())
     assert "it looks like a KernelBench problem" in said, said
+
+
+@pytest.mark.parametrize("command", [("memory", "list"), ("memory", "summary"), ("memory", "next-version")])
+def test_a_workspace_with_no_records_yet_is_called_one(tmp_path: Path, cli, command: tuple[str, ...]) -> None:  # type: ignore[no-untyped-def]
+    """kernel.py and a README ```kernelscope block make a workspace by the one rule (`workspace`
+    reads it), yet the memory commands said it "is not an optimization workspace (no memory/)"."""
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    (ws / "kernel.py").write_text("x = 1\n")
+    (ws / "README.md").write_text('# op\n\n```kernelscope\n{"stop_conditions": ["latency <= 50 us"]}\n```\n')
+    assert cli("workspace", "-w", str(ws)).exit_code == 0
+    refused = cli(*command, "-w", str(ws))
+    said = " ".join(refused.stderr.split())
+    assert refused.exit_code == 2 and NOT_A_WORKSPACE not in said, said
+    assert "is an optimization workspace with no records yet (no memory/)" in said, said
+    assert "run `kernelscope memory init` to start its memory/" in said, said

@@ -134,13 +134,19 @@ INSIDE = {
 
 def not_a_workspace(resolved: Path, missing: list[str], surface: Surface = "cli") -> str:
     """The one "not an optimization workspace" message, naming what is missing and what a
-    workspace holds, ending with the way out of the surface that says it (`surface`: the
+    workspace holds (or, for a workspace the memory commands find no memory/ in, that it is
+    one with no records yet), ending with the way out of the surface that says it (`surface`: the
     CLI's commands, the editor's gestures) that fits the folder (WAY_OUT)."""
+    situation, problem = _situation(resolved)
+    if situation == "workspace" and missing == [f"no {WORKSPACE_DIRS[0]}/"]:
+        # a workspace by the rule (its README block stands for memory/): the memory commands,
+        # which read memory/ alone, find no records in it yet
+        way_out = WAY_OUT[surface][situation].format(path=resolved)
+        return f"{resolved} is an optimization workspace with no records yet ({missing[0]}){way_out}"
     above = workspace_holding(resolved.parent) if resolved.parent != resolved else None
     if above is not None:
         hint = INSIDE[surface].format(above=above)
     else:
-        situation, problem = _situation(resolved)
         hint = WAY_OUT[surface][situation].format(
             path=resolved,
             problem=problem[0] if problem else "",
