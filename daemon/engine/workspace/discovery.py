@@ -126,6 +126,7 @@ WAY_OUT = {
     },
 }
 BENCH_AS_IT_IS = {"cli": "`kernelscope bench` runs on it as it is; ", "editor": ""}
+BENCH_NAMED = {"cli": "`kernelscope bench --reference {module}` runs on it as it is; ", "editor": ""}
 INSIDE = {
     "cli": "; it is inside the workspace {above}: pass -w {above}",
     "editor": "; it is inside the workspace {above}: open {above} in the editor",
@@ -146,11 +147,13 @@ def not_a_workspace(resolved: Path, missing: list[str], surface: Surface = "cli"
     above = workspace_holding(resolved.parent) if resolved.parent != resolved else None
     if above is not None:
         hint = INSIDE[surface].format(above=above)
+    elif problem is None:
+        hint = WAY_OUT[surface][situation].format(path=resolved, problem="", bench="")
     else:
+        words, runs, module = problem
+        bench = BENCH_NAMED[surface].format(module=module) if module else BENCH_AS_IT_IS[surface]
         hint = WAY_OUT[surface][situation].format(
-            path=resolved,
-            problem=problem[0] if problem else "",
-            bench=BENCH_AS_IT_IS[surface] if problem and problem[1] else "",
+            path=resolved, problem=f"{words} ({module})" if module else words, bench=bench if runs else ""
         )
     return (
         f"{resolved} is not an optimization workspace ({'; '.join(missing)}): a workspace holds "
@@ -163,9 +166,9 @@ def not_a_workspace(resolved: Path, missing: list[str], surface: Surface = "cli"
 HINT_PARSE_LIMIT = 256 * 1024
 
 
-def _situation(path: Path) -> tuple[str, tuple[str, bool] | None]:
+def _situation(path: Path) -> tuple[str, tuple[str, bool, str | None] | None]:
     """Which way out fits the folder (a key of WAY_OUT's), and for one holding kernel.py what
-    its files look like (protocol/kinds.py's `problem_of`, asked here alone: the error's path,
+    its files look like (protocol/kinds.py's `problem_in`, asked here alone: the error's path,
     so that importing discovery stays light; a reference over HINT_PARSE_LIMIT is not parsed)."""
     try:
         if not path.is_dir():
@@ -178,7 +181,7 @@ def _situation(path: Path) -> tuple[str, tuple[str, bool] | None]:
         return "absent", None
     from kernelscope.protocol import kinds
 
-    problem = kinds.problem_of(kinds.Folder(path, parse_limit=HINT_PARSE_LIMIT))
+    problem = kinds.problem_in(path, parse_limit=HINT_PARSE_LIMIT)
     return ("problem", problem) if problem is not None else ("kernel", None)
 
 
