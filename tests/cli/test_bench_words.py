@@ -165,3 +165,17 @@ def test_a_timing_budget_past_any_measurement_is_a_usage_error(
     done = cli("bench", "-w", str(ws), "--mode", "interpreter", "--seeds", "1", flag, value)
     assert done.exit_code == 2 and flag in done.stderr, done.stdout + done.stderr
     assert "PASS" not in done.stdout
+
+
+def test_a_folder_without_kernel_py_is_told_what_bench_measures(tmp_path: Path) -> None:
+    """`bench` needs kernel.py alone, yet a folder without one got the general "not an
+    optimization workspace" error, whose way out (memory init, a README block) is not what
+    bench needs. It says kernel.py is missing and how to name another file."""
+    done = bench(cwd=tmp_path)
+    said = " ".join(done.stderr.split())
+    assert done.returncode == 2 and done.stdout == "", done.stdout + done.stderr
+    assert "is not an optimization workspace" not in said and "memory init" not in said, said
+    assert f"{tmp_path.resolve()} has no kernel.py to benchmark" in said, said
+    assert "--candidate FILE" in said and "-w DIR" in said, said
+    document = json.loads(bench("--json", cwd=tmp_path).stdout)
+    assert document["error"]["kind"] == "setup" and "has no kernel.py" in document["error"]["message"]

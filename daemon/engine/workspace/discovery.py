@@ -192,9 +192,28 @@ def require_workspace(path: Path, need: Need = "workspace") -> Path:
 
     resolved = Path(path).expanduser().resolve()
     missing = missing_parts(resolved, need)
+    if missing and need == "kernel" and resolved.is_dir():
+        raise DataError(no_kernel(resolved, missing))
     if missing:
         raise DataError(not_a_workspace(resolved, missing))
     return resolved
+
+
+# `kernelscope bench` needs kernel.py alone (no memory/, no README block): its way out.
+BENCH_WAY_OUT = (
+    "; `kernelscope bench` measures the folder's kernel.py: add it, name another file with "
+    "--candidate FILE, pass -w DIR for a workspace elsewhere, or run `kernelscope demo` to make an example"
+)
+
+
+def no_kernel(resolved: Path, missing: list[str]) -> str:
+    """A benchmark's error for a folder without kernel.py: what it lacks and what bench
+    measures, not the workspace rule's (memory/ and a README block are none of bench's needs);
+    a folder inside a workspace names that one."""
+    above = workspace_holding(resolved.parent) if resolved.parent != resolved else None
+    hint = INSIDE["cli"].format(above=above) if above is not None else BENCH_WAY_OUT
+    detail = "" if missing == ["no kernel.py"] else f" ({'; '.join(missing)})"  # (a folder in its place)
+    return f"{resolved} has no kernel.py to benchmark{detail}{hint}"
 
 
 def history_workspace(path: Path, recorded: Callable[[str], bool]) -> tuple[Path, str | None]:
