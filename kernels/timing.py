@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 import torch
 
 from kernelscope.kernels.integrity import Guard, perf_counter
+from kernelscope.protocol.stats import REP_MS, WARMUP_MS
 
 if TYPE_CHECKING:
     from kernelscope.protocol.bench import ErrorKind
@@ -82,8 +83,8 @@ class Timer:
     mode: str
     guard: Guard
     reps: int
-    warmup_ms: float
-    rep_ms: float
+    warmup_ms: float | None  # None: not asked for, WARMUP_MS (the runner's --warmup-ms)
+    rep_ms: float | None  # None: REP_MS
     graph: bool
     _flush: torch.Tensor | None = field(default=None, init=False)
     _calls_per_phase: dict[int, int] = field(default_factory=dict, init=False)
@@ -125,10 +126,11 @@ class Timer:
             end.record()
             torch.cuda.synchronize()
             estimate = max(start.elapsed_time(end) / 5, 1e-3)
-            warm_calls = int(self.warmup_ms / estimate)
+            warm_calls = int((WARMUP_MS if self.warmup_ms is None else self.warmup_ms) / estimate)
             for _ in range(min(warm_calls, 1000)):
                 warm()
-            self._calls_per_phase[key] = max(10, min(1000, int(self.rep_ms / estimate)))
+            rep_ms = REP_MS if self.rep_ms is None else self.rep_ms
+            self._calls_per_phase[key] = max(10, min(1000, int(rep_ms / estimate)))
         return self._calls_per_phase[key]
 
     # -- the loop --------------------------------------------------------------------------

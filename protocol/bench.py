@@ -256,27 +256,46 @@ class BenchResult(ClosedModel):
 
 
 EXIT_PASS, EXIT_SETUP, EXIT_GATE_FAILED, EXIT_RESOURCE = 0, 2, 3, 4
-SETUP_KINDS = frozenset({"setup", "unsupported", "interpreter_limit"})  # no verdict on the kernel
-RESOURCE_KINDS = frozenset({"out_of_memory", "resource_limit"})  # no verdict on the answer
+EXIT_INTERRUPTED = 130  # a Ctrl-C, as a shell reports SIGINT (the CLI's own exit for one)
+_SETUP = ("NOT RUN", EXIT_SETUP, "setup error: no verdict on the kernel")
+_CAP = ("STOPPED", EXIT_RESOURCE, "resource cap: no verdict on the answer")
+# The kinds that are no FAIL: the headline word, `bench`'s exit status, and why, for each. A
+# worker is the daemon's warm benchmark worker (engine/run/warm_worker.py), dead or hung
+# mid-job: the kernel's own crash is `crash`, a verdict. Every other kind is a failed gate (3).
+_NOT_JUDGED: dict[str, tuple[str, int, str]] = {
+    "setup": _SETUP,
+    "unsupported": _SETUP,
+    "interpreter_limit": _SETUP,
+    "worker": ("STOPPED", EXIT_SETUP, "the benchmark worker died: no verdict on the kernel, run it again"),
+    "interrupted": ("STOPPED", EXIT_INTERRUPTED, "interrupted: no verdict on the kernel"),
+    "out_of_memory": _CAP,
+    "resource_limit": _CAP,
+}
+# The kernel was not judged (the trace store records nothing for these), or was judged but
+# stopped by a cap before its answer was (no verdict on the answer).
+NO_VERDICT_KINDS = frozenset(k for k, (_, status, _) in _NOT_JUDGED.items() if status != EXIT_RESOURCE)
+RESOURCE_KINDS = frozenset(k for k, (_, status, _) in _NOT_JUDGED.items() if status == EXIT_RESOURCE)
+
+
+def _not_judged(result: BenchResult) -> tuple[str, int, str] | None:
+    return None if result.passed or result.error is None else _NOT_JUDGED.get(result.error.kind)
 
 
 def exit_status(result: BenchResult) -> int:
     """A resource cap is not a wrong answer: a script must tell "shrink the problem or raise
-    the cap" (4) from "the kernel is wrong" (3)."""
+    the cap" (4) from "the kernel is wrong" (3), and both from "nothing judged it" (2, or 130
+    for a Ctrl-C)."""
     if result.passed:
         return EXIT_PASS
-    if result.error is not None and result.error.kind in SETUP_KINDS:
-        return EXIT_SETUP
-    if result.error is not None and result.error.kind in RESOURCE_KINDS:
-        return EXIT_RESOURCE
-    return EXIT_GATE_FAILED
+    found = _not_judged(result)
+    return EXIT_GATE_FAILED if found is None else found[1]
 
 
 def worst_exit_status(results: list[BenchResult]) -> int:
-    """`--candidates`' status: a setup error (2) first, the run itself is broken; then a
-    resource cap (4), no verdict on the answer; then a failed gate (3)."""
+    """`--candidates`' status: an interruption (130) first, then a setup error (2), the run
+    itself is broken; then a resource cap (4), no verdict on the answer; then a failed gate (3)."""
     statuses = {exit_status(r) for r in results}
-    for status in (EXIT_SETUP, EXIT_RESOURCE, EXIT_GATE_FAILED):
+    for status in (EXIT_INTERRUPTED, EXIT_SETUP, EXIT_RESOURCE, EXIT_GATE_FAILED):
         if status in statuses:
             return status
     return EXIT_PASS
@@ -284,13 +303,37 @@ def worst_exit_status(results: list[BenchResult]) -> int:
 
 def verdict_word(result: BenchResult) -> str:
     """A result's headline word, the same in `bench`'s first line, `--candidates`' table and the
-    probe lens: only a judged kernel is PASS or FAIL; a setup error is NOT RUN, a resource cap
-    STOPPED."""
+    probe lens: only a judged kernel is PASS or FAIL; a setup error is NOT RUN, a resource cap,
+    a dead worker or an interruption STOPPED."""
     if result.passed:
         return "PASS"
     if result.status == "unsupported":
         return "UNSUPPORTED"
-    return {EXIT_SETUP: "NOT RUN", EXIT_RESOURCE: "STOPPED"}.get(exit_status(result), "FAIL")
+    found = _not_judged(result)
+    return "FAIL" if found is None else found[0]
+
+
+def verdict_why(result: BenchResult) -> str | None:
+    """Why a NOT RUN or STOPPED is no verdict, in words (`bench`'s first line says it after the
+    word); None for PASS, FAIL and UNSUPPORTED, which say it themselves."""
+    found = _not_judged(result)
+    return None if found is None or result.status == "unsupported" else found[2]
+
+
+def verdict_headline(result: BenchResult) -> str:
+    """`NOT RUN (setup error: no verdict on the kernel)`: the word and, where it is no verdict,
+    why; `bench`'s first line and the probe's diagnostic begin with it."""
+    why = verdict_why(result)
+    return verdict_word(result) + (f" ({why})" if why else "")
+
+
+def verdict_label(result: BenchResult) -> str:
+    """`FAIL (wrong_result)`, `NOT RUN (setup)`, `PASS`: the word and the error's kind, where
+    one line holds many facts (the probe lens, iterate's summary line and commit message)."""
+    word = verdict_word(result)
+    if word in ("PASS", "UNSUPPORTED"):  # UNSUPPORTED is its kind
+        return word
+    return f"{word} ({result.error.kind if result.error else 'gate'})"
 
 
 class RankedCandidate(ClosedModel):

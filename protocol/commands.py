@@ -118,6 +118,10 @@ class IterationResult(ClosedModel):
     version: str
     parent_version: str | None = None
     passed: bool
+    verdict: str = Field(
+        default="",
+        description="`kernelscope bench`'s word for the run: PASS, FAIL (wrong_result), NOT RUN (setup)",
+    )
     mode: str
     score: float | None = Field(
         default=None, description="geomean speedup vs v0's kernel (None: not timed vs it)"

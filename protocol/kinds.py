@@ -242,6 +242,27 @@ def problem_of(folder: Folder) -> tuple[str, bool] | None:
     return spec.problem or f"a {spec.name} problem", runs
 
 
+# The most modules of a bare folder read as its reference by `problem_in` (an error path's courtesy)
+PROBLEM_MODULES_READ = 32
+
+
+def problem_in(root: Path, parse_limit: int | None = None) -> tuple[str, bool, str | None] | None:
+    """`problem_of` a bare folder (no README block to name its reference): read with reference.py,
+    or, where there is none, with each other module beside kernel.py (the candidate) as the
+    reference, the first a kind's rule recognises: KernelBench keeps a problem's own file name
+    (level1/26_GELU_.py). The third item names that module (None: reference.py), which
+    `kernelscope bench` measures only when told (--reference)."""
+    found = problem_of(Folder(root, parse_limit=parse_limit))
+    if found is not None or (root / "reference.py").is_file():
+        return None if found is None else (*found, None)
+    modules = sorted(p for p in root.glob("*.py") if p.name != "kernel.py" and p.is_file())
+    for module in modules[:PROBLEM_MODULES_READ]:
+        found = problem_of(Folder(root, reference=module, parse_limit=parse_limit))
+        if found is not None:
+            return (*found, module.name)
+    return None
+
+
 def framework_solution(folder: Folder, kind: str | None = None) -> str | None:
     """Why the folder's solution is declared in a framework rather than Triton (KindSpec's
     `framework`), asked of `kind` (default: the folder's own kind); None: Triton is asked."""

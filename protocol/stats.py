@@ -92,10 +92,17 @@ def noisy_message(score_ci: tuple[float, float]) -> str:
 NOT_GPU_FIGURES = "interpreter timings are not GPU figures"
 
 
-def timing_messages(mode: str, cuda_graph: bool = False) -> list[str]:
+# The GPU timer's budgets where `--warmup-ms` / `--rep-ms` do not ask for others (kernels/timing.py)
+WARMUP_MS, REP_MS = 25.0, 100.0
+
+
+def timing_messages(
+    mode: str, cuda_graph: bool = False, budgets: tuple[float | None, float | None] = (None, None)
+) -> list[str]:
     """What a run says of how it timed: under the CPU interpreter, that its timings are no GPU
-    figures (and, where a CUDA graph was asked for, that none was used: the interpreter has
-    none); on a GPU with `--cuda-graph`, that the times are a graph's replays."""
+    figures (and, where a CUDA graph or GPU time budgets, `budgets` = (--warmup-ms, --rep-ms),
+    were asked for, that none was used: the interpreter has no graphs and times a fixed number
+    of calls); on a GPU with `--cuda-graph`, that the times are a graph's replays."""
     if mode == "gpu":
         return [CUDA_GRAPH_USED] if cuda_graph else []
     messages = [
@@ -106,6 +113,14 @@ def timing_messages(mode: str, cuda_graph: bool = False) -> list[str]:
         messages.append(
             "--cuda-graph was not used: the CPU interpreter has no CUDA graphs, so its calls were "
             "timed one by one (CUDA-graph timing needs a GPU)"
+        )
+    asked = [
+        flag for flag, value in zip(("--warmup-ms", "--rep-ms"), budgets, strict=True) if value is not None
+    ]
+    if asked:
+        messages.append(
+            f"{' and '.join(asked)} {'was' if len(asked) == 1 else 'were'} not used: the CPU interpreter "
+            "times a fixed number of calls, not a time budget (the budgets are GPU timing's)"
         )
     return messages
 

@@ -31,15 +31,11 @@ from kernelscope.protocol.bench import (
     BenchError,
     BenchResult,
     exit_status,
+    verdict_headline,
     verdict_word,
     worst_exit_status,
 )
 from kernelscope.protocol.sizes import SizeError, parse_problem_sizes
-
-_WHY = {  # after the word (protocol/bench.py `verdict_word`) on bench's first line
-    "NOT RUN": " (setup error: no verdict on the kernel)",
-    "STOPPED": " (resource cap: no verdict on the answer)",
-}
 
 
 def usage_error_document(message: str, kind: str = "setup") -> dict[str, Any]:
@@ -164,7 +160,8 @@ def bench_command(
             min=1,
             max=MAX_TIMING_MS,
             help="GPU: timed milliseconds per phase (each function is timed twice per ABBA round) and "
-            "configuration (default 100); as many calls as fit, at least 10 and at most 1,000.",
+            "configuration (default 100); as many calls as fit, at least 10 and at most 1,000. Not used "
+            "under the CPU interpreter (the result says so).",
         ),
     ] = None,
     warmup_ms: Annotated[
@@ -212,8 +209,9 @@ def bench_command(
 
     Exit statuses: 0 passed; 3 failed (wrong result, cheat, crash, hang, compile error);
     2 usage or setup error (including a problem too large for the memory cap, refused before
-    it runs); 4 a resource cap stopped the run (out of memory, processes, output). With
-    --candidates, the worst of the candidates' statuses: 2, then 4, then 3.
+    it runs) or the daemon's benchmark worker died (no verdict: run it again); 4 a resource cap
+    stopped the run (out of memory, processes, output); 130 interrupted (Ctrl-C). With
+    --candidates, the worst of the candidates' statuses: 130, 2, then 4, then 3.
     """
     if mode not in ("auto", "gpu", "interpreter"):
         raise typer.BadParameter("must be auto, gpu or interpreter", param_hint="--mode")
@@ -342,8 +340,7 @@ def baseline_name(result: BenchResult) -> str:
 def print_result(result: BenchResult) -> None:
     from kernelscope.protocol.record_rules import format_score
 
-    word = verdict_word(result)
-    verdict = word + _WHY.get(word, "")
+    verdict = verdict_headline(result)
     versus = baseline_name(result)
     output.info(f"{verdict}  mode={result.mode}  candidate={result.candidate}")
     output.info(f"baseline: {versus}")

@@ -60,7 +60,7 @@ def check_command(
     readme = Workspace(root).readme() if (root / "README.md").is_file() else None
     declared = declared_framework(root, readme) is not None
     undeclared = undeclared_triton(root, readme, text)
-    static = static_notices(text, detect_kind(root, readme), True, declared, undeclared)
+    static = static_notices(text, detect_kind(root, readme), True, declared, undeclared, source.name)
     # the daemon's notice, the one parse rule (a warning in the editor): bench fails the text as a
     # compile error, and nothing else is checked (no history compared: null, not 0)
     unparsed = any(n.code == "does_not_parse" for n in static)

@@ -133,7 +133,7 @@ def _ask_action(root: Path, category: str | None, description: str | None) -> tu
 def print_iteration(result: IterationResult) -> None:
     from kernelscope.daemon.engine.views.command_answers import iteration_score, stop_condition_line
 
-    verdict = "PASS" if result.passed else "FAIL"
+    verdict = result.verdict or ("PASS" if result.passed else "FAIL")  # (one built without it)
     score = iteration_score(result)
     parent = (
         f", {format_score(result.score_vs_parent, versus=result.parent_version)}"

@@ -47,6 +47,18 @@ def test_gpu_timing_flags_reach_the_runner_and_cuda_graph_is_not_silently_ignore
     assert not any("--cuda-graph" in m for m in json.loads(plain.stdout)["messages"])
 
 
+def test_gpu_time_budgets_under_the_interpreter_are_said_not_to_have_been_used(tmp_path: Path) -> None:
+    """`--warmup-ms`/`--rep-ms` were ignored without a word under the CPU interpreter (it times
+    a fixed number of calls), where `--cuda-graph` said so."""
+    ws = make_workspace(tmp_path / "ws")
+    done = bench("-w", str(ws), "--mode", "interpreter", "--seeds", "1", "--warmup-ms", "5", "--rep-ms", "50")
+    assert done.returncode == 0, done.stdout + done.stderr
+    said = [line for line in done.stderr.splitlines() if "--warmup-ms" in line]
+    assert len(said) == 1 and "--rep-ms" in said[0] and "not used" in said[0], done.stderr
+    plain = bench("-w", str(ws), "--mode", "interpreter", "--seeds", "1", "--json")
+    assert not any("--warmup-ms" in m for m in json.loads(plain.stdout)["messages"])
+
+
 def test_a_missing_reference_names_where_the_contract_is_documented(tmp_path: Path) -> None:
     """It said "(see the README's benchmark contract)": the project's README has no such
     section, and the workspace may have no README at all."""
@@ -153,3 +165,17 @@ def test_a_timing_budget_past_any_measurement_is_a_usage_error(
     done = cli("bench", "-w", str(ws), "--mode", "interpreter", "--seeds", "1", flag, value)
     assert done.exit_code == 2 and flag in done.stderr, done.stdout + done.stderr
     assert "PASS" not in done.stdout
+
+
+def test_a_folder_without_kernel_py_is_told_what_bench_measures(tmp_path: Path) -> None:
+    """`bench` needs kernel.py alone, yet a folder without one got the general "not an
+    optimization workspace" error, whose way out (memory init, a README block) is not what
+    bench needs. It says kernel.py is missing and how to name another file."""
+    done = bench(cwd=tmp_path)
+    said = " ".join(done.stderr.split())
+    assert done.returncode == 2 and done.stdout == "", done.stdout + done.stderr
+    assert "is not an optimization workspace" not in said and "memory init" not in said, said
+    assert f"{tmp_path.resolve()} has no kernel.py to benchmark" in said, said
+    assert "--candidate FILE" in said and "-w DIR" in said, said
+    document = json.loads(bench("--json", cwd=tmp_path).stdout)
+    assert document["error"]["kind"] == "setup" and "has no kernel.py" in document["error"]["message"]

@@ -184,3 +184,16 @@ def test_a_kernel_that_does_not_parse_fails_as_bench_would(
         if broken == "unclosed":
             assert "kernel.py:3: warning:" in message, message
     assert "(line" not in message, message
+
+
+def test_a_file_other_than_kernel_py_that_does_not_parse_is_named(tmp_path: Path, cli) -> None:  # type: ignore[no-untyped-def]
+    """`check candidate.py` said "... paused until kernel.py parses" where kernel.py parses and
+    candidate.py was the file checked."""
+    (tmp_path / "kernel.py").write_text("def run(x):\n    return x\n")
+    (tmp_path / "memory").mkdir()
+    (tmp_path / "candidate.py").write_text("import triton\n\ndef run(x:\n    return x\n")
+    args = ["check", str(tmp_path / "candidate.py"), "-w", str(tmp_path), "--db", str(tmp_path / "e.sqlite")]
+    result = cli(*args, "--json")
+    assert result.exit_code == 3, (result.stdout, result.stderr)
+    message = result.json()["notices"][0]["message"]
+    assert "kernel.py" not in message and "until candidate.py parses" in message, message

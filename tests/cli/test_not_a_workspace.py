@@ -231,3 +231,40 @@ def test_a_large_reference_is_not_parsed_for_the_hint(tmp_path: Path, cli, monke
     (folder / "reference.py").write_text(head)  # the same module, small: recognised
     said = " ".join(cli("memory", "list", "-w", str(folder)).stderr.split())
     assert "it looks like a KernelBench problem" in said, said
+
+
+@pytest.mark.parametrize("command", [("memory", "list"), ("memory", "summary"), ("memory", "next-version")])
+def test_a_workspace_with_no_records_yet_is_called_one(tmp_path: Path, cli, command: tuple[str, ...]) -> None:  # type: ignore[no-untyped-def]
+    """kernel.py and a README ```kernelscope block make a workspace by the one rule (`workspace`
+    reads it), yet the memory commands said it "is not an optimization workspace (no memory/)"."""
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    (ws / "kernel.py").write_text("x = 1\n")
+    (ws / "README.md").write_text('# op\n\n```kernelscope\n{"stop_conditions": ["latency <= 50 us"]}\n```\n')
+    assert cli("workspace", "-w", str(ws)).exit_code == 0
+    refused = cli(*command, "-w", str(ws))
+    said = " ".join(refused.stderr.split())
+    assert refused.exit_code == 2 and NOT_A_WORKSPACE not in said, said
+    assert "is an optimization workspace with no records yet (no memory/)" in said, said
+    assert "run `kernelscope memory init` to start its memory/" in said, said
+
+
+def test_a_kernelbench_problem_file_under_its_own_name_is_recognised(tmp_path: Path, cli) -> None:  # type: ignore[no-untyped-def]
+    """KernelBench names its problem files by number and name (level1/26_GELU_.py, defining
+    Model, get_inputs, get_init_inputs); the hint recognised one only as reference.py, so a
+    folder holding kernel.py and 26_GELU_.py was "no kind recognised". The kinds rule now reads
+    the folder's other modules as the reference, and the hint names the file and the command
+    that measures it; a module no kind recognises names nothing."""
+    folder = tmp_path / "gelu"
+    folder.mkdir()
+    shutil.copy(FIXTURES / "kernelbench" / "26_GELU_.py", folder / "26_GELU_.py")
+    (folder / "kernel.py").write_text("class ModelNew:\n    pass\n")
+    (folder / "helpers.py").write_text("def pad(x):\n    return x\n")
+    said = " ".join(cli("workspace", "-w", str(folder)).stderr.split())
+    assert (
+        "it looks like a KernelBench problem (26_GELU_.py): `kernelscope bench --reference 26_GELU_.py` "
+        "runs on it as it is; `kernelscope memory init` makes it a workspace" in said
+    ), said
+    (folder / "26_GELU_.py").unlink()
+    said = " ".join(cli("workspace", "-w", str(folder)).stderr.split())
+    assert NOT_A_WORKSPACE in said and "looks like" not in said, said

@@ -91,7 +91,7 @@ from kernelscope.daemon.engine import DataError, counted, load_json
 from kernelscope.daemon.engine.memory.git_place import READ_ONLY_ENV, READ_ONLY_OPTIONS, git_environment
 from kernelscope.daemon.engine.workspace.kinds import sol_workloads
 from kernelscope.protocol import workspace_files
-from kernelscope.protocol.bench import BenchError, BenchResult, ConfigResult
+from kernelscope.protocol.bench import NO_VERDICT_KINDS, BenchError, BenchResult, ConfigResult
 from kernelscope.protocol.experiment import SUMMARY_MAX_CHARS, KernelExperiment, utc_now_z
 from kernelscope.protocol.sol_workloads import WORKLOADS
 
@@ -134,7 +134,6 @@ _CHEAT_REFINED = (
     (re.compile(r" has dtype "), "INCORRECT_DTYPE"),
     (re.compile(r"NaN/Inf values"), "INCORRECT_NUMERICAL"),
 )
-NO_VERDICT_KINDS = frozenset({"setup", "unsupported", "worker", "interpreter_limit", "interrupted"})
 INTERPRETER_HARDWARE = "cpu-interpreter"
 ALL_CONFIGURATIONS = "all-configurations"
 LOG_MARKER = "kernelscope "

@@ -13,7 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal
 
-from kernelscope.protocol.bench import BenchResult
+from kernelscope.protocol.bench import BenchResult, verdict_headline, verdict_word
 from kernelscope.protocol.history import FingerprintCheck, TriedHint
 from kernelscope.protocol.record_rules import format_score
 
@@ -50,13 +50,15 @@ def static_notices(
     whole: bool = False,
     framework: bool = False,
     undeclared: tuple[int | None, str] | None = None,
+    name: str = "kernel.py",
 ) -> list[Notice]:
     """The static rules (protocol/static_rules.py: KernelBench's and kernelscope's) on the text
     as it is typed, each on its own line; nothing runs. An error is what `kernelscope bench`
     fails as static_check. `framework`: the workspace declares a non-Triton solution (the
     cache's, or kinds.declared_framework), so the PyTorch-instead-of-Triton rules are off;
     `undeclared`: its warning where kernel.py or the README says Triton (kinds.undeclared_triton).
-    A text that does not parse gets one notice at the error instead:
+    A text that does not parse (`name`: the file it is, as the notice names it) gets one
+    notice at the error instead:
     every check of kernelscope's stops there, which a Python language server's own syntax
     error does not say (its message is the parser's; this one says what stopped)."""
     from kernelscope.daemon.engine.workspace.kernel_scan import too_large
@@ -67,7 +69,8 @@ def static_notices(
     error = parse_error(text, whole)
     if error is not None:
         detail = error.message.removesuffix(f" (line {error.line})")  # (the notice is on that line)
-        message = f"kernelscope's checks and benchmarks are paused until kernel.py parses: {detail}"
+        paused = "checks and benchmarks" if name == "kernel.py" else "checks"  # (only kernel.py is probed)
+        message = f"kernelscope's {paused} are paused until {name} parses: {detail}"
         return [Notice("warning", "does_not_parse", message, error.line, error.column or 0)]
     declared = [Notice("warning", "undeclared-triton", undeclared[1], undeclared[0])] if undeclared else []
     return declared + [
@@ -150,7 +153,8 @@ def text_notices(history: HistoryService, text: str, whole: bool = False) -> tup
 
 
 def probe_notices(probe: BenchResult | None, supervised: bool = False, stale: bool = False) -> list[Notice]:
-    """What the latest background probe measured: a failed gate (error), a statistically
+    """What the latest background probe measured: a failed gate (error; a run that judged
+    nothing says `bench`'s NOT RUN, STOPPED or UNSUPPORTED and why, a warning), a statistically
     significant regression (warning, GPU timings only), else its result (information), with
     how to record it (`supervised`: an orchestrator records, so no command is advised).
     Nothing once kernel.py holds another text than the one measured (`stale`): the verdict
@@ -163,7 +167,9 @@ def probe_notices(probe: BenchResult | None, supervised: bool = False, stale: bo
     if not probe.passed:
         kind = probe.error.kind if probe.error else "gate"
         detail = probe.error.message if probe.error else "the quality gate failed"
-        return [Notice("error", kind, f"benchmark gate failed: {detail}")]
+        if verdict_word(probe) == "FAIL":
+            return [Notice("error", kind, f"benchmark gate failed: {detail}")]
+        return [Notice("warning", kind, f"benchmark {verdict_headline(probe)}: {detail}")]  # not judged
     if probe.mode != "gpu":
         shrunk = probe.shrunk()
         sizes = f" (partial: ran smaller, {'; '.join(shrunk)})" if shrunk else ""

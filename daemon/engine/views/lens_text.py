@@ -26,7 +26,7 @@ from kernelscope.daemon.engine.workspace import atrex
 from kernelscope.daemon.engine.workspace.cache import WorkspaceCache
 from kernelscope.daemon.engine.workspace.masked import has_runs, run_counts
 from kernelscope.daemon.engine.workspace.workspace import Workspace
-from kernelscope.protocol.bench import BenchResult, verdict_word
+from kernelscope.protocol.bench import BenchResult, verdict_label
 from kernelscope.protocol.commands import StopConditionStatus
 from kernelscope.protocol.experiment import KernelSummary
 from kernelscope.protocol.memory import format_version
@@ -368,9 +368,7 @@ def probe_text(probe: BenchResult, stale: bool) -> str:
     """`last probe: PASS 1.42x vs v3 [gpu]`: the latest background benchmark, against the best
     recorded version (workflows/probe.py); a run that was no verdict says `bench`'s word for it,
     `last probe: NOT RUN (setup) [gpu]`, `last probe: STOPPED (out_of_memory) [gpu]`."""
-    verdict = verdict_word(probe)
-    if verdict not in ("PASS", "UNSUPPORTED"):  # UNSUPPORTED is its kind
-        verdict += f" ({probe.error.kind if probe.error else 'gate'})"
+    verdict = verdict_label(probe)
     against = probe.baseline_version or ("reference" if probe.baseline == "reference" else "the baseline")
     score = f" {format_score(probe.score, versus=against)}" if probe.score is not None else ""
     if probe.verdict == "no measurable change":

@@ -38,7 +38,7 @@ from kernelscope.daemon.engine.workspace.atrex import refuse_if_supervised, rese
 from kernelscope.daemon.engine.workspace.kernel_scan import scan_kernel_source
 from kernelscope.daemon.engine.workspace.workspace import Workspace
 from kernelscope.protocol import workspace_files
-from kernelscope.protocol.bench import BenchResult, ConfigResult
+from kernelscope.protocol.bench import BenchResult, ConfigResult, verdict_label
 from kernelscope.protocol.commands import IterationResult, StopConditionStatus, stop_conditions_met
 from kernelscope.protocol.experiment import KernelExperiment
 from kernelscope.protocol.memory import format_version, memory_schema_template, parse_version
@@ -412,6 +412,7 @@ class Iteration:
             version=version,
             parent_version=parent_entry.version if parent_entry else None,
             passed=bench.passed,
+            verdict=verdict_label(bench),
             mode=bench.mode,
             score=bench.score if bench.passed and versus == "v0" else None,
             speedup_vs_reference=bench.score if bench.passed and versus != "v0" else None,
@@ -501,8 +502,7 @@ class Iteration:
     def _summary_line(version: str, bench: BenchResult, record: dict[str, Any], versus: str) -> str:
         category = record["optimization"]["action_category"]
         if not bench.passed:
-            kind = bench.error.kind if bench.error else "gate"
-            return f"{version.upper()}: FAIL ({kind}) | {category}"
+            return f"{version.upper()}: {verdict_label(bench)} | {category}"
         latency = record["performance"]["latency_us"]
         perf = format_score(bench.score, versus=versus) if bench.score else "measured"
         if latency is not None:

@@ -126,6 +126,7 @@ WAY_OUT = {
     },
 }
 BENCH_AS_IT_IS = {"cli": "`kernelscope bench` runs on it as it is; ", "editor": ""}
+BENCH_NAMED = {"cli": "`kernelscope bench --reference {module}` runs on it as it is; ", "editor": ""}
 INSIDE = {
     "cli": "; it is inside the workspace {above}: pass -w {above}",
     "editor": "; it is inside the workspace {above}: open {above} in the editor",
@@ -134,17 +135,25 @@ INSIDE = {
 
 def not_a_workspace(resolved: Path, missing: list[str], surface: Surface = "cli") -> str:
     """The one "not an optimization workspace" message, naming what is missing and what a
-    workspace holds, ending with the way out of the surface that says it (`surface`: the
+    workspace holds (or, for a workspace the memory commands find no memory/ in, that it is
+    one with no records yet), ending with the way out of the surface that says it (`surface`: the
     CLI's commands, the editor's gestures) that fits the folder (WAY_OUT)."""
+    situation, problem = _situation(resolved)
+    if situation == "workspace" and missing == [f"no {WORKSPACE_DIRS[0]}/"]:
+        # a workspace by the rule (its README block stands for memory/): the memory commands,
+        # which read memory/ alone, find no records in it yet
+        way_out = WAY_OUT[surface][situation].format(path=resolved)
+        return f"{resolved} is an optimization workspace with no records yet ({missing[0]}){way_out}"
     above = workspace_holding(resolved.parent) if resolved.parent != resolved else None
     if above is not None:
         hint = INSIDE[surface].format(above=above)
+    elif problem is None:
+        hint = WAY_OUT[surface][situation].format(path=resolved, problem="", bench="")
     else:
-        situation, problem = _situation(resolved)
+        words, runs, module = problem
+        bench = BENCH_NAMED[surface].format(module=module) if module else BENCH_AS_IT_IS[surface]
         hint = WAY_OUT[surface][situation].format(
-            path=resolved,
-            problem=problem[0] if problem else "",
-            bench=BENCH_AS_IT_IS[surface] if problem and problem[1] else "",
+            path=resolved, problem=f"{words} ({module})" if module else words, bench=bench if runs else ""
         )
     return (
         f"{resolved} is not an optimization workspace ({'; '.join(missing)}): a workspace holds "
@@ -157,9 +166,9 @@ def not_a_workspace(resolved: Path, missing: list[str], surface: Surface = "cli"
 HINT_PARSE_LIMIT = 256 * 1024
 
 
-def _situation(path: Path) -> tuple[str, tuple[str, bool] | None]:
+def _situation(path: Path) -> tuple[str, tuple[str, bool, str | None] | None]:
     """Which way out fits the folder (a key of WAY_OUT's), and for one holding kernel.py what
-    its files look like (protocol/kinds.py's `problem_of`, asked here alone: the error's path,
+    its files look like (protocol/kinds.py's `problem_in`, asked here alone: the error's path,
     so that importing discovery stays light; a reference over HINT_PARSE_LIMIT is not parsed)."""
     try:
         if not path.is_dir():
@@ -172,7 +181,7 @@ def _situation(path: Path) -> tuple[str, tuple[str, bool] | None]:
         return "absent", None
     from kernelscope.protocol import kinds
 
-    problem = kinds.problem_of(kinds.Folder(path, parse_limit=HINT_PARSE_LIMIT))
+    problem = kinds.problem_in(path, parse_limit=HINT_PARSE_LIMIT)
     return ("problem", problem) if problem is not None else ("kernel", None)
 
 
@@ -183,9 +192,28 @@ def require_workspace(path: Path, need: Need = "workspace") -> Path:
 
     resolved = Path(path).expanduser().resolve()
     missing = missing_parts(resolved, need)
+    if missing and need == "kernel" and resolved.is_dir():
+        raise DataError(no_kernel(resolved, missing))
     if missing:
         raise DataError(not_a_workspace(resolved, missing))
     return resolved
+
+
+# `kernelscope bench` needs kernel.py alone (no memory/, no README block): its way out.
+BENCH_WAY_OUT = (
+    "; `kernelscope bench` measures the folder's kernel.py: add it, name another file with "
+    "--candidate FILE, pass -w DIR for a workspace elsewhere, or run `kernelscope demo` to make an example"
+)
+
+
+def no_kernel(resolved: Path, missing: list[str]) -> str:
+    """A benchmark's error for a folder without kernel.py: what it lacks and what bench
+    measures, not the workspace rule's (memory/ and a README block are none of bench's needs);
+    a folder inside a workspace names that one."""
+    above = workspace_holding(resolved.parent) if resolved.parent != resolved else None
+    hint = INSIDE["cli"].format(above=above) if above is not None else BENCH_WAY_OUT
+    detail = "" if missing == ["no kernel.py"] else f" ({'; '.join(missing)})"  # (a folder in its place)
+    return f"{resolved} has no kernel.py to benchmark{detail}{hint}"
 
 
 def history_workspace(path: Path, recorded: Callable[[str], bool]) -> tuple[Path, str | None]:
