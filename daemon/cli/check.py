@@ -41,7 +41,12 @@ def check_command(
     """Check kernel.py against the static rules and every recorded version before spending GPU time."""
     from kernelscope.daemon.engine import DataError
     from kernelscope.daemon.engine.history.service import HistoryService
-    from kernelscope.daemon.engine.views.diagnostics import static_notices, text_notices, untrusted_notice
+    from kernelscope.daemon.engine.views.diagnostics import (
+        static_notices,
+        text_notices,
+        unreadable_notice,
+        untrusted_notice,
+    )
     from kernelscope.daemon.engine.workspace.discovery import require_workspace, workspace_holding
     from kernelscope.daemon.engine.workspace.kinds import declared_framework, detect_kind, undeclared_triton
     from kernelscope.daemon.engine.workspace.user_config import user_settings
@@ -69,16 +74,17 @@ def check_command(
     if not unparsed:
         service = HistoryService(root, db_url=db)
         notices, identical = text_notices(service, text, whole=True)  # asked for: any size
-        notices += static
+        history = service.history()
+        unreadable = history.unreadable
+        left_out = unreadable_notice(unreadable)  # (the editor says it on each record instead)
+        notices += [left_out, *static] if left_out is not None else static
         user, folder = user_settings(output.warn)
         why = distrust(user, root) if folder.bench_on_save else None  # the config file's trust alone
         if why is not None:
             notices.append(untrusted_notice(str(root), why))
         tried = [hint for hint in service.tried(text) if hint.values]
         # what "nothing matches" rests on: an agent must tell new code from a history with no code
-        history = service.history()
         compared = sum(1 for v in history.versions.values() if v.kernel_blob and not v.masked)
-        unreadable = history.unreadable
     errors = unparsed or any(n.severity == "error" for n in notices)
     if json_out:
         output.print_json(

@@ -5,7 +5,9 @@ answered.
 
 `workspace_changed` is the one place a change becomes visible: it tells the workspace's cache
 which sources changed (engine/workspace/cache.py drops what was made of them), asks the client
-to refresh lenses and hints, and publishes kernel.py's diagnostics."""
+to refresh lenses and hints, and publishes kernel.py's diagnostics (and, once the workspace is
+in use and whenever memory/ changes, the warnings on records that cannot be read:
+features/records.py)."""
 
 from __future__ import annotations
 
@@ -16,6 +18,7 @@ from lsprotocol import types
 from kernelscope.daemon.engine import WriteFailed
 from kernelscope.daemon.engine.views.answer_files import write_answer
 from kernelscope.daemon.engine.views.command_answers import command_answer_line
+from kernelscope.daemon.lsp.features import records
 from kernelscope.daemon.lsp.features.diagnostics import diagnostics, problem_diagnostics
 from kernelscope.daemon.lsp.state import WorkspaceState
 from kernelscope.protocol.vocabulary import JOB_FINISHED
@@ -49,6 +52,8 @@ def workspace_changed(ls: KernelscopeServer, ws: WorkspaceState, *sources: Sourc
     for uri, found in lint.items():
         ls.text_document_publish_diagnostics(types.PublishDiagnosticsParams(uri=uri, diagnostics=found))
     ws.lint_uris = frozenset(lint)
+    if ws.cache_built and ("memory" in sources or not ws.records_asked):
+        records.refresh(ls, ws)  # the warnings on records that cannot be read, where they changed
 
 
 def job_finished(ls: KernelscopeServer, outcome: dict[str, Any]) -> None:

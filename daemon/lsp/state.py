@@ -116,6 +116,10 @@ class WorkspaceState:
     untrusted_said: bool = False  # a publication carried it (notices_published)
     warm_started: bool = False  # lens texts and history read on the first open of kernel.py, not at start-up
     lint_uris: frozenset[str] = frozenset()  # problem files holding the last probe's lint diagnostics
+    # memory files that cannot be read: the warning published on each (by URI), and how many
+    # times they were asked for (features/records.py: the last one asked publishes)
+    record_notices: dict[str, Notice] = field(default_factory=dict)
+    records_asked: int = 0
     # The user's write under way here that is no job (a maskHalf, on the command pool): set
     # and cleared under `_busy_lock`, from any thread, as the user's job is (take_job).
     writing: str | None = None
@@ -127,6 +131,12 @@ class WorkspaceState:
     def kernel_path(self) -> Path:
         """kernel.py (the engine's Workspace.kernel_path), known without building the cache."""
         return Path(self.root).expanduser().resolve() / KERNEL_FILE
+
+    @property
+    def cache_built(self) -> bool:
+        """Whether anything has read the workspace yet (a lens, a check): until then it holds
+        nothing read from disk."""
+        return self._cache is not None
 
     @property
     def cache(self) -> WorkspaceCache:

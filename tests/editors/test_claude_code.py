@@ -353,6 +353,51 @@ def test_what_the_model_receives_after_each_edit_is_about_that_text(
     assert "re-benchmark on save is off" in received[0], received[0][-1500:]
 
 
+CUT_SHORT = '{"version": "v4", "performance": {"latency_us": '  # a record whose write was cut short
+
+
+@RUN
+def test_a_record_that_cannot_be_read_is_told_to_the_model_once(
+    claude: Path, demo: Path, tmp_path: Path
+) -> None:
+    """memory/v4.json cut short, then two edits of kernel.py (BLOCK_SIZE 512, then 2048). Claude
+    Code forgets what it delivered for a file before each edit of that file, so a warning
+    published under kernel.py reached the model after every edit (before: `memory/v4.json
+    cannot be read` twice, and on every later edit). It is published on the record itself,
+    saying why, and the model is told it once; each edit still brings its own verdict."""
+    edits = EDITS[:2]
+    phase: dict[str, Any] = {"step": 0, "sent": False, "reads": 0, "at": []}
+
+    def director(requests: list[dict[str, Any]], ws: Path) -> Reply:
+        if len(requests) == 1:
+            (ws / "memory" / "v4.json").write_text(CUT_SHORT)
+        while phase["step"] < len(edits):
+            block, said = edits[phase["step"]]
+            if not phase["sent"]:
+                phase["sent"], phase["reads"] = True, 0
+                phase["at"].append(len(requests))
+                return tool("Write", file_path=str(ws / "kernel.py"), content=kernel_with_block(block, ws))
+            if said in newest_turn(requests[-1]) or phase["reads"] >= 15:
+                phase["step"], phase["sent"] = phase["step"] + 1, False
+                continue
+            phase["reads"] += 1
+            return Reply(tools=[("Read", {"file_path": "kernel.py"})], delay_s=2.0)
+        if len(requests) - phase["at"][-1] < 3:  # a few turns more: a late publication would show
+            return Reply(tools=[("Read", {"file_path": "kernel.py"})], delay_s=2.0)
+        return Reply(text="done")
+
+    run, server, _ws, _debug = session(claude, demo, tmp_path, director)
+    assert run.returncode == 0, run.stdout[-2000:] + run.stderr[-2000:]
+    told = [newest_turn(r) for r in server.requests]
+    assert len(phase["at"]) == len(edits), [t[-800:] for t in told]
+    bounds = [*phase["at"], len(server.requests)]
+    for (block, said), (a, b) in zip(edits, itertools.pairwise(bounds), strict=True):
+        assert said in "".join(told[a:b]), (block, told[a:b])
+    unreadable = [t for t in told if "v4.json" in t and "cannot be read" in t]
+    assert len(unreadable) == 1, unreadable  # once in the session, not once per edit
+    assert "not valid JSON" in unreadable[0], unreadable[0][-1500:]  # why, said where it is
+
+
 @RUN
 def test_an_untrusted_workspace_says_re_benchmark_is_off(claude: Path, demo: Path, tmp_path: Path) -> None:
     """(d) Not trusted: the edit is checked, nothing runs, and the model is told once that

@@ -537,6 +537,35 @@ async def test_a_save_of_the_saved_text_after_an_undo_brings_its_verdict_back(
     assert not any("512 never tried" in m for m in messages(client, uri)), messages(client, uri)
 
 
+async def test_a_record_that_cannot_be_read_is_said_on_the_record_until_it_can(
+    client: KernelscopeClient,
+) -> None:
+    """memory/v1.json cut short: its warning (why, and what leaves it out) is published on
+    memory/v1.json itself, not under kernel.py, where Claude Code told it to the agent again
+    after every edit of kernel.py (tests/editors/test_claude_code.py); an edit of kernel.py
+    does not publish it again; once the record reads again (on disk: the watcher), it is cleared."""
+    path = kernel(client)
+    uri = path.as_uri()
+    record = path.parent / "memory" / "v1.json"
+    record_uri = record.resolve().as_uri()
+    good = record.read_text()
+    record.write_text(good[: len(good) // 2])  # a write cut short
+    await watching(client, path.parent)
+    open_with(client, path, kernel_with_block(KERNEL, 256))
+    await wait_for(lambda: messages(client, record_uri), 30, "no warning on the record")
+    (said,) = messages(client, record_uri)
+    assert said.startswith("unreadable_record: memory/v1.json cannot be read: not valid JSON"), said
+    assert "left out of every figure" in said and said.endswith("reads as never tried)"), said
+    await wait_for(lambda: any("256 never tried" in m for m in messages(client, uri)), 30, "no verdict")
+    assert not any("v1.json" in m for _, found in client.published if _ != record_uri for m in found)
+    since = len(client.published)
+    claude_code_edit(client, uri, kernel_with_block(KERNEL, 512), 2)
+    await wait_for(lambda: any("512 never tried" in m for m in messages(client, uri)), 30, "no verdict")
+    assert record_uri not in [u for u, _ in client.published[since:]], client.published[since:]
+    record.write_text(good)
+    await wait_for(lambda: not messages(client, record_uri), 30, "the warning stayed")
+
+
 async def test_an_agent_replacing_kernel_py_by_a_link_to_a_pipe_leaves_the_daemon_answering(
     client: KernelscopeClient, tmp_path: Path
 ) -> None:

@@ -136,6 +136,17 @@ def unreadable_note(names: list[str], left_out_of: str | None = None) -> str:
     return f"{shown}{more} cannot be read{left_out} (`kernelscope memory list` says why)"
 
 
+def unreadable_record_note(name: str, error: str) -> str:
+    """What is said on a memory file that cannot be read (`name`), at the file itself: why
+    (`error`, which names the file first when it can) and what reads it leaves out, so that
+    its absence is not read as data."""
+    why = error.removeprefix(f"{name}: ")
+    return (
+        f"memory/{name} cannot be read: {why}; it is left out of every figure, lens and comparison "
+        "of kernel.py (a value tried only here reads as never tried)"
+    )
+
+
 def cut_short_note(names: list[str], workspace: Path | None = None) -> str:
     """What every reader says of a cut-short multi-file write it shows finished (`names`: the
     files not yet written), and the command that finishes it on disk."""

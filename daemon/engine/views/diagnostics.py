@@ -1,7 +1,8 @@
 """The messages a person (or an agent) reads under kernel.py: what the check of the text found
 (a recorded version with the same code, or one close to it and what was tried at the changed
 meta-parameters), what the latest background probe measured, and that re-benchmark on save is
-off. Plain data (`Notice`); the LSP layer places them on the kernel's line.
+off; and, on a memory record that cannot be read, why (record_notices). Plain data (`Notice`);
+the LSP layer places them on the kernel's line (a record's on that record's file).
 
 One short line each, and every action named is a shell command an agent can run in the
 workspace (`kernelscope bench`, `kernelscope iterate ...`), with the editor's command id beside
@@ -18,7 +19,10 @@ from kernelscope.protocol.history import FingerprintCheck, TriedHint
 from kernelscope.protocol.record_rules import format_score
 
 if TYPE_CHECKING:
+    from pathlib import Path
+
     from kernelscope.daemon.engine.history.service import HistoryService
+    from kernelscope.daemon.engine.memory.records import MemoryEntry
     from kernelscope.protocol.settings import Distrust
     from kernelscope.protocol.workspace import SourceError
 
@@ -133,9 +137,9 @@ def fingerprint_notice(check: FingerprintCheck, hints: list[TriedHint]) -> tuple
 def text_notices(history: HistoryService, text: str, whole: bool = False) -> tuple[list[Notice], bool]:
     """A kernel.py text against every recorded version (no workspace code runs): its notices,
     and whether it is a recorded version's code (then it need not be benchmarked again). The
-    daemon's diagnostics and `kernelscope check` are this; a text too large for the editor
-    (kernel_scan.too_large: static_notices says so) is not compared, unless `whole`."""
-    from kernelscope.daemon.engine.memory.records import unreadable_note
+    daemon's diagnostics and `kernelscope check` are this (the check adds unreadable_notice); a
+    text too large for the editor (kernel_scan.too_large: static_notices says so) is not
+    compared, unless `whole`."""
     from kernelscope.daemon.engine.workspace.kernel_scan import too_large
 
     if not whole and too_large(text) is not None:
@@ -143,13 +147,32 @@ def text_notices(history: HistoryService, text: str, whole: bool = False) -> tup
     check = history.fingerprint(text)
     hints = history.tried(text) if check.matches and check.matches[0].kind == "near" else []
     notice, identical = fingerprint_notice(check, hints)
-    notices = [notice] if notice else []
-    unreadable = history.history().unreadable
-    if unreadable:  # left out of the comparison: said, or "new code" and the values tried read as data
-        notices.append(
-            Notice("warning", "unreadable_records", unreadable_note(unreadable, "this comparison"))
-        )
-    return notices, identical
+    return ([notice] if notice else []), identical
+
+
+def unreadable_notice(unreadable: list[str]) -> Notice | None:
+    """`kernelscope check`'s word on the memory files (`unreadable`, names) its comparison left
+    out: said, or "new code" and the values tried read as data. Not under kernel.py in the
+    editor: there each such file carries its own warning (record_notices), which an agent is
+    told once, where one under kernel.py was told again after every edit of kernel.py (Claude
+    Code forgets what it delivered for a file when it edits that file)."""
+    from kernelscope.daemon.engine.memory.records import unreadable_note
+
+    if not unreadable:
+        return None
+    return Notice("warning", "unreadable_records", unreadable_note(unreadable, "this comparison"))
+
+
+def record_notices(entries: list[MemoryEntry]) -> dict[Path, Notice]:
+    """A warning on each memory file that cannot be read (`entries`: the memory scan), on its
+    first line, saying why and what leaves it out; the daemon publishes it on that file."""
+    from kernelscope.daemon.engine.memory.records import unreadable_record_note
+
+    return {
+        e.path: Notice("warning", "unreadable_record", unreadable_record_note(e.path.name, e.error), 1, 0)
+        for e in entries
+        if e.error is not None
+    }
 
 
 def probe_notices(probe: BenchResult | None, supervised: bool = False, stale: bool = False) -> list[Notice]:

@@ -3,7 +3,8 @@ lenses (textDocument/codeLens), hover, hints (inlay hints, resolve), diagnostics
 published under kernel.py), commands (workspace/executeCommand and kernelscope's own requests),
 save (didOpen/didChange/didSave and changes on disk: the check, then the probe), readme (the
 warnings of a README.md open in the editor, as its diagnostics; documents routes didOpen,
-didChange, didSave, didClose to both), lifecycle
+didChange, didSave, didClose to both), records (a warning on each memory record that cannot be
+read, on that file), lifecycle
 (initialize, configuration, folders).
 
 Each handler runs either on the event loop (it changes the live state or talks to the client)
