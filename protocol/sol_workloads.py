@@ -5,9 +5,10 @@ configurations) read the same workloads, in the same order, with the same names.
 
 Upstream's format (NVIDIA/SOL-ExecBench `docs/workload.md`): one JSON object per line with
 `uuid`, `axes` (var axis -> value), `inputs` and an optional `tolerance`. Blank lines are
-skipped; any other line that is not such an object makes the file unreadable (upstream's
-evaluator refuses it too). A line without a `uuid` is named `line<N>`, N its line number in the
-file, and one without `axes` has none.
+skipped; any other line that is not such an object (or whose `uuid` is not a non-empty string)
+makes the file unreadable (upstream's evaluator refuses it too). A line without a `uuid` is named
+`line<N>`, N its line number in the file (upstream requires one; kernelscope's harness has always
+named it so), and one without `axes` has none.
 
 Each process reads the file its own way (the daemon through `workspace_files`, size-capped; the
 child plainly) and hands the text here.
@@ -30,7 +31,9 @@ def parse_workloads(text: str) -> list[dict[str, Any]]:
     WorkloadsError naming the first line that is not one. An empty list for a file without
     one (the adapter refuses that; the daemon counts 0)."""
     workloads = []
-    for number, line in enumerate(text.splitlines(), 1):
+    # (lines end at "\n" only, as upstream's reader iterates a file: a U+2028 inside a JSON string
+    # is part of its line, where str.splitlines would cut it)
+    for number, line in enumerate(text.split("\n"), 1):
         if not line.strip():
             continue
         try:
@@ -39,6 +42,9 @@ def parse_workloads(text: str) -> list[dict[str, Any]]:
             raise WorkloadsError(f"{WORKLOADS} line {number} is not valid JSON: {exc}") from None
         if not isinstance(workload, dict) or not isinstance(workload.get("axes", {}), dict):
             raise WorkloadsError(f"{WORKLOADS} line {number} is not a workload object with axes")
+        uuid = workload.get("uuid", "line")
+        if not isinstance(uuid, str) or not uuid.strip():  # upstream's uuid is a NonEmptyString
+            raise WorkloadsError(f"{WORKLOADS} line {number} has a uuid that is not a non-empty string")
         workload.setdefault("uuid", f"line{number}")
         workload.setdefault("axes", {})
         workloads.append(workload)

@@ -6,11 +6,14 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
+
 from kernelscope.daemon.engine.store.traces import traces_from_bench
 from kernelscope.daemon.engine.workspace.kinds import profile
 from kernelscope.daemon.engine.workspace.workspace import Workspace
 from kernelscope.kernels.adapters.sol_execbench import _read_workloads
 from kernelscope.protocol.bench import BenchError, BenchResult
+from kernelscope.protocol.sol_workloads import WorkloadsError, parse_workloads
 from tests.support.sol_workspace import make_sol_workspace
 
 
@@ -65,3 +68,14 @@ def test_a_readable_workload_file_is_counted_without_its_blank_lines(tmp_path: P
     (ws / "workload.jsonl").write_text("\n\n".join(lines) + "\n\n")
     found = profile(ws, Workspace(ws).readme())
     assert (found.workload_count, found.workload_count_note) == (len(lines), None)
+
+
+def test_lines_end_at_newlines_only_and_a_uuid_is_a_non_empty_string() -> None:
+    """A U+2028 inside a JSON string is part of its line (upstream reads the file line by line;
+    str.splitlines cut it, and the file was refused); a `uuid` of null or "" is refused, as
+    upstream's NonEmptyString is (it was named "None"); CRLF line ends read as LF."""
+    named = json.dumps({"uuid": "a", "axes": {"n": 1}, "inputs": {"note": "x\u2028y"}}, ensure_ascii=False)
+    assert [w["inputs"]["note"] for w in parse_workloads(named + "\r\n")] == ["x\u2028y"]
+    for uuid in (None, "", 7):
+        with pytest.raises(WorkloadsError, match="line 2 has a uuid that is not a non-empty string"):
+            parse_workloads(named + "\n" + json.dumps({"uuid": uuid, "axes": {}}) + "\n")

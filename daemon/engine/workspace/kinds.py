@@ -66,8 +66,10 @@ def sol_workloads(root: Path) -> tuple[list[dict[str, Any]] | None, str | None]:
         text = workspace_files.read_text(path)
     except FileNotFoundError:
         return None, None
-    except (OSError, UnicodeDecodeError) as exc:
-        return None, f"{WORKLOADS} cannot be read: {exc}"
+    except OSError as exc:  # (its message names the file and why: RefusedFile's too)
+        return None, str(exc)
+    except UnicodeDecodeError as exc:
+        return None, f"{WORKLOADS} is not UTF-8 text: {exc}"
     try:
         return parse_workloads(text), None
     except WorkloadsError as exc:
