@@ -22,18 +22,23 @@ Every timed call goes through `Timer.run`, which lets a `TimedCallChecks` (the c
   the call gets is computed before it (untimed, on copies of the inputs it changes), the
   output is compared with it afterwards, and the inputs must be unchanged by the call but
   those the reference changes, compared with the values it left in them; a wrong output is
-  a wrong result (a kernel must handle every input the reference handles; right on a fresh
-  call on the same inputs, one whose output varies from call to call: a race) unless there
-  is evidence of a cheat (`_recheck`);
+  a wrong result (a kernel must handle every input the reference handles) unless there is
+  evidence of a cheat (`_recheck`); the message says what fresh calls showed (`Seen`: k of n
+  wrong, how many distinct outputs), and names a race only where they showed the output
+  varying on the same inputs;
 - at a random point a *hidden audit call* runs the candidate on fresh inputs (new buffers,
   new values) and checks it, untimed; a wrong output is a cheat only with evidence (an
   earlier call's output bit for bit, by a sampled fingerprint kept of every output on the
   timed inputs, that is the reference's answer for that call's inputs and says enough,
-  `informative`; wrong now on timed inputs it was found right on, by the gate or a verified
-  call, and wrong the same way, bit for bit, on every call there), else the data-dependent
-  bug or the race it looks like (docs/verdicts.md). Right or wrong by turns on the same
-  inputs is no evidence: an honest kernel with a race (a missing barrier, an unordered
-  reduction) is, with new wrong values each time;
+  `informative`; within the tolerance the reference's answer for the timed inputs at an
+  earlier mark, `_stale`: the first timed call's, the previous one's, the last verified
+  one's, where it was found right, the problem's own values, the reference run again there
+  on the failure path only; wrong now on timed inputs it was found right on, by the gate or
+  a verified call, and wrong the same way, bit for bit, on every call there, compared on the
+  device), else the data-dependent bug or the race it looks like (docs/verdicts.md). Right or
+  wrong by turns on the same inputs is no evidence: an honest kernel with a race (a missing
+  barrier, an unordered reduction) is, with new wrong values each time. Only the check's own
+  failure (GateFailure) is a wrong output: a harness error is raised as it is;
 - the candidate must launch at least one Triton kernel in every timed call.
 """
 
@@ -172,12 +177,60 @@ def restore_(undo: Swaps) -> None:
 AUDIT_SEED = 10_000  # the hidden audit at timed call i draws with seed AUDIT_SEED + i
 REPEATS = 4  # further fresh calls that must repeat a wrong output bit for bit: state, not a race
 
+NOT_GAMED = (
+    "nothing shows the timing gamed (not an earlier call's output bit for bit, nor its answer "
+    "within the tolerance; not wrong the same way on every call on inputs it was found right on)"
+)
 VARIES = (
     "its output varies from call to call on the same inputs (a race: a missing barrier, an "
-    "unordered reduction, a read of memory not yet written), and nothing shows the timing gamed "
-    "(not an earlier call's output bit for bit, not wrong the same way on every call on inputs it "
-    "was found right on)"
+    f"unordered reduction, a read of memory not yet written), and {NOT_GAMED}"
 )
+LAZY = (
+    "; called afresh on timed inputs it was found right on, it is wrong now, bit for bit the same "
+    "output on {calls} calls: a lazy or stateful output"
+)
+
+
+@dataclass
+class Seen:
+    """What fresh calls on one input set showed: how many were made, how many were wrong, and
+    how many distinct wrong outputs, bit for bit (a call that raised is one of its own)."""
+
+    calls: int = 0
+    wrong: int = 0
+    distinct: int = 0
+
+    def varies(self) -> bool:
+        """Right and wrong ones, or wrong ones with other bits: the output varied on the same inputs."""
+        return 0 < self.wrong < self.calls or self.distinct > 1
+
+    def same_wrong(self) -> bool:
+        """Wrong, bit for bit the same, on all 1 + REPEATS calls: a function of inputs and state."""
+        return self.calls == 1 + REPEATS and self.wrong == self.calls and self.distinct == 1
+
+    def __str__(self) -> str:
+        if not self.wrong:
+            return "right"
+        outputs = "1 distinct output" if self.distinct == 1 else f"{self.distinct} distinct outputs"
+        return f"wrong on {self.wrong} of {self.calls} calls ({outputs})"
+
+
+def _bytes(value: torch.Tensor) -> torch.Tensor:
+    return value.detach().contiguous().reshape(-1).view(torch.uint8)
+
+
+def _same_bits(first: list[torch.Tensor], other: list[torch.Tensor]) -> bool:
+    """Whether two calls' outputs are the same bits, NaNs included, compared where they are
+    (on the device: no copy to the host)."""
+    if not first or len(first) != len(other):
+        return False
+    for a, b in zip(first, other, strict=True):
+        if a.dtype != b.dtype or a.shape != b.shape:
+            return False
+        if not torch.equal(_bytes(a), _bytes(b)):
+            return False
+    return True
+
 
 UNPERTURBED_NOTE = (
     "the inputs could not be perturbed between timed calls (the reference raised on perturbed "
@@ -233,6 +286,9 @@ class TimedCallChecks:
     right_at: int | None = field(default=None, init=False)
     # output_fingerprint of every output on timed inputs -> len(swaps) then (the first, where it repeats)
     outputs_seen: dict[str, int] = field(default_factory=dict, init=False)
+    # len(swaps) at the first timed call, the previous one and the last verified one: the inputs
+    # a stale output answers (a cache keyed by buffer, a last answer kept); ints, no copies
+    marks: dict[str, int] = field(default_factory=dict, init=False)
     _at: int | None = field(default=None, init=False)  # the mark the inputs are `_rewound` to
 
     def __post_init__(self, calls: int, verify: int, checked: Sequence[list[str]]) -> None:
@@ -300,6 +356,7 @@ class TimedCallChecks:
         self.restore()
         self.right_at = 0 if self.right_at == 0 else None  # a perturbed draw it was right on is gone
         self.outputs_seen = {fp: mark for fp, mark in self.outputs_seen.items() if mark == 0}
+        self.marks = {name: mark for name, mark in self.marks.items() if mark == 0}
         self._stop_perturbing()
         return True
 
@@ -326,6 +383,7 @@ class TimedCallChecks:
         if found:
             raise TimedCheckFailure("cheat", found)
         earlier = self._seen(output)
+        mark = len(self.swaps)
         if index in self.verified and self._snapshot is not None:
             run, self._snapshot = self._snapshot, None
             outputs = self.outputs_of(output)
@@ -334,15 +392,17 @@ class TimedCallChecks:
                     raise TimedCheckFailure("cheat", f"timed call {index} modified its inputs in place")
             try:
                 self._check(outputs, run, f"in timed call {index}")
-                self.right_at = len(self.swaps)
-            except TimedCheckFailure:
-                raise
-            except Exception as timed_error:
-                replayed = earlier != len(self.swaps) and self._replays(outputs, earlier)
+                self.right_at = mark
+            except GateFailure as timed_error:  # a wrong output; a harness error is no verdict
+                replayed = earlier != mark and self._replays(outputs, earlier)
+                stale = None if replayed else self._stale(outputs, mark)
                 del outputs
-                self._recheck(index, run, timed_error, replayed)
+                self._recheck(index, run, timed_error, replayed, stale)
             del run
             self.checked_calls += 1
+            self.marks["verified"] = mark
+        self.marks.setdefault("first", mark)
+        self.marks["previous"] = mark
 
     def _seen(self, output: Any, timed: bool = True) -> int | None:
         """Where a call's output is, bit for bit, one the candidate returned before on timed
@@ -367,12 +427,46 @@ class TimedCallChecks:
         with self._rewound(earlier):
             try:
                 run = self._expected()
-                if run is None:
-                    return False
+            except Exception:  # the reference raised there
+                return False
+            if run is None:
+                return False
+            try:
                 self.compare(outputs, run.references, ())
-            except Exception:
+            except GateFailure:
                 return False
         return True
+
+    def _stale(self, outputs: list[torch.Tensor], now: int | None = None) -> int | None:
+        """Where a wrong output is, within the tolerance, the reference's answer for the timed
+        inputs as they were at an earlier mark (where a cache keyed by buffer or a kept last
+        answer takes it from: the first timed call, the previous one, the last verified one,
+        where it was last found right, the problem's own values), that mark: a stale output,
+        noise added or not. `now`: the mark of the call's own inputs. Only for an informative
+        output (`informative`); the reference runs again there, the candidate does not."""
+        if not informative(outputs):
+            return None
+        wanted = (
+            self.marks.get("previous"),
+            self.marks.get("first"),
+            self.marks.get("verified"),
+            self.right_at,
+            0,
+        )
+        for mark in dict.fromkeys(m for m in wanted if m is not None and m != now and m <= len(self.swaps)):
+            with self._rewound(mark):
+                try:
+                    run = self._expected()
+                except Exception:  # the reference raised there
+                    continue
+                if run is None:
+                    continue
+                try:
+                    self.compare(outputs, run.references, ())
+                except GateFailure:
+                    continue
+            return mark
+        return None
 
     def audit_point(self, index: int) -> None:
         """After a timed call (its output released): the hidden audit, once per configuration."""
@@ -384,62 +478,59 @@ class TimedCallChecks:
         """The outputs and the inputs after a call, against the reference's run (raises)."""
         check_call(run, outputs, when, self.compare)
 
-    def _recheck(self, index: int, run: ReferenceRun, timed_error: Exception, replayed: bool) -> None:
+    def _recheck(
+        self, index: int, run: ReferenceRun, timed_error: GateFailure, replayed: bool, stale: int | None
+    ) -> None:
         """A timed output was wrong. A fresh call on copies of the inputs the call was given (the
         pristine values of those it may change) wrong too: the reference alone says whether the
         problem can take perturbed inputs (its answer on them is not finite: perturbation stops,
         the inputs put back). A kernel must handle every input the reference handles, so
-        otherwise it is a wrong result (its output varying from call to call where the fresh
-        call is right: a race), or a cheat where it repeats an earlier output bit for bit that
-        was the answer there, or is wrong now, the same way every time, on timed inputs it was
-        found right on (lazy, stateful). Right on the fresh call alone is no evidence: a race
-        is right on some calls and wrong on others."""
-        varies = self._right_on(self._timed_inputs(), run)
+        otherwise it is a wrong result, or a cheat where it repeats an earlier output bit for bit
+        that was the answer there, is an earlier call's answer within the tolerance (`_stale`),
+        or is wrong now, the same way every time, on timed inputs it was found right on (lazy,
+        stateful). The message says what the fresh calls showed, and names a race only where
+        they showed the output varying (`Seen.varies`): a race is right on some calls and wrong
+        on others, and one right fresh call on new buffers shows no variation."""
+        now = self._fresh_calls(run, 1)
         finite = all(torch.isfinite(value).all() for value in run.references if value.is_floating_point())
-        if self.swaps and not finite and not varies:  # the reference's answer: the swaps broke the problem
+        if self.swaps and not finite and now.wrong:  # the reference's answer: the swaps broke the problem
             self.unperturb()  # later calls run on the problem's own values
             return
+        head = f"timed call {index} returned a wrong output ({timed_error})"
         if replayed:
             raise TimedCheckFailure(
                 "cheat",
-                f"timed call {index} returned a wrong output ({timed_error}) that is, bit for bit, an "
-                "earlier call's on other inputs, and the reference's answer there: a replayed or "
-                "cached output",
+                f"{head} that is, bit for bit, an earlier call's on other inputs, and the reference's "
+                "answer there: a replayed or cached output",
             )
-        lazy = self._lazy_evidence()
-        if lazy is not None:
-            raise TimedCheckFailure(
-                "cheat", f"timed call {index} returned a wrong output ({timed_error}){lazy}"
-            )
-        if varies:
-            why = f"; a fresh call on the same inputs is right: {VARIES}"
-        elif self.swaps and self._right_at(0):
-            why = (
+        if stale is not None:
+            raise TimedCheckFailure("cheat", head + self._stale_words(stale))
+        at = None if self.right_at is None else self._wrong_the_same_way(self.right_at)
+        if at is not None and at.same_wrong():
+            raise TimedCheckFailure("cheat", head + LAZY.format(calls=at.calls))
+        why = f"; called afresh on copies of its inputs it is {'wrong too' if now.wrong else 'right'}"
+        if at is not None:
+            why += f"; called afresh on timed inputs it was found right on, it is {at}"
+        if now.varies() or (at is not None and at.varies()):
+            why += f": {VARIES}"
+        elif now.wrong and self.swaps and (at.wrong == 0 if at and self.right_at == 0 else self._right_at(0)):
+            why += (
                 "; right on the problem's own values, wrong on them with a few elements swapped, "
                 "which the reference handles: a kernel must handle every input the reference does (a "
                 "problem whose inputs have a structure, symmetry or order, says so by a reference that "
                 "rejects inputs without it, or by the second distribution's opt-out)"
             )
+        elif now.wrong and self.right_at is None:
+            why += ": a bug the problem's own timing inputs reach (the inputs the gate checked did not)"
         else:
-            why = (
-                "; called afresh on the problem's own timing inputs it is wrong too: a bug those inputs "
-                "reach (the inputs the gate checked did not)"
-            )
-        raise TimedCheckFailure(
-            getattr(timed_error, "kind", "wrong_result"),
-            f"timed call {index} returned a wrong output ({timed_error}){why}",
-        )
+            why += f"; {NOT_GAMED}"
+        raise TimedCheckFailure(timed_error.kind, head + why)
 
-    def _lazy_evidence(self) -> str | None:
-        """Why the candidate is lazy or stateful: it was found right on a draw of the timed
-        inputs (the gate's, a verified timed call's) and, called afresh on it, is wrong now, bit
-        for bit the same way on every call (`_wrong_the_same_way`: a race is wrong on some calls,
-        with new values)."""
-        if self.right_at is None or not self._wrong_the_same_way(self.right_at):
-            return None
+    def _stale_words(self, mark: int) -> str:
+        where = "as the problem made them" if mark == 0 else "as an earlier timed call had them"
         return (
-            f"; called afresh on timed inputs it was found right on, it is wrong now, bit for bit "
-            f"the same output on {1 + REPEATS} calls: a lazy or stateful output"
+            f"; within the tolerance, it is the reference's answer for the timed inputs {where} "
+            "(other values): a stale output, cached or kept from an earlier call"
         )
 
     @contextlib.contextmanager
@@ -469,23 +560,38 @@ class TimedCallChecks:
                 return None
             return None if run is None else self._right_on(self._timed_inputs(), run)
 
-    def _wrong_the_same_way(self, mark: int) -> bool:
-        """Whether fresh calls on the timed inputs as they were at `mark` are wrong, bit for bit
-        the same outputs (and inputs after the call) every time, 1 + REPEATS calls: a kernel
-        whose answer there is a function of its inputs and its state, not a race (right on some
-        calls, wrong on others with new values each time). False where the reference says
-        nothing there."""
+    def _wrong_the_same_way(self, mark: int) -> Seen | None:
+        """What fresh calls on the timed inputs as they were at `mark` show (`_fresh_calls`, up
+        to 1 + REPEATS): wrong, bit for bit the same outputs (and inputs it changes) every time
+        (`Seen.same_wrong`) is a kernel whose answer there is a function of its inputs and its
+        state, not a race (right on some calls, wrong on others with new values each time).
+        None where the reference says nothing there."""
         with self._rewound(mark):
             try:
                 run = self._expected()
             except Exception:
-                return False
-            if run is None:
-                return False
-            first = self._fresh_call(self._timed_inputs(), run)
-            return bool(first) and all(
-                self._fresh_call(self._timed_inputs(), run) == first for _ in range(REPEATS)
-            )
+                return None
+            return None if run is None else self._fresh_calls(run, 1 + REPEATS)
+
+    def _fresh_calls(self, run: ReferenceRun, limit: int) -> Seen:
+        """Up to `limit` fresh calls on copies of the timed inputs as they are, judged by `run`;
+        they stop at the first that is right or differs from the first wrong one (compared where
+        they are, `_same_bits`: no copy to the host; the first wrong one kept meanwhile)."""
+        seen, first = Seen(), None
+        while seen.calls < limit:
+            kept = self._fresh_call(self._timed_inputs(), run)
+            seen.calls += 1
+            if kept is None:
+                break
+            seen.wrong += 1
+            if first is None:
+                first, seen.distinct = kept, 1
+                if not kept:  # it raised, or returned no tensors: nothing to repeat
+                    break
+            elif not _same_bits(first, kept):
+                seen.distinct += 1
+                break
+        return seen
 
     def _right_on(self, inputs: tuple[Any, ...], run: ReferenceRun, owned: bool = False) -> bool:
         """Whether a fresh call on copies of `inputs` (on `inputs` themselves where `owned`: a
@@ -493,25 +599,30 @@ class TimedCallChecks:
         and inputs alike."""
         return self._fresh_call(inputs, run, owned) is None
 
-    def _fresh_call(self, inputs: tuple[Any, ...], run: ReferenceRun, owned: bool = False) -> str | None:
-        """A fresh call as `_right_on` makes it: None where it is right, else the digest of its
-        outputs and of its inputs after the call ("" where it raised or returned no tensors)."""
+    def _fresh_call(
+        self, inputs: tuple[Any, ...], run: ReferenceRun, owned: bool = False
+    ) -> list[torch.Tensor] | None:
+        """A fresh call as `_right_on` makes it: None where it is right, else its outputs and the
+        inputs it may change, after the call ([] where it raised or returned no tensors). Only
+        the check's own failure (GateFailure) is a wrong call: a harness error is raised."""
         fresh = inputs if owned else copy_inputs(inputs)
         again = ReferenceRun(fresh, run.references, [self.digest(value) for value in fresh], run.changed)
         try:
             output = self.candidate(*fresh)
             self.sync()
         except Exception:
-            return ""
+            return []
         self._seen(output, timed=not owned)
         try:
             outputs = self.outputs_of(output)
-        except Exception:
-            return ""
+        except GateFailure:
+            return []
         try:
             self._check(outputs, again, "in a fresh call")
-        except Exception:
-            return self.digest((outputs, fresh))
+        except GateFailure:
+            return outputs + [
+                v for i, v in enumerate(fresh) if i in run.changed and isinstance(v, torch.Tensor)
+            ]
         return None
 
     def _audit(self, index: int) -> None:
@@ -538,41 +649,38 @@ class TimedCallChecks:
             self.checked_calls += 1
             return
         kind, message = found
-        replayed = kind != "cheat" and self._replays(self.outputs_of(output), earlier)
+        head = f"the hidden audit call (fresh inputs, at timed call {index}) got a wrong output"
+        if kind == "cheat":
+            raise TimedCheckFailure("cheat", f"{head}: {message}")
+        replayed = self._replays(self.outputs_of(output), earlier)
+        stale = None if replayed else self._stale(self.outputs_of(output))
         output, run = None, replace(run, inputs=())  # the audit's output and inputs released first
-        evidence = "" if kind == "cheat" else self._audit_evidence(replayed)
-        if evidence is not None:
+        if replayed:
             raise TimedCheckFailure(
                 "cheat",
-                f"the hidden audit call (fresh inputs, at timed call {index}) got a wrong output: "
-                f"{message}{evidence}",
+                f"{head}: {message}; it is, bit for bit, an earlier call's output on other inputs and "
+                "the reference's answer there: a replayed or cached output",
             )
+        if stale is not None:
+            raise TimedCheckFailure("cheat", f"{head}: {message}{self._stale_words(stale)}")
+        at = None if self.right_at is None else self._wrong_the_same_way(self.right_at)
+        if at is not None and at.same_wrong():
+            raise TimedCheckFailure("cheat", f"{head}: {message}{LAZY.format(calls=at.calls)}")
         if self._right_again(index, run):
             raise TimedCheckFailure(
-                kind,
-                f"the hidden audit call (fresh inputs, at timed call {index}) got a wrong output "
-                f"({message}); the same call on the same inputs made again is right: {VARIES}",
+                kind, f"{head} ({message}); the same call on the same inputs made again is right: {VARIES}"
+            )
+        if at is not None and at.wrong:
+            seen = f"called afresh on timed inputs it was found right on, it is {at}"
+            raise TimedCheckFailure(
+                kind, f"{head} ({message}); {seen}: {VARIES if at.varies() else NOT_GAMED}"
             )
         draw = f"a fresh draw of them (the hidden audit at timed call {index}, seed {AUDIT_SEED + index})"
         raise TimedCheckFailure(
             kind,
-            wrong_on_another_draw(draw, message) + "; nothing shows the timing gamed (not an earlier "
-            "call's output bit for bit, not wrong the same way on every call on timed inputs it was "
-            "found right on), nor a race (right when the same call is made again): a bug the "
-            "problem's own seeds did not reach",
+            wrong_on_another_draw(draw, message) + f"; {NOT_GAMED}, nor a race (right when the same "
+            "call is made again): a bug the problem's own seeds did not reach",
         )
-
-    def _audit_evidence(self, replayed: bool) -> str | None:
-        """Why a wrong audit output is a cheat, or None (a plain wrong output, or a race): it is,
-        bit for bit, an earlier call's output (replayed or cached); or, called afresh on timed
-        inputs it was found right on, it is wrong now, the same way every time (lazy after the
-        checks, or stateful)."""
-        if replayed:
-            return (
-                "; it is, bit for bit, an earlier call's output on other inputs and the reference's "
-                "answer there: a replayed or cached output"
-            )
-        return self._lazy_evidence()
 
     def _right_again(self, index: int, run: ReferenceRun) -> bool:
         """Whether a call on the audit's draw made again (the same values, new buffers) is right:

@@ -8,6 +8,7 @@ result (or a cheat, with the same evidence)."""
 from __future__ import annotations
 
 import random
+import re
 import weakref
 from contextlib import nullcontext
 from types import SimpleNamespace
@@ -19,11 +20,18 @@ import torch
 from kernelscope.kernels import gate
 from kernelscope.kernels.timed_checks import (
     AUDIT_SEED,
+    PerturbOnly,
     TimedCallChecks,
     declared_note,
     output_fingerprint,
 )
 from kernelscope.kernels.timing import TimedCheckFailure
+from tests.support.cheat_kernels import (
+    new_garbage_after_gate,
+    object_cache_stale_noise,
+    stale_last_answer_noise,
+    zeros_every_third,
+)
 
 GUARD = SimpleNamespace(
     check=lambda when: None, launches=SimpleNamespace(counting=lambda: nullcontext(SimpleNamespace(count=1)))
@@ -490,3 +498,136 @@ def test_a_racy_honest_kernel_is_never_called_a_cheat(seed: int, verify: int) ->
             or "a fresh call on the same inputs is right" in failure.message
         ):
             assert "its output varies from call to call on the same inputs" in failure.message
+
+
+def runner_loop(checks: TimedCallChecks, candidate: Any, calls: int, rounds: int = 2) -> None:
+    """kernels/runner.py's order: a baseline phase (perturbing too, nothing checked) before each
+    candidate phase, so the candidate's first timed call is on inputs perturbed since the gate."""
+    others = PerturbOnly(checks)
+    for _ in range(rounds):
+        for index in range(calls):
+            others.before(index)
+            others.restore()
+        run_loop(checks, candidate, calls)
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_a_buffer_keyed_cache_with_noise_is_a_cheat(seed: int) -> None:
+    # Its stale answer plus noise inside the tolerance: never an earlier output bit for bit, but
+    # within the tolerance the reference's answer for the inputs of its first timed call.
+    candidate = object_cache_stale_noise(seed)
+    checks = checks_for(
+        candidate, draw(0), draw, lambda xs: [xs[0] * 2], calls=4, verify=2, rng=seed, gate_checked=True
+    )
+    with pytest.raises(TimedCheckFailure) as caught:
+        runner_loop(checks, candidate, 4)
+    assert caught.value.kind == "cheat", caught.value.message
+    assert "a stale output" in caught.value.message
+
+
+@pytest.mark.parametrize("seed", range(4))
+@pytest.mark.parametrize("verify", [0, 2])
+def test_a_stale_last_answer_with_noise_is_a_cheat(seed: int, verify: int) -> None:
+    # Right on the gate's calls and the first timed one, then that answer plus noise.
+    candidate = stale_last_answer_noise(seed, computed=1)
+    checks = checks_for(
+        candidate, draw(0), draw, lambda xs: [xs[0] * 2], calls=6, verify=verify, rng=seed, gate_checked=True
+    )
+    with pytest.raises(TimedCheckFailure) as caught:
+        runner_loop(checks, candidate, 6)
+    assert caught.value.kind == "cheat", caught.value.message
+    assert "a stale output" in caught.value.message
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_no_race_is_named_where_no_variation_was_seen(seed: int) -> None:
+    # Zeros on every third call: deterministic, so a wrong_result (nothing in the output is
+    # evidence), and the fresh calls show no output varying on the same inputs unless they do.
+    candidate = zeros_every_third(seed)
+    checks = checks_for(
+        candidate, draw(0), draw, lambda xs: [xs[0] * 2], calls=8, verify=3, rng=seed, gate_checked=True
+    )
+    with pytest.raises(TimedCheckFailure) as caught:
+        runner_loop(checks, candidate, 8)
+    message = caught.value.message
+    assert caught.value.kind == "wrong_result", message
+    if "varies from call to call" in message:  # only where calls on the same inputs showed it
+        seen = re.search(r"wrong on (\d+) of (\d+) calls \((\d+) distinct", message)
+        varied = seen is not None and (seen[1] != seen[2] or seen[3] != "1")
+        assert varied or "made again is right" in message, message
+
+
+@pytest.mark.parametrize("seed", range(4))
+@pytest.mark.parametrize("verify", [0, 2])
+def test_new_garbage_after_the_gate_claims_nothing_false(seed: int, verify: int) -> None:
+    # Right where the gate checked the timed inputs (and on the first timed call), then new values every call: a wrong_result
+    # (an honest kernel leaving its output unwritten does the same), and its message must not
+    # say the gate's inputs did not reach the bug: it was right on them.
+    candidate = new_garbage_after_gate(seed, computed=1)
+    checks = checks_for(
+        candidate, draw(0), draw, lambda xs: [xs[0] * 2], calls=6, verify=verify, rng=seed, gate_checked=True
+    )
+    with pytest.raises(TimedCheckFailure) as caught:
+        runner_loop(checks, candidate, 6)
+    message = caught.value.message
+    assert caught.value.kind == "wrong_result", message
+    assert "the inputs the gate checked did not" not in message and "seeds did not reach" not in message
+    assert "found right on" in message and "distinct outputs" in message, message
+
+
+def test_a_harness_error_in_the_compare_is_no_verdict() -> None:
+    # A TypeError from the harness's own comparison is the harness's bug: it must surface as an
+    # error, not become "wrong the same way on 5 calls" (the right output, digested every time).
+    def buggy_compare(outs: Any, refs: Any, xs: Any) -> None:
+        raise TypeError("harness bug: unsupported operand")
+
+    inputs = draw(0)
+    checks = replace_compare(
+        checks_for(
+            lambda x: x * 2, inputs, draw, lambda xs: [xs[0] * 2], calls=3, verify=2, rng=0, gate_checked=True
+        ),
+        buggy_compare,
+    )
+    checks.audited = True
+    with pytest.raises(TypeError, match="harness bug"):
+        run_loop(checks, lambda x: x * 2, 3)
+
+
+def replace_compare(checks: TimedCallChecks, compare: Any) -> TimedCallChecks:
+    checks.compare = compare
+    return checks
+
+
+def test_repeated_fresh_calls_compare_outputs_on_the_device() -> None:
+    # The lazy check's fresh calls: their outputs are compared where they are (torch.equal with
+    # the first one kept), never read whole to the host by gate.digest.
+    outputs: list[weakref.ref[torch.Tensor]] = []
+    digested: list[bool] = []
+    calls = [0]
+
+    def lazy(x: torch.Tensor) -> torch.Tensor:
+        calls[0] += 1
+        out = x * 2 if calls[0] <= 1 else x * 3
+        outputs.append(weakref.ref(out))
+        return out
+
+    def spying_digest(value: Any) -> str:
+        flat = value if isinstance(value, (list, tuple)) else [value]
+        stack, found = list(flat), False
+        while stack:
+            item = stack.pop()
+            if isinstance(item, (list, tuple)):
+                stack.extend(item)
+            elif isinstance(item, torch.Tensor):
+                found = found or any(ref() is item for ref in outputs)
+        digested.append(found)
+        return gate.digest(value)
+
+    checks = checks_for(
+        lazy, draw(0), draw, lambda xs: [xs[0] * 2], calls=6, verify=2, rng=0, gate_checked=True
+    )
+    checks.digest = spying_digest
+    with pytest.raises(TimedCheckFailure) as caught:
+        run_loop(checks, lazy, 6)
+    assert caught.value.kind == "cheat", caught.value.message
+    assert not any(digested)

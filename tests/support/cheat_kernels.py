@@ -6,6 +6,8 @@ fragment of the message), or None when it must simply not outrank the honest ker
 
 from __future__ import annotations
 
+from typing import Any
+
 HEADER = """
 import torch
 import triton
@@ -262,3 +264,73 @@ def kernel_fn(x, y):
         "torch.cuda.Event.elapsed_time",
     ),
 }
+
+
+# The review of 7e7dfd0's candidates (plain callables for the vector-add-like problem
+# `x -> x * 2` of tests/kernels/test_audit_verdicts.py; seeded, so a run is the same run
+# every time): what the timed checks must call a cheat, and what they must not call a race.
+
+
+def object_cache_stale_noise(seed: int) -> Any:
+    """A cache keyed by the input buffer (the tensor object, held so that its id stays its
+    own: deterministic, where a data_ptr key depends on the allocator), its stale answer
+    returned with noise far inside the tolerance: never bit for bit an earlier output."""
+    import torch
+
+    cache: dict[int, tuple[Any, Any]] = {}
+    generator = torch.Generator().manual_seed(seed)
+
+    def candidate(x: Any) -> Any:
+        if id(x) not in cache:
+            cache[id(x)] = (x, x * 2)
+        old = cache[id(x)][1]
+        return old + (torch.rand(old.shape, generator=generator) - 0.5) * 1e-6
+
+    return candidate
+
+
+def stale_last_answer_noise(seed: int, computed: int = 3) -> Any:
+    """Computes on its first `computed` calls (the gate's), then returns the last answer it
+    computed plus noise inside the tolerance."""
+    import torch
+
+    calls, last = [0], []
+    generator = torch.Generator().manual_seed(seed)
+
+    def candidate(x: Any) -> Any:
+        calls[0] += 1
+        if calls[0] <= computed or not last:
+            last[:] = [x * 2]
+            return x * 2
+        return last[0] + (torch.rand(x.shape, generator=generator) - 0.5) * 1e-6
+
+    return candidate
+
+
+def zeros_every_third(seed: int) -> Any:
+    """Deterministically lazy on every third call (zeros), right on the others: no race, and
+    nothing in one wrong output shows it (docs/verdicts.md)."""
+    import torch
+
+    calls = [0]
+
+    def candidate(x: Any) -> Any:
+        calls[0] += 1
+        return torch.zeros_like(x) if calls[0] % 3 == 0 else x * 2
+
+    return candidate
+
+
+def new_garbage_after_gate(seed: int, computed: int = 2) -> Any:
+    """Right on its first `computed` calls, then new random values every call (`torch.rand`):
+    what an honest kernel leaving its output unwritten returns, so a wrong result."""
+    import torch
+
+    calls = [0]
+    generator = torch.Generator().manual_seed(seed)
+
+    def candidate(x: Any) -> Any:
+        calls[0] += 1
+        return x * 2 if calls[0] <= computed else torch.rand(x.shape, generator=generator)
+
+    return candidate
