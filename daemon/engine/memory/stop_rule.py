@@ -4,12 +4,17 @@ kernelscope's records and other tools' alike (atrex's records carry no statuses)
 
 A condition is judged on the figure the version's record states for the target's metric
 (`performance.latency_us`, `bandwidth_gbps` or `tflops`: RECORD_METRIC), the version's one
-number over its workloads. That is the figure atrex's supervisor checks its target against
-(the record's `performance`, orchestrator/workspace_state.py `peak_util`, on a promoted,
-correctness-passing version), and the one `kernelscope iterate` writes there (its slowest
-configuration, the largest workload: iterate.headline_performance). Never the best of the
-workloads: a small workload's 5 us is no sign that a kernel whose largest takes 20 us meets
-`latency <= 10 us`, and iterate said `met` of it where the lens, reading the record, said 50%.
+number over its workloads. atrex judges no README bullet: it states one number per version,
+`latency_us` the geomean over the workloads in SOL-ExecBench and Atrex-Bench workspaces
+(reference/test_kernel.py, orchestrator/session_io.py, with `latency_us_geomean` beside it),
+and its supervisor checks `--target-util` against the larger of the record's two
+`*_peak_utilization_pct` (orchestrator/workspace_state.py `peak_util`), not against a README
+target. `kernelscope iterate` writes the same number there: the geomean where the workspace's
+objective is (protocol/kinds.py `latency_geomean`), else its slowest configuration's, the
+largest workload (iterate.headline_performance), so records of either writer state one
+figure. Never the best of the workloads: a small workload's 5 us is no sign that a kernel
+whose largest takes 20 us meets `latency <= 10 us`, and iterate said `met` of it where the
+lens, reading the record, said 50%.
 
 Only a measurement judges: a version whose gate passed, measured on the GPU (a record without
 kernelscope's mode is another tool's GPU figure), by numbers of its own (not carried from an
