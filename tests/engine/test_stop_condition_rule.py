@@ -199,3 +199,25 @@ def test_compare_says_so_of_stop_conditions_recorded_as_no_list(tmp_path: Path, 
     details = comparison.gate_details["v1"]
     assert "stop conditions left out (recorded as no list of entries this kernelscope can read)" in details
     assert not any("stop condition" in line for line in comparison.gate_details["v0"])
+
+
+def test_a_stop_condition_kernelscope_cannot_read_makes_iterate_answer_at_most_null() -> None:
+    """Before: with `bandwidth >= 4,32TB/s` (a decimal comma) skipped, `latency <= 10 us` met
+    made stop_conditions_met true: an agent following the seed would stop on a target never
+    checked."""
+    readme = parse_readme("# t\n\n## Stop Conditions\n- latency <= 30 us\n- bandwidth >= 4,32TB/s\n")
+    (latency,), met = evaluate_stop_conditions(readme, two_workloads())
+    assert latency.met is True and met is None
+    words_only = parse_readme("# t\n\n## Stop Conditions\n- bandwidth >= 4,32TB/s\n- be as fast as cuBLAS\n")
+    assert evaluate_stop_conditions(words_only, two_workloads()) == ([], None)
+
+
+def test_the_lens_says_how_many_stop_conditions_cannot_be_checked(tmp_path: Path) -> None:
+    """Before: a README whose two stop conditions cannot be read showed `no stop conditions in
+    README.md`, and one of two readable showed the one alone."""
+    unreadable = "# t\n\n## Stop Conditions\n- bandwidth >= 4,32TB/s\n- be as fast as cuBLAS\n"
+    lens = lens_of(tmp_path / "a", unreadable, [gpu_record("v0", 8.0, 2000.0)])
+    assert lens.startswith("2 stop conditions cannot be checked | next v1"), lens
+    one = "# t\n\n## Stop Conditions\n- latency <= 10 us\n- bandwidth >= 4,32TB/s\n"
+    lens = lens_of(tmp_path / "b", one, [gpu_record("v0", 8.0, 2000.0)])
+    assert " | 1 stop condition cannot be checked | next v1" in lens, lens

@@ -224,8 +224,10 @@ def file_lens(
         parts += [_further_part(condition, entries, best) for condition in conditions[1:]]
     elif readme is not None and readme.goal:
         parts.append(_goal_progress(readme.goal, entries, scores))
-    else:
+    elif not (readme and readme.stated_stop_conditions):
         parts.append("no stop conditions in README.md")
+    if readme is not None and readme.stated_stop_conditions:  # (the README's diagnostics say why)
+        parts.append(f"{counted(len(readme.stated_stop_conditions), 'stop condition')} cannot be checked")
     live = atrex.live_episode(ws.memory_dir)
     if live is not None:
         parts.append(f"running: {live.describe()}")

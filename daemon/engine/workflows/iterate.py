@@ -130,8 +130,9 @@ def evaluate_stop_conditions(
     this run's record states (`headline_performance`, `geomean` as there), not on its best
     configuration: the answer recorded is the one the file lens gives of the same record. One
     that cannot be evaluated (interpreter timings, a failed gate, no metric) is `met: None`, and
-    all of them together `stop_conditions_met`."""
-    if readme is None or not readme.stop_conditions:
+    all of them together `stop_conditions_met`, at most null where the README states one that
+    kernelscope cannot read (`stated_stop_conditions`: unknown is never met)."""
+    if readme is None or not (readme.stop_conditions or readme.stated_stop_conditions):
         return [], False
     measured = {
         "performance": headline_performance(bench, geomean),
@@ -142,7 +143,7 @@ def evaluate_stop_conditions(
         condition_status(condition, measured, missing=_no_measure_note(condition.kind))
         for condition in readme.stop_conditions
     ]
-    return statuses, stop_conditions_met(statuses)
+    return statuses, stop_conditions_met(statuses, unreadable=bool(readme.stated_stop_conditions))
 
 
 def refuse_recorded_code(root: Path, db_url: str | None = None, measured: bytes | None = None) -> None:
