@@ -25,14 +25,15 @@ matter, not this rule's.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from kernelscope.daemon.engine.memory import atrex_fields
 from kernelscope.daemon.engine.memory.core import kernelscope_block
-from kernelscope.protocol.commands import StopConditionStatus
+from kernelscope.protocol.commands import StopConditionStatus, stop_conditions_met
 from kernelscope.protocol.record_rules import RECORD_METRIC, as_float, gate_result, section_get
 from kernelscope.protocol.stats import NOT_GPU_FIGURES
-from kernelscope.protocol.workspace import CANONICAL_UNIT, StopCondition
+from kernelscope.protocol.workspace import CANONICAL_UNIT, ReadmeInfo, StopCondition
 
 GATE_FAILED = "the gate failed: a wrong kernel's timings are no measurement"
 
@@ -70,6 +71,25 @@ def condition_status(
         status.measured = figure
         status.met = condition.is_met(figure)
     return status
+
+
+def readme_verdict(
+    readme: ReadmeInfo | None, record: Any, missing: Callable[[str], str] | None = None
+) -> tuple[list[StopConditionStatus], bool | None]:
+    """Each of the README's stop conditions judged on `record` by `condition_status`, and all of
+    them together (`stop_conditions_met`): at most null where the README states one kernelscope
+    cannot read (`unchecked_stop_conditions`: unknown is never met), false where it states none
+    that compares a number.
+    What iterate records, and what compare and the restart's report say of any version's
+    record, today's README against it, whoever wrote it and whatever it stored when (`missing`:
+    a condition's kind -> the reason a measurement gives no figure for it, as there)."""
+    if readme is None or not (readme.stop_conditions or readme.unchecked_stop_conditions):
+        return [], False
+    statuses = [
+        condition_status(condition, record, missing(condition.kind) if missing else None)
+        for condition in readme.stop_conditions
+    ]
+    return statuses, stop_conditions_met(statuses, unreadable=bool(readme.unchecked_stop_conditions))
 
 
 def target_fraction(condition: StopCondition, measured: float) -> float:

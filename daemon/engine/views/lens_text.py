@@ -224,10 +224,14 @@ def file_lens(
         parts += [_further_part(condition, entries, best) for condition in conditions[1:]]
     elif readme is not None and readme.goal:
         parts.append(_goal_progress(readme.goal, entries, scores))
-    elif not (readme and readme.stated_stop_conditions):
+    elif readme is not None and readme.stated_stop_conditions:  # (in words, or unreadable)
+        stated = counted(len(readme.stated_stop_conditions), "stop condition")
+        parts.append(f"{stated} in README.md, none kernelscope can check")
+    else:
         parts.append("no stop conditions in README.md")
-    if readme is not None and readme.stated_stop_conditions:  # (the README's diagnostics say why)
-        parts.append(f"{counted(len(readme.stated_stop_conditions), 'stop condition')} cannot be checked")
+    if readme is not None and readme.unchecked_stop_conditions and (conditions or readme.goal):
+        # (the README's warnings say why)
+        parts.append(f"{counted(len(readme.unchecked_stop_conditions), 'stop condition')} cannot be checked")
     live = atrex.live_episode(ws.memory_dir)
     if live is not None:
         parts.append(f"running: {live.describe()}")

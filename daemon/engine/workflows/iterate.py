@@ -26,7 +26,7 @@ from kernelscope.daemon.engine.memory.atomic_io import iteration_lock, restart_i
 from kernelscope.daemon.engine.memory.core import kernelscope_block
 from kernelscope.daemon.engine.memory.git_place import FAILED_REF_PREFIX
 from kernelscope.daemon.engine.memory.records import RESTART_ID_ENV, MemoryEntry, MemoryManager, utc_now_iso
-from kernelscope.daemon.engine.memory.stop_rule import condition_status
+from kernelscope.daemon.engine.memory.stop_rule import readme_verdict
 from kernelscope.daemon.engine.run.bench import BenchRequest, run_benchmark
 from kernelscope.daemon.engine.store import ExperimentStore
 from kernelscope.daemon.engine.store.config import has_password, public_url, read_without_db
@@ -40,7 +40,7 @@ from kernelscope.daemon.engine.workspace.kinds import detect_kind
 from kernelscope.daemon.engine.workspace.workspace import Workspace
 from kernelscope.protocol import kinds, stats, workspace_files
 from kernelscope.protocol.bench import BenchResult, ConfigResult, verdict_label
-from kernelscope.protocol.commands import IterationResult, StopConditionStatus, stop_conditions_met
+from kernelscope.protocol.commands import IterationResult, StopConditionStatus
 from kernelscope.protocol.experiment import KernelExperiment
 from kernelscope.protocol.memory import format_version, memory_schema_template, parse_version
 from kernelscope.protocol.record_rules import REFERENCE_NAMES, format_score, gate_result, section_get
@@ -128,22 +128,16 @@ def evaluate_stop_conditions(
 ) -> tuple[list[StopConditionStatus], bool | None]:
     """Each README stop condition judged by the one rule (memory/stop_rule.py) on the figures
     this run's record states (`headline_performance`, `geomean` as there), not on its best
-    configuration: the answer recorded is the one the file lens gives of the same record. One
-    that cannot be evaluated (interpreter timings, a failed gate, no metric) is `met: None`, and
-    all of them together `stop_conditions_met`, at most null where the README states one that
-    kernelscope cannot read (`stated_stop_conditions`: unknown is never met)."""
-    if readme is None or not (readme.stop_conditions or readme.stated_stop_conditions):
-        return [], False
+    configuration: the answer recorded is the one the file lens, compare and the restart's
+    report give of the same record (stop_rule.readme_verdict). One that cannot be evaluated
+    (interpreter timings, a failed gate, no metric) is `met: None`, and all of them together
+    `stop_conditions_met`, at most null where the README states one kernelscope cannot read."""
     measured = {
         "performance": headline_performance(bench, geomean),
         "quality_gate": {"result": "PASS" if bench.passed else "FAIL"},
         "kernelscope": {"mode": bench.mode},
     }
-    statuses = [
-        condition_status(condition, measured, missing=_no_measure_note(condition.kind))
-        for condition in readme.stop_conditions
-    ]
-    return statuses, stop_conditions_met(statuses, unreadable=bool(readme.stated_stop_conditions))
+    return readme_verdict(readme, measured, _no_measure_note)
 
 
 def refuse_recorded_code(root: Path, db_url: str | None = None, measured: bytes | None = None) -> None:
