@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from kernelscope.daemon.engine.views.lens_text import file_lens
+from kernelscope.daemon.engine.views.lens_text import file_lens, stop_condition_lines
 from kernelscope.daemon.engine.workflows import iterate as iterate_module
 from kernelscope.daemon.engine.workflows.git import Git
 from kernelscope.daemon.engine.workflows.iterate import (
@@ -93,7 +93,7 @@ def test_iterate_and_the_lens_say_the_same_of_the_same_version(recorded: Path) -
     assert record["performance"]["latency_us"] == 20.0  # (its slowest: not a geomean objective)
     assert "latency_us_geomean" not in record["performance"]
     lens = file_lens(Workspace(recorded))
-    assert lens.startswith("target latency <= 10us | best 20 us v0, 50% of target |"), lens
+    assert lens.startswith("target latency <= 10 us | best 20 us v0, 50% of target |"), lens
     assert "(met)" not in lens.split(" | ")[1], lens
 
 
@@ -130,7 +130,9 @@ def test_a_geomean_workspace_records_the_geomean_latency_as_atrex_does(
     performance = json.loads((ws / "memory" / "v0.json").read_text())["performance"]
     assert performance["latency_us"] == performance["latency_us_geomean"] == 10.0, performance
     assert result.latency_us == 10.0 and result.stop_conditions_met is True, result
-    assert file_lens(Workspace(ws)).startswith("target latency <= 12us | best 10 us v0, 120% of target (met)")
+    assert file_lens(Workspace(ws)).startswith(
+        "target latency <= 12 us | best 10 us v0, 120% of target (met)"
+    )
 
 
 def gpu_record(
@@ -162,7 +164,7 @@ def test_the_lens_states_every_stop_condition_not_only_the_first(tmp_path: Path)
     4.32 TB/s showed the latency alone, and nothing said the bandwidth target was met."""
     lens = lens_of(tmp_path / "ws", TWO_TARGETS, [gpu_record("v0", 20.0, 4400.0)])
     assert lens.startswith(
-        "target latency <= 10us | best 20 us v0, 50% of target | bandwidth >= 4.32TB/s: 102% v0 (met) | next v1"
+        "target latency <= 10 us | best 20 us v0, 50% of target | bandwidth >= 4.32TB/s: 102% v0 (met) | next v1"
     ), lens
 
 
@@ -179,11 +181,37 @@ def test_a_further_condition_a_gpu_version_met_is_not_hidden_by_an_interpreter_b
     lens = lens_of(tmp_path / "ws", three, [gpu_record("v0", 16.0, 2000.0), v1, interpreted])
     parts = lens.split(" | ")
     assert parts[:3] == [
-        "target latency <= 10us",
+        "target latency <= 10 us",
         "met by v1: 8 us, 125% of target",
         "best v2: not evaluated (interpreter timings are not GPU figures)",
     ], lens
-    assert parts[3:5] == ["bandwidth >= 4.32TB/s: met by v1", "tflops >= 100T: best GPU figure 50% v1"], lens
+    assert parts[3] == "+2: 1 met, 1 at 50%", lens  # (more than one further condition: one part)
+    lines = stop_condition_lines(Workspace(tmp_path / "ws"))
+    assert lines[1:] == ["bandwidth >= 4.32TB/s: met by v1", "tflops >= 100T: best GPU figure 50% v1"], lines
+
+
+def test_further_stop_conditions_make_one_short_part_and_are_told_in_full_on_hover(tmp_path: Path) -> None:
+    """With 3 conditions the lens title reached 140-222 characters: a title an editor cuts off.
+    Past the second condition they are one part; each in full in the lens's tooltip and the
+    kernel's hover, a condition no version evaluated with its reason (before: none given)."""
+    three = TWO_TARGETS + "- compute-bound target: bf16 TFLOPS >= 185.4T\n"
+    records = [gpu_record("v0", 40.0, 2000.0, score=1.0), gpu_record("v1", 20.0, 4400.0, score=2.0)]
+    lens = lens_of(tmp_path / "ws", three, records)
+    assert (
+        lens
+        == "target latency <= 10 us | best 20 us v1, 50% of target | +2: 1 met, 1 not evaluated | next v2 | 0 masked"
+    )
+    assert stop_condition_lines(Workspace(tmp_path / "ws")) == [
+        "latency <= 10 us: best 20 us v1, 50% of target",
+        "bandwidth >= 4.32TB/s: 102% v1 (met)",
+        "tflops >= 185.4T: not evaluated (no performance.tflops recorded)",
+    ]
+    from kernelscope.daemon.engine.views.history_table import history
+    from kernelscope.daemon.engine.workspace.cache import WorkspaceCache
+
+    markdown = history(WorkspaceCache(tmp_path / "ws", lambda: None), None).markdown
+    assert "**Stop conditions**\n\n- latency <= 10 us: best 20 us v1, 50% of target\n" in markdown, markdown
+    assert "- tflops >= 185.4T: not evaluated (no performance.tflops recorded)" in markdown, markdown
 
 
 @pytest.mark.parametrize("value", [{"text": "bw", "kind": "bandwidth", "met": True}, "met", 3])

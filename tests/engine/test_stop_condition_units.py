@@ -194,7 +194,7 @@ def test_the_file_lens_tells_a_target_a_gpu_version_met_behind_an_interpreter_be
         measured("v2", 2400.0, "interpreter", score=5.0),
     ]
     lens = file_lens(_workspace(tmp_path, LATENCY_10US, records))
-    assert "target latency <= 10us | met by v1: 8 us, 125% of target |" in lens, lens
+    assert "target latency <= 10 us | met by v1: 8 us, 125% of target |" in lens, lens
     # the one best-version rule still names v2, and says its figure is not a GPU one
     assert "best v2: not evaluated (interpreter timings are not GPU figures)" in lens, lens
 
@@ -206,7 +206,7 @@ def test_the_file_lens_gives_the_best_gpu_figure_where_no_version_met_the_target
         measured("v2", 2400.0, "interpreter", score=5.0),
     ]
     lens = file_lens(_workspace(tmp_path, LATENCY_10US, records))
-    assert "target latency <= 10us | best GPU figure 20 us v1, 50% of target |" in lens, lens
+    assert "target latency <= 10 us | best GPU figure 20 us v1, 50% of target |" in lens, lens
     assert "(met)" not in lens and "met by" not in lens, lens
     assert "best v2: not evaluated (interpreter timings are not GPU figures)" in lens, lens
 
@@ -222,14 +222,16 @@ def test_the_file_lens_names_a_gpu_version_that_met_the_target_beside_a_best_tha
         measured("v2", 9.0, "gpu", score=2.5),
     ]
     lens = file_lens(_workspace(tmp_path, LATENCY_10US, records))
-    assert "target latency <= 10us | met by v2: 9 us, 111% of target | best 12 us v1, 83% of target |" in lens
+    assert (
+        "target latency <= 10 us | met by v2: 9 us, 111% of target | best 12 us v1, 83% of target |" in lens
+    )
     # where the best met it, the lens reads as before
     records[2] = measured("v2", 11.0, "gpu", score=2.5)
     records[1] = measured("v1", 9.0, "gpu", score=3.0)
     for item in records:
         (tmp_path / "memory" / f"{item['version']}.json").write_text(json.dumps(item))
     lens = file_lens(Workspace(tmp_path))
-    assert "target latency <= 10us | best 9 us v1, 111% of target (met) |" in lens, lens
+    assert "target latency <= 10 us | best 9 us v1, 111% of target (met) |" in lens, lens
 
 
 def test_a_condition_the_reference_gives_no_measure_for_names_the_function_to_add() -> None:
