@@ -101,16 +101,6 @@ def stop_conditions_met(statuses: list[StopConditionStatus], unreadable: bool = 
     return True if not unreadable and all(s.met for s in statuses) else None
 
 
-def recorded_stop_conditions_met(value: Any) -> bool | None:
-    """A record's `kernelscope.stop_conditions` as `stop_conditions_met`, the answer iterate
-    gave when it wrote them (`[]`: the README states none, false); an entry this version cannot
-    read makes it at most null; a record without the list (another tool's) says nothing: null."""
-    if not isinstance(value, list):
-        return None
-    stops = recorded_stop_conditions(value)
-    return stop_conditions_met(stops, unreadable=len(stops) < len(value))
-
-
 class IterationResult(ClosedModel):
     """What `kernelscope iterate` did: the version written, the verdict, the commit."""
 

@@ -98,7 +98,10 @@ class KindSpec:
     (None: a Triton kernel is asked of it, the default): the static rules about PyTorch
     instead of Triton and the runtime "no Triton, no score" are then off, as for a file
     marked `# kernelscope: framework-baseline`. `problem` names a folder of the kind in words
-    ("a SOL-ExecBench problem"; None: the kind's name), as the not-a-workspace error says it."""
+    ("a SOL-ExecBench problem"; None: the kind's name), as the not-a-workspace error says it.
+    `latency_geomean`: its one latency figure is the geomean over the workloads (atrex's
+    evaluators for the kind write `performance.latency_us` so, with `latency_us_geomean` beside
+    it), else the slowest configuration's (the largest workload)."""
 
     name: str
     matches: Callable[[Folder], bool] = field(compare=False)
@@ -108,6 +111,7 @@ class KindSpec:
     own_gate: OwnGate | None = None
     framework: Callable[[Folder], str | None] = field(default=lambda _folder: None, compare=False)
     problem: str | None = None
+    latency_geomean: bool = False
 
 
 _ADAPTERS = "kernelscope.kernels.adapters"
@@ -120,6 +124,7 @@ SOL_EXECBENCH = KindSpec(
     goal="minimize the geomean latency over the workloads",
     framework=lambda f: sol_framework(f.root),  # solution.json's spec.languages
     problem="a SOL-ExecBench problem",
+    latency_geomean=True,  # atrex reference/test_kernel.py _record_memory
 )
 # A generalized (production) Atrex-Bench workspace shows only agent_problem.json: the exact
 # cases (shapes.json, metadata.json) exist only in atrex's sandbox, and test_kernel.py reads them.
@@ -147,6 +152,7 @@ ATREX_BENCH = KindSpec(
         ),
     ),
     problem="an Atrex-Bench problem",
+    latency_geomean=True,  # atrex orchestrator/session_io.py (its evaluator's latency_us_geomean)
 )
 KERNELBENCH = KindSpec(
     name="kernelbench",

@@ -134,6 +134,11 @@ class ReadmeInfo(ClosedModel):
         description="stop conditions stated in words (e.g. `Target utilization stop condition: 90%`) "
         "that name no measurable threshold kernelscope can check",
     )
+    unchecked_stop_conditions: list[str] = Field(
+        default_factory=list,
+        description="stop conditions that compare a number kernelscope cannot read (`bandwidth >= "
+        "4,32TB/s`, no unit), each with a warning: unknown, so no answer is ever `met` beside them",
+    )
     notes: list[ReadmeWarning] = Field(
         default_factory=list, description="the warnings with their line and kind, as data"
     )

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from kernelscope.daemon.engine.views.lens_text import file_lens
+from kernelscope.daemon.engine.views.lens_text import file_lens, stop_condition_lines
 from kernelscope.daemon.engine.workflows import iterate as iterate_module
 from kernelscope.daemon.engine.workflows.git import Git
 from kernelscope.daemon.engine.workflows.iterate import (
@@ -90,10 +90,49 @@ def test_iterate_and_the_lens_say_the_same_of_the_same_version(recorded: Path) -
     record = json.loads((recorded / "memory" / "v0.json").read_text())
     statuses = record["kernelscope"]["stop_conditions"]
     assert [(s["measured"], s["met"]) for s in statuses] == [(20.0, False), (4400.0, True)], statuses
-    assert record["performance"]["latency_us"] == 20.0
+    assert record["performance"]["latency_us"] == 20.0  # (its slowest: not a geomean objective)
+    assert "latency_us_geomean" not in record["performance"]
     lens = file_lens(Workspace(recorded))
-    assert lens.startswith("target latency <= 10us | best 20 us v0, 50% of target |"), lens
+    assert lens.startswith("target latency <= 10 us | best 20 us v0, 50% of target |"), lens
     assert "(met)" not in lens.split(" | ")[1], lens
+
+
+def three_workloads() -> BenchResult:
+    """A SOL-ExecBench gate run over 3 workloads: 2, 10 and 50 us, geomean 10 us."""
+    configs = [
+        ConfigResult(name=f"aaaa1111-{n}", passed=True, candidate_ms=us / 1000, baseline_ms=us / 500)
+        for n, us in enumerate((2.0, 10.0, 50.0))
+    ]
+    return two_workloads().model_copy(update={"configs": configs})
+
+
+def test_a_geomean_workspace_records_the_geomean_latency_as_atrex_does(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """atrex writes a SOL-ExecBench (or Atrex-Bench) version's `latency_us` as the geomean over
+    its workloads (its README: minimize the GEOMEAN), with `latency_us_geomean` beside it;
+    iterate wrote the slowest workload's. Before: the same run recorded 50 us and `latency <=
+    12 us` not met by iterate, 10 us and met in atrex's record."""
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    shutil.copy(EXAMPLES / "vector_add" / "kernel.py", ws / "kernel.py")
+    (ws / "definition.json").write_text("{}")
+    (ws / "workload.jsonl").write_text("")
+    (ws / "README.md").write_text("# t\n\n## Stop Conditions\n- latency <= 12 us\n")
+    git = Git(ws)
+    git.init()
+    git.commit_paths([ws / "README.md", ws / "definition.json", ws / "workload.jsonl"], "init")
+    monkeypatch.setattr(iterate_module, "run_benchmark", lambda request, cancel=None: three_workloads())
+    options = IterateOptions(
+        action_category="baseline", action_description="v0", db_url=str(tmp_path / "e.db")
+    )
+    result = run_iteration(ws, options)
+    performance = json.loads((ws / "memory" / "v0.json").read_text())["performance"]
+    assert performance["latency_us"] == performance["latency_us_geomean"] == 10.0, performance
+    assert result.latency_us == 10.0 and result.stop_conditions_met is True, result
+    assert file_lens(Workspace(ws)).startswith(
+        "target latency <= 12 us | best 10 us v0, 120% of target (met)"
+    )
 
 
 def gpu_record(
@@ -125,7 +164,7 @@ def test_the_lens_states_every_stop_condition_not_only_the_first(tmp_path: Path)
     4.32 TB/s showed the latency alone, and nothing said the bandwidth target was met."""
     lens = lens_of(tmp_path / "ws", TWO_TARGETS, [gpu_record("v0", 20.0, 4400.0)])
     assert lens.startswith(
-        "target latency <= 10us | best 20 us v0, 50% of target | bandwidth >= 4.32TB/s: 102% v0 (met) | next v1"
+        "target latency <= 10 us | best 20 us v0, 50% of target | bandwidth >= 4.32TB/s: 102% v0 (met) | next v1"
     ), lens
 
 
@@ -142,11 +181,37 @@ def test_a_further_condition_a_gpu_version_met_is_not_hidden_by_an_interpreter_b
     lens = lens_of(tmp_path / "ws", three, [gpu_record("v0", 16.0, 2000.0), v1, interpreted])
     parts = lens.split(" | ")
     assert parts[:3] == [
-        "target latency <= 10us",
+        "target latency <= 10 us",
         "met by v1: 8 us, 125% of target",
         "best v2: not evaluated (interpreter timings are not GPU figures)",
     ], lens
-    assert parts[3:5] == ["bandwidth >= 4.32TB/s: met by v1", "tflops >= 100T: best GPU figure 50% v1"], lens
+    assert parts[3] == "+2: 1 met, 1 at 50%", lens  # (more than one further condition: one part)
+    lines = stop_condition_lines(Workspace(tmp_path / "ws"))
+    assert lines[1:] == ["bandwidth >= 4.32TB/s: met by v1", "tflops >= 100T: best GPU figure 50% v1"], lines
+
+
+def test_further_stop_conditions_make_one_short_part_and_are_told_in_full_on_hover(tmp_path: Path) -> None:
+    """With 3 conditions the lens title reached 140-222 characters: a title an editor cuts off.
+    Past the second condition they are one part; each in full in the lens's tooltip and the
+    kernel's hover, a condition no version evaluated with its reason (before: none given)."""
+    three = TWO_TARGETS + "- compute-bound target: bf16 TFLOPS >= 185.4T\n"
+    records = [gpu_record("v0", 40.0, 2000.0, score=1.0), gpu_record("v1", 20.0, 4400.0, score=2.0)]
+    lens = lens_of(tmp_path / "ws", three, records)
+    assert (
+        lens
+        == "target latency <= 10 us | best 20 us v1, 50% of target | +2: 1 met, 1 not evaluated | next v2 | 0 masked"
+    )
+    assert stop_condition_lines(Workspace(tmp_path / "ws")) == [
+        "latency <= 10 us: best 20 us v1, 50% of target",
+        "bandwidth >= 4.32TB/s: 102% v1 (met)",
+        "tflops >= 185.4T: not evaluated (no performance.tflops recorded)",
+    ]
+    from kernelscope.daemon.engine.views.history_table import history
+    from kernelscope.daemon.engine.workspace.cache import WorkspaceCache
+
+    markdown = history(WorkspaceCache(tmp_path / "ws", lambda: None), None).markdown
+    assert "**Stop conditions**\n\n- latency <= 10 us: best 20 us v1, 50% of target\n" in markdown, markdown
+    assert "- tflops >= 185.4T: not evaluated (no performance.tflops recorded)" in markdown, markdown
 
 
 @pytest.mark.parametrize("value", [{"text": "bw", "kind": "bandwidth", "met": True}, "met", 3])
@@ -161,4 +226,81 @@ def test_compare_says_so_of_stop_conditions_recorded_as_no_list(tmp_path: Path, 
     comparison = HistoryService(tmp_path / "ws", db_url=str(tmp_path / "e.sqlite")).compare("v0", "v1")
     details = comparison.gate_details["v1"]
     assert "stop conditions left out (recorded as no list of entries this kernelscope can read)" in details
-    assert not any("stop condition" in line for line in comparison.gate_details["v0"])
+    assert not any("left out" in line for line in comparison.gate_details["v0"])
+
+
+def test_a_stop_condition_kernelscope_cannot_read_makes_iterate_answer_at_most_null() -> None:
+    """Before: with `bandwidth >= 4,32TB/s` (a decimal comma) skipped, `latency <= 10 us` met
+    made stop_conditions_met true: an agent following the seed would stop on a target never
+    checked."""
+    readme = parse_readme("# t\n\n## Stop Conditions\n- latency <= 30 us\n- bandwidth >= 4,32TB/s\n")
+    (latency,), met = evaluate_stop_conditions(readme, two_workloads())
+    assert latency.met is True and met is None
+    words_only = parse_readme("# t\n\n## Stop Conditions\n- bandwidth >= 4,32TB/s\n- be as fast as cuBLAS\n")
+    assert evaluate_stop_conditions(words_only, two_workloads()) == ([], None)
+
+
+def test_the_lens_says_how_many_stop_conditions_cannot_be_checked(tmp_path: Path) -> None:
+    """Before: a README whose two stop conditions cannot be read showed `no stop conditions in
+    README.md`, and one of two readable showed the one alone. A bullet that compares no number
+    (the seed's `end-to-end latency: measured via ...`) is no condition that cannot be checked."""
+    unreadable = "# t\n\n## Stop Conditions\n- bandwidth >= 4,32TB/s\n- be as fast as cuBLAS\n"
+    lens = lens_of(tmp_path / "a", unreadable, [gpu_record("v0", 8.0, 2000.0)])
+    assert lens.startswith("2 stop conditions in README.md, none kernelscope can check | next v1"), lens
+    one = "# t\n\n## Stop Conditions\n- latency <= 10 us\n- bandwidth >= 4,32TB/s\n"
+    lens = lens_of(tmp_path / "b", one, [gpu_record("v0", 8.0, 2000.0)])
+    assert " | 1 stop condition cannot be checked | next v1" in lens, lens
+    described = "# t\n\n## Stop Conditions\n- latency <= 10 us\n- end-to-end latency: measured via do_bench\n"
+    lens = lens_of(tmp_path / "c", described, [gpu_record("v0", 8.0, 2000.0)])
+    assert "cannot be checked" not in lens, lens
+    assert evaluate_stop_conditions(parse_readme(described), two_workloads())[1] is False  # 20 us
+
+
+def old_and_atrex_records() -> list[dict[str, object]]:
+    """v1: a kernelscope record written before the one rule, its statuses judged on its best
+    configuration (5 us: met) where it states 20 us; v2: atrex's, no statuses, 8 us and 4500 GB/s."""
+    v1 = gpu_record("v1", 20.0, 4400.0, score=2.0)
+    v1["kernelscope"]["stop_conditions"] = [  # type: ignore[index]
+        {"text": "latency <= 10 us", "kind": "latency", "target": 10.0, "unit": "us", "measured": 5.0, "met": True},
+        {"text": "memory-bound target: bandwidth >= 4.32TB/s", "kind": "bandwidth", "target": 4320.0,
+         "unit": "GB/s", "measured": 4400.0, "met": True},
+    ]  # fmt: skip
+    v2 = {
+        "version": "v2",
+        "performance": {"latency_us": 8.0, "bandwidth_gbps": 4500.0, "measurement_subject": "candidate"},
+        "quality_gate": {"result": "PASS"},
+    }
+    return [gpu_record("v0", 40.0, 2000.0, score=1.0), v1, v2]
+
+
+def test_compare_judges_any_record_by_the_readme_and_says_what_was_recorded(tmp_path: Path) -> None:
+    """compare read the statuses a record stored: an old kernelscope record judged on its best
+    configuration said `met` where the lens said 50%, and atrex's record (none stored) said
+    nothing where the lens said met."""
+    from kernelscope.daemon.engine.history.service import HistoryService
+
+    lens_of(tmp_path / "ws", TWO_TARGETS, old_and_atrex_records())
+    service = HistoryService(tmp_path / "ws", db_url=str(tmp_path / "e.sqlite"))
+    old = service.compare("v0", "v1").gate_details["v1"]
+    assert "stop condition latency <= 10 us: not met (recorded: met)" in old, old
+    assert "stop condition memory-bound target: bandwidth >= 4.32TB/s: met" in old, old
+    atrex = service.compare("v1", "v2").gate_details["v2"]
+    assert "stop condition latency <= 10 us: met" in atrex, atrex
+    assert "stop condition memory-bound target: bandwidth >= 4.32TB/s: met" in atrex, atrex
+
+
+@pytest.mark.parametrize(("returned", "met"), [("v1", False), ("v2", True)])
+def test_the_restart_report_judges_the_returned_record_by_the_readme(
+    tmp_path: Path, returned: str, met: bool
+) -> None:
+    """The restart's report read the statuses the returned record stored: null for atrex's (none
+    stored) where the lens said met, true for an old kernelscope record the lens put at 50%."""
+    from kernelscope.daemon.engine.workflows.restart import PartialRestart, RestartOptions
+
+    records = {str(r["version"]): r for r in old_and_atrex_records()}
+    lens_of(tmp_path / "ws", TWO_TARGETS, [records["v0"]])
+    restart = PartialRestart(tmp_path / "ws", RestartOptions(agent="true"))
+    before = restart._snapshot()
+    (tmp_path / "ws" / "memory" / "v1.json").write_text(json.dumps({**records[returned], "version": "v1"}))
+    _, report = restart._verify(before, None, "v1", [])
+    assert report["stop_conditions_met"] is met, report

@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from kernelscope.daemon.engine.memory.stop_rule import readme_verdict
 from kernelscope.daemon.engine.views.command_answers import stop_condition_line
 from kernelscope.daemon.engine.views.lens_text import file_lens
 from kernelscope.daemon.engine.workflows.iterate import evaluate_stop_conditions
@@ -21,7 +22,6 @@ from kernelscope.protocol.bench import BenchResult, ConfigResult
 from kernelscope.protocol.commands import (
     StopConditionStatus,
     recorded_stop_conditions,
-    recorded_stop_conditions_met,
     stop_conditions_met,
 )
 
@@ -135,10 +135,10 @@ def test_the_file_lens_does_not_call_an_interpreter_latency_a_met_gpu_target(tmp
 MET_BW = {"text": "bw", "kind": "bandwidth", "target": 4320, "unit": "GB/s", "measured": 5000, "met": True}
 
 
-def test_an_entry_from_a_newer_writer_is_read_and_one_unreadable_never_makes_it_met() -> None:
+def test_an_entry_from_a_newer_writer_is_read_and_one_unreadable_is_left_out() -> None:
     """Entries were validated with extra keys forbidden: one key added by a newer writer dropped
-    the entry, and a met entry beside a missed one this version cannot read (a kind added later)
-    made the aggregate true where the record said one is missed."""
+    the entry. One this version cannot read (a kind added later) is left out (compare counts
+    it); no answer is taken from stored entries any more (stop_rule.readme_verdict)."""
     (newer,) = recorded_stop_conditions([{**MET_BW, "source": "README.md"}])
     assert newer.met is True and newer.measured == 5000
     p99 = {
@@ -149,19 +149,17 @@ def test_an_entry_from_a_newer_writer_is_read_and_one_unreadable_never_makes_it_
         "measured": 9,
         "met": False,
     }
-    assert recorded_stop_conditions_met([MET_BW, p99]) is None  # unknown, never met
-    assert recorded_stop_conditions_met([MET_BW, {k: v for k, v in MET_BW.items() if k != "target"}]) is None
-    assert recorded_stop_conditions_met([{**MET_BW, "met": False}, p99]) is False  # one missed is missed
-    assert recorded_stop_conditions_met([MET_BW]) is True
+    assert [s.text for s in recorded_stop_conditions([MET_BW, p99])] == ["bw"]  # p99's is left out
+    assert len(recorded_stop_conditions([MET_BW, {k: v for k, v in MET_BW.items() if k != "target"}])) == 1
 
 
 def test_a_record_with_no_stop_conditions_reads_as_iterate_said_it() -> None:
     """iterate says `stop_conditions_met: false` where the README states none (and records `[]`);
-    restart's report read the same record as null. A record without the list (another tool's)
-    says nothing: null."""
+    restart's report read the same record as null. Both now judge today's README on the record
+    (stop_rule.readme_verdict), whoever wrote it."""
     _, met = evaluate_stop_conditions(parse_readme("# t\n"), bench(5000.0))
-    assert recorded_stop_conditions_met([]) is met is False
-    assert recorded_stop_conditions_met(None) is None
+    assert readme_verdict(parse_readme("# t\n"), {"performance": {"latency_us": 5.0}}) == ([], met)
+    assert met is False
 
 
 def _workspace(root: Path, readme: str, records: list[dict[str, object]]) -> Workspace:
@@ -196,7 +194,7 @@ def test_the_file_lens_tells_a_target_a_gpu_version_met_behind_an_interpreter_be
         measured("v2", 2400.0, "interpreter", score=5.0),
     ]
     lens = file_lens(_workspace(tmp_path, LATENCY_10US, records))
-    assert "target latency <= 10us | met by v1: 8 us, 125% of target |" in lens, lens
+    assert "target latency <= 10 us | met by v1: 8 us, 125% of target |" in lens, lens
     # the one best-version rule still names v2, and says its figure is not a GPU one
     assert "best v2: not evaluated (interpreter timings are not GPU figures)" in lens, lens
 
@@ -208,7 +206,7 @@ def test_the_file_lens_gives_the_best_gpu_figure_where_no_version_met_the_target
         measured("v2", 2400.0, "interpreter", score=5.0),
     ]
     lens = file_lens(_workspace(tmp_path, LATENCY_10US, records))
-    assert "target latency <= 10us | best GPU figure 20 us v1, 50% of target |" in lens, lens
+    assert "target latency <= 10 us | best GPU figure 20 us v1, 50% of target |" in lens, lens
     assert "(met)" not in lens and "met by" not in lens, lens
     assert "best v2: not evaluated (interpreter timings are not GPU figures)" in lens, lens
 
@@ -224,14 +222,16 @@ def test_the_file_lens_names_a_gpu_version_that_met_the_target_beside_a_best_tha
         measured("v2", 9.0, "gpu", score=2.5),
     ]
     lens = file_lens(_workspace(tmp_path, LATENCY_10US, records))
-    assert "target latency <= 10us | met by v2: 9 us, 111% of target | best 12 us v1, 83% of target |" in lens
+    assert (
+        "target latency <= 10 us | met by v2: 9 us, 111% of target | best 12 us v1, 83% of target |" in lens
+    )
     # where the best met it, the lens reads as before
     records[2] = measured("v2", 11.0, "gpu", score=2.5)
     records[1] = measured("v1", 9.0, "gpu", score=3.0)
     for item in records:
         (tmp_path / "memory" / f"{item['version']}.json").write_text(json.dumps(item))
     lens = file_lens(Workspace(tmp_path))
-    assert "target latency <= 10us | best 9 us v1, 111% of target (met) |" in lens, lens
+    assert "target latency <= 10 us | best 9 us v1, 111% of target (met) |" in lens, lens
 
 
 def test_a_condition_the_reference_gives_no_measure_for_names_the_function_to_add() -> None:
@@ -265,7 +265,9 @@ def test_compare_says_how_many_stop_condition_entries_it_could_not_read(tmp_path
     _workspace(tmp_path / "ws", LATENCY_10US, [measured("v0", 30.0, "gpu"), v1])
     comparison = HistoryService(tmp_path / "ws", db_url=str(tmp_path / "exp.sqlite")).compare("v0", "v1")
     details = comparison.gate_details["v1"]
-    assert "stop condition bw: met" in details, details
+    # (the README's condition judged on the record, stop_rule.readme_verdict; `bw`, stored by
+    # an older README, is no condition of today's)
+    assert "stop condition latency <= 10 us: met" in details and "stop condition bw: met" not in details
     assert "2 stop conditions left out (entries this kernelscope cannot read)" in details, details
     assert not any("left out" in line for line in comparison.gate_details["v0"])
     assert "2 stop conditions left out" in comparison.markdown

@@ -16,10 +16,14 @@ from kernelscope.daemon.engine import DataError, counted
 from kernelscope.daemon.engine.history.timeline import History, VersionFacts, short
 from kernelscope.daemon.engine.memory import atrex_fields
 from kernelscope.daemon.engine.memory.core import kernelscope_block, normalize_version
+from kernelscope.daemon.engine.memory.stop_rule import readme_verdict
+from kernelscope.daemon.engine.workspace.readme import parse_readme_file
+from kernelscope.daemon.engine.workspace.workspace import README_NAME
 from kernelscope.protocol.commands import recorded_stop_conditions
 from kernelscope.protocol.history import ConfigDelta, ScoreValue, VersionComparison
 from kernelscope.protocol.memory import as_float
 from kernelscope.protocol.record_rules import format_score, section_get
+from kernelscope.protocol.workspace import ReadmeInfo
 
 
 def _facts(history: History, version: str) -> VersionFacts:
@@ -71,7 +75,7 @@ def _speedup(entry: dict[str, Any] | None) -> ScoreValue | None:
     )
 
 
-def _gate_details(facts: VersionFacts) -> list[str]:
+def _gate_details(facts: VersionFacts, readme: ReadmeInfo | None) -> list[str]:
     record, effect = facts.record, facts.effect
     lines = [f"gate {effect.gate or '?'}"]
     if effect.outcome:
@@ -98,10 +102,16 @@ def _gate_details(facts: VersionFacts) -> list[str]:
                 else ""
             )
             lines.append(f"verdict {block['verdict']}{noise}")
-        recorded = block.get("stop_conditions")
-        conditions = recorded_stop_conditions(recorded)
-        for condition in conditions:
-            lines.append(f"stop condition {condition.text}: {condition.state()}")
+    recorded = block.get("stop_conditions")
+    conditions = recorded_stop_conditions(recorded)
+    stored = {condition.text: condition for condition in conditions}
+    for status in readme_verdict(readme, record)[0]:
+        # judged now by the one rule (stop_rule.py), as the lens and iterate judge it; what an
+        # older rule stored (a best configuration's figure) is said where it differs
+        was = stored.get(status.text)
+        differs = f" (recorded: {was.state()})" if was is not None and was.met != status.met else ""
+        lines.append(f"stop condition {status.text}: {status.state()}{differs}")
+    if block:
         # an entry left out unsaid makes the ones read look like all of them (one missed may be gone)
         unread = len(recorded) - len(conditions) if isinstance(recorded, list) else 0
         if unread:
@@ -130,6 +140,9 @@ def _action(facts: VersionFacts) -> str | None:
 def compare_versions(history: History, version_a: str, version_b: str) -> VersionComparison:
     """Everything that differs between two versions, and the markdown a client shows."""
     a, b = _facts(history, version_a), _facts(history, version_b)
+    # (read now, not with the cached history: its stop conditions judge both versions)
+    readme_path = history.root / README_NAME
+    readme = parse_readme_file(readme_path) if readme_path.is_file() else None
     messages: list[str] = []
     text_a = history.source_of(a.kernel_blob) if a.kernel_blob else None
     text_b = history.source_of(b.kernel_blob) if b.kernel_blob else None
@@ -185,7 +198,7 @@ def compare_versions(history: History, version_a: str, version_b: str) -> Versio
         code_b=text_b,
         configs=deltas,
         score_ratio=ratio,
-        gate_details={a.version: _gate_details(a), b.version: _gate_details(b)},
+        gate_details={a.version: _gate_details(a, readme), b.version: _gate_details(b, readme)},
         messages=messages,
     )
     comparison.markdown = comparison_markdown(comparison, {a.version: _action(a), b.version: _action(b)})

@@ -25,7 +25,7 @@ from __future__ import annotations
 import re
 import threading
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from kernelscope.daemon.engine.memory import atrex_fields, core
 from kernelscope.daemon.engine.memory.core import _interval, _positive, kernelscope_block, latency_ratio
@@ -267,6 +267,15 @@ def best_score(scores: list[VersionScore], among: set[str] | None = None) -> Ver
 
 BY_SCORE = "highest score vs v0 among versions whose quality gate passed"
 
+Figured = TypeVar("Figured")
+
+
+def best_figure(found: list[tuple[Figured, float]], kind: MetricKind) -> tuple[Figured, float]:
+    """The best of (version, figure) pairs in version order, by a metric of `kind`: the highest
+    GB/s or TFLOP/s, the lowest latency; a tie goes to the later version."""
+    pick = min if kind == "latency" else max
+    return pick(reversed(found), key=lambda item: item[1])
+
 
 def best_version(
     entries: list[MemoryEntry],
@@ -295,13 +304,13 @@ def best_version(
         and (among is None or e.version in among)
     ]
     measured = [e for e in passing if e.record and atrex_fields.record_outcome(e.record).measured]
-    metrics = [(RECORD_METRIC[kind], max)] if kind in ("bandwidth", "tflops") else []
-    for name, pick in [*metrics, ("latency_us", min)]:
+    metrics: list[MetricKind] = [kind] if kind in ("bandwidth", "tflops") else []
+    for by in [*metrics, "latency"]:
+        name = RECORD_METRIC[by]
         found = [(e, v) for e in measured if (v := _positive(e.record.metric(name) if e.record else None))]
         if found:
-            direction = "highest" if pick is max else "lowest"
-            # ties go to the later version
-            chosen = pick(reversed(found), key=lambda item: item[1])[0]
+            direction = "lowest" if by == "latency" else "highest"
+            chosen = best_figure(found, by)[0]
             return chosen.version, (
                 f"no version has a score vs v0: {direction} performance.{name} "
                 "among versions whose quality gate passed"

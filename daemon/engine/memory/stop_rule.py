@@ -4,12 +4,17 @@ kernelscope's records and other tools' alike (atrex's records carry no statuses)
 
 A condition is judged on the figure the version's record states for the target's metric
 (`performance.latency_us`, `bandwidth_gbps` or `tflops`: RECORD_METRIC), the version's one
-number over its workloads. That is the figure atrex's supervisor checks its target against
-(the record's `performance`, orchestrator/workspace_state.py `peak_util`, on a promoted,
-correctness-passing version), and the one `kernelscope iterate` writes there (its slowest
-configuration, the largest workload: iterate.headline_performance). Never the best of the
-workloads: a small workload's 5 us is no sign that a kernel whose largest takes 20 us meets
-`latency <= 10 us`, and iterate said `met` of it where the lens, reading the record, said 50%.
+number over its workloads. atrex judges no README bullet: it states one number per version,
+`latency_us` the geomean over the workloads in SOL-ExecBench and Atrex-Bench workspaces
+(reference/test_kernel.py, orchestrator/session_io.py, with `latency_us_geomean` beside it),
+and its supervisor checks `--target-util` against the larger of the record's two
+`*_peak_utilization_pct` (orchestrator/workspace_state.py `peak_util`), not against a README
+target. `kernelscope iterate` writes the same number there: the geomean where the workspace's
+objective is (protocol/kinds.py `latency_geomean`), else its slowest configuration's, the
+largest workload (iterate.headline_performance), so records of either writer state one
+figure. Never the best of the workloads: a small workload's 5 us is no sign that a kernel
+whose largest takes 20 us meets `latency <= 10 us`, and iterate said `met` of it where the
+lens, reading the record, said 50%.
 
 Only a measurement judges: a version whose gate passed, measured on the GPU (a record without
 kernelscope's mode is another tool's GPU figure), by numbers of its own (not carried from an
@@ -20,14 +25,15 @@ matter, not this rule's.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from kernelscope.daemon.engine.memory import atrex_fields
 from kernelscope.daemon.engine.memory.core import kernelscope_block
-from kernelscope.protocol.commands import StopConditionStatus
+from kernelscope.protocol.commands import StopConditionStatus, stop_conditions_met
 from kernelscope.protocol.record_rules import RECORD_METRIC, as_float, gate_result, section_get
 from kernelscope.protocol.stats import NOT_GPU_FIGURES
-from kernelscope.protocol.workspace import CANONICAL_UNIT, StopCondition
+from kernelscope.protocol.workspace import CANONICAL_UNIT, ReadmeInfo, StopCondition
 
 GATE_FAILED = "the gate failed: a wrong kernel's timings are no measurement"
 
@@ -65,6 +71,25 @@ def condition_status(
         status.measured = figure
         status.met = condition.is_met(figure)
     return status
+
+
+def readme_verdict(
+    readme: ReadmeInfo | None, record: Any, missing: Callable[[str], str] | None = None
+) -> tuple[list[StopConditionStatus], bool | None]:
+    """Each of the README's stop conditions judged on `record` by `condition_status`, and all of
+    them together (`stop_conditions_met`): at most null where the README states one kernelscope
+    cannot read (`unchecked_stop_conditions`: unknown is never met), false where it states none
+    that compares a number.
+    What iterate records, and what compare and the restart's report say of any version's
+    record, today's README against it, whoever wrote it and whatever it stored when (`missing`:
+    a condition's kind -> the reason a measurement gives no figure for it, as there)."""
+    if readme is None or not (readme.stop_conditions or readme.unchecked_stop_conditions):
+        return [], False
+    statuses = [
+        condition_status(condition, record, missing(condition.kind) if missing else None)
+        for condition in readme.stop_conditions
+    ]
+    return statuses, stop_conditions_met(statuses, unreadable=bool(readme.unchecked_stop_conditions))
 
 
 def target_fraction(condition: StopCondition, measured: float) -> float:

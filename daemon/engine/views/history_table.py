@@ -14,7 +14,12 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from kernelscope.daemon.engine.memory.records import MemoryEntry
-from kernelscope.daemon.engine.views.lens_text import file_lens, recorded_notes, runs_text
+from kernelscope.daemon.engine.views.lens_text import (
+    file_lens,
+    recorded_notes,
+    runs_text,
+    stop_condition_lines,
+)
 from kernelscope.daemon.engine.workspace.cache import WorkspaceCache
 from kernelscope.daemon.engine.workspace.masked import run_counts
 from kernelscope.protocol.experiment import KernelExperiment
@@ -35,9 +40,14 @@ def _summary(text: str) -> str:
 
 
 def history_markdown(
-    title: str, entries: list[HistoryEntry], notes: list[str], draws_tables: bool = True
+    title: str,
+    entries: list[HistoryEntry],
+    notes: list[str],
+    draws_tables: bool = True,
+    targets: list[str] | None = None,
 ) -> str:
-    """The history as a person reads it: `title`, the newest 30 entries' rows and the agents'
+    """The history as a person reads it: `title`, the newest 30 entries' rows, the README's
+    stop conditions in full (`targets`: lens_text.stop_condition_lines) and the agents'
     `notes`; the rows as a Markdown table, or, for a client that does not draw tables, as
     columns aligned in a ```text block (monospaced; the score right-aligned as the table's)."""
     rows = []
@@ -62,6 +72,8 @@ def history_markdown(
         # a fence longer than any run of backticks in a summary, which would otherwise close it
         fence = "`" * max([3, *(len(run) + 1 for run in re.findall("`+", "\n".join(text)))])
         lines += [f"{fence}text", *text, fence]
+    if targets:
+        lines += ["", "**Stop conditions**", "", *(f"- {line}" for line in targets)]
     if notes:
         lines += ["", "**Recorded by the agents** (newest first)", "", *notes]
     return "\n".join(lines)
@@ -76,6 +88,7 @@ class _Sources:
     experiments: list[KernelExperiment]
     target: str
     notes: list[str]
+    targets: list[str]  # every stop condition in full (the target line shortens them)
     # the entries from memory records, for kernels without experiments: made once and shared
     # by the copies `histories` makes per kernel (a workspace kernelscope has never seen has
     # none for any of its kernels)
@@ -100,6 +113,7 @@ def _sources(cache: WorkspaceCache, kernel: str | None) -> _Sources:
         experiments=experiments,
         target=file_lens(cache.workspace, entries, cache.readme()),
         notes=recorded_notes(cache.root, entries),
+        targets=stop_condition_lines(cache.workspace, entries, cache.readme()),
     )
 
 
@@ -198,7 +212,7 @@ def _history(
     # the count is the lens's (masked versions apart, counted as it counts them: masked.py);
     # their rows stay, marked, for a person
     heading = f"{title}: {runs_text(*run_counts(entries), 'experiment')}"
-    markdown = history_markdown(heading, entries, sources.notes, draws_tables)
+    markdown = history_markdown(heading, entries, sources.notes, draws_tables, sources.targets)
 
     return HistoryResult(
         workspace=str(cache.root),

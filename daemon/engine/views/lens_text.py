@@ -17,6 +17,7 @@ from kernelscope.daemon.engine.memory.records import MemoryEntry, cut_short_note
 from kernelscope.daemon.engine.memory.scores import (
     BY_SCORE,
     VersionScore,
+    best_figure,
     best_score,
     best_version,
     memory_scores,
@@ -25,9 +26,10 @@ from kernelscope.daemon.engine.memory.stop_rule import condition_status, no_figu
 from kernelscope.daemon.engine.workspace import atrex
 from kernelscope.daemon.engine.workspace.cache import WorkspaceCache
 from kernelscope.daemon.engine.workspace.masked import has_runs, run_counts
+from kernelscope.daemon.engine.workspace.readme_lines import CONDITION
 from kernelscope.daemon.engine.workspace.workspace import Workspace
 from kernelscope.protocol.bench import BenchResult, verdict_label
-from kernelscope.protocol.commands import StopConditionStatus
+from kernelscope.protocol.commands import NOT_EVALUATED, StopConditionStatus
 from kernelscope.protocol.experiment import KernelSummary
 from kernelscope.protocol.memory import format_version
 from kernelscope.protocol.record_rules import RECORD_METRIC, format_score
@@ -97,8 +99,11 @@ def kernel_lens(summary: KernelSummary | None, scores: list[VersionScore]) -> st
 
 
 def _label(condition: StopCondition) -> str:
-    """`latency <= 10us`, `bandwidth >= 4.32TB/s`: a condition as the lens names it."""
-    return f"{condition.kind} {condition.comparator} {condition.value:g}{condition.unit}"
+    """`latency <= 10 us`, `bandwidth >= 4.32TB/s`: a condition as the lens names it, its target
+    as the README writes it (the metric named as kernelscope reads it)."""
+    written = CONDITION.search(condition.text)
+    target = written.group(0) if written else f"{condition.comparator} {condition.value:g}{condition.unit}"
+    return f"{condition.kind} {target}"
 
 
 def _percent(condition: StopCondition, measured: float | None) -> str:
@@ -118,8 +123,8 @@ def _judged(
         (e, condition_status(condition, e.record)) for e in entries if e.record is not None and not e.masked
     ]
     evaluated = [(e, s) for e, s in judged if s.met is not None and s.measured is not None]
-    pick = max if condition.kind in ("bandwidth", "tflops") else min
-    top = pick(reversed(evaluated), key=lambda item: item[1].measured or 0.0) if evaluated else None
+    figures = [((e, s), s.measured or 0.0) for e, s in evaluated]
+    top = best_figure(figures, condition.kind)[0] if figures else None
     of_best = next((s for e, s in judged if e is best), None)
     return of_best, top
 
@@ -174,12 +179,15 @@ def _target_parts(
     return [target, *known, f"best {best.version}: {status.state()}"]
 
 
-def _further_part(condition: StopCondition, entries: list[MemoryEntry], best: MemoryEntry | None) -> str:
-    """A stop condition after the README's first, in short, by the same rule as the first:
+def _further_part(
+    condition: StopCondition, entries: list[MemoryEntry], best: MemoryEntry | None
+) -> tuple[str, str]:
+    """A stop condition after the README's first, by the same rule as the first, in full and in
+    one word or two (`met`, `at 94%`, `not evaluated`) for the lens's short part. In full:
     `bandwidth >= 4.32TB/s: 94% v4` (the best version's percentage of the target, `(met)` where
     it met it), `, met by v2` where another evaluated version met what the best missed;
     `met by v2` or `best GPU figure 83% v2` where the best has no evaluated figure, and
-    `not evaluated` where no version has one."""
+    `not evaluated` with the best version's reason where no version has one."""
     label = _label(condition)
     status, top = _judged(condition, entries, best)
     if best is not None and status is not None and status.met is not None:
@@ -187,13 +195,68 @@ def _further_part(condition: StopCondition, entries: list[MemoryEntry], best: Me
             " (met)" if status.met else ""
         )
         if not status.met and top is not None and top[1].met:
-            text += f", met by {top[0].version}"
-        return text
+            return text + f", met by {top[0].version}", "met"
+        return text, "met" if status.met else f"at {_percent(condition, status.measured)}"
     if top is not None:
         if top[1].met:
-            return f"{label}: met by {top[0].version}"
-        return f"{label}: best GPU figure {_percent(condition, top[1].measured)} {top[0].version}"
-    return f"{label}: not evaluated"
+            return f"{label}: met by {top[0].version}", "met"
+        percent = _percent(condition, top[1].measured)
+        return f"{label}: best GPU figure {percent} {top[0].version}", f"at {percent}"
+    why = f" ({status.note})" if status is not None and status.note else ""
+    return f"{label}: {NOT_EVALUATED}{why}", NOT_EVALUATED
+
+
+def _further_short(shorts: list[str]) -> str:
+    """`+2: 1 met, 1 at 32%`: the conditions after the first, in one part (each in full in the
+    lens's tooltip and the kernel's hover: `stop_condition_lines`)."""
+    met = shorts.count("met")
+    missed = [short.removeprefix("at ") for short in shorts if short.startswith("at ")]
+    unknown = shorts.count(NOT_EVALUATED)
+    words = [f"{met} met"] if met else []
+    if missed:
+        words.append(f"{len(missed)} at {'/'.join(missed)}")
+    if unknown:
+        words.append(f"{unknown} {NOT_EVALUATED}")
+    return f"+{len(shorts)}: {', '.join(words)}"
+
+
+def stop_condition_lines(
+    ws: Workspace,
+    entries: list[MemoryEntry] | None = None,
+    readme: ReadmeInfo | None = None,
+    scores: list[VersionScore] | None = None,
+) -> list[str]:
+    """Every README stop condition in full, one line each (`latency <= 10 us: best 20 us v1, 50%
+    of target`): what the file lens shortens, for its tooltip and the kernel's hover."""
+    readme, entries, scores, best = _lens_inputs(ws, entries, readme, scores)
+    conditions = readme.stop_conditions if readme else []
+    if not conditions:
+        return []
+    first = _target_parts(conditions[0], entries, best)
+    lines = [f"{_label(conditions[0])}: {', '.join(first[1:])}"]
+    lines += [_further_part(condition, entries, best)[0] for condition in conditions[1:]]
+    if readme is not None and readme.unchecked_stop_conditions:
+        lines += [f"{text}: cannot be checked" for text in readme.unchecked_stop_conditions]
+    return lines
+
+
+def _lens_inputs(
+    ws: Workspace,
+    entries: list[MemoryEntry] | None,
+    readme: ReadmeInfo | None,
+    scores: list[VersionScore] | None,
+) -> tuple[ReadmeInfo | None, list[MemoryEntry], list[VersionScore], MemoryEntry | None]:
+    """What the file lens reads (what its caller has not read already), and the best version by
+    the README's first stop condition's metric (scores.best_version)."""
+    if readme is None and ws.readme_path.is_file():
+        readme = ws.readme()
+    entries = ws.memory.scan() if entries is None else entries
+    scores = memory_scores(entries, readme) if scores is None else scores
+    best = None
+    if readme is not None and readme.stop_conditions:
+        chosen, _ = best_version(entries, readme.stop_conditions[0].kind, scores)
+        best = next((e for e in entries if e.version == chosen and e.record), None)
+    return readme, entries, scores, best
 
 
 def file_lens(
@@ -202,8 +265,9 @@ def file_lens(
     readme: ReadmeInfo | None = None,
     scores: list[VersionScore] | None = None,
 ) -> str:
-    """Target vs best with the roofline fraction, every further stop condition in short, next
-    version and masked count. The best is the one every surface names (scores.best_version),
+    """Target vs best with the roofline fraction, a second stop condition in short and more in
+    one part (`+2: 1 met, 1 at 32%`, each in full in `stop_condition_lines`), next version and
+    masked count. The best is the one every surface names (scores.best_version),
     shown by the first target's metric; each condition is judged by the one rule
     (memory/stop_rule.py), and what its state is, where that best does not tell it, is
     `_target_parts`'s (the first) and `_further_part`'s (the others).
@@ -211,21 +275,26 @@ def file_lens(
     Callers that already scanned memory/, parsed the README and scored the versions
     (`memory_scores(entries, readme)`) pass them in: a workspace can hold a thousand memory
     files, and reading them once per refresh is enough."""
-    if readme is None and ws.readme_path.is_file():
-        readme = ws.readme()
-    entries = ws.memory.scan() if entries is None else entries
-    scores = memory_scores(entries, readme) if scores is None else scores
+    readme, entries, scores, best = _lens_inputs(ws, entries, readme, scores)
     parts = []
     conditions = readme.stop_conditions if readme else []
     if conditions:
-        chosen, _ = best_version(entries, conditions[0].kind, scores)
-        best = next((e for e in entries if e.version == chosen and e.record), None)
         parts += _target_parts(conditions[0], entries, best)
-        parts += [_further_part(condition, entries, best) for condition in conditions[1:]]
+        further = [_further_part(condition, entries, best) for condition in conditions[1:]]
+        if len(further) == 1:
+            parts.append(further[0][0])
+        elif further:  # (in full in the tooltip and the hover: a title of 220 characters is none)
+            parts.append(_further_short([short for _, short in further]))
     elif readme is not None and readme.goal:
         parts.append(_goal_progress(readme.goal, entries, scores))
+    elif readme is not None and readme.stated_stop_conditions:  # (in words, or unreadable)
+        stated = counted(len(readme.stated_stop_conditions), "stop condition")
+        parts.append(f"{stated} in README.md, none kernelscope can check")
     else:
         parts.append("no stop conditions in README.md")
+    if readme is not None and readme.unchecked_stop_conditions and (conditions or readme.goal):
+        # (the README's warnings say why)
+        parts.append(f"{counted(len(readme.unchecked_stop_conditions), 'stop condition')} cannot be checked")
     live = atrex.live_episode(ws.memory_dir)
     if live is not None:
         parts.append(f"running: {live.describe()}")
@@ -345,6 +414,16 @@ def workspace_texts(cache: WorkspaceCache) -> tuple[str, dict[str, str]]:
         ),
     )
     return file_text, texts
+
+
+def file_tooltip(cache: WorkspaceCache) -> str | None:
+    """The file lens's tooltip: every stop condition in full, one a line (None: none stated)."""
+    lines = cache.get(
+        "stop_condition_lines",
+        ("memory", "readme"),
+        lambda: stop_condition_lines(cache.workspace, cache.memory(), cache.readme(), cache.scores()),
+    )
+    return "\n".join(lines) or None
 
 
 UNTRUSTED = "re-benchmark on save is off: workspace not trusted (Benchmark now: `kernelscope bench`)"

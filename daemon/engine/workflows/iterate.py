@@ -26,7 +26,7 @@ from kernelscope.daemon.engine.memory.atomic_io import iteration_lock, restart_i
 from kernelscope.daemon.engine.memory.core import kernelscope_block
 from kernelscope.daemon.engine.memory.git_place import FAILED_REF_PREFIX
 from kernelscope.daemon.engine.memory.records import RESTART_ID_ENV, MemoryEntry, MemoryManager, utc_now_iso
-from kernelscope.daemon.engine.memory.stop_rule import condition_status
+from kernelscope.daemon.engine.memory.stop_rule import readme_verdict
 from kernelscope.daemon.engine.run.bench import BenchRequest, run_benchmark
 from kernelscope.daemon.engine.store import ExperimentStore
 from kernelscope.daemon.engine.store.config import has_password, public_url, read_without_db
@@ -36,10 +36,11 @@ from kernelscope.daemon.engine.workflows.git import Git
 from kernelscope.daemon.engine.workflows.probe import kernel_at, last_passing, v0_kernel_at
 from kernelscope.daemon.engine.workspace.atrex import refuse_if_supervised, reserved_versions
 from kernelscope.daemon.engine.workspace.kernel_scan import scan_kernel_source
+from kernelscope.daemon.engine.workspace.kinds import detect_kind
 from kernelscope.daemon.engine.workspace.workspace import Workspace
-from kernelscope.protocol import workspace_files
+from kernelscope.protocol import kinds, stats, workspace_files
 from kernelscope.protocol.bench import BenchResult, ConfigResult, verdict_label
-from kernelscope.protocol.commands import IterationResult, StopConditionStatus, stop_conditions_met
+from kernelscope.protocol.commands import IterationResult, StopConditionStatus
 from kernelscope.protocol.experiment import KernelExperiment
 from kernelscope.protocol.memory import format_version, memory_schema_template, parse_version
 from kernelscope.protocol.record_rules import REFERENCE_NAMES, format_score, gate_result, section_get
@@ -87,15 +88,28 @@ def _no_measure_note(kind: str) -> str:
     )
 
 
-def headline_performance(bench: BenchResult) -> dict[str, Any]:
+def latency_is_geomean(root: Path, readme: ReadmeInfo | None) -> bool:
+    """Whether the workspace's one latency figure is the geomean over its workloads, as atrex
+    writes it there (SOL-ExecBench, Atrex-Bench: protocol/kinds.py `latency_geomean`), so that
+    records of both writers state one figure; else it is the slowest configuration's."""
+    return kinds.spec_of(detect_kind(root, readme)).latency_geomean
+
+
+def headline_performance(bench: BenchResult, geomean: bool = False) -> dict[str, Any]:
     """The figures a record states for the version (`performance`'s latency_us, tflops,
-    bandwidth_gbps and their peak fractions, per-workload latency): its headline
-    configuration's, on a passing run; interpreter throughput is no GPU figure and is left out.
-    Each stop condition is judged on these (memory/stop_rule.py)."""
+    bandwidth_gbps and their peak fractions, per-workload latency), on a passing run: the
+    latency over the workloads as the workspace's objective takes it (`geomean`: their geomean,
+    with atrex's marker `latency_us_geomean` beside it; else the slowest configuration's, the
+    largest workload), the throughput figures the slowest configuration's. Interpreter
+    throughput is no GPU figure and is left out. Each stop condition is judged on these
+    (memory/stop_rule.py)."""
     headline = _headline(bench.configs) if bench.passed else None
     if headline is None or headline.candidate_ms is None:
         return {}
     perf: dict[str, Any] = {"latency_us": round(headline.candidate_ms * 1000.0, 4)}
+    if geomean:
+        timed = [c.candidate_ms for c in bench.configs if c.candidate_ms]
+        perf["latency_us"] = perf["latency_us_geomean"] = round(stats.geomean(timed) * 1000.0, 4)
     if bench.mode == "gpu":
         perf["tflops"] = headline.tflops
         perf["bandwidth_gbps"] = headline.gbps
@@ -110,25 +124,20 @@ def headline_performance(bench: BenchResult) -> dict[str, Any]:
 
 
 def evaluate_stop_conditions(
-    readme: ReadmeInfo | None, bench: BenchResult
+    readme: ReadmeInfo | None, bench: BenchResult, geomean: bool = False
 ) -> tuple[list[StopConditionStatus], bool | None]:
     """Each README stop condition judged by the one rule (memory/stop_rule.py) on the figures
-    this run's record states (`headline_performance`), not on its best configuration: the
-    answer recorded is the one the file lens gives of the same record. One that cannot be
-    evaluated (interpreter timings, a failed gate, no metric) is `met: None`, and all of them
-    together `stop_conditions_met`."""
-    if readme is None or not readme.stop_conditions:
-        return [], False
+    this run's record states (`headline_performance`, `geomean` as there), not on its best
+    configuration: the answer recorded is the one the file lens, compare and the restart's
+    report give of the same record (stop_rule.readme_verdict). One that cannot be evaluated
+    (interpreter timings, a failed gate, no metric) is `met: None`, and all of them together
+    `stop_conditions_met`, at most null where the README states one kernelscope cannot read."""
     measured = {
-        "performance": headline_performance(bench),
+        "performance": headline_performance(bench, geomean),
         "quality_gate": {"result": "PASS" if bench.passed else "FAIL"},
         "kernelscope": {"mode": bench.mode},
     }
-    statuses = [
-        condition_status(condition, measured, missing=_no_measure_note(condition.kind))
-        for condition in readme.stop_conditions
-    ]
-    return statuses, stop_conditions_met(statuses)
+    return readme_verdict(readme, measured, _no_measure_note)
 
 
 def refuse_recorded_code(root: Path, db_url: str | None = None, measured: bytes | None = None) -> None:
@@ -382,8 +391,9 @@ class Iteration:
             # measured v0 against the problem's reference, and that interval beside the 1.0
             # (a demo's said [7.8e-05, 1.07e-04]) did not hold its own score
             bench.score, bench.score_ci = 1.0, None
-        stops, stops_met = evaluate_stop_conditions(readme, bench)
-        record = self._memory_record(version, bench, parent_entry, stops, versus)
+        geomean = latency_is_geomean(self.ws.root, readme)
+        stops, stops_met = evaluate_stop_conditions(readme, bench, geomean)
+        record = self._memory_record(version, bench, parent_entry, stops, versus, geomean)
         head_before = self.git.head()
         memory_path = self.memory.write_record(version, record)
         summary = self._summary_line(version, bench, record, versus)
@@ -518,11 +528,12 @@ class Iteration:
         parent: MemoryEntry | None,
         stops: list[StopConditionStatus],
         versus: str,
+        geomean: bool,
     ) -> dict[str, Any]:
         record = memory_schema_template(version, utc_now_iso())
         category, description = self._action(version)
         perf = record["performance"]
-        headline = headline_performance(bench)
+        headline = headline_performance(bench, geomean)
         if headline:
             perf.update(headline)
             previous = parent.record if parent else None

@@ -33,19 +33,15 @@ from kernelscope.daemon.engine.memory.atomic_io import (
     refuse_if_restarting,
     restart_lock,
 )
-from kernelscope.daemon.engine.memory.core import kernelscope_block
 from kernelscope.daemon.engine.memory.records import RESTART_ID_ENV, MemoryManager
+from kernelscope.daemon.engine.memory.stop_rule import readme_verdict
 from kernelscope.daemon.engine.views.confirm import MaskQuestion, Restart, question_of
 from kernelscope.daemon.engine.workflows.git import Git
 from kernelscope.daemon.engine.workspace.atrex import refuse_if_supervised
 from kernelscope.daemon.engine.workspace.user_config import config_path, state_dir, user_settings
 from kernelscope.daemon.engine.workspace.workspace import README_NAME, Workspace
 from kernelscope.protocol import workspace_files
-from kernelscope.protocol.commands import (
-    MaskHalfResult,
-    RestartReport,
-    recorded_stop_conditions_met,
-)
+from kernelscope.protocol.commands import MaskHalfResult, RestartReport
 from kernelscope.protocol.record_rules import section_get
 from kernelscope.protocol.vocabulary import WORKSPACE_DIRS, WORKSPACE_FILES
 from kernelscope.protocol.workspace import ReadmeInfo
@@ -461,6 +457,9 @@ class PartialRestart:
             (folder / name).is_dir() for name in WORKSPACE_DIRS
         )
 
+    def _readme_now(self) -> ReadmeInfo | None:
+        return self.ws.readme() if self.ws.readme_path.is_file() else None
+
     def _verify(
         self, before: dict[str, Any], baseline_kernel: str | None, next_version: str, masked: list[str]
     ) -> tuple[list[str], dict[str, Any]]:
@@ -529,9 +528,9 @@ class PartialRestart:
                     "commit_hash": record.git_commit_hash
                     if isinstance(record.git_commit_hash, str)
                     else None,
-                    "stop_conditions_met": recorded_stop_conditions_met(
-                        kernelscope_block(record).get("stop_conditions")
-                    ),
+                    # today's README judged on the record (the targets are checked unchanged
+                    # above), whoever wrote it: not the statuses it stored (an older rule's)
+                    "stop_conditions_met": readme_verdict(self._readme_now(), record)[1],
                 }
         return violations, returned
 

@@ -101,7 +101,8 @@ def parse_readme(text: str, path: str = "README.md") -> ReadmeInfo:
     errors: list[str] = []
 
     target = _parse_target(sections, warnings)
-    stop_conditions = _parse_stop_conditions(sections, warnings)
+    unchecked: list[str] = []
+    stop_conditions = _parse_stop_conditions(sections, warnings, unchecked)
     stated = _stated_stop_conditions(sections, stop_conditions)
     threshold = _parse_threshold(lines)
     specs = _parse_hardware_specs(lines)
@@ -117,6 +118,7 @@ def parse_readme(text: str, path: str = "README.md") -> ReadmeInfo:
         goal=_parse_goal(sections),
         workload_count=_parse_workload_count(sections),
         stated_stop_conditions=stated,
+        unchecked_stop_conditions=unchecked,
         notes=warnings,
         errors=errors,
     )
@@ -260,8 +262,10 @@ def read_condition(text: str, line: int | None = None) -> StopCondition | str | 
 
 
 def _parse_stop_conditions(
-    sections: list[lines_of.Section], warnings: list[ReadmeWarning]
+    sections: list[lines_of.Section], warnings: list[ReadmeWarning], unchecked: list[str]
 ) -> list[StopCondition]:
+    """The bullets kernelscope can check; those that compare a number it cannot read go to
+    `unchecked`, each with a warning (a bullet in words compares nothing: neither)."""
     conditions: list[StopCondition] = []
     for line_no, bullet, placeholder in lines_of.stop_condition_bullets(sections):
         if placeholder:  # before parsing: a template's example reads as a target
@@ -277,6 +281,7 @@ def _parse_stop_conditions(
         if isinstance(condition, StopCondition):
             conditions.append(condition)
         elif condition is not None and not _REL_ERR.search(bullet):  # (a threshold: read apart)
+            unchecked.append(bullet.replace("`", "")[:200])
             warnings.append(
                 ReadmeWarning(
                     code="readme:stop-condition-skipped",
@@ -401,6 +406,7 @@ def _apply_machine_block(info: ReadmeInfo, body: str, line: int) -> None:
             info.stop_conditions = [
                 _block_condition(item, line) for item in _as_list(data["stop_conditions"])
             ]
+            info.unchecked_stop_conditions = []  # (the block's, all read, replace the prose's)
         if "correctness_threshold" in data:
             threshold = data["correctness_threshold"]
             if isinstance(threshold, (int, float)):

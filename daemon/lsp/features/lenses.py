@@ -25,11 +25,13 @@ WRITES: tuple[Lens, ...] = (
 READS: tuple[Lens, ...] = (("Benchmark now", "kernelscope.benchmark", {}),)
 
 
-def _lens(line: int, title: str, command: str, arguments: list[object]) -> types.CodeLens:
+def _lens(
+    line: int, title: str, command: str, arguments: list[object], tooltip: str | None = None
+) -> types.CodeLens:
     zero = types.Position(line=max(line, 0), character=0)
     return types.CodeLens(
         range=types.Range(start=zero, end=zero),
-        command=types.Command(title=title, command=command, arguments=arguments),
+        command=types.Command(title=title, command=command, arguments=arguments, tooltip=tooltip),
     )
 
 
@@ -75,7 +77,9 @@ def _code_lens(doc: Document) -> list[types.CodeLens]:
 
     view = doc.view
     args: list[object] = [{"workspace": str(view.root)}]
-    lenses = [_lens(0, file_text(view), "kernelscope.showHistory", args)]
+    # (every stop condition in full where a client shows a command's tooltip: VS Code)
+    tooltip = lens_text.file_tooltip(view.cache)
+    lenses = [_lens(0, file_text(view), "kernelscope.showHistory", args, tooltip)]
     writes = () if view.cache.supervised() else WRITES  # an orchestrator's workspace: kernelscope observes
     root = str(view.root)
     lenses += [
