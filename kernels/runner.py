@@ -21,6 +21,7 @@ import traceback
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from kernelscope.kernels.harness_imports import import_torch, triton_version
 from kernelscope.kernels.result_seal import ResultSeal
 
 if TYPE_CHECKING:
@@ -94,7 +95,7 @@ def _select_mode(requested: str) -> BenchMode:
     if requested == "interpreter" or os.environ.get("TRITON_INTERPRET") == "1":
         os.environ["TRITON_INTERPRET"] = "1"
         return "interpreter"
-    import torch
+    torch = import_torch()
 
     if torch.cuda.is_available():
         return "gpu"
@@ -105,7 +106,7 @@ def _select_mode(requested: str) -> BenchMode:
 
 
 def _env(mode: str) -> dict[str, Any]:
-    import torch
+    torch = import_torch()  # torch or triton missing: a setup error (harness_imports.py)
 
     env: dict[str, Any] = {
         "mode": mode,
@@ -114,12 +115,7 @@ def _env(mode: str) -> dict[str, Any]:
         "torch": torch.__version__,
         "cuda": torch.version.cuda,
     }
-    try:
-        import triton
-
-        env["triton"] = triton.__version__
-    except Exception as exc:  # reported, not fatal
-        env["triton"] = f"unavailable: {exc}"
+    env["triton"] = triton_version()
     if mode == "gpu":
         env["gpu"] = torch.cuda.get_device_name()
         props = torch.cuda.get_device_properties(0)
@@ -520,15 +516,15 @@ def run(args: argparse.Namespace) -> Any:
 
     try:
         mode = _select_mode(args.mode)
-    except RuntimeError as exc:
+        env = _env(mode)
+    except RuntimeError as exc:  # no GPU where one was asked for; harness_imports.MissingLibrary
         return BenchResult(
             status="error",
             passed=False,
-            mode="gpu",
+            mode="interpreter" if os.environ.get("TRITON_INTERPRET") == "1" else "gpu",
             error=BenchError(kind="setup", message=str(exc)),
             **common,
         )
-    env = _env(mode)
 
     def failure(
         kind: ErrorKind, message: str, status: BenchStatus = "error", tb: str | None = None

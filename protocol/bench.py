@@ -51,7 +51,7 @@ ErrorKind = Literal[
     "unsupported",  # e.g. bf16 or multi-config autotune under the CPU interpreter
     "gate_command",  # the workspace's own gate command failed
     "resource_limit",  # too many processes, too much output, a file past the size cap
-    "worker",  # the daemon's warm benchmark worker died or hung mid-job: no verdict on the kernel
+    "worker",  # a warm benchmark worker died mid-job and the job could not be run again cold
     "wrong_off_distribution",  # right on the problem's own inputs, wrong on a signed heavy-tailed draw
     "static_check",  # the source breaks a static rule (KernelBench's or kernelscope's): nothing ran
     "interpreter_limit",  # failed under the CPU interpreter where its known bf16 faults could explain it
@@ -260,13 +260,15 @@ EXIT_INTERRUPTED = 130  # a Ctrl-C, as a shell reports SIGINT (the CLI's own exi
 _SETUP = ("NOT RUN", EXIT_SETUP, "setup error: no verdict on the kernel")
 _CAP = ("STOPPED", EXIT_RESOURCE, "resource cap: no verdict on the answer")
 # The kinds that are no FAIL: the headline word, `bench`'s exit status, and why, for each. A
-# worker is the daemon's warm benchmark worker (engine/run/warm_worker.py), dead or hung
-# mid-job: the kernel's own crash is `crash`, a verdict. Every other kind is a failed gate (3).
+# worker is a warm benchmark worker (engine/run/warm_worker.py), dead or hung mid-job: such a
+# job is run again cold, whose verdict is the result (a kernel that kills the process running it
+# is `crash`), so `worker` remains only where that re-run was cancelled. Every other kind is a
+# failed gate (3).
 _NOT_JUDGED: dict[str, tuple[str, int, str]] = {
     "setup": _SETUP,
     "unsupported": _SETUP,
     "interpreter_limit": _SETUP,
-    "worker": ("STOPPED", EXIT_SETUP, "the benchmark worker died: no verdict on the kernel, run it again"),
+    "worker": ("STOPPED", EXIT_SETUP, "the benchmark worker died: no verdict on the kernel"),
     "interrupted": ("STOPPED", EXIT_INTERRUPTED, "interrupted: no verdict on the kernel"),
     "out_of_memory": _CAP,
     "resource_limit": _CAP,

@@ -208,8 +208,8 @@ def bench_command(
     """Benchmark and gate the kernel: correctness on several seeds, then A/B timing.
 
     Exit statuses: 0 passed; 3 failed (wrong result, cheat, crash, hang, compile error);
-    2 usage or setup error (including a problem too large for the memory cap, refused before
-    it runs) or the daemon's benchmark worker died (no verdict: run it again); 4 a resource cap
+    2 usage or setup error (including torch or triton missing from the benchmark's interpreter,
+    and a problem too large for the memory cap, refused before it runs); 4 a resource cap
     stopped the run (out of memory, processes, output); 130 interrupted (Ctrl-C). With
     --candidates, the worst of the candidates' statuses: 130, 2, then 4, then 3.
     """

@@ -6,9 +6,11 @@ benchmarks/probe_bench.py."""
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import signal
+import subprocess
 import sys
 import threading
 import time
@@ -20,7 +22,7 @@ import pytest
 from kernelscope.daemon.engine.run.bench import BenchRequest, run_benchmark
 from kernelscope.daemon.engine.run.child_limits import stat_fields
 from kernelscope.daemon.engine.run.warm_worker import WarmWorkers
-from kernelscope.protocol.bench import BenchResult
+from kernelscope.protocol.bench import EXIT_GATE_FAILED, BenchResult, exit_status, verdict_word
 from tests.conftest import EXAMPLES, NO_TORCH_SERVER
 from tests.support.bench_fixtures import alive_with, make_workspace
 from tests.support.cheat_kernels import HONEST
@@ -245,12 +247,18 @@ def test_a_cheat_is_caught_and_its_patches_die_with_its_child(
     honest_through(pool, tmp_path, pid)
 
 
-def test_a_killed_worker_fails_its_job_and_the_next_job_gets_a_new_one(tmp_path: Path) -> None:
+def test_a_worker_killed_from_outside_gets_its_job_run_again_cold(tmp_path: Path) -> None:
+    """A worker killed mid-job by something other than the kernel (the OOM killer, a user):
+    the job was STOPPED (`worker`, "run it again"); it gets its fair second run in a cold
+    runner at once, and that run's verdict is the result, with a note that the worker died."""
+    hold = tmp_path / "hold"  # the kernel waits at import while this exists
+    hold.touch()
+    source = f"import os, time\nwhile os.path.exists({str(hold)!r}):\n    time.sleep(0.05)\n" + HONEST
     workers = WarmWorkers()
     try:
         first = honest_through(workers, tmp_path)
         pid = first.env["warm_worker"]["pid"]
-        ws = workspace(tmp_path, "hang")
+        ws = workspace(tmp_path, source=source)
         found: list[BenchResult] = []
         runner = threading.Thread(target=lambda: found.append(bench(ws, workers, timeout_s=120)))
         runner.start()
@@ -259,17 +267,79 @@ def test_a_killed_worker_fails_its_job_and_the_next_job_gets_a_new_one(tmp_path:
             assert time.monotonic() < deadline and runner.is_alive()
             time.sleep(0.05)
         os.kill(pid, signal.SIGKILL)  # from outside, mid-job
-        runner.join(60)
+        while not gone(pid):
+            assert time.monotonic() < deadline
+            time.sleep(0.05)
+        hold.unlink()
+        runner.join(120)
         assert found, "the job did not end"
-        error = found[0].error
-        assert error is not None and error.kind == "worker", error
-        assert f"pid {pid}" in error.message and "SIGKILL" in error.message
-        assert alive_with(ws.name) == []  # the job's child died with its worker
+        result = found[0]
+        assert result.passed, result.error
+        assert "warm_worker" not in result.env  # the cold re-run's result
+        notes = [m for m in result.messages if f"warm benchmark worker (pid {pid})" in m]
+        assert notes and "SIGKILL" in notes[0] and "run again in a fresh process" in notes[0], result.messages
+        assert alive_with(ws.name) == []
         assert gone(pid)
         again = honest_through(workers, tmp_path)
         assert again.env["warm_worker"]["pid"] != pid
     finally:
         workers.close()
+
+
+KILLS_PARENT = "import os, signal\n\ndef kernel_fn(x, y):\n    os.kill(os.getppid(), signal.SIGKILL)\n"
+
+
+def test_a_kernel_that_kills_its_worker_gets_a_verdict(tmp_path: Path) -> None:
+    """A candidate that SIGKILLs its parent (the warm worker) was STOPPED (`worker`, exit 2,
+    "run it again") on every run, each paying a new worker. It is run again cold and kills the
+    process running it there too: that is the kernel's doing, a `crash` (FAIL, exit 3)."""
+    workers = WarmWorkers()
+    try:
+        ws = workspace(tmp_path, source=KILLS_PARENT)
+        result = bench(ws, workers)
+        assert result.error is not None and result.error.kind == "crash", result.error
+        assert "the kernel killed the process running it" in result.error.message, result.error
+        assert exit_status(result) == EXIT_GATE_FAILED and verdict_word(result) == "FAIL"
+        assert any("warm benchmark worker" in m and "died" in m for m in result.messages), result.messages
+        assert alive_with(ws.name) == []
+    finally:
+        workers.close()
+
+
+CALLER = """
+import json, sys
+from pathlib import Path
+from kernelscope.daemon.engine.run.bench import BenchRequest, run_benchmark
+request = BenchRequest(
+    workspace=Path(sys.argv[1]), mode="interpreter", seeds=1, extra_args=["--no-static-rules"],
+    gate_command=sys.argv[2] or None,
+)
+result = run_benchmark(request)
+print(json.dumps({"kind": result.error and result.error.kind, "message": result.error and result.error.message}))
+"""
+
+
+@pytest.mark.parametrize("gate", [False, True])
+def test_a_cold_run_that_signals_its_parent_leaves_the_caller_alive(tmp_path: Path, gate: bool) -> None:
+    """A cold runner's (and a gate command's) parent was the process that started it: the CLI
+    or the daemon, which the reviewer's kernel killed (`kernelscope bench` died with SIGKILL,
+    exit 137). The caller here is a separate process running `run_benchmark` as the CLI does."""
+    ws = workspace(tmp_path, source=KILLS_PARENT)
+    command = (
+        f"{sys.executable} -c 'import os, signal; os.kill(os.getppid(), signal.SIGKILL)'" if gate else ""
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", CALLER, str(ws), command], capture_output=True, text=True, timeout=300
+    )
+    assert done.returncode == 0, (done.returncode, done.stderr[-3000:])
+    found = json.loads(done.stdout.strip().splitlines()[-1])
+    if gate:
+        assert found["kind"] == "gate_command", found
+        assert "killed the process running it" in found["message"], found
+    else:
+        assert found["kind"] == "crash", found
+        assert "the kernel killed the process running it" in found["message"], found
+    assert alive_with(ws.name) == []
 
 
 def test_a_new_interpreter_or_settings_change_means_a_new_worker(tmp_path: Path) -> None:

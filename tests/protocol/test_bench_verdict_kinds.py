@@ -21,8 +21,8 @@ from tests.support.bench_fixtures import bench_result
 
 
 def test_a_dead_benchmark_worker_is_no_failed_gate() -> None:
-    """The daemon's warm worker died mid-job ("not a verdict on the kernel: run it again"; a
-    kernel that crashes its own child is `crash`): the store recorded no trace for it, but
+    """A warm worker died mid-job and the job's cold re-run was cancelled (a kernel that
+    crashes its own child or kills its parent is `crash`): the store recorded no trace for it, but
     `bench` exited 3 and said FAIL, a verdict on a kernel nothing judged."""
     result = bench_result("worker")
     assert exit_status(result) == EXIT_SETUP

@@ -41,6 +41,7 @@ from kernelscope.daemon.engine.run.bench_setup import (
     reference_path,
 )
 from kernelscope.daemon.engine.run.child_limits import ResourceLimits
+from kernelscope.daemon.engine.run.cold_child import stand_in_spawn
 from kernelscope.daemon.engine.run.gate_output import (
     GateLines,
     Workloads,
@@ -208,14 +209,16 @@ class ChildOutcome:
     duration_s: float
     limit_exceeded: str | None = None  # which resource cap stopped it, as a sentence
     worker_error: str | None = None  # the warm worker running it died or stopped answering
+    parent_killed: str | None = None  # how the cold child's stand-in parent died: the code killed it
 
 
 WATCH_INTERVAL_S = 0.25  # how often the process group's memory and size are sampled
 
 
 class ChildHandle(Protocol):
-    """What `run_child` needs of a started child: `subprocess.Popen` has it, and so has a
-    warm worker's job (`warm_worker.WorkerJob`, which adds `worker_error`)."""
+    """What `run_child` needs of a started child: a cold child's stand-in has it
+    (`cold_child.StandInChild`, which adds `parent_killed`), and so has a warm worker's job
+    (`warm_worker.WorkerJob`, which adds `worker_error`)."""
 
     pid: int
     returncode: int | None
@@ -224,24 +227,9 @@ class ChildHandle(Protocol):
 
 
 # spawn(argv, cwd, env, log, limits): start the child in its own session, its output (stdout
-# and stderr) appended to `log`; raises OSError when it cannot start at all.
+# and stderr) appended to `log`; raises OSError when it cannot start at all. The cold path is
+# `cold_child.stand_in_spawn`: the child's parent is a stand-in, never this process.
 Spawn = Callable[[list[str], Path, dict[str, str], Path, ResourceLimits], ChildHandle]
-
-
-def popen_spawn(
-    argv: list[str], cwd: Path, env: dict[str, str], log: Path, limits: ResourceLimits
-) -> ChildHandle:
-    """The cold path: a new process running `argv`."""
-    with log.open("ab") as sink:
-        return subprocess.Popen(
-            argv,
-            cwd=cwd,
-            stdin=subprocess.DEVNULL,
-            stdout=sink,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,
-            env=env,
-        )
 
 
 def run_child(
@@ -258,7 +246,8 @@ def run_child(
     file (and, line by line, to `on_line` while it runs). Whatever the child does, its whole
     group is gone when this returns.
 
-    `spawn` starts the child (default: a new process, `popen_spawn`; a warm worker's
+    `spawn` starts the child (default: a new process under a stand-in parent,
+    `cold_child.stand_in_spawn`; a warm worker's
     `WarmWorker.spawn` forks it from a process that has torch and triton imported). The
     watchdog is the same either way: it samples, caps and kills the child's process group.
 
@@ -268,7 +257,7 @@ def run_child(
     elsewhere, the editor's last-passing kernel) gains no `__pycache__/` next to it."""
     limits = limits or ResourceLimits()
     env = {**(os.environ if env is None else env), "PYTHONDONTWRITEBYTECODE": "1"}
-    spawn = spawn or popen_spawn
+    spawn = spawn or stand_in_spawn
     started = time.perf_counter()
     with tempfile.TemporaryDirectory(prefix="kernelscope-child-") as tmp:
         log = Path(tmp) / "output.log"
@@ -325,6 +314,7 @@ def run_child(
             time.perf_counter() - started,
             exceeded,
             getattr(process, "worker_error", None),
+            getattr(process, "parent_killed", None),
         )
 
 
@@ -366,13 +356,14 @@ def _failure(request: BenchRequest, kind: str, message: str, **extra: Any) -> Be
 
 
 def _classify_death(request: BenchRequest, outcome: ChildOutcome) -> BenchResult:
+    """Why the runner left no result. A dead warm worker is no verdict (`_run_harness` runs
+    the job again cold first: this is reached only when that cannot be done)."""
     tail = outcome.output_tail
     if outcome.worker_error:
         return _failure(
             request,
             "worker",
-            f"{outcome.worker_error}; this job's processes were killed with it and the next job "
-            "starts a fresh worker (not a verdict on the kernel: run it again)",
+            f"{outcome.worker_error}; this job's processes were killed with it",
             stderr_tail=tail,
         )
     if outcome.timed_out:
@@ -390,6 +381,14 @@ def _classify_death(request: BenchRequest, outcome: ChildOutcome) -> BenchResult
             request,
             kind,
             f"the benchmark {outcome.limit_exceeded} and was killed",
+            stderr_tail=tail,
+            exit_code=outcome.returncode,
+        )
+    if outcome.parent_killed:  # the stand-in died before its command: the code under it did it
+        return _failure(
+            request,
+            "crash",
+            f"the kernel killed the process running it ({outcome.parent_killed})",
             stderr_tail=tail,
             exit_code=outcome.returncode,
         )
@@ -503,7 +502,7 @@ def run_gate_command(
     details = lines.json_line or {}
     by = measured_by(words, report.source if report else None)
     configs = configs_from_report(report, workspace) if report else configs_from_json_line(details)
-    finished = not (outcome.timed_out or outcome.cancelled or outcome.limit_exceeded)
+    finished = not (outcome.timed_out or outcome.cancelled or outcome.limit_exceeded or outcome.parent_killed)
     says_failed = report_says_failed(report) if report is not None else details.get("passed") is False
     messages = [summary(report, by)] if report else []
     # CPU timings are no GPU figures: the result says so as the harness's does
@@ -537,6 +536,8 @@ def run_gate_command(
         message = f"gate command was cancelled: {command}"
     elif outcome.limit_exceeded:
         message = f"gate command {outcome.limit_exceeded} and was killed: {command}"
+    elif outcome.parent_killed:
+        message = f"gate command killed the process running it ({outcome.parent_killed}): {command}"
     elif report is not None and report.failures:
         # workloads, not lines: one shape may fail at two stages
         failed = sum(not c.passed for c in configs) or len(report.failures)
@@ -648,6 +649,11 @@ def run_benchmark(
     return result
 
 
+def _noted(result: BenchResult, notes: list[str]) -> BenchResult:
+    result.messages += [note for note in notes if note not in result.messages]
+    return result
+
+
 def _run_harness(
     resolved: BenchRequest,
     readme: ReadmeInfo | None,
@@ -660,10 +666,7 @@ def _run_harness(
     peak_gbps, peak_tflops = _peaks(readme) if readme else (None, None)
     with tempfile.TemporaryDirectory(prefix="kernelscope-bench-") as tmp:
         output = Path(tmp) / "result.json"
-        key = secrets.token_bytes(32)  # the runner signs its result with it (kernels/result_seal.py)
         key_file = Path(tmp) / "result.key"
-        key_file.touch(mode=0o600)
-        key_file.write_bytes(key)
         argv = [
             str(resolved.python),
             "-m",
@@ -710,39 +713,55 @@ def _run_harness(
         if workers is not None and not (cancel is not None and cancel.is_set()):
             env = workers.job_env(env, scratch.cache)
             worker = workers.acquire(str(resolved.python), resolved.mode, env)
+
+        def attempt(spawn: Spawn | None) -> tuple[ChildOutcome, bytes]:
+            for stale in (output, Path(f"{output}.sig")):
+                stale.unlink(missing_ok=True)
+            key = secrets.token_bytes(32)  # the runner signs its result with it (kernels/result_seal.py)
+            key_file.touch(mode=0o600)
+            key_file.write_bytes(key)
+            limits = ResourceLimits.for_benchmark(resolved.memory_limit_mb)
+            reader = _progress_reader(resolved.on_progress)
+            return run_child(argv, scratch.root, resolved.timeout_s, limits, cancel, env, reader, spawn), key
+
         try:
-            outcome = run_child(
-                argv,
-                scratch.root,
-                resolved.timeout_s,
-                ResourceLimits.for_benchmark(resolved.memory_limit_mb),
-                cancel,
-                env=env,
-                on_line=_progress_reader(resolved.on_progress),
-                spawn=worker.spawn if worker is not None else None,
-            )
+            outcome, key = attempt(worker.spawn if worker is not None else None)
         finally:
             if worker is not None:
                 workers.release(worker)  # type: ignore[union-attr]
+        notes: list[str] = []
+        if outcome.worker_error and not (cancel is not None and cancel.is_set()):
+            # The worker died mid-job, killed by the kernel or by something else (the OOM killer,
+            # a user): a cold run decides, whose stand-in parent's death is the kernel's doing.
+            notes.append(
+                scratch.restore_text(f"{outcome.worker_error}: the job was run again in a fresh process")
+            )
+            worker = None
+            outcome, key = attempt(None)
         outcome.output_tail = scratch.restore_text(outcome.output_tail)
-        if outcome.timed_out or outcome.cancelled or outcome.limit_exceeded or not output.is_file():
-            return _classify_death(resolved, outcome)
+        # a dead parent (worker or stand-in) is the verdict even where its child, still running
+        # for a moment, wrote a result
+        died = outcome.worker_error or outcome.parent_killed or outcome.timed_out or outcome.cancelled
+        if died or outcome.limit_exceeded or not output.is_file():
+            return _noted(_classify_death(resolved, outcome), notes)
         try:
             body = output.read_bytes()
             result = BenchResult.model_validate_json(body)
         except (ValidationError, OSError) as exc:
-            return _failure(
+            failed = _failure(
                 resolved,
                 "setup",
                 f"the runner wrote an unreadable result: {exc}",
                 stderr_tail=outcome.output_tail,
             )
+            return _noted(failed, notes)
         forged = _not_the_runners(result, body, output, key, resolved, env)
         if forged:
             failed = _failure(resolved, "cheat", forged, stderr_tail=outcome.output_tail)
             failed.status = "gate_failed"
-            return failed
+            return _noted(failed, notes)
     if worker is not None:  # how it ran: a forked child of this warm worker
         result.env["warm_worker"] = {"pid": worker.pid, "job": worker.jobs}
+    _noted(result, notes)
     result.reference = _reference_name(resolved)
     return BenchResult.model_validate(scratch.restore(result.model_dump()))

@@ -13,8 +13,9 @@ What can go wrong, and what happens:
 
 - a job crashes, hangs, forks without end, hoards memory, prints without end or cheats: its
   child is killed and classified exactly as a cold runner's; the worker is not touched;
-- the worker itself dies or stops answering mid-job: the job's group is killed and the job is
-  reported with `error.kind` "worker"; the next job starts a fresh worker;
+- the worker itself dies or stops answering mid-job (the kernel killed it, or the OOM killer, or
+  a user): the job's group is killed and the job is run again cold (`bench._run_harness`), whose
+  verdict is the result, with a note that the worker died; the next job starts a fresh worker;
 - the worker cannot start (no torch in that interpreter, a GPU it cannot probe without a CUDA
   context...): the job runs cold, the reason is logged once per interpreter and mode, and the
   worker is tried again after `RETRY_AFTER_S`;
