@@ -152,6 +152,33 @@ def output_fingerprint(outputs: list[torch.Tensor]) -> str:
     return hasher.hexdigest()
 
 
+STALE_ELEMENTS = 4  # elements on which a stale output must follow the earlier answer
+
+
+def _tells_stale(
+    outputs: list[torch.Tensor], earlier: list[torch.Tensor], current: list[torch.Tensor]
+) -> bool:
+    """Whether an output within the tolerance of an earlier answer says it is that answer: on at
+    least STALE_ELEMENTS elements where the earlier answer and the current one differ, the
+    output is at least four times closer to the earlier. Only memory of the earlier inputs puts
+    it there; an honest error near the tolerance does not follow the earlier answer element by
+    element, and a scalar (a loss, a norm) has one element, which proves nothing."""
+    found = 0
+    for out, old, new in zip(outputs, earlier, current, strict=False):
+        if out.shape != old.shape or old.shape != new.shape or not out.is_floating_point():
+            continue
+        flat = [value.detach().reshape(-1) for value in (out, old, new)]
+        for start in range(0, flat[0].numel(), _CHUNK):  # (float64 copies a chunk at a time)
+            o, a, b = (value[start : start + _CHUNK].to(torch.float64) for value in flat)
+            found += int(((a != b) & ((o - a).abs() * 4 <= (o - b).abs())).sum())
+            if found >= STALE_ELEMENTS:
+                return True
+    return False
+
+
+_CHUNK = 1 << 20
+
+
 def informative(outputs: list[torch.Tensor]) -> bool:
     """Whether an output says enough that repeating an earlier one bit for bit is no chance: a
     floating-point (or complex) tensor whose sampled values are not all equal, or one with at
@@ -395,7 +422,7 @@ class TimedCallChecks:
                 self.right_at = mark
             except GateFailure as timed_error:  # a wrong output; a harness error is no verdict
                 replayed = earlier != mark and self._replays(outputs, earlier)
-                stale = None if replayed else self._stale(outputs, mark)
+                stale = None if replayed else self._stale(outputs, run.references, mark)
                 del outputs
                 self._recheck(index, run, timed_error, replayed, stale)
             del run
@@ -437,13 +464,19 @@ class TimedCallChecks:
                 return False
         return True
 
-    def _stale(self, outputs: list[torch.Tensor], now: int | None = None) -> int | None:
+    def _stale(
+        self, outputs: list[torch.Tensor], references: list[torch.Tensor], now: int | None = None
+    ) -> int | None:
         """Where a wrong output is, within the tolerance, the reference's answer for the timed
         inputs as they were at an earlier mark (where a cache keyed by buffer or a kept last
         answer takes it from: the first timed call, the previous one, the last verified one,
         where it was last found right, the problem's own values), that mark: a stale output,
-        noise added or not. `now`: the mark of the call's own inputs. Only for an informative
-        output (`informative`); the reference runs again there, the candidate does not."""
+        noise added or not. `references`: the answer the output was found wrong against; `now`:
+        the mark of the call's own inputs. Only for an informative output (`informative`), and
+        only where the earlier answer tells (`_tells_stale`): an honest output off by a little
+        more than the tolerance is, as often as not, within it of an answer that moved by less
+        (a loss, a mean: a scalar the draws move little). The reference runs again there, the
+        candidate does not."""
         if not informative(outputs):
             return None
         wanted = (
@@ -464,6 +497,8 @@ class TimedCallChecks:
                 try:
                     self.compare(outputs, run.references, ())
                 except GateFailure:
+                    continue
+                if not _tells_stale(outputs, run.references, references):
                     continue
             return mark
         return None
@@ -653,7 +688,7 @@ class TimedCallChecks:
         if kind == "cheat":
             raise TimedCheckFailure("cheat", f"{head}: {message}")
         replayed = self._replays(self.outputs_of(output), earlier)
-        stale = None if replayed else self._stale(self.outputs_of(output))
+        stale = None if replayed else self._stale(self.outputs_of(output), run.references)
         output, run = None, replace(run, inputs=())  # the audit's output and inputs released first
         if replayed:
             raise TimedCheckFailure(

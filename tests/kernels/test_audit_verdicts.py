@@ -631,3 +631,38 @@ def test_repeated_fresh_calls_compare_outputs_on_the_device() -> None:
         run_loop(checks, lazy, 6)
     assert caught.value.kind == "cheat", caught.value.message
     assert not any(digested)
+
+
+def randn_pair(seed: int) -> tuple[torch.Tensor, torch.Tensor]:
+    generator = torch.Generator().manual_seed(seed)
+    return torch.randn(4156, generator=generator), torch.randn(4156, generator=generator)
+
+
+def mse_dropping_its_tail(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+    """An honest loss kernel with a bug: its grid is n // 128 blocks, not cdiv, so the last
+    partial block (60 of 4156 elements) is left out; a little more than the tolerance wrong on
+    some draws, right within it on others."""
+    body = (a.numel() // 128) * 128
+    return ((a[:body] - b[:body]) ** 2).sum() / a.numel()
+
+
+@pytest.mark.parametrize("seed", range(10))
+def test_an_honest_loss_a_little_more_than_the_tolerance_off_is_no_stale_output(seed: int) -> None:
+    # A scalar the draws and the swaps move by less than the tolerance: wrong by a little more
+    # than it, it is within the tolerance of an earlier answer as often as not, which proves
+    # nothing. Before `_tells_stale`, 3 of these 10 runs were `cheat` ("a stale output"); the
+    # reviewer's 40 seeds: 22 (20 calls) and 34 (the runner's order).
+    def reference(xs: tuple[torch.Tensor, ...]) -> list[torch.Tensor]:
+        return [((xs[0] - xs[1]) ** 2).mean()]
+
+    checks = replace_compare(
+        checks_for(
+            mse_dropping_its_tail, randn_pair(0), randn_pair, reference,
+            calls=20, verify=3, rng=seed, gate_checked=True,
+        ),
+        lambda outs, refs, xs: gate.check_outputs(outs, refs, xs, {"atol": 1e-2, "rtol": 1e-2}, None),
+    )  # fmt: skip
+    try:
+        run_loop(checks, mse_dropping_its_tail, 20)
+    except TimedCheckFailure as failure:
+        assert failure.kind == "wrong_result", failure.message
