@@ -281,6 +281,12 @@ def _not_judged(result: BenchResult) -> tuple[str, int, str] | None:
     return None if result.passed or result.error is None else _NOT_JUDGED.get(result.error.kind)
 
 
+def judged_nothing(result: BenchResult) -> bool:
+    """Nothing judged the kernel (a NO_VERDICT_KINDS error): there is nothing to record of it,
+    not a failure (iterate records no version of such a run, the trace store no trace)."""
+    return not result.passed and result.error is not None and result.error.kind in NO_VERDICT_KINDS
+
+
 def exit_status(result: BenchResult) -> int:
     """A resource cap is not a wrong answer: a script must tell "shrink the problem or raise
     the cap" (4) from "the kernel is wrong" (3), and both from "nothing judged it" (2, or 130
