@@ -258,6 +258,8 @@ class BenchResult(ClosedModel):
 EXIT_PASS, EXIT_SETUP, EXIT_GATE_FAILED, EXIT_RESOURCE = 0, 2, 3, 4
 EXIT_INTERRUPTED = 130  # a Ctrl-C, as a shell reports SIGINT (the CLI's own exit for one)
 _SETUP = ("NOT RUN", EXIT_SETUP, "setup error: no verdict on the kernel")
+# (the kernel ran, where the interpreter's known bf16 faults could explain its failure)
+_INTERPRETER = ("NOT RUN", EXIT_SETUP, "an interpreter limit: no verdict on the kernel")
 _CAP = ("STOPPED", EXIT_RESOURCE, "resource cap: no verdict on the answer")
 # The kinds that are no FAIL: the headline word, `bench`'s exit status, and why, for each. A
 # worker is the daemon's warm benchmark worker (engine/run/warm_worker.py), dead or hung
@@ -265,8 +267,9 @@ _CAP = ("STOPPED", EXIT_RESOURCE, "resource cap: no verdict on the answer")
 _NOT_JUDGED: dict[str, tuple[str, int, str]] = {
     "setup": _SETUP,
     "unsupported": _SETUP,
-    "interpreter_limit": _SETUP,
-    "worker": ("STOPPED", EXIT_SETUP, "the benchmark worker died: no verdict on the kernel, run it again"),
+    "interpreter_limit": _INTERPRETER,
+    # (the worker's message says to run it again)
+    "worker": ("STOPPED", EXIT_SETUP, "the benchmark worker died: no verdict on the kernel"),
     "interrupted": ("STOPPED", EXIT_INTERRUPTED, "interrupted: no verdict on the kernel"),
     "out_of_memory": _CAP,
     "resource_limit": _CAP,
