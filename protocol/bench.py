@@ -258,6 +258,8 @@ class BenchResult(ClosedModel):
 EXIT_PASS, EXIT_SETUP, EXIT_GATE_FAILED, EXIT_RESOURCE = 0, 2, 3, 4
 EXIT_INTERRUPTED = 130  # a Ctrl-C, as a shell reports SIGINT (the CLI's own exit for one)
 _SETUP = ("NOT RUN", EXIT_SETUP, "setup error: no verdict on the kernel")
+# (the kernel ran, where the interpreter's known bf16 faults could explain its failure)
+_INTERPRETER = ("NOT RUN", EXIT_SETUP, "an interpreter limit: no verdict on the kernel")
 _CAP = ("STOPPED", EXIT_RESOURCE, "resource cap: no verdict on the answer")
 # The kinds that are no FAIL: the headline word, `bench`'s exit status, and why, for each. A
 # worker is a warm benchmark worker (engine/run/warm_worker.py), dead or hung mid-job: such a
@@ -267,7 +269,7 @@ _CAP = ("STOPPED", EXIT_RESOURCE, "resource cap: no verdict on the answer")
 _NOT_JUDGED: dict[str, tuple[str, int, str]] = {
     "setup": _SETUP,
     "unsupported": _SETUP,
-    "interpreter_limit": _SETUP,
+    "interpreter_limit": _INTERPRETER,
     "worker": ("STOPPED", EXIT_SETUP, "the benchmark worker died: no verdict on the kernel"),
     "interrupted": ("STOPPED", EXIT_INTERRUPTED, "interrupted: no verdict on the kernel"),
     "out_of_memory": _CAP,
@@ -281,6 +283,12 @@ RESOURCE_KINDS = frozenset(k for k, (_, status, _) in _NOT_JUDGED.items() if sta
 
 def _not_judged(result: BenchResult) -> tuple[str, int, str] | None:
     return None if result.passed or result.error is None else _NOT_JUDGED.get(result.error.kind)
+
+
+def judged_nothing(result: BenchResult) -> bool:
+    """Nothing judged the kernel (a NO_VERDICT_KINDS error): there is nothing to record of it,
+    not a failure (iterate records no version of such a run, the trace store no trace)."""
+    return not result.passed and result.error is not None and result.error.kind in NO_VERDICT_KINDS
 
 
 def exit_status(result: BenchResult) -> int:

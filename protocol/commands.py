@@ -134,6 +134,11 @@ class IterationResult(ClosedModel):
         description="true: every stop condition met; false: one not met, or none stated; null: "
         "none not met and one not evaluated (an interpreter run, a failed gate)",
     )
+    exit_status: int = Field(
+        description="`kernelscope bench`'s exit status for the run (protocol/bench.py exit_status), "
+        "the CLI's: 0 passed, 3 failed, 4 stopped by a resource cap (a run that judged nothing "
+        "records nothing and answers an error instead)"
+    )
     failure: str | None = None
     messages: list[str] = Field(default_factory=list)
     warnings: list[str] = Field(

@@ -50,14 +50,25 @@ class Folder:
         return (self.root / name).is_dir()
 
     @cached_property
-    def reference_names(self) -> frozenset[str]:
-        """Names the reference module defines at top level (empty when unreadable)."""
+    def reference_source(self) -> str | None:
+        """The reference module's text (None: unreadable, or larger than `parse_limit`)."""
         path = self.reference if self.reference is not None else self.root / "reference.py"
         try:
             if self.parse_limit is not None and path.stat().st_size > self.parse_limit:
-                return frozenset()
-            tree = ast.parse(python_text(workspace_files.read_text(path, errors="replace")))
-        except (OSError, SyntaxError, ValueError):
+                return None
+            return workspace_files.read_text(path, errors="replace")
+        except (OSError, ValueError):
+            return None
+
+    @cached_property
+    def reference_names(self) -> frozenset[str]:
+        """Names the reference module defines at top level (empty when unreadable)."""
+        text = self.reference_source
+        try:
+            tree = ast.parse(python_text(text)) if text is not None else None
+        except (SyntaxError, ValueError):
+            tree = None
+        if tree is None:
             return frozenset()
         names: set[str] = set()
         for node in tree.body:
@@ -70,7 +81,19 @@ class Folder:
         return frozenset(names)
 
     def defines(self, *names: str) -> bool:
+        """Every name defined at the module's top level. A name its text does not hold is
+        defined nowhere in it: no parse then (`problem_in` asks this of many modules)."""
+        text = self.reference_source
+        if text is None or not all(name in text for name in names):
+            return False
         return set(names) <= self.reference_names
+
+    @property
+    def parsed_bytes(self) -> int:
+        """The bytes of the reference module parsed so far (0: not parsed)."""
+        if "reference_names" not in self.__dict__ or self.reference_source is None:
+            return 0
+        return len(self.reference_source.encode("utf-8", errors="replace"))
 
 
 @dataclass(frozen=True)
@@ -248,8 +271,11 @@ def problem_of(folder: Folder) -> tuple[str, bool] | None:
     return spec.problem or f"a {spec.name} problem", runs
 
 
-# The most modules of a bare folder read as its reference by `problem_in` (an error path's courtesy)
+# The most modules of a bare folder read as its reference by `problem_in` (an error path's
+# courtesy), and the most bytes of them it parses: a module is parsed only when its text holds
+# the names a kind's rule asks for (`Folder.defines`), and forty 256 KB modules took 7-9 s
 PROBLEM_MODULES_READ = 32
+PROBLEM_BYTES_PARSED = 1024 * 1024
 
 
 def problem_in(root: Path, parse_limit: int | None = None) -> tuple[str, bool, str | None] | None:
@@ -258,14 +284,20 @@ def problem_in(root: Path, parse_limit: int | None = None) -> tuple[str, bool, s
     reference, the first a kind's rule recognises: KernelBench keeps a problem's own file name
     (level1/26_GELU_.py). The third item names that module (None: reference.py), which
     `kernelscope bench` measures only when told (--reference)."""
-    found = problem_of(Folder(root, parse_limit=parse_limit))
+    folder = Folder(root, parse_limit=parse_limit)
+    found = problem_of(folder)
     if found is not None or (root / "reference.py").is_file():
         return None if found is None else (*found, None)
+    budget = PROBLEM_BYTES_PARSED - folder.parsed_bytes
     modules = sorted(p for p in root.glob("*.py") if p.name != "kernel.py" and p.is_file())
     for module in modules[:PROBLEM_MODULES_READ]:
-        found = problem_of(Folder(root, reference=module, parse_limit=parse_limit))
+        if budget <= 0:
+            break
+        folder = Folder(root, reference=module, parse_limit=min(budget, parse_limit or budget))
+        found = problem_of(folder)
         if found is not None:
             return (*found, module.name)
+        budget -= folder.parsed_bytes
     return None
 
 

@@ -1,7 +1,9 @@
 """`kernelscope iterate`: measure kernel.py, record memory/v<N>.json and an experiment, commit.
 
-Exit statuses: 0 the iteration passed the gate, 3 it failed (recorded all the same),
-2 a setup error (no git repository, no kernel.py), 1 bad arguments.
+Exit statuses, `kernelscope bench`'s for the run: 0 the iteration passed the gate, 3 it failed,
+4 a resource cap stopped it (both recorded all the same); 2 a setup error (no git repository,
+no kernel.py) or a run that judged nothing (unsupported, not run, a dead worker: nothing
+recorded), 130 interrupted; 1 bad arguments.
 """
 
 from __future__ import annotations
@@ -95,7 +97,7 @@ def iterate_command(
         print(result.model_dump_json(indent=2))
     else:
         print_iteration(result)
-    raise typer.Exit(0 if result.passed else 3)
+    raise typer.Exit(result.exit_status)
 
 
 def _say_readme_warnings(root: Path) -> None:

@@ -60,7 +60,12 @@ def fake_demo(monkeypatch: pytest.MonkeyPatch, tmp_path: Path):  # type: ignore[
         memory = str(ws / "memory" / "v1.json")
         result.iterations = [
             IterationResult(
-                workspace=str(ws), version="v1", passed=True, mode="interpreter", memory_path=memory
+                workspace=str(ws),
+                version="v1",
+                passed=True,
+                mode="interpreter",
+                memory_path=memory,
+                exit_status=0,
             )
         ]
         return result

@@ -160,8 +160,8 @@ def test_a_problem_folder_is_named_with_what_runs_on_it_and_memory_init_makes_it
         assert refused.exit_code == 2 and NOT_A_WORKSPACE in refused.stderr, refused.stderr
         said = " ".join(refused.stderr.split())
         assert (
-            f"it looks like {words}: `kernelscope bench` runs on it as it is; "
-            "`kernelscope memory init` makes it a workspace" in said
+            f"it looks like {words}: `kernelscope bench -w {folder}` runs on it as it is; "
+            f"`kernelscope memory init -w {folder}` makes it a workspace" in said
         ), said
         assert "add kernel.py" not in said and "start one here" not in said, said
     assert cli("memory", "init", "-w", str(folder)).exit_code == 0
@@ -262,9 +262,92 @@ def test_a_kernelbench_problem_file_under_its_own_name_is_recognised(tmp_path: P
     (folder / "helpers.py").write_text("def pad(x):\n    return x\n")
     said = " ".join(cli("workspace", "-w", str(folder)).stderr.split())
     assert (
-        "it looks like a KernelBench problem (26_GELU_.py): `kernelscope bench --reference 26_GELU_.py` "
-        "runs on it as it is; `kernelscope memory init` makes it a workspace" in said
+        f"it looks like a KernelBench problem (26_GELU_.py): `kernelscope bench -w {folder} --reference "
+        f"26_GELU_.py` runs on it as it is; `kernelscope memory init -w {folder}` makes it a workspace"
+        in said
     ), said
     (folder / "26_GELU_.py").unlink()
     said = " ".join(cli("workspace", "-w", str(folder)).stderr.split())
     assert NOT_A_WORKSPACE in said and "looks like" not in said, said
+
+
+def test_the_hint_s_commands_run_from_where_the_user_is(tmp_path: Path, cli, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    """`kernelscope workspace -w DIR` from elsewhere was told `kernelscope bench --reference
+    26_GELU_.py`, which there measures another folder (or none): the hint's commands carry
+    -w DIR, except where the user is in that folder."""
+    folder = tmp_path / "gelu"
+    folder.mkdir()
+    shutil.copy(FIXTURES / "kernelbench" / "26_GELU_.py", folder / "26_GELU_.py")
+    (folder / "kernel.py").write_text("class ModelNew:\n    pass\n")
+    said = " ".join(cli("workspace", "-w", str(folder)).stderr.split())
+    assert f"`kernelscope bench -w {folder} --reference 26_GELU_.py` runs on it" in said, said
+    assert f"`kernelscope memory init -w {folder}` makes it a workspace" in said, said
+    monkeypatch.chdir(folder)
+    said = " ".join(cli("workspace").stderr.split())
+    assert "`kernelscope bench --reference 26_GELU_.py` runs on it" in said, said
+    assert "`kernelscope memory init` makes it a workspace" in said, said
+
+
+def _parsed_sizes(monkeypatch) -> list[int]:  # type: ignore[no-untyped-def]
+    import ast
+
+    parsed: list[int] = []
+    real_parse = ast.parse
+    monkeypatch.setattr(
+        ast, "parse", lambda source, *a, **k: parsed.append(len(source)) or real_parse(source, *a, **k)
+    )
+    return parsed
+
+
+@pytest.mark.parametrize("surface", ["cli", "editor"])
+def test_the_hint_parses_no_module_that_lacks_the_names_a_kind_asks_for(
+    tmp_path: Path, monkeypatch, surface: str
+) -> None:  # type: ignore[no-untyped-def]
+    """kernel.py and forty 256 KB modules: the hint parsed 32 of them as the reference, 6.8-8.9 s
+    and 140 MB a call, in the daemon's runIteration and benchmark too. A module whose text does
+    not hold the names a kind's rule asks for (Model, get_inputs; CONFIGS...) is not parsed."""
+    from kernelscope.daemon.engine.workspace.discovery import missing_parts, not_a_workspace
+
+    folder = tmp_path / "big"
+    folder.mkdir()
+    (folder / "kernel.py").write_text("x = 1\n")
+    for index in range(40):
+        (folder / f"m{index:02}.py").write_text("x = [1, 2, 3]\n" * 2000)
+    parsed = _parsed_sizes(monkeypatch)
+    said = not_a_workspace(folder, missing_parts(folder), surface)  # type: ignore[arg-type]
+    assert NOT_A_WORKSPACE in said and "looks like" not in said, said
+    assert parsed == [], parsed
+
+
+def test_the_hint_parses_at_most_a_megabyte_of_modules(tmp_path: Path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    """Modules that name Model and get_inputs without defining them pass the text's check: the
+    hint parses no more than a megabyte of them in all."""
+    from kernelscope.daemon.engine.workspace.discovery import missing_parts, not_a_workspace
+
+    folder = tmp_path / "named"
+    folder.mkdir()
+    (folder / "kernel.py").write_text("x = 1\n")
+    for index in range(40):
+        (folder / f"m{index:02}.py").write_text("# Model get_inputs\n" + "x = [1, 2, 3]\n" * 7000)
+    parsed = _parsed_sizes(monkeypatch)
+    said = not_a_workspace(folder, missing_parts(folder), "cli")
+    assert NOT_A_WORKSPACE in said and "looks like" not in said, said
+    assert parsed and sum(parsed) <= 1024 * 1024, (len(parsed), sum(parsed))
+
+
+def test_a_folder_inside_a_workspace_reads_none_of_its_modules(tmp_path: Path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    """A folder inside a workspace is pointed at that workspace; its modules were parsed all the
+    same for a hint it never shows."""
+    from kernelscope.daemon.engine.workspace.discovery import missing_parts, not_a_workspace
+
+    ws = tmp_path / "ws"
+    (ws / "memory").mkdir(parents=True)
+    (ws / "kernel.py").write_text("x = 1\n")
+    sub = ws / "variants"
+    sub.mkdir()
+    (sub / "kernel.py").write_text("x = 1\n")
+    shutil.copy(FIXTURES / "kernelbench" / "26_GELU_.py", sub / "26_GELU_.py")
+    parsed = _parsed_sizes(monkeypatch)
+    said = not_a_workspace(sub, missing_parts(sub), "cli")
+    assert f"it is inside the workspace {ws}" in said and "looks like" not in said, said
+    assert parsed == [], parsed

@@ -37,6 +37,7 @@ def test_the_cli_s_first_line_says_bench_s_word(capsys: pytest.CaptureFixture[st
         mode="interpreter",
         memory_path="memory/v3.json",
         verdict="STOPPED (out_of_memory)",
+        exit_status=4,
     )
     print_iteration(result)
     first = capsys.readouterr().out.splitlines()[0]

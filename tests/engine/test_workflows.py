@@ -1219,3 +1219,68 @@ def test_iterate_says_at_its_start_which_stop_conditions_it_cannot_check(workspa
     assert [w for w in result["warnings"] if w.startswith(said)] and said not in as_json.stderr, result[
         "warnings"
     ]
+
+
+def _written(ws: Path, db: str) -> tuple[list[str], str, str, int, str]:
+    """What an iteration writes: memory/'s files, HEAD, the side refs, the store's rows, and
+    the next version."""
+    from kernelscope.daemon.engine.memory.records import MemoryManager
+
+    git = Git(ws)
+    return (
+        sorted(p.name for p in (ws / "memory").iterdir()),
+        git.run("rev-parse", "HEAD"),
+        git.run("for-each-ref", "refs/kernelscope"),
+        len(ExperimentStore(db).list_experiments()),
+        MemoryManager(ws).next_version(),
+    )
+
+
+def test_a_run_that_judged_nothing_records_nothing(workspace: tuple[Path, str]) -> None:
+    """Two autotune configs under the interpreter (UNSUPPORTED: nothing judged the kernel):
+    iterate wrote memory/v4.json with a FAIL gate, a buggy experiment, a failed-kernel ref and
+    a `V4: UNSUPPORTED` commit, used up v4, and exited 3 (bench exits 2 for the same run). Now
+    it records nothing, says what happened and how to go on, and exits with bench's status."""
+    ws, db = workspace
+    autotuned = KERNEL.replace(
+        "@triton.jit",
+        "@triton.autotune(configs=[triton.Config({}, num_warps=2), triton.Config({}, num_warps=4)],"
+        ' key=["n_elements"])\n@triton.jit',
+    )
+    (ws / "kernel.py").write_text(autotuned)
+    before = _written(ws, db)
+    base = [KELNERSCOPE, "iterate", "-w", str(ws), "--db", db, "--mode", "interpreter", "--seeds", "1"]
+    said = subprocess.run([*base, "-a", "tiling", "-d", "autotune"], capture_output=True, text=True)
+    assert said.returncode == 2, said.stdout + said.stderr[-2000:]
+    assert "UNSUPPORTED" in said.stderr and "autotunes over 2 configs" in said.stderr, said.stderr
+    assert "Nothing was recorded" in said.stderr and "v4 is still the next version" in said.stderr
+    assert _written(ws, db) == before
+    as_json = subprocess.run(
+        [*base, "-a", "tiling", "-d", "autotune", "--json"], capture_output=True, text=True
+    )
+    assert as_json.returncode == 2, as_json.stderr[-2000:]
+    assert "Nothing was recorded" in json.loads(as_json.stdout)["error"]["message"]
+    assert _written(ws, db) == before
+    from kernelscope.daemon.engine import DataError
+
+    with pytest.raises(DataError, match="UNSUPPORTED") as raised:  # (the daemon's job: its error)
+        iterate(ws, db, "tiling")
+    assert raised.value.exit_code == 2 and _written(ws, db) == before
+
+
+def test_a_run_a_resource_cap_stopped_is_recorded_as_stopped_and_exits_4(workspace: tuple[Path, str]) -> None:
+    """A kernel past the memory cap: judged, but no verdict on its answer. Recorded as before
+    (a version, the failed kernel kept), its failure reason says STOPPED, and iterate exits 4
+    as bench does (it exited 3, a wrong answer)."""
+    ws, db = workspace
+    too_big = "    out = torch.empty_like(x)\n    torch.empty(2**45, dtype=torch.float32)\n"
+    (ws / "kernel.py").write_text(KERNEL.replace("    out = torch.empty_like(x)\n", too_big))
+    run = [KELNERSCOPE, "iterate", "-w", str(ws), "--db", db, "--mode", "interpreter", "--seeds", "1"]
+    said = subprocess.run([*run, "-a", "memory", "-d", "too big", "--json"], capture_output=True, text=True)
+    assert said.returncode == 4, said.stdout + said.stderr[-2000:]
+    result = json.loads(said.stdout)
+    assert result["version"] == "v4" and result["verdict"] == "STOPPED (out_of_memory)", result
+    record = json.loads((ws / "memory" / "v4.json").read_text())
+    reason = record["quality_gate"]["failure_reason"]
+    assert record["quality_gate"]["result"] == "FAIL" and reason.startswith("STOPPED (resource cap"), reason
+    assert Git(ws).run("for-each-ref", "refs/kernelscope") != ""

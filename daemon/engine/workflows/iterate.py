@@ -6,7 +6,10 @@ benchmark run once, against the baseline (v0's kernel, from git) and the parent 
 (the latest passing version), interleaved in one run. A failed gate is recorded too
 (pitfalls_and_fixes, quality_gate, a FAIL experiment); the failed kernel is kept on a side
 ref, and kernel.py is restored to the last passing version only when asked
-(`revert_on_fail`: an agent wants that, a person editing in an editor does not).
+(`revert_on_fail`: an agent wants that, a person editing in an editor does not). So is a run
+a resource cap stopped (judged, no verdict on its answer: STOPPED). A run that judged nothing
+(protocol/bench.py NO_VERDICT_KINDS: a setup error, an unsupported kernel, a dead worker) is
+no attempt: it records nothing and raises `NothingJudged`, with `kernelscope bench`'s status.
 """
 
 from __future__ import annotations
@@ -39,12 +42,31 @@ from kernelscope.daemon.engine.workspace.kernel_scan import scan_kernel_source
 from kernelscope.daemon.engine.workspace.kinds import detect_kind
 from kernelscope.daemon.engine.workspace.workspace import Workspace
 from kernelscope.protocol import kinds, stats, workspace_files
-from kernelscope.protocol.bench import BenchResult, ConfigResult, verdict_label
+from kernelscope.protocol.bench import (
+    BenchResult,
+    ConfigResult,
+    exit_status,
+    judged_nothing,
+    verdict_headline,
+    verdict_label,
+    verdict_why,
+)
 from kernelscope.protocol.commands import IterationResult, StopConditionStatus
 from kernelscope.protocol.experiment import KernelExperiment
 from kernelscope.protocol.memory import format_version, memory_schema_template, parse_version
 from kernelscope.protocol.record_rules import REFERENCE_NAMES, format_score, gate_result, section_get
 from kernelscope.protocol.workspace import ReadmeInfo
+
+
+class NothingJudged(DataError):
+    """The run judged nothing (protocol/bench.py judged_nothing): no version, experiment,
+    commit or side ref was written. Its exit status and kind are `kernelscope bench`'s for the
+    run (2, or 130 for an interruption)."""
+
+    def __init__(self, message: str, bench: BenchResult) -> None:
+        super().__init__(message)
+        self.exit_code = exit_status(bench)
+        self.kind = "interrupted" if self.exit_code == Cancelled.exit_code else DataError.kind
 
 
 @dataclass
@@ -353,6 +375,8 @@ class Iteration:
         if cancel is not None and cancel.is_set():
             # The user asked to stop: a cancelled run measured nothing, so nothing is recorded.
             raise Cancelled("the iteration was cancelled before it recorded anything; nothing was written")
+        if judged_nothing(bench):
+            raise NothingJudged(self._nothing_judged(bench, messages), bench)
         # The write phase runs under the workspace's iteration lock and takes its version
         # there: an iteration started by the daemon and one started by the CLI or an agent
         # at the same time record v<N> and v<N+1> and never commit over each other.
@@ -431,7 +455,8 @@ class Iteration:
             memory_path=str(memory_path),
             stop_conditions=stops,
             stop_conditions_met=stops_met,
-            failure=None if bench.passed else (bench.error.message if bench.error else "the gate failed"),
+            exit_status=exit_status(bench),
+            failure=_failure_reason(bench),
             messages=messages + bench.messages,
             warnings=readme.warnings if readme is not None else [],
         )
@@ -484,6 +509,19 @@ class Iteration:
             ) from None
         result.experiment_id = experiment.id
         return result
+
+    def _nothing_judged(self, bench: BenchResult, messages: list[str]) -> str:
+        """What happened to a run that judged nothing, and how to go on: it is no attempt on
+        the kernel (no FAIL to learn from), so it takes no version."""
+        said = bench.error.message if bench.error else "no verdict"
+        return "; ".join(
+            [
+                *messages,
+                f"{verdict_headline(bench)}: {said}. Nothing was recorded: no memory record, "
+                f"experiment or commit, and {self._free_version()} is still the next version "
+                "(run the iteration again once the run can judge kernel.py)",
+            ]
+        )
 
     def _edited_since(self, measured: bytes) -> bool:
         try:
@@ -574,14 +612,16 @@ class Iteration:
             else ("TIMEOUT_FAIL" if bench.error and bench.error.kind == "timeout" else "FAIL")
         )
         record["correctness"] = {"rel_err": worst_rel, "status": status}
-        reason = None if bench.passed else (bench.error.message if bench.error else "gate failed")
+        reason = _failure_reason(bench)
         record["quality_gate"] = {"result": "PASS" if bench.passed else "FAIL", "failure_reason": reason}
         if not bench.passed:
             record["pitfalls_and_fixes"].append(
                 {
                     "error_type": bench.error.kind if bench.error else "gate",
                     "error_message": reason,
-                    "root_cause": "quality gate failed on the candidate kernel.py",
+                    "root_cause": f"the run was stopped ({verdict_why(bench)})"
+                    if verdict_why(bench)
+                    else "quality gate failed on the candidate kernel.py",
                     "fix_applied": "reverted kernel.py to the last passing version"
                     if self.options.revert_on_fail
                     else "none yet (kernel.py left as it was)",
@@ -698,6 +738,16 @@ class Iteration:
             },
             tags=[bench.mode, category],
         )
+
+
+def _failure_reason(bench: BenchResult) -> str | None:
+    """Why a recorded run did not pass, for its record and result: a run a resource cap
+    stopped says so first (`STOPPED (resource cap: no verdict on the answer): ...`), a
+    failed gate is its error's message."""
+    if bench.passed:
+        return None
+    said = bench.error.message if bench.error else "the gate failed"
+    return f"{verdict_headline(bench)}: {said}" if verdict_why(bench) else said
 
 
 def _no_v0_code(version: str, memory: MemoryManager) -> str:

@@ -112,7 +112,7 @@ WAY_OUT = {
         ),
         "workspace": "; run `kernelscope memory init` to start its memory/",
         "problem": (
-            "; it looks like {problem}: {bench}`kernelscope memory init` makes it a workspace (or pass "
+            "; it looks like {problem}: {bench}`{init}` makes it a workspace (or pass "
             "-w DIR for a workspace elsewhere)"
         ),
     },
@@ -125,8 +125,8 @@ WAY_OUT = {
         "workspace's folder in the editor",
     },
 }
-BENCH_AS_IT_IS = {"cli": "`kernelscope bench` runs on it as it is; ", "editor": ""}
-BENCH_NAMED = {"cli": "`kernelscope bench --reference {module}` runs on it as it is; ", "editor": ""}
+# the problem hint's commands, run in the folder: given -w where the user is elsewhere
+BENCH_AS_IT_IS = {"cli": "`{command}` runs on it as it is; ", "editor": ""}
 INSIDE = {
     "cli": "; it is inside the workspace {above}: pass -w {above}",
     "editor": "; it is inside the workspace {above}: open {above} in the editor",
@@ -138,22 +138,30 @@ def not_a_workspace(resolved: Path, missing: list[str], surface: Surface = "cli"
     workspace holds (or, for a workspace the memory commands find no memory/ in, that it is
     one with no records yet), ending with the way out of the surface that says it (`surface`: the
     CLI's commands, the editor's gestures) that fits the folder (WAY_OUT)."""
-    situation, problem = _situation(resolved)
+    situation = _situation(resolved)
     if situation == "workspace" and missing == [f"no {WORKSPACE_DIRS[0]}/"]:
         # a workspace by the rule (its README block stands for memory/): the memory commands,
         # which read memory/ alone, find no records in it yet
         way_out = WAY_OUT[surface][situation].format(path=resolved)
         return f"{resolved} is an optimization workspace with no records yet ({missing[0]}){way_out}"
     above = workspace_holding(resolved.parent) if resolved.parent != resolved else None
+    # what the folder's files look like only where the hint says it: a folder inside a
+    # workspace is pointed at that one, unread
+    problem = _problem(resolved) if above is None and situation == "kernel" else None
     if above is not None:
         hint = INSIDE[surface].format(above=above)
     elif problem is None:
         hint = WAY_OUT[surface][situation].format(path=resolved, problem="", bench="")
     else:
         words, runs, module = problem
-        bench = BENCH_NAMED[surface].format(module=module) if module else BENCH_AS_IT_IS[surface]
-        hint = WAY_OUT[surface][situation].format(
-            path=resolved, problem=f"{words} ({module})" if module else words, bench=bench if runs else ""
+        bench = BENCH_AS_IT_IS[surface].format(
+            command=_in_folder("kernelscope bench", resolved, *(["--reference", module] if module else []))
+        )
+        hint = WAY_OUT[surface]["problem"].format(
+            path=resolved,
+            problem=f"{words} ({module})" if module else words,
+            bench=bench if runs else "",
+            init=_in_folder("kernelscope memory init", resolved),
         )
     return (
         f"{resolved} is not an optimization workspace ({'; '.join(missing)}): a workspace holds "
@@ -161,28 +169,45 @@ def not_a_workspace(resolved: Path, missing: list[str], surface: Surface = "cli"
     )
 
 
+def _in_folder(command: str, folder: Path, *args: str) -> str:
+    """`command` with `args`, run on `folder` from where the user is: with `-w folder` unless
+    the current directory is that folder."""
+    import shlex
+
+    try:
+        here = Path.cwd().resolve() == folder
+    except OSError:  # (the current directory was removed)
+        here = False
+    return shlex.join([*command.split(), *([] if here else ["-w", str(folder)]), *args])
+
+
 # The hint is a courtesy on an error path: a reference module larger than this is not parsed
 # for it (a 55 MB one took over 88 s and 8 GB), and the folder is named by its files alone.
 HINT_PARSE_LIMIT = 256 * 1024
 
 
-def _situation(path: Path) -> tuple[str, tuple[str, bool, str | None] | None]:
-    """Which way out fits the folder (a key of WAY_OUT's), and for one holding kernel.py what
-    its files look like (protocol/kinds.py's `problem_in`, asked here alone: the error's path,
-    so that importing discovery stays light; a reference over HINT_PARSE_LIMIT is not parsed)."""
+def _situation(path: Path) -> str:
+    """Which way out fits the folder (a key of WAY_OUT's; "kernel": it holds kernel.py, and
+    `_problem` may find it "problem"), from which files exist alone."""
     try:
         if not path.is_dir():
-            return "absent", None
+            return "absent"
         if not all((path / name).is_file() for name in WORKSPACE_FILES):
-            return "bare", None
+            return "bare"
         if is_optimization_workspace(path):
-            return "workspace", None
+            return "workspace"
     except OSError:
-        return "absent", None
+        return "absent"
+    return "kernel"
+
+
+def _problem(path: Path) -> tuple[str, bool, str | None] | None:
+    """What a folder holding kernel.py looks like (protocol/kinds.py's `problem_in`, asked here
+    alone: the error's path, so that importing discovery stays light; a reference over
+    HINT_PARSE_LIMIT is not parsed, nor more than kinds.PROBLEM_BYTES_PARSED of its modules)."""
     from kernelscope.protocol import kinds
 
-    problem = kinds.problem_in(path, parse_limit=HINT_PARSE_LIMIT)
-    return ("problem", problem) if problem is not None else ("kernel", None)
+    return kinds.problem_in(path, parse_limit=HINT_PARSE_LIMIT)
 
 
 def require_workspace(path: Path, need: Need = "workspace") -> Path:
