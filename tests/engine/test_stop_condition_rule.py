@@ -240,6 +240,45 @@ def test_a_stop_condition_kernelscope_cannot_read_makes_iterate_answer_at_most_n
     assert evaluate_stop_conditions(words_only, two_workloads()) == ([], None)
 
 
+@pytest.mark.parametrize(
+    "bullet",
+    [
+        "peak utilization >= 90%",
+        "bandwidth utilization >= 90% of peak",
+        "max iterations <= 20",
+        "speedup vs v0 >= 2x",
+        "correctness: max_abs_err <= 1e-3",
+        "correctness: all workloads PASS (atol <= 1e-5, rtol <= 1e-5)",
+        "max iterations <= 1,000",
+        "compute-bound target: bf16 TFLOPS >= UNKNOWN",
+    ],
+)
+def test_a_bullet_on_no_metric_kernelscope_measures_is_words_not_unchecked(bullet: str) -> None:
+    """Before: every comparison kernelscope could not read held `stop_conditions_met` at null
+    for good, an iteration cap, a `2x` speedup, a utilization or an atol as much as a bandwidth
+    with a comma, so an agent meeting every target it measures was never told to stop."""
+    readme = parse_readme(f"# t\n\n## Stop Conditions\n- latency <= 30 us\n- {bullet}\n")
+    assert readme.unchecked_stop_conditions == [], readme.unchecked_stop_conditions
+    assert bullet.replace("`", "") in readme.stated_stop_conditions, readme.stated_stop_conditions
+    assert evaluate_stop_conditions(readme, two_workloads())[1] is True
+
+
+@pytest.mark.parametrize(
+    "bullet",
+    [
+        "memory-bound target: bandwidth >= 3,870 GB/s",
+        "compute-bound target: bf16 TFLOPS >= 185.4",
+        "latency <= 5",
+        "memory-bound target: bandwidth >= 90% * 4.3TB/s = 3.87TB/s",
+        "target >= 3,870 GB/s",
+    ],
+)
+def test_a_bullet_on_a_measured_metric_it_cannot_read_stays_unchecked(bullet: str) -> None:
+    readme = parse_readme(f"# t\n\n## Stop Conditions\n- latency <= 30 us\n- {bullet}\n")
+    assert readme.unchecked_stop_conditions == [bullet], readme.unchecked_stop_conditions
+    assert evaluate_stop_conditions(readme, two_workloads())[1] is None
+
+
 def test_the_lens_says_how_many_stop_conditions_cannot_be_checked(tmp_path: Path) -> None:
     """Before: a README whose two stop conditions cannot be read showed `no stop conditions in
     README.md`, and one of two readable showed the one alone. A bullet that compares no number
