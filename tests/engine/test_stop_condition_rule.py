@@ -343,3 +343,22 @@ def test_the_restart_report_judges_the_returned_record_by_the_readme(
     (tmp_path / "ws" / "memory" / "v1.json").write_text(json.dumps({**records[returned], "version": "v1"}))
     _, report = restart._verify(before, None, "v1", [])
     assert report["stop_conditions_met"] is met, report
+
+
+def test_the_restart_report_judges_by_the_readme_as_it_was_at_phase_1(tmp_path: Path) -> None:
+    """Before: the report judged the returned version by the README the agent may have edited:
+    `latency <= 10 us` relaxed to 25 us, a 20 us version was `stop_conditions_met: true` beside
+    the 'targets changed' violation."""
+    from kernelscope.daemon.engine.workflows.restart import PartialRestart, RestartOptions
+
+    records = {str(r["version"]): r for r in old_and_atrex_records()}
+    lens_of(tmp_path / "ws", TWO_TARGETS, [records["v0"]])
+    restart = PartialRestart(tmp_path / "ws", RestartOptions(agent="true"))
+    before = restart._snapshot()
+    (tmp_path / "ws" / "README.md").write_text(TWO_TARGETS.replace("latency <= 10 us", "latency <= 25 us"))
+    v1 = {**records["v1"], "version": "v1"}
+    v1["kernelscope"] = {k: v for k, v in v1["kernelscope"].items() if k != "stop_conditions"}  # type: ignore[attr-defined]
+    (tmp_path / "ws" / "memory" / "v1.json").write_text(json.dumps(v1))
+    violations, report = restart._verify(before, None, "v1", [])
+    assert any(v.startswith("targets changed") for v in violations), violations
+    assert report["stop_conditions_met"] is False, report  # 20 us against phase 1's 10 us
