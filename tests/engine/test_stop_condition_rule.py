@@ -295,6 +295,16 @@ def test_the_lens_says_how_many_stop_conditions_cannot_be_checked(tmp_path: Path
     assert evaluate_stop_conditions(parse_readme(described), two_workloads())[1] is False  # 20 us
 
 
+def test_the_tooltip_names_unreadable_conditions_where_none_is_readable(tmp_path: Path) -> None:
+    """Before: stop_condition_lines returned nothing at once where the README had no readable
+    condition, so a README whose only target was `bandwidth >= 4,32TB/s` told the tooltip and
+    the hover nothing of it."""
+    unreadable = "# t\n\n## Stop Conditions\n- bandwidth >= 4,32TB/s\n- be as fast as cuBLAS\n"
+    lens_of(tmp_path / "ws", unreadable, [gpu_record("v0", 8.0, 2000.0)])
+    lines = stop_condition_lines(Workspace(tmp_path / "ws"))
+    assert lines == ["bandwidth >= 4,32TB/s: cannot be checked"], lines
+
+
 def old_and_atrex_records() -> list[dict[str, object]]:
     """v1: a kernelscope record written before the one rule, its statuses judged on its best
     configuration (5 us: met) where it states 20 us; v2: atrex's, no statuses, 8 us and 4500 GB/s."""
