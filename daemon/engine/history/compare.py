@@ -188,7 +188,12 @@ def compare_versions(history: History, version_a: str, version_b: str) -> Versio
             f"{a.version} and {b.version} were not measured against each other in one run: "
             f"compare their scores vs v0 ({a.effect.score.text()} and {b.effect.score.text()})"
         )
+    latencies = atrex_fields.comparable_latencies(a.record, b.record, (a.version, b.version))
     comparison = VersionComparison(
+        latency_figure=latencies.figure,
+        latency_a_us=latencies.a,
+        latency_b_us=latencies.b,
+        latency_note=latencies.why,
         workspace=str(history.root),
         a=a.effect,
         b=b.effect,
@@ -234,10 +239,18 @@ def comparison_markdown(comparison: VersionComparison, actions: dict[str, str | 
             for e in (a, b)
         ]
         lines.append(f"| vs reference | {references[0]} | {references[1]} |")
+    # one figure for both (atrex_fields.comparable_latencies), named; else each record's own
+    both = a.latency_us is not None and b.latency_us is not None  # (each a measurement of its own)
+    figure = comparison.latency_figure if both else None
+    values = [comparison.latency_a_us, comparison.latency_b_us] if figure else [a.latency_us, b.latency_us]
     latencies = [
-        _number(e.latency_us) + (f" ({e.latency_coverage})" if e.latency_coverage else "") for e in (a, b)
+        _number(value) + (f" ({e.latency_coverage})" if e.latency_coverage else "")
+        for value, e in zip(values, (a, b), strict=True)
     ]
-    lines.append(f"| latency (us) | {latencies[0]} | {latencies[1]} |")
+    label = f"latency (us, {figure})" if figure else "latency (us)"
+    if both and comparison.latency_note:
+        label = f"latency (us; {comparison.latency_note})"
+    lines.append(f"| {label} | {latencies[0]} | {latencies[1]} |")
     lines.append(f"| commit | {short(a.commit) or '-'} | {short(b.commit) or '-'} |")
     if comparison.score_ratio is not None:
         how = (
