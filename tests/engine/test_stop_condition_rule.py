@@ -372,3 +372,24 @@ def test_the_restart_report_judges_by_the_readme_as_it_was_at_phase_1(tmp_path: 
     violations, report = restart._verify(before, None, "v1", [])
     assert any(v.startswith("targets changed") for v in violations), violations
     assert report["stop_conditions_met"] is False, report  # 20 us against phase 1's 10 us
+
+
+def test_compare_lists_stored_statuses_today_s_readme_does_not_state(tmp_path: Path) -> None:
+    """Before: a stored status whose condition the README no longer states (a target since
+    changed) was dropped unsaid, and with no README every stored status was."""
+    from kernelscope.daemon.engine.history.service import HistoryService
+
+    lens_of(tmp_path / "ws", TWO_TARGETS, old_and_atrex_records())
+    (tmp_path / "ws" / "README.md").write_text(TWO_TARGETS.replace("latency <= 10 us", "latency <= 25 us"))
+    details = (
+        HistoryService(tmp_path / "ws", db_url=str(tmp_path / "e.sqlite")).compare("v0", "v1").gate_details
+    )
+    assert "stop condition latency <= 25 us: met" in details["v1"], details
+    assert "stop condition recorded under an earlier README: latency <= 10 us: met" in details["v1"], details
+    (tmp_path / "ws" / "README.md").unlink()
+    details = (
+        HistoryService(tmp_path / "ws", db_url=str(tmp_path / "f.sqlite")).compare("v0", "v1").gate_details
+    )
+    assert "stop condition latency <= 10 us: met (recorded; no README.md to judge by)" in details["v1"], (
+        details
+    )

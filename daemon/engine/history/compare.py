@@ -105,12 +105,20 @@ def _gate_details(facts: VersionFacts, readme: ReadmeInfo | None) -> list[str]:
     recorded = block.get("stop_conditions")
     conditions = recorded_stop_conditions(recorded)
     stored = {condition.text: condition for condition in conditions}
-    for status in readme_verdict(readme, record)[0]:
+    judged = readme_verdict(readme, record)[0]
+    for status in judged:
         # judged now by the one rule (stop_rule.py), as the lens and iterate judge it; what an
         # older rule stored (a best configuration's figure) is said where it differs
         was = stored.get(status.text)
         differs = f" (recorded: {was.state()})" if was is not None and was.met != status.met else ""
         lines.append(f"stop condition {status.text}: {status.state()}{differs}")
+    # a stored status today's README does not state (a target since changed), or none to judge by
+    today = {status.text for status in judged}
+    for text, was in stored.items():
+        if readme is None:
+            lines.append(f"stop condition {text}: {was.state()} (recorded; no README.md to judge by)")
+        elif text not in today:
+            lines.append(f"stop condition recorded under an earlier README: {text}: {was.state()}")
     if block:
         # an entry left out unsaid makes the ones read look like all of them (one missed may be gone)
         unread = len(recorded) - len(conditions) if isinstance(recorded, list) else 0
