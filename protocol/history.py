@@ -205,5 +205,15 @@ class VersionComparison(ClosedModel):
         description="b's score over a's (same kind only), or b's measured effect when a is its parent",
     )
     gate_details: dict[str, list[str]] = Field(default_factory=dict, description="per version: gate facts")
+    latency_figure: str | None = Field(
+        default=None,
+        description="what the latency row compares: 'geomean' or 'slowest' (the workload's) where "
+        "both records state that figure, 'geomean over 3 shared workloads' where one states the "
+        "geomean and the other its slowest (recomputed from latency_us_by_shape); null: unlike "
+        "figures, latency_note says why, and the row shows each record's own",
+    )
+    latency_a_us: float | None = Field(default=None, description="a's latency as latency_figure")
+    latency_b_us: float | None = Field(default=None, description="b's latency as latency_figure")
+    latency_note: str | None = None
     messages: list[str] = Field(default_factory=list)
     markdown: str = ""

@@ -198,7 +198,13 @@ class VersionSummary(ClosedModel):
         default=None,
         description="v0's recorded latency / this version's recorded latency: the records' own "
         "figures, as written, not a score; rank by `score` (a version that ran more workloads than "
-        "v0 is scored over v0's, and its score differs from this ratio)",
+        "v0 is scored over v0's, and its score differs from this ratio). Where one states the "
+        "geomean over its workloads and the other its slowest workload's (records from before "
+        "and after iterate wrote the geomean), the ratio of their geomeans over the workloads "
+        "they share, else null (latency_ratio_note says why)",
+    )
+    latency_ratio_note: str | None = Field(
+        default=None, description="why latency_ratio is null though both versions have a latency"
     )
     score: ScoreValue | None = Field(
         default=None, description="the one score vs v0 every surface shows (kind says what it is)"

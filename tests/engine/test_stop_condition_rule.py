@@ -240,6 +240,45 @@ def test_a_stop_condition_kernelscope_cannot_read_makes_iterate_answer_at_most_n
     assert evaluate_stop_conditions(words_only, two_workloads()) == ([], None)
 
 
+@pytest.mark.parametrize(
+    "bullet",
+    [
+        "peak utilization >= 90%",
+        "bandwidth utilization >= 90% of peak",
+        "max iterations <= 20",
+        "speedup vs v0 >= 2x",
+        "correctness: max_abs_err <= 1e-3",
+        "correctness: all workloads PASS (atol <= 1e-5, rtol <= 1e-5)",
+        "max iterations <= 1,000",
+        "compute-bound target: bf16 TFLOPS >= UNKNOWN",
+    ],
+)
+def test_a_bullet_on_no_metric_kernelscope_measures_is_words_not_unchecked(bullet: str) -> None:
+    """Before: every comparison kernelscope could not read held `stop_conditions_met` at null
+    for good, an iteration cap, a `2x` speedup, a utilization or an atol as much as a bandwidth
+    with a comma, so an agent meeting every target it measures was never told to stop."""
+    readme = parse_readme(f"# t\n\n## Stop Conditions\n- latency <= 30 us\n- {bullet}\n")
+    assert readme.unchecked_stop_conditions == [], readme.unchecked_stop_conditions
+    assert bullet.replace("`", "") in readme.stated_stop_conditions, readme.stated_stop_conditions
+    assert evaluate_stop_conditions(readme, two_workloads())[1] is True
+
+
+@pytest.mark.parametrize(
+    "bullet",
+    [
+        "memory-bound target: bandwidth >= 3,870 GB/s",
+        "compute-bound target: bf16 TFLOPS >= 185.4",
+        "latency <= 5",
+        "memory-bound target: bandwidth >= 90% * 4.3TB/s = 3.87TB/s",
+        "target >= 3,870 GB/s",
+    ],
+)
+def test_a_bullet_on_a_measured_metric_it_cannot_read_stays_unchecked(bullet: str) -> None:
+    readme = parse_readme(f"# t\n\n## Stop Conditions\n- latency <= 30 us\n- {bullet}\n")
+    assert readme.unchecked_stop_conditions == [bullet], readme.unchecked_stop_conditions
+    assert evaluate_stop_conditions(readme, two_workloads())[1] is None
+
+
 def test_the_lens_says_how_many_stop_conditions_cannot_be_checked(tmp_path: Path) -> None:
     """Before: a README whose two stop conditions cannot be read showed `no stop conditions in
     README.md`, and one of two readable showed the one alone. A bullet that compares no number
@@ -254,6 +293,16 @@ def test_the_lens_says_how_many_stop_conditions_cannot_be_checked(tmp_path: Path
     lens = lens_of(tmp_path / "c", described, [gpu_record("v0", 8.0, 2000.0)])
     assert "cannot be checked" not in lens, lens
     assert evaluate_stop_conditions(parse_readme(described), two_workloads())[1] is False  # 20 us
+
+
+def test_the_tooltip_names_unreadable_conditions_where_none_is_readable(tmp_path: Path) -> None:
+    """Before: stop_condition_lines returned nothing at once where the README had no readable
+    condition, so a README whose only target was `bandwidth >= 4,32TB/s` told the tooltip and
+    the hover nothing of it."""
+    unreadable = "# t\n\n## Stop Conditions\n- bandwidth >= 4,32TB/s\n- be as fast as cuBLAS\n"
+    lens_of(tmp_path / "ws", unreadable, [gpu_record("v0", 8.0, 2000.0)])
+    lines = stop_condition_lines(Workspace(tmp_path / "ws"))
+    assert lines == ["bandwidth >= 4,32TB/s: cannot be checked"], lines
 
 
 def old_and_atrex_records() -> list[dict[str, object]]:
@@ -304,3 +353,43 @@ def test_the_restart_report_judges_the_returned_record_by_the_readme(
     (tmp_path / "ws" / "memory" / "v1.json").write_text(json.dumps({**records[returned], "version": "v1"}))
     _, report = restart._verify(before, None, "v1", [])
     assert report["stop_conditions_met"] is met, report
+
+
+def test_the_restart_report_judges_by_the_readme_as_it_was_at_phase_1(tmp_path: Path) -> None:
+    """Before: the report judged the returned version by the README the agent may have edited:
+    `latency <= 10 us` relaxed to 25 us, a 20 us version was `stop_conditions_met: true` beside
+    the 'targets changed' violation."""
+    from kernelscope.daemon.engine.workflows.restart import PartialRestart, RestartOptions
+
+    records = {str(r["version"]): r for r in old_and_atrex_records()}
+    lens_of(tmp_path / "ws", TWO_TARGETS, [records["v0"]])
+    restart = PartialRestart(tmp_path / "ws", RestartOptions(agent="true"))
+    before = restart._snapshot()
+    (tmp_path / "ws" / "README.md").write_text(TWO_TARGETS.replace("latency <= 10 us", "latency <= 25 us"))
+    v1 = {**records["v1"], "version": "v1"}
+    v1["kernelscope"] = {k: v for k, v in v1["kernelscope"].items() if k != "stop_conditions"}  # type: ignore[attr-defined]
+    (tmp_path / "ws" / "memory" / "v1.json").write_text(json.dumps(v1))
+    violations, report = restart._verify(before, None, "v1", [])
+    assert any(v.startswith("targets changed") for v in violations), violations
+    assert report["stop_conditions_met"] is False, report  # 20 us against phase 1's 10 us
+
+
+def test_compare_lists_stored_statuses_today_s_readme_does_not_state(tmp_path: Path) -> None:
+    """Before: a stored status whose condition the README no longer states (a target since
+    changed) was dropped unsaid, and with no README every stored status was."""
+    from kernelscope.daemon.engine.history.service import HistoryService
+
+    lens_of(tmp_path / "ws", TWO_TARGETS, old_and_atrex_records())
+    (tmp_path / "ws" / "README.md").write_text(TWO_TARGETS.replace("latency <= 10 us", "latency <= 25 us"))
+    details = (
+        HistoryService(tmp_path / "ws", db_url=str(tmp_path / "e.sqlite")).compare("v0", "v1").gate_details
+    )
+    assert "stop condition latency <= 25 us: met" in details["v1"], details
+    assert "stop condition recorded under an earlier README: latency <= 10 us: met" in details["v1"], details
+    (tmp_path / "ws" / "README.md").unlink()
+    details = (
+        HistoryService(tmp_path / "ws", db_url=str(tmp_path / "f.sqlite")).compare("v0", "v1").gate_details
+    )
+    assert "stop condition latency <= 10 us: met (recorded; no README.md to judge by)" in details["v1"], (
+        details
+    )

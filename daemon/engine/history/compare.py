@@ -105,12 +105,20 @@ def _gate_details(facts: VersionFacts, readme: ReadmeInfo | None) -> list[str]:
     recorded = block.get("stop_conditions")
     conditions = recorded_stop_conditions(recorded)
     stored = {condition.text: condition for condition in conditions}
-    for status in readme_verdict(readme, record)[0]:
+    judged = readme_verdict(readme, record)[0]
+    for status in judged:
         # judged now by the one rule (stop_rule.py), as the lens and iterate judge it; what an
         # older rule stored (a best configuration's figure) is said where it differs
         was = stored.get(status.text)
         differs = f" (recorded: {was.state()})" if was is not None and was.met != status.met else ""
         lines.append(f"stop condition {status.text}: {status.state()}{differs}")
+    # a stored status today's README does not state (a target since changed), or none to judge by
+    today = {status.text for status in judged}
+    for text, was in stored.items():
+        if readme is None:
+            lines.append(f"stop condition {text}: {was.state()} (recorded; no README.md to judge by)")
+        elif text not in today:
+            lines.append(f"stop condition recorded under an earlier README: {text}: {was.state()}")
     if block:
         # an entry left out unsaid makes the ones read look like all of them (one missed may be gone)
         unread = len(recorded) - len(conditions) if isinstance(recorded, list) else 0
@@ -188,7 +196,12 @@ def compare_versions(history: History, version_a: str, version_b: str) -> Versio
             f"{a.version} and {b.version} were not measured against each other in one run: "
             f"compare their scores vs v0 ({a.effect.score.text()} and {b.effect.score.text()})"
         )
+    latencies = atrex_fields.comparable_latencies(a.record, b.record, (a.version, b.version))
     comparison = VersionComparison(
+        latency_figure=latencies.figure,
+        latency_a_us=latencies.a,
+        latency_b_us=latencies.b,
+        latency_note=latencies.why,
         workspace=str(history.root),
         a=a.effect,
         b=b.effect,
@@ -234,10 +247,18 @@ def comparison_markdown(comparison: VersionComparison, actions: dict[str, str | 
             for e in (a, b)
         ]
         lines.append(f"| vs reference | {references[0]} | {references[1]} |")
+    # one figure for both (atrex_fields.comparable_latencies), named; else each record's own
+    both = a.latency_us is not None and b.latency_us is not None  # (each a measurement of its own)
+    figure = comparison.latency_figure if both else None
+    values = [comparison.latency_a_us, comparison.latency_b_us] if figure else [a.latency_us, b.latency_us]
     latencies = [
-        _number(e.latency_us) + (f" ({e.latency_coverage})" if e.latency_coverage else "") for e in (a, b)
+        _number(value) + (f" ({e.latency_coverage})" if e.latency_coverage else "")
+        for value, e in zip(values, (a, b), strict=True)
     ]
-    lines.append(f"| latency (us) | {latencies[0]} | {latencies[1]} |")
+    label = f"latency (us, {figure})" if figure else "latency (us)"
+    if both and comparison.latency_note:
+        label = f"latency (us; {comparison.latency_note})"
+    lines.append(f"| {label} | {latencies[0]} | {latencies[1]} |")
     lines.append(f"| commit | {short(a.commit) or '-'} | {short(b.commit) or '-'} |")
     if comparison.score_ratio is not None:
         how = (

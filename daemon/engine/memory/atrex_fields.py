@@ -198,6 +198,64 @@ def _latency_is_geomean(performance: Any, latencies: dict[str, float]) -> bool:
     return recorded * 10**decimals >= 10 and round(geomean, decimals) == recorded
 
 
+GEOMEAN, SLOWEST = "geomean", "slowest"
+
+
+def latency_figure(record: Any) -> str | None:
+    """Which figure a record's `performance.latency_us` is: GEOMEAN over its workloads (atrex's
+    marker `latency_us_geomean` beside it, or equal to the geomean of its `latency_us_by_shape`:
+    `_latency_is_geomean`), SLOWEST where it is its slowest workload's (kernelscope's iterate
+    before it wrote the geomean, and still outside SOL-ExecBench and Atrex-Bench), else None
+    (no per-workload latencies to tell by)."""
+    performance = _get(record, "performance")
+    latencies = {name: us for name, us in latency_by_shape(record).items() if us > 0}
+    recorded = as_float(_get(performance, "latency_us"))
+    if recorded is None or not recorded > 0:
+        return None
+    if as_float(_get(performance, "latency_us_geomean")) == recorded:
+        return GEOMEAN
+    if not latencies:
+        return None
+    if _latency_is_geomean(performance, latencies):
+        return GEOMEAN
+    return SLOWEST if math.isclose(recorded, max(latencies.values()), rel_tol=1e-3) else None
+
+
+class LatencyPair:
+    """Two records' latencies as one figure (`figure`), or None each and `why` not (a plain
+    class: typing's NamedTuple costs the CLI fast path its import)."""
+
+    __slots__ = ("a", "b", "figure", "why")
+
+    def __init__(self, a: float | None, b: float | None, figure: str | None, why: str | None = None) -> None:
+        self.a, self.b, self.figure, self.why = a, b, figure, why
+
+
+def comparable_latencies(a: Any, b: Any, names: tuple[str, str] = ("a", "b")) -> LatencyPair:
+    """Records `a` and `b`'s latencies where they state the same figure (`latency_figure`);
+    where one states the geomean and the other its slowest workload's (records from before and
+    after iterate wrote the geomean), both geomeans over the workloads they share, from their
+    `latency_us_by_shape`, else None and why; as recorded where either figure is unknown.
+    Iterate's latency delta, the latency ratio and score vs v0 (core.latency_ratio, summary_row)
+    and compare's latency row take them (`names`: the records' in `why`)."""
+    before = as_float(_get(_get(a, "performance"), "latency_us"))
+    now = as_float(_get(_get(b, "performance"), "latency_us"))
+    if not (before and before > 0 and now and now > 0):
+        return LatencyPair(None, None, None)
+    figures = latency_figure(a), latency_figure(b)
+    if figures[0] == figures[1] or None in figures:  # (one unknown: as recorded, unnamed)
+        return LatencyPair(before, now, figures[0] if figures[0] == figures[1] else None)
+    mine = [{name: us for name, us in latency_by_shape(r).items() if us > 0} for r in (a, b)]
+    shared = sorted(set(mine[0]) & set(mine[1]))
+    if not shared:
+        why = ", ".join(f"{name}'s {figure}" for name, figure in zip(names, figures, strict=True))
+        return LatencyPair(
+            None, None, None, f"unlike latency figures ({why}), no shared workloads to recompute"
+        )
+    over = [math.exp(sum(math.log(side[name]) for name in shared) / len(shared)) for side in mine]
+    return LatencyPair(over[0], over[1], f"{GEOMEAN} over {len(shared)} shared workloads")
+
+
 def workload_coverage(record: Any, base: BaseWorkloads) -> tuple[int, int] | None:
     """(measured, of) when a record that did NOT pass its gate has figures over part of v0's
     workloads (`base`, v0's record read once), else None (complete, unknown, or a passing record).
@@ -237,8 +295,10 @@ def grown_workloads(mine: dict[str, float], base: BaseWorkloads) -> list[str] | 
     geomean over all its workloads) then counts workloads v0 never ran: a score vs v0 is taken
     over v0's workloads only (core.latency_ratio), whatever its gate, as `workloads_note` says.
     Only where the base's recorded latency IS that geomean (`BaseWorkloads.geomean`: SOL's
-    test_kernel.py writes it so): kernelscope's own records keep their slowest configuration's
-    latency, and a geomean of per-workload ratios beside other versions' ratios of slowest
+    test_kernel.py writes it so, and kernelscope's iterate in SOL-ExecBench and Atrex-Bench
+    workspaces); a base recorded with its slowest configuration's latency (iterate elsewhere,
+    and in those workspaces before it wrote the geomean) is compared by `comparable_latencies`,
+    and a geomean of per-workload ratios beside other versions' ratios of slowest
     configurations would rank unlike figures."""
     if not base.geomean or not set(base.latencies) < set(mine):
         return None

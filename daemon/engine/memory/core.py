@@ -268,6 +268,7 @@ LISTED_FIELDS = (
     "tflops",
     "bandwidth_gbps",
     "latency_ratio",
+    "latency_ratio_note",
     "score",
     "action",
     "path",
@@ -406,6 +407,11 @@ def score_parts(
     return _metric_ratio(record, baseline, kind) if kind in ("bandwidth", "tflops") else None
 
 
+# The score's `source` where v0's latency and the record's are unlike figures (a slowest
+# workload's, a geomean: atrex_fields.comparable_latencies) taken as geomeans over their shared workloads.
+OVER_SHARED = "performance.latency_us_by_shape (geomean over the shared workloads)"
+
+
 def latency_ratio(
     record: Any, base: Any, workloads: atrex_fields.BaseWorkloads | None = None
 ) -> tuple[float, str] | None:
@@ -417,10 +423,12 @@ def latency_ratio(
     theirs = workloads if workloads is not None else atrex_fields.BaseWorkloads(base)
     mine = atrex_fields.latency_by_shape(record) if theirs.geomean else {}
     shared = atrex_fields.grown_workloads({k: v for k, v in mine.items() if v > 0}, theirs)
-    if shared is None:
-        before, now = _positive(metric(base, "latency_us")), _positive(metric(record, "latency_us"))
+    if shared is None:  # (as one figure: a slowest workload's beside a geomean is none)
+        latencies = atrex_fields.comparable_latencies(base, record)
+        before, now = _positive(latencies.a), _positive(latencies.b)
         value = ratio(before, now) if before and now else None
-        return None if value is None else (value, "performance.latency_us")
+        same = latencies.figure in (None, atrex_fields.GEOMEAN, atrex_fields.SLOWEST)
+        return None if value is None else (value, "performance.latency_us" if same else OVER_SHARED)
     try:  # (a geomean of the per-workload ratios: logs, so no product overflows)
         logs = (math.log(theirs.latencies[name]) - math.log(mine[name]) for name in shared)
         value = math.exp(sum(logs) / len(shared))
@@ -456,12 +464,18 @@ def summary_row(
     if raw is None or error is not None:
         row["error"] = error  # masked stays None: unknown, the file may well say true
         return row
-    base_latency = metric(base, "latency_us") if base is not None else None
     if base is not None and v0 is None:
         v0 = atrex_fields.BaseWorkloads(base)
     score = score_parts(raw, base, kind, v0)
     outcome = atrex_fields.record_outcome(raw)
     latency = measured_latency(raw) if outcome.measured else None
+    # v0's latency and this one's as one figure (atrex_fields.comparable_latencies)
+    latencies = (
+        atrex_fields.comparable_latencies(base, raw, ("v0", row["version"]))
+        if base is not None and latency
+        else None
+    )
+    latencies = latencies or atrex_fields.LatencyPair(None, None, None)
     notes = atrex_fields.experiments(raw)
     directions = atrex_fields.open_directions(raw)
     action = section_get(raw.get("optimization"), "action_category")
@@ -475,7 +489,8 @@ def summary_row(
         latency_us=latency,
         tflops=metric(raw, "tflops"),
         bandwidth_gbps=metric(raw, "bandwidth_gbps"),
-        latency_ratio=ratio(base_latency, latency) if base_latency and latency else None,
+        latency_ratio=ratio(latencies.a, latencies.b) if latencies.a and latencies.b else None,
+        latency_ratio_note=latencies.why,
         score=None
         if score is None
         else {"value": score[0], "kind": score[1], "versus": score[2], "ci": score[3], "source": score[4]},

@@ -230,11 +230,11 @@ def stop_condition_lines(
     of target`): what the file lens shortens, for its tooltip and the kernel's hover."""
     readme, entries, scores, best = _lens_inputs(ws, entries, readme, scores)
     conditions = readme.stop_conditions if readme else []
-    if not conditions:
-        return []
-    first = _target_parts(conditions[0], entries, best)
-    lines = [f"{_label(conditions[0])}: {', '.join(first[1:])}"]
-    lines += [_further_part(condition, entries, best)[0] for condition in conditions[1:]]
+    lines = []
+    if conditions:
+        first = _target_parts(conditions[0], entries, best)
+        lines.append(f"{_label(conditions[0])}: {', '.join(first[1:])}")
+        lines += [_further_part(condition, entries, best)[0] for condition in conditions[1:]]
     if readme is not None and readme.unchecked_stop_conditions:
         lines += [f"{text}: cannot be checked" for text in readme.unchecked_stop_conditions]
     return lines

@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from kernelscope.daemon.engine import Cancelled, DataError, KernelscopeError
+from kernelscope.daemon.engine.memory import atrex_fields
 from kernelscope.daemon.engine.memory.atomic_io import iteration_lock, restart_in_flight
 from kernelscope.daemon.engine.memory.core import kernelscope_block
 from kernelscope.daemon.engine.memory.git_place import FAILED_REF_PREFIX
@@ -577,8 +578,17 @@ class Iteration:
             previous = parent.record if parent else None
             if previous is not None:
                 deltas = perf["comparison_with_previous"]
+                # the parent's latency as the same figure (its slowest workload's, written
+                # before iterate wrote the geomean here, is recomputed or left null, saying why)
+                latencies = atrex_fields.comparable_latencies(
+                    previous, {"performance": perf}, (parent.version if parent else "the parent", version)
+                )
+                if latencies.a is not None and latencies.b is not None:
+                    deltas["latency_delta"] = round(latencies.b - latencies.a, 4)
+                    deltas["latency_delta_figure"] = latencies.figure
+                elif latencies.why:
+                    deltas["latency_delta_note"] = latencies.why
                 for key, metric in (
-                    ("latency_delta", "latency_us"),
                     ("tflops_delta", "tflops"),
                     ("bandwidth_delta", "bandwidth_gbps"),
                 ):

@@ -273,6 +273,7 @@ class PartialRestart:
         entries = self.ws.memory.scan()
         parent = self.ws.root.parent
         return {
+            "readme": readme,
             "targets_digest": self.ws.profile(readme).targets_digest,
             "memory_files": sorted(e.path.name for e in entries),
             "v0_masked": next((e.masked for e in entries if e.number == 0), False),
@@ -457,9 +458,6 @@ class PartialRestart:
             (folder / name).is_dir() for name in WORKSPACE_DIRS
         )
 
-    def _readme_now(self) -> ReadmeInfo | None:
-        return self.ws.readme() if self.ws.readme_path.is_file() else None
-
     def _verify(
         self, before: dict[str, Any], baseline_kernel: str | None, next_version: str, masked: list[str]
     ) -> tuple[list[str], dict[str, Any]]:
@@ -528,9 +526,10 @@ class PartialRestart:
                     "commit_hash": record.git_commit_hash
                     if isinstance(record.git_commit_hash, str)
                     else None,
-                    # today's README judged on the record (the targets are checked unchanged
-                    # above), whoever wrote it: not the statuses it stored (an older rule's)
-                    "stop_conditions_met": readme_verdict(self._readme_now(), record)[1],
+                    # the README as it was at phase 1 judged on the record, whoever wrote it:
+                    # not the statuses it stored (an older rule's), nor the README the agent
+                    # may have edited (a relaxed target; the violation above says it changed)
+                    "stop_conditions_met": readme_verdict(before["readme"], record)[1],
                 }
         return violations, returned
 

@@ -264,8 +264,9 @@ def read_condition(text: str, line: int | None = None) -> StopCondition | str | 
 def _parse_stop_conditions(
     sections: list[lines_of.Section], warnings: list[ReadmeWarning], unchecked: list[str]
 ) -> list[StopCondition]:
-    """The bullets kernelscope can check; those that compare a number it cannot read go to
-    `unchecked`, each with a warning (a bullet in words compares nothing: neither)."""
+    """The bullets kernelscope can check; those that compare a number it cannot read on a metric
+    it measures go to `unchecked`, each with a warning (a bullet in words, an iteration cap, a
+    speedup, a utilization or a correctness threshold: neither)."""
     conditions: list[StopCondition] = []
     for line_no, bullet, placeholder in lines_of.stop_condition_bullets(sections):
         if placeholder:  # before parsing: a template's example reads as a target
@@ -280,7 +281,7 @@ def _parse_stop_conditions(
         condition = read_condition(bullet, line_no)
         if isinstance(condition, StopCondition):
             conditions.append(condition)
-        elif condition is not None and not _REL_ERR.search(bullet):  # (a threshold: read apart)
+        elif condition is not None:
             unchecked.append(bullet.replace("`", "")[:200])
             warnings.append(
                 ReadmeWarning(

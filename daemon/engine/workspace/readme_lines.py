@@ -33,6 +33,16 @@ _NAN = re.compile(r"^[-+]?nan(?!o)", re.I)
 _INFINITE = re.compile(r"^[-+]?(?:inf(?:inity)?|∞)", re.I)
 _DECIMAL_COMMA = re.compile(r"^(\d+(?:,\d+)+(?:\.\d+)?)")
 _NUMBER_THEN = re.compile(r"^" + NUMBER + r"\s*(?P<unit>[^\s\d(),;:]*)")
+# A comparison is a target kernelscope measures only when the bullet names one of its metrics
+# (by name, or by a unit after a number); a correctness threshold (atol, rtol, abs_err, rel_err:
+# read apart), an iteration cap, a `2x` speedup or a `90%` utilization compares something else.
+_MEASURED = re.compile(
+    r"\b(?:bandwidth|throughput|latency|runtime|t?flop|tops\b)|(?:[TGM]B|TFLOP)/s|TFLOPS"
+    r"|\d\s*(?:ms|us|µs|μs|ns)(?![A-Za-z])",
+    re.I,
+)
+_THRESHOLD = re.compile(r"\b(?:atol|rtol|toleran\w*|\w*err(?:or)?)\b", re.I)
+_RATIO = re.compile(r"^" + NUMBER + r"\s*(?:%|x\b|×)", re.I)
 EXPECTED = (
     "expected a positive number and a unit: bandwidth in TB/s, GB/s or MB/s, TFLOP/s in "
     "TFLOPS or T, latency in ms, us or ns (e.g. 'bandwidth >= 3.87TB/s')"
@@ -134,7 +144,8 @@ def read_condition(text: str) -> tuple[re.Match[str], float] | str | None:
     """The stop condition a bullet states: (its `CONDITION` match, its value) when kernelscope
     can check it; why not (a reason) when it compares something kernelscope cannot check (a
     negative, non-finite or zero target, a unit or number it does not read, no value); None when
-    it compares no number (a stop condition stated in words)."""
+    it compares no number, or none on a metric kernelscope measures (`_MEASURED`: an iteration
+    cap, a speedup, a utilization, a correctness threshold are stop conditions stated in words)."""
     match = CONDITION.search(text)
     if match:
         value = float(match.group(2))
@@ -144,7 +155,12 @@ def read_condition(text: str) -> tuple[re.Match[str], float] | str | None:
             return f"{match.group(2)}{match.group(3)} is not positive: no measurement can be compared with it"
         return match, value
     comparison = _COMPARISON.search(text)
-    return None if comparison is None else unusable(comparison.group("rest").strip())
+    if comparison is None or _THRESHOLD.search(text) or not _MEASURED.search(text):
+        return None
+    rest = comparison.group("rest").strip()
+    if _RATIO.match(rest) and not _MEASURED.search(rest):
+        return None  # `bandwidth utilization >= 90% of peak`: not a figure kernelscope measures
+    return unusable(rest)
 
 
 def unusable(rest: str) -> str | None:

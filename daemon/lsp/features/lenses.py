@@ -77,7 +77,9 @@ def _code_lens(doc: Document) -> list[types.CodeLens]:
 
     view = doc.view
     args: list[object] = [{"workspace": str(view.root)}]
-    # (every stop condition in full where a client shows a command's tooltip: VS Code)
+    # (every stop condition in full for a client that passes a Command's tooltip on; VS Code's
+    # vscode-languageclient 9 copies title, command and arguments only: the kernel's hover,
+    # its Stop conditions section, is where every client shows them)
     tooltip = lens_text.file_tooltip(view.cache)
     lenses = [_lens(0, file_text(view), "kernelscope.showHistory", args, tooltip)]
     writes = () if view.cache.supervised() else WRITES  # an orchestrator's workspace: kernelscope observes
