@@ -543,6 +543,13 @@ class TimedCallChecks:
         at = None if self.right_at is None else self._wrong_the_same_way(self.right_at)
         if at is not None and at.same_wrong():
             raise TimedCheckFailure("cheat", head + LAZY.format(calls=at.calls))
+        if not now.wrong and self._keyed_by_buffer(run):
+            raise TimedCheckFailure(
+                "cheat",
+                f"{head}; called again on the same input buffers it is wrong {REPEATS} times in a row, "
+                f"and right on copies of them as often: its output follows which buffers it is given, "
+                "not their values (an answer cached, or work skipped, by buffer)",
+            )
         why = f"; called afresh on copies of its inputs it is {'wrong too' if now.wrong else 'right'}"
         if at is not None:
             why += f"; called afresh on timed inputs it was found right on, it is {at}"
@@ -560,6 +567,22 @@ class TimedCallChecks:
         else:
             why += f"; {NOT_GAMED}"
         raise TimedCheckFailure(timed_error.kind, head + why)
+
+    def _keyed_by_buffer(self, run: ReferenceRun) -> bool:
+        """Whether the output follows the timed inputs' buffers rather than their values: called
+        on those very buffers (those it may change put back to their values first) it is wrong,
+        and on copies of them right, REPEATS times each, in turn. A race is right or wrong by
+        turns whatever buffers it is given (all eight so: p^4 (1-p)^4, under 0.4%); a kernel
+        that skips its work, or returns a cached answer, for buffers it has seen is wrong on
+        them every time."""
+        for _ in range(REPEATS):
+            self.restore()
+            if self._fresh_call(self.inputs, run, owned=True) is None:
+                return False  # right on its own buffers
+            if self._fresh_call(self._timed_inputs(), run) is not None:
+                return False  # wrong on copies too
+        self.restore()
+        return True
 
     def _stale_words(self, mark: int) -> str:
         where = "as the problem made them" if mark == 0 else "as an earlier timed call had them"
