@@ -20,10 +20,12 @@ KERNEL = (EXAMPLES / "vector_add" / "kernel.py").read_text()
 
 KILLS_ITS_RAY_WORKER = """
 import os, signal
-# Only ever kills a Ray worker (the runner's parent on Ray), never another process.
+# Kills the process running it: on Ray, the runner's stand-in parent (kernels/stand_in_parent.py,
+# between the Ray worker and the runner since dae59d0), or a Ray worker; never another process.
 with open(f"/proc/{os.getppid()}/cmdline", "rb") as handle:
-    if b"ray::" in handle.read():
-        os.kill(os.getppid(), signal.SIGKILL)
+    parent = handle.read()
+if b"ray::" in parent or b"stand_in_parent.py" in parent:
+    os.kill(os.getppid(), signal.SIGKILL)
 raise SystemExit("not on Ray")
 """
 
@@ -99,7 +101,9 @@ def test_killed_worker_fails_only_its_task(workspace: Path, ray_executor) -> Non
     by_name = {Path(r.candidate).name: r for r in report.ranking}
     assert by_name["block_1024.py"].passed and by_name["block_0256.py"].passed
     failure = by_name["killer.py"].result.error
-    assert failure is not None and failure.kind == "crash" and "died" in failure.message
+    # (the process it kills is its stand-in parent, not the Ray worker: the verdict is the kernel's)
+    assert failure is not None and failure.kind == "crash", failure
+    assert "killed the process running it" in failure.message or "died" in failure.message, failure
     assert len(report.ranking) == 3
 
 
