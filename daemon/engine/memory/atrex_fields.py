@@ -25,6 +25,7 @@ from __future__ import annotations
 import json
 import math
 import re
+from collections.abc import Iterable
 
 from kernelscope.protocol import record_rules
 from kernelscope.protocol.record_rules import as_float, ratio
@@ -179,6 +180,13 @@ class BaseWorkloads:
         )
 
 
+def _geomean(values: Iterable[float]) -> float:
+    """(protocol/stats.py's geomean, which this module does not import: it brings `statistics`
+    and `random` onto the CLI's fast path)"""
+    found = list(values)
+    return math.exp(sum(math.log(value) for value in found) / len(found))
+
+
 def _latency_is_geomean(performance: Any, latencies: dict[str, float]) -> bool:
     """SOL's test_kernel.py writes `latency_us_geomean` equal to `latency_us` (its own marker);
     else the recorded latency is the geomean of `latencies`, to 0.1% or as rounded by hand to
@@ -188,7 +196,9 @@ def _latency_is_geomean(performance: Any, latencies: dict[str, float]) -> bool:
         return False
     if as_float(_get(performance, "latency_us_geomean")) == recorded:
         return True
-    geomean = math.exp(sum(math.log(us) for us in latencies.values()) / len(latencies))
+    if not latencies:
+        return False
+    geomean = _geomean(latencies.values())
     if math.isclose(recorded, geomean, rel_tol=1e-3):
         return True
     written = repr(recorded)
@@ -208,16 +218,14 @@ def latency_figure(record: Any) -> str | None:
     before it wrote the geomean, and still outside SOL-ExecBench and Atrex-Bench), else None
     (no per-workload latencies to tell by)."""
     performance = _get(record, "performance")
-    latencies = {name: us for name, us in latency_by_shape(record).items() if us > 0}
     recorded = as_float(_get(performance, "latency_us"))
     if recorded is None or not recorded > 0:
         return None
-    if as_float(_get(performance, "latency_us_geomean")) == recorded:
+    latencies = {name: us for name, us in latency_by_shape(record).items() if us > 0}
+    if _latency_is_geomean(performance, latencies):  # (the marker first: no latencies needed)
         return GEOMEAN
     if not latencies:
         return None
-    if _latency_is_geomean(performance, latencies):
-        return GEOMEAN
     return SLOWEST if math.isclose(recorded, max(latencies.values()), rel_tol=1e-3) else None
 
 
@@ -252,7 +260,7 @@ def comparable_latencies(a: Any, b: Any, names: tuple[str, str] = ("a", "b")) ->
         return LatencyPair(
             None, None, None, f"unlike latency figures ({why}), no shared workloads to recompute"
         )
-    over = [math.exp(sum(math.log(side[name]) for name in shared) / len(shared)) for side in mine]
+    over = [_geomean([side[name] for name in shared]) for side in mine]
     return LatencyPair(over[0], over[1], f"{GEOMEAN} over {len(shared)} shared workloads")
 
 
