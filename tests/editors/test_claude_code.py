@@ -21,7 +21,7 @@ import shlex
 import subprocess
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -315,6 +315,28 @@ def newest_turn(body: dict[str, Any]) -> str:
     return texts({"messages": body["messages"][-1:]})
 
 
+def next_edit(
+    phase: dict[str, Any], edits: Sequence[tuple[int, str]], requests: list[dict[str, Any]], ws: Path
+) -> Reply | None:
+    """The scripted model's next turn through `edits` (BLOCK_SIZE, what the model must be told):
+    write kernel.py with the next block, then read it until the model is told what that text
+    should bring (15 reads at most), then the next; None once every edit is told. `phase`
+    holds the step, whether its write was sent, the reads since, and where each edit's turns
+    begin (`at`: the next request is the first after that edit)."""
+    while phase["step"] < len(edits):
+        block, said = edits[phase["step"]]
+        if not phase["sent"]:
+            phase["sent"], phase["reads"] = True, 0
+            phase["at"].append(len(requests))
+            return tool("Write", file_path=str(ws / "kernel.py"), content=kernel_with_block(block, ws))
+        if said in newest_turn(requests[-1]) or phase["reads"] >= 15:
+            phase["step"], phase["sent"] = phase["step"] + 1, False
+            continue
+        phase["reads"] += 1
+        return Reply(tools=[("Read", {"file_path": "kernel.py"})], delay_s=2.0)
+    return None
+
+
 @RUN
 def test_what_the_model_receives_after_each_edit_is_about_that_text(
     claude: Path, demo: Path, tmp_path: Path
@@ -327,18 +349,7 @@ def test_what_the_model_receives_after_each_edit_is_about_that_text(
     phase: dict[str, Any] = {"step": 0, "sent": False, "reads": 0, "at": []}
 
     def director(requests: list[dict[str, Any]], ws: Path) -> Reply:
-        while phase["step"] < len(EDITS):
-            block, said = EDITS[phase["step"]]
-            if not phase["sent"]:
-                phase["sent"], phase["reads"] = True, 0
-                phase["at"].append(len(requests))  # the next request is the first after this edit
-                return tool("Write", file_path=str(ws / "kernel.py"), content=kernel_with_block(block, ws))
-            if said in newest_turn(requests[-1]) or phase["reads"] >= 15:
-                phase["step"], phase["sent"] = phase["step"] + 1, False
-                continue
-            phase["reads"] += 1
-            return Reply(tools=[("Read", {"file_path": "kernel.py"})], delay_s=2.0)
-        return Reply(text="done")
+        return next_edit(phase, EDITS, requests, ws) or Reply(text="done")
 
     run, server, _ws, _debug = session(claude, demo, tmp_path, director)
     assert run.returncode == 0, run.stdout[-2000:] + run.stderr[-2000:]
@@ -371,17 +382,9 @@ def test_a_record_that_cannot_be_read_is_told_to_the_model_once(
     def director(requests: list[dict[str, Any]], ws: Path) -> Reply:
         if len(requests) == 1:
             (ws / "memory" / "v4.json").write_text(CUT_SHORT)
-        while phase["step"] < len(edits):
-            block, said = edits[phase["step"]]
-            if not phase["sent"]:
-                phase["sent"], phase["reads"] = True, 0
-                phase["at"].append(len(requests))
-                return tool("Write", file_path=str(ws / "kernel.py"), content=kernel_with_block(block, ws))
-            if said in newest_turn(requests[-1]) or phase["reads"] >= 15:
-                phase["step"], phase["sent"] = phase["step"] + 1, False
-                continue
-            phase["reads"] += 1
-            return Reply(tools=[("Read", {"file_path": "kernel.py"})], delay_s=2.0)
+        step = next_edit(phase, edits, requests, ws)
+        if step is not None:
+            return step
         if len(requests) - phase["at"][-1] < 3:  # a few turns more: a late publication would show
             return Reply(tools=[("Read", {"file_path": "kernel.py"})], delay_s=2.0)
         return Reply(text="done")
