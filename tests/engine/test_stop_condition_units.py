@@ -133,6 +133,15 @@ def test_the_file_lens_does_not_call_an_interpreter_latency_a_met_gpu_target(tmp
 
 
 MET_BW = {"text": "bw", "kind": "bandwidth", "target": 4320, "unit": "GB/s", "measured": 5000, "met": True}
+# a missed condition of a kind this kernelscope does not know (a newer writer's)
+P99_MISSED = {
+    "text": "p99 <= 5 us",
+    "kind": "latency_p99",
+    "target": 5,
+    "unit": "us",
+    "measured": 9,
+    "met": False,
+}
 
 
 def test_an_entry_from_a_newer_writer_is_read_and_one_unreadable_is_left_out() -> None:
@@ -141,15 +150,7 @@ def test_an_entry_from_a_newer_writer_is_read_and_one_unreadable_is_left_out() -
     it); no answer is taken from stored entries any more (stop_rule.readme_verdict)."""
     (newer,) = recorded_stop_conditions([{**MET_BW, "source": "README.md"}])
     assert newer.met is True and newer.measured == 5000
-    p99 = {
-        "text": "p99 <= 5 us",
-        "kind": "latency_p99",
-        "target": 5,
-        "unit": "us",
-        "measured": 9,
-        "met": False,
-    }
-    assert [s.text for s in recorded_stop_conditions([MET_BW, p99])] == ["bw"]  # p99's is left out
+    assert [s.text for s in recorded_stop_conditions([MET_BW, P99_MISSED])] == ["bw"]  # p99's is left out
     assert len(recorded_stop_conditions([MET_BW, {k: v for k, v in MET_BW.items() if k != "target"}])) == 1
 
 
@@ -252,16 +253,8 @@ def test_compare_says_how_many_stop_condition_entries_it_could_not_read(tmp_path
     condition of a kind added later vanished and the met one read as the whole story."""
     from kernelscope.daemon.engine.history.service import HistoryService
 
-    p99 = {
-        "text": "p99 <= 5 us",
-        "kind": "latency_p99",
-        "target": 5,
-        "unit": "us",
-        "measured": 9,
-        "met": False,
-    }
     v1 = measured("v1", 8.0, "gpu", score=3.75)
-    v1["kernelscope"] = {**v1["kernelscope"], "stop_conditions": [MET_BW, p99, "not an entry"]}  # type: ignore[dict-item]
+    v1["kernelscope"] = {**v1["kernelscope"], "stop_conditions": [MET_BW, P99_MISSED, "not an entry"]}  # type: ignore[dict-item]
     _workspace(tmp_path / "ws", LATENCY_10US, [measured("v0", 30.0, "gpu"), v1])
     comparison = HistoryService(tmp_path / "ws", db_url=str(tmp_path / "exp.sqlite")).compare("v0", "v1")
     details = comparison.gate_details["v1"]
