@@ -451,11 +451,7 @@ class TimedCallChecks:
         it by chance (`informative`: a bool, a small integer, an argmax do)."""
         if earlier is None or not informative(outputs):
             return False
-        with self._rewound(earlier):
-            try:
-                run = self._expected()
-            except Exception:  # the reference raised there
-                return False
+        with self._reference_at(earlier) as run:
             if run is None:
                 return False
             try:
@@ -487,11 +483,7 @@ class TimedCallChecks:
             0,
         )
         for mark in dict.fromkeys(m for m in wanted if m is not None and m != now and m <= len(self.swaps)):
-            with self._rewound(mark):
-                try:
-                    run = self._expected()
-                except Exception:  # the reference raised there
-                    continue
+            with self._reference_at(mark) as run:
                 if run is None:
                     continue
                 try:
@@ -577,9 +569,9 @@ class TimedCallChecks:
         them every time."""
         for _ in range(REPEATS):
             self.restore()
-            if self._fresh_call(self.inputs, run, owned=True) is None:
+            if self._right_on(self.inputs, run, owned=True):
                 return False  # right on its own buffers
-            if self._fresh_call(self._timed_inputs(), run) is not None:
+            if not self._right_on(self._timed_inputs(), run):
                 return False  # wrong on copies too
         self.restore()
         return True
@@ -608,14 +600,21 @@ class TimedCallChecks:
                 _swap(*swap)
             self.restore()
 
-    def _right_at(self, mark: int) -> bool | None:
-        """Whether a fresh call on the timed inputs as they were at `mark` is right (None: the
-        reference says nothing there)."""
+    @contextlib.contextmanager
+    def _reference_at(self, mark: int) -> Iterator[ReferenceRun | None]:
+        """The timed inputs as they were at `mark` (`_rewound`) and the reference's run on them;
+        None where it raised there or says nothing there (`_expected`)."""
         with self._rewound(mark):
             try:
                 run = self._expected()
-            except Exception:
-                return None
+            except Exception:  # the reference raised there
+                run = None
+            yield run
+
+    def _right_at(self, mark: int) -> bool | None:
+        """Whether a fresh call on the timed inputs as they were at `mark` is right (None: the
+        reference says nothing there)."""
+        with self._reference_at(mark) as run:
             return None if run is None else self._right_on(self._timed_inputs(), run)
 
     def _wrong_the_same_way(self, mark: int) -> Seen | None:
@@ -624,11 +623,7 @@ class TimedCallChecks:
         (`Seen.same_wrong`) is a kernel whose answer there is a function of its inputs and its
         state, not a race (right on some calls, wrong on others with new values each time).
         None where the reference says nothing there."""
-        with self._rewound(mark):
-            try:
-                run = self._expected()
-            except Exception:
-                return None
+        with self._reference_at(mark) as run:
             return None if run is None else self._fresh_calls(run, 1 + REPEATS)
 
     def _fresh_calls(self, run: ReferenceRun, limit: int) -> Seen:
