@@ -208,7 +208,9 @@ class RayExecutor:
             if cancel is not None and cancel.is_set():
                 for ref in pending:
                     ray.cancel(ref, force=True)
-                    results[refs[ref]] = failure_result(requests[refs[ref]], "timeout", "cancelled")
+                    results[refs[ref]] = failure_result(
+                        requests[refs[ref]], "interrupted", "the Ray task was cancelled"
+                    )
                 break
             done, pending = ray.wait(
                 pending, num_returns=1, timeout=max(0.1, min(1.0, deadline - time.monotonic()))
