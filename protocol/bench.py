@@ -268,7 +268,7 @@ _CAP = ("STOPPED", EXIT_RESOURCE, "resource cap: no verdict on the answer")
 # failed gate (3).
 _NOT_JUDGED: dict[str, tuple[str, int, str]] = {
     "setup": _SETUP,
-    "unsupported": _SETUP,
+    "unsupported": ("UNSUPPORTED", EXIT_SETUP, "unsupported here: no verdict on the kernel"),
     "interpreter_limit": _INTERPRETER,
     "worker": ("STOPPED", EXIT_SETUP, "the benchmark worker died: no verdict on the kernel"),
     "interrupted": ("STOPPED", EXIT_INTERRUPTED, "interrupted: no verdict on the kernel"),
@@ -327,7 +327,7 @@ def verdict_why(result: BenchResult) -> str | None:
     """Why a NOT RUN or STOPPED is no verdict, in words (`bench`'s first line says it after the
     word); None for PASS, FAIL and UNSUPPORTED, which say it themselves."""
     found = _not_judged(result)
-    return None if found is None or result.status == "unsupported" else found[2]
+    return None if found is None or verdict_word(result) == "UNSUPPORTED" else found[2]
 
 
 def verdict_headline(result: BenchResult) -> str:

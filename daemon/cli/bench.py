@@ -4,7 +4,8 @@ Exit statuses: 0 the gate passed, 3 it failed (wrong result, a cheat, a crash, a
 compile error), 2 a usage or setup error (no such workspace, no reference module, a
 configuration the CPU interpreter cannot run, a problem too large for the memory cap),
 4 a resource cap stopped the run (out of memory, too many processes, too much output): not
-a verdict on the answer.
+a verdict on the answer; 130 a Ctrl-C stopped it (with --candidates, after reporting the
+candidates that finished, the others `interrupted`).
 
 With `--json` every outcome prints exactly one JSON document on stdout: the `BenchResult`
 (status "error" and `error.kind`/`error.message` for a setup error), or, for a usage error
@@ -26,6 +27,7 @@ from kernelscope.daemon.engine.run.bench import BenchRequest, run_benchmark
 from kernelscope.daemon.engine.run.bench_setup import PRECISIONS
 from kernelscope.protocol.bench import (
     BENCH_SCHEMA_VERSION,
+    EXIT_INTERRUPTED,
     EXIT_SETUP,
     MAX_TIMING_MS,
     BenchError,
@@ -211,7 +213,8 @@ def bench_command(
     2 usage or setup error (including torch or triton missing from the benchmark's interpreter,
     and a problem too large for the memory cap, refused before it runs); 4 a resource cap
     stopped the run (out of memory, processes, output); 130 interrupted (Ctrl-C). With
-    --candidates, the worst of the candidates' statuses: 130, 2, then 4, then 3.
+    --candidates, the worst of the candidates' statuses: 130, 2, then 4, then 3; a Ctrl-C
+    there still reports the candidates that finished, the others as interrupted.
     """
     if mode not in ("auto", "gpu", "interpreter"):
         raise typer.BadParameter("must be auto, gpu or interpreter", param_hint="--mode")
@@ -323,7 +326,13 @@ def _bench_many(
         )
         for message in report.messages:
             output.warn(message)
-    raise typer.Exit(worst_exit_status([r.result for r in report.ranking]))
+    status = worst_exit_status([r.result for r in report.ranking])
+    if status == EXIT_INTERRUPTED:
+        # A Ctrl-C stopped some candidates and the report says so. Not typer.Exit(130): typer
+        # returns 130 for a Ctrl-C it caught as well, where main prints the interrupted
+        # document; a SystemExit passes typer by, so the report stays the one document.
+        raise SystemExit(status)
+    raise typer.Exit(status)
 
 
 def baseline_name(result: BenchResult) -> str:

@@ -120,8 +120,7 @@ def check_command(
         )
     elif not notices:
         output.info(
-            f"nothing recorded matches this kernel.py ({counted(compared or 0, 'version')} compared): "
-            "new code"
+            f"nothing recorded matches {source.name} ({counted(compared or 0, 'version')} compared): new code"
         )
     for hint in tried:
         output.info(f"{source.name}:{hint.line + 1}: {hint.label}={hint.value} {hint.hint}")

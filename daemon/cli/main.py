@@ -27,7 +27,8 @@ if TYPE_CHECKING:
 EXIT_OK, EXIT_USAGE, EXIT_DATA = 0, 1, 2
 CLICK_USAGE_STATUS = 2  # what click/typer exit with on a usage error
 # What typer returns, not in standalone mode, for a Ctrl-C (typer/core.py: KeyboardInterrupt
-# becomes Exit(130), whose code it returns, printing nothing); no command exits 130 itself.
+# becomes Exit(130), whose code it returns, printing nothing); no command exits 130 through
+# typer itself (`bench --candidates`, which reports its interrupted run, raises SystemExit).
 TYPER_INTERRUPTED = 130
 
 # name -> ("module:attribute", first paragraph of its help), in the order `--help` lists them.

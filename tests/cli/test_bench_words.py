@@ -15,7 +15,9 @@ import pytest
 from kernelscope.daemon.cli.bench import print_result
 from kernelscope.protocol.bench import (
     EXIT_RESOURCE,
+    EXIT_SETUP,
     exit_status,
+    verdict_headline,
     verdict_word,
     worst_exit_status,
 )
@@ -179,3 +181,16 @@ def test_a_folder_without_kernel_py_is_told_what_bench_measures(tmp_path: Path) 
     assert "--candidate FILE" in said and "-w DIR" in said, said
     document = json.loads(bench("--json", cwd=tmp_path).stdout)
     assert document["error"]["kind"] == "setup" and "has no kernel.py" in document["error"]["message"]
+
+
+@pytest.mark.parametrize("status", ["error", "unsupported"])
+def test_an_unsupported_run_says_unsupported(capsys: pytest.CaptureFixture[str], status: str) -> None:
+    """The runner reports `unsupported` with status error where the whole run (not one
+    configuration) is something it cannot do here: the headline said `NOT RUN (setup error: no
+    verdict on the kernel)`, though nothing in the setup was wrong. Both statuses now say what
+    it is, UNSUPPORTED (exit 2: no verdict on the kernel)."""
+    result = bench_result("unsupported", status)
+    print_result(result)
+    first = capsys.readouterr().out.splitlines()[0]
+    assert first.startswith("UNSUPPORTED  mode="), first
+    assert verdict_headline(result) == "UNSUPPORTED" and exit_status(result) == EXIT_SETUP

@@ -90,6 +90,17 @@ def test_new_code_and_no_code_to_compare_with_are_told_apart(
     assert "cannot tell whether this was tried" in shown and "new code" not in shown, shown
 
 
+def test_new_code_in_another_file_names_that_file(ws: Path, cli, users_own_files: Path) -> None:  # type: ignore[no-untyped-def]
+    """`check other.py` closed with "nothing recorded matches this kernel.py", naming a file it
+    had not checked."""
+    users_own_files.write_text(f'trusted = ["{ws}"]\n')
+    (ws / "other.py").write_text(kernel_with_block(KERNEL, 64) + "\n# another idea\nY = 2\n")
+    shown = cli("check", str(ws / "other.py"), "-w", str(ws), "--db", str(ws.parent / "exp.sqlite"))
+    assert shown.exit_code == 0, shown.stderr
+    assert "nothing recorded matches other.py (2 versions compared): new code" in shown.stdout, shown.stdout
+    assert "kernel.py" not in shown.stdout, shown.stdout
+
+
 def test_a_pattern_that_no_longer_covers_the_workspace_is_named(
     ws: Path, tmp_path: Path, cli, users_own_files: Path
 ) -> None:  # type: ignore[no-untyped-def]

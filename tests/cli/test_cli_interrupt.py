@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.support.bench_fixtures import alive_with, make_workspace
+from tests.support.bench_fixtures import KERNELS, alive_with, make_workspace
 
 RUNNER = "kernelscope.kernels.runner"
 
@@ -96,3 +96,57 @@ def test_a_reader_that_goes_away_gets_no_traceback(tmp_path: Path, args: list[st
     process.stdout.close()  # the reader is gone before anything was written
     err = process.stderr.read().decode()
     assert process.wait(60) == 1 and "Traceback" not in err and "BrokenPipe" not in err, err
+
+
+@pytest.mark.parametrize("json_out", [True, False])
+def test_ctrl_c_during_candidates_keeps_the_ones_that_finished(tmp_path: Path, json_out: bool) -> None:
+    """`bench --candidates` stopped by Ctrl-C while its second candidate hangs: the first had
+    passed, but the whole output was one "interrupted" document (human mode: nothing), so the
+    130 of worst_exit_status was never reached and the finished work was lost. Now the report
+    holds the finished candidate's result and the stopped one as `interrupted`, exit 130."""
+    import json
+
+    ws = make_workspace(tmp_path / "ws", "good")
+    # in a folder, so that only the jobs' runners name the files (the CLI's argv names the folder)
+    (ws / "cands").mkdir()
+    (ws / "cands" / "a_good.py").write_text(KERNELS["good"])
+    (ws / "cands" / "b_stuck.py").write_text(KERNELS["hang"])
+    env = {**os.environ, "TRITON_INTERPRET": "1"}
+    argv = [sys.executable, "-m", "kernelscope.daemon.cli.main", "bench", "-w", str(ws)]
+    argv += ["--candidates", str(ws / "cands"), "--no-static-rules"]
+    cli = subprocess.Popen(
+        [*argv, *(["--json"] if json_out else [])],
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        # each job's runner carries its candidate's path; the stuck one runs once a_good.py's ended
+        deadline = time.monotonic() + 240
+        while not (alive_with("b_stuck.py") and not alive_with("a_good.py")) and time.monotonic() < deadline:
+            assert cli.poll() is None, cli.communicate()
+            time.sleep(0.2)
+        assert alive_with("b_stuck.py"), "the stuck candidate never started"
+        time.sleep(1)
+        cli.send_signal(signal.SIGINT)
+        out, err = cli.communicate(timeout=60)
+    finally:
+        if cli.poll() is None:
+            cli.kill()
+            cli.wait()
+    assert cli.returncode == 130, (cli.returncode, out, err)
+    assert alive_with("b_stuck.py") == []
+    if json_out:
+        report = json.loads(out)  # the one document: the report, not an "interrupted" one
+        by_name = {Path(r["candidate"]).name: r["result"] for r in report["ranking"]}
+        assert by_name["a_good.py"]["passed"] is True, by_name
+        assert by_name["b_stuck.py"]["error"]["kind"] == "interrupted", by_name
+        assert any("interrupted (Ctrl-C): 1 of 2 candidates" in m for m in report["messages"]), report
+    else:
+        # rank -> verdict, failure (a long path folds a row onto a second line without a rank)
+        cells = [[c.strip() for c in line.split("│")] for line in out.splitlines() if line.count("│") > 3]
+        rows = {row[1]: (row[3], row[6]) for row in cells if row[1]}
+        assert rows["1"] == ("PASS", ""), out  # the passing candidate ranks first
+        assert rows["2"][0] == "STOPPED" and rows["2"][1].startswith("interrupted: "), out
+        assert "interrupted (Ctrl-C): 1 of 2 candidates did not finish" in err, err

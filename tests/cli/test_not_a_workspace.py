@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 NOT_A_WORKSPACE = "is not an optimization workspace"
+ELSEWHERE = "pass -w DIR for a workspace elsewhere"  # every CLI way out offers it
 
 
 def _db(tmp_path: Path) -> str:
@@ -116,7 +117,8 @@ def test_the_error_says_the_way_out_once(tmp_path: Path, cli) -> None:  # type: 
     empty.mkdir()
     done = cli("memory", "summary", "-w", str(empty))
     assert done.exit_code == 2
-    assert done.stderr.count("-w ") == 1 and "`kernelscope memory init`" in done.stderr, done.stderr
+    said = " ".join(done.stderr.split())
+    assert said.count("-w DIR") == 1 and f"`kernelscope memory init -w {empty}`" in said, said
     assert done.stderr.count("`kernelscope demo`") == 1, done.stderr
 
 
@@ -180,7 +182,9 @@ def test_the_way_out_says_only_what_applies_to_the_folder(tmp_path: Path, cli) -
     (plain / "kernel.py").write_text("x = 1\n")
     said = " ".join(cli("workspace", "-w", str(plain)).stderr.split())
     assert "(no memory/ and no README.md" in said, said
-    assert "add kernel.py" not in said and "`kernelscope memory init` to make this one" in said, said
+    assert "add kernel.py" not in said and f"`kernelscope memory init -w {plain}` to make this one" in said, (
+        said
+    )
     assert "looks like" not in said, said  # no kind is recognised in it
     missing = tmp_path / "missing"
     said = " ".join(cli("workspace", "-w", str(missing)).stderr.split())
@@ -190,7 +194,7 @@ def test_the_way_out_says_only_what_applies_to_the_folder(tmp_path: Path, cli) -
     empty.mkdir()
     said = " ".join(cli("memory", "list", "-w", str(empty)).stderr.split())
     assert "(no memory/)" in said, said  # the memory commands need memory/ alone
-    assert "add kernel.py and run `kernelscope memory init` to start one here" in said, said
+    assert f"add kernel.py and run `kernelscope memory init -w {empty}` to start one in it" in said, said
 
 
 def test_the_editor_s_way_out_fits_the_folder_too(tmp_path: Path) -> None:
@@ -246,7 +250,7 @@ def test_a_workspace_with_no_records_yet_is_called_one(tmp_path: Path, cli, comm
     said = " ".join(refused.stderr.split())
     assert refused.exit_code == 2 and NOT_A_WORKSPACE not in said, said
     assert "is an optimization workspace with no records yet (no memory/)" in said, said
-    assert "run `kernelscope memory init` to start its memory/" in said, said
+    assert f"run `kernelscope memory init -w {ws}` to start its memory/" in said, said
 
 
 def test_a_kernelbench_problem_file_under_its_own_name_is_recognised(tmp_path: Path, cli) -> None:  # type: ignore[no-untyped-def]
@@ -351,3 +355,32 @@ def test_a_folder_inside_a_workspace_reads_none_of_its_modules(tmp_path: Path, m
     said = not_a_workspace(sub, missing_parts(sub), "cli")
     assert f"it is inside the workspace {ws}" in said and "looks like" not in said, said
     assert parsed == [], parsed
+
+
+def test_every_way_out_offers_w_and_names_the_folder_in_its_commands(tmp_path: Path, cli) -> None:  # type: ignore[no-untyped-def]
+    """Some of the error's ways out carried `-w DIR` and others did not (a workspace with no
+    records yet), and only a problem folder's commands named the folder with -w: from elsewhere,
+    `kernelscope memory init` "to make this one" initialised the current directory instead. One
+    wording (discovery.ELSEWHERE) in every CLI way out, and every command in it runs on the
+    folder from where the user is."""
+    bare = tmp_path / "bare"
+    bare.mkdir()
+    kernel = tmp_path / "kernel"
+    kernel.mkdir()
+    (kernel / "kernel.py").write_text("x = 1\n")
+    unrecorded = tmp_path / "unrecorded"
+    unrecorded.mkdir()
+    (unrecorded / "kernel.py").write_text("x = 1\n")
+    (unrecorded / "README.md").write_text(
+        '# op\n\n```kernelscope\n{"stop_conditions": ["latency <= 50 us"]}\n```\n'
+    )
+    for folder in (tmp_path / "missing", bare, kernel, unrecorded, _kernelbench_problem(tmp_path)):
+        for command in (("memory", "list"), ("workspace",)):
+            refused = cli(*command, "-w", str(folder))
+            said = " ".join(refused.stderr.split())
+            if refused.exit_code == 0:  # (`workspace` reads a workspace with no records)
+                continue
+            assert refused.exit_code == 2 and said.count(ELSEWHERE) == 1, (command, said)
+            assert said.count("`kernelscope memory init") == said.count(
+                f"`kernelscope memory init -w {folder}`"
+            ), said

@@ -7,6 +7,7 @@ import pytest
 
 from kernelscope.daemon.cli.iterate import print_iteration
 from kernelscope.daemon.engine.workflows.iterate import Iteration
+from kernelscope.protocol.bench import judged_nothing
 from kernelscope.protocol.commands import IterationResult
 from tests.support.bench_fixtures import bench_result
 
@@ -16,16 +17,19 @@ RECORD = {"optimization": {"action_category": "tiling"}, "performance": {"latenc
 @pytest.mark.parametrize(
     "kind,status,expected",
     [
-        ("setup", "error", "V3: NOT RUN (setup) | tiling"),
         ("out_of_memory", "error", "V3: STOPPED (out_of_memory) | tiling"),
-        ("worker", "error", "V3: STOPPED (worker) | tiling"),
-        ("unsupported", "unsupported", "V3: UNSUPPORTED | tiling"),
+        ("resource_limit", "error", "V3: STOPPED (resource_limit) | tiling"),
         ("wrong_result", "gate_failed", "V3: FAIL (wrong_result) | tiling"),
     ],
 )
 def test_the_summary_line_says_bench_s_word(kind: str, status: str, expected: str) -> None:
-    """It wrote `V3: FAIL (setup)` (and into the commit message) for a run that judged nothing."""
-    assert Iteration._summary_line("v3", bench_result(kind, status), RECORD, "v0") == expected
+    """The summary line (the commit's message too) says bench's word for a recorded run: STOPPED
+    for a cap, FAIL for a failed gate. It once wrote `V3: FAIL (setup)` for a run that judged
+    nothing; such a run (setup, unsupported, a dead worker, an interruption) now raises
+    NothingJudged before any summary line and takes no commit, so only recorded kinds are here."""
+    result = bench_result(kind, status)
+    assert not judged_nothing(result)  # recorded, so its line is the commit's message
+    assert Iteration._summary_line("v3", result, RECORD, "v0") == expected
 
 
 def test_the_cli_s_first_line_says_bench_s_word(capsys: pytest.CaptureFixture[str]) -> None:

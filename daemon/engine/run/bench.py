@@ -373,8 +373,8 @@ def _classify_death(request: BenchRequest, outcome: ChildOutcome) -> BenchResult
             f"the benchmark ran past its {request.timeout_s:g} s limit and was killed",
             stderr_tail=tail,
         )
-    if outcome.cancelled:
-        return _failure(request, "timeout", "the benchmark was cancelled", stderr_tail=tail)
+    if outcome.cancelled:  # stopped by its caller (a newer probe, Ctrl-C): no verdict, no timeout
+        return _failure(request, "interrupted", "the benchmark was cancelled", stderr_tail=tail)
     if outcome.limit_exceeded:
         kind = "out_of_memory" if "memory" in outcome.limit_exceeded else "resource_limit"
         return _failure(
@@ -551,10 +551,10 @@ def run_gate_command(
         message = str(
             details.get("message") or f"gate command exited with status {outcome.returncode}: {command}"
         )
-    result = _failure(
-        request, "gate_command", message, stderr_tail=outcome.output_tail, exit_code=outcome.returncode
-    )
-    result.status, result.mode = "gate_failed", mode  # type: ignore[assignment]
+    stopped = outcome.cancelled  # by its caller: no verdict on the kernel, not a failed gate
+    kind = "interrupted" if stopped else "gate_command"
+    result = _failure(request, kind, message, stderr_tail=outcome.output_tail, exit_code=outcome.returncode)
+    result.status, result.mode = "error" if stopped else "gate_failed", mode  # type: ignore[assignment]
     result.workspace = str(workspace)
     result.configs, result.messages, result.gate = configs, messages, report
     result.comparable = comparable

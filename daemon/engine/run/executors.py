@@ -42,7 +42,9 @@ class Executor(Protocol):
     ) -> list[BenchResult]: ...
 
 
-def _failure(request: BenchRequest, kind: str, message: str) -> BenchResult:
+def failure_result(request: BenchRequest, kind: str, message: str) -> BenchResult:
+    """A request's result where no runner gave one (a Ray task lost or cancelled, a job a
+    Ctrl-C stopped before it finished): a structured failure of that request only."""
     return BenchResult(
         status="error",
         passed=False,
@@ -206,7 +208,9 @@ class RayExecutor:
             if cancel is not None and cancel.is_set():
                 for ref in pending:
                     ray.cancel(ref, force=True)
-                    results[refs[ref]] = _failure(requests[refs[ref]], "timeout", "cancelled")
+                    results[refs[ref]] = failure_result(
+                        requests[refs[ref]], "interrupted", "the Ray task was cancelled"
+                    )
                 break
             done, pending = ray.wait(
                 pending, num_returns=1, timeout=max(0.1, min(1.0, deadline - time.monotonic()))
@@ -220,12 +224,12 @@ class RayExecutor:
                 for ref in pending:
                     ray.cancel(ref, force=True)
                     index = refs[ref]
-                    results[index] = _failure(
+                    results[index] = failure_result(
                         requests[index], "timeout", f"the Ray task did not finish within {deadline_s:g} s"
                     )
                 break
         return [
-            r if r is not None else _failure(requests[i], "exception", "no result")
+            r if r is not None else failure_result(requests[i], "exception", "no result")
             for i, r in enumerate(results)
         ]
 
@@ -234,14 +238,14 @@ class RayExecutor:
         try:
             return BenchResult.model_validate_json(ray.get(ref))
         except ray.exceptions.WorkerCrashedError as exc:
-            return _failure(request, "crash", f"the Ray worker died while benchmarking: {exc}")
+            return failure_result(request, "crash", f"the Ray worker died while benchmarking: {exc}")
         except ray.exceptions.RayTaskError as exc:
             cause = getattr(exc, "cause", None)
             if cause is not None and "died" in str(cause).lower():
-                return _failure(request, "crash", f"the Ray worker died while benchmarking: {cause}")
-            return _failure(request, "exception", f"the Ray task failed: {cause or exc}")
+                return failure_result(request, "crash", f"the Ray worker died while benchmarking: {cause}")
+            return failure_result(request, "exception", f"the Ray task failed: {cause or exc}")
         except ray.exceptions.RayError as exc:  # actor/node lost, object lost, ...
-            return _failure(request, "crash", f"Ray could not run the task: {exc}")
+            return failure_result(request, "crash", f"Ray could not run the task: {exc}")
 
 
 def make_executor(kind: str, address: str | None = None) -> Executor:

@@ -4,20 +4,26 @@ Each candidate becomes one `BenchRequest` (or one per configuration group, `conf
 run by an executor (local subprocesses or Ray tasks); passing candidates are ranked by score
 (geometric-mean speedup), failures follow in the order given, each with its own structured
 failure. Interpreter timings never rank: under the CPU interpreter passing candidates keep the
-order given (a cheat that skips the interpreter would otherwise come first).
+order given (a cheat that skips the interpreter would otherwise come first). A Ctrl-C keeps
+what finished: the candidates it stopped (running or not started) are `interrupted`, the rest
+keep their results.
 """
 
 from __future__ import annotations
 
+import threading
 import time
 from dataclasses import replace
 from pathlib import Path
 
-from kernelscope.daemon.engine import UsageError
+from kernelscope.daemon.engine import UsageError, counted
 from kernelscope.daemon.engine.run.bench import BenchRequest
 from kernelscope.daemon.engine.run.config_groups import merge_results, split_request
-from kernelscope.daemon.engine.run.executors import Executor
-from kernelscope.protocol.bench import CandidatesReport, RankedCandidate
+from kernelscope.daemon.engine.run.executors import Executor, failure_result
+from kernelscope.protocol.bench import BenchResult, CandidatesReport, RankedCandidate
+
+# What a candidate a Ctrl-C stopped (running, or not started yet) says: no verdict on it.
+INTERRUPTED = "stopped by Ctrl-C before it finished: nothing was decided about this candidate"
 
 
 def expand_candidates(paths: list[Path]) -> list[Path]:
@@ -36,6 +42,25 @@ def expand_candidates(paths: list[Path]) -> list[Path]:
     return list(dict.fromkeys(found))
 
 
+def _run_keeping_what_finished(requests: list[BenchRequest], executor: Executor) -> list[BenchResult | None]:
+    """Every request's result, or None for one a Ctrl-C stopped: the jobs that finished
+    before it keep their results (the executor cancels the running ones, whose cancelled
+    results are no verdict, and drops those not started) so that an interrupted
+    `--candidates` still reports what it measured."""
+    finished: list[BenchResult | None] = [None] * len(requests)
+    cancel = threading.Event()  # set by the executor when it is interrupted
+
+    def keep(index: int, result: BenchResult) -> None:
+        if not cancel.is_set():
+            finished[index] = result
+
+    try:
+        return list(executor.run_many(requests, on_result=keep, cancel=cancel))
+    except KeyboardInterrupt:
+        cancel.set()
+        return finished
+
+
 def bench_candidates(
     template: BenchRequest,
     candidates: list[Path],
@@ -49,11 +74,16 @@ def bench_candidates(
         split_request(replace(template, candidate=candidate), config_groups) for candidate in candidates
     ]
     started = time.perf_counter()
-    flat = executor.run_many([request for groups in requests for request in groups])
+    flat = _run_keeping_what_finished([request for groups in requests for request in groups], executor)
     wall = time.perf_counter() - started
     results = []
     for groups in requests:
-        results.append(merge_results(flat[: len(groups)]))
+        done = flat[: len(groups)]
+        stopped = next((i for i, result in enumerate(done) if result is None), None)
+        if stopped is None:
+            results.append(merge_results(done))  # type: ignore[arg-type]
+        else:  # a candidate is finished only when all of its groups are
+            results.append(failure_result(groups[stopped], "interrupted", INTERRUPTED))
         flat = flat[len(groups) :]
     entries = list(zip(candidates, results, strict=True))
     comparable = all(result.comparable for result in results)
@@ -62,6 +92,12 @@ def bench_candidates(
         passing.sort(key=lambda e: -(e[1].score or 0.0))
     failing = [e for e in entries if not e[1].passed]
     messages = []
+    stopped_count = sum(1 for r in results if r.error is not None and r.error.kind == "interrupted")
+    if stopped_count:
+        messages.append(
+            f"interrupted (Ctrl-C): {stopped_count} of {counted(len(results), 'candidate')} did not finish "
+            "(kind interrupted, no verdict); the others' results are complete"
+        )
     if not comparable:
         messages.append(
             "timing is not comparable under the CPU interpreter: candidates are ranked by gate verdict "

@@ -98,23 +98,22 @@ def _no_file(path: Path, name: str) -> str:
 # demo; a folder without kernel.py is told to add it and start memory/ there; one with
 # kernel.py only to start memory/ (a folder whose files a kind recognises is named, and told
 # that `bench` measures it as it is); a workspace the editor does not serve, to open it. A
-# folder inside a workspace names that one instead.
+# folder inside a workspace names that one instead. Every CLI way out offers ELSEWHERE (the
+# user may have meant another folder), and its commands are run on the folder from where the
+# user is (`{init}`: `_in_folder`, with -w unless the user is in it).
+ELSEWHERE = "pass -w DIR for a workspace elsewhere"
 WAY_OUT = {
     "cli": {
-        "absent": "; pass -w DIR for a workspace elsewhere, or run `kernelscope demo` to make an example",
+        "absent": f"; {ELSEWHERE}, or run `kernelscope demo` to make an example",
         "bare": (
-            "; pass -w DIR for a workspace elsewhere, add kernel.py and run `kernelscope memory init` to "
-            "start one here, or run `kernelscope demo` to make an example"
+            f"; {ELSEWHERE}, add kernel.py and run `{{init}}` to start one in it, or run "
+            "`kernelscope demo` to make an example"
         ),
         "kernel": (
-            "; pass -w DIR for a workspace elsewhere, run `kernelscope memory init` to make this one, or "
-            "run `kernelscope demo` to make an example"
+            f"; {ELSEWHERE}, run `{{init}}` to make this one, or run `kernelscope demo` to make an example"
         ),
-        "workspace": "; run `kernelscope memory init` to start its memory/",
-        "problem": (
-            "; it looks like {problem}: {bench}`{init}` makes it a workspace (or pass "
-            "-w DIR for a workspace elsewhere)"
-        ),
+        "workspace": f"; run `{{init}}` to start its memory/, or {ELSEWHERE}",
+        "problem": "; it looks like {problem}: {bench}`{init}` makes it a workspace (or " + ELSEWHERE + ")",
     },
     "editor": {
         "absent": "; open a workspace's folder in the editor",
@@ -139,10 +138,11 @@ def not_a_workspace(resolved: Path, missing: list[str], surface: Surface = "cli"
     one with no records yet), ending with the way out of the surface that says it (`surface`: the
     CLI's commands, the editor's gestures) that fits the folder (WAY_OUT)."""
     situation = _situation(resolved)
+    init = _in_folder("kernelscope memory init", resolved)
     if situation == "workspace" and missing == [f"no {WORKSPACE_DIRS[0]}/"]:
         # a workspace by the rule (its README block stands for memory/): the memory commands,
         # which read memory/ alone, find no records in it yet
-        way_out = WAY_OUT[surface][situation].format(path=resolved)
+        way_out = WAY_OUT[surface][situation].format(path=resolved, init=init)
         return f"{resolved} is an optimization workspace with no records yet ({missing[0]}){way_out}"
     above = workspace_holding(resolved.parent) if resolved.parent != resolved else None
     # what the folder's files look like only where the hint says it: a folder inside a
@@ -151,7 +151,7 @@ def not_a_workspace(resolved: Path, missing: list[str], surface: Surface = "cli"
     if above is not None:
         hint = INSIDE[surface].format(above=above)
     elif problem is None:
-        hint = WAY_OUT[surface][situation].format(path=resolved, problem="", bench="")
+        hint = WAY_OUT[surface][situation].format(path=resolved, init=init)
     else:
         words, runs, module = problem
         bench = BENCH_AS_IT_IS[surface].format(
@@ -161,7 +161,7 @@ def not_a_workspace(resolved: Path, missing: list[str], surface: Surface = "cli"
             path=resolved,
             problem=f"{words} ({module})" if module else words,
             bench=bench if runs else "",
-            init=_in_folder("kernelscope memory init", resolved),
+            init=init,
         )
     return (
         f"{resolved} is not an optimization workspace ({'; '.join(missing)}): a workspace holds "
@@ -227,7 +227,7 @@ def require_workspace(path: Path, need: Need = "workspace") -> Path:
 # `kernelscope bench` needs kernel.py alone (no memory/, no README block): its way out.
 BENCH_WAY_OUT = (
     "; `kernelscope bench` measures the folder's kernel.py: add it, name another file with "
-    "--candidate FILE, pass -w DIR for a workspace elsewhere, or run `kernelscope demo` to make an example"
+    f"--candidate FILE, {ELSEWHERE}, or run `kernelscope demo` to make an example"
 )
 
 
