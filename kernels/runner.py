@@ -21,6 +21,7 @@ import traceback
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from kernelscope.kernels.fault_origin import ProblemCode, error_of, unfinished
 from kernelscope.kernels.harness_imports import import_torch, triton_version
 from kernelscope.kernels.result_seal import ResultSeal
 
@@ -141,29 +142,6 @@ def _env(mode: str) -> dict[str, Any]:
     return env
 
 
-def _classify(exc: BaseException) -> ErrorKind:
-    import torch
-
-    if isinstance(exc, (MemoryError, torch.cuda.OutOfMemoryError)):
-        return "out_of_memory"
-    if isinstance(exc, RuntimeError) and any(
-        text in str(exc).lower() for text in ("can't allocate memory", "out of memory")
-    ):
-        return "out_of_memory"
-    bench_kind = getattr(exc, "bench_kind", None)  # e.g. an input the problem cannot build
-    if bench_kind == "unsupported":
-        return "unsupported"
-    if bench_kind == "setup":
-        return "setup"
-    module = type(exc).__module__ or ""
-    if module.startswith("triton.compiler") or type(exc).__name__ in (
-        "CompilationError",
-        "CompileTimeAssertionFailure",
-    ):
-        return "compile"
-    return "exception"
-
-
 PROGRESS_MARKER = "@@kernelscope-progress "
 
 
@@ -196,6 +174,7 @@ class _Runner:
         self.parent_fn = parent_fn
         self.guard = guard
         self.framework_ok = framework_ok
+        self.code = ProblemCode.of(args)  # whose an exception is (fault_origin.py)
         self.gate_inputs: list[list[str]] = []  # digests of the draws the gate found the candidate right on
         self.timer = Timer(mode, guard, args.interpreter_reps, args.warmup_ms, args.rep_ms, args.cuda_graph)
 
@@ -466,13 +445,8 @@ class _Runner:
             result.error = BenchError(kind=failure.kind, message=f"{name}: {failure.message}", config=name)
             self._interpreter_limit(config, result)
             return result, None
-        except Exception as exc:
-            result.error = BenchError(
-                kind=_classify(exc),
-                message=f"{name}: {type(exc).__name__}: {exc}",
-                config=name,
-                traceback=traceback.format_exc(limit=8),
-            )
+        except Exception as exc:  # the kernel's, the problem's or the harness's (fault_origin.py)
+            result.error = error_of(exc, self.code, name)
             self._interpreter_limit(config, result)
             return result, None
         result.passed = True
@@ -559,11 +533,11 @@ def run(args: argparse.Namespace) -> Any:
     refused, static_warnings = static_gate(candidate_path, workspace, reference_path, args.adapter)
     if refused and not args.no_static_rules:
         return failure("static_check", refused, status="gate_failed")
-    from kernelscope.kernels import gate, integrity, result_seal, timed_checks, timing
+    from kernelscope.kernels import fault_origin, gate, integrity, result_seal, timed_checks, timing
     from kernelscope.protocol import stats
 
     # Watches set up before kernel.py is imported: its import-time patches, threads, streams too
-    harness = [gate, stats, timing, timed_checks, integrity, result_seal, sys.modules[__name__]]
+    harness = [gate, stats, timing, timed_checks, integrity, result_seal, fault_origin, sys.modules[__name__]]
     guard = integrity.Guard(harness)
     try:
         problem = load_problem(
@@ -683,7 +657,7 @@ def _summarise(
     started: float,
     args: argparse.Namespace,
 ) -> Any:
-    from kernelscope.protocol.bench import BenchResult
+    from kernelscope.protocol.bench import NO_VERDICT_KINDS, RESOURCE_KINDS, BenchResult
     from kernelscope.protocol.record_rules import check_before_trusting
     from kernelscope.protocol.stats import (
         NOISY_THRESHOLD,
@@ -727,7 +701,9 @@ def _summarise(
         for note in result.notes or []:
             if note not in messages:
                 messages.append(note)
-    first_error = next((r.error for r in results if r.error), None)
+    errors = [r.error for r in results if r.error]  # a verdict on one configuration before no verdict
+    first_error = next((e for e in errors if e.kind not in NO_VERDICT_KINDS | RESOURCE_KINDS), None)
+    first_error = first_error or next(iter(errors), None)
     failed = [r for r in results if not r.passed]
     unsupported = bool(failed) and all(
         r.error and r.error.kind in ("unsupported", "interpreter_limit") for r in failed
@@ -783,7 +759,10 @@ def main(argv: list[str] | None = None) -> int:
     _return_freed_memory()
     args = _parse_args(argv)
     seal = ResultSeal.take(args.result_key)  # before the candidate is imported (result_seal.py)
-    result = run(args)
+    try:
+        result = run(args)
+    except Exception as exc:  # outside any configuration: still a result, the harness's or not
+        result = unfinished(args, exc)
     _write(result, args.output)
     seal.sign(args.output)
     return 0

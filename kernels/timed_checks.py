@@ -417,14 +417,17 @@ class TimedCallChecks:
             for position, value in enumerate(self.inputs):
                 if position not in run.changed and self.digest(value) != run.before[position]:
                     raise TimedCheckFailure("cheat", f"timed call {index} modified its inputs in place")
+            wrong = None
             try:
                 self._check(outputs, run, f"in timed call {index}")
                 self.right_at = mark
             except GateFailure as timed_error:  # a wrong output; a harness error is no verdict
+                wrong = timed_error.with_traceback(None)  # its frames hold the comparison's temporaries
+            if wrong is not None:  # (out of the except block, where the traceback is alive too)
                 replayed = earlier != mark and self._replays(outputs, earlier)
                 stale = None if replayed else self._stale(outputs, run.references, mark)
                 del outputs
-                self._recheck(index, run, timed_error, replayed, stale)
+                self._recheck(index, run, wrong, replayed, stale)
             del run
             self.checked_calls += 1
             self.marks["verified"] = mark
@@ -483,17 +486,23 @@ class TimedCallChecks:
             0,
         )
         for mark in dict.fromkeys(m for m in wanted if m is not None and m != now and m <= len(self.swaps)):
-            with self._reference_at(mark) as run:
-                if run is None:
-                    continue
-                try:
-                    self.compare(outputs, run.references, ())
-                except GateFailure:
-                    continue
-                if not _tells_stale(outputs, run.references, references):
-                    continue
-            return mark
+            if self._stale_at(mark, outputs, references):
+                return mark
         return None
+
+    def _stale_at(self, mark: int, outputs: list[torch.Tensor], references: list[torch.Tensor]) -> bool:
+        """Whether `outputs` is, within the tolerance, the reference's answer at `mark` and
+        follows it (`_tells_stale`). A method of its own so that answer is gone when it returns:
+        `_stale`'s loop held each mark's run while the reference ran at the next (two outputs'
+        worth at the peak)."""
+        with self._reference_at(mark) as run:
+            if run is None:
+                return False
+            try:
+                self.compare(outputs, run.references, ())
+            except GateFailure:
+                return False
+            return _tells_stale(outputs, run.references, references)
 
     def audit_point(self, index: int) -> None:
         """After a timed call (its output released): the hidden audit, once per configuration."""

@@ -56,6 +56,7 @@ ErrorKind = Literal[
     "static_check",  # the source breaks a static rule (KernelBench's or kernelscope's): nothing ran
     "interpreter_limit",  # failed under the CPU interpreter where its known bf16 faults could explain it
     "interrupted",  # Ctrl-C (SIGINT) stopped the run before it had a verdict: nothing was decided
+    "harness_error",  # kernelscope's own harness raised, no frame of the problem's code in it: a bug
 ]
 
 
@@ -264,14 +265,15 @@ _CAP = ("STOPPED", EXIT_RESOURCE, "resource cap: no verdict on the answer")
 # The kinds that are no FAIL: the headline word, `bench`'s exit status, and why, for each. A
 # worker is a warm benchmark worker (engine/run/warm_worker.py), dead or hung mid-job: such a
 # job is run again cold, whose verdict is the result (a kernel that kills the process running it
-# is `crash`), so `worker` remains only where that re-run was cancelled. Every other kind is a
-# failed gate (3).
+# is `crash`), so `worker` remains only where that re-run was cancelled. A harness error is
+# kernelscope's own bug (kernels/fault_origin.py). Every other kind is a failed gate (3).
 _NOT_JUDGED: dict[str, tuple[str, int, str]] = {
     "setup": _SETUP,
     "unsupported": ("UNSUPPORTED", EXIT_SETUP, "unsupported here: no verdict on the kernel"),
     "interpreter_limit": _INTERPRETER,
     "worker": ("STOPPED", EXIT_SETUP, "the benchmark worker died: no verdict on the kernel"),
     "interrupted": ("STOPPED", EXIT_INTERRUPTED, "interrupted: no verdict on the kernel"),
+    "harness_error": ("STOPPED", EXIT_SETUP, "kernelscope's harness failed: no verdict on the kernel"),
     "out_of_memory": _CAP,
     "resource_limit": _CAP,
 }
@@ -314,7 +316,7 @@ def worst_exit_status(results: list[BenchResult]) -> int:
 def verdict_word(result: BenchResult) -> str:
     """A result's headline word, the same in `bench`'s first line, `--candidates`' table and the
     probe lens: only a judged kernel is PASS or FAIL; a setup error is NOT RUN, a resource cap,
-    a dead worker or an interruption STOPPED."""
+    a dead worker, a harness error or an interruption STOPPED."""
     if result.passed:
         return "PASS"
     if result.status == "unsupported":

@@ -405,6 +405,8 @@ def print_result(result: BenchResult) -> None:
             )
     if result.error:
         output.error(f"[{result.error.kind}] {result.error.message}")
+        if result.error.kind == "harness_error" and result.error.traceback:  # its last frames
+            output.stderr.print(result.error.traceback.rstrip(), markup=False)
         if result.error.stderr_tail:
             output.stderr.print(result.error.stderr_tail[-1500:], markup=False)
     for message in result.messages:

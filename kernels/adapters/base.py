@@ -15,7 +15,11 @@ from typing import Any
 
 
 class ProblemError(Exception):
-    """The workspace does not follow the contract (a setup error)."""
+    """The workspace does not follow the contract (a setup error), also where a configuration
+    finds it out (its inputs cannot be made): the problem's fault, raised by the adapter, so
+    no frame of the problem's code says so (kernels/fault_origin.py)."""
+
+    bench_kind = "setup"
 
 
 def load_module(path: Path, purpose: str, sizes: dict[str, int] | None = None) -> Any:

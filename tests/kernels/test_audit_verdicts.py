@@ -666,3 +666,61 @@ def test_an_honest_loss_a_little_more_than_the_tolerance_off_is_no_stale_output(
         run_loop(checks, mse_dropping_its_tail, 20)
     except TimedCheckFailure as failure:
         assert failure.kind == "wrong_result", failure.message
+
+
+def test_a_stale_search_holds_one_reference_run_at_a_time() -> None:
+    # `_stale` runs the reference again at up to five earlier marks; its loop kept the last run
+    # alive while the next was computed: two reference outputs at once, +348 MB at the peak on a
+    # 256 MB output. Each run's outputs must be gone before the next reference call.
+    alive: list[weakref.ref[torch.Tensor]] = []
+    held_at_call: list[int] = []
+
+    def reference(xs: Any) -> list[torch.Tensor]:
+        held_at_call.append(sum(ref() is not None for ref in alive))
+        out = xs[0] * 2
+        alive.append(weakref.ref(out))
+        return [out]
+
+    checks = checks_for(
+        lambda x: x * 2, draw(0), draw, reference, calls=4, verify=4, rng=0, gate_checked=True
+    )
+    run_loop(checks, lambda x: x * 2, 4)  # right every call: marks first, previous, verified, 0
+    alive.clear()
+    held_at_call.clear()
+    unrelated = [torch.rand(256, generator=torch.Generator().manual_seed(7))]  # no mark's answer
+    assert checks._stale(unrelated, [checks.inputs[0] * 2]) is None
+    assert len(held_at_call) >= 2, held_at_call  # several marks were tried
+    assert held_at_call == [0] * len(held_at_call), held_at_call
+
+
+def test_a_wrong_timed_call_s_comparison_is_released_before_the_reference_runs_again() -> None:
+    # The GateFailure of a wrong verified call kept its traceback, whose frames hold what the
+    # comparison had made when it raised (SOL-ExecBench's sanity check: float copies of the
+    # output and the reference, masks), through `_stale`'s reruns of the reference and the
+    # fresh calls. Here the comparison's temporary is a tensor of its own frame.
+    temporaries: list[weakref.ref[torch.Tensor]] = []
+    held_at_call: list[int] = []
+
+    def compare(outs: Any, refs: Any, xs: Any) -> Any:
+        scratch = torch.empty(256)  # what a comparison holds while it runs
+        temporaries.append(weakref.ref(scratch))
+        return gate.check_outputs(outs, refs, xs, None, None)
+
+    def reference(xs: Any) -> list[torch.Tensor]:
+        held_at_call.append(sum(ref() is not None for ref in temporaries))
+        return [xs[0] * 2]
+
+    calls = [0]
+
+    def wrong_from_the_third(x: torch.Tensor) -> torch.Tensor:
+        calls[0] += 1
+        return x * 2 if calls[0] <= 2 else x * 2 + 1
+
+    checks = checks_for(
+        wrong_from_the_third, draw(0), draw, reference, calls=4, verify=4, rng=0, gate_checked=True
+    )
+    replace_compare(checks, compare)
+    with pytest.raises(TimedCheckFailure):
+        run_loop(checks, wrong_from_the_third, 4)
+    assert len(held_at_call) > 4, held_at_call  # the reference ran again after the wrong call
+    assert not any(held_at_call), held_at_call

@@ -30,10 +30,10 @@ with FlashInfer-Bench's own model):
     timeout                     -> TIMEOUT
     exception, crash, out_of_memory, resource_limit, gate_command, and any kind added later
                                 -> RUNTIME_ERROR
-    setup, unsupported, worker, interpreter_limit, interrupted
+    setup, unsupported, worker, interpreter_limit, interrupted, harness_error
                                 -> no record: no verdict on the kernel (a bad workspace, a
                                    configuration the interpreter cannot run, a dead worker,
-                                   a Ctrl-C)
+                                   a Ctrl-C, a bug in kernelscope's harness)
 
 kernelscope's own kind is never lost (both models ignore unknown keys, so an extra field would
 be dropped by the first tool that re-serialises the record; `log` is kept by both): the first

@@ -8,7 +8,7 @@ benchmark run once, against the baseline (v0's kernel, from git) and the parent 
 ref, and kernel.py is restored to the last passing version only when asked
 (`revert_on_fail`: an agent wants that, a person editing in an editor does not). So is a run
 a resource cap stopped (judged, no verdict on its answer: STOPPED). A run that judged nothing
-(protocol/bench.py NO_VERDICT_KINDS: a setup error, an unsupported kernel, a dead worker) is
+(protocol/bench.py NO_VERDICT_KINDS: a setup error, an unsupported kernel, a dead worker, a harness error) is
 no attempt: it records nothing and raises `NothingJudged`, with `kernelscope bench`'s status.
 """
 
