@@ -8,11 +8,15 @@ says why, never a number taken from part of it.
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from kernelscope.daemon.engine.memory.stop_rule import readme_verdict
+from kernelscope.daemon.engine.views.lens_text import file_lens, stop_condition_lines
 from kernelscope.daemon.engine.workspace.readme import parse_readme
 from kernelscope.daemon.engine.workspace.readme_conditions import primary_kind
+from kernelscope.daemon.engine.workspace.workspace import Workspace
 
 
 def stop_conditions(*bullets: str) -> str:
@@ -98,3 +102,25 @@ def test_a_target_written_plainly_is_read_as_before(bullet: str, target: float) 
     info = parse_readme(stop_conditions(bullet))
     assert [c.normalized_value for c in info.stop_conditions] == [pytest.approx(target)]
     assert not info.warnings, info.warnings
+
+
+def test_the_lens_names_the_target_the_arithmetic_comes_to(tmp_path: Path) -> None:
+    """The lens read the bullet's text again for its label and named the peak:
+    `target bandwidth >= 4.8TB/s` over a target of 4,320 GB/s. The label is the parser's."""
+    text = stop_conditions(
+        "memory-bound target: bandwidth >= 4.8TB/s * 90% = 4.32TB/s",
+        "compute-bound target: bf16 TFLOPS >= 989.4 TFLOPS x 0.9",
+        "latency <= 40 us (do_bench p50, for n > 1M)",
+    )
+    (tmp_path / "README.md").write_text(text)
+    (tmp_path / "kernel.py").write_text("def kernel_fn(x):\n    return x\n")
+    (tmp_path / "memory").mkdir()
+    lens = file_lens(Workspace(tmp_path))
+    assert lens.startswith("target bandwidth >= 4.32TB/s | no passing measurement yet"), lens
+    assert stop_condition_lines(Workspace(tmp_path))[1:] == [
+        "tflops >= 890.46TFLOPS: not evaluated",
+        "latency <= 40 us: not evaluated",
+    ]
+    bandwidth, tflops, latency = parse_readme(text).stop_conditions
+    assert (bandwidth.target_text, tflops.target_text) == (">= 4.32TB/s", ">= 890.46TFLOPS")
+    assert latency.target_text == "<= 40 us"  # as written

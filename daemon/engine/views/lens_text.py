@@ -26,7 +26,6 @@ from kernelscope.daemon.engine.memory.stop_rule import condition_status, no_figu
 from kernelscope.daemon.engine.workspace import atrex
 from kernelscope.daemon.engine.workspace.cache import WorkspaceCache
 from kernelscope.daemon.engine.workspace.masked import has_runs, run_counts
-from kernelscope.daemon.engine.workspace.readme_lines import CONDITION
 from kernelscope.daemon.engine.workspace.workspace import Workspace
 from kernelscope.protocol.bench import BenchResult, verdict_label
 from kernelscope.protocol.commands import NOT_EVALUATED, StopConditionStatus
@@ -100,9 +99,9 @@ def kernel_lens(summary: KernelSummary | None, scores: list[VersionScore]) -> st
 
 def _label(condition: StopCondition) -> str:
     """`latency <= 10 us`, `bandwidth >= 4.32TB/s`: a condition as the lens names it, its target
-    as the README writes it (the metric named as kernelscope reads it)."""
-    written = CONDITION.search(condition.text)
-    target = written.group(0) if written else f"{condition.comparator} {condition.value:g}{condition.unit}"
+    as the README states it (the parser's `target_text`: as written, or what its arithmetic comes
+    to), the metric named as kernelscope reads it."""
+    target = condition.target_text or f"{condition.comparator} {condition.value:g}{condition.unit}"
     return f"{condition.kind} {target}"
 
 

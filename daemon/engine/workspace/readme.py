@@ -257,6 +257,7 @@ def read_condition(text: str, line: int | None = None) -> StopCondition | str | 
         label=label,
         text=text,
         line=line,
+        target_text=target.written,
     )
 
 
