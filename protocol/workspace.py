@@ -45,6 +45,11 @@ class StopCondition(ClosedModel):
     label: str | None = None
     text: str = ""
     line: int | None = Field(default=None, description="1-based line in README.md")
+    target_text: str = Field(
+        default="",
+        description="the comparison as the README states its target, `>= 4.32TB/s`: as written, or what "
+        "its arithmetic comes to (`4.8TB/s * 90%`); what the lens names it by",
+    )
 
     def is_met(self, measured: float | None) -> bool:
         """Whether a measurement (in the canonical unit) satisfies this condition."""

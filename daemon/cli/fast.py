@@ -171,17 +171,17 @@ class _Run:
         """The README's primary metric, which decides a score vs v0 (memory/core.py), read by
         readme.py's own lines; README_UNREAD where only its model can say (a ```kernelscope
         block, an unreadable file)."""
-        from kernelscope.daemon.engine.workspace import readme_lines
+        from kernelscope.daemon.engine.workspace import readme_conditions
         from kernelscope.protocol.vocabulary import WORKSPACE_README
 
         path = self.root / WORKSPACE_README
         if not path.is_file():
             return None
         try:
-            kind = readme_lines.primary_kind(workspace_files.read_text(path, errors="replace"))
+            kind = readme_conditions.primary_kind(workspace_files.read_text(path, errors="replace"))
         except OSError:
             return core.README_UNREAD
-        return core.README_UNREAD if kind == readme_lines.BLOCK_DECIDES else kind
+        return core.README_UNREAD if kind == readme_conditions.BLOCK_DECIDES else kind
 
     def list(self) -> None:
         files = _files(self.memory_dir)

@@ -260,7 +260,7 @@ def test_a_stop_condition_kernelscope_cannot_check_is_named_with_why(value: str,
     """Such bullets were dropped without a word (or, for 1e400, read as a target of inf TB/s
     that can never be met): each is skipped with a warning naming its line, its text and what
     is wrong, and the README counts no stop condition from it (the CLI fast path neither)."""
-    from kernelscope.daemon.engine.workspace.readme_lines import primary_kind
+    from kernelscope.daemon.engine.workspace.readme_conditions import primary_kind
 
     text = f"# x\n\n## Stop Conditions\n- memory-bound target: bandwidth >= {value}\n"
     info = parse_readme(text)

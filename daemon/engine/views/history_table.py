@@ -15,10 +15,10 @@ from typing import Any
 
 from kernelscope.daemon.engine.memory.records import MemoryEntry
 from kernelscope.daemon.engine.views.lens_text import (
-    file_lens,
+    cached_file_lens,
     recorded_notes,
     runs_text,
-    stop_condition_lines,
+    tooltip_lines,
 )
 from kernelscope.daemon.engine.workspace.cache import WorkspaceCache
 from kernelscope.daemon.engine.workspace.masked import run_counts
@@ -111,9 +111,9 @@ def _sources(cache: WorkspaceCache, kernel: str | None) -> _Sources:
     return _Sources(
         records=records,
         experiments=experiments,
-        target=file_lens(cache.workspace, entries, cache.readme()),
+        target=cached_file_lens(cache),  # (what the lens shows, judged once: stop_judgements.py)
         notes=recorded_notes(cache.root, entries),
-        targets=stop_condition_lines(cache.workspace, entries, cache.readme()),
+        targets=tooltip_lines(cache),
     )
 
 

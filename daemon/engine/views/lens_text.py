@@ -17,19 +17,22 @@ from kernelscope.daemon.engine.memory.records import MemoryEntry, cut_short_note
 from kernelscope.daemon.engine.memory.scores import (
     BY_SCORE,
     VersionScore,
-    best_figure,
     best_score,
     best_version,
-    memory_scores,
 )
-from kernelscope.daemon.engine.memory.stop_rule import condition_status, no_figure_note, target_fraction
+from kernelscope.daemon.engine.memory.stop_rule import no_figure_note, target_fraction
+from kernelscope.daemon.engine.views.stop_judgements import (
+    ConditionJudged,
+    StopJudgements,
+    judge_stop_conditions,
+    stop_judgements,
+)
 from kernelscope.daemon.engine.workspace import atrex
 from kernelscope.daemon.engine.workspace.cache import WorkspaceCache
 from kernelscope.daemon.engine.workspace.masked import has_runs, run_counts
-from kernelscope.daemon.engine.workspace.readme_lines import CONDITION
 from kernelscope.daemon.engine.workspace.workspace import Workspace
 from kernelscope.protocol.bench import BenchResult, verdict_label
-from kernelscope.protocol.commands import NOT_EVALUATED, StopConditionStatus
+from kernelscope.protocol.commands import NOT_EVALUATED
 from kernelscope.protocol.experiment import KernelSummary
 from kernelscope.protocol.memory import format_version
 from kernelscope.protocol.record_rules import RECORD_METRIC, format_score
@@ -100,9 +103,9 @@ def kernel_lens(summary: KernelSummary | None, scores: list[VersionScore]) -> st
 
 def _label(condition: StopCondition) -> str:
     """`latency <= 10 us`, `bandwidth >= 4.32TB/s`: a condition as the lens names it, its target
-    as the README writes it (the metric named as kernelscope reads it)."""
-    written = CONDITION.search(condition.text)
-    target = written.group(0) if written else f"{condition.comparator} {condition.value:g}{condition.unit}"
+    as the README states it (the parser's `target_text`: as written, or what its arithmetic comes
+    to), the metric named as kernelscope reads it."""
+    target = condition.target_text or f"{condition.comparator} {condition.value:g}{condition.unit}"
     return f"{condition.kind} {target}"
 
 
@@ -110,37 +113,16 @@ def _percent(condition: StopCondition, measured: float | None) -> str:
     return f"{100 * target_fraction(condition, measured or 0.0):.0f}%" if measured else "-"
 
 
-Judged = tuple[MemoryEntry, StopConditionStatus]
-
-
-def _judged(
-    condition: StopCondition, entries: list[MemoryEntry], best: MemoryEntry | None
-) -> tuple[StopConditionStatus | None, Judged | None]:
-    """The one rule's answer (memory/stop_rule.py) for the best version, and the best figure it
-    evaluated among the versions shown (not masked): the highest GB/s or TFLOP/s, the lowest
-    latency, ties to the later version (as scores.best_version's metric rule)."""
-    judged = [
-        (e, condition_status(condition, e.record)) for e in entries if e.record is not None and not e.masked
-    ]
-    evaluated = [(e, s) for e, s in judged if s.met is not None and s.measured is not None]
-    figures = [((e, s), s.measured or 0.0) for e, s in evaluated]
-    top = best_figure(figures, condition.kind)[0] if figures else None
-    of_best = next((s for e, s in judged if e is best), None)
-    return of_best, top
-
-
-def _target_parts(
-    condition: StopCondition, entries: list[MemoryEntry], best: MemoryEntry | None
-) -> list[str]:
+def _target_parts(judged: ConditionJudged, best: MemoryEntry | None) -> list[str]:
     """What is known of the README's first stop condition: the best version's figure against it
     (the one best-version rule, scores.best_version), and, where that does not tell it, the
     best figure an evaluated version (memory/stop_rule.py: GPU, gate passed, its own numbers;
     not masked) recorded: `met by vN` when it met the target, else `best GPU figure`. A best
     version measured by the interpreter is `not evaluated`, never met or missed, and never
     hides a GPU version that met the target."""
+    condition, status, top = judged.condition, judged.status, judged.top
     unit = CANONICAL_UNIT[condition.kind]
     target = f"target {_label(condition)}"
-    status, top = _judged(condition, entries, best)
 
     def against(measured: float | None) -> str:
         return f"{_percent(condition, measured)} of target"
@@ -179,17 +161,15 @@ def _target_parts(
     return [target, *known, f"best {best.version}: {status.state()}"]
 
 
-def _further_part(
-    condition: StopCondition, entries: list[MemoryEntry], best: MemoryEntry | None
-) -> tuple[str, str]:
+def _further_part(judged: ConditionJudged, best: MemoryEntry | None) -> tuple[str, str]:
     """A stop condition after the README's first, by the same rule as the first, in full and in
     one word or two (`met`, `at 94%`, `not evaluated`) for the lens's short part. In full:
     `bandwidth >= 4.32TB/s: 94% v4` (the best version's percentage of the target, `(met)` where
     it met it), `, met by v2` where another evaluated version met what the best missed;
     `met by v2` or `best GPU figure 83% v2` where the best has no evaluated figure, and
     `not evaluated` with the best version's reason where no version has one."""
+    condition, status, top = judged.condition, judged.status, judged.top
     label = _label(condition)
-    status, top = _judged(condition, entries, best)
     if best is not None and status is not None and status.met is not None:
         text = f"{label}: {_percent(condition, status.measured)} {best.version}" + (
             " (met)" if status.met else ""
@@ -225,38 +205,20 @@ def stop_condition_lines(
     entries: list[MemoryEntry] | None = None,
     readme: ReadmeInfo | None = None,
     scores: list[VersionScore] | None = None,
+    judged: StopJudgements | None = None,
 ) -> list[str]:
     """Every README stop condition in full, one line each (`latency <= 10 us: best 20 us v1, 50%
-    of target`): what the file lens shortens, for its tooltip and the kernel's hover."""
-    readme, entries, scores, best = _lens_inputs(ws, entries, readme, scores)
-    conditions = readme.stop_conditions if readme else []
+    of target`): what the file lens shortens, for its tooltip and the kernel's hover. `judged`:
+    the conditions already judged (views/stop_judgements.py), as the file lens drew on them."""
+    judged = judged or judge_stop_conditions(ws, entries, readme, scores)
     lines = []
-    if conditions:
-        first = _target_parts(conditions[0], entries, best)
-        lines.append(f"{_label(conditions[0])}: {', '.join(first[1:])}")
-        lines += [_further_part(condition, entries, best)[0] for condition in conditions[1:]]
-    if readme is not None and readme.unchecked_stop_conditions:
-        lines += [f"{text}: cannot be checked" for text in readme.unchecked_stop_conditions]
+    if judged.conditions:
+        first, *further = judged.conditions
+        lines.append(f"{_label(first.condition)}: {', '.join(_target_parts(first, judged.best)[1:])}")
+        lines += [_further_part(condition, judged.best)[0] for condition in further]
+    if judged.readme is not None and judged.readme.unchecked_stop_conditions:
+        lines += [f"{text}: cannot be checked" for text in judged.readme.unchecked_stop_conditions]
     return lines
-
-
-def _lens_inputs(
-    ws: Workspace,
-    entries: list[MemoryEntry] | None,
-    readme: ReadmeInfo | None,
-    scores: list[VersionScore] | None,
-) -> tuple[ReadmeInfo | None, list[MemoryEntry], list[VersionScore], MemoryEntry | None]:
-    """What the file lens reads (what its caller has not read already), and the best version by
-    the README's first stop condition's metric (scores.best_version)."""
-    if readme is None and ws.readme_path.is_file():
-        readme = ws.readme()
-    entries = ws.memory.scan() if entries is None else entries
-    scores = memory_scores(entries, readme) if scores is None else scores
-    best = None
-    if readme is not None and readme.stop_conditions:
-        chosen, _ = best_version(entries, readme.stop_conditions[0].kind, scores)
-        best = next((e for e in entries if e.version == chosen and e.record), None)
-    return readme, entries, scores, best
 
 
 def file_lens(
@@ -264,6 +226,7 @@ def file_lens(
     entries: list[MemoryEntry] | None = None,
     readme: ReadmeInfo | None = None,
     scores: list[VersionScore] | None = None,
+    judged: StopJudgements | None = None,
 ) -> str:
     """Target vs best with the roofline fraction, a second stop condition in short and more in
     one part (`+2: 1 met, 1 at 32%`, each in full in `stop_condition_lines`), next version and
@@ -274,13 +237,15 @@ def file_lens(
 
     Callers that already scanned memory/, parsed the README and scored the versions
     (`memory_scores(entries, readme)`) pass them in: a workspace can hold a thousand memory
-    files, and reading them once per refresh is enough."""
-    readme, entries, scores, best = _lens_inputs(ws, entries, readme, scores)
+    files, and reading them once per refresh is enough; `judged`, the stop conditions judged
+    on them (views/stop_judgements.py), is what the tooltip draws on too."""
+    judged = judged or judge_stop_conditions(ws, entries, readme, scores)
+    readme, entries, scores = judged.readme, judged.entries, judged.scores
     parts = []
-    conditions = readme.stop_conditions if readme else []
+    conditions = judged.conditions
     if conditions:
-        parts += _target_parts(conditions[0], entries, best)
-        further = [_further_part(condition, entries, best) for condition in conditions[1:]]
+        parts += _target_parts(conditions[0], judged.best)
+        further = [_further_part(condition, judged.best) for condition in conditions[1:]]
         if len(further) == 1:
             parts.append(further[0][0])
         elif further:  # (in full in the tooltip and the hover: a title of 220 characters is none)
@@ -400,11 +365,7 @@ def kernel_texts(
 def workspace_texts(cache: WorkspaceCache) -> tuple[str, dict[str, str]]:
     """The file's lens line and each kernel's, as `kernelscope serve` shows them (the demo
     prints these): kept by the workspace cache until a source they are made of changes."""
-    file_text = cache.get(
-        "file_lens",
-        ("memory", "readme", "supervisor"),  # "next v5 (the supervisor's; ...)"
-        lambda: file_lens(cache.workspace, cache.memory(), cache.readme(), cache.scores()),
-    )
+    file_text = cached_file_lens(cache)
     texts = cache.get(
         "kernel_texts",
         ("kernel", "memory", "readme", "store"),
@@ -416,14 +377,29 @@ def workspace_texts(cache: WorkspaceCache) -> tuple[str, dict[str, str]]:
     return file_text, texts
 
 
+def cached_file_lens(cache: WorkspaceCache) -> str:
+    """`file_lens` for the workspace's current sources, kept by its cache: the lens and the
+    kernel's hover."""
+    return cache.get(
+        "file_lens",
+        ("memory", "readme", "supervisor"),  # "next v5 (the supervisor's; ...)"
+        lambda: file_lens(cache.workspace, judged=stop_judgements(cache)),
+    )
+
+
 def file_tooltip(cache: WorkspaceCache) -> str | None:
     """The file lens's tooltip: every stop condition in full, one a line (None: none stated)."""
-    lines = cache.get(
+    return "\n".join(tooltip_lines(cache)) or None
+
+
+def tooltip_lines(cache: WorkspaceCache) -> list[str]:
+    """`stop_condition_lines` for the workspace's current memory and README, kept by its cache:
+    the file lens's tooltip and the kernel's hover."""
+    return cache.get(
         "stop_condition_lines",
         ("memory", "readme"),
-        lambda: stop_condition_lines(cache.workspace, cache.memory(), cache.readme(), cache.scores()),
+        lambda: stop_condition_lines(cache.workspace, judged=stop_judgements(cache)),
     )
-    return "\n".join(lines) or None
 
 
 UNTRUSTED = "re-benchmark on save is off: workspace not trusted (Benchmark now: `kernelscope bench`)"

@@ -23,6 +23,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from kernelscope.daemon.engine import load_json
+from kernelscope.daemon.engine.workspace import readme_conditions
 from kernelscope.daemon.engine.workspace import readme_lines as lines_of
 from kernelscope.protocol import workspace_files
 from kernelscope.protocol.workspace import (
@@ -234,15 +235,13 @@ def parse_condition(text: str, line: int | None = None) -> StopCondition | None:
 
 def read_condition(text: str, line: int | None = None) -> StopCondition | str | None:
     """One stop condition from a bullet's text; why not (a reason) when it compares something
-    kernelscope cannot check (readme_lines.read_condition); None when it states no target."""
-    read = lines_of.read_condition(text)
-    if not isinstance(read, tuple):
-        return read
-    match, value = read
-    comparator = _COMPARATOR_CANON[match.group(1)]
-    unit = match.group(3)
-    kind, scale = lines_of.UNIT_KIND_SCALE[unit.lower()]
-    head = text[: match.start()]
+    kernelscope cannot check (readme_conditions.read_condition); None when it states no target."""
+    target = readme_conditions.read_condition(text)
+    if not isinstance(target, readme_conditions.Target):
+        return target
+    comparator = _COMPARATOR_CANON[target.comparator]
+    kind, scale = lines_of.UNIT_KIND_SCALE[target.unit.lower()]
+    head = text[: target.start]
     label = text.split(":", 1)[0].strip() if ":" in head else None
     dtype = None
     if kind == "tflops":
@@ -251,13 +250,14 @@ def read_condition(text: str, line: int | None = None) -> StopCondition | str | 
     return StopCondition(
         kind=kind,
         comparator=comparator,
-        value=value,
-        unit=unit,
-        normalized_value=value * scale,
+        value=target.value,
+        unit=target.unit,
+        normalized_value=target.value * scale,
         dtype=dtype,
         label=label,
         text=text,
         line=line,
+        target_text=target.written,
     )
 
 
@@ -287,7 +287,7 @@ def _parse_stop_conditions(
                 ReadmeWarning(
                     code="readme:stop-condition-skipped",
                     message=f"stop condition skipped, kernelscope cannot check it: {bullet[:80]!r}: "
-                    f"{condition}; {lines_of.EXPECTED}",
+                    f"{condition}; {readme_conditions.EXPECTED}",
                     line=line_no,
                 )
             )
@@ -454,5 +454,5 @@ def _block_condition(item: Any, line: int) -> StopCondition:
 def _checkable(item: Any, condition: StopCondition | str | None, need: str) -> StopCondition:
     if isinstance(condition, StopCondition):
         return condition
-    why = f": {condition}; {lines_of.EXPECTED}" if condition else need
+    why = f": {condition}; {readme_conditions.EXPECTED}" if condition else need
     raise ValueError(f"cannot read stop condition {item!r}{why}")

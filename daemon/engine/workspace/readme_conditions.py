@@ -1,0 +1,163 @@
+"""What a stop-condition bullet states as a target, without pydantic: the comparator, the
+value and unit (through the arithmetic an agent may have written, readme_arith.py), and why
+not where it compares a number kernelscope cannot check.
+
+readme.py builds `StopCondition`s on these; the CLI's fast path (cli/fast.py: `memory list`,
+run many times per iteration by agents) asks `primary_kind` for the README's primary metric,
+which decides a version's score vs v0 (memory/core.py), by the same code.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+
+from kernelscope.daemon.engine.workspace.readme_arith import Reading, read_arithmetic
+from kernelscope.daemon.engine.workspace.readme_lines import (
+    CONDITION,
+    NUMBER,
+    UNIT_KIND_SCALE,
+    find_machine_block,
+    split_sections,
+    stop_condition_bullets,
+)
+
+# A comparison `CONDITION` could not read: a comparator (not an arrow's `->` or `<-`) and what
+# follows it, which `unusable` (or readme_arith.py) says what is wrong with.
+_COMPARISON = re.compile(r"(?<![-<>=])(?P<comparator>>=|<=|≥|≤|=>|=<|>|<(?!-))\s*(?P<rest>.*)$")
+_NEGATIVE = re.compile(r"^[-−]\s*" + NUMBER)
+_NAN = re.compile(r"^[-+]?nan(?!o)", re.I)
+_INFINITE = re.compile(r"^[-+]?(?:inf(?:inity)?|∞)", re.I)
+_DECIMAL_COMMA = re.compile(r"^(\d+(?:,\d+)+(?:\.\d+)?)")
+_NUMBER_THEN = re.compile(r"^" + NUMBER + r"\s*(?P<unit>[^\s\d(),;:]*)")
+# A comparison is a target kernelscope measures only when the bullet names one of its metrics
+# (by name, or by a unit after a number); a correctness threshold (atol, rtol, abs_err, rel_err:
+# read apart), an iteration cap, a `2x` speedup or a `90%` utilization compares something else.
+_MEASURED = re.compile(
+    r"\b(?:bandwidth|throughput|latency|runtime|t?flop|tops\b)|(?:[TGM]B|TFLOP)/s|TFLOPS"
+    r"|\d\s*(?:ms|us|µs|μs|ns)(?![A-Za-z])",
+    re.I,
+)
+_THRESHOLD = re.compile(r"\b(?:atol|rtol|toleran\w*|\w*err(?:or)?)\b", re.I)
+_RATIO = re.compile(r"^" + NUMBER + r"\s*(?:%|x\b|×)", re.I)
+EXPECTED = (
+    "expected a positive number and a unit: bandwidth in TB/s, GB/s or MB/s, TFLOP/s in "
+    "TFLOPS or T, latency in ms, us or ns (e.g. 'bandwidth >= 3.87TB/s')"
+)
+
+
+# What `primary_kind` answers for a README with a ```kernelscope block: only the model
+# (readme.py) can say whether the block's stop conditions stand.
+BLOCK_DECIDES = "block-decides"
+
+
+class Target:
+    """The target a bullet states: its comparator as written, its value in `unit` (as written),
+    where its comparison starts in the bullet (`start`: what comes before names the metric), and
+    `written`, the comparison as the lens names it: the README's own (`>= 4.32TB/s`) or, where
+    it wrote arithmetic, what that comes to (`4.8TB/s * 90%`: `>= 4.32TB/s`); `figure` is its
+    value and unit so written (`4.32TB/s`)."""
+
+    __slots__ = ("comparator", "figure", "start", "unit", "value", "written")
+
+    def __init__(
+        self, comparator: str, value: float, unit: str, start: int, figure: str, written: str
+    ) -> None:
+        self.comparator = comparator
+        self.value = value
+        self.unit = unit
+        self.start = start
+        self.figure = figure
+        self.written = written
+
+
+def read_condition(text: str) -> Target | str | None:
+    """The stop condition a bullet states when kernelscope can check it; why not (a reason)
+    when it compares something kernelscope cannot check (a negative, non-finite or zero target,
+    a unit or number it does not read, arithmetic it does not compute, no value); None when it
+    compares no number, or none on a metric kernelscope measures (`_MEASURED`: an iteration
+    cap, a speedup, a utilization, a correctness threshold are stop conditions stated in words)."""
+    match = CONDITION.search(text)
+    if match:
+        comparator, start = match.group(1), match.start()
+        figure = f"{match.group(2)}{match.group(3)}"
+        plain = Target(comparator, float(match.group(2)), match.group(3), start, figure, match.group(0))
+        return _measurable(_reading(comparator, start, text[match.end(1) :]) or plain)
+    comparison = _COMPARISON.search(text)
+    if comparison is None or _THRESHOLD.search(text) or not _MEASURED.search(text):
+        return None
+    rest = comparison.group("rest").strip()
+    if _RATIO.match(rest) and not _MEASURED.search(rest):
+        return None  # `bandwidth utilization >= 90% of peak`: not a figure kernelscope measures
+    target = _reading(comparison.group("comparator"), comparison.start(), rest)
+    return unusable(rest) if target is None else _measurable(target)
+
+
+def _reading(comparator: str, start: int, rest: str) -> Target | str | None:
+    """The target arithmetic after a comparator comes to (readme_arith.py), or why not; None
+    when `rest` is no arithmetic."""
+    reading = read_arithmetic(rest)
+    if not isinstance(reading, Reading):
+        return reading
+    written = f"{comparator} {reading.written}"
+    return Target(comparator, reading.value, reading.unit, start, reading.written, written)
+
+
+def _measurable(target: Target | str) -> Target | str:
+    """`target` where a measurement can be compared with its value, else why not."""
+    if isinstance(target, str):
+        return target
+    if not math.isfinite(target.value):
+        return f"{target.figure} is not finite (too large for a number)"
+    if target.value <= 0:
+        return f"{target.figure} is not positive: no measurement can be compared with it"
+    return target
+
+
+def unusable(rest: str) -> str | None:
+    """Why the value after a comparator (`rest`) is no target kernelscope reads; None when it is
+    words, not a number (`latency < the baseline's`)."""
+    if not rest.strip(" .,;*`"):
+        return "no value after the comparator"
+    if _NEGATIVE.match(rest):
+        return f"{rest.split()[0]} is negative"
+    if _NAN.match(rest):
+        return f"{rest.split()[0]} is not a number"
+    if _INFINITE.match(rest):
+        return f"{rest.split()[0]} is not finite"
+    comma = _DECIMAL_COMMA.match(rest)
+    if comma:
+        return _comma_reason(comma.group(1))
+    number = _NUMBER_THEN.match(rest)
+    if number is None:
+        return None
+    unit = number.group("unit")
+    return f"unit {unit!r} is not one kernelscope reads" if unit else f"{number.group(1)} has no unit"
+
+
+def primary_kind(text: str) -> str | None:
+    """The metric of the README's first stop condition (`ReadmeInfo.primary_kind`), None when
+    it states none, BLOCK_DECIDES when a ```kernelscope block may state them instead."""
+    lines = text.splitlines()
+    if find_machine_block(lines) is not None:
+        return BLOCK_DECIDES
+    for _, bullet, placeholder in stop_condition_bullets(split_sections(lines)):
+        read = None if placeholder else read_condition(bullet)
+        if isinstance(read, Target):
+            return UNIT_KIND_SCALE[read.unit.lower()][0]
+    return None
+
+
+def _comma_reason(number: str) -> str:
+    """Why a number with commas is not read, and how to write it: commas that can only group
+    thousands (`3,350.5`, `1,000,000`), one that may group them or mark decimals (`3,350`: both
+    readings given, neither guessed), a decimal comma (`4,32`), or neither (`1,2,3`)."""
+    plain = number.replace(",", "")
+    if re.fullmatch(r"\d{1,3}(,\d{3})+(\.\d+)?", number):
+        if "." in number or number.count(",") > 1:
+            return f"{number} has commas grouping thousands (write {plain})"
+        decimal = number.replace(",", ".")
+        return f"{number} has a comma that may group thousands or mark decimals (write {plain} or {decimal})"
+    if number.count(",") == 1 and "." not in number:
+        return f"{number} has a decimal comma (write {number.replace(',', '.')})"
+    return f"{number} is no number kernelscope reads (write it with a decimal point and no commas)"
