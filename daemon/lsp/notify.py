@@ -42,10 +42,13 @@ def workspace_changed(ls: KernelscopeServer, ws: WorkspaceState, *sources: Sourc
         ls.workspace_code_lens_refresh(None)
     if ls.client.inlay_refresh:
         ls.workspace_inlay_hint_refresh(None)
-    found = diagnostics(ws, ls.workspace.position_codec)
-    kernel_uri = ws.kernel_path.as_uri()
-    ls.text_document_publish_diagnostics(types.PublishDiagnosticsParams(uri=kernel_uri, diagnostics=found))
-    ws.notices_published()
+    if not ws.check_pending:  # (else the text's check publishes them when it ends)
+        found = diagnostics(ws, ls.workspace.position_codec)
+        kernel_uri = ws.kernel_path.as_uri()
+        ls.text_document_publish_diagnostics(
+            types.PublishDiagnosticsParams(uri=kernel_uri, diagnostics=found)
+        )
+        ws.notices_published()
     _publish_lint(ls, ws, problem_diagnostics(ws))
     if ws.cache_built and ("memory" in sources or not ws.records_asked):
         records.refresh(ls, ws)  # the warnings on records that cannot be read, where they changed
