@@ -175,12 +175,15 @@ def unreadable_notice(unreadable: list[str]) -> Notice | None:
 
 
 def record_notices(entries: list[MemoryEntry]) -> dict[Path, Notice]:
-    """A warning on each memory file that cannot be read (`entries`: the memory scan), on its
-    first line, saying why and what leaves it out; the daemon publishes it on that file."""
+    """A warning on each memory file that cannot be read (`entries`: the memory scan), saying
+    why and what leaves it out, on the line the reason is about (where the JSON parse stopped,
+    the field the record model refuses), else the first; the daemon publishes it on that file."""
     from kernelscope.daemon.engine.memory.records import unreadable_record_note
 
     return {
-        e.path: Notice("warning", "unreadable_record", unreadable_record_note(e.path.name, e.error), 1, 0)
+        e.path: Notice(
+            "warning", "unreadable_record", unreadable_record_note(e.path.name, e.error), e.error_line or 1
+        )
         for e in entries
         if e.error is not None
     }
