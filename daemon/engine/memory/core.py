@@ -103,7 +103,7 @@ class RawFile:
     unreadable), why it is unusable (None when it is fine) and its text. (A plain class: a
     dataclass or a named tuple would add 1-4 ms to the start-up of the CLI's fast path.)"""
 
-    __slots__ = ("error", "number", "path", "raw", "text", "vouched")
+    __slots__ = ("error", "error_line", "number", "path", "raw", "text", "vouched")
 
     def __init__(
         self,
@@ -113,9 +113,10 @@ class RawFile:
         error: str | None,
         text: str = "",
         vouched: bool = True,  # False: only the record model can judge it
+        error_line: int | None = None,  # the 1-based line the error is on (None: the file as a whole)
     ) -> None:
         self.number, self.path, self.raw, self.error = number, path, raw, error
-        self.text, self.vouched = text, vouched
+        self.text, self.vouched, self.error_line = text, vouched, error_line
 
     @property
     def version(self) -> str:
@@ -189,15 +190,28 @@ def read_file(number: int, path: Path, text: str | None = None) -> RawFile:
         text = workspace_files.read_text(path) if text is None else text
         raw = load_json(text)
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-        return RawFile(number, path, None, f"{path.name}: not valid JSON ({exc})")
+        line = exc.lineno if isinstance(exc, json.JSONDecodeError) else None  # (where the parse stopped)
+        return RawFile(number, path, None, f"{path.name}: not valid JSON ({exc})", error_line=line)
     if not isinstance(raw, dict):
         return RawFile(number, path, None, f"{path.name}: expected a JSON object, got {type(raw).__name__}")
     data = with_version(raw, number)
     if not certainly_valid(data):
         return RawFile(number, path, raw, None, text, vouched=False)
     if parse_version(data["version"]) != number:
-        return RawFile(number, path, raw, mismatch(path, data["version"], number), text)
+        said = mismatch(path, data["version"], number)
+        return RawFile(number, path, raw, said, text, error_line=key_line(text, "version"))
     return RawFile(number, path, raw, None, text)
+
+
+def key_line(text: str, key: str) -> int | None:
+    """The 1-based line of a record's top-level `key` in its text (None: no line begins with
+    it, as in a record written on one line, whose every field is on line 1): of the lines
+    beginning with it as a key, the least indented, which in a pretty-printed record
+    (kernelscope writes them with indent 2) is the top level's. Where a warning on the record
+    points (a field the record model refuses, the version)."""
+    named = re.compile(rf'^([ \t]*)"{re.escape(key)}"\s*:', re.MULTILINE)
+    found = [(len(m.group(1)), text.count("\n", 0, m.start()) + 1) for m in named.finditer(text)]
+    return min(found)[1] if found else None
 
 
 def record_files(memory_dir: Path) -> list[tuple[int, Path]]:
