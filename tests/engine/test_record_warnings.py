@@ -78,3 +78,27 @@ def test_a_version_its_name_contradicts_is_warned_on_the_version_line(record: Pa
 def test_a_reason_about_the_whole_file_or_its_only_line_is_warned_on_line_1(record: Path, text: str) -> None:
     record.write_text(text)
     assert _warning(record).line == 1
+
+
+def test_a_key_written_twice_is_warned_where_json_takes_its_value(record: Path) -> None:
+    """JSON keeps a duplicated key's last value: the refused one is the second `timestamp`."""
+    text = '{\n  "timestamp": "2026-11-21T10:00:00+00:00",\n  "version": "v1",\n  "timestamp": {"when": "x"}\n}\n'
+    record.write_text(text)
+    said = _warning(record)
+    assert "invalid timestamp" in said.message and said.line == 4, said
+
+
+def test_a_version_named_inside_the_agent_s_log_leaves_the_line_on_the_top_level_one(record: Path) -> None:
+    """A record copied from the previous one (its version contradicts its name) whose search_log,
+    which the agent writes, names `version` in every entry: the top level's line."""
+    data = json.loads(record.read_text())
+    data["version"] = "v7"
+    data["search_log"] = [{"version": f"v{i}", "tried": i} for i in range(2000)]
+    text = json.dumps(data, indent=2)
+    record.write_text(text)
+    assert _warning(record).line == _line_of(text, '  "version"')
+
+
+def test_a_parse_stopped_past_the_last_line_is_warned_on_the_last_line(record: Path) -> None:
+    record.write_text('{"version": "v1",\n')  # cut short after its newline: json says line 2
+    assert _warning(record).line == 1

@@ -190,7 +190,7 @@ def read_file(number: int, path: Path, text: str | None = None) -> RawFile:
         text = workspace_files.read_text(path) if text is None else text
         raw = load_json(text)
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-        line = exc.lineno if isinstance(exc, json.JSONDecodeError) else None  # (where the parse stopped)
+        line = parse_error_line(text, exc) if isinstance(exc, json.JSONDecodeError) and text else None
         return RawFile(number, path, None, f"{path.name}: not valid JSON ({exc})", error_line=line)
     if not isinstance(raw, dict):
         return RawFile(number, path, None, f"{path.name}: expected a JSON object, got {type(raw).__name__}")
@@ -207,11 +207,22 @@ def key_line(text: str, key: str) -> int | None:
     """The 1-based line of a record's top-level `key` in its text (None: no line begins with
     it, as in a record written on one line, whose every field is on line 1): of the lines
     beginning with it as a key, the least indented, which in a pretty-printed record
-    (kernelscope writes them with indent 2) is the top level's. Where a warning on the record
-    points (a field the record model refuses, the version)."""
+    (kernelscope writes them with indent 2) is the top level's; of several at that indent the
+    last, whose value JSON keeps. Where a warning on the record points (a field the record model
+    refuses, the version). Lines are counted once, for the line chosen: an agent's record can
+    name the key thousands of times inside its search_log."""
     named = re.compile(rf'^([ \t]*)"{re.escape(key)}"\s*:', re.MULTILINE)
-    found = [(len(m.group(1)), text.count("\n", 0, m.start()) + 1) for m in named.finditer(text)]
-    return min(found)[1] if found else None
+    chosen = None
+    for match in named.finditer(text):
+        if chosen is None or len(match.group(1)) <= len(chosen.group(1)):
+            chosen = match
+    return None if chosen is None else text.count("\n", 0, chosen.start()) + 1
+
+
+def parse_error_line(text: str, exc: json.JSONDecodeError) -> int:
+    """The 1-based line a JSON error is about, within the text's lines: where the parse stopped,
+    or the last line where it stopped past the end (a text ending with a newline)."""
+    return max(1, min(exc.lineno, text.rstrip("\n").count("\n") + 1))
 
 
 def record_files(memory_dir: Path) -> list[tuple[int, Path]]:
