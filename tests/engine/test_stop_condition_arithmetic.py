@@ -182,3 +182,17 @@ def test_a_target_as_agents_write_it_is_read_to_its_number(bullet: str, kind: st
 def test_the_label_writes_a_large_target_as_a_plain_decimal() -> None:
     (condition,) = parse_readme(stop_conditions("bandwidth >= 4800000MB/s * 0.9")).stop_conditions
     assert condition.target_text == ">= 4320000MB/s"
+
+
+def test_a_second_comparison_in_a_bullet_is_said_not_read_not_dropped() -> None:
+    """`latency <= 20 us and bandwidth >= 4.8TB/s * 0.9` kept the latency and dropped the
+    bandwidth target with no word: a version meeting 20 us was `met`."""
+    info = parse_readme(stop_conditions("latency <= 20 us and bandwidth >= 4.8TB/s * 0.9"))
+    assert [c.target_text for c in info.stop_conditions] == ["<= 20 us"]
+    assert info.unchecked_stop_conditions == ["bandwidth >= 4.8TB/s * 0.9"]
+    (skipped,) = [note for note in info.notes if note.code == "readme:stop-condition-skipped"]
+    assert "'bandwidth >= 4.8TB/s * 0.9' is not read" in skipped.message, skipped.message
+    record = {"performance": {"latency_us": 10.0}, "quality_gate": {"result": "PASS"}}
+    assert readme_verdict(info, {**record, "kernelscope": {"mode": "gpu"}})[1] is None
+    # a comparison inside a note is the note's
+    assert not parse_readme(stop_conditions("bandwidth >= 4.32TB/s (H100: >= 3.35TB/s)")).warnings

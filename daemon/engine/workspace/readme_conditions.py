@@ -45,6 +45,8 @@ _MEASURED = re.compile(
     re.I,
 )
 _THRESHOLD = re.compile(r"\b(?:atol|rtol|toleran\w*|\w*err(?:or)?)\b", re.I)
+_BRACKETS = re.compile(r"\([^()]*\)|\[[^\[\]]*\]")
+_CLAUSE = re.compile(r",|;|\band\b|\bor\b|&+|\|", re.I)
 _RATIO = re.compile(r"^" + NUMBER + r"\s*(?:%|x\b|×)", re.I)
 EXPECTED = (
     "expected a positive number and a unit: bandwidth in TB/s, GB/s or MB/s, TFLOP/s in "
@@ -99,6 +101,23 @@ def read_condition(text: str) -> Target | str | None:
         return None  # `bandwidth utilization >= 90% of peak`: not a figure kernelscope measures
     target = _reading(comparison.group("comparator"), comparison.start(), rest)
     return unusable(rest) if target is None else _measurable(target)
+
+
+def further_comparison(text: str) -> str | None:
+    """The comparison after a bullet's first, outside brackets, when it states a target of its
+    own (`latency <= 20 us and bandwidth >= 4.8TB/s * 0.9`: `bandwidth >= 4.8TB/s * 0.9`): one
+    bullet is one condition, so readme.py says this one is not read. None when there is none."""
+    flat = _BRACKETS.sub(lambda bracket: " " * len(bracket.group(0)), readable(text))
+    first = _COMPARISON.search(flat)
+    second = (
+        None
+        if first is None
+        else _COMPARISON.search(flat, first.start("comparator") + len(first["comparator"]))
+    )
+    if second is None or read_condition(text[second.start() :]) is None:
+        return None
+    clause = _CLAUSE.split(text[: second.start()])[-1]
+    return f"{clause.strip()} {text[second.start() :].strip()}".strip().replace("`", "")
 
 
 def _names_a_metric(text: str, rest: str) -> bool:
