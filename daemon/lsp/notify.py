@@ -42,18 +42,39 @@ def workspace_changed(ls: KernelscopeServer, ws: WorkspaceState, *sources: Sourc
         ls.workspace_code_lens_refresh(None)
     if ls.client.inlay_refresh:
         ls.workspace_inlay_hint_refresh(None)
-    found = diagnostics(ws, ls.workspace.position_codec)
-    kernel_uri = ws.kernel_path.as_uri()
-    ls.text_document_publish_diagnostics(types.PublishDiagnosticsParams(uri=kernel_uri, diagnostics=found))
-    ws.notices_published()
-    lint = problem_diagnostics(ws)
-    for uri in sorted(ws.lint_uris - set(lint)):  # a problem file the last probe found nothing in
+    if not ws.check_pending:  # (else the text's check publishes them when it ends)
+        found = diagnostics(ws, ls.workspace.position_codec)
+        kernel_uri = ws.kernel_path.as_uri()
+        ls.text_document_publish_diagnostics(
+            types.PublishDiagnosticsParams(uri=kernel_uri, diagnostics=found)
+        )
+        ws.notices_published()
+    _publish_lint(ls, ws, problem_diagnostics(ws))
+    if ws.cache_built and ("memory" in sources or not ws.records_asked):
+        records.refresh(ls, ws)  # the warnings on records that cannot be read, where they changed
+
+
+def workspace_gone(ls: KernelscopeServer, ws: WorkspaceState) -> None:
+    """(loop) A workspace no longer served (its folder removed from the editor, moved or
+    deleted): everything published for it is cleared, kernel.py's diagnostics, the problem
+    files' lint and the records' warnings, and forgotten. An editor keeps a file's last
+    publication until it is replaced (VS Code's Problems list, Neovim's vim.diagnostic), so a
+    folder no longer open went on listing its problem file's lint."""
+    ls.text_document_publish_diagnostics(
+        types.PublishDiagnosticsParams(uri=ws.kernel_path.as_uri(), diagnostics=[])
+    )
+    _publish_lint(ls, ws, {})
+    records.clear(ls, ws)
+
+
+def _publish_lint(ls: KernelscopeServer, ws: WorkspaceState, lint: dict[str, list[types.Diagnostic]]) -> None:
+    """The problem files' lint is now `lint`: each file in it published, each that held some
+    before and holds none now (the last probe found nothing there, the workspace went) cleared."""
+    for uri in sorted(ws.lint_uris - set(lint)):
         ls.text_document_publish_diagnostics(types.PublishDiagnosticsParams(uri=uri, diagnostics=[]))
     for uri, found in lint.items():
         ls.text_document_publish_diagnostics(types.PublishDiagnosticsParams(uri=uri, diagnostics=found))
     ws.lint_uris = frozenset(lint)
-    if ws.cache_built and ("memory" in sources or not ws.records_asked):
-        records.refresh(ls, ws)  # the warnings on records that cannot be read, where they changed
 
 
 def job_finished(ls: KernelscopeServer, outcome: dict[str, Any]) -> None:

@@ -217,6 +217,15 @@ class WorkspaceState:
         if text != self.notices_text:
             self.notices, self.notices_text = (), None
 
+    @property
+    def check_pending(self) -> bool:
+        """A text arrived (text_arrived dropped the previous text's notices) whose check has
+        not settled what is said of it: kernel.py's diagnostics wait for that check, which
+        publishes them. Published before, they were an empty list a moment ahead of the
+        check's (a save's arrival, a probe's progress): editors flickered, and an agent is
+        told nothing by it (Claude Code skips empty lists)."""
+        return self.arrived is not None and self.notices_text != self.arrived
+
     def notices_published(self) -> None:
         """A publication carried `notices`: the one-time "not trusted" notice among them is
         said. Not before: a text that arrived first dropped it with that text's notices

@@ -344,3 +344,36 @@ def test_neovim_shows_the_readme_warnings(tmp_path: Path, neovim: str) -> None:
     assert results["elsewhere"] == {str(plain / "README.md"): False, f"{ws}/plans/README.md": False}
     assert results["deprecated"] == [], (version, results["deprecated"])
     assert "deprecated" not in results["messages"] and "deprecated" not in stderr, context
+
+
+@pytest.mark.parametrize("neovim", ["system", "pypi"])
+def test_neovim_keeps_a_record_warning_for_a_file_not_open(tmp_path: Path, neovim: str) -> None:
+    """A memory record that cannot be read (a comma left out) gets its warning on the record's
+    own file (daemon/lsp/features/records.py) while only kernel.py is open; the plugin attaches
+    no client to the .json. What Neovim does with it, as docs/editors.md says: its own handler
+    keeps it on a buffer it makes for the URI, unloaded, where vim.diagnostic.get lists it (and so
+    `vim.diagnostic.setqflist()`); `:edit` of the record loads that same buffer with the warning
+    on the line the parse stopped at, but Neovim does not draw it there (its handlers skip an
+    unloaded buffer and nothing shows it again on load, 0.7 and 0.11 alike) until it is shown
+    again (the next publication, `vim.diagnostic.show()`); the record fixed on disk clears it."""
+    nvim, version = _checked_nvim(neovim)
+    ws, out, env = editor_session(tmp_path, KS_PLUGIN=str(REPO_ROOT / "editor-clients" / "neovim"))
+    record = ws / "memory" / "v1.json"
+    good = record.read_text()
+    broken = good.replace('"tool_used": "ncu",', '"tool_used": "ncu"')
+    assert broken != good
+    record.write_text(broken)
+    env["KS_GOOD_RECORD"] = good
+    stderr, results = _run_script(nvim, "records_test.lua", env, out, 240)
+    context = (version, stderr[-2000:], results)
+    assert results["warned"] and results["published"][0] == 1, context
+    assert results["buffer_before_open"] and not results["loaded_before_open"], context
+    stopped = broken.splitlines().index('    "tool_used": "ncu"') + 1  # (0-based: the next line)
+    for listed in (results["before_open"], results["after_open"]):
+        assert [(w["code"], w["lnum"], w["severity"]) for w in listed] == [
+            ("unreadable_record", stopped, 2)
+        ], context
+    assert results["same_buffer"] and not results["record_client"], context
+    assert results["drawn"] == 0 and results["drawn_when_shown"] > 0, context
+    assert results["cleared"] and results["after_fix"] == [] and results["published"][-1] == 0, context
+    assert results["deprecated"] == [], (version, results["deprecated"])

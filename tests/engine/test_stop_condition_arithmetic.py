@@ -75,6 +75,20 @@ def test_a_kernel_above_the_computed_target_meets_it() -> None:
             "'4.8TB/s * 90%' is a bandwidth, the result after '=' (4.32us) a latency",
         ),
         ("4.8TB/s * 0%", "0TB/s is not positive"),
+        # `≈` and an arrow state a result as `=` does: one its product contradicts is no target
+        ("4.8TB/s * 90% ≈ 4.5TB/s", "4.8TB/s * 90% is 4.32TB/s, not 4.5TB/s as stated"),
+        ("4.8TB/s * 90% -> 4.5TB/s", "4.8TB/s * 90% is 4.32TB/s, not 4.5TB/s as stated"),
+        # arithmetic after a note on the figure: read as written, the peak was the target
+        ("4.8 TB/s (H200 HBM3e) * 0.9", "cannot tell the target in '4.8 TB/s (H200 HBM3e) * 0.9'"),
+        ("4.8TB/s peak × 90%", "cannot tell the target in '4.8TB/s peak × 90%'"),
+        ("4.8TB/s, * 0.9", "cannot tell the target in '4.8TB/s, * 0.9'"),
+        ("4.8TB/s @ 90%", "cannot tell the target in '4.8TB/s @ 90%'"),
+        ("4.8TB/s at 90%", "cannot tell the target in '4.8TB/s at 90%'"),
+        ("4.8TB/s 90%", "cannot tell the target in '4.8TB/s 90%'"),
+        ("4.8 TB/s, 90% of peak", "cannot tell the target in '4.8 TB/s, 90%'"),
+        ("4.8TB/s (× 0.9)", "cannot tell the target in '4.8TB/s (× 0.9)'"),
+        ("4 320 GB/s", "4 320 has spaces grouping thousands (write 4320)"),
+        ("4.8TB/s * 90% = 4,5 TB/s", "4,5 has a decimal comma (write 4.5)"),
     ],
 )
 def test_arithmetic_it_cannot_read_is_a_condition_it_cannot_check(arithmetic: str, why: str) -> None:
@@ -124,3 +138,61 @@ def test_the_lens_names_the_target_the_arithmetic_comes_to(tmp_path: Path) -> No
     bandwidth, tflops, latency = parse_readme(text).stop_conditions
     assert (bandwidth.target_text, tflops.target_text) == (">= 4.32TB/s", ">= 890.46TFLOPS")
     assert latency.target_text == "<= 40 us"  # as written
+
+
+def test_arithmetic_after_a_note_on_a_latency_cannot_be_checked() -> None:
+    """`12 us (H100) * 1.1` was read as 12 us: the factor after the note was dropped."""
+    info = parse_readme(stop_conditions("latency <= 12 us (H100) * 1.1"))
+    assert not info.stop_conditions and info.unchecked_stop_conditions == ["latency <= 12 us (H100) * 1.1"]
+    (skipped,) = [note for note in info.notes if note.code == "readme:stop-condition-skipped"]
+    assert "cannot tell the target in '12 us (H100) * 1.1'" in skipped.message, skipped.message
+
+
+@pytest.mark.parametrize(
+    "bullet,kind,target",
+    [
+        # a stated result after a note is read, checked against the product across the note
+        ("bandwidth >= 4.8 TB/s (H200 HBM3e peak) × 0.9 = 4.32 TB/s", "bandwidth", 4320.0),
+        ("bandwidth >= 4.8TB/s peak × 90% = 4.32TB/s", "bandwidth", 4320.0),
+        ("bandwidth >= 4.8TB/s @ 90% = 4.32TB/s", "bandwidth", 4320.0),
+        # the operators as agents type them
+        ("bandwidth >= 4.8TB/s X 0.9", "bandwidth", 4320.0),
+        ("bandwidth >= 4.8TB/s \u2217 0.9", "bandwidth", 4320.0),
+        ("bandwidth >= 90% of 4.8TB/s", "bandwidth", 4320.0),
+        ("bf16 >= 0.9x989.4T", "tflops", 890.46),
+        # Markdown and `~` around a target (the whole condition was dropped, no warning)
+        ("bandwidth >= `4.8TB/s * 0.9`", "bandwidth", 4320.0),
+        ("bandwidth >= `4.32TB/s`", "bandwidth", 4320.0),
+        ("bandwidth >= ~4.32 TB/s", "bandwidth", 4320.0),
+        ("bandwidth >= **4.32 TB/s** (4.8 × 0.9)", "bandwidth", 4320.0),
+        # a stated result in Markdown, or with its thousands grouped (its product says which)
+        ("bandwidth >= 4.8TB/s * 0.9 = **4.32TB/s**", "bandwidth", 4320.0),
+        ("bandwidth >= 4.8 TB/s * 0.9 = `4.32 TB/s`", "bandwidth", 4320.0),
+        ("bandwidth >= 4.8TB/s * 90% = 4,320 GB/s", "bandwidth", 4320.0),
+        ("bandwidth >= 4.8TB/s * 90% = 4,32 TB/s", "bandwidth", 4320.0),  # a decimal comma
+    ],
+)
+def test_a_target_as_agents_write_it_is_read_to_its_number(bullet: str, kind: str, target: float) -> None:
+    info = parse_readme(stop_conditions(bullet))
+    (condition,) = info.stop_conditions
+    assert (condition.kind, condition.normalized_value) == (kind, pytest.approx(target)), condition
+    assert not info.warnings and not info.unchecked_stop_conditions, info.warnings
+
+
+def test_the_label_writes_a_large_target_as_a_plain_decimal() -> None:
+    (condition,) = parse_readme(stop_conditions("bandwidth >= 4800000MB/s * 0.9")).stop_conditions
+    assert condition.target_text == ">= 4320000MB/s"
+
+
+def test_a_second_comparison_in_a_bullet_is_said_not_read_not_dropped() -> None:
+    """`latency <= 20 us and bandwidth >= 4.8TB/s * 0.9` kept the latency and dropped the
+    bandwidth target with no word: a version meeting 20 us was `met`."""
+    info = parse_readme(stop_conditions("latency <= 20 us and bandwidth >= 4.8TB/s * 0.9"))
+    assert [c.target_text for c in info.stop_conditions] == ["<= 20 us"]
+    assert info.unchecked_stop_conditions == ["bandwidth >= 4.8TB/s * 0.9"]
+    (skipped,) = [note for note in info.notes if note.code == "readme:stop-condition-skipped"]
+    assert "'bandwidth >= 4.8TB/s * 0.9' is not read" in skipped.message, skipped.message
+    record = {"performance": {"latency_us": 10.0}, "quality_gate": {"result": "PASS"}}
+    assert readme_verdict(info, {**record, "kernelscope": {"mode": "gpu"}})[1] is None
+    # a comparison inside a note is the note's
+    assert not parse_readme(stop_conditions("bandwidth >= 4.32TB/s (H100: >= 3.35TB/s)")).warnings

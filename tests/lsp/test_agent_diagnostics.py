@@ -291,6 +291,32 @@ async def test_a_text_that_does_not_parse_says_so_and_the_lenses_stay(client: Ke
     assert not any("does not parse" in t for t in await kernel_lenses(client, uri))
 
 
+@pytest.mark.parametrize("via", ["didSave", "on disk"])
+async def test_a_saved_text_that_does_not_parse_is_published_once(
+    client: KernelscopeClient, via: str
+) -> None:
+    """An agent's edit that does not parse, as Claude Code sends it (didChange, didSave) or
+    written from its shell (the watcher's report): one publication, its final set, the
+    does_not_parse warning (before: an empty list at the text's arrival and another with its
+    verdict, then the warning: editors flicker, and Claude Code skips empty lists anyway)."""
+    path = kernel(client)
+    uri = path.as_uri()
+    await watching(client, path.parent)
+    open_with(client, path, path.read_text())  # v1's code
+    await wait_for(lambda: any("identical to v1" in m for m in messages(client, uri)), 30, "no verdict")
+    await asyncio.sleep(1.0)  # (the opened text's publications are over)
+    since = len(client.published)
+    broken = path.read_text().replace("def ", "def (", 1)
+    if via == "didSave":
+        claude_code_edit(client, uri, broken, 2)
+    else:
+        path.write_text(broken)
+    await wait_for(lambda: any("does_not_parse" in m for m in messages(client, uri)), 30, "no word why")
+    await asyncio.sleep(1.0)  # (anything else this edit publishes comes meanwhile)
+    published = [found for u, found in client.published[since:] if u == uri]
+    assert len(published) == 1 and [m.split("@")[0] for m in published[0]] == ["does_not_parse"], published
+
+
 async def test_a_kernel_too_large_to_parse_in_the_editor_says_so(client: KernelscopeClient) -> None:
     """An agent writes a kernel.py of millions of characters (a table inlined): the daemon's
     parses (lens, hover, hints, the save's checks) hold the GIL about a second per MB, so every

@@ -170,6 +170,11 @@ def _served(
     return ls
 
 
+AGENTS_TEXT = "agents_text = 1\n"
+"""The text an agent saved and records: one that parses (one that does not gets its
+does_not_parse notice with the verdict, and no static step: save.verdict_check)."""
+
+
 def _verdict_after_a_record(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, saved: bool
 ) -> tuple[WorkspaceState, _RunningJobs, list[str], list[str]]:
@@ -197,9 +202,9 @@ def _verdict_after_a_record(
         nonlocal recorded
         state.loop = asyncio.get_running_loop()
         if saved:
-            ws.kernel_digest = save._digest("the agent's text")
+            ws.kernel_digest = save._digest(AGENTS_TEXT)
             ws.probe, ws.stale = object(), False  # type: ignore[assignment]  # "probe PASS ... record it"
-        assert await save.check(ls, ws, "the agent's text") is False  # type: ignore[arg-type]
+        assert await save.check(ls, ws, AGENTS_TEXT) is False  # type: ignore[arg-type]
         await asyncio.gather(*jobs.tasks)
         assert ws.checked_static == ("a static finding",)
         recorded = True  # the agent's `kernelscope iterate` recorded the text
@@ -217,7 +222,7 @@ def test_a_record_of_the_checked_text_makes_its_verdict_again_at_once(
     now the recorded version's (the probe's "record it" is dropped and a probe still pending
     or running is cancelled); the static findings stay, not linted twice."""
     ws, jobs, checked, linted = _verdict_after_a_record(tmp_path, monkeypatch, saved=True)
-    assert checked == ["the agent's text"] * 2 and linted == ["the agent's text"]
+    assert checked == [AGENTS_TEXT] * 2 and linted == [AGENTS_TEXT]
     assert ws.checked_identical is True and ws.probe is None and not ws.stale
     assert sorted(jobs.cancelled) == ["pending", "running"]
     assert ws.checked_static == ("a static finding",) and "a static finding" in ws.notices
@@ -274,7 +279,7 @@ def test_a_record_of_an_unsaved_text_changes_its_verdict_and_no_probe(
     """The text checked is only in the buffer (didOpen/didChange): its verdict is made again,
     and the saved text's probe, which measures other code, is left alone."""
     ws, jobs, checked, _linted = _verdict_after_a_record(tmp_path, monkeypatch, saved=False)
-    assert checked == ["the agent's text"] * 2 and ws.checked_identical is True
+    assert checked == [AGENTS_TEXT] * 2 and ws.checked_identical is True
     assert jobs.cancelled == []
 
 

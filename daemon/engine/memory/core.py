@@ -103,7 +103,7 @@ class RawFile:
     unreadable), why it is unusable (None when it is fine) and its text. (A plain class: a
     dataclass or a named tuple would add 1-4 ms to the start-up of the CLI's fast path.)"""
 
-    __slots__ = ("error", "number", "path", "raw", "text", "vouched")
+    __slots__ = ("error", "error_line", "number", "path", "raw", "text", "vouched")
 
     def __init__(
         self,
@@ -113,9 +113,10 @@ class RawFile:
         error: str | None,
         text: str = "",
         vouched: bool = True,  # False: only the record model can judge it
+        error_line: int | None = None,  # the 1-based line the error is on (None: the file as a whole)
     ) -> None:
         self.number, self.path, self.raw, self.error = number, path, raw, error
-        self.text, self.vouched = text, vouched
+        self.text, self.vouched, self.error_line = text, vouched, error_line
 
     @property
     def version(self) -> str:
@@ -189,15 +190,39 @@ def read_file(number: int, path: Path, text: str | None = None) -> RawFile:
         text = workspace_files.read_text(path) if text is None else text
         raw = load_json(text)
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-        return RawFile(number, path, None, f"{path.name}: not valid JSON ({exc})")
+        line = parse_error_line(text, exc) if isinstance(exc, json.JSONDecodeError) and text else None
+        return RawFile(number, path, None, f"{path.name}: not valid JSON ({exc})", error_line=line)
     if not isinstance(raw, dict):
         return RawFile(number, path, None, f"{path.name}: expected a JSON object, got {type(raw).__name__}")
     data = with_version(raw, number)
     if not certainly_valid(data):
         return RawFile(number, path, raw, None, text, vouched=False)
     if parse_version(data["version"]) != number:
-        return RawFile(number, path, raw, mismatch(path, data["version"], number), text)
+        said = mismatch(path, data["version"], number)
+        return RawFile(number, path, raw, said, text, error_line=key_line(text, "version"))
     return RawFile(number, path, raw, None, text)
+
+
+def key_line(text: str, key: str) -> int | None:
+    """The 1-based line of a record's top-level `key` in its text (None: no line begins with
+    it, as in a record written on one line, whose every field is on line 1): of the lines
+    beginning with it as a key, the least indented, which in a pretty-printed record
+    (kernelscope writes them with indent 2) is the top level's; of several at that indent the
+    last, whose value JSON keeps. Where a warning on the record points (a field the record model
+    refuses, the version). Lines are counted once, for the line chosen: an agent's record can
+    name the key thousands of times inside its search_log."""
+    named = re.compile(rf'^([ \t]*)"{re.escape(key)}"\s*:', re.MULTILINE)
+    chosen = None
+    for match in named.finditer(text):
+        if chosen is None or len(match.group(1)) <= len(chosen.group(1)):
+            chosen = match
+    return None if chosen is None else text.count("\n", 0, chosen.start()) + 1
+
+
+def parse_error_line(text: str, exc: json.JSONDecodeError) -> int:
+    """The 1-based line a JSON error is about, within the text's lines: where the parse stopped,
+    or the last line where it stopped past the end (a text ending with a newline)."""
+    return max(1, min(exc.lineno, text.rstrip("\n").count("\n") + 1))
 
 
 def record_files(memory_dir: Path) -> list[tuple[int, Path]]:

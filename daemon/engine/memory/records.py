@@ -112,6 +112,7 @@ class MemoryEntry:
     record: MemoryRecord | None = None
     indent: int = 2
     pending: bool = False
+    error_line: int | None = None  # the 1-based line of the file `error` is about (None: the whole file)
 
     @property
     def version(self) -> str:
@@ -275,7 +276,7 @@ class MemoryManager:
     def _load(self, number: int, path: Path, text: str | None = None) -> MemoryEntry:
         found = core.read_file(number, path, text)
         if found.raw is None:
-            return MemoryEntry(number, path, None, found.error)
+            return MemoryEntry(number, path, None, found.error, error_line=found.error_line)
         raw = found.raw
         data = core.with_version(raw, number)
         try:
@@ -283,11 +284,16 @@ class MemoryManager:
         except ValidationError as exc:
             first = exc.errors()[0]
             where = ".".join(str(p) for p in first["loc"]) or "record"
-            return MemoryEntry(number, path, raw, f"{path.name}: invalid {where}: {first['msg']}")
+            field = first["loc"][0] if first["loc"] else None  # (its top-level field's line)
+            line = core.key_line(found.text, field) if isinstance(field, str) else None
+            return MemoryEntry(
+                number, path, raw, f"{path.name}: invalid {where}: {first['msg']}", error_line=line
+            )
         if found.error is None and record.number != number:  # a record core could not vouch for
-            return MemoryEntry(number, path, raw, core.mismatch(path, record.version, number))
+            said = core.mismatch(path, record.version, number)
+            return MemoryEntry(number, path, raw, said, error_line=core.key_line(found.text, "version"))
         if found.error is not None:
-            return MemoryEntry(number, path, raw, found.error)
+            return MemoryEntry(number, path, raw, found.error, error_line=found.error_line)
         return MemoryEntry(number, path, raw, None, record, detect_indent(found.text))
 
     def entry(self, version: str) -> MemoryEntry:

@@ -65,17 +65,10 @@ def static_notices(
     notice at the error instead:
     every check of kernelscope's stops there, which a Python language server's own syntax
     error does not say (its message is the parser's; this one says what stopped)."""
-    from kernelscope.daemon.engine.workspace.kernel_scan import too_large
     from kernelscope.protocol.static_rules import check_source
 
-    if (reason := too_large(text)) is not None and not whole:
-        return [Notice("warning", "too_large", reason, 1, 0)]
-    error = parse_error(text, whole)
-    if error is not None:
-        detail = error.message.removesuffix(f" (line {error.line})")  # (the notice is on that line)
-        paused = "checks and benchmarks" if name == "kernel.py" else "checks"  # (only kernel.py is probed)
-        message = f"kernelscope's {paused} are paused until {name} parses: {detail}"
-        return [Notice("warning", "does_not_parse", message, error.line, error.column or 0)]
+    if (unread := unread_notice(text, whole, name)) is not None:
+        return [unread]
     declared = [Notice("warning", "undeclared-triton", undeclared[1], undeclared[0])] if undeclared else []
     return declared + [
         Notice(
@@ -89,6 +82,24 @@ def static_notices(
         )
         for f in check_source(text, kind=kind, framework=framework)
     ]
+
+
+def unread_notice(text: str, whole: bool = False, name: str = "kernel.py") -> Notice | None:
+    """The one notice of a text the static rules do not read (None: they do): too large for
+    the editor (unless `whole`), or it does not parse (at the error). Known before the rules
+    run, so the daemon publishes it with the text's verdict rather than after it (the verdict
+    of such a text says nothing: a publication without it would be an empty one)."""
+    from kernelscope.daemon.engine.workspace.kernel_scan import too_large
+
+    if (reason := too_large(text)) is not None and not whole:
+        return Notice("warning", "too_large", reason, 1, 0)
+    error = parse_error(text, whole)
+    if error is None:
+        return None
+    detail = error.message.removesuffix(f" (line {error.line})")  # (the notice is on that line)
+    paused = "checks and benchmarks" if name == "kernel.py" else "checks"  # (only kernel.py is probed)
+    message = f"kernelscope's {paused} are paused until {name} parses: {detail}"
+    return Notice("warning", "does_not_parse", message, error.line, error.column or 0)
 
 
 def tried_at(hints: list[TriedHint], labels: list[str]) -> list[str]:
@@ -164,12 +175,15 @@ def unreadable_notice(unreadable: list[str]) -> Notice | None:
 
 
 def record_notices(entries: list[MemoryEntry]) -> dict[Path, Notice]:
-    """A warning on each memory file that cannot be read (`entries`: the memory scan), on its
-    first line, saying why and what leaves it out; the daemon publishes it on that file."""
+    """A warning on each memory file that cannot be read (`entries`: the memory scan), saying
+    why and what leaves it out, on the line the reason is about (where the JSON parse stopped,
+    the field the record model refuses), else the first; the daemon publishes it on that file."""
     from kernelscope.daemon.engine.memory.records import unreadable_record_note
 
     return {
-        e.path: Notice("warning", "unreadable_record", unreadable_record_note(e.path.name, e.error), 1, 0)
+        e.path: Notice(
+            "warning", "unreadable_record", unreadable_record_note(e.path.name, e.error), e.error_line or 1
+        )
         for e in entries
         if e.error is not None
     }

@@ -277,6 +277,19 @@ def _parse_stop_conditions(
             )
             continue
         condition = read_condition(bullet, line_no)
+        further = (
+            readme_conditions.further_comparison(bullet) if isinstance(condition, StopCondition) else None
+        )
+        if further is not None:  # (one bullet, one condition: the second is said, not dropped)
+            unchecked.append(further[:200])
+            warnings.append(
+                ReadmeWarning(
+                    code="readme:stop-condition-skipped",
+                    message="stop condition skipped, kernelscope reads one comparison a bullet: "
+                    f"{further[:80]!r} is not read; write it as a bullet of its own",
+                    line=line_no,
+                )
+            )
         if isinstance(condition, StopCondition):
             conditions.append(condition)
         elif condition is not None:

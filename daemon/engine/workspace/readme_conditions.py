@@ -12,7 +12,13 @@ from __future__ import annotations
 import math
 import re
 
-from kernelscope.daemon.engine.workspace.readme_arith import Reading, read_arithmetic
+from kernelscope.daemon.engine.workspace.readme_arith import (
+    GROUPED_DIGITS,
+    Reading,
+    grouping_reason,
+    read_arithmetic,
+    readable,
+)
 from kernelscope.daemon.engine.workspace.readme_lines import (
     COMPARATOR,
     CONDITION,
@@ -41,6 +47,8 @@ _MEASURED = re.compile(
     re.I,
 )
 _THRESHOLD = re.compile(r"\b(?:atol|rtol|toleran\w*|\w*err(?:or)?)\b", re.I)
+_BRACKETS = re.compile(r"\([^()]*\)|\[[^\[\]]*\]")
+_CLAUSE = re.compile(r",|;|\band\b|\bor\b|&+|\|", re.I)
 _RATIO = re.compile(r"^" + NUMBER + r"\s*(?:%|x\b|×)", re.I)
 # A utilization of the peak, `peak utilization >= 90%`, or as atrex's Atrex-Bench README states
 # its `--target-util` (orchestrator/campaign.py L909: `Target utilization stop condition: `90%``,
@@ -85,6 +93,7 @@ def read_condition(text: str) -> Target | str | None:
     a unit or number it does not read, arithmetic it does not compute, no value); None when it
     compares no number, or none on a metric kernelscope measures (`_MEASURED`: an iteration
     cap, a speedup, a correctness threshold are stop conditions stated in words)."""
+    text = readable(text)  # (`>= `4.32TB/s``, `>= ~4.32TB/s`: positions kept for the caller)
     utilization = _utilization(text)
     if utilization is not None:
         return utilization
@@ -92,10 +101,11 @@ def read_condition(text: str) -> Target | str | None:
     if match:
         comparator, start = match.group(1), match.start()
         figure = f"{match.group(2)}{match.group(3)}"
-        plain = Target(comparator, float(match.group(2)), match.group(3), start, figure, match.group(0))
+        written = " ".join(match.group(0).split())
+        plain = Target(comparator, float(match.group(2)), match.group(3), start, figure, written)
         return _measurable(_reading(comparator, start, text[match.end(1) :]) or plain)
     comparison = _COMPARISON.search(text)
-    if comparison is None or _THRESHOLD.search(text) or not _MEASURED.search(text):
+    if comparison is None or _THRESHOLD.search(text) or not _names_a_metric(text, comparison.group("rest")):
         return None
     rest = comparison.group("rest").strip()
     if _RATIO.match(rest) and not _MEASURED.search(rest):
@@ -124,6 +134,29 @@ def _utilization(text: str) -> Target | str | None:
     start = match.start(1)
     target = Target(comparator, float(number), "%", start, f"{number}%", f"{comparator} {number}%")
     return _measurable(target)
+
+
+def further_comparison(text: str) -> str | None:
+    """The comparison after a bullet's first, outside brackets, when it states a target of its
+    own (`latency <= 20 us and bandwidth >= 4.8TB/s * 0.9`: `bandwidth >= 4.8TB/s * 0.9`): one
+    bullet is one condition, so readme.py says this one is not read. None when there is none."""
+    flat = _BRACKETS.sub(lambda bracket: " " * len(bracket.group(0)), readable(text))
+    first = _COMPARISON.search(flat)
+    second = (
+        None
+        if first is None
+        else _COMPARISON.search(flat, first.start("comparator") + len(first["comparator"]))
+    )
+    if second is None or read_condition(text[second.start() :]) is None:
+        return None
+    clause = _CLAUSE.split(text[: second.start()])[-1]
+    return f"{clause.strip()} {text[second.start() :].strip()}".strip().replace("`", "")
+
+
+def _names_a_metric(text: str, rest: str) -> bool:
+    """Whether the bullet compares a metric kernelscope measures: by name or unit, or by a
+    figure with a unit in arithmetic after the comparator (`bf16 >= 0.9x989.4T`)."""
+    return bool(_MEASURED.search(text)) or isinstance(read_arithmetic(rest), Reading)
 
 
 def _reading(comparator: str, start: int, rest: str) -> Target | str | None:
@@ -158,9 +191,9 @@ def unusable(rest: str) -> str | None:
         return f"{rest.split()[0]} is not a number"
     if _INFINITE.match(rest):
         return f"{rest.split()[0]} is not finite"
-    comma = _DECIMAL_COMMA.match(rest)
-    if comma:
-        return _comma_reason(comma.group(1))
+    grouped = _DECIMAL_COMMA.match(rest) or GROUPED_DIGITS.match(rest)
+    if grouped:
+        return grouping_reason(grouped.group(1))
     number = _NUMBER_THEN.match(rest)
     if number is None:
         return None
@@ -181,18 +214,3 @@ def primary_kind(text: str) -> str | None:
         if kind is not None and kind != "utilization":  # (no figure a version is measured by)
             return kind
     return None
-
-
-def _comma_reason(number: str) -> str:
-    """Why a number with commas is not read, and how to write it: commas that can only group
-    thousands (`3,350.5`, `1,000,000`), one that may group them or mark decimals (`3,350`: both
-    readings given, neither guessed), a decimal comma (`4,32`), or neither (`1,2,3`)."""
-    plain = number.replace(",", "")
-    if re.fullmatch(r"\d{1,3}(,\d{3})+(\.\d+)?", number):
-        if "." in number or number.count(",") > 1:
-            return f"{number} has commas grouping thousands (write {plain})"
-        decimal = number.replace(",", ".")
-        return f"{number} has a comma that may group thousands or mark decimals (write {plain} or {decimal})"
-    if number.count(",") == 1 and "." not in number:
-        return f"{number} has a decimal comma (write {number.replace(',', '.')})"
-    return f"{number} is no number kernelscope reads (write it with a decimal point and no commas)"

@@ -17,7 +17,6 @@ from lsprotocol import types
 from pygls.exceptions import JsonRpcInvalidRequest
 
 from kernelscope.daemon.lsp import configuration, notify
-from kernelscope.daemon.lsp.features import records
 from kernelscope.daemon.lsp.state import WorkspaceState, uri_to_path
 
 if TYPE_CHECKING:
@@ -101,8 +100,8 @@ def workspaces_changed(
     """(loop) A scan found workspaces that came or went (the editor's folders changed, an agent
     made one and opened its kernel.py, one was moved or deleted): the watcher follows the new
     set, a new one asks for its folder's settings, a gone one's probe and jobs are cancelled
-    and its diagnostics cleared, its records' warnings too (nothing is left running or shown
-    for a folder no longer there).
+    and everything published for it cleared (notify.workspace_gone: nothing is left running or
+    shown for a folder no longer there).
     Before `initialized` (the folders of `initialize`), that handler starts the watcher: its
     "watching" log message needs the loop."""
     if ls.state.loop is not None:
@@ -111,10 +110,7 @@ def workspaces_changed(
         ls.jobs.cancel_pending_probe(ws)
         ls.jobs.cancel(ws.root)
         if ls.state.loop is not None:
-            ls.text_document_publish_diagnostics(
-                types.PublishDiagnosticsParams(uri=ws.kernel_path.as_uri(), diagnostics=[])
-            )
-            records.clear(ls, ws)
+            notify.workspace_gone(ls, ws)
     if added and ls.state.loop is not None:  # (before `initialized`, that handler asks)
         ls.jobs.spawn(configuration.load_folder_configuration(ls, ls.state, ls.show_warning, added))
 

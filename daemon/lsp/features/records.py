@@ -1,5 +1,6 @@
 """A warning on each memory record that cannot be read, published on the record's own file
-(loop): on its first line, saying why and what leaves it out (the engine's words:
+(loop): on the line its reason is about (where the JSON parse stopped, the field the record
+model refuses; else the first), saying why and what leaves it out (the engine's words:
 views/diagnostics.py `record_notices`). Published once the workspace is in use (its first
 publication after its cache is built: notify.workspace_changed) and read again at each change
 of memory/ (the watcher's report, a command's write), only where a record's warning changed:

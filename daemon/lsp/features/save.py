@@ -3,9 +3,10 @@ or edited (didChange, debounced), saved (didSave), closed (didClose: the file is
 or the file rewritten on disk by an agent or git (the watcher). Every text is checked against
 every recorded version on a pool (no GPU time, no workspace code: it runs in untrusted
 workspaces too) and the check's notices published in two steps:
-the history's verdict at once, the static rules' findings when the text rests; a
-saved text identical to a recorded version is not benchmarked again, nor one that does not
-parse; any other saved text is re-benchmarked, debounced, when the workspace is trusted (lsp/jobs.py, engine:
+the history's verdict at once, the static rules' findings when the text rests (a text they
+will not read, too large or not parsing: its one notice, with the verdict); a saved text
+identical to a recorded version is not benchmarked again, nor one that does not parse;
+any other saved text is re-benchmarked, debounced, when the workspace is trusted (lsp/jobs.py, engine:
 workflows/probe.py), and an untrusted workspace says once that it is not.
 
 One save is reported twice (didSave, and the watcher seeing the file change), the second up to
@@ -56,6 +57,21 @@ def history_check(cache: WorkspaceCache, text: str) -> tuple[tuple[Notice, ...],
     return tuple(notices), identical
 
 
+def verdict_check(cache: WorkspaceCache, text: str) -> tuple[tuple[Notice, ...], bool, Notice | None]:
+    """(pool) history_check, and the one notice of a text the static rules will not read (too
+    large, does not parse; None: they will): published with the verdict, so such a text's check
+    publishes once, its final set, rather than an empty verdict first and the notice after."""
+    from kernelscope.daemon.engine.views.diagnostics import unread_notice
+
+    notices, identical = history_check(cache, text)
+    try:
+        unread = unread_notice(text)
+    except Exception:  # best effort: the static step says it then
+        log.exception("parse check failed for %s", cache.root)
+        unread = None
+    return notices, identical, unread
+
+
 def static_check(cache: WorkspaceCache, text: str) -> tuple[Notice, ...]:
     """(pool) The static rules (KernelBench's and kernelscope's) on a text, each on its line."""
     from kernelscope.daemon.engine.views.diagnostics import static_notices
@@ -103,7 +119,7 @@ async def check(ls: KernelscopeServer, ws: WorkspaceState, text: str, publish: b
             ws.checked, ws.checked_text, ws.checked_notices = digest, text, None
             if not again:
                 ws.checked_static = ()
-            notices, identical = await ls.off_loop(history_check, ws.cache, text)
+            notices, identical, unread = await ls.off_loop(verdict_check, ws.cache, text)
             if ws.checked_text != text:
                 return None  # a newer text's check started: it decides
             if ws.checked is not None:
@@ -120,7 +136,9 @@ async def check(ls: KernelscopeServer, ws: WorkspaceState, text: str, publish: b
             # check until a publication carries it (WorkspaceState.notices_published)
             why = distrust(ls.state.user, ws.root, ls.state.trust_source)
             ws.checked_extra = (untrusted_notice(str(ws.root), why),) if why else ()
-        if not again:
+        if not again and unread is not None:
+            ws.checked_static = (unread,)  # the rules will not read it: nothing to wait for
+        elif not again:
             ls.jobs.spawn(_check_static(ls, ws, text))
     elif ws.untrusted_said:
         ws.checked_extra = ()  # a second report of the text: the one-time notice is not repeated
