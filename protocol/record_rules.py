@@ -18,6 +18,9 @@ if TYPE_CHECKING:
 VERSION_RE = re.compile(r"^v(\d+)$")
 # The memory record's performance field that holds each target metric.
 RECORD_METRIC: dict[str, str] = {"bandwidth": "bandwidth_gbps", "tflops": "tflops", "latency": "latency_us"}
+# The fields whose larger is a version's utilization of the hardware's peak, as atrex's
+# supervisor reads them (orchestrator/workspace_state.py `peak_util`).
+UTILIZATION_FIELDS = ("tflops_peak_utilization_pct", "bandwidth_peak_utilization_pct")
 _LEADING_NUMBER = re.compile(r"^\s*([-+]?\d+(?:\.\d*)?(?:[eE][-+]?\d+)?)")
 # The types a loosely typed scalar may have (protocol.memory.Scalar).
 SCALAR_TYPES = (type(None), bool, int, float, str)
@@ -40,6 +43,25 @@ def as_float(value: Any) -> float | None:
     except OverflowError:  # an integer of hundreds of digits: no float holds it
         return None
     return number if math.isfinite(number) else None
+
+
+def record_figure(record: Any, kind: str) -> float | None:
+    """The figure a memory record (raw dict or model) states for a stop condition's `kind`: its
+    `performance` field (RECORD_METRIC), or for `utilization` the larger of the two peak
+    percentages it states (atrex's `peak_util`; one alone is that one); None where it states none."""
+    performance = section_get(record, "performance")
+    if kind != "utilization":
+        return as_float(section_get(performance, RECORD_METRIC[kind]))
+    figures = [as_float(section_get(performance, name)) for name in UTILIZATION_FIELDS]
+    stated = [figure for figure in figures if figure is not None]
+    return max(stated) if stated else None
+
+
+def figure_fields(kind: str) -> str:
+    """The record fields `record_figure` reads for `kind`, as a note names them."""
+    if kind != "utilization":
+        return f"performance.{RECORD_METRIC[kind]}"
+    return f"performance.{UTILIZATION_FIELDS[0]} or {UTILIZATION_FIELDS[1]}"
 
 
 def ratio(numerator: float, denominator: float) -> float | None:

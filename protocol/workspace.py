@@ -11,11 +11,19 @@ from pydantic import Field, computed_field
 from kernelscope.protocol._open_model import ClosedModel
 from kernelscope.protocol.history import ScoreValue
 
-MetricKind = Literal["bandwidth", "tflops", "latency"]
+# `utilization`: the percentage of the hardware's peak a version reached, the larger of its
+# record's TFLOP/s and bandwidth figures (atrex's supervisor stops on it: `--target-util`); a stop
+# condition, never what `best` or a score is measured by (ReadmeInfo.primary_kind).
+MetricKind = Literal["bandwidth", "tflops", "latency", "utilization"]
 Comparator = Literal[">=", ">", "<=", "<"]
 
 # Canonical units stop conditions are normalised to, so they compare with measurements.
-CANONICAL_UNIT: dict[str, str] = {"bandwidth": "GB/s", "tflops": "TFLOPS", "latency": "us"}
+CANONICAL_UNIT: dict[str, str] = {
+    "bandwidth": "GB/s",
+    "tflops": "TFLOPS",
+    "latency": "us",
+    "utilization": "%",
+}
 
 
 class TargetInfo(ClosedModel):
@@ -33,7 +41,7 @@ class StopCondition(ClosedModel):
     """One target from `## Stop Conditions`, e.g. `bandwidth >= 3.87TB/s`.
 
     `value`/`unit` are as written; `normalized_value` is in `CANONICAL_UNIT[kind]`
-    (GB/s, TFLOPS, us) so it can be compared with a measurement directly.
+    (GB/s, TFLOPS, us, %) so it can be compared with a measurement directly.
     """
 
     kind: MetricKind
@@ -136,8 +144,8 @@ class ReadmeInfo(ClosedModel):
     )
     stated_stop_conditions: list[str] = Field(
         default_factory=list,
-        description="stop conditions stated in words (e.g. `Target utilization stop condition: 90%`) "
-        "that name no measurable threshold kernelscope can check",
+        description="stop conditions stated in words (e.g. `Max iterations stop condition: 20`, "
+        "`speedup vs v0 >= 2x`) that name no measurable threshold kernelscope can check",
     )
     unchecked_stop_conditions: list[str] = Field(
         default_factory=list,
@@ -157,8 +165,11 @@ class ReadmeInfo(ClosedModel):
 
     @property
     def primary_kind(self) -> MetricKind | None:
-        """The kind of the first stop condition: what 'best' means for this workspace."""
-        return self.stop_conditions[0].kind if self.stop_conditions else None
+        """The kind of the first stop condition on a figure a version is measured by (latency,
+        bandwidth, TFLOP/s): what 'best' means for this workspace. A utilization target is no
+        such figure (the percentage of a peak the README may not cite, and the larger of two):
+        a README whose only condition is one has none, and the one score decides, as for a goal."""
+        return next((c.kind for c in self.stop_conditions if c.kind != "utilization"), None)
 
 
 class SourceError(ClosedModel):

@@ -3,18 +3,19 @@ answer by (the record's `kernelscope.stop_conditions`) and the file lens states 
 kernelscope's records and other tools' alike (atrex's records carry no statuses).
 
 A condition is judged on the figure the version's record states for the target's metric
-(`performance.latency_us`, `bandwidth_gbps` or `tflops`: RECORD_METRIC), the version's one
-number over its workloads. atrex judges no README bullet: it states one number per version,
-`latency_us` the geomean over the workloads in SOL-ExecBench and Atrex-Bench workspaces
-(reference/test_kernel.py, orchestrator/session_io.py, with `latency_us_geomean` beside it),
-and its supervisor checks `--target-util` against the larger of the record's two
-`*_peak_utilization_pct` (orchestrator/workspace_state.py `peak_util`), not against a README
-target. `kernelscope iterate` writes the same number there: the geomean where the workspace's
-objective is (protocol/kinds.py `latency_geomean`), else its slowest configuration's, the
-largest workload (iterate.headline_performance), so records of either writer state one
-figure. Never the best of the workloads: a small workload's 5 us is no sign that a kernel
-whose largest takes 20 us meets `latency <= 10 us`, and iterate said `met` of it where the
-lens, reading the record, said 50%.
+(`performance.latency_us`, `bandwidth_gbps` or `tflops`: record_rules.record_figure), the
+version's one number over its workloads. atrex states one number per version, `latency_us` the
+geomean over the workloads in SOL-ExecBench and Atrex-Bench workspaces
+(reference/test_kernel.py, orchestrator/session_io.py, with `latency_us_geomean` beside it), and
+its supervisor stops on `--target-util` (written into a native Atrex-Bench README as `Target
+utilization stop condition: 90%`) by the larger of the record's two `*_peak_utilization_pct`
+(orchestrator/workspace_state.py `peak_util`): a utilization target is judged on that larger
+figure here too. `kernelscope iterate` writes the same latency (and both percentages, where the
+README cites the peaks): the geomean where the workspace's objective is (protocol/kinds.py
+`latency_geomean`), else its slowest configuration's, the largest workload
+(iterate.headline_performance), so records of either writer state one figure. Never the best of
+the workloads: a small workload's 5 us is no sign that a kernel whose largest takes 20 us meets
+`latency <= 10 us`, and iterate said `met` of it where the lens, reading the record, said 50%.
 
 Only a measurement judges: a version whose gate passed, measured on the GPU (a record without
 kernelscope's mode is another tool's GPU figure), by numbers of its own (not carried from an
@@ -31,7 +32,7 @@ from typing import Any
 from kernelscope.daemon.engine.memory import atrex_fields
 from kernelscope.daemon.engine.memory.core import kernelscope_block
 from kernelscope.protocol.commands import StopConditionStatus, stop_conditions_met
-from kernelscope.protocol.record_rules import RECORD_METRIC, as_float, gate_result, section_get
+from kernelscope.protocol.record_rules import figure_fields, gate_result, record_figure, section_get
 from kernelscope.protocol.stats import NOT_GPU_FIGURES
 from kernelscope.protocol.workspace import CANONICAL_UNIT, ReadmeInfo, StopCondition
 
@@ -40,7 +41,7 @@ GATE_FAILED = "the gate failed: a wrong kernel's timings are no measurement"
 
 def no_figure_note(condition: StopCondition) -> str:
     """Why a passing GPU version's record judges no condition of this kind: it states no figure."""
-    return f"no performance.{RECORD_METRIC[condition.kind]} recorded"
+    return f"no {figure_fields(condition.kind)} recorded"
 
 
 def condition_status(
@@ -56,7 +57,7 @@ def condition_status(
         unit=CANONICAL_UNIT[condition.kind],
     )
     outcome = atrex_fields.record_outcome(record)
-    figure = as_float(section_get(section_get(record, "performance"), RECORD_METRIC[condition.kind]))
+    figure = record_figure(record, condition.kind)
     if kernelscope_block(record).get("mode") == "interpreter":
         status.note = NOT_GPU_FIGURES
     elif gate_result(section_get(record, "quality_gate"), section_get(record, "correctness")) != "PASS":

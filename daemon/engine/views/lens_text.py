@@ -35,7 +35,7 @@ from kernelscope.protocol.bench import BenchResult, verdict_label
 from kernelscope.protocol.commands import NOT_EVALUATED
 from kernelscope.protocol.experiment import KernelSummary
 from kernelscope.protocol.memory import format_version
-from kernelscope.protocol.record_rules import RECORD_METRIC, format_score
+from kernelscope.protocol.record_rules import format_score, record_figure
 from kernelscope.protocol.stats import NOT_GPU_FIGURES
 from kernelscope.protocol.workspace import CANONICAL_UNIT, ReadmeInfo, StopCondition
 
@@ -109,6 +109,13 @@ def _label(condition: StopCondition) -> str:
     return f"{condition.kind} {target}"
 
 
+def _amount(condition: StopCondition, measured: float) -> str:
+    """A figure in its condition's canonical unit: `20 us`, `3870 GB/s`, and a utilization as a
+    percentage is written, `45.2%`."""
+    unit = CANONICAL_UNIT[condition.kind]
+    return f"{measured:.4g}{'' if unit == '%' else ' '}{unit}"
+
+
 def _percent(condition: StopCondition, measured: float | None) -> str:
     return f"{100 * target_fraction(condition, measured or 0.0):.0f}%" if measured else "-"
 
@@ -121,8 +128,10 @@ def _target_parts(judged: ConditionJudged, best: MemoryEntry | None) -> list[str
     version measured by the interpreter is `not evaluated`, never met or missed, and never
     hides a GPU version that met the target."""
     condition, status, top = judged.condition, judged.status, judged.top
-    unit = CANONICAL_UNIT[condition.kind]
     target = f"target {_label(condition)}"
+
+    def amount(measured: float | None) -> str:
+        return _amount(condition, measured or 0.0)
 
     def against(measured: float | None) -> str:
         return f"{_percent(condition, measured)} of target"
@@ -130,13 +139,13 @@ def _target_parts(judged: ConditionJudged, best: MemoryEntry | None) -> list[str
     evaluated = status is not None and status.met is not None
     known: list[str] = []
     if top is not None and top[1].met and not (evaluated and best is top[0]):
-        known.append(f"met by {top[0].version}: {top[1].measured:.4g} {unit}, {against(top[1].measured)}")
+        known.append(f"met by {top[0].version}: {amount(top[1].measured)}, {against(top[1].measured)}")
     if best is not None and status is not None and evaluated:
         met = " (met)" if status.met else ""
         parts = [
             target,
             *known,
-            f"best {status.measured:.4g} {unit} {best.version}, {against(status.measured)}{met}",
+            f"best {amount(status.measured)} {best.version}, {against(status.measured)}{met}",
         ]
         pct_key = {
             "bandwidth": "bandwidth_peak_utilization_pct",
@@ -148,12 +157,12 @@ def _target_parts(judged: ConditionJudged, best: MemoryEntry | None) -> list[str
         return parts
     if top is not None and not known:
         known.append(
-            f"best GPU figure {top[1].measured:.4g} {unit} {top[0].version}, {against(top[1].measured)}"
+            f"best GPU figure {amount(top[1].measured)} {top[0].version}, {against(top[1].measured)}"
         )
     if best is None or status is None:
         return [target, "no passing measurement yet"]
     if status.note == NOT_GPU_FIGURES:
-        if known or (best.record and best.record.metric(RECORD_METRIC[condition.kind]) is not None):
+        if known or (best.record and record_figure(best.record, condition.kind) is not None):
             return [target, *known, f"best {best.version}: not evaluated ({NOT_GPU_FIGURES})"]
         return [target, "interpreter runs only (CPU timings are not GPU figures)"]
     if status.note == no_figure_note(condition):
@@ -244,6 +253,9 @@ def file_lens(
     parts = []
     conditions = judged.conditions
     if conditions:
+        if readme is not None and readme.goal and readme.primary_kind is None:
+            # (only utilization targets: no measure of the best, whose progress the goal's line says)
+            parts.append(_goal_progress(readme.goal, entries, scores))
         parts += _target_parts(conditions[0], judged.best)
         further = [_further_part(condition, judged.best) for condition in conditions[1:]]
         if len(further) == 1:

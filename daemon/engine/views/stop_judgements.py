@@ -26,8 +26,8 @@ Judged = tuple[MemoryEntry, StopConditionStatus]
 @dataclass(frozen=True)
 class ConditionJudged:
     """One condition: the one rule's answer for the best version (`status`, None when there is
-    no best), and the best figure an evaluated version recorded (`top`: the highest GB/s or
-    TFLOP/s, the lowest latency, among the versions shown)."""
+    no best), and the best figure an evaluated version recorded (`top`: the highest GB/s,
+    TFLOP/s or utilization, the lowest latency, among the versions shown)."""
 
     condition: StopCondition
     status: StopConditionStatus | None
@@ -37,7 +37,8 @@ class ConditionJudged:
 @dataclass(frozen=True)
 class StopJudgements:
     """What the file lens reads (memory, README, scores), the best version by the README's
-    first stop condition's metric (scores.best_version), and every condition judged."""
+    primary metric (scores.best_version; by the one score where its only conditions are
+    utilizations), and every condition judged."""
 
     readme: ReadmeInfo | None
     entries: list[MemoryEntry]
@@ -60,8 +61,8 @@ def judge_stop_conditions(
     scores = memory_scores(entries, readme) if scores is None else scores
     conditions = readme.stop_conditions if readme else []
     best = None
-    if conditions:
-        chosen, _ = best_version(entries, conditions[0].kind, scores)
+    if conditions and readme is not None:  # (by the README's primary metric: never a utilization)
+        chosen, _ = best_version(entries, readme.primary_kind, scores)
         best = next((e for e in entries if e.version == chosen and e.record), None)
     judged = [_judge(condition, entries, best) for condition in conditions]
     return StopJudgements(readme, entries, scores, best, judged)

@@ -100,7 +100,14 @@ def _no_measure_note(kind: str) -> str:
     """Why a passing GPU run evaluated no condition of `kind`, and what to do: a GB/s or TFLOP/s
     target needs the reference's bytes_moved(config) or flops(config) (the harness's Contract);
     without it the condition stays not evaluated on every iteration, and stop_conditions_met
-    at most null (unknown is never met)."""
+    at most null (unknown is never met). A utilization target needs one of them and the peak it
+    is a percentage of, which the README cites (run/bench.py `_peaks`)."""
+    if kind == "utilization":
+        return (
+            "no peak utilization: it needs the README's hardware peak (`HBM bandwidth: 8 TB/s <- "
+            "source`, or a TFLOP/s figure) and the reference module's bytes_moved(config) or "
+            "flops(config); without them no iteration evaluates this condition"
+        )
     measure = {"bandwidth": ("bytes_moved", "GB/s"), "tflops": ("flops", "TFLOP/s")}.get(kind)
     if measure is None:
         return "no configuration was timed"

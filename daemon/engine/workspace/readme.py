@@ -72,9 +72,6 @@ _TARGET_KEYS = {
     "kernel_type": "kernel_type",
     "runtime architecture": "arch",
 }
-# Sections that state targets: the seed's `## Target` / `## Task Context`, and today's atrex
-# READMEs' `## Config` (SOL-ExecBench seeds) and `## Campaign` (Atrex-Bench seeds).
-_TARGET_SECTIONS = ("target", "context", "config", "campaign")
 _DIGEST_SECTIONS = ("goal", "config", "campaign", "ground truth")
 _BACKTICKED = re.compile(r"^`([^`]*)`")
 # A target the README says it does not know: `UNKNOWN` (the seeds' hardware specs), atrex's
@@ -132,7 +129,8 @@ def parse_readme(text: str, path: str = "README.md") -> ReadmeInfo:
                 code="readme:no-measurable-stop-condition",
                 message="README states a goal but no measurable stop condition: kernelscope shows "
                 "progress against the goal (today's atrex keeps numeric stop conditions as "
-                "orchestrator flags such as --max-iters, --max-stall, --target-util); add a "
+                "orchestrator flags such as --max-iters and --max-stall; its --target-util only "
+                "where the README states it: `Target utilization stop condition: 90%`); add a "
                 "```kernelscope block with stop_conditions to have the target checked",
             )
         )
@@ -154,7 +152,7 @@ def parse_readme(text: str, path: str = "README.md") -> ReadmeInfo:
 def _target_sections(sections: list[lines_of.Section]) -> list[lines_of.Section]:
     """`## Target` first, then `## Task Context`, `## Config`, `## Campaign`: the order in which
     they fill in what the earlier ones left out."""
-    return [s for needle in _TARGET_SECTIONS for s in lines_of.sections_named(sections, needle)]
+    return [s for needle in lines_of.TARGET_SECTIONS for s in lines_of.sections_named(sections, needle)]
 
 
 # -- target -----------------------------------------------------------------------------
@@ -308,21 +306,14 @@ def _parse_stop_conditions(
 
 
 def _stated_stop_conditions(sections: list[lines_of.Section], parsed: list[StopCondition]) -> list[str]:
-    """Stop conditions stated in words: bullets of a stop-conditions section that name no
-    measurable threshold, and `... stop condition: ...` bullets elsewhere (Atrex-Bench's
-    `## Campaign` has `Target utilization stop condition: 90%`)."""
+    """Stop conditions stated in words: the stop-condition bullets (lines_of.stop_condition_bullets)
+    that state no target kernelscope checks (`Max iterations stop condition: 20`)."""
     parsed_lines = {c.line for c in parsed}
-    stated: list[str] = []
-    for section in sections:
-        in_stop = "stop condition" in section.key
-        if not (in_stop or any(needle in section.key for needle in _TARGET_SECTIONS)):
-            continue
-        for line_no, bullet in lines_of.bullets(section):
-            if line_no in parsed_lines or lines_of.PLACEHOLDER.search(bullet):
-                continue
-            if in_stop or "stop condition" in bullet.lower():
-                stated.append(bullet.replace("`", "")[:200])
-    return stated
+    return [
+        bullet.replace("`", "")[:200]
+        for line_no, bullet, placeholder in lines_of.stop_condition_bullets(sections)
+        if line_no not in parsed_lines and not placeholder
+    ]
 
 
 # -- threshold and hardware specs -------------------------------------------------------

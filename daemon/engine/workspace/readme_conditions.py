@@ -20,6 +20,7 @@ from kernelscope.daemon.engine.workspace.readme_arith import (
     readable,
 )
 from kernelscope.daemon.engine.workspace.readme_lines import (
+    COMPARATOR,
     CONDITION,
     NUMBER,
     UNIT_KIND_SCALE,
@@ -37,8 +38,9 @@ _INFINITE = re.compile(r"^[-+]?(?:inf(?:inity)?|∞)", re.I)
 _DECIMAL_COMMA = re.compile(r"^(\d+(?:,\d+)+(?:\.\d+)?)")
 _NUMBER_THEN = re.compile(r"^" + NUMBER + r"\s*(?P<unit>[^\s\d(),;:]*)")
 # A comparison is a target kernelscope measures only when the bullet names one of its metrics
-# (by name, or by a unit after a number); a correctness threshold (atol, rtol, abs_err, rel_err:
-# read apart), an iteration cap, a `2x` speedup or a `90%` utilization compares something else.
+# (by name, or by a unit after a number) or a utilization (`_UTILIZATION`); a correctness
+# threshold (atol, rtol, abs_err, rel_err: read apart), an iteration cap or a `2x` speedup
+# compares something else.
 _MEASURED = re.compile(
     r"\b(?:bandwidth|throughput|latency|runtime|t?flop|tops\b)|(?:[TGM]B|TFLOP)/s|TFLOPS"
     r"|\d\s*(?:ms|us|µs|μs|ns)(?![A-Za-z])",
@@ -48,6 +50,12 @@ _THRESHOLD = re.compile(r"\b(?:atol|rtol|toleran\w*|\w*err(?:or)?)\b", re.I)
 _BRACKETS = re.compile(r"\([^()]*\)|\[[^\[\]]*\]")
 _CLAUSE = re.compile(r",|;|\band\b|\bor\b|&+|\|", re.I)
 _RATIO = re.compile(r"^" + NUMBER + r"\s*(?:%|x\b|×)", re.I)
+# A utilization of the peak, `peak utilization >= 90%`, or as atrex's Atrex-Bench README states
+# its `--target-util` (orchestrator/campaign.py L909: `Target utilization stop condition: `90%``,
+# reached at or above it). One that names a metric (`bandwidth utilization >= 90%`) is of that
+# metric alone, which no record field kernelscope judges states: words.
+_UTILIZATION = re.compile(r"\butili[sz]ation\b[^<>=≥≤]*?" + COMPARATOR + r"\s*" + NUMBER + r"\s*%", re.I)
+_STATED_UTILIZATION = re.compile(r"\butili[sz]ation\s+stop\s+condition\W*:\W*" + NUMBER + r"\s*%", re.I)
 EXPECTED = (
     "expected a positive number and a unit: bandwidth in TB/s, GB/s or MB/s, TFLOP/s in "
     "TFLOPS or T, latency in ms, us or ns (e.g. 'bandwidth >= 3.87TB/s')"
@@ -84,8 +92,11 @@ def read_condition(text: str) -> Target | str | None:
     when it compares something kernelscope cannot check (a negative, non-finite or zero target,
     a unit or number it does not read, arithmetic it does not compute, no value); None when it
     compares no number, or none on a metric kernelscope measures (`_MEASURED`: an iteration
-    cap, a speedup, a utilization, a correctness threshold are stop conditions stated in words)."""
+    cap, a speedup, a correctness threshold are stop conditions stated in words)."""
     text = readable(text)  # (`>= `4.32TB/s``, `>= ~4.32TB/s`: positions kept for the caller)
+    utilization = _utilization(text)
+    if utilization is not None:
+        return utilization
     match = CONDITION.search(text)
     if match:
         comparator, start = match.group(1), match.start()
@@ -101,6 +112,28 @@ def read_condition(text: str) -> Target | str | None:
         return None  # `bandwidth utilization >= 90% of peak`: not a figure kernelscope measures
     target = _reading(comparison.group("comparator"), comparison.start(), rest)
     return unusable(rest) if target is None else _measurable(target)
+
+
+def _utilization(text: str) -> Target | str | None:
+    """The utilization target a bullet states (`_UTILIZATION`), or why it cannot be checked; None
+    where it states none. atrex's `0%` turns its check off (long_horizon/campaign.py: only a
+    `target_util > 0` stops): no target, as the bullet says in words."""
+    if _MEASURED.search(text):
+        return None
+    stated = _STATED_UTILIZATION.search(text)
+    if stated is not None:
+        value = float(stated.group(1))
+        if value == 0:
+            return None
+        figure = f"{stated.group(1)}%"
+        return Target(">=", value, "%", stated.start(), figure, f">= {figure}")
+    match = _UTILIZATION.search(text)
+    if match is None:
+        return None
+    comparator, number = match.group(1), match.group(2)
+    start = match.start(1)
+    target = Target(comparator, float(number), "%", start, f"{number}%", f"{comparator} {number}%")
+    return _measurable(target)
 
 
 def further_comparison(text: str) -> str | None:
@@ -169,13 +202,15 @@ def unusable(rest: str) -> str | None:
 
 
 def primary_kind(text: str) -> str | None:
-    """The metric of the README's first stop condition (`ReadmeInfo.primary_kind`), None when
-    it states none, BLOCK_DECIDES when a ```kernelscope block may state them instead."""
+    """The metric of the README's first stop condition on a measured figure, not a utilization
+    (`ReadmeInfo.primary_kind`), None when it states none, BLOCK_DECIDES when a ```kernelscope
+    block may state them instead."""
     lines = text.splitlines()
     if find_machine_block(lines) is not None:
         return BLOCK_DECIDES
     for _, bullet, placeholder in stop_condition_bullets(split_sections(lines)):
         read = None if placeholder else read_condition(bullet)
-        if isinstance(read, Target):
-            return UNIT_KIND_SCALE[read.unit.lower()][0]
+        kind = UNIT_KIND_SCALE[read.unit.lower()][0] if isinstance(read, Target) else None
+        if kind is not None and kind != "utilization":  # (no figure a version is measured by)
+            return kind
     return None

@@ -39,7 +39,11 @@ UNIT_KIND_SCALE: dict[str, tuple[MetricKind, float]] = {
     "µs": ("latency", 1.0),
     "μs": ("latency", 1.0),
     "ns": ("latency", 0.001),
+    "%": ("utilization", 1.0),  # (readme_conditions.py reads a utilization target: no `CONDITION`)
 }
+# Sections that state targets: the seed's `## Target` / `## Task Context`, and today's atrex
+# READMEs' `## Config` (SOL-ExecBench seeds) and `## Campaign` (Atrex-Bench seeds).
+TARGET_SECTIONS = ("target", "context", "config", "campaign")
 
 
 class Section:
@@ -90,12 +94,18 @@ def bullets(section: Section) -> list[tuple[int, str]]:
 
 
 def stop_condition_bullets(sections: list[Section]) -> list[tuple[int, str, bool]]:
-    """(line, text, is a template placeholder) of each `## Stop Conditions` bullet."""
-    return [
-        (line_no, bullet, PLACEHOLDER.search(bullet) is not None)
-        for section in sections_named(sections, "stop condition")
-        for line_no, bullet in bullets(section)
-    ]
+    """(line, text, is a template placeholder) of each stop-condition bullet: every bullet of a
+    `## Stop Conditions` section, and a `... stop condition: ...` bullet of a section that
+    states targets (Atrex-Bench's `## Campaign` has `Target utilization stop condition: 90%`)."""
+    found: list[tuple[int, str, bool]] = []
+    for section in sections:
+        in_stop = "stop condition" in section.key
+        if not (in_stop or any(needle in section.key for needle in TARGET_SECTIONS)):
+            continue
+        for line_no, bullet in bullets(section):
+            if in_stop or "stop condition" in bullet.lower():
+                found.append((line_no, bullet, PLACEHOLDER.search(bullet) is not None))
+    return found
 
 
 def find_machine_block(lines: list[str]) -> tuple[str, int] | None:

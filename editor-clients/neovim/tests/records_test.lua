@@ -62,7 +62,8 @@ local ok, err = pcall(function()
   results.before_open = before ~= -1 and warnings(before) or {}
   results.all_before_open = #vim.diagnostic.get()
 
-  -- opened: the same buffer, the warning listed and drawn
+  -- opened: the same buffer, the warning listed and drawn (by the plugin's BufReadPost: Neovim
+  -- draws nothing on load)
   vim.cmd("edit " .. record)
   local opened = vim.api.nvim_get_current_buf()
   results.same_buffer = opened == before

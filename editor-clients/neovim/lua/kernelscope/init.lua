@@ -670,6 +670,18 @@ function M.define_command(name, command)
   end, options)
 end
 
+--- Draw the server's warnings on a memory record just opened (`bufnr`): one published while
+--- no buffer showed the file (a record that cannot be read) is kept by Neovim on an unloaded
+--- buffer, and `vim.diagnostic.set` draws only on loaded ones, so nothing draws it on `:edit`
+--- (0.7 and 0.11 alike) until the next publication.
+function M.show_record_warnings(bufnr)
+  local root = M.find_root(vim.api.nvim_buf_get_name(bufnr))
+  local client = root and M.client(root)
+  if client then
+    vim.diagnostic.show(vim.lsp.diagnostic.get_namespace(client.id), bufnr)
+  end
+end
+
 --- The commands the attached server offers: a user command and a lens handler for each (a
 --- daemon newer than commands.json brings its own).
 function M.adopt_server_commands(client)
@@ -706,6 +718,13 @@ function M.setup(opts)
     pattern = served,
     callback = function(args)
       M.attach(args.buf)
+    end,
+  })
+  vim.api.nvim_create_autocmd("BufReadPost", {
+    group = group,
+    pattern = "*/memory/*.json",
+    callback = function(args)
+      M.show_record_warnings(args.buf)
     end,
   })
   vim.api.nvim_create_autocmd(M.config.refresh_events, {
