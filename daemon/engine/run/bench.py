@@ -52,6 +52,7 @@ from kernelscope.daemon.engine.run.gate_output import (
     report_says_failed,
     summary,
 )
+from kernelscope.daemon.engine.run.run_mode import expected_mode
 from kernelscope.daemon.engine.run.scratch import Scratch, scratch_copy
 from kernelscope.daemon.engine.run.warm_worker import WarmWorkers, WorkerLost
 from kernelscope.daemon.engine.workspace.kinds import folder_of, undeclared_triton_of
@@ -436,17 +437,6 @@ def _classify_death(request: BenchRequest, outcome: ChildOutcome) -> BenchResult
     )
 
 
-def _gate_mode(request: BenchRequest, env: dict[str, str]) -> str:
-    """What a gate measured on: the requested mode, else the interpreter when the gate runs
-    with TRITON_INTERPRET=1 or no GPU device node exists, else the GPU."""
-    if request.mode in ("gpu", "interpreter"):
-        return request.mode
-    if env.get("TRITON_INTERPRET") == "1":
-        return "interpreter"
-    gpu = any(os.path.exists(node) for node in ("/dev/nvidiactl", "/dev/kfd", "/dev/dxg"))
-    return "gpu" if gpu else "interpreter"
-
-
 def run_gate_command(
     request: BenchRequest, cancel: threading.Event | None = None, own: kinds.OwnGate | None = None
 ) -> BenchResult | None:
@@ -479,7 +469,7 @@ def run_gate_command(
     with scratch_copy(workspace, prefix="kernelscope-gate-", ignored=runtime) as scratch:
         scratch.stand_in(request.candidate)
         env = scratch.env(request.env)
-        mode = _gate_mode(request, env)
+        mode = expected_mode(request.mode, env)
         try:
             outcome = run_child(
                 [scratch.map_argument(word) for word in words],
@@ -583,7 +573,7 @@ def _not_the_runners(
         return None
     if not result.configs and "--config-group" not in request.extra_args:  # (a group may be empty)
         return "the result claims a pass with no configuration measured: not the harness runner's"
-    expected = _gate_mode(request, env)
+    expected = expected_mode(request.mode, env)
     if result.mode != expected and (request.mode != "auto" or expected == "interpreter"):
         return f"the result claims mode {result.mode}, where this launcher ran it in {expected} mode"
     return None

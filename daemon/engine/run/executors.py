@@ -16,6 +16,7 @@ the cold path's isolation), stopped when the batch ends; a single request runs c
 
 from __future__ import annotations
 
+import os
 import shutil
 import subprocess
 import threading
@@ -27,6 +28,7 @@ from typing import Any, Protocol
 
 from kernelscope.daemon.engine import DataError, UsageError
 from kernelscope.daemon.engine.run.bench import BenchRequest, run_benchmark
+from kernelscope.daemon.engine.run.run_mode import expected_mode
 from kernelscope.daemon.engine.run.warm_worker import WarmWorkers
 from kernelscope.protocol.bench import BenchError, BenchResult
 
@@ -44,11 +46,12 @@ class Executor(Protocol):
 
 def failure_result(request: BenchRequest, kind: str, message: str) -> BenchResult:
     """A request's result where no runner gave one (a Ray task lost or cancelled, a job a
-    Ctrl-C stopped before it finished): a structured failure of that request only."""
+    Ctrl-C stopped before it finished): a structured failure of that request only, in the
+    mode its run would have had (`auto`, the CLI's default, is the GPU on a GPU machine)."""
     return BenchResult(
         status="error",
         passed=False,
-        mode="gpu" if request.mode == "gpu" else "interpreter",
+        mode=expected_mode(request.mode, {**os.environ, **(request.env or {})}),  # type: ignore[arg-type]
         workspace=str(request.workspace),
         candidate=str(request.candidate),
         baseline=str(request.baseline or "reference"),
@@ -192,42 +195,54 @@ class RayExecutor:
     ) -> list[BenchResult]:
         ray = self.ray
         results: list[BenchResult | None] = [None] * len(requests)
-        refs = {}
+        refs: dict[Any, int] = {}
+        pending: list[Any] = []  # submitted and not collected yet
         cluster_gpus = ray.cluster_resources().get("GPU", 0)
-        for index, request in enumerate(requests):
-            # one GPU per task when the cluster has GPUs (mode auto) or the user asks for them
-            gpus = 1 if request.mode == "gpu" or (request.mode == "auto" and cluster_gpus > 0) else 0
-            task = ray.remote(num_gpus=gpus, num_cpus=1, max_retries=0)(_ray_task)
-            refs[task.remote(_request_to_dict(request))] = index
         deadline_s = self.timeout_s or max((r.timeout_s for r in requests), default=900.0) + 60.0
         import time
 
-        deadline = time.monotonic() + deadline_s
-        pending = list(refs)
-        while pending:
-            if cancel is not None and cancel.is_set():
-                for ref in pending:
-                    ray.cancel(ref, force=True)
-                    results[refs[ref]] = failure_result(
-                        requests[refs[ref]], "interrupted", "the Ray task was cancelled"
-                    )
-                break
-            done, pending = ray.wait(
-                pending, num_returns=1, timeout=max(0.1, min(1.0, deadline - time.monotonic()))
-            )
-            for ref in done:
-                index = refs[ref]
-                results[index] = self._collect(ref, requests[index])
-                if on_result:
-                    on_result(index, results[index])  # type: ignore[arg-type]
-            if pending and time.monotonic() > deadline:
-                for ref in pending:
-                    ray.cancel(ref, force=True)
+        try:
+            for index, request in enumerate(requests):
+                # one GPU per task when the cluster has GPUs (mode auto) or the user asks for them
+                gpus = 1 if request.mode == "gpu" or (request.mode == "auto" and cluster_gpus > 0) else 0
+                task = ray.remote(num_gpus=gpus, num_cpus=1, max_retries=0)(_ray_task)
+                ref = task.remote(_request_to_dict(request))
+                refs[ref] = index
+                pending.append(ref)
+            deadline = time.monotonic() + deadline_s
+            while pending:
+                if cancel is not None and cancel.is_set():
+                    for ref in pending:
+                        ray.cancel(ref, force=True)
+                        results[refs[ref]] = failure_result(
+                            requests[refs[ref]], "interrupted", "the Ray task was cancelled"
+                        )
+                    break
+                done, pending = ray.wait(
+                    pending, num_returns=1, timeout=max(0.1, min(1.0, deadline - time.monotonic()))
+                )
+                for ref in done:
                     index = refs[ref]
-                    results[index] = failure_result(
-                        requests[index], "timeout", f"the Ray task did not finish within {deadline_s:g} s"
-                    )
-                break
+                    results[index] = self._collect(ref, requests[index])
+                    if on_result:
+                        on_result(index, results[index])  # type: ignore[arg-type]
+                if pending and time.monotonic() > deadline:
+                    for ref in pending:
+                        ray.cancel(ref, force=True)
+                        index = refs[ref]
+                        results[index] = failure_result(
+                            requests[index], "timeout", f"the Ray task did not finish within {deadline_s:g} s"
+                        )
+                    break
+        except KeyboardInterrupt:
+            # a Ctrl-C (in ray.wait, mostly): the tasks submitted and not collected would run on
+            # in the cluster, holding its GPUs for a run nobody waits for; the caller keeps what
+            # finished (on_result) and reports the rest as interrupted
+            if cancel is not None:
+                cancel.set()
+            for ref in pending:
+                ray.cancel(ref, force=True)
+            raise
         return [
             r if r is not None else failure_result(requests[i], "exception", "no result")
             for i, r in enumerate(results)

@@ -6,7 +6,8 @@ run by an executor (local subprocesses or Ray tasks); passing candidates are ran
 failure. Interpreter timings never rank: under the CPU interpreter passing candidates keep the
 order given (a cheat that skips the interpreter would otherwise come first). A Ctrl-C keeps
 what finished: the candidates it stopped (running or not started) are `interrupted`, the rest
-keep their results.
+keep their results, and a candidate one of whose configuration groups failed before it keeps
+that failure.
 """
 
 from __future__ import annotations
@@ -20,7 +21,13 @@ from kernelscope.daemon.engine import UsageError, counted
 from kernelscope.daemon.engine.run.bench import BenchRequest
 from kernelscope.daemon.engine.run.config_groups import merge_results, split_request
 from kernelscope.daemon.engine.run.executors import Executor, failure_result
-from kernelscope.protocol.bench import BenchResult, CandidatesReport, RankedCandidate
+from kernelscope.protocol.bench import (
+    GROUP_PREFIX,
+    BenchResult,
+    CandidatesReport,
+    RankedCandidate,
+    judged_nothing,
+)
 
 # What a candidate a Ctrl-C stopped (running, or not started yet) says: no verdict on it.
 INTERRUPTED = "stopped by Ctrl-C before it finished: nothing was decided about this candidate"
@@ -42,23 +49,74 @@ def expand_candidates(paths: list[Path]) -> list[Path]:
     return list(dict.fromkeys(found))
 
 
+def _stopped(result: BenchResult) -> bool:
+    return result.error is not None and result.error.kind == "interrupted"
+
+
 def _run_keeping_what_finished(requests: list[BenchRequest], executor: Executor) -> list[BenchResult | None]:
     """Every request's result, or None for one a Ctrl-C stopped: the jobs that finished
     before it keep their results (the executor cancels the running ones, whose cancelled
     results are no verdict, and drops those not started) so that an interrupted
-    `--candidates` still reports what it measured."""
+    `--candidates` still reports what it measured. A verdict is kept whenever it arrives,
+    after the interrupt too: a runner that had just finished when the Ctrl-C came hands it on
+    while the executor winds down. After the interrupt, a result that judged nothing may be
+    the interrupt's doing (a cancelled run, a warm worker killed with the batch): calling it
+    interrupted loses no verdict."""
     finished: list[BenchResult | None] = [None] * len(requests)
     cancel = threading.Event()  # set by the executor when it is interrupted
 
     def keep(index: int, result: BenchResult) -> None:
-        if not cancel.is_set():
+        if not _stopped(result) and not (cancel.is_set() and judged_nothing(result)):
             finished[index] = result
 
     try:
         return list(executor.run_many(requests, on_result=keep, cancel=cancel))
     except KeyboardInterrupt:
         cancel.set()
-        return finished
+        return list(finished)  # a copy: a job a second Ctrl-C left running may still report
+
+
+def _candidate_result(groups: list[BenchRequest], done: list[BenchResult | None]) -> BenchResult:
+    """One candidate's result from its configuration groups' (None: a group a Ctrl-C stopped).
+    All finished: merged. A finished group that failed is a verdict a stopped group cannot
+    change: that failure is the candidate's, saying which groups were stopped. Else nothing
+    was decided: `interrupted`, in the mode of a group that finished if any did."""
+    if all(result is not None for result in done):
+        return merge_results(done)  # type: ignore[arg-type]
+    stopped = [f"{GROUP_PREFIX}{i}/{len(done)}" for i, result in enumerate(done) if result is None]
+    failed = next((i for i, result in enumerate(done) if result is not None and not result.passed), None)
+    if failed is not None:
+        result = done[failed].model_copy(deep=True)  # type: ignore[union-attr]
+        result.messages.append(
+            f"{GROUP_PREFIX}{failed}/{len(done)} failed; a Ctrl-C stopped {', '.join(stopped)} unfinished"
+        )
+        return result
+    interrupted = failure_result(groups[done.index(None)], "interrupted", INTERRUPTED)
+    measured = next((result for result in done if result is not None), None)
+    if measured is not None:
+        interrupted.mode = measured.mode
+    return interrupted
+
+
+def _interrupted_message(results: list[BenchResult], cut_short: int) -> str | None:
+    """What the report says of a Ctrl-C: how many candidates have no verdict, how many have
+    one from the groups that finished before it, and (only when some are left) that the
+    others' results are complete."""
+    stopped = sum(1 for r in results if _stopped(r))
+    if not stopped and not cut_short:
+        return None
+    total = counted(len(results), "candidate")
+    parts = []
+    if stopped:
+        parts.append(f"{stopped} of {total} did not finish (kind interrupted, no verdict)")
+    if cut_short:
+        parts.append(
+            f"{cut_short} of {total} failed in a configuration group that finished "
+            "(its other groups were stopped)"
+        )
+    if stopped + cut_short < len(results):
+        parts.append("the others' results are complete")
+    return "interrupted (Ctrl-C): " + "; ".join(parts)
 
 
 def bench_candidates(
@@ -77,14 +135,11 @@ def bench_candidates(
     flat = _run_keeping_what_finished([request for groups in requests for request in groups], executor)
     wall = time.perf_counter() - started
     results = []
+    cut_short = 0  # candidates failed by a finished group while others were stopped
     for groups in requests:
-        done = flat[: len(groups)]
-        stopped = next((i for i, result in enumerate(done) if result is None), None)
-        if stopped is None:
-            results.append(merge_results(done))  # type: ignore[arg-type]
-        else:  # a candidate is finished only when all of its groups are
-            results.append(failure_result(groups[stopped], "interrupted", INTERRUPTED))
-        flat = flat[len(groups) :]
+        done, flat = flat[: len(groups)], flat[len(groups) :]
+        results.append(_candidate_result(groups, done))
+        cut_short += None in done and not _stopped(results[-1])
     entries = list(zip(candidates, results, strict=True))
     comparable = all(result.comparable for result in results)
     passing = [e for e in entries if e[1].passed]
@@ -92,12 +147,9 @@ def bench_candidates(
         passing.sort(key=lambda e: -(e[1].score or 0.0))
     failing = [e for e in entries if not e[1].passed]
     messages = []
-    stopped_count = sum(1 for r in results if r.error is not None and r.error.kind == "interrupted")
-    if stopped_count:
-        messages.append(
-            f"interrupted (Ctrl-C): {stopped_count} of {counted(len(results), 'candidate')} did not finish "
-            "(kind interrupted, no verdict); the others' results are complete"
-        )
+    interrupted = _interrupted_message(results, cut_short)
+    if interrupted:
+        messages.append(interrupted)
     if not comparable:
         messages.append(
             "timing is not comparable under the CPU interpreter: candidates are ranked by gate verdict "

@@ -477,7 +477,8 @@ class WarmWorkers:
                 while len(self.idle) > self.max_idle:
                     surplus.append(self.idle.pop(0))
         if not keep:
-            if worker.broken and worker.broken != "closed":
+            # (closed: the pool killed it, and no next job comes: a second Ctrl-C, an exit)
+            if worker.broken and worker.broken != "closed" and not self.closed:
                 log.warning(
                     "warm benchmark worker pid %d lost (%s): the next job starts a new one",
                     worker.pid,
