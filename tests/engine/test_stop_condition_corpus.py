@@ -96,6 +96,7 @@ def test_the_label_names_the_exact_product() -> None:
         "bandwidth >= 4.8 TB/s HBM peak (target: 90%)",
         "bandwidth >= 4.8 TB/s peak (aim for 90%)",
         "bandwidth >= 4.8 TB/s (peak; 90% target)",
+        "bandwidth >= 4.8 TB/s (H200 peak, target 90%)",
         "bandwidth >= 4.8TB/s peak; target >= 90%",
         "bandwidth >= 4.8 TB/s peak, 0.9x",
         "bandwidth >= 4.8 TB/s peak times 0.9",

@@ -43,15 +43,16 @@ _BRACKETED = re.compile(r"\([^()]*\)|\[[^\[\]]*\]")
 # bare percentage after the figure and nothing else. A percentage before a word
 # (`20% faster`, `99% of runs`, `80% occupancy`) is prose.
 _TIMES = r"(?:[*×·⋅∗✕•]|\bx)"
+_WORDS = r"(?:[^\d]|(?<=\w)\d)*?"  # (no number before it; digits in a word are a name: `H200`)
 _FACTOR = r"(?:" + NUMBER + r"\s*%|\d*\.\d+(?![\d.]))"
 _ENDS = r"(?=\s*(?:$|[)\].,;:!=≈~→-]|of\b))"
 _ON_FIGURE = re.compile(
-    r"^[^\d]*?(?:" + _TIMES + r"\s*" + _FACTOR + r"|(?:@|\bat\b)\s*" + NUMBER + r"\s*%" + _ENDS + r")"
+    r"^" + _WORDS + r"(?:" + _TIMES + r"\s*" + _FACTOR + r"|(?:@|\bat\b)\s*" + NUMBER + r"\s*%" + _ENDS + r")"
     r"|^[\s,]*" + NUMBER + r"\s*%\s*[.)]?\s*$"
 )
 # the figure named the peak, and a share of it follows (`4.8TB/s HBM peak (target: 90%)`,
 # `4.8TB/s peak, 0.9x`, `4.8TB/s peak times 0.9`): read as written, the peak is the target
-_PEAK_NOTE = re.compile(r"^[^\d]*?\bpeak\b(?!\s*util)")  # (`peak utilization >= 90%`: a metric)
+_PEAK_NOTE = re.compile(r"^" + _WORDS + r"\bpeak\b(?!\s*util)")  # (`peak utilization >= 90%`: a metric)
 _SHARE = re.compile(r"(?<![\w.])(?:" + NUMBER + r"\s*(?:%|percent\b)|\d*\.\d+(?![\d.]))")
 # a bracket with a figure of its own is a note (`(90% of 4.3 TB/s peak)`, `(x8 GPUs = 24 TB/s)`)
 _FIGURE_NOTE = re.compile(r"\((?=[^()]*\d\s*" + UNIT + r"(?![A-Za-z/]))[^()]*\)")
