@@ -297,7 +297,8 @@ def _parse_stop_conditions(
             warnings.append(
                 ReadmeWarning(
                     code="readme:stop-condition-skipped",
-                    message=f"stop condition skipped, kernelscope cannot check it: {bullet[:80]!r}: "
+                    message="stop condition skipped, kernelscope cannot check it: "
+                    f"{' '.join(bullet.split())[:80]!r}: "
                     f"{condition}; {readme_conditions.EXPECTED}",
                     line=line_no,
                 )

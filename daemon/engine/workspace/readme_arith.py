@@ -27,29 +27,51 @@ _OPERAND = re.compile(r"\s*(?P<number>" + NUMBER + r")\s*(?P<unit>" + UNIT + r"(
 _WORD = re.compile(r"\s*[A-Za-z_][\w./]*")  # (a unit in it: `nanTB/s` is one word)
 _OPEN = re.compile(r"\s*\(")
 _CLOSE = re.compile(r"\s*\)")
-_MULTIPLY = re.compile(r"\s*(?:[*×·∗]|x(?=\s*[\d.])|of(?=\s*[\d.(]))")
+_MULTIPLY = re.compile(r"\s*(?:[*×·⋅∗✕•]|x(?=\s*[\d.])|of(?=\s*[\d.(]))")
 # a sum, a difference or a quotient: arithmetic, but none this module computes (`-` only before
 # a number, so a bullet's `-> then stop` or `- measured by do_bench` stays prose)
 _OTHER_OP = re.compile(r"\s*(?:[/+]|[-−](?=\s*[\d.]))")
 # a stated result: `=`, `≈`, or an arrow before a number (`-> then stop` is prose)
-_EQUALS = re.compile(r"\s*(?:=(?![<>=])|≈|~=|(?:->|→)(?=\s*[\d.]))")
+_EQUALS = re.compile(r"\s*(?:=(?![<>=])|≈|~=|(?:->|→|=>)(?=\s*[\d.]))")
 # what may stand between a figure and arithmetic on it: a bracketed note, words, a comma
 _NOTE = re.compile(r"(?:\s*(?:\([^()]*\)|\[[^\[\]]*\]|,|[A-Za-z_][\w.]*))+")
 _BRACKETED = re.compile(r"\([^()]*\)|\[[^\[\]]*\]")
-# after a plain figure, in what is left of its comparison (outside brackets), arithmetic on it:
-# an operator before a number, `@ 90%`, `at 90%`, a bare `90%`; or a bracket that opens with one
-_LATER = re.compile(r"(?:[*×·∗+]|(?<![\w.])[-−/]|\bx)\s*" + NUMBER + r"|(?<![\w.])" + NUMBER + r"\s*%")
-_LATER_BRACKET = re.compile(
-    r"[(\[]\s*(?:(?:[*×·∗/+@]|x(?=\s*[\d.])|at\b)[^()\[\]]*[)\]]?|" + NUMBER + r"\s*%\s*[)\]])"
+# Arithmetic ON a plain figure, in what is left of its comparison past a note without numbers
+# (`(H200) * 0.9`, `peak × 90%`, `@ 90%`): an operator before a percentage or a fraction (an
+# integer after `x`/`*` is a shape or a count: `8192 x 8192`, `per GPU (x8)`), `@`/`at` a
+# percentage that ends the comparison (`at 90% confidence` is a condition on the runs), or a
+# bare percentage after the figure and nothing else. A percentage before a word
+# (`20% faster`, `99% of runs`, `80% occupancy`) is prose.
+_TIMES = r"(?:[*×·⋅∗✕•]|\bx)"
+_WORDS = r"(?:[^\d]|(?<=\w)\d)*?"  # (no number before it; digits in a word are a name: `H200`)
+_FACTOR = r"(?:" + NUMBER + r"\s*%|\d*\.\d+(?![\d.]))"
+_ENDS = r"(?=\s*(?:$|[)\].,;:!=≈~→-]|of\b))"
+_ON_FIGURE = re.compile(
+    r"^" + _WORDS + r"(?:" + _TIMES + r"\s*" + _FACTOR + r"|(?:@|\bat\b)\s*" + NUMBER + r"\s*%" + _ENDS + r")"
+    r"|^[\s,]*" + NUMBER + r"\s*%\s*[.)]?\s*$"
 )
-_NEXT_COMPARATOR = re.compile(r"(?<![-<>=])(?:>=|<=|≥|≤|=>|=<|>|<(?!-))")
-_STATED = re.compile(r"(?:=(?![<>=])|≈|~=|->|→)\s*(?=[\d.])")
+# the figure named the peak, and a share of it follows (`4.8TB/s HBM peak (target: 90%)`,
+# `4.8TB/s peak, 0.9x`, `4.8TB/s peak times 0.9`): read as written, the peak is the target
+_PEAK_NOTE = re.compile(r"^" + _WORDS + r"\bpeak\b(?!\s*util)")  # (`peak utilization >= 90%`: a metric)
+_SHARE = re.compile(r"(?<![\w.])(?:" + NUMBER + r"\s*(?:%|percent\b)|\d*\.\d+(?![\d.]))")
+# a bracket with a figure of its own is a note (`(90% of 4.3 TB/s peak)`, `(x8 GPUs = 24 TB/s)`)
+_FIGURE_NOTE = re.compile(r"\((?=[^()]*\d\s*" + UNIT + r"(?![A-Za-z/]))[^()]*\)")
+# a derivation the target states of itself (`4.32TB/s = 0.9 × 4.8TB/s`, `(× 0.9 of 4.8TB/s peak)`,
+# `(90% of 4.3TB/s)`): checked against it, never read instead of it
+_DERIVATION = re.compile(r"^\s*(?:(?:=(?![<>=])|≈|~=)|\(\s*(?:=|≈)?)(?P<body>[^()=,;]*)")
+_DERIVED_OPS = re.compile(r"[*×·⋅∗✕•]|\bx\b|\bof\b|(?<=\d)x")
+_NOT_A_PRODUCT = re.compile(r"\+|/(?!s\b)|[-−](?=\s*[\d.])")  # (`TB/s` is a unit)
+# a count after a product's last factor (`20 us x 100 iterations`, `4.8TB/s * 90 percent`): the
+# product of a figure and a count is no target
+_COUNTED = re.compile(r"\s*[A-Za-z]+")
+_NEXT_COMPARATOR = re.compile(r"(?<![-<>=])(?:>=|<=|≥|≤|=<|>|<(?!-))")  # (`=>`: an arrow)
+_STATED = re.compile(r"(?:=(?![<>=])|≈|~=|->|→|=>)\s*(?=[\d.])")
 # digits grouped by commas or spaces (`4,320`, `4 320`): read only where a product says which
 _GROUPED = re.compile(r"\s*(\d+(?:[, \u00a0\u202f]\d+)+(?:\.\d+)?)\s*" + UNIT + r"(?![A-Za-z/])")
 # a target with digits grouped by spaces (`4 320 GB/s`): not `4`, unitless, then words
 GROUPED_DIGITS = re.compile(r"^(\d{1,3}(?:[ \u00a0\u202f]\d{3})+(?:\.\d+)?)\s*" + UNIT + r"(?![A-Za-z/])")
 # Markdown around a target (code, bold) and `~` (approximately: the number is the target)
-_MARKUP = re.compile(r"`|\*\*|~(?=\s*[\d.])")
+_MARKUP = re.compile(r"`|\*\*|~(?=\s*[\d.])(?!\s*" + NUMBER + r"\s*%)")
 _CAPITAL_X = re.compile(r"(?<![A-Za-z])X(?=\s*[\d.])")
 _DIGITS = re.compile(r"\d*(?:\.(\d+))?(?:[eE]([-+]?\d+))?")
 HOW = "write the target it comes to (`>= 4.32TB/s`, `>= 4.8TB/s * 90%`, `>= 4.8TB/s * 90% = 4.32TB/s`)"
@@ -80,8 +102,10 @@ def read_arithmetic(rest: str) -> Reading | str | None:
     if equals is not None:
         return _stated(expression, product, rest[equals.end() :], equals.group(0).strip())
     if noted:
-        return f"cannot tell the target in {expression!r} (a note between a figure and its arithmetic): {HOW}"
-    return product or f"cannot compute {expression!r}: {HOW}"
+        return note_reason(expression, terms[0].group(0) if terms else expression)
+    if isinstance(product, Reading) and _COUNTED.match(rest, position) and "." not in terms[-1].group(0):
+        return f"cannot tell the target in {quoted(rest[: _COUNTED.match(rest, position).end()])}: {HOW}"  # type: ignore[union-attr]
+    return product or f"cannot compute {quoted(expression)}: {HOW}"
 
 
 def readable(text: str) -> str:
@@ -93,25 +117,65 @@ def readable(text: str) -> str:
 
 def _after_figure(rest: str, terms: list[re.Match[str]], position: int) -> Reading | str | None:
     """A plain figure (`4.8TB/s`) is the target unless what is left of its comparison does
-    arithmetic on it past a note (`(H200) * 0.9`, `@ 90%`, `, 90% of peak`, `(x 0.9)`): then the
-    result it states (`= 4.32TB/s`), else why it cannot be checked. None: the figure stands, and
-    a note with its own arithmetic in brackets (`4.32TB/s (4.8TB/s * 90%)`) is no part of it."""
+    arithmetic on it (`_ON_FIGURE`, `_PEAK_NOTE`): then the result it states (`= 4.32TB/s`),
+    else why it cannot be checked. None: the figure stands (a shape, a count, a percentage in
+    prose, a note with its own figure), once a derivation it states of itself agrees with it."""
     if not terms or terms[0].group("unit") in (None, "%"):
         return None
+    figure = terms[0]
     tail = _NEXT_COMPARATOR.split(rest[position:], maxsplit=1)[0]
-    flat = tail  # (brackets blanked, innermost first: what stands outside every note)
-    while (inner := _BRACKETED.sub(lambda bracket: " " * len(bracket.group(0)), flat)) != flat:
-        flat = inner
-    later = _LATER.search(flat) or _LATER_BRACKET.search(tail)
-    if later is None:
-        return None
-    stated = _STATED.search(flat, later.end())
+    outer = tail  # (notes with a figure of their own blanked, innermost first)
+    while (inner := _FIGURE_NOTE.sub(lambda note: " " * len(note.group(0)), outer)) != outer:
+        outer = inner
+    on_figure = _ON_FIGURE.search(outer)
+    peak = _PEAK_NOTE.search(outer)
+    share = None if peak is None else _SHARE.search(rest, position + peak.end())
+    hit = on_figure or share
+    if hit is None:
+        return _derivation(rest[position:], figure)
+    end = position + hit.end() if hit is on_figure else hit.end()
+    end += len(rest[end:]) - len(rest[end:].lstrip()) if rest[end:].lstrip()[:1] in (")", "]") else 0
+    end += 1 if rest[end : end + 1] in (")", "]") else 0
+    stated = _STATED.search(readable_flat(rest), end)
     if stated is not None:
-        expression = rest[: position + stated.start()].strip()
-        return _stated(expression, None, flat[stated.end() :], stated.group(0).strip())
-    figure = terms[0].group(0).strip()
-    written = f"{figure}{tail[: later.end()].rstrip()}"
-    return f"cannot tell the target in {written!r}: {figure}, or what it comes to? {HOW}"
+        expression = rest[: stated.start()].strip()
+        return _stated(expression, None, rest[stated.end() :], stated.group(0).strip())
+    return note_reason(rest[:end], figure.group(0))
+
+
+def readable_flat(text: str) -> str:
+    """`text` with its brackets blanked, innermost first, every character where it was: what
+    stands outside every note."""
+    while (inner := _BRACKETED.sub(lambda bracket: " " * len(bracket.group(0)), text)) != text:
+        text = inner
+    return text
+
+
+def note_reason(written: str, figure: str) -> str:
+    """Why a figure with arithmetic on it past a note (`4.8TB/s (H200) * 0.9`) cannot be
+    checked: one wording for every such bullet."""
+    return (
+        f"cannot tell the target in {quoted(written)}: {' '.join(figure.split())}, or what it comes to? {HOW}"
+    )
+
+
+def quoted(text: str) -> str:
+    """`text` quoted for a reason, its whitespace (and Markdown blanked to spaces) collapsed."""
+    return repr(" ".join(text.split()))
+
+
+def _derivation(tail: str, figure: re.Match[str]) -> str | None:
+    """Why the target's own derivation (`= 0.9 × 4.8TB/s`, `(90% of 4.3TB/s peak)`) contradicts
+    it; None when it states none this module computes, or one that agrees."""
+    derived = _DERIVATION.match(tail)
+    if derived is None or _NOT_A_PRODUCT.search(derived["body"]) or not _DERIVED_OPS.search(derived["body"]):
+        return None
+    product = _product(list(_OPERAND.finditer(derived["body"])))
+    if product is None:
+        return None
+    expression = " ".join(derived["body"].split())
+    agreed = _agreed(expression, product, figure.group("number"), figure.group("unit"))
+    return agreed if isinstance(agreed, str) else None
 
 
 def _terms(rest: str) -> tuple[list[re.Match[str]], list[str], bool, int, bool]:
@@ -148,7 +212,8 @@ def _terms(rest: str) -> tuple[list[re.Match[str]], list[str], bool, int, bool]:
         if (
             note is not None
             and (after_note := _operator(rest, note.end()))
-            and _OPERAND.match(rest, after_note.end())
+            and after_note.re is _MULTIPLY
+            and re.match(r"\s*" + _FACTOR, rest[after_note.end() :])
         ):
             op, noted = after_note, True
         if op is not None:
@@ -213,7 +278,7 @@ def _grouped(
     if isinstance(product, Reading):
         agreeing = [r for r in readings if isinstance(_agreed(expression, product, r, unit), Reading)]
         if len(agreeing) == 1:
-            return Reading(float(agreeing[0]), unit, f"{agreeing[0]}{unit}")
+            return _agreed(expression, product, agreeing[0], unit)
     return f"the result after {symbol!r} in {expression!r}: {grouping_reason(number)}"
 
 
@@ -226,8 +291,15 @@ def _agreed(expression: str, product: Reading | str | None, number: str, unit: s
     if product_kind != kind:
         return f"{expression!r} is a {product_kind}, the result after '=' ({number}{unit}) a {kind}: {HOW}"
     if abs(product.value * product_scale - float(number) * scale) > _half_step(number) * scale * (1 + 1e-9):
-        return f"{expression} is {product.written}, not {number}{unit} as stated: {HOW}"
-    return Reading(float(number), unit, f"{number}{unit}")
+        return f"{' '.join(expression.split())} is {product.written}, not {number}{unit} as stated: {HOW}"
+    return _in_unit(product, product_scale, unit, scale)
+
+
+def _in_unit(product: Reading, product_scale: float, unit: str, scale: float) -> Reading:
+    """The product, exact, in the unit its stated result is written in: `4.8TB/s × 90% ≈ 4TB/s`
+    agrees with 4TB/s to its one digit, and is 4.32TB/s; the rounded result is no target."""
+    value = float(f"{product.value * product_scale / scale:.12g}")
+    return Reading(value, unit, f"{plain(value)}{unit}")
 
 
 def _half_step(number: str) -> float:

@@ -48,6 +48,10 @@ _MEASURED = re.compile(
 )
 _THRESHOLD = re.compile(r"\b(?:atol|rtol|toleran\w*|\w*err(?:or)?)\b", re.I)
 _BRACKETS = re.compile(r"\([^()]*\)|\[[^\[\]]*\]")
+# a comparator other than an arrow's (`=>`, `->`, `<-`)
+_OTHER_COMPARISON = re.compile(r"(?<![-<>=])(?:>=|<=|≥|≤|=<|>|<(?!-))")
+# what the bullet's agent says a metric stands at, not a target (`; currently > 25 us`)
+_STATUS = re.compile(r"\b(?:currently|now|today|was|measured|baseline|v0|got|at present)\b", re.I)
 _CLAUSE = re.compile(r",|;|\band\b|\bor\b|&+|\|", re.I)
 _RATIO = re.compile(r"^" + NUMBER + r"\s*(?:%|x\b|×)", re.I)
 # A utilization of the peak, `peak utilization >= 90%`, or as atrex's Atrex-Bench README states
@@ -137,20 +141,27 @@ def _utilization(text: str) -> Target | str | None:
 
 
 def further_comparison(text: str) -> str | None:
-    """The comparison after a bullet's first, outside brackets, when it states a target of its
-    own (`latency <= 20 us and bandwidth >= 4.8TB/s * 0.9`: `bandwidth >= 4.8TB/s * 0.9`): one
-    bullet is one condition, so readme.py says this one is not read. None when there is none."""
-    flat = _BRACKETS.sub(lambda bracket: " " * len(bracket.group(0)), readable(text))
-    first = _COMPARISON.search(flat)
-    second = (
-        None
-        if first is None
-        else _COMPARISON.search(flat, first.start("comparator") + len(first["comparator"]))
-    )
-    if second is None or read_condition(text[second.start() :]) is None:
+    """A comparison in the bullet, outside brackets, other than the one read, that states a
+    measured target of its own (`latency <= 20 us and bandwidth >= 4.8TB/s * 0.9`: `bandwidth
+    >= 4.8TB/s * 0.9`): one bullet is one condition, so readme.py says this one is not read.
+    None when there is none: a speedup, a tolerance or a shape compared beside the target
+    (`speedup >= 2x and latency <= 20 us`), a status (`; currently > 25 us`), an arrow (`=>`)."""
+    read = read_condition(text)
+    if not isinstance(read, Target):
         return None
-    clause = _CLAUSE.split(text[: second.start()])[-1]
-    return f"{clause.strip()} {text[second.start() :].strip()}".strip().replace("`", "")
+    flat = _BRACKETS.sub(lambda bracket: " " * len(bracket.group(0)), readable(text))
+    for other in _OTHER_COMPARISON.finditer(flat):
+        if other.start() == read.start:
+            continue
+        clause_start = max((c.end() for c in _CLAUSE.finditer(flat, 0, other.start())), default=0)
+        clause_end = next((c.start() for c in _CLAUSE.finditer(flat, other.end())), len(flat))
+        clause = text[clause_start:clause_end]
+        if _STATUS.search(clause[: other.start() - clause_start]):
+            continue
+        target = read_condition(text[other.start() : clause_end])
+        if isinstance(target, Target) and target.start == 0:
+            return " ".join(clause.replace("`", "").split())
+    return None
 
 
 def _names_a_metric(text: str, rest: str) -> bool:
