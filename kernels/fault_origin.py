@@ -1,21 +1,22 @@
-"""Whose fault an exception is: the problem's code (the candidate, the baseline, the parent, the
-reference, any file of the workspace) or kernelscope's own harness.
+"""What an exception the runner caught says: the kernel's `exception` (FAIL, exit 3) once any
+of the problem's files has been read, and `harness_error` (no verdict) only before.
 
-Every call the harness makes into the problem's code goes through a function of one of its files
-(the entry point, the reference, `make_inputs`, a Model's `forward`), so an exception raised
-there, or anywhere under it (in torch, in triton), carries a frame of that file in its
-traceback. One with no such frame was raised by the harness on its own: a bug in kernelscope (a
-timed check, input generation, the result's summary), which says nothing about the kernel.
-Reported as the kernel's `exception` it read "the kernel is wrong" (FAIL, exit 3) with the
-traceback only in `--json`; it is `harness_error`, no verdict (protocol/bench.py's table says
-the word and the exit status), its last frames kept and a request to report it in the message.
+Whose code raised cannot be told soundly from a traceback: a kernel's exception need carry no
+frame of the problem's files (an entry point that is a C function or a `functools.partial`, a
+function compiled under another file name, one imported from a module outside the workspace,
+an exception class that hides its `__traceback__`), and a kernel's own fault can surface in
+the harness after its frame returned (an output the harness cannot read, a meta or sparse
+tensor; on a GPU an illegal memory access, reported at the harness's next synchronize). Each of
+those, counted the harness's, turned a failing kernel into no verdict. So the one sound line is
+time: nothing a kernel does can reach what runs before the harness first reads its files (the
+run's settings: mode, environment, sizes). An exception there is `harness_error`
+(`before_the_problem`); any later one (the static rules read the source, the import runs it,
+then every configuration, the summary) is the kernel's `exception`, as a kernel's always was.
 
-`raise ... from exc` passes the fault on (the frames of `__cause__` count); an exception raised
-while handling another (`__context__` only) is the handler's own: a harness that fails while
-reporting a kernel's exception has a bug of its own.
-
-Where an entry point is no Python function of the problem's files (`kernel_fn = torch.add`), its
-exception has no frame of them and is counted the harness's: no verdict rather than a wrong one.
+Where its traceback has no frame of the problem's files (`ProblemCode`), its message says
+kernelscope's harness may be at fault and how to report it (protocol/bench.py's
+HARNESS_MAY_BE_AT_FAULT, which `bench` recognises to print the traceback's last frames): a
+hint for the reader, never the verdict.
 """
 
 from __future__ import annotations
@@ -29,18 +30,16 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from kernelscope.protocol.bench import BenchError, BenchResult, ErrorKind
 
-# Frames of a harness error's traceback kept (the innermost: where the harness failed).
-HARNESS_FRAMES = 8
-KERNEL_FRAMES = 8  # a kernel's exception: the outermost, as the runner always kept
-REPORT = (
-    "a bug in kernelscope's harness, not a verdict on the kernel: please report it to kernelscope's "
-    "maintainers with this traceback (`kernelscope bench --json` has it in error.traceback)"
-)
+# Frames of a traceback kept: the innermost (where it failed) when the harness may be at fault
+# or is, else the outermost (the kernel's call), as the runner always kept.
+LAST_FRAMES = 8
+KERNEL_FRAMES = 8
 
 
 class ProblemCode:
     """The files whose frames are the problem's: every file under the workspace, and the
-    candidate, baseline, parent and reference files wherever they are."""
+    candidate, baseline, parent and reference files wherever they are. A pseudo-file name
+    (`<string>`, `<frozen importlib._bootstrap>`) is no file: it is nobody's."""
 
     def __init__(self, workspace: Path, files: list[Path | None]) -> None:
         self._root = os.path.realpath(workspace) + os.sep
@@ -57,71 +56,107 @@ class ProblemCode:
     def _owns(self, filename: str) -> bool:
         known = self._known.get(filename)
         if known is None:
-            real = os.path.realpath(filename)
-            known = self._known[filename] = real in self._files or real.startswith(self._root)
+            if filename.startswith("<") or not os.path.isabs(filename):  # relative: cwd's guess
+                known = False
+            else:
+                real = os.path.realpath(filename)
+                known = real in self._files or real.startswith(self._root)
+            self._known[filename] = known
         return known
 
     def raised_in(self, exc: BaseException) -> bool:
-        """Whether a frame of `exc`'s traceback, or of the exception it was raised from, is
-        in the problem's files."""
+        """Whether a frame of `exc`'s traceback, or of the exception it was raised from, is in
+        the problem's files (False where the exception will not say: it decides only a hint)."""
         seen: set[int] = set()
         current: BaseException | None = exc
-        while current is not None and id(current) not in seen:
-            seen.add(id(current))
-            for frame, _ in traceback.walk_tb(current.__traceback__):
-                if self._owns(frame.f_code.co_filename):
-                    return True
-            current = current.__cause__
+        try:
+            while current is not None and id(current) not in seen:
+                seen.add(id(current))
+                for frame, _ in traceback.walk_tb(current.__traceback__):
+                    if self._owns(frame.f_code.co_filename):
+                        return True
+                current = current.__cause__
+        except Exception:
+            return False
         return False
 
 
-def classify(exc: BaseException, code: ProblemCode) -> ErrorKind:
-    """The kind of an exception the runner caught: memory, the problem's own declared kinds
-    (`bench_kind`: an input it cannot build), a Triton compile error, then the kernel's
-    `exception` or, with no frame of the problem's code, `harness_error`."""
+def classify(exc: BaseException) -> ErrorKind:
+    """The kind of an exception the problem's code may have raised: memory, a problem's
+    declared unsupported input (`bench_kind`), a Triton compile error, else the kernel's
+    `exception`. Never a no-verdict kind for the harness: see the module's docstring."""
     import torch
 
     if isinstance(exc, (MemoryError, torch.cuda.OutOfMemoryError)):
         return "out_of_memory"
     if isinstance(exc, RuntimeError) and any(
-        text in str(exc).lower() for text in ("can't allocate memory", "out of memory")
+        text in _text(exc).lower() for text in ("can't allocate memory", "out of memory")
     ):
         return "out_of_memory"
-    bench_kind = getattr(exc, "bench_kind", None)  # e.g. an input the problem cannot build
-    if bench_kind == "unsupported":
+    if getattr(type(exc), "bench_kind", None) == "unsupported":  # e.g. a workload the adapter cannot run
         return "unsupported"
-    if bench_kind == "setup":
-        return "setup"
     module = type(exc).__module__ or ""
     if module.startswith("triton.compiler") or type(exc).__name__ in (
         "CompilationError",
         "CompileTimeAssertionFailure",
     ):
         return "compile"
-    return "exception" if code.raised_in(exc) else "harness_error"
+    return "exception"
+
+
+def _text(exc: BaseException) -> str:
+    """`str(exc)`, which a kernel's exception class may make raise."""
+    try:
+        return str(exc)
+    except Exception:
+        return "<its str() raised>"
 
 
 def error_of(exc: BaseException, code: ProblemCode, config: str | None = None) -> BenchError:
-    """The classified error of an exception the runner caught, named by `config` where one
-    was running; a harness error keeps its innermost frames and asks to be reported."""
-    from kernelscope.protocol.bench import BenchError
+    """The classified error of an exception the runner caught after it read the problem's
+    files, named by `config` where one was running; with no frame of the problem's files, its
+    message says the harness may be at fault and it keeps the innermost frames."""
+    from kernelscope.protocol.bench import HARNESS_MAY_BE_AT_FAULT, BenchError
 
-    kind = classify(exc, code)
-    said = f"{type(exc).__name__}: {exc}"
-    where = f"{config}: " if config else ""
-    if kind == "harness_error":
-        message = f"{where}kernelscope's harness failed with {said} -- {REPORT}"
-        frames = -HARNESS_FRAMES
-    else:
-        message, frames = f"{where}{said}", KERNEL_FRAMES
-    tb = "".join(traceback.format_exception(type(exc), exc, exc.__traceback__, limit=frames))
-    return BenchError(kind=kind, message=message, config=config, traceback=tb)
+    kind = classify(exc)
+    message = f"{config}: " if config else ""
+    message += f"{type(exc).__name__}: {_text(exc)}"
+    frames = KERNEL_FRAMES
+    if kind == "exception" and not code.raised_in(exc):
+        message += f" ({HARNESS_MAY_BE_AT_FAULT})"
+        frames = -LAST_FRAMES
+    return BenchError(kind=kind, message=message, config=config, traceback=_traceback(exc, frames))
+
+
+def _traceback(exc: BaseException, frames: int) -> str:
+    try:
+        return "".join(traceback.format_exception(type(exc), exc, exc.__traceback__, limit=frames))
+    except Exception:  # a traceback the exception will not give
+        return f"{type(exc).__name__} (its traceback could not be read)"
 
 
 def unfinished(args: argparse.Namespace, exc: Exception) -> BenchResult:
-    """The result of a run an exception stopped outside any configuration (the runner's own
-    set-up and summary): without it the child exited without a result, which the launcher
-    reads as the kernel's `exception`."""
+    """The result of a run an exception stopped outside any configuration, after the problem's
+    files were read (the import, the summary): the kernel's `exception`, not a run that ended
+    without a result (which the launcher reads as `exception` too, with nothing to show)."""
+    return _stopped(args, error_of(exc, ProblemCode.of(args)))
+
+
+def before_the_problem(args: argparse.Namespace, exc: Exception) -> BenchResult:
+    """The result of a run an exception stopped before the harness read any of the problem's
+    files: kernelscope's own failure (`harness_error`, no verdict), to be reported."""
+    from kernelscope.protocol.bench import HARNESS_FAILED, BenchError
+
+    message = (
+        f"kernelscope's harness failed before it read the problem's files: {type(exc).__name__}: {_text(exc)}"
+    )
+    error = BenchError(
+        kind="harness_error", message=f"{message} ({HARNESS_FAILED})", traceback=_traceback(exc, -LAST_FRAMES)
+    )
+    return _stopped(args, error)
+
+
+def _stopped(args: argparse.Namespace, error: BenchError) -> BenchResult:
     from kernelscope.protocol.bench import BenchResult
 
     return BenchResult(
@@ -132,5 +167,5 @@ def unfinished(args: argparse.Namespace, exc: Exception) -> BenchResult:
         candidate=str(args.candidate.resolve()),
         baseline=args.baseline,
         entry_point=args.entry,
-        error=error_of(exc, ProblemCode.of(args)),
+        error=error,
     )

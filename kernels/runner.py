@@ -21,7 +21,7 @@ import traceback
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from kernelscope.kernels.fault_origin import ProblemCode, error_of, unfinished
+from kernelscope.kernels.fault_origin import ProblemCode, before_the_problem, error_of, unfinished
 from kernelscope.kernels.harness_imports import import_torch, triton_version
 from kernelscope.kernels.result_seal import ResultSeal
 
@@ -445,7 +445,7 @@ class _Runner:
             result.error = BenchError(kind=failure.kind, message=f"{name}: {failure.message}", config=name)
             self._interpreter_limit(config, result)
             return result, None
-        except Exception as exc:  # the kernel's, the problem's or the harness's (fault_origin.py)
+        except Exception as exc:  # the kernel's, whoever raised it (fault_origin.py)
             result.error = error_of(exc, self.code, name)
             self._interpreter_limit(config, result)
             return result, None
@@ -474,56 +474,60 @@ class _Runner:
 
 
 def run(args: argparse.Namespace) -> Any:
-    from kernelscope.protocol.bench import GROUP_PREFIX, BenchError, BenchResult
+    """The run's result. An exception before the problem's files are read (the run's settings)
+    is kernelscope's (`harness_error`, no verdict); one after, the kernel's (fault_origin.py)."""
+    try:  # nothing of the problem's is read in here: the one thing a kernel cannot influence
+        from kernelscope.protocol.bench import GROUP_PREFIX, BenchError, BenchResult
 
-    started = time.perf_counter()
-    workspace = args.workspace.resolve()
-    reference_path = (args.reference or workspace / "reference.py").resolve()
-    baseline_path = None if args.baseline == "reference" else Path(args.baseline).resolve()
-    candidate_path = args.candidate.resolve()
-    common = {
-        "workspace": str(workspace),
-        "candidate": str(candidate_path),
-        "baseline": "reference" if baseline_path is None else str(baseline_path),
-        "entry_point": args.entry,
-    }
+        started = time.perf_counter()
+        workspace = args.workspace.resolve()
+        reference_path = (args.reference or workspace / "reference.py").resolve()
+        baseline_path = None if args.baseline == "reference" else Path(args.baseline).resolve()
+        candidate_path = args.candidate.resolve()
+        common = {
+            "workspace": str(workspace),
+            "candidate": str(candidate_path),
+            "baseline": "reference" if baseline_path is None else str(baseline_path),
+            "entry_point": args.entry,
+        }
 
-    try:
-        mode = _select_mode(args.mode)
-        env = _env(mode)
-    except RuntimeError as exc:  # no GPU where one was asked for; harness_imports.MissingLibrary
-        return BenchResult(
-            status="error",
-            passed=False,
-            mode="interpreter" if os.environ.get("TRITON_INTERPRET") == "1" else "gpu",
-            error=BenchError(kind="setup", message=str(exc)),
-            **common,
-        )
+        try:
+            mode = _select_mode(args.mode)
+            env = _env(mode)
+        except RuntimeError as exc:  # no GPU where one was asked for; harness_imports.MissingLibrary
+            return BenchResult(
+                status="error",
+                passed=False,
+                mode="interpreter" if os.environ.get("TRITON_INTERPRET") == "1" else "gpu",
+                error=BenchError(kind="setup", message=str(exc)),
+                **common,
+            )
 
-    def failure(
-        kind: ErrorKind, message: str, status: BenchStatus = "error", tb: str | None = None
-    ) -> BenchResult:
-        return BenchResult(
-            status=status,
-            passed=False,
-            mode=mode,
-            env=env,
-            error=BenchError(kind=kind, message=message, traceback=tb),
-            duration_s=time.perf_counter() - started,
-            **common,
-        )
+        def failure(
+            kind: ErrorKind, message: str, status: BenchStatus = "error", tb: str | None = None
+        ) -> BenchResult:
+            return BenchResult(
+                status=status,
+                passed=False,
+                mode=mode,
+                env=env,
+                error=BenchError(kind=kind, message=message, traceback=tb),
+                duration_s=time.perf_counter() - started,
+                **common,
+            )
 
-    from kernelscope.kernels import interpreter_limits
-    from kernelscope.kernels.adapters import ProblemError, load_problem
-    from kernelscope.kernels.adapters.kernelbench import KernelBenchProblem
-    from kernelscope.kernels.sizing import check_memory
-    from kernelscope.protocol.sizes import SizeError, parse_problem_sizes
+        from kernelscope.kernels import interpreter_limits
+        from kernelscope.kernels.adapters import ProblemError, load_problem
+        from kernelscope.kernels.adapters.kernelbench import KernelBenchProblem
+        from kernelscope.kernels.sizing import check_memory
+        from kernelscope.protocol.sizes import SizeError, parse_problem_sizes
 
-    try:
-        sizes = parse_problem_sizes(args.problem_size)
-    except SizeError as exc:
-        return failure("setup", str(exc))
-
+        try:
+            sizes = parse_problem_sizes(args.problem_size)
+        except SizeError as exc:
+            return failure("setup", str(exc))
+    except Exception as exc:
+        return before_the_problem(args, exc)
     if mode == "interpreter":
         problems = interpreter_limits.kernel_problems([p for p in (candidate_path, baseline_path) if p])
         if problems:
@@ -761,7 +765,7 @@ def main(argv: list[str] | None = None) -> int:
     seal = ResultSeal.take(args.result_key)  # before the candidate is imported (result_seal.py)
     try:
         result = run(args)
-    except Exception as exc:  # outside any configuration: still a result, the harness's or not
+    except Exception as exc:  # outside any configuration, after the import began: the kernel's
         result = unfinished(args, exc)
     _write(result, args.output)
     seal.sign(args.output)

@@ -56,8 +56,20 @@ ErrorKind = Literal[
     "static_check",  # the source breaks a static rule (KernelBench's or kernelscope's): nothing ran
     "interpreter_limit",  # failed under the CPU interpreter where its known bf16 faults could explain it
     "interrupted",  # Ctrl-C (SIGINT) stopped the run before it had a verdict: nothing was decided
-    "harness_error",  # kernelscope's own harness raised, no frame of the problem's code in it: a bug
+    "harness_error",  # kernelscope's harness failed before it read the problem's files: a bug
 ]
+
+# kernels/fault_origin.py's words: an `exception` whose traceback has no frame of the problem's
+# files (still the kernel's: the harness cannot tell) says the first; a `harness_error` the
+# second. `bench` prints the traceback's last frames under either (`shows_traceback`).
+HARNESS_MAY_BE_AT_FAULT = (
+    "no frame of the problem's files is in its traceback: kernelscope's harness may be at fault; "
+    "if so, please report it with `kernelscope bench --json`'s error.traceback"
+)
+HARNESS_FAILED = (
+    "a bug in kernelscope, no verdict on the kernel: please report it with "
+    "`kernelscope bench --json`'s error.traceback"
+)
 
 
 class UpstreamVerdict(ClosedModel):
@@ -266,7 +278,8 @@ _CAP = ("STOPPED", EXIT_RESOURCE, "resource cap: no verdict on the answer")
 # worker is a warm benchmark worker (engine/run/warm_worker.py), dead or hung mid-job: such a
 # job is run again cold, whose verdict is the result (a kernel that kills the process running it
 # is `crash`), so `worker` remains only where that re-run was cancelled. A harness error is
-# kernelscope's own bug (kernels/fault_origin.py). Every other kind is a failed gate (3).
+# kernelscope's own failure before any of the problem's files was read (kernels/fault_origin.py).
+# Every other kind is a failed gate (3).
 _NOT_JUDGED: dict[str, tuple[str, int, str]] = {
     "setup": _SETUP,
     "unsupported": ("UNSUPPORTED", EXIT_SETUP, "unsupported here: no verdict on the kernel"),
@@ -285,6 +298,14 @@ RESOURCE_KINDS = frozenset(k for k, (_, status, _) in _NOT_JUDGED.items() if sta
 
 def _not_judged(result: BenchResult) -> tuple[str, int, str] | None:
     return None if result.passed or result.error is None else _NOT_JUDGED.get(result.error.kind)
+
+
+def shows_traceback(error: BenchError) -> bool:
+    """Whether `bench` prints an error's traceback (its last frames) under it: where the
+    harness failed, or may have (the words above); `--json` always has it."""
+    return bool(error.traceback) and (
+        HARNESS_FAILED in error.message or HARNESS_MAY_BE_AT_FAULT in error.message
+    )
 
 
 def judged_nothing(result: BenchResult) -> bool:

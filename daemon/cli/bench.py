@@ -1,8 +1,11 @@
 """`kernelscope bench`: run the harness on a workspace and print the result.
 
 Exit statuses: 0 the gate passed, 3 it failed (wrong result, a cheat, a crash, a hang, a
-compile error), 2 a usage or setup error (no such workspace, no reference module, a
-configuration the CPU interpreter cannot run, a problem too large for the memory cap),
+compile error, an exception once the kernel's files were read, even where no frame of them is
+in its traceback: then the message says kernelscope may be at fault), 2 a usage or setup error
+(no such workspace, no reference module, a configuration the CPU interpreter cannot run, a
+problem too large for the memory cap; `harness_error`, kernelscope failing before it read the
+problem's files),
 4 a resource cap stopped the run (out of memory, too many processes, too much output): not
 a verdict on the answer; 130 a Ctrl-C stopped it (with --candidates, after reporting the
 candidates that finished, the others `interrupted`).
@@ -33,6 +36,7 @@ from kernelscope.protocol.bench import (
     BenchError,
     BenchResult,
     exit_status,
+    shows_traceback,
     verdict_headline,
     verdict_word,
     worst_exit_status,
@@ -209,9 +213,12 @@ def bench_command(
 ) -> None:
     """Benchmark and gate the kernel: correctness on several seeds, then A/B timing.
 
-    Exit statuses: 0 passed; 3 failed (wrong result, cheat, crash, hang, compile error);
-    2 usage or setup error (including torch or triton missing from the benchmark's interpreter,
-    and a problem too large for the memory cap, refused before it runs); 4 a resource cap
+    Exit statuses: 0 passed; 3 failed (wrong result, cheat, crash, hang, compile error, an
+    exception: where no frame of the problem's files is in it, kernelscope may be at fault and
+    its last frames are printed, to report); 2 usage or setup error (including torch or triton
+    missing from the benchmark's interpreter, a problem too large for the memory cap, refused
+    before it runs, and a harness error: kernelscope failed before reading the problem's files,
+    no verdict); 4 a resource cap
     stopped the run (out of memory, processes, output); 130 interrupted (Ctrl-C). With
     --candidates, the worst of the candidates' statuses: 130, 2, then 4, then 3; a Ctrl-C
     there still reports the candidates that finished, the others as interrupted.
@@ -405,7 +412,7 @@ def print_result(result: BenchResult) -> None:
             )
     if result.error:
         output.error(f"[{result.error.kind}] {result.error.message}")
-        if result.error.kind == "harness_error" and result.error.traceback:  # its last frames
+        if shows_traceback(result.error) and result.error.traceback:  # its last frames: for a report
             output.stderr.print(result.error.traceback.rstrip(), markup=False)
         if result.error.stderr_tail:
             output.stderr.print(result.error.stderr_tail[-1500:], markup=False)

@@ -2,8 +2,8 @@
 
 Exit statuses, `kernelscope bench`'s for the run: 0 the iteration passed the gate, 3 it failed,
 4 a resource cap stopped it (both recorded all the same); 2 a setup error (no git repository,
-no kernel.py) or a run that judged nothing (unsupported, not run, a dead worker: nothing
-recorded), 130 interrupted; 1 bad arguments.
+no kernel.py) or a run that judged nothing (unsupported, not run, a dead worker, a harness
+error before the problem's files were read: nothing recorded), 130 interrupted; 1 bad arguments.
 """
 
 from __future__ import annotations

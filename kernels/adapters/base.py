@@ -15,11 +15,11 @@ from typing import Any
 
 
 class ProblemError(Exception):
-    """The workspace does not follow the contract (a setup error), also where a configuration
-    finds it out (its inputs cannot be made): the problem's fault, raised by the adapter, so
-    no frame of the problem's code says so (kernels/fault_origin.py)."""
-
-    bench_kind = "setup"
+    """The workspace does not follow the contract: a setup error where loading the problem
+    raises it (the runner's `load_problem`). Raised later, in a configuration (its inputs, the
+    candidate's outputs), it is the run's `exception` like any other: the candidate's code has
+    run by then and can raise it, or make the adapter raise it, so it cannot be told from the
+    workspace's fault (kernels/fault_origin.py)."""
 
 
 def load_module(path: Path, purpose: str, sizes: dict[str, int] | None = None) -> Any:
