@@ -575,9 +575,11 @@ def test_new_garbage_after_the_gate_claims_nothing_false(seed: int, verify: int)
     assert "found right on" in message and "distinct outputs" in message, message
 
 
-def test_a_harness_error_in_the_compare_is_no_verdict() -> None:
-    # A TypeError from the harness's own comparison is the harness's bug: it must surface as an
-    # error, not become "wrong the same way on 5 calls" (the right output, digested every time).
+def test_an_error_in_the_compare_surfaces_rather_than_becoming_a_label() -> None:
+    # A TypeError from the harness's own comparison must surface as an error (the runner reports
+    # it as the kernel's `exception`, with a hint that the harness may be at fault:
+    # kernels/fault_origin.py), not become "wrong the same way on 5 calls" (the right output,
+    # digested every time).
     def buggy_compare(outs: Any, refs: Any, xs: Any) -> None:
         raise TypeError("harness bug: unsupported operand")
 
