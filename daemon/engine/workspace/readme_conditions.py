@@ -57,7 +57,10 @@ _RATIO = re.compile(r"^" + NUMBER + r"\s*(?:%|x\b|×)", re.I)
 # A utilization of the peak, `peak utilization >= 90%`, or as atrex's Atrex-Bench README states
 # its `--target-util` (orchestrator/campaign.py L909: `Target utilization stop condition: `90%``,
 # reached at or above it). One that names a metric (`bandwidth utilization >= 90%`) is of that
-# metric alone, which no record field kernelscope judges states: words.
+# metric alone, which no record field kernelscope judges states: words; so is any other
+# utilization (`SM utilization >= 80%`, `GPU utilization >= 95% (nvidia-smi)`): only `peak`,
+# `target` or nothing may stand before the word in its clause (`_PEAK_WORDS`).
+_PEAK_WORDS = re.compile(r"(?:^|[,;:(]|\band\b|\bor\b|&+|\|)\W*(?:(?:peak|target)\W+)*$", re.I)
 _UTILIZATION = re.compile(r"\butili[sz]ation\b[^<>=≥≤]*?" + COMPARATOR + r"\s*" + NUMBER + r"\s*%", re.I)
 _STATED_UTILIZATION = re.compile(r"\butili[sz]ation\s+stop\s+condition\W*:\W*" + NUMBER + r"\s*%", re.I)
 EXPECTED = (
@@ -125,19 +128,25 @@ def _utilization(text: str) -> Target | str | None:
     if _MEASURED.search(text):
         return None
     stated = _STATED_UTILIZATION.search(text)
-    if stated is not None:
+    if stated is not None and _of_the_peak(text, stated.start()):
         value = float(stated.group(1))
         if value == 0:
             return None
         figure = f"{stated.group(1)}%"
         return Target(">=", value, "%", stated.start(), figure, f">= {figure}")
     match = _UTILIZATION.search(text)
-    if match is None:
+    if match is None or not _of_the_peak(text, match.start()):
         return None
     comparator, number = match.group(1), match.group(2)
     start = match.start(1)
     target = Target(comparator, float(number), "%", start, f"{number}%", f"{comparator} {number}%")
     return _measurable(target)
+
+
+def _of_the_peak(text: str, start: int) -> bool:
+    """Whether the utilization named at `start` is the peak's (`peak utilization`, `target
+    utilization`, `utilization` alone), not another's (`SM utilization`): `_PEAK_WORDS`."""
+    return _PEAK_WORDS.search(text[:start]) is not None
 
 
 def further_comparison(text: str) -> str | None:
