@@ -142,6 +142,19 @@ def test_the_peak_utilization_is_read_by_its_names(bullet: str) -> None:
     assert (condition.kind, condition.normalized_value) == ("utilization", 90.0)
 
 
+@pytest.mark.parametrize(
+    "bullet", ["peak utilization >= 90% and latency <= 20 us", "latency <= 20 us and peak utilization >= 90%"]
+)
+def test_a_utilization_beside_another_target_is_said_not_dropped(bullet: str) -> None:
+    """One bullet is one condition: the utilization not read is listed and warned, as a second
+    measured target is."""
+    readme = parse_readme(stop_readme(bullet))
+    assert [c.kind for c in readme.stop_conditions] == ["latency"]
+    assert readme.unchecked_stop_conditions == ["peak utilization >= 90%"]
+    (note,) = [n for n in readme.notes if n.code == "readme:stop-condition-skipped"]
+    assert "'peak utilization >= 90%' is not read" in note.message, note
+
+
 def lens_of(root: Path, readme: str, records: list[dict[str, Any]]) -> str:
     root.mkdir()
     (root / "README.md").write_text(readme)

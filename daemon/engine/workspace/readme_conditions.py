@@ -152,7 +152,8 @@ def _of_the_peak(text: str, start: int) -> bool:
 def further_comparison(text: str) -> str | None:
     """A comparison in the bullet, outside brackets, other than the one read, that states a
     measured target of its own (`latency <= 20 us and bandwidth >= 4.8TB/s * 0.9`: `bandwidth
-    >= 4.8TB/s * 0.9`): one bullet is one condition, so readme.py says this one is not read.
+    >= 4.8TB/s * 0.9`; a `peak utilization >= 90%`): one bullet is one condition, so readme.py
+    says this one is not read.
     None when there is none: a speedup, a tolerance or a shape compared beside the target
     (`speedup >= 2x and latency <= 20 us`), a status (`; currently > 25 us`), an arrow (`=>`)."""
     read = read_condition(text)
@@ -168,7 +169,10 @@ def further_comparison(text: str) -> str | None:
         if _STATUS.search(clause[: other.start() - clause_start]):
             continue
         target = read_condition(text[other.start() : clause_end])
-        if isinstance(target, Target) and target.start == 0:
+        utilization = _utilization(readable(clause))  # (its words stand before the comparator)
+        if (isinstance(target, Target) and target.start == 0) or (
+            isinstance(utilization, Target) and utilization.start == other.start() - clause_start
+        ):
             return " ".join(clause.replace("`", "").split())
     return None
 
