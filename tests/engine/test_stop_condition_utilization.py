@@ -155,6 +155,26 @@ def test_a_utilization_beside_another_target_is_said_not_dropped(bullet: str) ->
     assert "'peak utilization >= 90%' is not read" in note.message, note
 
 
+@pytest.mark.parametrize("bullet", ["peak utilization >= 90% * 0.9", "peak utilization >= 90% - 5%"])
+def test_arithmetic_on_a_utilization_is_refused_never_read_as_its_first_figure(bullet: str) -> None:
+    readme = parse_readme(stop_readme(bullet))
+    assert readme.stop_conditions == [] and readme.unchecked_stop_conditions == [bullet]
+    (note,) = [n for n in readme.notes if n.code == "readme:stop-condition-skipped"]
+    assert "cannot compute" in note.message, note
+
+
+def test_a_note_with_a_figure_after_a_utilization_is_a_note() -> None:
+    readme = parse_readme(stop_readme("peak utilization >= 90% (of 4.8 TB/s peak)"))
+    (condition,) = readme.stop_conditions
+    assert (condition.kind, condition.normalized_value, condition.target_text) == (
+        "utilization",
+        90.0,
+        ">= 90%",
+    )
+    assert readme.unchecked_stop_conditions == [] and readme.stated_stop_conditions == []
+    assert not [n for n in readme.notes if n.code == "readme:stop-condition-skipped"], readme.notes
+
+
 def lens_of(root: Path, readme: str, records: list[dict[str, Any]]) -> str:
     root.mkdir()
     (root / "README.md").write_text(readme)

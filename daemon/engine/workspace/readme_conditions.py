@@ -62,6 +62,8 @@ _RATIO = re.compile(r"^" + NUMBER + r"\s*(?:%|x\b|×)", re.I)
 # `target` or nothing may stand before the word in its clause (`_PEAK_WORDS`).
 _PEAK_WORDS = re.compile(r"(?:^|[,;:(]|\band\b|\bor\b|&+|\|)\W*(?:(?:peak|target)\W+)*$", re.I)
 _UTILIZATION = re.compile(r"\butili[sz]ation\b[^<>=≥≤]*?" + COMPARATOR + r"\s*" + NUMBER + r"\s*%", re.I)
+# arithmetic on a utilization's figure (`90% * 0.9`, `90% - 5%`): a reason, never the 90%
+_ON_UTILIZATION = re.compile(r"\s*(?:[*×·⋅∗✕•/+]|x\b|[-−](?=\s*[\d.]))\s*[\d.]")
 _STATED_UTILIZATION = re.compile(r"\butili[sz]ation\s+stop\s+condition\W*:\W*" + NUMBER + r"\s*%", re.I)
 EXPECTED = (
     "expected a positive number and a unit: bandwidth in TB/s, GB/s or MB/s, TFLOP/s in "
@@ -125,7 +127,7 @@ def _utilization(text: str) -> Target | str | None:
     """The utilization target a bullet states (`_UTILIZATION`), or why it cannot be checked; None
     where it states none. atrex's `0%` turns its check off (long_horizon/campaign.py: only a
     `target_util > 0` stops): no target, as the bullet says in words."""
-    if _MEASURED.search(text):
+    if _MEASURED.search(_BRACKETS.sub(" ", text)):  # (`(of 4.8 TB/s peak)`: a note)
         return None
     stated = _STATED_UTILIZATION.search(text)
     if stated is not None and _of_the_peak(text, stated.start()):
@@ -139,6 +141,9 @@ def _utilization(text: str) -> Target | str | None:
         return None
     comparator, number = match.group(1), match.group(2)
     start = match.start(1)
+    if _ON_UTILIZATION.match(text, match.end()):
+        written = " ".join(text[match.start(2) :].split())
+        return f"cannot compute {written!r}: write the utilization it comes to (`peak utilization >= 81%`)"
     target = Target(comparator, float(number), "%", start, f"{number}%", f"{comparator} {number}%")
     return _measurable(target)
 
