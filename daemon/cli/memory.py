@@ -226,7 +226,9 @@ def summary(workspace: WorkspaceOpt = Path("."), json_out: JsonOpt = False) -> N
         output.print_json(info)
         return
     if info.readme and info.readme.stop_conditions:
-        targets = ", ".join(c.text.split(":", 1)[-1].strip() for c in info.readme.stop_conditions)
+        from kernelscope.daemon.engine.views.lens_text import condition_label  # (as the lens names it)
+
+        targets = ", ".join(condition_label(c) for c in info.readme.stop_conditions)
         output.info(f"Targets: {targets}")
     for message in info.warnings:
         output.warn(message)

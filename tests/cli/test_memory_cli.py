@@ -525,3 +525,13 @@ def test_a_score_that_overflows_is_no_score(
     )
     assert row["score"] is None and row["latency_ratio"] is None
     assert "inf" not in cli("memory", "list", "-w", str(vector_add_ws)).stdout
+
+
+def test_summary_names_targets_as_the_lens_does(tmp_path: Path, cli) -> None:  # type: ignore[no-untyped-def]
+    """atrex's `Target utilization stop condition: `90%`` printed `Targets: `90%``: the condition
+    is named as the lens names it (lens_text.condition_label)."""
+    readme = "# K\n\n## Campaign\n- Target utilization stop condition: `90%`\n\n## Stop Conditions\n- latency <= 12 us\n"
+    (tmp_path / "README.md").write_text(readme)
+    write_record(tmp_path, 0)
+    result = cli("memory", "summary", "-w", str(tmp_path))
+    assert "Targets: utilization >= 90%, latency <= 12 us" in result.stdout, result.stdout

@@ -104,6 +104,10 @@ def test_the_label_names_the_exact_product() -> None:
         "bandwidth >= 4.8 TB/s (H200 HBM3e, 141 GB) × 0.9",
         "bandwidth >= 3 TB/s (@ 90%)",
         "bandwidth >= 4.8TB/s at 90% of peak",
+        # a share taken off the figure
+        "bandwidth >= 4.8 TB/s less 10%",
+        "bandwidth >= 4.8 TB/s (-10%)",
+        "bandwidth >= 4.8 TB/s minus 10%",
         # a product with a count: no target
         "bandwidth >= 4.8 TB/s * 90 percent",
         "latency <= 20 us x 100 iterations",

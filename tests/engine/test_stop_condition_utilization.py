@@ -105,6 +105,76 @@ def test_atrex_s_zero_percent_turns_the_check_off_and_stays_words() -> None:
     assert readme.stated_stop_conditions == ["Target utilization stop condition: 0%"]
 
 
+def stop_readme(bullet: str) -> str:
+    return f"# K\n\n## Stop Conditions\n\n- {bullet}\n"
+
+
+@pytest.mark.parametrize(
+    "bullet",
+    [
+        "SM utilization >= 80%",
+        "tensor core utilization >= 70%",
+        "occupancy utilization >= 50%",
+        "memory utilization >= 90%",
+        "GPU utilization >= 95% (nvidia-smi)",
+        "GPU utilization stop condition: 95%",
+    ],
+)
+def test_another_utilization_is_a_condition_in_words_not_the_peak(bullet: str) -> None:
+    """Only the peak's utilization is the figure judged (docs/workspace.md): an SM's, an
+    occupancy, nvidia-smi's are not what `peak_util` measures."""
+    readme = parse_readme(stop_readme(bullet))
+    assert readme.stop_conditions == [], readme.stop_conditions
+    assert readme.stated_stop_conditions == [bullet] and readme.unchecked_stop_conditions == []
+
+
+@pytest.mark.parametrize(
+    "bullet",
+    [
+        "peak utilization >= 90%",
+        "utilization >= 90%",
+        "target utilization >= 90%",
+        "speedup >= 2x, utilization >= 90%",
+    ],
+)
+def test_the_peak_utilization_is_read_by_its_names(bullet: str) -> None:
+    (condition,) = parse_readme(stop_readme(bullet)).stop_conditions
+    assert (condition.kind, condition.normalized_value) == ("utilization", 90.0)
+
+
+@pytest.mark.parametrize(
+    "bullet", ["peak utilization >= 90% and latency <= 20 us", "latency <= 20 us and peak utilization >= 90%"]
+)
+def test_a_utilization_beside_another_target_is_said_not_dropped(bullet: str) -> None:
+    """One bullet is one condition: the utilization not read is listed and warned, as a second
+    measured target is."""
+    readme = parse_readme(stop_readme(bullet))
+    assert [c.kind for c in readme.stop_conditions] == ["latency"]
+    assert readme.unchecked_stop_conditions == ["peak utilization >= 90%"]
+    (note,) = [n for n in readme.notes if n.code == "readme:stop-condition-skipped"]
+    assert "'peak utilization >= 90%' is not read" in note.message, note
+
+
+@pytest.mark.parametrize("bullet", ["peak utilization >= 90% * 0.9", "peak utilization >= 90% - 5%"])
+def test_arithmetic_on_a_utilization_is_refused_never_read_as_its_first_figure(bullet: str) -> None:
+    readme = parse_readme(stop_readme(bullet))
+    assert readme.stop_conditions == [] and readme.unchecked_stop_conditions == [bullet]
+    (note,) = [n for n in readme.notes if n.code == "readme:stop-condition-skipped"]
+    assert "cannot compute" in note.message, note
+
+
+def test_a_note_with_a_figure_after_a_utilization_is_a_note() -> None:
+    readme = parse_readme(stop_readme("peak utilization >= 90% (of 4.8 TB/s peak)"))
+    (condition,) = readme.stop_conditions
+    assert (condition.kind, condition.normalized_value, condition.target_text) == (
+        "utilization",
+        90.0,
+        ">= 90%",
+    )
+    assert readme.unchecked_stop_conditions == [] and readme.stated_stop_conditions == []
+    assert not [n for n in readme.notes if n.code == "readme:stop-condition-skipped"], readme.notes
+
+
 def lens_of(root: Path, readme: str, records: list[dict[str, Any]]) -> str:
     root.mkdir()
     (root / "README.md").write_text(readme)

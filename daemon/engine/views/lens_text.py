@@ -101,7 +101,7 @@ def kernel_lens(summary: KernelSummary | None, scores: list[VersionScore]) -> st
     return f"{best_text} | {latest_text} | {runs}, {failed} failed{extra}"
 
 
-def _label(condition: StopCondition) -> str:
+def condition_label(condition: StopCondition) -> str:
     """`latency <= 10 us`, `bandwidth >= 4.32TB/s`: a condition as the lens names it, its target
     as the README states it (the parser's `target_text`: as written, or what its arithmetic comes
     to), the metric named as kernelscope reads it."""
@@ -128,7 +128,7 @@ def _target_parts(judged: ConditionJudged, best: MemoryEntry | None) -> list[str
     version measured by the interpreter is `not evaluated`, never met or missed, and never
     hides a GPU version that met the target."""
     condition, status, top = judged.condition, judged.status, judged.top
-    target = f"target {_label(condition)}"
+    target = f"target {condition_label(condition)}"
 
     def amount(measured: float | None) -> str:
         return _amount(condition, measured or 0.0)
@@ -178,7 +178,7 @@ def _further_part(judged: ConditionJudged, best: MemoryEntry | None) -> tuple[st
     `met by v2` or `best GPU figure 83% v2` where the best has no evaluated figure, and
     `not evaluated` with the best version's reason where no version has one."""
     condition, status, top = judged.condition, judged.status, judged.top
-    label = _label(condition)
+    label = condition_label(condition)
     if best is not None and status is not None and status.met is not None:
         text = f"{label}: {_percent(condition, status.measured)} {best.version}" + (
             " (met)" if status.met else ""
@@ -223,7 +223,8 @@ def stop_condition_lines(
     lines = []
     if judged.conditions:
         first, *further = judged.conditions
-        lines.append(f"{_label(first.condition)}: {', '.join(_target_parts(first, judged.best)[1:])}")
+        parts = ", ".join(_target_parts(first, judged.best)[1:])
+        lines.append(f"{condition_label(first.condition)}: {parts}")
         lines += [_further_part(condition, judged.best)[0] for condition in further]
     if judged.readme is not None and judged.readme.unchecked_stop_conditions:
         lines += [f"{text}: cannot be checked" for text in judged.readme.unchecked_stop_conditions]

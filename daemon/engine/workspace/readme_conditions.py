@@ -57,8 +57,13 @@ _RATIO = re.compile(r"^" + NUMBER + r"\s*(?:%|x\b|×)", re.I)
 # A utilization of the peak, `peak utilization >= 90%`, or as atrex's Atrex-Bench README states
 # its `--target-util` (orchestrator/campaign.py L909: `Target utilization stop condition: `90%``,
 # reached at or above it). One that names a metric (`bandwidth utilization >= 90%`) is of that
-# metric alone, which no record field kernelscope judges states: words.
+# metric alone, which no record field kernelscope judges states: words; so is any other
+# utilization (`SM utilization >= 80%`, `GPU utilization >= 95% (nvidia-smi)`): only `peak`,
+# `target` or nothing may stand before the word in its clause (`_PEAK_WORDS`).
+_PEAK_WORDS = re.compile(r"(?:^|[,;:(]|\band\b|\bor\b|&+|\|)\W*(?:(?:peak|target)\W+)*$", re.I)
 _UTILIZATION = re.compile(r"\butili[sz]ation\b[^<>=≥≤]*?" + COMPARATOR + r"\s*" + NUMBER + r"\s*%", re.I)
+# arithmetic on a utilization's figure (`90% * 0.9`, `90% - 5%`): a reason, never the 90%
+_ON_UTILIZATION = re.compile(r"\s*(?:[*×·⋅∗✕•/+]|x\b|[-−](?=\s*[\d.]))\s*[\d.]")
 _STATED_UTILIZATION = re.compile(r"\butili[sz]ation\s+stop\s+condition\W*:\W*" + NUMBER + r"\s*%", re.I)
 EXPECTED = (
     "expected a positive number and a unit: bandwidth in TB/s, GB/s or MB/s, TFLOP/s in "
@@ -122,28 +127,38 @@ def _utilization(text: str) -> Target | str | None:
     """The utilization target a bullet states (`_UTILIZATION`), or why it cannot be checked; None
     where it states none. atrex's `0%` turns its check off (long_horizon/campaign.py: only a
     `target_util > 0` stops): no target, as the bullet says in words."""
-    if _MEASURED.search(text):
+    if _MEASURED.search(_BRACKETS.sub(" ", text)):  # (`(of 4.8 TB/s peak)`: a note)
         return None
     stated = _STATED_UTILIZATION.search(text)
-    if stated is not None:
+    if stated is not None and _of_the_peak(text, stated.start()):
         value = float(stated.group(1))
         if value == 0:
             return None
         figure = f"{stated.group(1)}%"
         return Target(">=", value, "%", stated.start(), figure, f">= {figure}")
     match = _UTILIZATION.search(text)
-    if match is None:
+    if match is None or not _of_the_peak(text, match.start()):
         return None
     comparator, number = match.group(1), match.group(2)
     start = match.start(1)
+    if _ON_UTILIZATION.match(text, match.end()):
+        written = " ".join(text[match.start(2) :].split())
+        return f"cannot compute {written!r}: write the utilization it comes to (`peak utilization >= 81%`)"
     target = Target(comparator, float(number), "%", start, f"{number}%", f"{comparator} {number}%")
     return _measurable(target)
+
+
+def _of_the_peak(text: str, start: int) -> bool:
+    """Whether the utilization named at `start` is the peak's (`peak utilization`, `target
+    utilization`, `utilization` alone), not another's (`SM utilization`): `_PEAK_WORDS`."""
+    return _PEAK_WORDS.search(text[:start]) is not None
 
 
 def further_comparison(text: str) -> str | None:
     """A comparison in the bullet, outside brackets, other than the one read, that states a
     measured target of its own (`latency <= 20 us and bandwidth >= 4.8TB/s * 0.9`: `bandwidth
-    >= 4.8TB/s * 0.9`): one bullet is one condition, so readme.py says this one is not read.
+    >= 4.8TB/s * 0.9`; a `peak utilization >= 90%`): one bullet is one condition, so readme.py
+    says this one is not read.
     None when there is none: a speedup, a tolerance or a shape compared beside the target
     (`speedup >= 2x and latency <= 20 us`), a status (`; currently > 25 us`), an arrow (`=>`)."""
     read = read_condition(text)
@@ -159,7 +174,10 @@ def further_comparison(text: str) -> str | None:
         if _STATUS.search(clause[: other.start() - clause_start]):
             continue
         target = read_condition(text[other.start() : clause_end])
-        if isinstance(target, Target) and target.start == 0:
+        utilization = _utilization(readable(clause))  # (its words stand before the comparator)
+        if (isinstance(target, Target) and target.start == 0) or (
+            isinstance(utilization, Target) and utilization.start == other.start() - clause_start
+        ):
             return " ".join(clause.replace("`", "").split())
     return None
 
