@@ -164,11 +164,10 @@ def _memory_entries(cache: WorkspaceCache, sources: _Sources) -> list[HistoryEnt
     """A workspace kernelscope has never seen: its memory records as the history."""
     if sources.from_memory:
         return sources.from_memory[0]
-    from kernelscope.daemon.engine.memory.scores import memory_scores
-
     records = sources.records
     entries: list[HistoryEntry] = []
-    for version_score in memory_scores(list(records.values()), cache.readme()):
+    # the scores the cache keeps (the file lens's judgement reads them too): scored once
+    for version_score in cache.scores():
         record = records[version_score.version].record
         action = (
             str(section_get(record.optimization, "action_description") or "") if record is not None else ""
