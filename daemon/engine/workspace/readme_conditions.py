@@ -141,6 +141,8 @@ def _utilization(text: str) -> Target | str | None:
     stated = _STATED_UTILIZATION.search(text)
     if stated is not None and _of_the_peak(text, stated.start()):
         value = float(stated.group(1))
+        if _ON_UTILIZATION.match(text, stated.end()):
+            return _arithmetic_reason(text, stated.start(1))
         if value == 0:
             return None
         figure = f"{stated.group(1)}%"
@@ -151,10 +153,16 @@ def _utilization(text: str) -> Target | str | None:
     comparator, number = match.group(1), match.group(2)
     start = match.start(1)
     if _ON_UTILIZATION.match(text, match.end()):
-        written = " ".join(text[match.start(2) :].split())
-        return f"cannot compute {written!r}: write the utilization it comes to (`peak utilization >= 81%`)"
+        return _arithmetic_reason(text, match.start(2))
     target = Target(comparator, float(number), "%", start, f"{number}%", f"{comparator} {number}%")
     return _measurable(target)
+
+
+def _arithmetic_reason(text: str, start: int) -> str:
+    """Why a utilization with arithmetic on its figure (from `start`: `90% * 0.9`) is no
+    target: one wording for the comparison and atrex's stated form alike."""
+    written = " ".join(text[start:].split())
+    return f"cannot compute {written!r}: write the utilization it comes to (`peak utilization >= 81%`)"
 
 
 def _of_the_peak(text: str, start: int) -> bool:
