@@ -54,6 +54,13 @@ def stop_conditions(*bullets: str) -> str:
         ("latency <= 20 us +/- 1 us", 20.0),
         ("latency: <= 20 us | 90% runs", 20.0),
         ("Bandwidth >= 3.87 TB/s (peak utilization >= 90%)", 3870.0),
+        # `less`/`minus` a percentage not directly after the figure, or before more words
+        ("latency <= 20 us (less 10% noise)", 20.0),
+        ("latency <= 20 us at less 10% load", 20.0),
+        ("latency <= 20 us, with less 10% variance", 20.0),
+        ("latency <= 20 us and no less 10% faster", 20.0),
+        ("latency <= 20 us, minus 5% jitter allowance", 20.0),
+        ("latency <= 20 us (no less 5% margin)", 20.0),
         # the target first, then how it was derived
         ("bandwidth >= 3.87 TB/s, roughly 90% of the 4.3 TB/s peak", 3870.0),
         ("bandwidth >= 3870 GB/s, 90% of peak", 3870.0),
@@ -108,6 +115,9 @@ def test_the_label_names_the_exact_product() -> None:
         "bandwidth >= 4.8 TB/s less 10%",
         "bandwidth >= 4.8 TB/s (-10%)",
         "bandwidth >= 4.8 TB/s minus 10%",
+        "bandwidth >= 4.8 TB/s, less 10%",
+        "bandwidth >= 4.8 TB/s less 10% of peak",
+        "latency <= 20 us less 10%",
         # a product with a count: no target
         "bandwidth >= 4.8 TB/s * 90 percent",
         "latency <= 20 us x 100 iterations",

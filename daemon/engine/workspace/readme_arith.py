@@ -40,18 +40,23 @@ _BRACKETED = re.compile(r"\([^()]*\)|\[[^\[\]]*\]")
 # (`(H200) * 0.9`, `peak × 90%`, `@ 90%`): an operator before a percentage or a fraction (an
 # integer after `x`/`*` is a shape or a count: `8192 x 8192`, `per GPU (x8)`), `@`/`at` a
 # percentage that ends the comparison (`at 90% confidence` is a condition on the runs), a bare
-# percentage after the figure and nothing else, `less`/`minus` a percentage, or a bracketed
-# `(-10%)` directly after the figure. A percentage before a word
+# percentage after the figure and nothing else, `less`/`minus` a percentage right after it
+# (`_TAKEN_OFF`), or a bracketed `(-10%)` directly after the figure. A percentage before a word
 # (`20% faster`, `99% of runs`, `80% occupancy`) is prose.
 _TIMES = r"(?:[*×·⋅∗✕•]|\bx)"
 _WORDS = r"(?:[^\d]|(?<=\w)\d)*?"  # (no number before it; digits in a word are a name: `H200`)
 _FACTOR = r"(?:" + NUMBER + r"\s*%|\d*\.\d+(?![\d.]))"
 _ENDS = r"(?=\s*(?:$|[)\].,;:!=≈~→-]|of\b))"
+# `less`/`minus` a percentage is taken off the figure only directly after it and at the end of
+# the comparison (`4.8 TB/s less 10%`, `, minus 10% of peak`, `less 10% = 4.32 TB/s`): `at less
+# 10% load`, `(less 10% noise)`, `, minus 5% jitter allowance` are prose
+_TAKEN_OFF = (
+    r"^\s*,?\s*\b(?:less|minus)\s+" + NUMBER + r"\s*%(?=\s*(?:$|[)\].,;:!=≈~→-]|of\s+(?:the\s+)?peak\b))"
+)
 _ON_FIGURE = re.compile(
     r"^" + _WORDS + r"(?:" + _TIMES + r"\s*" + _FACTOR + r"|(?:@|\bat\b)\s*" + NUMBER + r"\s*%" + _ENDS + r")"
     r"|^[\s,]*" + NUMBER + r"\s*%\s*[.)]?\s*$"
-    r"|^" + _WORDS + r"\b(?:less|minus)\s+" + NUMBER + r"\s*%"  # (`4.8 TB/s less 10%`)
-    r"|^\s*\(\s*[-−]\s*" + NUMBER + r"\s*%\s*\)"  # (`4.8 TB/s (-10%)`, directly after it)
+    r"|" + _TAKEN_OFF + r"|^\s*\(\s*[-−]\s*" + NUMBER + r"\s*%\s*\)"  # (`(-10%)`, directly after it)
 )
 # the figure named the peak, and a share of it follows (`4.8TB/s HBM peak (target: 90%)`,
 # `4.8TB/s peak, 0.9x`, `4.8TB/s peak times 0.9`): read as written, the peak is the target

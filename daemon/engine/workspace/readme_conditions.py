@@ -58,9 +58,18 @@ _RATIO = re.compile(r"^" + NUMBER + r"\s*(?:%|x\b|×)", re.I)
 # its `--target-util` (orchestrator/campaign.py L909: `Target utilization stop condition: `90%``,
 # reached at or above it). One that names a metric (`bandwidth utilization >= 90%`) is of that
 # metric alone, which no record field kernelscope judges states: words; so is any other
-# utilization (`SM utilization >= 80%`, `GPU utilization >= 95% (nvidia-smi)`): only `peak`,
-# `target` or nothing may stand before the word in its clause (`_PEAK_WORDS`).
-_PEAK_WORDS = re.compile(r"(?:^|[,;:(]|\band\b|\bor\b|&+|\|)\W*(?:(?:peak|target)\W+)*$", re.I)
+# utilization (`SM utilization >= 80%`, `GPU utilization >= 95% (nvidia-smi)`). Any other word
+# before it is prose (`Stop when utilization`, `the peak utilization`, `kernel utilization`):
+# the peak's, as atrex reads it, unless the word right before `utilization` (past `target`)
+# names another one (`_OTHER_UTILIZATION`); `peak` right before makes it the peak's
+# (`HBM peak utilization`).
+_WORD_BEFORE = re.compile(r"([A-Za-z0-9]+)(?:['’]s)?[^A-Za-z0-9]*$")
+_OTHER_UTILIZATION = frozenset({
+    "sm", "sms", "core", "cores", "tensor", "occupancy", "memory", "mem", "gpu", "gpus",
+    "bandwidth", "bw", "compute", "dram", "hbm", "l1", "l2", "cache", "smem", "shared",
+    "register", "warp", "thread", "pipe", "pipeline", "alu", "fma", "cpu", "power", "link",
+    "nvlink", "pcie", "issue",
+})  # fmt: skip
 _UTILIZATION = re.compile(r"\butili[sz]ation\b[^<>=≥≤]*?" + COMPARATOR + r"\s*" + NUMBER + r"\s*%", re.I)
 # arithmetic on a utilization's figure (`90% * 0.9`, `90% - 5%`): a reason, never the 90%
 _ON_UTILIZATION = re.compile(r"\s*(?:[*×·⋅∗✕•/+]|x\b|[-−](?=\s*[\d.]))\s*[\d.]")
@@ -132,6 +141,8 @@ def _utilization(text: str) -> Target | str | None:
     stated = _STATED_UTILIZATION.search(text)
     if stated is not None and _of_the_peak(text, stated.start()):
         value = float(stated.group(1))
+        if _ON_UTILIZATION.match(text, stated.end()):
+            return _arithmetic_reason(text, stated.start(1))
         if value == 0:
             return None
         figure = f"{stated.group(1)}%"
@@ -142,16 +153,26 @@ def _utilization(text: str) -> Target | str | None:
     comparator, number = match.group(1), match.group(2)
     start = match.start(1)
     if _ON_UTILIZATION.match(text, match.end()):
-        written = " ".join(text[match.start(2) :].split())
-        return f"cannot compute {written!r}: write the utilization it comes to (`peak utilization >= 81%`)"
+        return _arithmetic_reason(text, match.start(2))
     target = Target(comparator, float(number), "%", start, f"{number}%", f"{comparator} {number}%")
     return _measurable(target)
 
 
+def _arithmetic_reason(text: str, start: int) -> str:
+    """Why a utilization with arithmetic on its figure (from `start`: `90% * 0.9`) is no
+    target: one wording for the comparison and atrex's stated form alike."""
+    written = " ".join(text[start:].split())
+    return f"cannot compute {written!r}: write the utilization it comes to (`peak utilization >= 81%`)"
+
+
 def _of_the_peak(text: str, start: int) -> bool:
     """Whether the utilization named at `start` is the peak's (`peak utilization`, `target
-    utilization`, `utilization` alone), not another's (`SM utilization`): `_PEAK_WORDS`."""
-    return _PEAK_WORDS.search(text[:start]) is not None
+    utilization`, `Stop when utilization`), not another's (`SM utilization`, `SM target
+    utilization`): the word before it, past `target`, is not in `_OTHER_UTILIZATION`."""
+    before = text[:start]
+    while (word := _WORD_BEFORE.search(before)) is not None and word.group(1).lower() == "target":
+        before = before[: word.start()]
+    return word is None or word.group(1).lower() not in _OTHER_UTILIZATION
 
 
 def further_comparison(text: str) -> str | None:
