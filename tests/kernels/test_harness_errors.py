@@ -258,3 +258,46 @@ def test_a_verdict_on_one_configuration_heads_the_result(tmp_path: Path) -> None
         result = _summarise(outcomes, "interpreter", {}, common, 0.0, args)
         assert result.error is not None and result.error.kind == "wrong_result", first
         assert exit_status(result) == EXIT_GATE_FAILED
+
+
+RAISES_PROBLEM_ERROR_ON_IMPORT = (
+    HEADER
+    + "\nimport importlib\n"
+    + "raise importlib.import_module('kernelscope.kernels.adapters.base').ProblemError('no adapter')\n"
+    + "\ndef kernel_fn(x, y):\n    return x * 0\n"
+)
+NATIVE_PASSING_GATE = (
+    "import json\nprint('[test_kernel] RESULT_JSON=' + json.dumps({'total': 2, 'passed': 2, 'all_pass': True, "
+    "'failures': [], 'latency_us_by_shape': {'n=300': 10.0, 'n=1000': 5.0}}))\n"
+)
+
+
+def test_a_problem_error_the_candidates_import_raises_is_the_kernels(tmp_path: Path) -> None:
+    """A ProblemError raised while the candidate's module runs is the kernel's failed import
+    (`compile`, FAIL), not setup: as setup, a workspace's passing, timed gate command's verdict
+    replaced it (PASS for a kernel that returns zeros)."""
+    from kernelscope.daemon.engine.run.bench import BenchRequest, run_benchmark
+
+    ws = make_workspace(tmp_path / "ws")
+    (ws / "kernel.py").write_text(RAISES_PROBLEM_ERROR_ON_IMPORT)
+    (ws / "gate.py").write_text(NATIVE_PASSING_GATE)
+    request = BenchRequest(
+        workspace=ws,
+        mode="interpreter",
+        seeds=1,
+        gate_command=f"{sys.executable} gate.py",
+        extra_args=["--no-static-rules"],
+    )
+    result = run_benchmark(request)
+    assert not result.passed and result.error is not None, result
+    assert result.error.kind == "compile" and "no adapter" in result.error.message, result.error
+    assert exit_status(result) == EXIT_GATE_FAILED
+
+
+def test_a_reference_the_adapter_cannot_read_stays_setup(tmp_path: Path) -> None:
+    """The adapter's own ProblemError (a reference without the contract's functions) is still
+    setup: no verdict on the kernel."""
+    ws = make_workspace(tmp_path / "ws", reference="import torch\n")
+    result = run_runner(ws, "")
+    assert result.error is not None and result.error.kind == "setup", result.error
+    assert exit_status(result) == EXIT_SETUP
