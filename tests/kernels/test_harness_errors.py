@@ -301,3 +301,27 @@ def test_a_reference_the_adapter_cannot_read_stays_setup(tmp_path: Path) -> None
     result = run_runner(ws, "")
     assert result.error is not None and result.error.kind == "setup", result.error
     assert exit_status(result) == EXIT_SETUP
+
+
+def test_a_workspace_module_shadowing_the_harnesss_is_the_workspaces(tmp_path: Path) -> None:
+    """The runner starts (`python -m`, as bench starts it) in the workspace, first on sys.path:
+    a workspace `torch.py` runs before the harness reads the problem. Its exception has a frame
+    of the workspace: FAIL (exit 3), not harness_error, the no verdict a workspace could choose."""
+    ws = make_workspace(tmp_path / "ws")
+    (ws / "torch.py").write_text("raise ValueError('a workspace torch.py')\n")
+    output = tmp_path / "result.json"
+    argv = ["--workspace", str(ws), "--candidate", str(ws / "kernel.py"), "--mode", "interpreter"]
+    env = {**os.environ, "TRITON_INTERPRET": "1"}
+    done = subprocess.run(
+        [sys.executable, "-m", "kernelscope.kernels.runner", *argv, "--output", str(output)],
+        cwd=ws,
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=300,
+    )
+    assert output.is_file(), done.stderr[-3000:]
+    result = BenchResult.model_validate_json(output.read_text())
+    assert result.error is not None and result.error.kind == "exception", result.error
+    assert "a workspace torch.py" in result.error.message
+    assert exit_status(result) == EXIT_GATE_FAILED and not judged_nothing(result)
