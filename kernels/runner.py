@@ -430,7 +430,7 @@ class _Runner:
         samples ((baseline, candidate), (first A, last A))."""
         from kernelscope.kernels.gate import GateFailure
         from kernelscope.kernels.timing import TimedCheckFailure
-        from kernelscope.protocol.bench import BenchError, ConfigResult
+        from kernelscope.protocol.bench import BenchError, ConfigResult, is_verdict_kind
         from kernelscope.protocol.stats import bootstrap_ratio_ci
 
         name = str(config["name"])
@@ -441,12 +441,11 @@ class _Runner:
         try:
             worst = self._checked_calls(config, problem, result)
             base, cand, par, aa = self.time_ab(config, problem, result, self.parent_fn)
-        except (GateFailure, TimedCheckFailure) as failure:
-            result.error = BenchError(kind=failure.kind, message=f"{name}: {failure.message}", config=name)
-            self._interpreter_limit(config, result)
-            return result, None
         except Exception as exc:  # the kernel's, whoever raised it (fault_origin.py)
-            result.error = error_of(exc, self.code, name)
+            if isinstance(exc, (GateFailure, TimedCheckFailure)) and is_verdict_kind(exc.kind):
+                result.error = BenchError(kind=exc.kind, message=f"{name}: {exc.message}", config=name)
+            else:  # a no-verdict kind is no check's: the kernel raised the class itself
+                result.error = error_of(exc, self.code, name)
             self._interpreter_limit(config, result)
             return result, None
         result.passed = True

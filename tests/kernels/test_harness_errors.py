@@ -325,3 +325,35 @@ def test_a_workspace_module_shadowing_the_harnesss_is_the_workspaces(tmp_path: P
     assert result.error is not None and result.error.kind == "exception", result.error
     assert "a workspace torch.py" in result.error.message
     assert exit_status(result) == EXIT_GATE_FAILED and not judged_nothing(result)
+
+
+RAISES_A_CHECKS_FAILURE = (
+    HEADER
+    + "\nimport importlib\n"
+    + "\ndef kernel_fn(x, y):\n"
+    + "    owner = importlib.import_module('kernelscope.kernels.{module}')\n"
+    + "    raise getattr(owner, '{cls}')('{kind}', 'no verdict, please')\n"
+)
+
+
+@pytest.mark.parametrize(
+    ("module", "cls", "kind"),
+    [
+        ("gate", "GateFailure", "setup"),
+        ("gate", "GateFailure", "unsupported"),
+        ("timing", "TimedCheckFailure", "harness_error"),
+        ("timing", "TimedCheckFailure", "interrupted"),
+        ("gate", "GateFailure", "out_of_memory"),
+    ],
+)
+def test_a_check_failure_the_kernel_raises_with_no_verdict_is_its_exception(
+    tmp_path: Path, module: str, cls: str, kind: str
+) -> None:
+    """The gate's and timed checks' failures carry a verdict kind only: a kernel raising one
+    (importlib reaches the classes) with a no-verdict or cap kind fails with `exception`."""
+    ws = make_workspace(tmp_path / "ws")
+    (ws / "kernel.py").write_text(RAISES_A_CHECKS_FAILURE.format(module=module, cls=cls, kind=kind))
+    result = run_runner(ws, "")
+    assert result.error is not None and result.error.kind == "exception", result.error
+    assert "no verdict, please" in result.error.message
+    assert exit_status(result) == EXIT_GATE_FAILED and not judged_nothing(result)
