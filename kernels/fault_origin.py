@@ -83,10 +83,12 @@ class ProblemCode:
         return False
 
 
-def classify(exc: BaseException) -> ErrorKind:
+def classify(exc: BaseException, declared: bool = False) -> ErrorKind:
     """The kind of an exception the problem's code may have raised: memory, a problem's
-    declared unsupported input (`bench_kind`), a Triton compile error, else the kernel's
-    `exception`. Never a no-verdict kind for the harness: see the module's docstring."""
+    declared unsupported input (`bench_kind`, only where `declared`: the adapter's input
+    building raised it before the candidate was called for that configuration; any class can
+    carry the attribute, so elsewhere it is the kernel's), a Triton compile error, else the
+    kernel's `exception`. Never a no-verdict kind for the harness: see the module's docstring."""
     memory: tuple[type[BaseException], ...] = (MemoryError,)
     try:
         from torch.cuda import OutOfMemoryError
@@ -100,7 +102,9 @@ def classify(exc: BaseException) -> ErrorKind:
         text in _text(exc).lower() for text in ("can't allocate memory", "out of memory")
     ):
         return "out_of_memory"
-    if getattr(type(exc), "bench_kind", None) == "unsupported":  # e.g. a workload the adapter cannot run
+    if (
+        declared and getattr(type(exc), "bench_kind", None) == "unsupported"
+    ):  # e.g. a workload the adapter cannot run
         return "unsupported"
     module = type(exc).__module__ or ""
     if module.startswith("triton.compiler") or type(exc).__name__ in (
@@ -119,13 +123,15 @@ def _text(exc: BaseException) -> str:
         return "<its str() raised>"
 
 
-def error_of(exc: BaseException, code: ProblemCode, config: str | None = None) -> BenchError:
+def error_of(
+    exc: BaseException, code: ProblemCode, config: str | None = None, declared: bool = False
+) -> BenchError:
     """The classified error of an exception the runner caught after it read the problem's
     files, named by `config` where one was running; with no frame of the problem's files, its
     message says the harness may be at fault and it keeps the innermost frames."""
     from kernelscope.protocol.bench import HARNESS_MAY_BE_AT_FAULT, BenchError
 
-    kind = classify(exc)
+    kind = classify(exc, declared)
     message = f"{config}: " if config else ""
     message += f"{type(exc).__name__}: {_text(exc)}"
     frames = KERNEL_FRAMES

@@ -357,3 +357,27 @@ def test_a_check_failure_the_kernel_raises_with_no_verdict_is_its_exception(
     assert result.error is not None and result.error.kind == "exception", result.error
     assert "no verdict, please" in result.error.message
     assert exit_status(result) == EXIT_GATE_FAILED and not judged_nothing(result)
+
+
+class _Declared(Exception):
+    bench_kind = "unsupported"
+
+
+def test_unsupported_is_taken_only_from_the_adapters_inputs(tmp_path: Path) -> None:
+    """`bench_kind = "unsupported"` is any class's to carry: a kernel raising one is its
+    `exception` (FAIL); only where the adapter's input building raised it, before the candidate
+    was called for that configuration, is it the problem's declared `unsupported`."""
+    from kernelscope.kernels.fault_origin import ProblemCode, error_of
+
+    code = ProblemCode(tmp_path, [])
+    assert error_of(_Declared("a kernel's"), code, "n=300").kind == "exception"
+    assert error_of(_Declared("the adapter's"), code, "n=300", declared=True).kind == "unsupported"
+    ws = make_workspace(tmp_path / "ws")
+    kernel = (
+        HEADER
+        + "\nclass E(Exception):\n    bench_kind = 'unsupported'\n\ndef kernel_fn(x, y):\n    raise E('no')\n"
+    )
+    (ws / "kernel.py").write_text(kernel)
+    result = run_runner(ws, "")
+    assert result.error is not None and result.error.kind == "exception", result.error
+    assert exit_status(result) == EXIT_GATE_FAILED and not judged_nothing(result)
