@@ -10,8 +10,10 @@ tensor; on a GPU an illegal memory access, reported at the harness's next synchr
 those, counted the harness's, turned a failing kernel into no verdict. So the one sound line is
 time: nothing a kernel does can reach what runs before the harness first reads its files (the
 run's settings: mode, environment, sizes). An exception there is `harness_error`
-(`before_the_problem`); any later one (the static rules read the source, the import runs it,
-then every configuration, the summary) is the kernel's `exception`, as a kernel's always was.
+(`before_the_problem`), unless it has a frame of the problem's files (a workspace module that
+shadows one the harness imports, as `torch.py`); any later one (the static rules read the
+source, the import runs it, then every configuration, the summary) is the kernel's
+`exception`, as a kernel's always was.
 
 Where its traceback has no frame of the problem's files (`ProblemCode`), its message says
 kernelscope's harness may be at fault and how to report it (protocol/bench.py's
@@ -81,19 +83,28 @@ class ProblemCode:
         return False
 
 
-def classify(exc: BaseException) -> ErrorKind:
+def classify(exc: BaseException, declared: bool = False) -> ErrorKind:
     """The kind of an exception the problem's code may have raised: memory, a problem's
-    declared unsupported input (`bench_kind`), a Triton compile error, else the kernel's
-    `exception`. Never a no-verdict kind for the harness: see the module's docstring."""
-    import torch
+    declared unsupported input (`bench_kind`, only where `declared`: the adapter's input
+    building raised it before the candidate was called for that configuration; any class can
+    carry the attribute, so elsewhere it is the kernel's), a Triton compile error, else the
+    kernel's `exception`. Never a no-verdict kind for the harness: see the module's docstring."""
+    memory: tuple[type[BaseException], ...] = (MemoryError,)
+    try:
+        from torch.cuda import OutOfMemoryError
 
-    if isinstance(exc, (MemoryError, torch.cuda.OutOfMemoryError)):
+        memory = (MemoryError, OutOfMemoryError)
+    except Exception:  # a workspace's `torch.py` shadowing torch (`before_the_problem`)
+        pass
+    if isinstance(exc, memory):
         return "out_of_memory"
     if isinstance(exc, RuntimeError) and any(
         text in _text(exc).lower() for text in ("can't allocate memory", "out of memory")
     ):
         return "out_of_memory"
-    if getattr(type(exc), "bench_kind", None) == "unsupported":  # e.g. a workload the adapter cannot run
+    if (
+        declared and getattr(type(exc), "bench_kind", None) == "unsupported"
+    ):  # e.g. a workload the adapter cannot run
         return "unsupported"
     module = type(exc).__module__ or ""
     if module.startswith("triton.compiler") or type(exc).__name__ in (
@@ -112,13 +123,15 @@ def _text(exc: BaseException) -> str:
         return "<its str() raised>"
 
 
-def error_of(exc: BaseException, code: ProblemCode, config: str | None = None) -> BenchError:
+def error_of(
+    exc: BaseException, code: ProblemCode, config: str | None = None, declared: bool = False
+) -> BenchError:
     """The classified error of an exception the runner caught after it read the problem's
     files, named by `config` where one was running; with no frame of the problem's files, its
     message says the harness may be at fault and it keeps the innermost frames."""
     from kernelscope.protocol.bench import HARNESS_MAY_BE_AT_FAULT, BenchError
 
-    kind = classify(exc)
+    kind = classify(exc, declared)
     message = f"{config}: " if config else ""
     message += f"{type(exc).__name__}: {_text(exc)}"
     frames = KERNEL_FRAMES
@@ -144,9 +157,18 @@ def unfinished(args: argparse.Namespace, exc: Exception) -> BenchResult:
 
 def before_the_problem(args: argparse.Namespace, exc: Exception) -> BenchResult:
     """The result of a run an exception stopped before the harness read any of the problem's
-    files: kernelscope's own failure (`harness_error`, no verdict), to be reported."""
+    files: kernelscope's own failure (`harness_error`, no verdict), to be reported; unless a
+    frame of the problem's files is on it. The runner starts with the workspace first on
+    `sys.path`, so a workspace file named as a module the harness imports first (`torch.py`)
+    runs before the problem is read: its exception is the workspace's (`unfinished`)."""
     from kernelscope.protocol.bench import HARNESS_FAILED, BenchError
 
+    try:
+        ours = ProblemCode.of(args).raised_in(exc)
+    except Exception:  # arguments the code's files cannot be read from: the harness's fault
+        ours = False
+    if ours:
+        return unfinished(args, exc)
     message = (
         f"kernelscope's harness failed before it read the problem's files: {type(exc).__name__}: {_text(exc)}"
     )

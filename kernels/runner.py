@@ -176,6 +176,10 @@ class _Runner:
         self.framework_ok = framework_ok
         self.code = ProblemCode.of(args)  # whose an exception is (fault_origin.py)
         self.gate_inputs: list[list[str]] = []  # digests of the draws the gate found the candidate right on
+        # The exception the adapter's make_inputs raised before this configuration's first call
+        # of the candidate: the one a problem's declared `unsupported` is taken from (fault_origin)
+        self.input_error: BaseException | None = None
+        self.candidate_called = False
         self.timer = Timer(mode, guard, args.interpreter_reps, args.warmup_ms, args.rep_ms, args.cuda_graph)
 
     # -- timing ---------------------------------------------------------------------------
@@ -269,8 +273,16 @@ class _Runner:
         from kernelscope.kernels.gate import as_tensor_list
         from kernelscope.kernels.input_changes import reference_first
 
+        def make_inputs() -> Any:
+            try:
+                return problem.make_inputs(config, seed, self.device)
+            except Exception as exc:
+                if not self.candidate_called:
+                    self.input_error = exc
+                raise
+
         return reference_first(
-            lambda: problem.make_inputs(config, seed, self.device),
+            make_inputs,
             lambda xs: as_tensor_list(problem.reference(config, xs), "the reference"),
             problem.inputs_in_result,
         )
@@ -290,6 +302,7 @@ class _Runner:
         for trial, seed in enumerate(result.seeds, 1):
             run = self._reference_first(problem, config, seed)
             inputs, references = run.inputs, run.references
+            self.candidate_called = True  # an input error from here on may be the kernel's doing
             with self.guard.launches.counting(driver=True) as launches:
                 raw = candidate(*inputs)
                 _sync(self.mode)
@@ -430,7 +443,7 @@ class _Runner:
         samples ((baseline, candidate), (first A, last A))."""
         from kernelscope.kernels.gate import GateFailure
         from kernelscope.kernels.timing import TimedCheckFailure
-        from kernelscope.protocol.bench import BenchError, ConfigResult
+        from kernelscope.protocol.bench import BenchError, ConfigResult, is_verdict_kind
         from kernelscope.protocol.stats import bootstrap_ratio_ci
 
         name = str(config["name"])
@@ -438,15 +451,15 @@ class _Runner:
         seeds = problem.correctness_seeds(self.args.seeds or problem.correctness_trials)
         result = ConfigResult(name=name, params=params, passed=False, seeds=seeds)
         result.shrunk_for_interpreter = config.get("shrunk_for_interpreter")
+        self.input_error, self.candidate_called = None, False
         try:
             worst = self._checked_calls(config, problem, result)
             base, cand, par, aa = self.time_ab(config, problem, result, self.parent_fn)
-        except (GateFailure, TimedCheckFailure) as failure:
-            result.error = BenchError(kind=failure.kind, message=f"{name}: {failure.message}", config=name)
-            self._interpreter_limit(config, result)
-            return result, None
         except Exception as exc:  # the kernel's, whoever raised it (fault_origin.py)
-            result.error = error_of(exc, self.code, name)
+            if isinstance(exc, (GateFailure, TimedCheckFailure)) and is_verdict_kind(exc.kind):
+                result.error = BenchError(kind=exc.kind, message=f"{name}: {exc.message}", config=name)
+            else:  # a no-verdict kind is no check's: the kernel raised the class itself
+                result.error = error_of(exc, self.code, name, declared=exc is self.input_error)
             self._interpreter_limit(config, result)
             return result, None
         result.passed = True

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import argparse
 import math
-from typing import Any, Literal
+from typing import Any, Literal, get_args
 
 from pydantic import Field
 
@@ -294,6 +294,14 @@ _NOT_JUDGED: dict[str, tuple[str, int, str]] = {
 # stopped by a cap before its answer was (no verdict on the answer).
 NO_VERDICT_KINDS = frozenset(k for k, (_, status, _) in _NOT_JUDGED.items() if status != EXIT_RESOURCE)
 RESOURCE_KINDS = frozenset(k for k, (_, status, _) in _NOT_JUDGED.items() if status == EXIT_RESOURCE)
+
+
+def is_verdict_kind(kind: object) -> bool:
+    """Whether `kind` is a known kind that judges the kernel (FAIL): the only kinds a gate
+    check's exception (GateFailure, TimedCheckFailure) may carry. A kernel reaches those classes
+    through importlib, and one raised with a no-verdict kind (`setup`, `harness_error`) or a cap's
+    escaped its FAIL."""
+    return kind in get_args(ErrorKind) and kind not in _NOT_JUDGED
 
 
 def _not_judged(result: BenchResult) -> tuple[str, int, str] | None:

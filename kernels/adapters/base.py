@@ -19,7 +19,15 @@ class ProblemError(Exception):
     raises it (the runner's `load_problem`). Raised later, in a configuration (its inputs, the
     candidate's outputs), it is the run's `exception` like any other: the candidate's code has
     run by then and can raise it, or make the adapter raise it, so it cannot be told from the
-    workspace's fault (kernels/fault_origin.py)."""
+    workspace's fault (kernels/fault_origin.py). Raised by a module's own code while
+    `load_module` runs it, it is that module's failed import, not setup: see `KernelImportError`."""
+
+
+class KernelImportError(Exception):
+    """A ProblemError a kernel's module (candidate, baseline, parent, or one they import) raised
+    while it ran: importlib reaches the class, and as setup (no verdict) a workspace's timed gate
+    command's numbers replaced the harness's result (daemon/engine/run/bench.py), a PASS for
+    any kernel. Not a ProblemError, so the runner reports it as the import failure it is."""
 
 
 def load_module(path: Path, purpose: str, sizes: dict[str, int] | None = None) -> Any:
@@ -45,7 +53,12 @@ def load_module(path: Path, purpose: str, sizes: dict[str, int] | None = None) -
             except SizeError as exc:
                 raise ProblemError(str(exc)) from None
         else:
-            spec.loader.exec_module(module)
+            try:
+                spec.loader.exec_module(module)
+            except ProblemError as exc:  # the module's own code raised it
+                if purpose == "reference":  # the workspace's contract, read before any kernel
+                    raise
+                raise KernelImportError(f"{type(exc).__name__}: {exc}") from exc
     finally:
         sys.path.remove(str(path.parent))
     return module

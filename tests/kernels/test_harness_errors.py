@@ -258,3 +258,126 @@ def test_a_verdict_on_one_configuration_heads_the_result(tmp_path: Path) -> None
         result = _summarise(outcomes, "interpreter", {}, common, 0.0, args)
         assert result.error is not None and result.error.kind == "wrong_result", first
         assert exit_status(result) == EXIT_GATE_FAILED
+
+
+RAISES_PROBLEM_ERROR_ON_IMPORT = (
+    HEADER
+    + "\nimport importlib\n"
+    + "raise importlib.import_module('kernelscope.kernels.adapters.base').ProblemError('no adapter')\n"
+    + "\ndef kernel_fn(x, y):\n    return x * 0\n"
+)
+NATIVE_PASSING_GATE = (
+    "import json\nprint('[test_kernel] RESULT_JSON=' + json.dumps({'total': 2, 'passed': 2, 'all_pass': True, "
+    "'failures': [], 'latency_us_by_shape': {'n=300': 10.0, 'n=1000': 5.0}}))\n"
+)
+
+
+def test_a_problem_error_the_candidates_import_raises_is_the_kernels(tmp_path: Path) -> None:
+    """A ProblemError raised while the candidate's module runs is the kernel's failed import
+    (`compile`, FAIL), not setup: as setup, a workspace's passing, timed gate command's verdict
+    replaced it (PASS for a kernel that returns zeros)."""
+    from kernelscope.daemon.engine.run.bench import BenchRequest, run_benchmark
+
+    ws = make_workspace(tmp_path / "ws")
+    (ws / "kernel.py").write_text(RAISES_PROBLEM_ERROR_ON_IMPORT)
+    (ws / "gate.py").write_text(NATIVE_PASSING_GATE)
+    request = BenchRequest(
+        workspace=ws,
+        mode="interpreter",
+        seeds=1,
+        gate_command=f"{sys.executable} gate.py",
+        extra_args=["--no-static-rules"],
+    )
+    result = run_benchmark(request)
+    assert not result.passed and result.error is not None, result
+    assert result.error.kind == "compile" and "no adapter" in result.error.message, result.error
+    assert exit_status(result) == EXIT_GATE_FAILED
+
+
+def test_a_reference_the_adapter_cannot_read_stays_setup(tmp_path: Path) -> None:
+    """The adapter's own ProblemError (a reference without the contract's functions) is still
+    setup: no verdict on the kernel."""
+    ws = make_workspace(tmp_path / "ws", reference="import torch\n")
+    result = run_runner(ws, "")
+    assert result.error is not None and result.error.kind == "setup", result.error
+    assert exit_status(result) == EXIT_SETUP
+
+
+def test_a_workspace_module_shadowing_the_harnesss_is_the_workspaces(tmp_path: Path) -> None:
+    """The runner starts (`python -m`, as bench starts it) in the workspace, first on sys.path:
+    a workspace `torch.py` runs before the harness reads the problem. Its exception has a frame
+    of the workspace: FAIL (exit 3), not harness_error, the no verdict a workspace could choose."""
+    ws = make_workspace(tmp_path / "ws")
+    (ws / "torch.py").write_text("raise ValueError('a workspace torch.py')\n")
+    output = tmp_path / "result.json"
+    argv = ["--workspace", str(ws), "--candidate", str(ws / "kernel.py"), "--mode", "interpreter"]
+    env = {**os.environ, "TRITON_INTERPRET": "1"}
+    done = subprocess.run(
+        [sys.executable, "-m", "kernelscope.kernels.runner", *argv, "--output", str(output)],
+        cwd=ws,
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=300,
+    )
+    assert output.is_file(), done.stderr[-3000:]
+    result = BenchResult.model_validate_json(output.read_text())
+    assert result.error is not None and result.error.kind == "exception", result.error
+    assert "a workspace torch.py" in result.error.message
+    assert exit_status(result) == EXIT_GATE_FAILED and not judged_nothing(result)
+
+
+RAISES_A_CHECKS_FAILURE = (
+    HEADER
+    + "\nimport importlib\n"
+    + "\ndef kernel_fn(x, y):\n"
+    + "    owner = importlib.import_module('kernelscope.kernels.{module}')\n"
+    + "    raise getattr(owner, '{cls}')('{kind}', 'no verdict, please')\n"
+)
+
+
+@pytest.mark.parametrize(
+    ("module", "cls", "kind"),
+    [
+        ("gate", "GateFailure", "setup"),
+        ("gate", "GateFailure", "unsupported"),
+        ("timing", "TimedCheckFailure", "harness_error"),
+        ("timing", "TimedCheckFailure", "interrupted"),
+        ("gate", "GateFailure", "out_of_memory"),
+    ],
+)
+def test_a_check_failure_the_kernel_raises_with_no_verdict_is_its_exception(
+    tmp_path: Path, module: str, cls: str, kind: str
+) -> None:
+    """The gate's and timed checks' failures carry a verdict kind only: a kernel raising one
+    (importlib reaches the classes) with a no-verdict or cap kind fails with `exception`."""
+    ws = make_workspace(tmp_path / "ws")
+    (ws / "kernel.py").write_text(RAISES_A_CHECKS_FAILURE.format(module=module, cls=cls, kind=kind))
+    result = run_runner(ws, "")
+    assert result.error is not None and result.error.kind == "exception", result.error
+    assert "no verdict, please" in result.error.message
+    assert exit_status(result) == EXIT_GATE_FAILED and not judged_nothing(result)
+
+
+class _Declared(Exception):
+    bench_kind = "unsupported"
+
+
+def test_unsupported_is_taken_only_from_the_adapters_inputs(tmp_path: Path) -> None:
+    """`bench_kind = "unsupported"` is any class's to carry: a kernel raising one is its
+    `exception` (FAIL); only where the adapter's input building raised it, before the candidate
+    was called for that configuration, is it the problem's declared `unsupported`."""
+    from kernelscope.kernels.fault_origin import ProblemCode, error_of
+
+    code = ProblemCode(tmp_path, [])
+    assert error_of(_Declared("a kernel's"), code, "n=300").kind == "exception"
+    assert error_of(_Declared("the adapter's"), code, "n=300", declared=True).kind == "unsupported"
+    ws = make_workspace(tmp_path / "ws")
+    kernel = (
+        HEADER
+        + "\nclass E(Exception):\n    bench_kind = 'unsupported'\n\ndef kernel_fn(x, y):\n    raise E('no')\n"
+    )
+    (ws / "kernel.py").write_text(kernel)
+    result = run_runner(ws, "")
+    assert result.error is not None and result.error.kind == "exception", result.error
+    assert exit_status(result) == EXIT_GATE_FAILED and not judged_nothing(result)

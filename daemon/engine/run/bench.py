@@ -629,9 +629,11 @@ def run_benchmark(
     if gate is None:
         return result
     gate_timed = gate.gate is not None and bool(gate.gate.latency_us_by_shape)
-    if gate_timed and result.error is not None and result.error.kind == "setup":
+    if gate_timed and result.error is not None and result.error.kind == "setup" and not result.configs:
         # The harness cannot read this workspace's reference (a contract it has no adapter
-        # for); the gate measured it: its numbers are the result, and the reason is kept.
+        # for); the gate measured it: its numbers are the result, and the reason is kept. Only
+        # a setup error before any configuration ran: a kernel's own ProblemError is never
+        # setup (adapters/base.py's KernelImportError, the runner's run_config).
         gate.messages.append(f"the harness could not run this workspace ({result.error.message})")
         return gate
     result.gate = gate.gate
