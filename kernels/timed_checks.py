@@ -452,16 +452,7 @@ class TimedCallChecks:
         at mark `earlier`, is the reference's answer for those inputs: a replayed or cached
         output. Only for an output informative enough that an honest kernel's bug does not repeat
         it by chance (`informative`: a bool, a small integer, an argmax do)."""
-        if earlier is None or not informative(outputs):
-            return False
-        with self._reference_at(earlier) as run:
-            if run is None:
-                return False
-            try:
-                self.compare(outputs, run.references, ())
-            except GateFailure:
-                return False
-        return True
+        return earlier is not None and informative(outputs) and self._answer_at(earlier, outputs)
 
     def _stale(
         self, outputs: list[torch.Tensor], references: list[torch.Tensor], now: int | None = None
@@ -486,15 +477,18 @@ class TimedCallChecks:
             0,
         )
         for mark in dict.fromkeys(m for m in wanted if m is not None and m != now and m <= len(self.swaps)):
-            if self._stale_at(mark, outputs, references):
+            if self._answer_at(mark, outputs, follows=references):
                 return mark
         return None
 
-    def _stale_at(self, mark: int, outputs: list[torch.Tensor], references: list[torch.Tensor]) -> bool:
-        """Whether `outputs` is, within the tolerance, the reference's answer at `mark` and
-        follows it (`_tells_stale`). A method of its own so that answer is gone when it returns:
-        `_stale`'s loop held each mark's run while the reference ran at the next (two outputs'
-        worth at the peak)."""
+    def _answer_at(
+        self, mark: int, outputs: list[torch.Tensor], follows: list[torch.Tensor] | None = None
+    ) -> bool:
+        """Whether `outputs` is, within the tolerance, the reference's answer for the timed inputs
+        at `mark` (`_replays`), and, with `follows` (the answer it was found wrong against), one
+        that follows it (`_tells_stale`: `_stale`). A method of its own so that answer is gone
+        when it returns: `_stale`'s loop held each mark's run while the reference ran at the
+        next (two outputs' worth at the peak)."""
         with self._reference_at(mark) as run:
             if run is None:
                 return False
@@ -502,7 +496,7 @@ class TimedCallChecks:
                 self.compare(outputs, run.references, ())
             except GateFailure:
                 return False
-            return _tells_stale(outputs, run.references, references)
+            return follows is None or _tells_stale(outputs, run.references, follows)
 
     def audit_point(self, index: int) -> None:
         """After a timed call (its output released): the hidden audit, once per configuration."""
